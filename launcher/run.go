@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -111,13 +112,18 @@ type runTask struct {
 	started time.Time
 	done    bool
 	stopped bool // tfhive asked it to stop
-	// claim receives the supervisor's claim line ("" if it ended first).
+	// claim receives the supervisor's claim line ("" if it ended first);
+	// claimed is closed then.
 	claim     chan string
+	claimed   chan struct{}
 	claimOnce sync.Once
 }
 
 func (rt *runTask) reportClaim(line string) {
-	rt.claimOnce.Do(func() { rt.claim <- line })
+	rt.claimOnce.Do(func() {
+		rt.claim <- line
+		close(rt.claimed)
+	})
 }
 
 // ClaimConflictError: another run took a GPU or port of this plan between
@@ -174,7 +180,7 @@ func (r *runner) run(ctx context.Context) *Summary {
 	r.decider = -1
 	rule := ruleOf(r.o.Plan)
 	for _, t := range r.o.Plan.Tasks {
-		r.tasks = append(r.tasks, &runTask{t: t, ctl: make(chan string, 16), claim: make(chan string, 1), res: TaskResult{
+		r.tasks = append(r.tasks, &runTask{t: t, ctl: make(chan string, 16), claim: make(chan string, 1), claimed: make(chan struct{}), res: TaskResult{
 			ID: t.ID, Role: t.Role, Index: t.Index, Host: t.Host, Address: t.Address, GPUs: t.GPUs,
 			Log: filepath.Join(r.o.LogDir, fmt.Sprintf("%s-%d.log", t.Role, t.Index)),
 		}})
@@ -303,7 +309,8 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	}
 	rt.log = logf
 	rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
-	script := supervisorScript(r.taskFor(rt.t))
+	tk := r.taskFor(rt.t)
+	script := supervisorScript(tk)
 	rt.started = time.Now()
 	gate := &claimGate{next: rt.out.Stdout(), report: rt.reportClaim}
 	proc, err := ex.Start(ctx, supervisorCommand(script), gate, rt.out.Stderr())
@@ -324,8 +331,26 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 			}
 		}
 	}()
+	// The supervisor answers within a round trip or two. A host that
+	// never does (sshd could not fork the command; the exec is not
+	// acknowledged, see probe.SSHConn.Start) must not hold the whole run
+	// at the claim phase: after the watchdog's own period it is lost.
+	var silent atomic.Bool
+	go func() {
+		t := time.NewTimer(tk.HeartbeatTimeout)
+		defer t.Stop()
+		select {
+		case <-rt.claimed:
+		case <-t.C:
+			silent.Store(true)
+			proc.Kill()
+		}
+	}()
 	go func() {
 		rc, err := proc.Wait()
+		if silent.Load() {
+			err = fmt.Errorf("no answer from the host within %s", tk.HeartbeatTimeout)
+		}
 		rt.reportClaim("")
 		r.events <- exitEvent{i: i, rc: rc, err: err}
 	}()

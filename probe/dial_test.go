@@ -51,8 +51,15 @@ func newSigner(t *testing.T, ecdsaKey bool) ssh.Signer {
 }
 
 // startServer serves cfg (with the given host keys added) until the test
-// ends.
+// ends; it refuses sessions.
 func startServer(t *testing.T, cfg *ssh.ServerConfig, hostKeys ...ssh.Signer) *testServer {
+	t.Helper()
+	return startSessionServer(t, cfg, nil, hostKeys...)
+}
+
+// startSessionServer is startServer handing session channels to session
+// (nil: refused).
+func startSessionServer(t *testing.T, cfg *ssh.ServerConfig, session func(ssh.Channel, <-chan *ssh.Request), hostKeys ...ssh.Signer) *testServer {
 	t.Helper()
 	for _, k := range hostKeys {
 		cfg.AddHostKey(k)
@@ -77,8 +84,15 @@ func startServer(t *testing.T, cfg *ssh.ServerConfig, hostKeys ...ssh.Signer) *t
 				}
 				go ssh.DiscardRequests(reqs)
 				go func() {
-					for ch := range chans {
-						ch.Reject(ssh.Prohibited, "no sessions here")
+					for nc := range chans {
+						if session == nil || nc.ChannelType() != "session" {
+							nc.Reject(ssh.Prohibited, "no sessions here")
+							continue
+						}
+						ch, reqs, err := nc.Accept()
+						if err == nil {
+							go session(ch, reqs)
+						}
 					}
 				}()
 				sc.Wait()

@@ -2,10 +2,12 @@ package probe
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	"golang.org/x/crypto/ssh"
@@ -20,6 +22,9 @@ type Started interface {
 	// fate is unknown (the connection to the host was lost).
 	Wait() (int, error)
 	// Close abandons the command: stdin is closed and the channel dropped.
+	// Over SSH, Wait then returns at once (the command's fate unknown)
+	// unless the command had already ended: a host whose command cannot be
+	// stopped must not hold tfhive.
 	Close() error
 	// Kill kills the command (its process group, for the local executor)
 	// and abandons it.
@@ -29,45 +34,62 @@ type Started interface {
 // Start opens a session for cmd. When sshd refuses one more session on
 // this connection (MaxSessions), another connection to the same host is
 // opened and used, so a host may run any number of tasks.
+//
+// The exec request goes without asking for a reply and stdin may follow
+// at once, as OpenSSH's own client does: waiting for the reply would
+// cost every probe and every task start a round trip. sshd handles a
+// channel's messages in order, so what is written to stdin reaches the
+// command. (An exec that sshd fails, which only happens when it cannot
+// fork, then shows as a command that never answers; callers bound their
+// waits.)
 func (c *SSHConn) Start(ctx context.Context, cmd string, stdout, stderr io.Writer) (Started, error) {
-	s, err := c.newSession(ctx)
+	ch, reqs, err := c.openSession(ctx)
 	if err != nil {
 		return nil, err
 	}
-	stdin, err := s.StdinPipe()
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	s.Stdout, s.Stderr = stdout, stderr
-	if err := s.Start(cmd); err != nil {
-		s.Close()
+	if _, err := ch.SendRequest("exec", false, ssh.Marshal(struct{ Command string }{cmd})); err != nil {
+		ch.Close()
 		return nil, fmt.Errorf("ssh: start: %w", err)
 	}
-	return &sshProcess{s: s, stdin: stdin}, nil
+	p := &sshProcess{ch: ch, exited: make(chan struct{}), dropped: make(chan struct{})}
+	p.copies.Add(2)
+	go p.copy(stdout, ch, stdoutBuf)
+	go p.copy(stderr, ch.Stderr(), stderrBuf)
+	go p.requests(reqs)
+	return p, nil
 }
 
-func (c *SSHConn) newSession(ctx context.Context) (*ssh.Session, error) {
-	s, err := c.client.NewSession()
+// Copy buffers per stream. x/crypto's Session copies with io.Copy's
+// 32 KiB buffers, two per command, held for the command's life: 32 MiB at
+// 512 tasks. Reads are as large as the packets that arrived, and the
+// buffer only bounds one read, so smaller buffers cost little throughput
+// (the streaming benchmark shows it).
+const (
+	stdoutBuf = 8 << 10
+	stderrBuf = 2 << 10
+)
+
+func (c *SSHConn) openSession(ctx context.Context) (ssh.Channel, <-chan *ssh.Request, error) {
+	ch, reqs, err := c.client.OpenChannel("session", nil)
 	if err == nil || !refusedSession(err) {
-		return s, err
+		return ch, reqs, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, x := range c.extra {
-		if s, err := x.NewSession(); err == nil || !refusedSession(err) {
-			return s, err
+		if ch, reqs, err := x.OpenChannel("session", nil); err == nil || !refusedSession(err) {
+			return ch, reqs, err
 		}
 	}
 	if c.dialer == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	x, herr := c.dialer.Dial(ctx, c.host)
 	if herr != nil {
-		return nil, fmt.Errorf("sshd refused another session and a further connection failed: %s", herr.Message)
+		return nil, nil, fmt.Errorf("sshd refused another session and a further connection failed: %s", herr.Message)
 	}
 	c.extra = append(c.extra, x.client)
-	return x.client.NewSession()
+	return x.client.OpenChannel("session", nil)
 }
 
 // refusedSession is sshd refusing a session channel. A session connects to
@@ -79,38 +101,128 @@ func refusedSession(err error) bool {
 }
 
 type sshProcess struct {
-	s     *ssh.Session
-	stdin io.WriteCloser
+	ch      ssh.Channel
+	copies  sync.WaitGroup
+	exited  chan struct{} // closed when the channel is, rc and err set
+	rc      int
+	err     error
+	dropped chan struct{} // closed by Close
+	drop    sync.Once
+
+	mu        sync.Mutex // guards the rest, and output writes
+	copyErr   error
+	abandoned bool // Wait returned early: output goes nowhere now
 }
 
-func (p *sshProcess) Stdin() io.WriteCloser { return p.stdin }
+func (p *sshProcess) Stdin() io.WriteCloser { return stdinOf{p.ch} }
+
+// stdinOf is the channel's write side; Close sends EOF.
+type stdinOf struct{ ch ssh.Channel }
+
+func (s stdinOf) Write(b []byte) (int, error) { return s.ch.Write(b) }
+func (s stdinOf) Close() error                { return s.ch.CloseWrite() }
+
+// copy copies one stream to w. When w fails, the rest is still read and
+// dropped: an unread channel would stop the remote command once its
+// window is full.
+func (p *sshProcess) copy(w io.Writer, r io.Reader, size int) {
+	defer p.copies.Done()
+	if w == nil {
+		w = io.Discard
+	}
+	buf := make([]byte, size)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			if !p.abandoned && p.copyErr == nil {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					p.copyErr = werr
+				}
+			}
+			p.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// requests reads the channel's requests until it closes: the exit status
+// or signal, and keepalives (answered no, as OpenSSH's client does).
+func (p *sshProcess) requests(reqs <-chan *ssh.Request) {
+	rc, signal := -1, ""
+	for req := range reqs {
+		switch req.Type {
+		case "exit-status":
+			if len(req.Payload) >= 4 {
+				rc = int(binary.BigEndian.Uint32(req.Payload))
+			}
+		case "exit-signal":
+			var sig struct {
+				Signal     string
+				CoreDumped bool
+				Error      string
+				Lang       string
+			}
+			if ssh.Unmarshal(req.Payload, &sig) == nil {
+				signal = sig.Signal
+			}
+		default:
+			if req.WantReply {
+				req.Reply(false, nil)
+			}
+		}
+	}
+	switch {
+	case rc >= 0:
+		p.rc = rc
+	case signal != "":
+		p.rc = 128 + signalNumber(signal)
+	default:
+		p.rc, p.err = -1, errors.New("connection lost before the command finished")
+	}
+	close(p.exited)
+}
 
 // Kill asks sshd to kill the command, then drops the channel whatever it
 // says (older servers ignore signal requests).
 func (p *sshProcess) Kill() {
-	_ = p.s.Signal(ssh.SIGKILL)
+	_, _ = p.ch.SendRequest("signal", false, ssh.Marshal(struct{ Signal string }{string(ssh.SIGKILL)}))
 	p.Close()
 }
+
 func (p *sshProcess) Close() error {
-	p.stdin.Close()
-	return p.s.Close()
+	p.drop.Do(func() { close(p.dropped) })
+	p.ch.CloseWrite()
+	return p.ch.Close()
 }
 
+// Wait waits for the channel to close and its output to be copied, or
+// for Close: sshd confirms a closed session channel only once the
+// command has exited, which a hung command (or, as root, one that sshd
+// may not signal) never does.
 func (p *sshProcess) Wait() (int, error) {
-	err := p.s.Wait()
-	var ee *ssh.ExitError
-	switch {
-	case err == nil:
-		return 0, nil
-	case errors.As(err, &ee):
-		if sig := ee.Signal(); sig != "" {
-			return 128 + signalNumber(sig), nil
+	select {
+	case <-p.exited:
+		p.copies.Wait()
+	case <-p.dropped:
+		select {
+		case <-p.exited:
+			p.copies.Wait()
+		default:
+			p.mu.Lock()
+			p.abandoned = true
+			p.mu.Unlock()
+			return -1, errors.New("abandoned before the command finished")
 		}
-		return ee.ExitStatus(), nil
-	case errors.Is(err, &ssh.ExitMissingError{}):
-		return -1, errors.New("connection lost before the command finished")
 	}
-	return -1, err
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil && p.copyErr != nil {
+		return -1, p.copyErr
+	}
+	return p.rc, p.err
 }
 
 // Start runs cmd with sh in its own process group.

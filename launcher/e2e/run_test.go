@@ -395,3 +395,27 @@ func TestRunSilentLinkStopsTasks(t *testing.T) {
 	// after about 3 s without a heartbeat; 60 s is the promise.
 	noLeftovers(t, f, 60*time.Second)
 }
+
+// A host whose supervisor never answers (here its login shell hangs; sshd
+// failing to fork looks the same, since the exec is not acknowledged) is
+// given up after the keepalive period instead of holding the run forever.
+func TestRunSupervisorThatNeverAnswers(t *testing.T) {
+	f := sshtest.Start(t, sshtest.Profile{Name: "mute", GPU: "idle-2gpu.xml", OwnHome: true, AliveInterval: 1})
+	// bash sources ~/.bashrc for `ssh host cmd`: hang only the task's
+	// session, not the probe's, and in a way that ends with the session
+	// (sshd, run as root here, may not signal it).
+	rc := "case $BASH_EXECUTION_STRING in *'dd bs=1'*) exec cat >/dev/null;; esac\n"
+	if err := os.WriteFile(filepath.Join(f.Host("mute").Dir, "home", ".bashrc"), []byte(rc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args, logDir := runArgs(t, f, "--workers", "1", "--gpus-per-worker", "0", "--", "echo", "never")
+	start := time.Now()
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, launcher.ExitHostLost)
+	wantContains(t, "stderr", r.stderr, "worker:0 on mute was lost: no answer from the host within 3s")
+	if s := summaryOf(t, logDir); s.Tasks[0].Outcome != "lost" {
+		t.Errorf("summary %+v", s.Tasks)
+	}
+	t.Logf("given up after %s", time.Since(start))
+	noLeftovers(t, f, 10*time.Second)
+}
