@@ -40,10 +40,12 @@ printf '%s\n' '` + markClaims + `'
 set -- "$d"/*.lock
 if [ -e "$1" ]; then
   stat -c 'F %d %i %n' "$@" 2>/dev/null
-  grep -H '' "$@" 2>/dev/null | sed 's/^/C /'
+  awk '{ print "C " FILENAME ":" $0 }' "$@" 2>/dev/null
+  printf '%s\n' '` + markLocks + `'
+  cat /proc/locks 2>/dev/null
+else
+  printf '%s\n' '` + markLocks + `'
 fi
-printf '%s\n' '` + markLocks + `'
-cat /proc/locks 2>/dev/null
 `
 
 const (

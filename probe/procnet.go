@@ -10,22 +10,31 @@ import (
 const tcpListen = "0A"
 
 // parseListeningPorts returns the TCP ports something listens on, on any
-// address, from /proc/net/tcp and /proc/net/tcp6 concatenated. A task must
-// not be given any of them, whichever address it would bind. The result is
-// sorted, unique and non-nil.
-func parseListeningPorts(procNetTCP []byte) []int {
+// address, from `ss -tln` or, where ss is missing, from /proc/net/tcp and
+// /proc/net/tcp6 concatenated. A task must not be given any of them,
+// whichever address it would bind. The result is sorted, unique and
+// non-nil.
+func parseListeningPorts(out []byte) []int {
 	ports := []int{}
-	for line := range strings.Lines(string(procNetTCP)) {
-		// sl local_address rem_address st ...; header lines fail the checks.
+	for line := range strings.Lines(string(out)) {
 		f := strings.Fields(line)
-		if len(f) < 4 || !strings.HasSuffix(f[0], ":") || f[3] != tcpListen {
-			continue
+		var addr string
+		base := 16
+		switch {
+		case len(f) >= 5 && f[0] == "LISTEN":
+			// ss: State Recv-Q Send-Q Local:Port Peer:Port
+			addr, base = f[3], 10
+		case len(f) >= 4 && strings.HasSuffix(f[0], ":") && f[3] == tcpListen:
+			// /proc/net/tcp: sl local_address rem_address st ...
+			addr = f[1]
+		default:
+			continue // headers, other states
 		}
-		i := strings.LastIndexByte(f[1], ':')
+		i := strings.LastIndexByte(addr, ':')
 		if i < 0 {
 			continue
 		}
-		port, err := strconv.ParseUint(f[1][i+1:], 16, 16)
+		port, err := strconv.ParseUint(addr[i+1:], base, 16)
 		if err != nil || port == 0 {
 			continue
 		}

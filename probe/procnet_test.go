@@ -6,7 +6,32 @@ import (
 )
 
 func TestGoldenProcNet(t *testing.T) {
-	checkGolden(t, testdataDir+"/procnet/tcp.txt", parseListeningPorts(readTestdata(t, "procnet/tcp.txt")))
+	for _, name := range []string{"tcp.txt", "ss-tln.txt"} {
+		checkGolden(t, testdataDir+"/procnet/"+name, parseListeningPorts(readTestdata(t, "procnet/"+name)))
+	}
+}
+
+// ss prints what /proc/net/tcp{,6} holds, in decimal: the same ports.
+func TestParseListeningPortsSS(t *testing.T) {
+	got := parseListeningPorts(readTestdata(t, "procnet/ss-tln.txt"))
+	want := parseListeningPorts(readTestdata(t, "procnet/tcp.txt"))
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ss-tln.txt gives %v, tcp.txt %v", got, want)
+	}
+	for name, tc := range map[string]struct {
+		in   string
+		want []int
+	}{
+		"header only":   {"State  Recv-Q Send-Q Local Address:Port Peer Address:Port Process\n", []int{}},
+		"wildcard port": {"LISTEN 0 128 0.0.0.0:* 0.0.0.0:*\n", []int{}},
+		"not listening": {"ESTAB 0 0 127.0.0.1:22 127.0.0.1:5555\n", []int{}},
+		"port too big":  {"LISTEN 0 128 0.0.0.0:65536 0.0.0.0:*\n", []int{}},
+		"scoped v6":     {"LISTEN 0 128 [fe80::1%eth0]:7000 [::]:*\n", []int{7000}},
+	} {
+		if got := parseListeningPorts([]byte(tc.in)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %#v, want %#v", name, got, tc.want)
+		}
+	}
 }
 
 func TestParseListeningPorts(t *testing.T) {

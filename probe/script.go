@@ -11,11 +11,18 @@ import (
 // probeScript is everything the probe needs from a host in one round trip
 // and one nvidia-smi run (each run can take seconds on a host without
 // persistence mode): the XML report, the owners of its GPU processes, and
-// the listening TCP ports (only the LISTEN rows: a busy host has thousands
-// of connections). It is fed to `sh -s` on stdin so that it works
+// the listening TCP ports. It is fed to `sh -s` on stdin so that it works
 // whatever the user's login shell is, and shows up in `ps` as just `sh -s`.
 // coreutils timeout bounds a hung nvidia-smi on the host itself, so that
 // nothing is left running there.
+//
+// It starts as few processes as it can (each fork and exec is CPU on a
+// host that may be busy training): ps only when nvidia-smi lists
+// processes, the pid list joined by the shell. The ports come from
+// `ss -tln`, whose netlink query walks only the listening sockets;
+// reading /proc/net/tcp walks the kernel's whole connection table (a busy
+// host has thousands of connections) and is only the fallback for hosts
+// without iproute2.
 func probeScript(timeout time.Duration, claimsOnly bool) string {
 	secs := int((timeout + time.Second - 1) / time.Second)
 	skip := 0
@@ -36,11 +43,15 @@ else
 fi
 printf '%%s %%s\n' '%s' "$rc"
 printf '%%s\n' "$out"
-pids=$(printf '%%s\n' "$out" | sed -n 's|.*<pid>\([0-9][0-9]*\)</pid>.*|\1|p' | sort -un | paste -sd, -)
 printf '%%s\n' '%s'
-if [ -n "$pids" ]; then ps -o pid= -o user:32= -o args= -p "$pids" </dev/null 2>/dev/null; fi
+case $out in
+*'<pid>'*)
+  p=
+  for x in $(printf '%%s\n' "$out" | sed -n 's|.*<pid>\([0-9][0-9]*\)</pid>.*|\1|p'); do p=$p${p:+,}$x; done
+  if [ -n "$p" ]; then ps -o pid= -o user:32= -o args= -p "$p" </dev/null 2>/dev/null; fi
+esac
 printf '%%s\n' '%s'
-for f in /proc/net/tcp /proc/net/tcp6; do [ -r "$f" ] && awk 'NR == 1 || $4 == "0A"' "$f"; done
+ss -tln 2>/dev/null || awk 'FNR == 1 || $4 == "0A"' /proc/net/tcp /proc/net/tcp6 2>/dev/null
 %sprintf '%%s\n' '%s'
 `, secs, skip, markSMI, markPS, markTCP, claimsScript, markEnd)
 }

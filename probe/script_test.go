@@ -2,12 +2,15 @@ package probe
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -113,6 +116,7 @@ func fakeGPU(t *testing.T, output []byte, exit int) (binDir, gpuDir string) {
 // runProbeScript runs probeScript the way the prober does: fed to `sh -s`.
 func runProbeScript(t *testing.T, path, gpuDir string, timeout time.Duration) probeOutput {
 	t.Helper()
+	testListenPort(t) // for checkTCPSection
 	cmd := exec.Command("/bin/sh", "-s")
 	cmd.Stdin = strings.NewReader(probeScript(timeout, false))
 	cmd.Env = []string{"PATH=" + path, "TFHIVE_FAKE_GPU=" + gpuDir, "LC_ALL=C"}
@@ -132,17 +136,68 @@ func runProbeScript(t *testing.T, path, gpuDir string, timeout time.Duration) pr
 	return po
 }
 
+// checkTCPSection checks that the ports section lists a port this test
+// listens on, whichever way the script read them.
 func checkTCPSection(t *testing.T, tcp []byte) {
 	t.Helper()
 	if _, err := os.Stat("/proc/net/tcp"); err != nil {
 		return
 	}
-	if !strings.HasPrefix(section(tcp), "  sl  local_address") {
-		t.Errorf("tcp section does not start with /proc/net/tcp's header: %.80q", tcp)
-	}
 	if strings.Contains(string(tcp), "@@tfhive") {
 		t.Errorf("tcp section holds a marker: %q", tcp)
 	}
+	if ports := parseListeningPorts(tcp); !slices.Contains(ports, testListenPort(t)) {
+		t.Errorf("tcp section lacks port %d, listening: %v\n%.300s", testListenPort(t), ports, tcp)
+	}
+}
+
+var testListener struct {
+	sync.Once
+	ln   net.Listener // held: a collected listener is closed
+	port int
+}
+
+// testListenPort is a port this test process listens on, on 127.0.0.1.
+func testListenPort(t *testing.T) int {
+	testListener.Do(func() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		testListener.ln, testListener.port = ln, ln.Addr().(*net.TCPAddr).Port
+	})
+	return testListener.port
+}
+
+// Without ss (no iproute2) the ports come from /proc/net/tcp{,6}.
+func TestProbeScriptPortsWithoutSS(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp")
+	}
+	binDir, gpuDir := fakeGPU(t, readTestdata(t, "nvidia-smi/idle-2gpu.xml"), 0)
+	writeFile(t, binDir, "ss", "#!/bin/sh\necho 'ss: not here' >&2\nexit 127\n")
+	os.Chmod(filepath.Join(binDir, "ss"), 0o755)
+	po := runProbeScript(t, binDir+":/usr/bin:/bin", gpuDir, 10*time.Second)
+	if !strings.HasPrefix(section(po.tcp), "  sl  local_address") {
+		t.Errorf("tcp section does not start with /proc/net/tcp's header: %.80q", po.tcp)
+	}
+	checkTCPSection(t, po.tcp)
+}
+
+// With ss, its netlink query is used: it walks only listening sockets.
+func TestProbeScriptPortsWithSS(t *testing.T) {
+	if _, err := exec.LookPath("ss"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ss (iproute2) is missing in CI")
+		}
+		t.Skip("no ss here")
+	}
+	binDir, gpuDir := fakeGPU(t, readTestdata(t, "nvidia-smi/idle-2gpu.xml"), 0)
+	po := runProbeScript(t, binDir+":/usr/bin:/bin", gpuDir, 10*time.Second)
+	if !strings.HasPrefix(section(po.tcp), "State") {
+		t.Errorf("tcp section does not start with ss's header: %.80q", po.tcp)
+	}
+	checkTCPSection(t, po.tcp)
 }
 
 func TestProbeScriptFakeNvidiaSMI(t *testing.T) {
