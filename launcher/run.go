@@ -332,9 +332,9 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		}
 	}()
 	// The supervisor answers within a round trip or two. A host that
-	// never does (sshd could not fork the command; the exec is not
-	// acknowledged, see probe.SSHConn.Start) must not hold the whole run
-	// at the claim phase: after the watchdog's own period it is lost.
+	// never does (its login shell hangs, say on an NFS home) must not
+	// hold the whole run at the claim phase: after the watchdog's own
+	// period it is lost.
 	var silent atomic.Bool
 	go func() {
 		t := time.NewTimer(tk.HeartbeatTimeout)

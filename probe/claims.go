@@ -35,17 +35,17 @@ type Claim struct {
 // content, then /proc/locks, which tells which of them are locked without
 // taking any lock (a probe that tried them would make a concurrent run's
 // claim fail for nothing).
-const claimsScript = `d=${TFHIVE_CLAIMS_DIR:-` + ClaimsDirDefault + `}
-printf '%s\n' '` + markClaims + `'
-set -- "$d"/*.lock
+const claimsScript = `d=${TFHIVE_CLAIMS_DIR:-` + ClaimsDirDefault + `};
+echo ` + markClaims + `;
+set -- "$d"/*.lock;
 if [ -e "$1" ]; then
-  stat -c 'F %d %i %n' "$@" 2>/dev/null
-  awk '{ print "C " FILENAME ":" $0 }' "$@" 2>/dev/null
-  printf '%s\n' '` + markLocks + `'
-  cat /proc/locks 2>/dev/null
+  stat -c 'F %d %i %n' "$@" 2>/dev/null;
+  awk '{ print "C " FILENAME ":" $0 }' "$@" 2>/dev/null;
+  echo ` + markLocks + `;
+  cat /proc/locks 2>/dev/null;
 else
-  printf '%s\n' '` + markLocks + `'
-fi
+  echo ` + markLocks + `;
+fi;
 `
 
 const (

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,7 +131,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
 	cctx, cancel := context.WithTimeout(ctx, f.opts.CommandTimeout+5*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	rc, err := e.Run(cctx, "sh -s", strings.NewReader(probeScript(f.opts.CommandTimeout, f.opts.ClaimsOnly)), &stdout, &stderr)
+	rc, err := e.Run(cctx, probeCommand(f.opts.CommandTimeout, f.opts.ClaimsOnly), nil, &stdout, &stderr)
 	switch {
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		f.forget(i, e)

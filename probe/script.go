@@ -6,15 +6,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/alessio/shellescape"
 )
 
 // probeScript is everything the probe needs from a host in one round trip
 // and one nvidia-smi run (each run can take seconds on a host without
 // persistence mode): the XML report, the owners of its GPU processes, and
-// the listening TCP ports. It is fed to `sh -s` on stdin so that it works
-// whatever the user's login shell is, and shows up in `ps` as just `sh -s`.
-// coreutils timeout bounds a hung nvidia-smi on the host itself, so that
-// nothing is left running there.
+// the listening TCP ports. coreutils timeout bounds a hung nvidia-smi on
+// the host itself, so that nothing is left running there.
+//
+// It travels on the command line (probeCommand), not on stdin: OpenSSH
+// grants a session's window only once its command runs, so a script on
+// stdin costs a round trip more. It holds nothing secret. Being on one
+// line keeps it intact through any login shell (csh cannot quote a
+// newline), so every line below ends in a terminator or a keyword.
 //
 // It starts as few processes as it can (each fork and exec is CPU on a
 // host that may be busy training): ps only when nvidia-smi lists
@@ -29,31 +35,48 @@ func probeScript(timeout time.Duration, claimsOnly bool) string {
 	if claimsOnly {
 		skip = 1 // `tfhive ps` and `kill` need no nvidia-smi run
 	}
-	return fmt.Sprintf(`t=%d
-if [ %d = 1 ]; then
-  out=; rc=0
+	script := `t=` + strconv.Itoa(secs) + `;
+if [ ` + strconv.Itoa(skip) + ` = 1 ]; then
+  out=; rc=0;
 elif command -v nvidia-smi >/dev/null 2>&1; then
   if command -v timeout >/dev/null 2>&1; then
-    out=$(timeout -k 2 "$t" nvidia-smi -q -x </dev/null 2>&1); rc=$?
+    out=$(timeout -k 2 "$t" nvidia-smi -q -x </dev/null 2>&1); rc=$?;
   else
-    out=$(nvidia-smi -q -x </dev/null 2>&1); rc=$?
-  fi
+    out=$(nvidia-smi -q -x </dev/null 2>&1); rc=$?;
+  fi;
 else
-  out=; rc=127
-fi
-printf '%%s %%s\n' '%s' "$rc"
-printf '%%s\n' "$out"
-printf '%%s\n' '%s'
-case $out in
-*'<pid>'*)
-  p=
-  for x in $(printf '%%s\n' "$out" | sed -n 's|.*<pid>\([0-9][0-9]*\)</pid>.*|\1|p'); do p=$p${p:+,}$x; done
-  if [ -n "$p" ]; then ps -o pid= -o user:32= -o args= -p "$p" </dev/null 2>/dev/null; fi
-esac
-printf '%%s\n' '%s'
-ss -tln 2>/dev/null || awk 'FNR == 1 || $4 == "0A"' /proc/net/tcp /proc/net/tcp6 2>/dev/null
-%sprintf '%%s\n' '%s'
-`, secs, skip, markSMI, markPS, markTCP, claimsScript, markEnd)
+  out=; rc=127;
+fi;
+echo ` + markSMI + ` "$rc";
+printf '%s\n' "$out";
+echo ` + markPS + `;
+case $out in *'<pid>'*)
+  p=;
+  for x in $(printf '%s\n' "$out" | sed -n 's|.*<pid>\([0-9][0-9]*\)</pid>.*|\1|p'); do p=$p${p:+,}$x; done;
+  if [ -n "$p" ]; then ps -o pid= -o user:32= -o args= -p "$p" </dev/null 2>/dev/null; fi;;
+esac;
+echo ` + markTCP + `;
+ss -tln 2>/dev/null || awk 'FNR == 1 || $4 == "0A"' /proc/net/tcp /proc/net/tcp6 2>/dev/null;
+` + claimsScript + `
+echo ` + markEnd + `;
+`
+	return oneLine(script)
+}
+
+// oneLine joins the script's lines, dropping their indentation.
+func oneLine(script string) string {
+	var lines []string
+	for line := range strings.Lines(script) {
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines, " ")
+}
+
+// probeCommand is the probe's remote command line.
+func probeCommand(timeout time.Duration, claimsOnly bool) string {
+	return "exec sh -c " + shellescape.Quote(probeScript(timeout, claimsOnly))
 }
 
 const (

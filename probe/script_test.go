@@ -113,18 +113,22 @@ func fakeGPU(t *testing.T, output []byte, exit int) (binDir, gpuDir string) {
 	return binDir, gpuDir
 }
 
-// runProbeScript runs probeScript the way the prober does: fed to `sh -s`.
+// runProbeScript runs the probe's command line the way sshd does: with
+// the login shell's -c (sh here; csh and fish quote the same way).
 func runProbeScript(t *testing.T, path, gpuDir string, timeout time.Duration) probeOutput {
 	t.Helper()
 	testListenPort(t) // for checkTCPSection
-	cmd := exec.Command("/bin/sh", "-s")
-	cmd.Stdin = strings.NewReader(probeScript(timeout, false))
+	command := probeCommand(timeout, false)
+	if strings.Contains(command, "\n") {
+		t.Errorf("the command line holds a newline (csh cannot quote one): %q", command)
+	}
+	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Env = []string{"PATH=" + path, "TFHIVE_FAKE_GPU=" + gpuDir, "LC_ALL=C"}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("sh -s: %v\nstderr: %s", err, stderr.Bytes())
+		t.Fatalf("sh -c: %v\nstderr: %s", err, stderr.Bytes())
 	}
 	if stderr.Len() > 0 {
 		t.Errorf("the probe script wrote to stderr: %s", stderr.Bytes())
@@ -316,9 +320,43 @@ func TestProbeScriptTimeoutRounding(t *testing.T) {
 	for _, tt := range []struct {
 		d    time.Duration
 		want string
-	}{{time.Millisecond, "t=1\n"}, {time.Second, "t=1\n"}, {1500 * time.Millisecond, "t=2\n"}, {30 * time.Second, "t=30\n"}} {
+	}{{time.Millisecond, "t=1;"}, {time.Second, "t=1;"}, {1500 * time.Millisecond, "t=2;"}, {30 * time.Second, "t=30;"}} {
 		if got := probeScript(tt.d, false); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("probeScript(%s, false) starts %q, want %q", tt.d, got[:6], tt.want)
 		}
+	}
+}
+
+// sshd runs the command with the user's login shell: the quoting survives
+// csh (which cannot quote a newline) and zsh as well as sh.
+func TestProbeCommandUnderLoginShells(t *testing.T) {
+	xml := readTestdata(t, "nvidia-smi/idle-2gpu.xml")
+	binDir, gpuDir := fakeGPU(t, xml, 0)
+	testListenPort(t)
+	for _, shell := range []string{"tcsh", "zsh", "bash"} {
+		path, err := exec.LookPath(shell)
+		if err != nil {
+			if shell == "tcsh" && os.Getenv("CI") == "true" {
+				t.Fatal("tcsh is missing in CI")
+			}
+			t.Logf("no %s here", shell)
+			continue
+		}
+		cmd := exec.Command(path, "-c", probeCommand(10*time.Second, false))
+		cmd.Env = []string{"PATH=" + binDir + ":/usr/bin:/bin", "TFHIVE_FAKE_GPU=" + gpuDir, "LC_ALL=C", "HOME=" + t.TempDir()}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s -c: %v\n%s", shell, err, out)
+			continue
+		}
+		po, err := splitProbeOutput(out)
+		if err != nil {
+			t.Errorf("%s: %v\n%s", shell, err, out)
+			continue
+		}
+		if !bytes.Equal(po.smi, bytes.TrimRight(xml, "\n")) || po.smiExit != 0 {
+			t.Errorf("%s: nvidia-smi section differs (exit %d)", shell, po.smiExit)
+		}
+		checkTCPSection(t, po.tcp)
 	}
 }

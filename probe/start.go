@@ -35,27 +35,27 @@ type Started interface {
 // this connection (MaxSessions), another connection to the same host is
 // opened and used, so a host may run any number of tasks.
 //
-// The exec request goes without asking for a reply and stdin may follow
-// at once, as OpenSSH's own client does: waiting for the reply would
-// cost every probe and every task start a round trip. sshd handles a
-// channel's messages in order, so what is written to stdin reaches the
-// command. (An exec that sshd fails, which only happens when it cannot
-// fork, then shows as a command that never answers; callers bound their
-// waits.)
+// Waiting for the exec's reply costs nothing: OpenSSH opens a session
+// channel with a window of zero and grants one only once the command
+// runs, together with the reply, so stdin cannot go earlier anyway.
 func (c *SSHConn) Start(ctx context.Context, cmd string, stdout, stderr io.Writer) (Started, error) {
 	ch, reqs, err := c.openSession(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := ch.SendRequest("exec", false, ssh.Marshal(struct{ Command string }{cmd})); err != nil {
+	p := &sshProcess{ch: ch, exited: make(chan struct{}), dropped: make(chan struct{})}
+	go p.requests(reqs)
+	ok, err := ch.SendRequest("exec", true, ssh.Marshal(struct{ Command string }{cmd}))
+	if err == nil && !ok {
+		err = errors.New("sshd refused to run the command")
+	}
+	if err != nil {
 		ch.Close()
 		return nil, fmt.Errorf("ssh: start: %w", err)
 	}
-	p := &sshProcess{ch: ch, exited: make(chan struct{}), dropped: make(chan struct{})}
 	p.copies.Add(2)
 	go p.copy(stdout, ch, stdoutBuf)
 	go p.copy(stderr, ch.Stderr(), stderrBuf)
-	go p.requests(reqs)
 	return p, nil
 }
 

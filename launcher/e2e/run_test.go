@@ -396,9 +396,9 @@ func TestRunSilentLinkStopsTasks(t *testing.T) {
 	noLeftovers(t, f, 60*time.Second)
 }
 
-// A host whose supervisor never answers (here its login shell hangs; sshd
-// failing to fork looks the same, since the exec is not acknowledged) is
-// given up after the keepalive period instead of holding the run forever.
+// A host whose supervisor never answers (its login shell hangs, as on a
+// stuck NFS home) is given up after the keepalive period instead of
+// holding the run forever.
 func TestRunSupervisorThatNeverAnswers(t *testing.T) {
 	f := sshtest.Start(t, sshtest.Profile{Name: "mute", GPU: "idle-2gpu.xml", OwnHome: true, AliveInterval: 1})
 	// bash sources ~/.bashrc for `ssh host cmd`: hang only the task's
