@@ -230,7 +230,7 @@ type TaskOutput struct {
 	log      io.Writer
 	logErr   error
 	out, err outStream
-	batch    []byte // console lines being built, queued at the end of Write
+	batch    []byte // console lines being built (during Write and Close)
 	closed   bool
 }
 
@@ -289,7 +289,7 @@ func (t *TaskOutput) emit(line []byte) {
 		t.batch = append(t.batch, line...)
 	}
 	t.batch = append(t.batch, '\n')
-	if len(t.batch) >= outMaxLine {
+	if len(t.batch) >= outBatchSize {
 		t.flush()
 	}
 }
@@ -327,11 +327,29 @@ func (s *outStream) Write(p []byte) (int, error) {
 	}
 	s.log(p)
 	if !t.quiet {
+		// The console lines of one Write are built in a pooled buffer:
+		// kept per task, it would hold the largest burst of every task
+		// (at hundreds of tasks, megabytes).
+		bp := batchPool.Get().(*[]byte)
+		t.batch = (*bp)[:0]
 		s.console(p)
 		t.flush()
+		if cap(t.batch) <= 2*outBatchSize {
+			*bp = t.batch[:0]
+			batchPool.Put(bp)
+		}
+		t.batch = nil
 	}
 	return len(p), nil
 }
+
+// outBatchSize is how much of a task's console lines is queued at a time.
+const outBatchSize = 4 << 10
+
+var batchPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, outBatchSize+512)
+	return &b
+}}
 
 // log writes the complete lines of logPart+p to the log, in as few calls as
 // it can, and keeps the rest, unless it is longer than outMaxLine.

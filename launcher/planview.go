@@ -1,6 +1,8 @@
 package launcher
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -124,12 +126,57 @@ func matrixCell(g schedule.MatrixGPU) string {
 
 // WritePlanJSON writes the plan document described on schedule.Plan,
 // indented, one document per call. `run` reads back the same structure.
+//
+// Tasks are encoded one at a time: each holds a TF_CONFIG listing every
+// task, so the document grows with the square of the tasks (10 MB at
+// 512), and encoding it whole kept several copies of it in memory. The
+// bytes are what encoding the plan whole gives.
 func WritePlanJSON(w io.Writer, p *schedule.Plan) error {
+	if p.Tasks == nil {
+		return planEncoder(w, "").Encode(p)
+	}
+	head := *p
+	head.Tasks = []schedule.Task{}
+	var hb bytes.Buffer
+	if err := planEncoder(&hb, "").Encode(&head); err != nil {
+		return err
+	}
+	// Outside JSON strings (where quotes are escaped) this text is the
+	// empty task list's and nothing else.
+	before, after, ok := bytes.Cut(hb.Bytes(), []byte(`"tasks": []`))
+	if !ok {
+		return fmt.Errorf("plan JSON without its task list")
+	}
+	bw := bufio.NewWriter(w)
+	bw.Write(before)
+	bw.WriteString(`"tasks": [`)
+	var tb bytes.Buffer
+	te := planEncoder(&tb, "    ")
+	for i := range p.Tasks {
+		tb.Reset()
+		if err := te.Encode(&p.Tasks[i]); err != nil {
+			return err
+		}
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n    ")
+		bw.Write(bytes.TrimSuffix(tb.Bytes(), []byte("\n")))
+	}
+	if len(p.Tasks) > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteByte(']')
+	bw.Write(after)
+	return bw.Flush()
+}
+
+func planEncoder(w io.Writer, prefix string) *json.Encoder {
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	enc.SetIndent(prefix, "  ")
 	// TF_CONFIG and commands are not HTML; \u003c in them only confuses.
 	enc.SetEscapeHTML(false)
-	return enc.Encode(p)
+	return enc
 }
 
 func viewPlural(n int, what string) string {

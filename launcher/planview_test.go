@@ -156,3 +156,39 @@ func TestViewQuote(t *testing.T) {
 		}
 	}
 }
+
+// WritePlanJSON encodes task by task; the bytes are those of the whole
+// plan encoded at once, for every fixture and for no tasks at all.
+func TestPlanJSONStreamedAsWhole(t *testing.T) {
+	plans := map[string]*schedule.Plan{
+		"nil tasks":   {Version: 1, RunID: "x"},
+		"empty tasks": {Version: 1, RunID: "x", Tasks: []schedule.Task{}, Matrix: []schedule.MatrixHost{}},
+		"tricky strings": {Version: 1, RunID: `"tasks": []`, Tasks: []schedule.Task{
+			{ID: "worker:0", Env: map[string]string{"A": `"tasks": [] <&>`}, Argv: []string{"echo", "\n"}},
+			{ID: "worker:1"}}},
+	}
+	for name, f := range planFixtures() {
+		r := schedule.NewRequest()
+		r.RunID = "20260101-120000-ab12"
+		r.Command = []string{"python", "train.py"}
+		f.req(&r)
+		if p, err := schedule.Make(f.inv, r); err == nil {
+			plans[name] = p
+		}
+	}
+	for name, p := range plans {
+		var whole, streamed bytes.Buffer
+		if err := planEncoder(&whole, "").Encode(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := WritePlanJSON(&streamed, p); err != nil {
+			t.Fatal(err)
+		}
+		if streamed.String() != whole.String() {
+			t.Errorf("%s: streamed JSON differs:\n%s\nwant:\n%s", name, streamed.String(), whole.String())
+		}
+	}
+	if len(plans) < 6 {
+		t.Errorf("only %d plans compared", len(plans))
+	}
+}

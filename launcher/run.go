@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -108,7 +109,7 @@ type runTask struct {
 	out     *TaskOutput
 	log     *os.File
 	proc    probe.Started
-	ctl     chan string // control lines to the supervisor, never blocking the loop
+	ctl     chan<- ctlLine // to its host's writer: never blocking the loop
 	started time.Time
 	done    bool
 	stopped bool // tfhive asked it to stop
@@ -179,8 +180,26 @@ type runner struct {
 func (r *runner) run(ctx context.Context) *Summary {
 	r.decider = -1
 	rule := ruleOf(r.o.Plan)
+	// One control-line writer per host, not per task: a goroutine's stack
+	// per task is memory at hundreds of tasks, and a host whose link
+	// blocks blocks all its tasks' lines anyway.
+	perHost := map[string]int{}
 	for _, t := range r.o.Plan.Tasks {
-		r.tasks = append(r.tasks, &runTask{t: t, ctl: make(chan string, 16), claim: make(chan string, 1), claimed: make(chan struct{}), res: TaskResult{
+		perHost[t.Host]++
+	}
+	writers := map[string]chan ctlLine{}
+	for host, n := range perHost {
+		q := make(chan ctlLine, 16*n)
+		writers[host] = q
+		go writeCtl(q)
+	}
+	defer func() {
+		for _, q := range writers {
+			close(q)
+		}
+	}()
+	for _, t := range r.o.Plan.Tasks {
+		r.tasks = append(r.tasks, &runTask{t: t, ctl: writers[t.Host], claim: make(chan string, 1), claimed: make(chan struct{}), res: TaskResult{
 			ID: t.ID, Role: t.Role, Index: t.Index, Host: t.Host, Address: t.Address, GPUs: t.GPUs,
 			Log: filepath.Join(r.o.LogDir, fmt.Sprintf("%s-%d.log", t.Role, t.Index)),
 		}})
@@ -242,7 +261,6 @@ func (r *runner) run(ctx context.Context) *Summary {
 		}
 	}
 	for _, rt := range r.tasks {
-		close(rt.ctl)
 		if rt.out != nil {
 			rt.out.Close()
 			rt.log.Close()
@@ -318,19 +336,10 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		return err
 	}
 	rt.proc = proc
-	if _, err := io.WriteString(proc.Stdin(), script); err != nil {
+	if err := writeChunked(proc.Stdin(), script); err != nil {
 		proc.Close()
 		return fmt.Errorf("sending the task: %w", err)
 	}
-	go func() {
-		for line := range rt.ctl {
-			if _, err := io.WriteString(proc.Stdin(), line); err != nil {
-				for range rt.ctl { // keep the loop from blocking
-				}
-				return
-			}
-		}
-	}()
 	// The supervisor answers within a round trip or two. A host that
 	// never does (its login shell hangs, say on an NFS home) must not
 	// hold the whole run at the claim phase: after the watchdog's own
@@ -354,6 +363,21 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		rt.reportClaim("")
 		r.events <- exitEvent{i: i, rc: rc, err: err}
 	}()
+	return nil
+}
+
+// writeChunked writes s in small pieces: x/crypto keeps, for the life of
+// each channel, a packet buffer as large as its largest write, and a
+// script carrying TF_CONFIG is tens of kilobytes at a few hundred tasks.
+func writeChunked(w io.Writer, s string) error {
+	const chunk = 2 << 10
+	for len(s) > 0 {
+		n := min(chunk, len(s))
+		if _, err := io.WriteString(w, s[:n]); err != nil {
+			return err
+		}
+		s = s[n:]
+	}
 	return nil
 }
 
@@ -568,8 +592,22 @@ func (rt *runTask) send(line string) {
 		return
 	}
 	select {
-	case rt.ctl <- line:
-	default: // the supervisor is not reading; heartbeats may be dropped
+	case rt.ctl <- ctlLine{rt.proc, line}:
+	default: // the host's link is stuck; heartbeats may be dropped
+	}
+}
+
+// ctlLine is a control line for one task's supervisor.
+type ctlLine struct {
+	proc probe.Started
+	line string
+}
+
+// writeCtl writes one host's control lines until q is closed. A failed
+// write means that task is gone; its exit event says so.
+func writeCtl(q <-chan ctlLine) {
+	for m := range q {
+		io.WriteString(m.proc.Stdin(), m.line)
 	}
 }
 
@@ -615,12 +653,28 @@ func countOf(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
+// writeJSONFile writes v indented, encoded straight into the file (the
+// plan through WritePlanJSON, which holds no copy of the whole document).
 func writeJSONFile(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	w := bufio.NewWriter(f)
+	if p, ok := v.(*schedule.Plan); ok {
+		err = WritePlanJSON(w, p)
+	} else {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(v)
+	}
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // WriteSummary prints the summary table.
