@@ -108,18 +108,32 @@ type sshProcess struct {
 	dropped chan struct{} // closed by Close
 	drop    sync.Once
 
+	// in serialises writes and EOF on the channel: x/crypto keeps one
+	// packet buffer per stream and an unguarded EOF flag, so concurrent
+	// Write and CloseWrite race.
+	in sync.Mutex
+
 	mu        sync.Mutex // guards the rest, and output writes
 	copyErr   error
 	abandoned bool // Wait returned early: output goes nowhere now
 }
 
-func (p *sshProcess) Stdin() io.WriteCloser { return stdinOf{p.ch} }
+func (p *sshProcess) Stdin() io.WriteCloser { return stdinOf{p} }
 
 // stdinOf is the channel's write side; Close sends EOF.
-type stdinOf struct{ ch ssh.Channel }
+type stdinOf struct{ p *sshProcess }
 
-func (s stdinOf) Write(b []byte) (int, error) { return s.ch.Write(b) }
-func (s stdinOf) Close() error                { return s.ch.CloseWrite() }
+func (s stdinOf) Write(b []byte) (int, error) {
+	s.p.in.Lock()
+	defer s.p.in.Unlock()
+	return s.p.ch.Write(b)
+}
+
+func (s stdinOf) Close() error {
+	s.p.in.Lock()
+	defer s.p.in.Unlock()
+	return s.p.ch.CloseWrite()
+}
 
 // copy copies one stream to w. When w fails, the rest is still read and
 // dropped: an unread channel would stop the remote command once its
@@ -193,7 +207,12 @@ func (p *sshProcess) Kill() {
 
 func (p *sshProcess) Close() error {
 	p.drop.Do(func() { close(p.dropped) })
-	p.ch.CloseWrite()
+	// A writer blocked on a full window holds the lock; the channel close
+	// below ends the command's stdin as well, so EOF is only a courtesy.
+	if p.in.TryLock() {
+		p.ch.CloseWrite()
+		p.in.Unlock()
+	}
 	return p.ch.Close()
 }
 

@@ -170,3 +170,43 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Stdin writers on several goroutines and Kill may meet (the launcher's
+// control lines race a lost supervisor's kill): no data race (CI runs
+// -race), and Kill returns even while a writer is stuck on a full window.
+func TestSSHStdinWritersAndKill(t *testing.T) {
+	c := execConn(t, &execServer{do: func(string, ssh.Channel) (int, string, bool) {
+		return 0, "", true // never reads its stdin
+	}})
+	p, err := c.Start(context.Background(), "deaf", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("x"), 32<<10)
+	var writers sync.WaitGroup
+	for range 4 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for range 128 { // 4 × 4 MiB: beyond the 2 MiB window
+				if _, err := p.Stdin().Write(big); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let the window fill; either way Kill must return
+	killed := make(chan struct{})
+	go func() { p.Kill(); close(killed) }()
+	select {
+	case <-killed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Kill hung behind a blocked stdin writer")
+	}
+	if rc, err := p.Wait(); err == nil { // abandoned, or closed without a status
+		t.Errorf("Wait after Kill: rc %d, no error", rc)
+	}
+	p.Stdin().Close()
+	c.Close() // releases the blocked writers
+	writers.Wait()
+}
