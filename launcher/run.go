@@ -343,10 +343,12 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	// The supervisor answers within a round trip or two. A host that
 	// never does (its login shell hangs, say on an NFS home) must not
 	// hold the whole run at the claim phase: after the watchdog's own
-	// period it is lost.
+	// period it is lost — but never before minAnswer, as a busy host's
+	// login shell may take seconds while its link is fine.
+	answerWithin := max(tk.HeartbeatTimeout, minAnswer)
 	var silent atomic.Bool
 	go func() {
-		t := time.NewTimer(tk.HeartbeatTimeout)
+		t := time.NewTimer(answerWithin)
 		defer t.Stop()
 		select {
 		case <-rt.claimed:
@@ -358,13 +360,16 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	go func() {
 		rc, err := proc.Wait()
 		if silent.Load() {
-			err = fmt.Errorf("no answer from the host within %s", tk.HeartbeatTimeout)
+			err = fmt.Errorf("no answer from the host within %s", answerWithin)
 		}
 		rt.reportClaim("")
 		r.events <- exitEvent{i: i, rc: rc, err: err}
 	}()
 	return nil
 }
+
+// minAnswer is the least time a supervisor is given to answer.
+const minAnswer = 10 * time.Second
 
 // writeChunked writes s in small pieces: x/crypto keeps, for the life of
 // each channel, a packet buffer as large as its largest write, and a
