@@ -529,6 +529,10 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 		return &usageError{msg: fmt.Sprintf("log dir %s already exists", logDir), hint: "choose another --name or --log-dir"}
 	}
 	defer fleet.Close()
+	// Each host's probe session goes on as its first task's supervisor,
+	// started before the plan is known: the task then starts without a
+	// session of its own (two round trips, sshd's fork, a login shell).
+	fleet.KeepSessions(launcher.SupervisorCommand)
 
 	out := stdout
 	if c.Bool("json") {
@@ -550,6 +554,7 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 	for attempt := 1; ; attempt++ {
 		opts.Plan, err = probeAndPlan(c.Context, fleet, req, stderr)
 		if err == nil {
+			fleet.KeepSpares(opts.Plan.Hosts())
 			for i, h := range fleet.Hosts {
 				opts.Execs[h.Name] = fleet.Executor(i)
 			}

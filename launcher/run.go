@@ -331,12 +331,12 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	script := supervisorScript(tk)
 	rt.started = time.Now()
 	gate := &claimGate{next: rt.out.Stdout(), report: rt.reportClaim}
-	proc, err := ex.Start(ctx, supervisorCommand(script), gate, rt.out.Stderr())
+	proc, err := ex.Start(ctx, SupervisorCommand, gate, rt.out.Stderr())
 	if err != nil {
 		return err
 	}
 	rt.proc = proc
-	if err := writeChunked(proc.Stdin(), script); err != nil {
+	if err := writeChunked(proc.Stdin(), supervisorInput(script)); err != nil {
 		proc.Close()
 		return fmt.Errorf("sending the task: %w", err)
 	}

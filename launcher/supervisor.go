@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,19 +45,33 @@ const (
 	exitClaimBusy = 75
 )
 
-// supervisorCommand is the remote command line. It reads exactly the
-// script's length from stdin (dd bs=1 never reads ahead, unlike a shell
-// reading a script), so that what follows on stdin — heartbeats and stop
-// requests — reaches the supervisor. It holds no secret: `ps` shows only this.
-func supervisorCommand(script string) string {
+// SupervisorCommand is the remote command line of every task: it reads
+// a line with the script's length, then exactly that many bytes (dd bs=1
+// never reads ahead, unlike a shell reading a script; read reads a pipe
+// byte by byte), so that what follows on stdin — heartbeats and stop
+// requests — reaches the supervisor. It is the same for every task, so
+// that a probe session can start it ahead of the plan (probe.Options.Then)
+// and it holds no secret: `ps` shows only this. EOF before the length
+// line ends it quietly: a spare session that was not needed.
+var SupervisorCommand = supervisorCommand()
+
+func supervisorCommand() string {
 	// bash when the host has it: dash cannot redirect descriptors above 9,
 	// and each claim holds one.
-	inner := fmt.Sprintf(`eval "$(dd bs=1 count=%d 2>/dev/null)"`, len(script))
+	inner := `eval "$(dd bs=1 count="$0" 2>/dev/null)"`
 	// --norc: bash started under sshd would otherwise source ~/.bashrc
 	// again (the login shell already did, and the task's shell will), which
 	// on hosts with conda or pyenv costs hundreds of milliseconds per task.
-	outer := `command -v bash >/dev/null 2>&1 && exec bash --norc -c ` + shellescape.Quote(inner) + `; exec sh -c ` + shellescape.Quote(inner)
+	outer := `IFS= read -r tfhive_n || exit 0; ` +
+		`command -v bash >/dev/null 2>&1 && exec bash --norc -c ` + shellescape.Quote(inner) + ` "$tfhive_n"; ` +
+		`exec sh -c ` + shellescape.Quote(inner) + ` "$tfhive_n"`
 	return "exec sh -c " + shellescape.Quote(outer)
+}
+
+// supervisorInput is what a supervisor is sent first: the script's length
+// on a line, then the script.
+func supervisorInput(script string) string {
+	return strconv.Itoa(len(script)) + "\n" + script
 }
 
 // firstClaimFD is the first descriptor a claim lock is held on; 3 is the

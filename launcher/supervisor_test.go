@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -28,11 +29,11 @@ func supervise(t *testing.T, tk task) *supervised {
 	script := supervisorScript(tk)
 	pr, pw := io.Pipe()
 	errb := &strings.Builder{}
-	p, err := probe.LocalExec{}.Start(context.Background(), supervisorCommand(script), pw, errb)
+	p, err := probe.LocalExec{}.Start(context.Background(), SupervisorCommand, pw, errb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(p.Stdin(), script); err != nil {
+	if _, err := io.WriteString(p.Stdin(), supervisorInput(script)); err != nil {
 		t.Fatal(err)
 	}
 	s := &supervised{p: p, lines: bufio.NewScanner(pr), errb: errb, done: make(chan int, 1)}
@@ -182,4 +183,54 @@ func atoiOr(s string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// sshd runs the supervisor's command line with the user's login shell,
+// which may be csh or zsh: the command survives them, reads exactly its
+// length line and script, and then its control lines.
+func TestSupervisorCommandUnderLoginShells(t *testing.T) {
+	script := supervisorScript(task{Env: map[string]string{"V": "it's $HOME"}, Argv: []string{"sh", "-c", `echo "task: $V"`}, HeartbeatTimeout: 10 * time.Second})
+	for _, shell := range []string{"tcsh", "zsh", "bash", "sh"} {
+		path, err := exec.LookPath(shell)
+		if err != nil {
+			if shell == "tcsh" && os.Getenv("CI") == "true" {
+				t.Fatal("tcsh is missing in CI")
+			}
+			t.Logf("no %s here", shell)
+			continue
+		}
+		cmd := exec.Command(path, "-c", SupervisorCommand)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // it signals its group when done
+		stdin, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(stdin, supervisorInput(script)+ctlGo)
+		lines := bufio.NewScanner(out)
+		var got []string
+		for lines.Scan() {
+			got = append(got, lines.Text())
+			if len(got) == 2 {
+				break
+			}
+		}
+		// The supervisor exits when its task has; only then is stdin closed
+		// (EOF earlier would stop a task still exiting).
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		var rc error
+		select {
+		case rc = <-waited:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			t.Fatalf("%s: the supervisor did not exit after its task", shell)
+		}
+		if len(got) != 2 || got[0] != claimOK || got[1] != "task: it's $HOME" || rc != nil {
+			t.Errorf("%s: lines %q, exit %v, stderr %q", shell, got, rc, errb.String())
+		}
+	}
 }

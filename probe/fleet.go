@@ -22,6 +22,12 @@ type Options struct {
 	Progress func(done, total int)
 	// ClaimsOnly skips nvidia-smi: for commands that only need claims.
 	ClaimsOnly bool
+	// Then, when set, is a one-line command each host's probe session goes
+	// on with once the probe is done, typically waiting on its stdin. The
+	// session is kept as a spare: the first Executor.Start of this same
+	// command on the host gets it, already running, instead of a new
+	// session. A later Probe or Close ends the spares not taken.
+	Then string
 }
 
 // Fleet holds one connection per host for the whole run: opened by the
@@ -31,8 +37,9 @@ type Fleet struct {
 	opts   Options
 	dialer *Dialer
 
-	mu    sync.Mutex
-	execs []Executor
+	mu     sync.Mutex
+	execs  []Executor
+	spares []*spare
 }
 
 func NewFleet(hosts []Host, o Options) *Fleet {
@@ -42,13 +49,20 @@ func NewFleet(hosts []Host, o Options) *Fleet {
 	if o.Parallel <= 0 {
 		o.Parallel = 64
 	}
-	return &Fleet{Hosts: hosts, opts: o, dialer: NewDialer(o.SSH), execs: make([]Executor, len(hosts))}
+	return &Fleet{Hosts: hosts, opts: o, dialer: NewDialer(o.SSH), execs: make([]Executor, len(hosts)),
+		spares: make([]*spare, len(hosts))}
 }
+
+// KeepSessions sets Options.Then; call it before the first Probe.
+func (f *Fleet) KeepSessions(then string) { f.opts.Then = then }
 
 // Executor returns host i's open connection, or nil if it has none.
 func (f *Fleet) Executor(i int) Executor {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.execs[i] != nil && f.opts.Then != "" {
+		return spareExec{Executor: f.execs[i], f: f, i: i}
+	}
 	return f.execs[i]
 }
 
@@ -59,6 +73,7 @@ func (f *Fleet) KeepAlive(h Host) (time.Duration, int) { return f.dialer.KeepAli
 func (f *Fleet) Close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.dropSpares()
 	for i, e := range f.execs {
 		if e != nil {
 			e.Close()
@@ -73,6 +88,9 @@ func (f *Fleet) Close() {
 // failed carries its error, and the others are not held up by it.
 func (f *Fleet) Probe(ctx context.Context) Inventory {
 	inv := Inventory{Hosts: make([]HostInventory, len(f.Hosts))}
+	f.mu.Lock()
+	f.dropSpares()
+	f.mu.Unlock()
 	var g errgroup.Group
 	g.SetLimit(f.opts.Parallel)
 	var done atomic.Int32
@@ -90,11 +108,14 @@ func (f *Fleet) Probe(ctx context.Context) Inventory {
 }
 
 func (f *Fleet) connect(ctx context.Context, i int) (Executor, *HostError) {
-	if e := f.Executor(i); e != nil {
+	f.mu.Lock()
+	e := f.execs[i]
+	f.mu.Unlock()
+	if e != nil {
 		return e, nil
 	}
 	h := f.Hosts[i]
-	var e Executor = LocalExec{}
+	e = LocalExec{}
 	if !h.Local {
 		c, herr := f.dialer.Dial(ctx, h)
 		if herr != nil {
@@ -116,6 +137,7 @@ func (f *Fleet) forget(i int, e Executor) {
 		e.Close()
 		f.execs[i] = nil
 	}
+	f.dropSpare(i)
 }
 
 func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
@@ -130,8 +152,17 @@ func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
 	// waiting for a host whose shell itself is stuck.
 	cctx, cancel := context.WithTimeout(ctx, f.opts.CommandTimeout+5*time.Second)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
-	rc, err := e.Run(cctx, probeCommand(f.opts.CommandTimeout, f.opts.ClaimsOnly), nil, &stdout, &stderr)
+	cmd := probeCommand(f.opts.CommandTimeout, f.opts.ClaimsOnly, f.opts.Then)
+	var stdout, stderr []byte
+	var rc int
+	var err error
+	if f.opts.Then == "" {
+		var o, e2 bytes.Buffer
+		rc, err = e.Run(cctx, cmd, nil, &o, &e2)
+		stdout, stderr = o.Bytes(), e2.Bytes()
+	} else {
+		rc, stdout, stderr, err = f.probeKeeping(cctx, i, e, cmd)
+	}
 	switch {
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		f.forget(i, e)
@@ -142,11 +173,14 @@ func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
 		hi.Err = &HostError{Kind: ErrSSH, Message: err.Error()}
 		return hi
 	case rc != 0:
-		hi.Err = &HostError{Kind: ErrCommand, Message: fmt.Sprintf("probe script failed (exit %d): %s", rc, firstLine(stderr.Bytes()))}
+		hi.Err = &HostError{Kind: ErrCommand, Message: fmt.Sprintf("probe script failed (exit %d): %s", rc, firstLine(stderr))}
 		return hi
 	}
-	po, err := splitProbeOutput(stdout.Bytes())
+	po, err := splitProbeOutput(stdout)
 	if err != nil {
+		f.mu.Lock()
+		f.dropSpare(i)
+		f.mu.Unlock()
 		hi.Err = &HostError{Kind: ErrCommand, Message: err.Error()}
 		return hi
 	}
@@ -166,4 +200,29 @@ func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
 		hi.Claims = claims
 	}
 	return hi
+}
+
+// probeKeeping runs the probe with Then after it. Once the probe's output
+// is complete the session becomes host i's spare and rc is 0; a session
+// that ends first is a plain probe's result.
+func (f *Fleet) probeKeeping(ctx context.Context, i int, e Executor, cmd string) (rc int, stdout, stderr []byte, err error) {
+	out, errw := newHandoff(markEnd), newHandoff("")
+	p, err := e.Start(ctx, cmd, out, errw)
+	if err != nil {
+		return -1, nil, nil, err
+	}
+	w := waitInBackground(p)
+	select {
+	case <-out.ended:
+		f.mu.Lock()
+		f.spares[i] = &spare{cmd: f.opts.Then, p: w, out: out, err: errw}
+		f.mu.Unlock()
+		return 0, out.output(), nil, nil
+	case <-w.done:
+	case <-ctx.Done():
+		p.Kill()
+		<-w.done
+		return -1, out.output(), errw.output(), ctx.Err()
+	}
+	return w.rc, out.output(), errw.output(), w.err
 }

@@ -74,9 +74,15 @@ func oneLine(script string) string {
 	return strings.Join(lines, " ")
 }
 
-// probeCommand is the probe's remote command line.
-func probeCommand(timeout time.Duration, claimsOnly bool) string {
-	return "exec sh -c " + shellescape.Quote(probeScript(timeout, claimsOnly))
+// probeCommand is the probe's remote command line. then, when set, is
+// a one-line command the session goes on with once the probe's output is
+// complete (see Options.Then).
+func probeCommand(timeout time.Duration, claimsOnly bool, then string) string {
+	script := probeScript(timeout, claimsOnly)
+	if then != "" {
+		script += " " + oneLine(then)
+	}
+	return "exec sh -c " + shellescape.Quote(script)
 }
 
 const (

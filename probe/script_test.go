@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/alessio/shellescape"
 )
 
 // section strips the one leading newline splitProbeOutput leaves on the ps
@@ -118,7 +120,7 @@ func fakeGPU(t *testing.T, output []byte, exit int) (binDir, gpuDir string) {
 func runProbeScript(t *testing.T, path, gpuDir string, timeout time.Duration) probeOutput {
 	t.Helper()
 	testListenPort(t) // for checkTCPSection
-	command := probeCommand(timeout, false)
+	command := probeCommand(timeout, false, "")
 	if strings.Contains(command, "\n") {
 		t.Errorf("the command line holds a newline (csh cannot quote one): %q", command)
 	}
@@ -342,12 +344,18 @@ func TestProbeCommandUnderLoginShells(t *testing.T) {
 			t.Logf("no %s here", shell)
 			continue
 		}
-		cmd := exec.Command(path, "-c", probeCommand(10*time.Second, false))
+		// Then as the launcher's: a quoted command reading stdin.
+		then := "exec sh -c " + shellescape.Quote(`IFS= read -r n || exit 0; echo "then got $n"`)
+		cmd := exec.Command(path, "-c", probeCommand(10*time.Second, false, then))
 		cmd.Env = []string{"PATH=" + binDir + ":/usr/bin:/bin", "TFHIVE_FAKE_GPU=" + gpuDir, "LC_ALL=C", "HOME=" + t.TempDir()}
+		cmd.Stdin = strings.NewReader("42\n")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Errorf("%s -c: %v\n%s", shell, err, out)
 			continue
+		}
+		if !bytes.HasSuffix(out, []byte("\n"+markEnd+"\nthen got 42\n")) {
+			t.Errorf("%s: output does not end with the marker and then's line:\n%s", shell, out)
 		}
 		po, err := splitProbeOutput(out)
 		if err != nil {

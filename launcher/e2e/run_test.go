@@ -304,6 +304,40 @@ func TestRunMoreTasksThanMaxSessions(t *testing.T) {
 	}
 }
 
+// A host's probe session goes on as its first task's supervisor: a host
+// with two tasks sees two sessions, not three. A host the plan leaves out
+// gets its spare session ended before the tasks start, not at the end.
+func TestRunReusesTheProbeSession(t *testing.T) {
+	f := sshtest.Start(t,
+		sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml", OwnHome: true},
+		sshtest.Profile{Name: "s2", GPU: "idle-2gpu.xml", OwnHome: true})
+	for _, h := range f.Hosts {
+		// bash, the login shell here, sources ~/.bashrc for every session
+		// (and the tasks' shells do too: count only sshd's children).
+		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$HOME/sessions";; esac` + "\n"
+		if err := os.WriteFile(filepath.Join(h.Dir, "home", ".bashrc"), []byte(rc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each task waits (5 s at most) until no process of s2's sessions is
+	// left: s2's spare must end before the tasks start.
+	idle := `for i in $(seq 50); do grep -qa "$0" /proc/[0-9]*/environ 2>/dev/null || exit 0; sleep 0.1; done; echo "s2 still has a session" >&2; exit 9`
+	args, logDir := runArgs(t, f, "--workers", "2", "--strategy", "pack", "--", "sh", "-c", idle,
+		"TFHIVE_FAKE_GPU="+filepath.Join(f.Host("s2").Dir, "gpu"))
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	if s := summaryOf(t, logDir); len(s.Tasks) != 2 || s.Tasks[0].Host != "s1" || s.Tasks[1].Host != "s1" {
+		t.Fatalf("tasks %+v, want both on s1", s.Tasks)
+	}
+	for host, want := range map[string]int{"s1": 2, "s2": 1} {
+		b, _ := os.ReadFile(filepath.Join(f.Host(host).Dir, "home", "sessions"))
+		if n := strings.Count(string(b), "\n"); n != want {
+			t.Errorf("%s: %d sessions, want %d:\n%s", host, n, want, b)
+		}
+	}
+	noLeftovers(t, f, 10*time.Second)
+}
+
 // startRun starts tfhive run in the background and waits until a task
 // printed "started", so the tasks are running.
 func startRun(t *testing.T, f *sshtest.Fleet, args ...string) (*exec.Cmd, *bytes.Buffer) {
@@ -400,12 +434,12 @@ func TestRunSilentLinkStopsTasks(t *testing.T) {
 // stuck NFS home) is given up after the keepalive period instead of
 // holding the run forever (10 s at least, as the period here is 3 s).
 func TestRunSupervisorThatNeverAnswers(t *testing.T) {
-	f := sshtest.Start(t, sshtest.Profile{Name: "mute", GPU: "idle-2gpu.xml", OwnHome: true, AliveInterval: 1})
-	// bash sources ~/.bashrc for `ssh host cmd`: hang only the task's
-	// session, not the probe's, and in a way that ends with the session
-	// (sshd, run as root here, may not signal it).
-	rc := "case $BASH_EXECUTION_STRING in *'dd bs=1'*) exec cat >/dev/null;; esac\n"
-	if err := os.WriteFile(filepath.Join(f.Host("mute").Dir, "home", ".bashrc"), []byte(rc), 0o644); err != nil {
+	f := sshtest.Start(t, sshtest.Profile{Name: "mute", GPU: "idle-2gpu.xml", AliveInterval: 1})
+	// The supervisor reads its script with dd: this one swallows stdin
+	// instead, so the probe works and the supervisor never answers, and
+	// it ends with the session (sshd, run as root here, may not signal it).
+	dd := "#!/bin/sh\nexec cat >/dev/null\n"
+	if err := os.WriteFile(filepath.Join(f.Host("mute").Dir, "bin", "dd"), []byte(dd), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	args, logDir := runArgs(t, f, "--workers", "1", "--gpus-per-worker", "0", "--", "echo", "never")
