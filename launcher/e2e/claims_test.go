@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -133,9 +134,12 @@ func waitForClaims(t *testing.T, f *sshtest.Fleet, n int) []launcher.RunOnHost {
 
 func TestWaitForGPUs(t *testing.T) {
 	f := sshtest.Start(t, sshtest.Profile{Name: "w1", GPU: "idle-2gpu.xml", AliveInterval: 1})
-	first, _ := runArgs(t, f, "--name", "holder", "--workers", "2", "--", "sleep", "4")
-	done := make(chan result, 1)
-	go func() { done <- tfhive(t, f.Env(), f.Dir, first...) }()
+	// The holder keeps its GPUs until the test has seen the waiter wait:
+	// a holder on a timer may be gone before a loaded machine gets there.
+	release := filepath.Join(t.TempDir(), "release")
+	first, _ := runArgs(t, f, "--name", "holder", "--workers", "2", "--", "sh", "-c",
+		`echo started; while [ ! -e "$0" ]; do sleep 0.1; done`, release)
+	holder, herr := startRun(t, f, first...)
 	waitForClaims(t, f, 2)
 	// While the holder runs its GPUs are claimed (nvidia-smi says idle):
 	// status shows it, and a run without --wait is refused at once.
@@ -147,14 +151,42 @@ func TestWaitForGPUs(t *testing.T) {
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 3)
 	wantContains(t, "refused run", r.stderr, "not enough free GPUs", "claimed 0 (run holder (root, worker:")
+
 	args, logDir := runArgs(t, f, "--name", "waiter", "--wait", "60s", "--workers", "2", "--", "true")
-	r = tfhive(t, f.Env(), f.Dir, args...)
-	wantCode(t, r, 0)
-	wantContains(t, "waiter stderr", r.stderr, "tfhive: waiting: not enough free GPUs")
+	waiter := exec.Command(tfhiveBin, args...)
+	waiter.Env, waiter.Dir = f.Env(), f.Dir
+	stderr, err := waiter.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { waiter.Process.Kill(); waiter.Wait() })
+	var werr bytes.Buffer
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		werr.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "tfhive: waiting: ") {
+			break
+		}
+	}
+	wantContains(t, "waiter stderr", werr.String(), "tfhive: waiting: not enough free GPUs", "of --wait left")
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		werr.WriteString(sc.Text() + "\n")
+	}
+	if err := waiter.Wait(); err != nil {
+		t.Errorf("waiter: %v\n%s", err, werr.String())
+	}
 	if s := summaryOf(t, logDir); s.Result != "succeeded" {
 		t.Errorf("waiter: %+v", s)
 	}
-	wantCode(t, <-done, 0)
+	if err := holder.Wait(); err != nil {
+		t.Errorf("holder: %v\n%s", err, herr.String())
+	}
 }
 
 func TestKillStopsOneRunOnly(t *testing.T) {
