@@ -160,6 +160,9 @@ func (d *Dialer) dialOne(ctx context.Context, h Host, via *ssh.Client) (*ssh.Cli
 		conn, err = via.DialContext(dctx, "tcp", addr)
 	} else {
 		conn, err = (&net.Dialer{KeepAlive: d.opts.KeepAlive}).DialContext(dctx, "tcp", addr)
+		if err == nil {
+			conn = quickAck(conn)
+		}
 	}
 	if err != nil {
 		return nil, classifyDialError(err, h, timeout, dctx)
