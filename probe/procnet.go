@@ -10,7 +10,8 @@ import (
 const tcpListen = "0A"
 
 // parseListeningPorts returns the TCP ports something listens on, on any
-// address, from `ss -tln` or, where ss is missing, from /proc/net/tcp and
+// address, from `ss -tn state listening` (which leaves out the State
+// column), `ss -tln` or, where ss is missing, from /proc/net/tcp and
 // /proc/net/tcp6 concatenated. A task must not be given any of them,
 // whichever address it would bind. The result is sorted, unique and
 // non-nil.
@@ -24,6 +25,9 @@ func parseListeningPorts(out []byte) []int {
 		case len(f) >= 5 && f[0] == "LISTEN":
 			// ss: State Recv-Q Send-Q Local:Port Peer:Port
 			addr, base = f[3], 10
+		case len(f) >= 4 && isUint(f[0]) && isUint(f[1]) && strings.Contains(f[2], ":"):
+			// ss filtered to one state: Recv-Q Send-Q Local:Port Peer:Port
+			addr, base = f[2], 10
 		case len(f) >= 4 && strings.HasSuffix(f[0], ":") && f[3] == tcpListen:
 			// /proc/net/tcp: sl local_address rem_address st ...
 			addr = f[1]
@@ -42,4 +46,9 @@ func parseListeningPorts(out []byte) []int {
 	}
 	slices.Sort(ports)
 	return slices.Compact(ports)
+}
+
+func isUint(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 64)
+	return err == nil
 }

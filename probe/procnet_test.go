@@ -6,17 +6,18 @@ import (
 )
 
 func TestGoldenProcNet(t *testing.T) {
-	for _, name := range []string{"tcp.txt", "ss-tln.txt"} {
+	for _, name := range []string{"tcp.txt", "ss-tln.txt", "ss-listening.txt"} {
 		checkGolden(t, testdataDir+"/procnet/"+name, parseListeningPorts(readTestdata(t, "procnet/"+name)))
 	}
 }
 
 // ss prints what /proc/net/tcp{,6} holds, in decimal: the same ports.
 func TestParseListeningPortsSS(t *testing.T) {
-	got := parseListeningPorts(readTestdata(t, "procnet/ss-tln.txt"))
 	want := parseListeningPorts(readTestdata(t, "procnet/tcp.txt"))
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("ss-tln.txt gives %v, tcp.txt %v", got, want)
+	for _, name := range []string{"ss-tln.txt", "ss-listening.txt"} {
+		if got := parseListeningPorts(readTestdata(t, "procnet/"+name)); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s gives %v, tcp.txt %v", name, got, want)
+		}
 	}
 	for name, tc := range map[string]struct {
 		in   string
@@ -27,6 +28,9 @@ func TestParseListeningPortsSS(t *testing.T) {
 		"not listening": {"ESTAB 0 0 127.0.0.1:22 127.0.0.1:5555\n", []int{}},
 		"port too big":  {"LISTEN 0 128 0.0.0.0:65536 0.0.0.0:*\n", []int{}},
 		"scoped v6":     {"LISTEN 0 128 [fe80::1%eth0]:7000 [::]:*\n", []int{7000}},
+		"no state":      {"Recv-Q Send-Q Local Address:Port Peer Address:Port Process\n0 128 0.0.0.0:2024 0.0.0.0:*\n", []int{2024}},
+		"no state, v6":  {"0 4096 [::1]:631 [::]:*\n", []int{631}},
+		"not counts":    {"x 128 0.0.0.0:2024 0.0.0.0:*\n0 -1 0.0.0.0:2025 0.0.0.0:*\n", []int{}},
 	} {
 		if got := parseListeningPorts([]byte(tc.in)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: got %#v, want %#v", name, got, tc.want)
