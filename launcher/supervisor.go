@@ -46,10 +46,12 @@ const (
 )
 
 // SupervisorCommand is the remote command line of every task: it reads
-// a line with the script's length, then exactly that many bytes (dd bs=1
-// never reads ahead, unlike a shell reading a script; read reads a pipe
-// byte by byte), so that what follows on stdin — heartbeats and stop
-// requests — reaches the supervisor. It is the same for every task, so
+// a line with the script's length, then exactly that many bytes (dd with
+// iflag=fullblock reads one block of that size and never ahead, unlike a
+// shell reading a script), so that what follows on stdin — heartbeats
+// and stop requests — reaches the supervisor. A dd without fullblock
+// (busybox before 1.24) falls back to bs=1: exact too, but a read and a
+// write per byte, milliseconds of CPU per task. It is the same for every task, so
 // that a probe session can start it ahead of the plan (probe.Options.Then)
 // and it holds no secret: `ps` shows only this. EOF before the length
 // line ends it quietly: a spare session that was not needed.
@@ -58,7 +60,7 @@ var SupervisorCommand = supervisorCommand()
 func supervisorCommand() string {
 	// bash when the host has it: dash cannot redirect descriptors above 9,
 	// and each claim holds one.
-	inner := `eval "$(dd bs=1 count="$0" 2>/dev/null)"`
+	inner := `eval "$(dd bs="$0" count=1 iflag=fullblock 2>/dev/null || dd bs=1 count="$0" 2>/dev/null)"`
 	// --norc: bash started under sshd would otherwise source ~/.bashrc
 	// again (the login shell already did, and the task's shell will), which
 	// on hosts with conda or pyenv costs hundreds of milliseconds per task.
@@ -142,14 +144,16 @@ func claimScript(b *strings.Builder, t task) string {
 }
 
 // claimHead prepares the claims directory (sticky and world-writable, the
-// files 0666, so that every user's runs can lock and annotate them).
+// files 0666, so that every user's runs can lock and annotate them). The
+// supervisor starts as few programs as it can: bash's EPOCHSECONDS
+// instead of date, mkdir and chmod only for a directory not yet sticky.
 const claimHead = `command -v flock >/dev/null 2>&1 || { echo 'tfhive: flock not found on this host (util-linux)' >&2; exit 127; }
 if [ -z "${BASH_VERSION-}" ] && [ %d -gt 9 ]; then echo 'tfhive: this host has no bash; without it a task can hold at most %d claims' >&2; exit 127; fi
 tfhive_dir=${TFHIVE_CLAIMS_DIR:-%s}
 tfhive_umask=$(umask)
 umask 0
-mkdir -p "$tfhive_dir" 2>/dev/null && chmod 1777 "$tfhive_dir" 2>/dev/null
-tfhive_meta=%s" user=$(id -un) since=$(date +%%s)"
+[ -k "$tfhive_dir" ] || { mkdir -p "$tfhive_dir" 2>/dev/null && chmod 1777 "$tfhive_dir" 2>/dev/null; }
+tfhive_meta=%s" user=$(id -un) since=${EPOCHSECONDS:-$(date +%%s)}"
 tfhive_busy() {
 	printf '%%s%%s %%s\n' %s "$1" "$(head -c 300 "$tfhive_dir/$1.lock" 2>/dev/null | tr '\n' ' ')"
 	exit %d
@@ -246,7 +250,7 @@ tfhive_pid=$!
 		# Then the rest of the supervisor's group goes too (the stdin
 		# reader holds the session open).
 		kill -0 "$tfhive_sup" 2>/dev/null || { tfhive_abandon; kill -KILL 0; }
-		tfhive_now=$(date +%s)
+		tfhive_now=${EPOCHSECONDS:-$(date +%s)}
 		tfhive_last=$(stat -c %Y "$tfhive_hb" 2>/dev/null || echo "$tfhive_now")
 		if [ $((tfhive_now - tfhive_last)) -gt "$tfhive_hb_timeout" ]; then
 			tfhive_abandon

@@ -3,6 +3,7 @@ package launcher
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -199,38 +200,58 @@ func TestSupervisorCommandUnderLoginShells(t *testing.T) {
 			t.Logf("no %s here", shell)
 			continue
 		}
-		cmd := exec.Command(path, "-c", SupervisorCommand)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // it signals its group when done
-		stdin, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		runSupervisorCommand(t, shell, path, "/usr/bin:/bin", script)
+	}
+	// A dd without iflag=fullblock (busybox before 1.24) refuses it before
+	// reading anything: the byte-by-byte fallback reads the script.
+	old := t.TempDir()
+	dd := "#!/bin/sh\necho \"$*\" >>\"$0.calls\"\ncase \"$*\" in *iflag=*) echo 'dd: invalid iflag' >&2; exit 1;; esac\nexec /bin/dd \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(old, "dd"), []byte(dd), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runSupervisorCommand(t, "sh, old dd", "/bin/sh", old+":/usr/bin:/bin", script)
+	calls, _ := os.ReadFile(filepath.Join(old, "dd.calls"))
+	if want := fmt.Sprintf("bs=%[1]d count=1 iflag=fullblock\nbs=1 count=%[1]d\n", len(script)); string(calls) != want {
+		t.Errorf("old dd called as %q, want %q", calls, want)
+	}
+}
+
+// runSupervisorCommand starts SupervisorCommand under a login shell,
+// sends it the script and "go" in one write (a reader that read ahead
+// would eat the go and hang), and checks that the task ran.
+func runSupervisorCommand(t *testing.T, name, shell, path, script string) {
+	t.Helper()
+	cmd := exec.Command(shell, "-c", SupervisorCommand)
+	cmd.Env = []string{"PATH=" + path, "HOME=" + t.TempDir()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // it signals its group when done
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, supervisorInput(script)+ctlGo)
+	lines := bufio.NewScanner(out)
+	var got []string
+	for lines.Scan() {
+		got = append(got, lines.Text())
+		if len(got) == 2 {
+			break
 		}
-		io.WriteString(stdin, supervisorInput(script)+ctlGo)
-		lines := bufio.NewScanner(out)
-		var got []string
-		for lines.Scan() {
-			got = append(got, lines.Text())
-			if len(got) == 2 {
-				break
-			}
-		}
-		// The supervisor exits when its task has; only then is stdin closed
-		// (EOF earlier would stop a task still exiting).
-		waited := make(chan error, 1)
-		go func() { waited <- cmd.Wait() }()
-		var rc error
-		select {
-		case rc = <-waited:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			t.Fatalf("%s: the supervisor did not exit after its task", shell)
-		}
-		if len(got) != 2 || got[0] != claimOK || got[1] != "task: it's $HOME" || rc != nil {
-			t.Errorf("%s: lines %q, exit %v, stderr %q", shell, got, rc, errb.String())
-		}
+	}
+	// The supervisor exits when its task has; only then is stdin closed
+	// (EOF earlier would stop a task still exiting).
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var rc error
+	select {
+	case rc = <-waited:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("%s: the supervisor did not exit after its task", name)
+	}
+	if len(got) != 2 || got[0] != claimOK || got[1] != "task: it's $HOME" || rc != nil {
+		t.Errorf("%s: lines %q, exit %v, stderr %q", name, got, rc, errb.String())
 	}
 }

@@ -253,7 +253,7 @@ func TestKilledSupervisorReleasesClaims(t *testing.T) {
 	// line: the supervisor is the match whose parent is not one.
 	matches := map[int]bool{}
 	for _, p := range f.Host("s1").Leftovers() {
-		if strings.Contains(p, "dd bs=1 count=") {
+		if strings.Contains(p, "iflag=fullblock") {
 			matches[int(atoi64(strings.Fields(p)[0]))] = true
 		}
 	}
