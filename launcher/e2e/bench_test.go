@@ -548,6 +548,54 @@ func (b *bench) stream() {
 	b.printf("| %s | %s | %.2f× | %.0f | %.0f | %s |\n", ms(tf), ms(sh), b.streamRatio, mbps(tf), mbps(sh), ok)
 }
 
+// rssEnv makes the test binary a helper that runs its arguments and
+// writes their peak RSS (KiB) to the file it names. Measured from this
+// test process, a child's peak RSS is at least this process's own: Go
+// starts children with vfork, and Linux carries the shared memory map's
+// high-water mark into the child when its exec replaces the map (a
+// /bin/true started by a 100 MB process reports 100 MB). By the end of
+// a full run this process had grown to 86 MiB, and that was reported
+// instead of tfhive's 50. A freshly started helper is small.
+const rssEnv = "TFHIVE_BENCH_RSS_TO"
+
+func reportRSS(to string, argv []string) int {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, rssEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 127
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		os.WriteFile(to, []byte(strconv.FormatInt(ru.Maxrss, 10)), 0o644)
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// executeRSS is execute with the peak RSS measured by the helper.
+func (b *bench) executeRSS(what string, discard bool, argv ...string) measured {
+	b.t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	to := filepath.Join(b.tempDir(), "maxrss")
+	m := b.execute(what, []string{rssEnv + "=" + to}, discard, append([]string{self}, argv...)...)
+	data, err := os.ReadFile(to)
+	if err != nil {
+		b.t.Fatalf("%s: no peak RSS measured: %v", what, err)
+	}
+	if m.maxRSS, err = strconv.ParseInt(string(data), 10, 64); err != nil || m.maxRSS <= 0 {
+		b.t.Fatalf("%s: peak RSS %q", what, data)
+	}
+	return m
+}
+
 // footprint: tfhive's peak RSS running tasksPerHost tasks on every host.
 func (b *bench) footprint() {
 	n := b.hosts[len(b.hosts)-1]
@@ -557,7 +605,7 @@ func (b *bench) footprint() {
 	b.printf("| tasks | peak RSS (median) | peak RSS (max) | wall time (median) | target |\n|---:|---:|---:|---:|---:|\n")
 	res := b.race(contender{"tfhive run", func() measured {
 		args, logDir := b.runArgs(n, "--workers", itoa(tasks), "--", "sh", "-c", "seq 1000; sleep 1")
-		m := b.execute("tfhive run", nil, true, args...)
+		m := b.executeRSS("tfhive run", true, args...)
 		b.wantSucceeded("footprint run", logDir, tasks)
 		return m
 	}})
