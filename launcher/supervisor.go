@@ -50,7 +50,7 @@ const (
 // iflag=fullblock reads one block of that size and never ahead, unlike a
 // shell reading a script), so that what follows on stdin — heartbeats
 // and stop requests — reaches the supervisor. A dd without fullblock
-// (busybox before 1.24) falls back to bs=1: exact too, but a read and a
+// (an old busybox) falls back to bs=1: exact too, but a read and a
 // write per byte, milliseconds of CPU per task. It is the same for every
 // task, so that a probe session can start it ahead of the plan
 // (probe.Options.Then) and it holds no secret: `ps` shows only this. EOF

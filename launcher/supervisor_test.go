@@ -202,7 +202,7 @@ func TestSupervisorCommandUnderLoginShells(t *testing.T) {
 		}
 		runSupervisorCommand(t, shell, path, "/usr/bin:/bin", script)
 	}
-	// A dd without iflag=fullblock (busybox before 1.24) refuses it before
+	// A dd without iflag=fullblock (an old busybox) refuses it before
 	// reading anything: the byte-by-byte fallback reads the script.
 	old := t.TempDir()
 	dd := "#!/bin/sh\necho \"$*\" >>\"$0.calls\"\ncase \"$*\" in *iflag=*) echo 'dd: invalid iflag' >&2; exit 1;; esac\nexec /bin/dd \"$@\"\n"
