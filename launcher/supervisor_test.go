@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
 // supervised is a supervisor started through the local executor, with its
@@ -192,15 +193,9 @@ func atoiOr(s string) int {
 func TestSupervisorCommandUnderLoginShells(t *testing.T) {
 	script := supervisorScript(task{Env: map[string]string{"V": "it's $HOME"}, Argv: []string{"sh", "-c", `echo "task: $V"`}, HeartbeatTimeout: 10 * time.Second})
 	for _, shell := range []string{"tcsh", "zsh", "bash", "sh"} {
-		path, err := exec.LookPath(shell)
-		if err != nil {
-			if shell == "tcsh" && os.Getenv("CI") == "true" {
-				t.Fatal("tcsh is missing in CI")
-			}
-			t.Logf("no %s here", shell)
-			continue
+		if path := sshtest.LoginShell(t, shell); path != "" {
+			runSupervisorCommand(t, shell, path, "/usr/bin:/bin", script)
 		}
-		runSupervisorCommand(t, shell, path, "/usr/bin:/bin", script)
 	}
 	// A dd without iflag=fullblock (an old busybox) refuses it before
 	// reading anything: the byte-by-byte fallback reads the script.

@@ -95,6 +95,23 @@ type Fleet struct {
 	byName     map[string]*Host
 }
 
+// LoginShell is the path of the named shell, for tests that run remote
+// command lines under it as sshd would under a user's login shell; ""
+// (logged) when this machine lacks it. CI installs tcsh, whose quoting
+// differs most from sh's, so there its absence fails the test.
+func LoginShell(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if name == "tcsh" && os.Getenv("CI") == "true" {
+			t.Fatal("tcsh is missing in CI")
+		}
+		t.Logf("no %s here", name)
+		return ""
+	}
+	return path
+}
+
 // RepoRoot is the repository's top directory.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
