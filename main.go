@@ -672,6 +672,7 @@ func killCmd(c *cli.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	var targets []launcher.RunOnHost
+	var others []string
 	execs := map[string]probe.Executor{}
 	for _, r := range launcher.Runs(inv) {
 		if r.RunID != runID {
@@ -681,20 +682,27 @@ func killCmd(c *cli.Context, stdout, stderr io.Writer) error {
 			if h.Name != r.Host {
 				continue
 			}
-			// Only your own runs; root may stop any. The host would refuse
-			// anyway; saying so is clearer.
+			// Only your own runs; root may stop any. The user is the
+			// holding processes' owner as the host's kernel says.
 			if h.User != r.User && h.User != "root" {
-				return &exitError{msg: fmt.Sprintf("run %s on %s belongs to %s; only %s or root can stop it", runID, h.Name, r.User, r.User), code: exitFailure}
+				others = append(others, fmt.Sprintf("%s holds claims labelled %s on %s", orUnknown(r.User), runID, h.Name))
+				continue
 			}
 			execs[h.Name] = fleet.Executor(i)
+			targets = append(targets, r)
 		}
-		targets = append(targets, r)
 	}
 	if len(targets) == 0 {
 		if err := unreachable(inv); err != nil {
 			return err
 		}
+		if len(others) > 0 {
+			return &exitError{msg: fmt.Sprintf("run %s is not yours to stop: %s; only they or root can stop it", runID, strings.Join(others, "; ")), code: exitFailure}
+		}
 		return &exitError{msg: fmt.Sprintf("no run %s holds GPUs or ports on these hosts", runID), code: exitFailure}
+	}
+	for _, o := range others {
+		fmt.Fprintf(stderr, "tfhive: warning: %s; left alone\n", o)
 	}
 	var failed []string
 	for _, res := range launcher.Kill(c.Context, targets, execs, c.Duration("grace"), c.Int("parallel")) {
@@ -702,12 +710,19 @@ func killCmd(c *cli.Context, stdout, stderr io.Writer) error {
 			failed = append(failed, res.Host+": "+res.Err.Error())
 			continue
 		}
-		fmt.Fprintf(stdout, "tfhive: stopped run %s on %s (%d tasks)\n", runID, res.Host, res.Groups)
+		fmt.Fprintf(stdout, "tfhive: stopped run %s on %s (%s)\n", runID, res.Host, launcher.CountOf(res.Tasks, "task"))
 	}
 	if len(failed) > 0 {
 		return &exitError{msg: "could not stop run " + runID + " everywhere: " + strings.Join(failed, "; "), code: exitFailure}
 	}
 	return unreachable(inv)
+}
+
+func orUnknown(user string) string {
+	if user == "" {
+		return "an unknown user"
+	}
+	return user
 }
 
 // parseEnv reads --env K=V and --env K (this machine's value). Nothing

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,6 +137,29 @@ func (e *ClaimConflictError) Error() string {
 }
 func (e *ClaimConflictError) ExitCode() int { return 3 }
 
+// ClaimBlockedError: a lock file on a host is not one tfhive can use (not
+// a regular file, or not readable), put there by someone else. Trying
+// again cannot help; its owner or root must remove it.
+type ClaimBlockedError struct{ Blocked []string }
+
+func (e *ClaimBlockedError) Error() string {
+	return strings.Join(e.Blocked, "; ") + "; ask its owner or root to remove it"
+}
+func (e *ClaimBlockedError) ExitCode() int { return 3 }
+
+// claimTaken stands for a supervisor that ended with exitClaimBusy before
+// saying its claims were held: a flock found one taken.
+const claimTaken = "taken"
+
+// describeClaims: "gpu 0, gpu 1, port 2222".
+func describeClaims(cs []probe.Claim) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s %d", c.Kind, c.ID))
+	}
+	return "(one of " + strings.Join(parts, ", ") + ")"
+}
+
 type exitEvent struct {
 	i   int
 	rc  int
@@ -171,7 +195,7 @@ type runner struct {
 
 	result, reason string
 	exitCode       int
-	conflict       *ClaimConflictError
+	conflict       error
 	decider        int // index of the task that decided the result, -1 none
 	killAt         <-chan time.Time
 	giveUpAt       <-chan time.Time
@@ -212,7 +236,7 @@ func (r *runner) run(ctx context.Context) *Summary {
 		}
 	}
 	if r.result == "" {
-		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, countOf(len(r.tasks), "task"), countOf(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
+		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, CountOf(len(r.tasks), "task"), CountOf(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
 	}
 
 	heartbeat := time.NewTicker(r.heartbeatInterval())
@@ -285,14 +309,16 @@ func (r *runner) startAll(ctx context.Context) {
 	g.Wait()
 	// Two phases: every supervisor holds its claims before any task
 	// starts, so two runs racing for the same GPUs never both start.
-	var conflicts []string
+	var conflicts, blocked []string
 	for _, rt := range r.tasks {
 		if rt.done {
 			continue
 		}
-		if line := <-rt.claim; strings.HasPrefix(line, claimBusy) {
-			what, holder, _ := strings.Cut(strings.TrimPrefix(line, claimBusy), " ")
-			conflicts = append(conflicts, fmt.Sprintf("%s %s (%s)", rt.t.Host, strings.Replace(what, "-", " ", 1), strings.TrimSpace(holder)))
+		switch line := <-rt.claim; {
+		case line == claimTaken:
+			conflicts = append(conflicts, fmt.Sprintf("%s %s", rt.t.Host, describeClaims(claimsFor(rt.t))))
+		case strings.HasPrefix(line, claimBlocked):
+			blocked = append(blocked, rt.t.Host+": "+strings.TrimPrefix(line, claimBlocked))
 		}
 	}
 	for i, rt := range r.tasks {
@@ -302,8 +328,12 @@ func (r *runner) startAll(ctx context.Context) {
 		}
 	}
 	switch {
-	case len(conflicts) > 0 && r.result == "":
-		r.conflict = &ClaimConflictError{Conflicts: conflicts}
+	case (len(conflicts) > 0 || len(blocked) > 0) && r.result == "":
+		if len(blocked) > 0 {
+			r.conflict = &ClaimBlockedError{Blocked: blocked}
+		} else {
+			r.conflict = &ClaimConflictError{Conflicts: conflicts}
+		}
 		r.result = "conflict" // internal: nothing ran, Run returns the error
 		for _, rt := range r.tasks {
 			rt.stopped = true
@@ -328,7 +358,6 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	rt.log = logf
 	rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
 	tk := r.taskFor(rt.t)
-	script := supervisorScript(tk)
 	rt.started = time.Now()
 	gate := &claimGate{next: rt.out.Stdout(), report: rt.reportClaim}
 	proc, err := ex.Start(ctx, SupervisorCommand, gate, rt.out.Stderr())
@@ -336,7 +365,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		return err
 	}
 	rt.proc = proc
-	if err := writeChunked(proc.Stdin(), supervisorInput(script)); err != nil {
+	if err := writeChunked(proc.Stdin(), supervisorInput(tk)); err != nil {
 		proc.Close()
 		return fmt.Errorf("sending the task: %w", err)
 	}
@@ -361,6 +390,9 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		rc, err := proc.Wait()
 		if silent.Load() {
 			err = fmt.Errorf("no answer from the host within %s", answerWithin)
+		}
+		if err == nil && rc == exitClaimBusy {
+			rt.reportClaim(claimTaken)
 		}
 		rt.reportClaim("")
 		r.events <- exitEvent{i: i, rc: rc, err: err}
@@ -405,21 +437,26 @@ func (r *runner) taskFor(t schedule.Task) task {
 	}
 	every, count := r.o.KeepAlive(h)
 	return task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
-		Claims: r.claimsFor(t), Meta: "run=" + r.o.Plan.RunID + " task=" + t.ID}
+		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID}
 }
 
-// claimsFor names what the task holds on its host: its GPUs and its port
-// (for torch, rank 0 holds MASTER_PORT; the other ranks have no port).
-func (r *runner) claimsFor(t schedule.Task) []string {
-	var c []string
-	for _, g := range t.GPUs {
-		c = append(c, fmt.Sprintf("gpu-%d", g))
+// claimsFor names what the task holds on its host: its GPUs (by UUID,
+// which outlives a renumbering) and its port (for torch, rank 0 holds
+// MASTER_PORT; the other ranks have no port).
+func claimsFor(t schedule.Task) []probe.Claim {
+	var c []probe.Claim
+	for i, g := range t.GPUs {
+		uuid := ""
+		if i < len(t.GPUUUIDs) {
+			uuid = t.GPUUUIDs[i]
+		}
+		c = append(c, probe.Claim{Kind: "gpu", ID: g, UUID: uuid})
 	}
 	if t.Port > 0 {
-		c = append(c, fmt.Sprintf("port-%d", t.Port))
+		c = append(c, probe.Claim{Kind: "port", ID: t.Port})
 	}
-	if p := t.Env["MASTER_PORT"]; p != "" && t.Env["RANK"] == "0" {
-		c = append(c, "port-"+p)
+	if p, err := strconv.Atoi(t.Env["MASTER_PORT"]); err == nil && t.Env["RANK"] == "0" {
+		c = append(c, probe.Claim{Kind: "port", ID: p})
 	}
 	return c
 }
@@ -651,7 +688,7 @@ func sigName(s os.Signal) string {
 
 func intPtr(n int) *int { return &n }
 
-func countOf(n int, what string) string {
+func CountOf(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}

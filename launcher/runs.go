@@ -7,15 +7,19 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/alessio/shellescape"
 	"github.com/tfhive/tfhive/probe"
 	"golang.org/x/sync/errgroup"
 )
 
 // RunOnHost is what one run holds on one host, from the claims there.
 type RunOnHost struct {
+	// RunID is "" for claims whose holder is not a tfhive task or cannot
+	// be seen (hidden processes): label unknown.
 	RunID string    `json:"run_id"`
 	User  string    `json:"user"`
 	Host  string    `json:"host"`
@@ -23,22 +27,29 @@ type RunOnHost struct {
 	GPUs  []int     `json:"gpus"`
 	Ports []int     `json:"ports"`
 	Since time.Time `json:"since"`
-	// PGIDs are the tasks' process groups on the host, for kill.
-	PGIDs []int `json:"-"`
+	// Holders are the processes holding the run's claims on the host, as
+	// /proc/locks names them: kill finds the tasks' supervisors from them.
+	Holders []int `json:"-"`
 }
 
-// Runs groups the fleet's claims by run and host, oldest run first.
+// Runs groups the fleet's claims by run, user and host, oldest run first.
+// A run id is only a label its holder chose: the same id held by another
+// user is another row, never part of the first user's run.
 func Runs(inv probe.Inventory) []RunOnHost {
 	var out []RunOnHost
 	for _, h := range inv.Hosts {
-		byRun := map[string]*RunOnHost{}
-		var order []string
+		byRun := map[[2]string]*RunOnHost{}
+		var order [][2]string
 		for _, c := range h.Claims {
-			r := byRun[c.RunID]
+			if c.Blocked != "" {
+				continue
+			}
+			key := [2]string{c.RunID, c.User}
+			r := byRun[key]
 			if r == nil {
 				r = &RunOnHost{RunID: c.RunID, User: c.User, Host: h.Name, Since: c.Since, Tasks: []string{}, GPUs: []int{}, Ports: []int{}}
-				byRun[c.RunID] = r
-				order = append(order, c.RunID)
+				byRun[key] = r
+				order = append(order, key)
 			}
 			if c.Since.Before(r.Since) {
 				r.Since = c.Since
@@ -46,17 +57,18 @@ func Runs(inv probe.Inventory) []RunOnHost {
 			if c.Task != "" && !slices.Contains(r.Tasks, c.Task) {
 				r.Tasks = append(r.Tasks, c.Task)
 			}
-			if c.PGID > 0 && !slices.Contains(r.PGIDs, c.PGID) {
-				r.PGIDs = append(r.PGIDs, c.PGID)
+			if c.PID > 0 && !slices.Contains(r.Holders, c.PID) {
+				r.Holders = append(r.Holders, c.PID)
 			}
-			if c.Kind == "gpu" {
+			switch {
+			case c.Kind == "gpu" && !slices.Contains(r.GPUs, c.ID):
 				r.GPUs = append(r.GPUs, c.ID)
-			} else {
+			case c.Kind == "port" && !slices.Contains(r.Ports, c.ID):
 				r.Ports = append(r.Ports, c.ID)
 			}
 		}
-		for _, id := range order {
-			out = append(out, *byRun[id])
+		for _, key := range order {
+			out = append(out, *byRun[key])
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -72,7 +84,14 @@ func Runs(inv probe.Inventory) []RunOnHost {
 func WriteRuns(w io.Writer, runs []RunOnHost, now time.Time) error {
 	rows := make([][]string, len(runs))
 	for i, r := range runs {
-		rows[i] = []string{r.RunID, r.User, r.Host, strings.Join(r.Tasks, ","), intList(r.GPUs), intList(r.Ports),
+		id, user := r.RunID, r.User
+		if id == "" {
+			id = "?" // held, but not by a tfhive task this user can see
+		}
+		if user == "" {
+			user = "?"
+		}
+		rows[i] = []string{id, user, r.Host, strings.Join(r.Tasks, ","), intList(r.GPUs), intList(r.Ports),
 			r.Since.Local().Format("2006-01-02 15:04:05") + " (" + now.Sub(r.Since).Round(time.Second).String() + " ago)"}
 	}
 	return writeTable(w, []string{"RUN", "USER", "HOST", "TASKS", "GPUS", "PORTS", "SINCE"}, rows)
@@ -90,39 +109,45 @@ func WriteRunsJSON(w io.Writer, runs []RunOnHost) error {
 
 // KillResult is what `tfhive kill` did on one host.
 type KillResult struct {
-	Host   string
-	Groups int
-	Err    error
+	Host  string
+	Tasks int // supervisors stopped
+	Err   error
 }
 
-// Kill stops a run's tasks on every host where it holds claims: SIGTERM to
-// each task's process group, SIGKILL to what is left after grace. It only
-// ever signals the process groups the run's own claims name, never
-// processes found by pattern; the host's permissions keep users to their
-// own runs (root may stop any).
+// Kill stops a run's tasks on every host where it holds claims. It
+// signals only what the kernel says belongs to the run: the supervisors
+// whose parents are the run's claim holders (from /proc/locks) and whose
+// own command line carries the run's label. Each supervisor then stops its
+// task's process group, which only it knows: SIGTERM, and after grace a
+// second SIGTERM, on which it kills the group. A signal the host refuses
+// is reported as refused, never as stopped.
 func Kill(ctx context.Context, runs []RunOnHost, execs map[string]probe.Executor, grace time.Duration, parallel int) []KillResult {
 	results := make([]KillResult, len(runs))
 	var g errgroup.Group
 	g.SetLimit(max(parallel, 1))
 	for i, r := range runs {
 		g.Go(func() error {
-			results[i] = KillResult{Host: r.Host, Groups: len(r.PGIDs)}
+			results[i] = KillResult{Host: r.Host}
 			ex := execs[r.Host]
 			switch {
 			case ex == nil:
 				results[i].Err = fmt.Errorf("no connection")
 				return nil
-			case len(r.PGIDs) == 0:
+			case len(r.Holders) == 0 || !probe.ValidRunID(r.RunID):
 				results[i].Err = fmt.Errorf("its tasks are still starting; try again in a moment")
 				return nil
 			}
 			var out, errb strings.Builder
-			rc, err := ex.Run(ctx, "sh -s", strings.NewReader(killScript(r.PGIDs, grace)), &out, &errb)
+			rc, err := ex.Run(ctx, "sh -s", strings.NewReader(killScript(r.RunID, r.Holders, grace)), &out, &errb)
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(lastLine(out.String()), "stopped ")))
+			results[i].Tasks = n
 			switch {
 			case err != nil:
 				results[i].Err = err
+			case rc == 3:
+				results[i].Err = fmt.Errorf("its tasks are still starting or already gone; try again in a moment")
 			case rc != 0:
-				results[i].Err = fmt.Errorf("%s", strings.TrimSpace(errb.String()+out.String()))
+				results[i].Err = fmt.Errorf("%s", strings.TrimSpace(strings.TrimPrefix(errb.String(), "tfhive: ")))
 			}
 			return nil
 		})
@@ -131,21 +156,50 @@ func Kill(ctx context.Context, runs []RunOnHost, execs map[string]probe.Executor
 	return results
 }
 
-// killScript: TERM every group, wait for them to go (no fixed sleep: it
-// polls and ends as soon as they are gone), KILL what is left after grace.
-func killScript(pgids []int, grace time.Duration) string {
-	gs := intList(pgids)
-	return fmt.Sprintf(`gs=%q
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return s[strings.LastIndex(s, "\n")+1:]
+}
+
+// killScript finds the run's supervisors among the holders' children, by
+// the label in their own command line, signals them, and waits for them
+// to go (no fixed sleep: it polls and ends as soon as they are gone). A
+// process's existence is /proc's word: kill -0 fails for another user's
+// process too.
+func killScript(runID string, holders []int, grace time.Duration) string {
+	return fmt.Sprintf(`run=%s
+holders=%s
+tenths=%d
+# Descendants of the holders: further holders (flock), then the task's
+# supervisor, whose own command line carries the run's label.
+sups=$(ps -e -ww -o pid= -o ppid= -o args= 2>/dev/null | awk -v h="$holders" -v run="$run" '
+	BEGIN { n = split(h, a, ","); for (i = 1; i <= n; i++) want[a[i]] = 1 }
+	{
+		pid[NR] = $1; ppid[NR] = $2; fl[NR] = ($3 ~ /flock$/); lab[NR] = 0
+		for (k = 3; k + 2 <= NF; k++) if ($k == "%s" && $(k + 2) == run) lab[NR] = 1
+	}
+	END {
+		do { more = 0; for (i = 1; i <= NR; i++) if (fl[i] && want[ppid[i]] && !want[pid[i]]) { want[pid[i]] = 1; more = 1 } } while (more)
+		for (i = 1; i <= NR; i++) if (!fl[i] && lab[i] && want[ppid[i]] && pid[i] > 1) print pid[i]
+	}')
+[ -n "$sups" ] || exit 3
+alive() { for p in $sups; do [ -d "/proc/$p" ] && return 0; done; return 1; }
 rc=0
-for g in $(echo "$gs" | tr , ' '); do kill -TERM -"$g" 2>/dev/null || { kill -0 -"$g" 2>/dev/null && { echo "not allowed to signal process group $g" >&2; rc=1; }; }; done
 n=0
-while [ "$n" -lt %d ]; do
-  alive=
-  for g in $(echo "$gs" | tr , ' '); do kill -0 -"$g" 2>/dev/null && alive=1; done
-  [ -z "$alive" ] && exit "$rc"
-  sleep 0.1; n=$((n+1))
+for p in $sups; do
+	if kill -TERM "$p" 2>/dev/null; then n=$((n + 1))
+	elif [ -d "/proc/$p" ]; then echo "tfhive: not allowed to signal pid $p: only its owner or root can" >&2; rc=1
+	fi
 done
-for g in $(echo "$gs" | tr , ' '); do kill -KILL -"$g" 2>/dev/null; done
-exit "$rc"
-`, gs, int(grace/(100*time.Millisecond)))
+[ "$rc" = 0 ] || { echo "stopped $n"; exit "$rc"; }
+i=0
+while alive && [ "$i" -lt "$tenths" ]; do sleep 0.1; i=$((i + 1)); done
+if alive; then
+	for p in $sups; do kill -TERM "$p" 2>/dev/null; done
+	i=0
+	while alive && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+echo "stopped $n"
+if alive; then echo "tfhive: $(echo $sups | wc -w) supervisors still running after SIGKILL to their tasks" >&2; exit 1; fi
+`, shellescape.Quote(runID), shellescape.Quote(intList(holders)), int(grace/(100*time.Millisecond)), probe.HolderMarker)
 }

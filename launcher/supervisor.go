@@ -20,10 +20,10 @@ type task struct {
 	// HeartbeatTimeout: with no heartbeat from tfhive for this long, the
 	// link is taken as dead and the task is stopped.
 	HeartbeatTimeout time.Duration
-	// Claims are the lock files ("gpu-0", "port-2222") the supervisor
-	// holds for the task's whole life; Meta is written into them.
-	Claims []string
-	Meta   string
+	// Claims are the GPUs and ports the task holds for its whole life.
+	Claims []probe.Claim
+	// RunID and ID label the claims' holders (the task's id: worker:0).
+	RunID, ID string
 }
 
 // Control lines tfhive writes to a supervisor's stdin.
@@ -36,74 +36,136 @@ const (
 )
 
 // The supervisor's first stdout line, before any task output: its claims
-// are held ("ok"), or one is held by someone else ("busy NAME HOLDER").
+// are held ("ok"), or a lock file cannot be used ("blocked WHY"). A claim
+// someone else holds ends the supervisor with exitClaimBusy before it
+// says anything.
 const (
-	claimMarker = "@@tfhive-claim "
-	claimOK     = claimMarker + "ok"
-	claimBusy   = claimMarker + "busy "
-	// exitClaimBusy is the supervisor's status when it gave up its claims.
+	claimMarker  = "@@tfhive-claim "
+	claimOK      = claimMarker + "ok"
+	claimBlocked = claimMarker + "blocked "
+	// exitClaimBusy is the supervisor's status when a claim was taken or
+	// tfhive aborted the start.
 	exitClaimBusy = 75
 )
 
 // SupervisorCommand is the remote command line of every task: it reads
 // a line with the script's length, then exactly that many bytes (dd with
 // iflag=fullblock reads one block of that size and never ahead, unlike a
-// shell reading a script), so that what follows on stdin — heartbeats
-// and stop requests — reaches the supervisor. A dd without fullblock
-// (an old busybox) falls back to bs=1: exact too, but a read and a
-// write per byte, milliseconds of CPU per task. It is the same for every
-// task, so that a probe session can start it ahead of the plan
+// shell reading a script), so that what follows on stdin — the second
+// stage, heartbeats and stop requests — reaches the supervisor. A dd
+// without fullblock (an old busybox) falls back to bs=1: exact too, but a
+// read and a write per byte, milliseconds of CPU per task. It is the same
+// for every task, so that a probe session can start it ahead of the plan
 // (probe.Options.Then) and it holds no secret: `ps` shows only this. EOF
 // before the length line ends it quietly: a spare session that was not
 // needed.
 var SupervisorCommand = supervisorCommand()
 
+// readStage reads a length line and evaluates that many bytes of stdin.
+const readStage = `IFS= read -r tfhive_n || exit 75; eval "$(dd bs="$tfhive_n" count=1 iflag=fullblock 2>/dev/null || dd bs=1 count="$tfhive_n" 2>/dev/null)"`
+
 func supervisorCommand() string {
-	// bash when the host has it: dash cannot redirect descriptors above 9,
-	// and each claim holds one.
-	inner := `eval "$(dd bs="$0" count=1 iflag=fullblock 2>/dev/null || dd bs=1 count="$0" 2>/dev/null)"`
 	// --norc: bash started under sshd would otherwise source ~/.bashrc
 	// again (the login shell already did, and the task's shell will), which
 	// on hosts with conda or pyenv costs hundreds of milliseconds per task.
-	outer := `IFS= read -r tfhive_n || exit 0; ` +
-		`command -v bash >/dev/null 2>&1 && exec bash --norc -c ` + shellescape.Quote(inner) + ` "$tfhive_n"; ` +
-		`exec sh -c ` + shellescape.Quote(inner) + ` "$tfhive_n"`
+	// sh only to say that bash is missing.
+	outer := `command -v bash >/dev/null 2>&1 && exec bash --norc -c ` + shellescape.Quote(readStage) + `; ` +
+		`exec sh -c ` + shellescape.Quote(readStage)
 	return "exec sh -c " + shellescape.Quote(outer)
 }
 
-// supervisorInput is what a supervisor is sent first: the script's length
-// on a line, then the script.
-func supervisorInput(script string) string {
-	return strconv.Itoa(len(script)) + "\n" + script
+// supervisorInput is all a supervisor is sent before its control lines:
+// the claim stage and the task stage, each behind its length.
+func supervisorInput(t task) string {
+	claim, run := claimStage(t), runStage(t)
+	return strconv.Itoa(len(claim)) + "\n" + claim + strconv.Itoa(len(run)) + "\n" + run
 }
 
-// firstClaimFD is the first descriptor a claim lock is held on; 3 is the
+// firstClaimFD is the first descriptor a lock file is opened on; 3 is the
 // supervisor's copy of stdin.
 const firstClaimFD = 4
 
-// supervisorScript wraps one task on its host:
-//   - the task runs in its own session and process group (setsid), stdin
-//     empty, in its workdir after the setup snippet, with exactly the given
-//     environment added — values travel on stdin, never on a command line;
-//   - "t"/"k" on stdin send SIGTERM/SIGKILL to the task's group only (never
-//     by pattern: other users' jobs are not ours to kill);
-//   - EOF on stdin (tfhive died, its connection closed) or no heartbeat for
-//     HeartbeatTimeout (the link went silent) stops the group: TERM, then
-//     KILL 5 s later;
-//   - the supervisor exits with the task's status (128+N for signal N).
+// claimStage takes the task's claims, then becomes the task's holders:
 //
-// Variables are prefixed tfhive_ so as not to meet the user's.
-func supervisorScript(t task) string {
+//	flock -n -o /proc/self/fd/4 flock -n -o /proc/self/fd/5 … bash -c STAGE tfhive-sup RUN TASK CLAIMS
+//
+// Each flock process holds one lock for as long as its command runs, so
+// /proc/locks names a live process whose uid is the task's owner and
+// whose command line carries the label; nothing is written into a file.
+// A lock file is created exclusively (noclobber: O_EXCL never follows a
+// symlink) and opened read-only, only once it is a regular file; flock
+// then locks that very file through the descriptor. -o keeps the locks
+// out of the task: killing the holders releases them.
+func claimStage(t task) string {
 	var b strings.Builder
+	b.WriteString(claimCheck)
+	if len(t.Claims) == 0 {
+		fmt.Fprintf(&b, "exec bash --norc -c %s %s - %s %s -\n", shellescape.Quote(readStage), probe.HolderMarker,
+			shellescape.Quote(t.RunID), shellescape.Quote(t.ID))
+		return b.String()
+	}
+	b.WriteString(claimDir)
+	var chain, labels []string
+	for i, c := range t.Claims {
+		fd := firstClaimFD + i
+		file := probe.ClaimFilePrefix + probe.ClaimName(c.Kind, c.ID, c.UUID) + probe.ClaimFileSuffix
+		fmt.Fprintf(&b, "tfhive_open %d %s\n", fd, shellescape.Quote(file))
+		chain = append(chain, fmt.Sprintf("flock -n -o -E %d /proc/self/fd/%d", exitClaimBusy, fd))
+		labels = append(labels, probe.HolderClaim(c.Kind, c.ID, c.UUID))
+	}
+	fmt.Fprintf(&b, "umask \"$tfhive_umask\"\nexec %s bash --norc -c %s %s \"$tfhive_dir\" %s %s %s\n", strings.Join(chain, " "),
+		shellescape.Quote(readStage), probe.HolderMarker, shellescape.Quote(t.RunID), shellescape.Quote(t.ID),
+		shellescape.Quote(strings.Join(labels, ",")))
+	return b.String()
+}
+
+// claimCheck: the task stage needs bash (read -t, process substitution,
+// descriptors above 9) and the claims flock.
+const claimCheck = `[ -n "${BASH_VERSION-}" ] || { echo 'tfhive: bash not found on this host' >&2; exit 127; }
+tfhive_blocked() { printf '%s%s\n' '` + claimBlocked + `' "$1"; exit 76; }
+`
+
+// claimDir finds the claims directory and opens lock files in it. /tmp is
+// root's and sticky on every Linux; a configured one must be owned by root
+// or by the user, and be sticky if others may write to it, or another
+// user could swap the files under us.
+const claimDir = `command -v flock >/dev/null 2>&1 || { echo 'tfhive: flock not found on this host (util-linux)' >&2; exit 127; }
+tfhive_dir=/tmp
+if [ -n "${TFHIVE_CLAIMS_DIR-}" ]; then
+	tfhive_dir=$TFHIVE_CLAIMS_DIR
+	{ [ -d "$tfhive_dir" ] && [ ! -L "$tfhive_dir" ]; } || tfhive_blocked "claims dir $tfhive_dir (TFHIVE_CLAIMS_DIR) is not a directory"
+	case $tfhive_dir in /*[[:space:]]* | [!/]*) tfhive_blocked "claims dir $tfhive_dir (TFHIVE_CLAIMS_DIR) must be an absolute path without spaces" ;; esac
+	read -r tfhive_uid tfhive_mode tfhive_owner <<<"$(stat -c '%u %a %U' "$tfhive_dir")"
+	[ "$tfhive_uid" = 0 ] || [ "$tfhive_uid" = "$EUID" ] || tfhive_blocked "claims dir $tfhive_dir (TFHIVE_CLAIMS_DIR) is owned by $tfhive_owner, not by root or you"
+	if [ $((8#$tfhive_mode & 8#022)) != 0 ] && [ $((8#$tfhive_mode & 8#1000)) = 0 ]; then
+		tfhive_blocked "claims dir $tfhive_dir (TFHIVE_CLAIMS_DIR) is writable by others and not sticky"
+	fi
+fi
+tfhive_umask=$(umask)
+umask 022
+tfhive_open() {
+	tfhive_f=$tfhive_dir/$2
+	[ -e "$tfhive_f" ] || [ -L "$tfhive_f" ] || (set -C; : >"$tfhive_f") 2>/dev/null
+	if [ -L "$tfhive_f" ] || [ ! -f "$tfhive_f" ]; then
+		tfhive_blocked "$tfhive_f is not a regular file (owned by $(stat -c %U "$tfhive_f" 2>/dev/null))"
+	fi
+	eval "exec $1<\"\$tfhive_f\"" 2>/dev/null || tfhive_blocked "$tfhive_f is owned by $(stat -c %U "$tfhive_f" 2>/dev/null) and not readable"
+}
+`
+
+// runStage is the task stage, run by the holders' innermost bash: it says
+// its claims are held, waits for go, then supervises the task.
+func runStage(t task) string {
+	var b strings.Builder
+	for i := range t.Claims {
+		fmt.Fprintf(&b, "exec %d<&-\n", firstClaimFD+i)
+	}
+	b.WriteString("printf '%s\\n' " + shellescape.Quote(claimOK) + "\n" + waitForGo)
 	timeout := int(t.HeartbeatTimeout / time.Second)
 	if timeout < 2 {
 		timeout = 2
 	}
-	check := timeout / 3
-	if check < 1 {
-		check = 1
-	}
-	fmt.Fprintf(&b, "tfhive_hb_timeout=%d\ntfhive_check=%d\n", timeout, check)
+	fmt.Fprintf(&b, "tfhive_hb_timeout=%d\n", timeout)
 	keys := make([]string, 0, len(t.Env))
 	for k := range t.Env {
 		keys = append(keys, k)
@@ -113,61 +175,9 @@ func supervisorScript(t task) string {
 		fmt.Fprintf(&b, "export %s=%s\n", k, shellescape.Quote(t.Env[k]))
 	}
 	fmt.Fprintf(&b, "tfhive_cmd=%s\n", shellescape.Quote(taskShell(t)))
-	b.WriteString(supervisorStart)
-	closeFDs := claimScript(&b, t)
-	b.WriteString(strings.ReplaceAll(supervisorBody, "@CLOSE@", closeFDs))
+	b.WriteString(supervisorBody)
 	return b.String()
 }
-
-// claimScript takes every claim with flock -n, each on its own descriptor
-// held by the supervisor alone (the task and the helper subshells get them
-// closed, so a kill -9 of the supervisor releases the claims), says "ok" or
-// "busy" on stdout and waits for tfhive's go. It returns the redirections
-// that close the claim descriptors.
-func claimScript(b *strings.Builder, t task) string {
-	okLine := "printf '%s\\n' " + shellescape.Quote(claimOK) + "\n"
-	if len(t.Claims) == 0 {
-		b.WriteString(okLine + waitForGo)
-		return ""
-	}
-	last := firstClaimFD + len(t.Claims) - 1
-	fmt.Fprintf(b, claimHead, last, 9-firstClaimFD+1, probe.ClaimsDirDefault, shellescape.Quote(t.Meta),
-		shellescape.Quote(claimBusy), exitClaimBusy)
-	var closing strings.Builder
-	for i, c := range t.Claims {
-		fd := firstClaimFD + i
-		fmt.Fprintf(b, "exec %d<>\"$tfhive_dir/%s.lock\" && flock -n %d || tfhive_busy %s\n", fd, c, fd, c)
-		fmt.Fprintf(&closing, " %d>&-", fd)
-	}
-	fmt.Fprintf(b, "umask \"$tfhive_umask\"\ntfhive_claims=%s\n", shellescape.Quote(strings.Join(t.Claims, " ")))
-	b.WriteString(claimNote + okLine + waitForGo)
-	return closing.String()
-}
-
-// claimHead prepares the claims directory (sticky and world-writable, the
-// files 0666, so that every user's runs can lock and annotate them). The
-// supervisor starts as few programs as it can: bash's EPOCHSECONDS
-// instead of date, mkdir and chmod only for a directory not yet sticky.
-const claimHead = `command -v flock >/dev/null 2>&1 || { echo 'tfhive: flock not found on this host (util-linux)' >&2; exit 127; }
-if [ -z "${BASH_VERSION-}" ] && [ %d -gt 9 ]; then echo 'tfhive: this host has no bash; without it a task can hold at most %d claims' >&2; exit 127; fi
-tfhive_dir=${TFHIVE_CLAIMS_DIR:-%s}
-tfhive_umask=$(umask)
-umask 0
-[ -k "$tfhive_dir" ] || { mkdir -p "$tfhive_dir" 2>/dev/null && chmod 1777 "$tfhive_dir" 2>/dev/null; }
-tfhive_meta=%s" user=$(id -un) since=${EPOCHSECONDS:-$(date +%%s)}"
-tfhive_busy() {
-	printf '%%s%%s %%s\n' %s "$1" "$(head -c 300 "$tfhive_dir/$1.lock" 2>/dev/null | tr '\n' ' ')"
-	exit %d
-}
-`
-
-// claimNote writes who holds the claims into the lock files, for status,
-// ps and kill; the task's process group is added once it runs.
-const claimNote = `tfhive_note() {
-	for tfhive_f in $tfhive_claims; do printf '%s pgid=%s\n' "$tfhive_meta" "$1" >"$tfhive_dir/$tfhive_f.lock"; done
-}
-tfhive_note 0
-`
 
 // waitForGo: nothing starts until every task of the run holds its claims.
 const waitForGo = `IFS= read -r tfhive_go || exit 75
@@ -205,18 +215,27 @@ func firstLineOf(s string) string {
 	return line
 }
 
-// supervisorBody is POSIX sh plus setsid, mktemp, stat -c and date +%s
-// (util-linux, coreutils or busybox: any Linux GPU host has them).
-// A group kill falls back to the pid: right after `&` the child may not
-// have called setsid yet.
-const supervisorStart = `command -v setsid >/dev/null 2>&1 || { echo 'tfhive: setsid not found on this host (util-linux)' >&2; exit 127; }
-`
-
-// supervisorBody runs the task once the claims are held; @CLOSE@ closes
-// the claim descriptors for everything but the supervisor itself.
-const supervisorBody = `tfhive_sh=sh
-command -v bash >/dev/null 2>&1 && tfhive_sh=bash
-tfhive_hb=$(mktemp "${TMPDIR:-/tmp}/tfhive-hb.XXXXXX") || exit 127
+// supervisorBody runs the task, in bash:
+//   - the task runs in its own session and process group (setsid), stdin
+//     empty, in its workdir after the setup snippet, with exactly the given
+//     environment added — values travel on stdin, never on a command line;
+//   - "t"/"k" on stdin send SIGTERM/SIGKILL to the task's group only (never
+//     by pattern: other users' jobs are not ours to kill);
+//   - EOF on stdin (tfhive died, its connection closed) or no line for
+//     tfhive_hb_timeout seconds (the link went silent: read -t, no file,
+//     no polling) stops the group: TERM, then KILL 5 s later;
+//   - SIGTERM to the supervisor (tfhive kill) stops the task the same way,
+//     a second one kills it;
+//   - the supervisor killed outright (its holders then release the claims)
+//     stops the task at once: a watcher reading a pipe only the supervisor
+//     holds open sees EOF; a holder killed is seen at the next control
+//     line (heartbeats come every keepalive interval);
+//   - the supervisor exits with the task's status (128+N for signal N).
+//
+// A group kill falls back to the pid: right after & the child may not
+// have called setsid yet. Variables are prefixed tfhive_ so as not to meet
+// the user's.
+const supervisorBody = `command -v setsid >/dev/null 2>&1 || { echo 'tfhive: setsid not found on this host (util-linux)' >&2; exit 127; }
 tfhive_signal() {
 	kill -"$1" -"$tfhive_pid" 2>/dev/null || kill -"$1" "$tfhive_pid" 2>/dev/null
 }
@@ -229,41 +248,48 @@ tfhive_abandon() {
 	done
 	tfhive_signal KILL
 }
-tfhive_sup=$$
+tfhive_stops=0
+tfhive_stop() {
+	tfhive_stops=$((tfhive_stops + 1))
+	if [ "$tfhive_stops" = 1 ]; then tfhive_signal TERM; else tfhive_signal KILL; fi
+}
+# The claim holders are this shell's flock ancestors: one of them killed
+# has released its claim, so the task must not go on.
+tfhive_holders=
+tfhive_p=$PPID
+while [ -r "/proc/$tfhive_p/stat" ] && read -r tfhive_stat <"/proc/$tfhive_p/stat" && [ "${tfhive_stat#* (flock) }" != "$tfhive_stat" ]; do
+	tfhive_holders="$tfhive_holders $tfhive_p"
+	tfhive_stat=${tfhive_stat#* (flock) }
+	tfhive_p=${tfhive_stat#* }
+	tfhive_p=${tfhive_p%% *}
+done
+tfhive_held() {
+	for tfhive_h in $tfhive_holders; do kill -0 "$tfhive_h" 2>/dev/null || return 1; done
+}
 exec 3<&0
-setsid "$tfhive_sh" -c "$tfhive_cmd" tfhive-task </dev/null@CLOSE@ &
+setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- &
 tfhive_pid=$!
-[ -n "${tfhive_claims-}" ] && tfhive_note "$tfhive_pid"
 (
-	while IFS= read -r tfhive_c; do
+	while IFS= read -r -t "$tfhive_hb_timeout" tfhive_c && tfhive_held; do
 		case $tfhive_c in
-		h) touch "$tfhive_hb" ;;
 		t) tfhive_signal TERM ;;
 		k) tfhive_signal KILL ;;
 		esac
 	done
 	tfhive_abandon
-) <&3@CLOSE@ &
-(
-	while sleep "$tfhive_check"; do
-		# A supervisor killed outright has released the claims: the task
-		# must not run on unclaimed GPUs.
-		# Then the rest of the supervisor's group goes too (the stdin
-		# reader holds the session open).
-		kill -0 "$tfhive_sup" 2>/dev/null || { tfhive_abandon; kill -KILL 0; }
-		tfhive_now=${EPOCHSECONDS:-$(date +%s)}
-		tfhive_last=$(stat -c %Y "$tfhive_hb" 2>/dev/null || echo "$tfhive_now")
-		if [ $((tfhive_now - tfhive_last)) -gt "$tfhive_hb_timeout" ]; then
-			tfhive_abandon
-			exit
-		fi
-	done
-) </dev/null@CLOSE@ &
+) <&3 &
+tfhive_reader=$!
 exec 3<&-
-wait "$tfhive_pid" 2>/dev/null
-tfhive_rc=$?
-rm -f "$tfhive_hb"
+exec 7> >(read -r _; tfhive_abandon; kill "$tfhive_reader" 2>/dev/null) 
+tfhive_watch=$!
+trap tfhive_stop TERM
+tfhive_rc=
+while [ -z "$tfhive_rc" ]; do
+	wait "$tfhive_pid"
+	tfhive_st=$?
+	kill -0 "$tfhive_pid" 2>/dev/null || tfhive_rc=$tfhive_st
+done
 trap '' TERM
-kill -TERM 0 2>/dev/null
+kill "$tfhive_watch" "$tfhive_reader" 2>/dev/null
 exit "$tfhive_rc"
 `

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/sshtest"
+	"golang.org/x/sys/unix"
 )
 
 // supervised is a supervisor started through the local executor, with its
@@ -28,14 +29,13 @@ type supervised struct {
 
 func supervise(t *testing.T, tk task) *supervised {
 	t.Helper()
-	script := supervisorScript(tk)
 	pr, pw := io.Pipe()
 	errb := &strings.Builder{}
 	p, err := probe.LocalExec{}.Start(context.Background(), SupervisorCommand, pw, errb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(p.Stdin(), supervisorInput(script)); err != nil {
+	if _, err := io.WriteString(p.Stdin(), supervisorInput(tk)); err != nil {
 		t.Fatal(err)
 	}
 	s := &supervised{p: p, lines: bufio.NewScanner(pr), errb: errb, done: make(chan int, 1)}
@@ -73,7 +73,8 @@ func (s *supervised) wait(t *testing.T, within time.Duration) int {
 	case rc := <-s.done:
 		return rc
 	case <-time.After(within):
-		t.Fatalf("supervisor still running after %s", within)
+		out, _ := exec.Command("ps", "-eo", "pid,ppid,pgid,stat,args", "--forest").Output()
+		t.Fatalf("supervisor still running after %s\n%s", within, out)
 		return -1
 	}
 }
@@ -126,72 +127,144 @@ func TestSupervisorAbortStartsNothing(t *testing.T) {
 
 func TestSupervisorClaims(t *testing.T) {
 	dir := t.TempDir()
+	os.Chmod(dir, 0o777|os.ModeSticky)
 	t.Setenv("TFHIVE_CLAIMS_DIR", dir)
-	claims := []string{"gpu-0", "gpu-1", "port-2222"}
-	a := supervise(t, task{Argv: []string{"sleep", "60"}, Claims: claims, Meta: "run=run-a task=worker:0", HeartbeatTimeout: 10 * time.Second})
+	claims := []probe.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "gpu", ID: 1, UUID: "GPU-b"}, {Kind: "port", ID: 2222}}
+	a := supervise(t, task{Argv: []string{"sleep", "60"}, Claims: claims, RunID: "run-a", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
 	if got := a.line(t); got != claimOK {
 		t.Fatalf("a: %q (stderr %s)", got, a.errb.String())
 	}
-	if st, err := os.Stat(dir); err != nil || st.Mode()&os.ModeSticky == 0 || st.Mode().Perm() != 0o777 {
-		t.Errorf("claims dir mode %v: want sticky and world-writable", st.Mode())
+	lock := filepath.Join(dir, "tfhive-claim.gpu-GPU-b.lock")
+	if st, err := os.Lstat(lock); err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o644 || st.Size() != 0 {
+		t.Errorf("lock file %v: want an empty regular file, 0644, never written", err)
 	}
-	if st, _ := os.Stat(filepath.Join(dir, "gpu-0.lock")); st.Mode().Perm() != 0o666 {
-		t.Errorf("lock file mode %v, want 0666 so other users can claim it later", st.Mode().Perm())
+	// The probe sees the claims, held by live processes labelled by the
+	// holders' own command lines.
+	held := heldClaims(t, dir)
+	if len(held) != 3 || held[1].RunID != "run-a" || held[1].Task != "worker:0" || held[1].UUID != "GPU-b" || held[2].ID != 2222 {
+		t.Fatalf("claims seen by the probe: %+v", held)
 	}
-	// A second run wanting GPU 1 is refused and names the holder.
-	b := supervise(t, task{Argv: []string{"true"}, Claims: []string{"gpu-1"}, Meta: "run=run-b", HeartbeatTimeout: 10 * time.Second})
-	if got := b.line(t); !strings.HasPrefix(got, claimBusy+"gpu-1 run=run-a task=worker:0 user=") {
-		t.Fatalf("b: %q", got)
-	}
+	// A second run wanting GPU 1 is refused before it says anything.
+	b := supervise(t, task{Argv: []string{"true"}, Claims: claims[1:2], RunID: "run-b", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
 	if rc := b.wait(t, 5*time.Second); rc != exitClaimBusy {
 		t.Errorf("b exit %d, want %d", rc, exitClaimBusy)
 	}
 	a.send(t, ctlGo)
-	var meta string
-	for i := 0; i < 50 && !strings.Contains(meta, "pgid=") || strings.Contains(meta, "pgid=0"); i++ {
-		data, _ := os.ReadFile(filepath.Join(dir, "port-2222.lock"))
-		meta = string(data)
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !strings.HasPrefix(meta, "run=run-a task=worker:0 user=") || strings.Contains(meta, "pgid=0") {
-		t.Fatalf("claim file: %q", meta)
-	}
 
 	// kill -9 of the supervisor releases its claims at once, and its
 	// task, now unclaimed, is stopped.
-	syscall.Kill(a.p.(interface{ Pid() int }).Pid(), syscall.SIGKILL)
-	c := supervise(t, task{Argv: []string{"true"}, Claims: claims, Meta: "run=run-c", HeartbeatTimeout: 10 * time.Second})
+	sup := supervisorOf(t, held[0].PID)
+	taskPID := waitForChild(t, sup)
+	syscall.Kill(sup, syscall.SIGKILL)
+	if rc := a.wait(t, 15*time.Second); rc != 128+9 {
+		t.Errorf("a exit %d, want 137", rc)
+	}
+	c := supervise(t, task{Argv: []string{"true"}, Claims: claims, RunID: "run-c", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
 	if got := c.line(t); got != claimOK {
 		t.Fatalf("c after a was killed: %q", got)
 	}
 	c.send(t, ctlAbort)
-	a.wait(t, 15*time.Second)
-	pgid := strings.TrimSpace(meta[strings.Index(meta, "pgid=")+5:])
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(-atoiOr(pgid), 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the task of a killed supervisor is still running")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if syscall.Kill(taskPID, 0) == nil {
+		t.Fatal("the task of a killed supervisor is still running when its session ended")
 	}
 }
 
-func atoiOr(s string) int {
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			break
+// A lock file someone else prepared is never written through: a symlink
+// or a FIFO blocks the claim, named, and the target is untouched.
+func TestSupervisorRefusesPreparedLockFiles(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777|os.ModeSticky)
+	t.Setenv("TFHIVE_CLAIMS_DIR", dir)
+	target := filepath.Join(t.TempDir(), "precious")
+	os.WriteFile(target, []byte("keep me"), 0o644)
+	os.Symlink(target, filepath.Join(dir, "tfhive-claim.gpu-GPU-a.lock"))
+	exec.Command("mkfifo", filepath.Join(dir, "tfhive-claim.port-2222.lock")).Run()
+	for _, c := range []probe.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "port", ID: 2222}} {
+		s := supervise(t, task{Argv: []string{"true"}, Claims: []probe.Claim{c}, RunID: "r", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+		if got := s.line(t); !strings.HasPrefix(got, claimBlocked) || !strings.Contains(got, "is not a regular file") {
+			t.Errorf("%v: %q", c, got)
 		}
-		n = n*10 + int(c-'0')
+		s.wait(t, 5*time.Second)
 	}
-	return n
+	if data, _ := os.ReadFile(target); string(data) != "keep me" {
+		t.Errorf("symlink target changed: %q", data)
+	}
+	// A claims dir another user could swap files in is refused.
+	loose := t.TempDir()
+	os.Chmod(loose, 0o777)
+	t.Setenv("TFHIVE_CLAIMS_DIR", loose)
+	s := supervise(t, task{Argv: []string{"true"}, Claims: []probe.Claim{{Kind: "port", ID: 1}}, RunID: "r", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	if got := s.line(t); !strings.Contains(got, "is writable by others and not sticky") {
+		t.Errorf("loose dir: %q", got)
+	}
+}
+
+// heldClaims is what a claims-only probe of this machine sees (dir is
+// TFHIVE_CLAIMS_DIR in the environment it inherits).
+func heldClaims(t *testing.T, dir string) []probe.Claim {
+	t.Helper()
+	f := probe.NewFleet([]probe.Host{probe.LocalHost()}, probe.Options{ClaimsOnly: true})
+	defer f.Close()
+	h := f.Probe(context.Background()).Hosts[0]
+	if h.Err != nil || h.ClaimsDir != dir {
+		t.Fatalf("probe: %v, claims dir %q", h.Err, h.ClaimsDir)
+	}
+	return h.Claims
+}
+
+// supervisorOf is the supervisor under a holder chain: the first
+// descendant of pid that is not a flock.
+func supervisorOf(t *testing.T, pid int) int {
+	t.Helper()
+	for i := 0; i < 20; i++ {
+		kids := children(pid)
+		if len(kids) != 1 {
+			t.Fatalf("pid %d has children %v", pid, kids)
+		}
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", kids[0]))
+		if strings.TrimSpace(string(comm)) != "flock" {
+			return kids[0]
+		}
+		pid = kids[0]
+	}
+	t.Fatal("no supervisor under the holders")
+	return 0
+}
+
+// waitForChild waits for the supervisor's task: its child in a session of
+// its own.
+func waitForChild(t *testing.T, sup int) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, k := range children(sup) {
+			if sid, _ := unix.Getsid(k); sid == k {
+				return k
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the task did not start")
+	return 0
+}
+
+func children(pid int) []int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var kids []int
+	for _, f := range strings.Fields(string(data)) {
+		var k int
+		fmt.Sscan(f, &k)
+		kids = append(kids, k)
+	}
+	return kids
 }
 
 // sshd runs the supervisor's command line with the user's login shell,
 // which may be csh or zsh: the command survives them, reads exactly its
 // length line and script, and then its control lines.
 func TestSupervisorCommandUnderLoginShells(t *testing.T) {
-	script := supervisorScript(task{Env: map[string]string{"V": "it's $HOME"}, Argv: []string{"sh", "-c", `echo "task: $V"`}, HeartbeatTimeout: 10 * time.Second})
+	tk := task{Env: map[string]string{"V": "it's $HOME"}, Argv: []string{"sh", "-c", `echo "task: $V"`}, HeartbeatTimeout: 10 * time.Second}
+	script := supervisorInput(tk)
 	for _, shell := range []string{"tcsh", "zsh", "bash", "sh"} {
 		if path := sshtest.LoginShell(t, shell); path != "" {
 			runSupervisorCommand(t, shell, path, "/usr/bin:/bin", script)
@@ -206,7 +279,8 @@ func TestSupervisorCommandUnderLoginShells(t *testing.T) {
 	}
 	runSupervisorCommand(t, "sh, old dd", "/bin/sh", old+":/usr/bin:/bin", script)
 	calls, _ := os.ReadFile(filepath.Join(old, "dd.calls"))
-	if want := fmt.Sprintf("bs=%[1]d count=1 iflag=fullblock\nbs=1 count=%[1]d\n", len(script)); string(calls) != want {
+	n1, n2 := len(claimStage(tk)), len(runStage(tk))
+	if want := fmt.Sprintf("bs=%[1]d count=1 iflag=fullblock\nbs=1 count=%[1]d\nbs=%[2]d count=1 iflag=fullblock\nbs=1 count=%[2]d\n", n1, n2); string(calls) != want {
 		t.Errorf("old dd called as %q, want %q", calls, want)
 	}
 }
@@ -226,7 +300,7 @@ func runSupervisorCommand(t *testing.T, name, shell, path, script string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(stdin, supervisorInput(script)+ctlGo)
+	io.WriteString(stdin, script+ctlGo)
 	lines := bufio.NewScanner(out)
 	var got []string
 	for lines.Scan() {
@@ -248,5 +322,47 @@ func runSupervisorCommand(t *testing.T, name, shell, path, script string) {
 	}
 	if len(got) != 2 || got[0] != claimOK || got[1] != "task: it's $HOME" || rc != nil {
 		t.Errorf("%s: lines %q, exit %v, stderr %q", name, got, rc, errb.String())
+	}
+}
+
+// A holder killed (here the outermost, holding GPU 0) has released its
+// claim: the supervisor stops its task at the next control line and the
+// other holders let go of theirs.
+func TestSupervisorStopsWhenAHolderDies(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777|os.ModeSticky)
+	t.Setenv("TFHIVE_CLAIMS_DIR", dir)
+	claims := []probe.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "port", ID: 2222}}
+	s := supervise(t, task{Argv: []string{"sleep", "60"}, Claims: claims, RunID: "r", ID: "worker:0", HeartbeatTimeout: 30 * time.Second})
+	if got := s.line(t); got != claimOK {
+		t.Fatalf("%q (stderr %s)", got, s.errb.String())
+	}
+	s.send(t, ctlGo)
+	held := heldClaims(t, dir)
+	if len(held) != 2 || held[0].PID == held[1].PID {
+		t.Fatalf("want two claims with their own holders: %+v", held)
+	}
+	waitForChild(t, supervisorOf(t, held[0].PID))
+	syscall.Kill(held[0].PID, syscall.SIGKILL)
+	// Heartbeats, as tfhive sends them: the first may still find the
+	// holder dying.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				io.WriteString(s.p.Stdin(), ctlHeartbeat)
+			}
+		}
+	}()
+	// The session's own process was the killed holder.
+	if rc := s.wait(t, 15*time.Second); rc != 128+9 {
+		t.Errorf("exit %d, want 137", rc)
+	}
+	if left := heldClaims(t, dir); len(left) != 0 {
+		t.Errorf("claims still held: %+v", left)
 	}
 }

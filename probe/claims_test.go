@@ -1,79 +1,172 @@
 package probe
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// TestClaimsFromRealLocks runs the claims part of the probe script against
-// a directory where one file is locked by a live flock and one is stale.
-func TestClaimsFromRealLocks(t *testing.T) {
-	if _, err := exec.LookPath("flock"); err != nil {
-		t.Skip("flock not installed")
-	}
-	dir := t.TempDir()
-	for name, content := range map[string]string{
-		"gpu-1.lock":     "run=r1 task=worker:0 user=alice since=1795313821 pgid=4242\n",
-		"port-2223.lock": "run=r1 task=worker:0 user=alice since=1795313821 pgid=4242\n",
-		"gpu-0.lock":     "run=old task=worker:3 user=bob since=1 pgid=7\n", // nobody holds it
-		"notes.txt":      "ignored",
-	} {
-		os.WriteFile(filepath.Join(dir, name), []byte(content), 0o666)
-	}
-	// Hold gpu-1 and port-2223 the way a supervisor does.
-	holder := exec.Command("sh", "-c", `exec 4<>"$1/gpu-1.lock" 5<>"$1/port-2223.lock"; flock -n 4 && flock -n 5 && echo held && exec sleep 60`, "sh", dir)
-	out, _ := holder.StdoutPipe()
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { holder.Process.Kill(); holder.Wait() }()
-	buf := make([]byte, 5)
-	if n, _ := out.Read(buf); string(buf[:n]) != "held\n" {
-		t.Fatalf("holder did not take the locks: %q", buf[:n])
-	}
-
-	script := exec.Command("sh", "-c", claimsScript)
+// runClaimsScript runs the claims part of the probe script against dir and
+// cuts its output as the probe does.
+func runClaimsScript(t *testing.T, dir string) claimsSection {
+	t.Helper()
+	script := exec.Command("sh", "-c", claimsScript+"echo "+markEnd)
 	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
 	raw, err := script.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, locks, _ := strings.Cut(strings.TrimPrefix(string(raw), markClaims+"\n"), markLocks+"\n")
-	got := parseClaims([]byte(files), []byte(locks))
-	want := []Claim{
-		{Kind: "gpu", ID: 1, RunID: "r1", Task: "worker:0", User: "alice", Since: time.Unix(1795313821, 0).UTC(), PGID: 4242},
-		{Kind: "port", ID: 2223, RunID: "r1", Task: "worker:0", User: "alice", Since: time.Unix(1795313821, 0).UTC(), PGID: 4242},
+	po, err := splitProbeOutput([]byte(markSMI + " 0\n" + markPS + "\n" + markTCP + "\n" + string(raw)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("claims %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("claim %d: %+v, want %+v", i, got[i], want[i])
-		}
-	}
+	return po.claims
+}
 
-	// Once the holder is gone, nothing is claimed: no stale claims.
-	holder.Process.Kill()
-	holder.Wait()
-	script = exec.Command("sh", "-c", claimsScript)
-	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
-	raw, _ = script.Output()
-	files, locks, _ = strings.Cut(strings.TrimPrefix(string(raw), markClaims+"\n"), markLocks+"\n")
-	if got := parseClaims([]byte(files), []byte(locks)); len(got) != 0 {
-		t.Errorf("claims after the holder died: %+v", got)
+// hold starts a holder the way a supervisor's claim stage does: one flock
+// per lock file, each holding its lock while its command runs, the last
+// command labelled with the run, task and claims.
+func hold(t *testing.T, dir string, label string, files ...string) *exec.Cmd {
+	t.Helper()
+	script := ""
+	chain := ""
+	for i, f := range files {
+		script += "exec " + string(rune('4'+i)) + "<\"$1/" + f + "\"; "
+		chain += "flock -n -o /proc/self/fd/" + string(rune('4'+i)) + " "
+	}
+	script += "exec " + chain + "bash --norc -c 'echo held; exec sleep 60' " + label
+	holder := exec.Command("bash", "-c", script, "sh", dir)
+	// The whole chain goes at cleanup: each flock holds its own lock.
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, _ := holder.StdoutPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); holder.Wait() })
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "held\n" {
+		t.Fatalf("holder did not take the locks: %q", line)
+	}
+	return holder
+}
+
+func requireFlock(t *testing.T) {
+	if _, err := exec.LookPath("flock"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("flock (util-linux) is required in CI")
+		}
+		t.Skip("flock not installed")
 	}
 }
 
-func TestParseClaimsIgnoresWaitersAndOtherFiles(t *testing.T) {
-	files := "F 65024 100 /x/gpu-2.lock\nF 65024 101 /x/weird.lock\nC /x/gpu-2.lock:run=a task=ps:0 user=u since=5 pgid=9\n"
-	locks := "1: FLOCK  ADVISORY  WRITE 77 fe:00:100 0 EOF\n1: -> FLOCK  ADVISORY  WRITE 78 fe:00:101 0 EOF\n2: POSIX  ADVISORY  WRITE 79 08:01:100 0 EOF\n"
-	got := parseClaims([]byte(files), []byte(locks))
-	if len(got) != 1 || got[0].Kind != "gpu" || got[0].ID != 2 || got[0].RunID != "a" || got[0].PGID != 9 {
-		t.Fatalf("got %+v", got)
+// TestClaimsFromLiveHolders: a claim is a lock a live process holds; its
+// user is the process's, its label the holder's own command line. The
+// text of the lock files means nothing.
+func TestClaimsFromLiveHolders(t *testing.T) {
+	requireFlock(t)
+	dir := t.TempDir()
+	for _, name := range []string{"gpu-GPU-aaaa", "port-2223", "gpu-GPU-bbbb"} {
+		// Forged content: ignored.
+		os.WriteFile(filepath.Join(dir, ClaimFilePrefix+name+ClaimFileSuffix), []byte("run=evil user=root pgid=1\n"), 0o644)
 	}
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("ignored"), 0o644)
+	hold(t, dir, HolderMarker+" "+dir+" r1 worker:0 gpu:1:GPU-aaaa,port:2223", ClaimFilePrefix+"gpu-GPU-aaaa.lock", ClaimFilePrefix+"port-2223.lock")
+	// A process holding a lock file with no tfhive label: held, label unknown.
+	hold(t, dir, "whatever", ClaimFilePrefix+"gpu-GPU-bbbb.lock")
+
+	me := currentUserName(t)
+	got := parseClaims(runClaimsScript(t, dir), map[string]int{"GPU-aaaa": 1, "GPU-bbbb": 0}, time.Now())
+	if len(got) != 3 {
+		t.Fatalf("claims %+v, want 3", got)
+	}
+	want := []Claim{
+		{Kind: "gpu", ID: 0, UUID: "GPU-bbbb", User: me},
+		{Kind: "gpu", ID: 1, UUID: "GPU-aaaa", RunID: "r1", Task: "worker:0", User: me},
+		{Kind: "port", ID: 2223, RunID: "r1", Task: "worker:0", User: me},
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Kind != w.Kind || g.ID != w.ID || g.UUID != w.UUID || g.RunID != w.RunID || g.Task != w.Task || g.User != w.User || g.PID == 0 || g.Blocked != "" {
+			t.Errorf("claim %d: %+v, want %+v", i, g, w)
+		}
+		if time.Since(g.Since) > time.Minute {
+			t.Errorf("claim %d since %v: from the holder's start time", i, g.Since)
+		}
+	}
+}
+
+// A held lock file deleted under its holder still counts: the holder's
+// label names its claims, so a new file for the same GPU is not free.
+func TestClaimsSurviveDeletedLockFile(t *testing.T) {
+	requireFlock(t)
+	dir := t.TempDir()
+	f := filepath.Join(dir, ClaimFilePrefix+"gpu-GPU-aaaa.lock")
+	os.WriteFile(f, nil, 0o644)
+	// Another dir's holder on the same kernel is not this host's claim.
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, ClaimFilePrefix+"gpu-GPU-aaaa.lock"), nil, 0o644)
+	hold(t, other, HolderMarker+" "+other+" r2 worker:0 gpu:1:GPU-aaaa", ClaimFilePrefix+"gpu-GPU-aaaa.lock")
+	hold(t, dir, HolderMarker+" "+dir+" r1 worker:0 gpu:1:GPU-aaaa", ClaimFilePrefix+"gpu-GPU-aaaa.lock")
+	os.Remove(f)
+	got := parseClaims(runClaimsScript(t, dir), map[string]int{"GPU-aaaa": 1}, time.Now())
+	if len(got) != 1 || got[0].ID != 1 || got[0].RunID != "r1" {
+		t.Fatalf("claims %+v, want gpu 1 held by r1", got)
+	}
+}
+
+// Stale files (nobody holds them) claim nothing; files tfhive cannot use
+// (a symlink, a FIFO, an unreadable file) block their GPU or port, with
+// their owner.
+func TestClaimsStaleAndBlocked(t *testing.T) {
+	requireFlock(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ClaimFilePrefix+"gpu-GPU-aaaa.lock"), []byte("run=old"), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(dir, ClaimFilePrefix+"gpu-GPU-bbbb.lock"))
+	exec.Command("mkfifo", filepath.Join(dir, ClaimFilePrefix+"port-2222.lock")).Run()
+	got := parseClaims(runClaimsScript(t, dir), map[string]int{"GPU-aaaa": 0, "GPU-bbbb": 1}, time.Now())
+	var blocked []string
+	for _, c := range got {
+		if c.Blocked == "" {
+			t.Errorf("claim %+v: a stale file claims nothing", c)
+			continue
+		}
+		blocked = append(blocked, c.Kind+" "+c.Blocked)
+	}
+	if len(blocked) != 2 || !strings.Contains(blocked[0], "gpu "+dir+"/"+ClaimFilePrefix+"gpu-GPU-bbbb.lock is a symbolic link owned by") ||
+		!strings.Contains(blocked[1], "port "+dir+"/"+ClaimFilePrefix+"port-2222.lock is not a regular file") {
+		t.Errorf("blocked: %q", blocked)
+	}
+}
+
+func TestHolderLabel(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		ok   bool
+	}{
+		{"flock -n -o -E 75 /proc/self/fd/4 bash --norc -c IFS= read x; eval y tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a,port:2222", true},
+		{"/usr/bin/flock -n /proc/self/fd/4 bash -c x tfhive-sup /tmp r.1_x-2 ps:3 port:2222", true},
+		{"sleep 60 tfhive-sup /tmp r1 worker:0 port:2222", false},               // not a lock holder's command
+		{"flock x tfhive-sup /tmp r1 worker:0 port:abc", false},                 // bad claim
+		{"flock x tfhive-sup /tmp -r1 worker:0 port:1", false},                  // bad run id
+		{"flock x tfhive-sup /tmp r1 worker0 port:1", false},                    // bad task
+		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a;rm", false},           // bad uuid
+		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a,port:1 extra", false}, // label not last
+	} {
+		if _, _, _, _, ok := holderLabel(tc.args); ok != tc.ok {
+			t.Errorf("holderLabel(%q) ok=%v, want %v", tc.args, ok, tc.ok)
+		}
+	}
+}
+
+func currentUserName(t *testing.T) string {
+	out, err := exec.Command("id", "-un").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }

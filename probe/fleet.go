@@ -196,9 +196,19 @@ func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
 	if ports := parseListeningPorts(po.tcp); ports != nil {
 		hi.ListeningPorts = ports
 	}
-	if claims := parseClaims(po.claims, po.locks); claims != nil {
+	var gpuIndex map[string]int
+	if !f.opts.ClaimsOnly {
+		gpuIndex = map[string]int{}
+		for _, g := range hi.GPUs {
+			if g.UUID != "" {
+				gpuIndex[g.UUID] = g.Index
+			}
+		}
+	}
+	if claims := parseClaims(po.claims, gpuIndex, time.Now()); claims != nil {
 		hi.Claims = claims
 	}
+	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
 	return hi
 }
 

@@ -29,8 +29,14 @@ type HostInventory struct {
 	// ListeningPorts are the TCP ports something listens on (any address,
 	// IPv4 or IPv6), sorted and unique: ports a task must not be given.
 	ListeningPorts []int `json:"listening_ports"`
-	// Claims are the GPUs and ports tfhive runs hold on this host now.
+	// Claims are the GPUs and ports tfhive runs hold on this host now, and
+	// the lock files that block one (Claim.Blocked).
 	Claims []Claim `json:"claims"`
+	// MachineID is the host's /etc/machine-id ("-" when it has none) and
+	// ClaimsDir where its claims live: two names for one machine share
+	// both, and would book its GPUs twice.
+	MachineID string `json:"machine_id,omitempty"`
+	ClaimsDir string `json:"claims_dir,omitempty"`
 }
 
 // Reachable reports whether the host answered the probe.

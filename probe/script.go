@@ -100,8 +100,7 @@ type probeOutput struct {
 	smi     []byte
 	ps      []byte
 	tcp     []byte
-	claims  []byte
-	locks   []byte
+	claims  claimsSection
 }
 
 func splitProbeOutput(out []byte) (probeOutput, error) {
@@ -121,22 +120,33 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 		return po, fmt.Errorf("unexpected probe output %q", line)
 	}
 	po.smiExit = rc
-	var sections [5][]byte
-	for i, mark := range []string{markPS, markTCP, markClaims, markLocks, markEnd} {
+	// nvidia-smi's output may be empty, putting the next marker first.
+	rest = append([]byte("\n"), rest...)
+	var sections [6][]byte
+	var claimsLine []string
+	for i, mark := range []string{markPS, markTCP, markClaims, markLocks, markHolders, markEnd} {
+		// The claims marker carries the machine id and the claims dir.
 		m := []byte("\n" + mark + "\n")
-		if i == 0 {
-			// nvidia-smi's output may be empty, putting the marker first.
-			rest = append([]byte("\n"), rest...)
+		if mark == markClaims {
+			m = []byte("\n" + mark + " ")
 		}
 		before, after, found := bytes.Cut(rest, m)
 		if !found {
 			return po, fmt.Errorf("probe output ends early (no %s)", mark)
 		}
+		if mark == markClaims {
+			var head []byte
+			head, after, _ = bytes.Cut(after, []byte("\n"))
+			claimsLine = strings.Fields(string(head))
+		}
 		sections[i] = before
 		rest = append([]byte("\n"), after...)
 	}
 	po.smi, po.ps, po.tcp = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2]
-	po.claims, po.locks = sections[3], sections[4]
+	po.claims = claimsSection{files: sections[3], locks: sections[4], holders: sections[5]}
+	if len(claimsLine) == 2 {
+		po.claims.machineID, po.claims.dir = claimsLine[0], claimsLine[1]
+	}
 	return po, nil
 }
 

@@ -127,7 +127,7 @@ func hostLine(h *probe.HostInventory, st []GPUStatus) string {
 	if len(free) > 0 {
 		parts[0] += " (" + joinInts(free) + ")"
 	}
-	for _, state := range []GPUState{Claimed, Busy, Excluded} {
+	for _, state := range []GPUState{Claimed, Blocked, Busy, Excluded} {
 		if g := groupByReason(st, state); g != "" {
 			parts = append(parts, string(state)+" "+g)
 		}

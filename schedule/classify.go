@@ -22,6 +22,10 @@ const (
 	// Claimed GPUs are held by a tfhive run's task, possibly one that has
 	// not allocated GPU memory yet (nvidia-smi still says idle).
 	Claimed GPUState = "claimed"
+	// Blocked GPUs have a lock file on their host that tfhive cannot use
+	// (another user's unreadable file, a symlink): only its owner or root
+	// can free them.
+	Blocked GPUState = "blocked"
 )
 
 // GPUStatus is one GPU's state and, unless free, why.
@@ -83,6 +87,8 @@ func classifyGPU(h *probe.HostInventory, g *probe.GPU, a Availability) GPUStatus
 		s.Reason = ReasonNotListed
 	case a.Exclude.Has(h.Name, g.Index):
 		s.Reason = ReasonExcluded
+	case claimOf(h, "gpu", g.Index) != nil && claimOf(h, "gpu", g.Index).Blocked != "":
+		s.State, s.Reason = Blocked, claimOf(h, "gpu", g.Index).Blocked+"; ask its owner or root to remove it"
 	case claimOf(h, "gpu", g.Index) != nil:
 		s.State, s.Reason = Claimed, claimReason(claimOf(h, "gpu", g.Index))
 	default:
@@ -127,14 +133,19 @@ func processReason(ps []probe.Process) string {
 	return who
 }
 
-// claimOf finds the claim a tfhive run holds on a GPU or port of h.
+// claimOf finds the claim held on a GPU or port of h, or the lock file
+// that blocks it; a held claim wins over a blocking file.
 func claimOf(h *probe.HostInventory, kind string, id int) *probe.Claim {
+	var blocked *probe.Claim
 	for i := range h.Claims {
 		if c := &h.Claims[i]; c.Kind == kind && c.ID == id {
-			return c
+			if c.Blocked == "" {
+				return c
+			}
+			blocked = c
 		}
 	}
-	return nil
+	return blocked
 }
 
 // claimReason says whose run holds it: "run r1 (alice, worker:0, since
@@ -151,7 +162,8 @@ func claimReason(c *probe.Claim) string {
 	}
 	r := "run " + c.RunID
 	if c.RunID == "" {
-		r = "a tfhive run"
+		// The kernel says someone holds it; its label could not be read.
+		r = "a holder with no tfhive label"
 	}
 	if len(who) > 0 {
 		r += " (" + strings.Join(who, ", ") + ")"

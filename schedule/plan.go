@@ -136,6 +136,9 @@ func Make(inv probe.Inventory, req Request) (*Plan, error) {
 	if err := checkExclusions(inv, req.Exclude); err != nil {
 		return nil, err
 	}
+	if err := checkSameMachine(inv); err != nil {
+		return nil, err
+	}
 	st := Classify(inv, req.Availability)
 	ds := demands(&req)
 	spots, ok := place(inv, st, ds, req.Strategy, req.GPUsPerWorker, req.GPUsPerPS)

@@ -1,0 +1,40 @@
+package schedule
+
+import (
+	"github.com/tfhive/tfhive/probe"
+)
+
+// checkSameMachine refuses a fleet that names one machine twice (a second
+// DNS name, another of its addresses): planning it would book its GPUs and
+// ports twice, and its own claims would then conflict with each other. A
+// machine is known by what it reports, not by its name: a GPU UUID, or its
+// machine id together with its claims directory (hosts that share a
+// machine id but keep claims apart, like containers, share nothing tfhive
+// books).
+func checkSameMachine(inv probe.Inventory) error {
+	seen := map[string]string{}
+	for _, h := range inv.Hosts {
+		if !h.Reachable() {
+			continue
+		}
+		var keys []string
+		if h.MachineID != "" && h.MachineID != "-" {
+			keys = append(keys, "machine "+h.MachineID+" "+h.ClaimsDir)
+		}
+		for _, g := range h.GPUs {
+			if g.UUID != "" {
+				keys = append(keys, "GPU "+g.UUID)
+			}
+		}
+		for _, k := range keys {
+			if other, ok := seen[k]; ok && other != h.Name {
+				return usageErr("list each machine once: drop one of the two names from the hosts",
+					"%s and %s are the same machine (both report %s)", other, h.Name, k[:min(len(k), 60)])
+			}
+		}
+		for _, k := range keys {
+			seen[k] = h.Name
+		}
+	}
+	return nil
+}
