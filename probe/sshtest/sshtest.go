@@ -223,7 +223,9 @@ func (h *Host) Stop() {
 }
 
 // ClaimsDir is the host's own claims directory: the fake hosts share one
-// machine, but GPU 0 of one is not GPU 0 of another.
+// machine, but GPU 0 of one is not GPU 0 of another. It exists from the
+// start, owned by the test runner and sticky and writable by all like
+// /tmp, as an administrator would have made it.
 func (h *Host) ClaimsDir() string { return filepath.Join(h.Dir, "claims") }
 
 // SMICalls counts the fake nvidia-smi's invocations on this host.
@@ -237,6 +239,15 @@ func (h *Host) SMICalls() int {
 
 func (h *Host) start(t testing.TB, authorized string) error {
 	if err := os.MkdirAll(filepath.Join(h.Dir, "gpu"), 0o755); err != nil {
+		return err
+	}
+	// Made as the product expects an administrator to have made it (it
+	// refuses one owned by anyone but root or the user): not left to the
+	// first session, which may be another user's.
+	if err := os.Mkdir(h.ClaimsDir(), 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(h.ClaimsDir(), os.ModeSticky|0o777); err != nil {
 		return err
 	}
 	if h.Silent {
