@@ -156,6 +156,22 @@ func Require(t testing.TB) {
 // Start starts the fleet; everything is stopped and removed at test end.
 func Start(t testing.TB, profiles ...Profile) *Fleet {
 	t.Helper()
+	return start(t, false, profiles)
+}
+
+// StartShared starts a fleet that other local users (see AddUser) can log
+// in to with the fleet's client key and use as their own: the fleet's
+// directories down to each host's bin/ and gpu/ are readable by all, the
+// fake nvidia-smi's call log writable by all, the authorized_keys file
+// readable by all (sshd reads it as the user logging in). Host keys, the
+// sshd configs and the client files stay the test runner's own.
+func StartShared(t testing.TB, profiles ...Profile) *Fleet {
+	t.Helper()
+	return start(t, true, profiles)
+}
+
+func start(t testing.TB, shared bool, profiles []Profile) *Fleet {
+	t.Helper()
 	Require(t)
 	if os.Geteuid() == 0 {
 		// sshd's privilege separation needs this directory when run as root.
@@ -195,6 +211,9 @@ func Start(t testing.TB, profiles ...Profile) *Fleet {
 		if err != nil {
 			t.Fatalf("sshtest: host %s: %v", profiles[i].Name, err)
 		}
+	}
+	if shared {
+		must(t, f.share(authorized))
 	}
 	for _, h := range f.Hosts {
 		if h.Proxied || h.RTT > 0 {
@@ -297,6 +316,68 @@ func (f *Fleet) resolveMachines() error {
 			return fmt.Errorf("sshtest: host %s: SameMachineAs goes round in a circle", h.Name)
 		}
 		h.machine = m
+	}
+	return nil
+}
+
+// share opens the fleet to other users. Directories t.TempDir made are
+// 0700 (the test's own parent directory too), and a umask may have
+// narrowed the rest, so every mode is set here, not left to creation.
+func (f *Fleet) share(authorized string) error {
+	for d := filepath.Dir(filepath.Dir(f.Dir)); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("sshtest: %s (mode %v) is closed to other users, so is the fleet under it: set TMPDIR to a directory they can reach", d, fi.Mode().Perm())
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for _, d := range []string{filepath.Dir(f.Dir), f.Dir, filepath.Join(f.Dir, "hosts")} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(authorized, 0o644); err != nil {
+		return err
+	}
+	for _, h := range f.Hosts {
+		if err := os.Chmod(h.Dir, 0o755); err != nil {
+			return err
+		}
+		for _, sub := range []string{"bin", "gpu"} {
+			err := filepath.WalkDir(filepath.Join(h.Dir, sub), func(path string, d os.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				fi, err := d.Info()
+				if err != nil {
+					return err
+				}
+				mode := os.FileMode(0o644)
+				if d.IsDir() || fi.Mode()&0o100 != 0 {
+					mode = 0o755
+				}
+				return os.Chmod(path, mode)
+			})
+			if err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		}
+		// Whoever runs nvidia-smi first creates its call log; made here,
+		// so that it is not the first user's alone.
+		calls := filepath.Join(h.Dir, "gpu", "calls")
+		c, err := os.OpenFile(calls, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+		if err != nil {
+			return err
+		}
+		c.Close()
+		if err := os.Chmod(calls, 0o666); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -652,6 +733,22 @@ func (f *Fleet) writeHostConfig(cfg *strings.Builder, h *Host, addr string, port
 	if h.Jump != "" {
 		fmt.Fprintf(cfg, "  ProxyJump %s\n", h.Jump)
 	}
+}
+
+// HostsYAMLAs writes a hosts file like HostsYAML that logs in as u on every
+// host; the client still runs as the test runner, with Env, KnownHosts and
+// SSHConfig. It returns the file's path.
+func (f *Fleet) HostsYAMLAs(t testing.TB, u *User) string {
+	t.Helper()
+	var hy strings.Builder
+	hy.WriteString("hosts:\n")
+	for _, h := range f.Hosts {
+		fmt.Fprintf(&hy, "  - address: %s\n    user: %s\n", h.Name, u.Name)
+	}
+	path := filepath.Join(f.Dir, "hosts-"+u.Name+".yaml")
+	must(t, os.WriteFile(path, []byte(hy.String()), 0o644))
+	must(t, os.Chmod(path, 0o644))
+	return path
 }
 
 func writeKey(t testing.TB, path string) ssh.PublicKey {
