@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"net"
@@ -65,6 +67,22 @@ type Profile struct {
 	// even for `ssh host cmd`): for benchmarks, where a heavy ~/.bashrc of
 	// the machine would be paid by every session.
 	OwnHome bool
+
+	// SameMachineAs names another host of the fleet that this one really
+	// is, reached under a second name through an sshd of its own: its GPUs
+	// report that host's UUIDs (GPU i has the UUID of that host's GPU i)
+	// and its sessions share that host's claims directory. Without it
+	// every host's GPUs have UUIDs of their own, even when hosts serve the
+	// same capture, since the fake hosts stand for different machines.
+	SameMachineAs string
+	// ExtraListen are more loopback addresses (as "127.0.0.2") the same
+	// sshd also listens on, at the same port: a second name for the very
+	// same host. known_hosts holds the host key for them too, and the
+	// ssh_config has a Host entry for each address, so that an address of
+	// Host.ExtraAddrs written in a hosts file reaches this sshd. Each
+	// address may be extra for one host only. A Proxied host's extra
+	// addresses reach sshd directly.
+	ExtraListen []string
 }
 
 // Host is a running fake host.
@@ -77,10 +95,16 @@ type Host struct {
 	// Procs are the busy processes started for BusyPIDs.
 	Procs []*os.Process
 	// Proxy is set for Proxied hosts; clients reach sshd through it.
-	Proxy  *Proxy
-	cmd    *exec.Cmd
-	exited chan struct{}
-	ln     net.Listener
+	Proxy *Proxy
+	// ExtraAddrs are the Profile's ExtraListen: sshd listens there too, at
+	// Port.
+	ExtraAddrs []string
+	// machine is the SameMachineAs host, resolved; nil for a host that is
+	// its own machine.
+	machine *Host
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	ln      net.Listener
 }
 
 // Fleet is a running set of fake hosts and the client files to reach them.
@@ -132,6 +156,22 @@ func Require(t testing.TB) {
 // Start starts the fleet; everything is stopped and removed at test end.
 func Start(t testing.TB, profiles ...Profile) *Fleet {
 	t.Helper()
+	return start(t, false, profiles)
+}
+
+// StartShared starts a fleet that other local users (see AddUser) can log
+// in to with the fleet's client key and use as their own: the fleet's
+// directories down to each host's bin/ and gpu/ are readable by all, the
+// fake nvidia-smi's call log writable by all, the authorized_keys file
+// readable by all (sshd reads it as the user logging in). Host keys, the
+// sshd configs and the client files stay the test runner's own.
+func StartShared(t testing.TB, profiles ...Profile) *Fleet {
+	t.Helper()
+	return start(t, true, profiles)
+}
+
+func start(t testing.TB, shared bool, profiles []Profile) *Fleet {
+	t.Helper()
 	Require(t)
 	if os.Geteuid() == 0 {
 		// sshd's privilege separation needs this directory when run as root.
@@ -146,15 +186,19 @@ func Start(t testing.TB, profiles ...Profile) *Fleet {
 	authorized := filepath.Join(dir, "authorized_keys")
 	must(t, os.WriteFile(authorized, ssh.MarshalAuthorizedKey(clientPub), 0o600))
 
-	var wg sync.WaitGroup
-	errs := make([]error, len(profiles))
-	for i, p := range profiles {
+	for _, p := range profiles {
 		h := &Host{Profile: p, Addr: "127.0.0.1", Dir: filepath.Join(dir, "hosts", p.Name)}
 		if p.Listen != "" {
 			h.Addr = p.Listen
 		}
+		h.ExtraAddrs = append([]string(nil), p.ExtraListen...)
 		f.Hosts = append(f.Hosts, h)
 		f.byName[p.Name] = h
+	}
+	must(t, f.resolveMachines())
+	var wg sync.WaitGroup
+	errs := make([]error, len(profiles))
+	for i, h := range f.Hosts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -167,6 +211,9 @@ func Start(t testing.TB, profiles ...Profile) *Fleet {
 		if err != nil {
 			t.Fatalf("sshtest: host %s: %v", profiles[i].Name, err)
 		}
+	}
+	if shared {
+		must(t, f.share(authorized))
 	}
 	for _, h := range f.Hosts {
 		if h.Proxied || h.RTT > 0 {
@@ -223,8 +270,117 @@ func (h *Host) Stop() {
 }
 
 // ClaimsDir is the host's own claims directory: the fake hosts share one
-// machine, but GPU 0 of one is not GPU 0 of another.
-func (h *Host) ClaimsDir() string { return filepath.Join(h.Dir, "claims") }
+// machine, but GPU 0 of one is not GPU 0 of another. A SameMachineAs host
+// has that host's. It exists from the start, owned by the test runner
+// and sticky and writable by all like /tmp, as an administrator would
+// have made it.
+func (h *Host) ClaimsDir() string { return filepath.Join(h.machineOf().Dir, "claims") }
+
+// machineOf is the host that h really is.
+func (h *Host) machineOf() *Host {
+	if h.machine != nil {
+		return h.machine
+	}
+	return h
+}
+
+// resolveMachines checks SameMachineAs and ExtraListen before anything
+// starts, and follows SameMachineAs chains to the host at their end.
+func (f *Fleet) resolveMachines() error {
+	extraOf := map[string]string{}
+	for _, h := range f.Hosts {
+		for _, a := range h.ExtraAddrs {
+			if ip := net.ParseIP(a); ip == nil || ip.To4() == nil || !ip.IsLoopback() {
+				return fmt.Errorf("sshtest: host %s: ExtraListen %q is not an IPv4 loopback address", h.Name, a)
+			}
+			if other, dup := extraOf[a]; dup {
+				// Their ssh_config entries, both "Host ADDR", would collide.
+				return fmt.Errorf("sshtest: ExtraListen %s given for both %s and %s", a, other, h.Name)
+			}
+			extraOf[a] = h.Name
+		}
+		if h.SameMachineAs == "" {
+			continue
+		}
+		m := h
+		for range f.Hosts {
+			next := f.byName[m.SameMachineAs]
+			if next == nil {
+				return fmt.Errorf("sshtest: host %s: SameMachineAs %q names no host of the fleet", m.Name, m.SameMachineAs)
+			}
+			if m = next; m.SameMachineAs == "" {
+				break
+			}
+		}
+		if m.SameMachineAs != "" {
+			return fmt.Errorf("sshtest: host %s: SameMachineAs goes round in a circle", h.Name)
+		}
+		h.machine = m
+	}
+	return nil
+}
+
+// share opens the fleet to other users. Directories t.TempDir made are
+// 0700 (the test's own parent directory too), and a umask may have
+// narrowed the rest, so every mode is set here, not left to creation.
+func (f *Fleet) share(authorized string) error {
+	for d := filepath.Dir(filepath.Dir(f.Dir)); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("sshtest: %s (mode %v) is closed to other users, so is the fleet under it: set TMPDIR to a directory they can reach", d, fi.Mode().Perm())
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for _, d := range []string{filepath.Dir(f.Dir), f.Dir, filepath.Join(f.Dir, "hosts")} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(authorized, 0o644); err != nil {
+		return err
+	}
+	for _, h := range f.Hosts {
+		if err := os.Chmod(h.Dir, 0o755); err != nil {
+			return err
+		}
+		for _, sub := range []string{"bin", "gpu"} {
+			err := filepath.WalkDir(filepath.Join(h.Dir, sub), func(path string, d os.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				fi, err := d.Info()
+				if err != nil {
+					return err
+				}
+				mode := os.FileMode(0o644)
+				if d.IsDir() || fi.Mode()&0o100 != 0 {
+					mode = 0o755
+				}
+				return os.Chmod(path, mode)
+			})
+			if err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		}
+		// Whoever runs nvidia-smi first creates its call log; made here,
+		// so that it is not the first user's alone.
+		calls := filepath.Join(h.Dir, "gpu", "calls")
+		c, err := os.OpenFile(calls, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+		if err != nil {
+			return err
+		}
+		c.Close()
+		if err := os.Chmod(calls, 0o666); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // SMICalls counts the fake nvidia-smi's invocations on this host.
 func (h *Host) SMICalls() int {
@@ -238,6 +394,17 @@ func (h *Host) SMICalls() int {
 func (h *Host) start(t testing.TB, authorized string) error {
 	if err := os.MkdirAll(filepath.Join(h.Dir, "gpu"), 0o755); err != nil {
 		return err
+	}
+	if h.machine == nil {
+		// Made as the product expects an administrator to have made it
+		// (it refuses one owned by anyone but root or the user): not left
+		// to the first session, which may be another user's.
+		if err := os.Mkdir(h.ClaimsDir(), 0o700); err != nil {
+			return err
+		}
+		if err := os.Chmod(h.ClaimsDir(), os.ModeSticky|0o777); err != nil {
+			return err
+		}
 	}
 	if h.Silent {
 		ln, err := net.Listen("tcp", h.Addr+":0")
@@ -286,12 +453,20 @@ func (h *Host) start(t testing.TB, authorized string) error {
 	if h.PasswordOnly {
 		pubkey, password = "no", "yes"
 	}
+	listen := "ListenAddress " + h.Addr
+	for _, a := range h.ExtraAddrs {
+		listen += "\nListenAddress " + a
+	}
 	// Ports come from the kernel; a rare collision between picking and
 	// sshd binding is retried.
 	for attempt := 0; ; attempt++ {
-		h.Port = freePort(t, h.Addr)
+		port, err := freePort(h.Addr, h.ExtraAddrs)
+		if err != nil {
+			return err
+		}
+		h.Port = port
 		cfg := fmt.Sprintf(`Port %d
-ListenAddress %s
+%s
 HostKey %s
 PidFile %s
 AuthorizedKeysFile %s
@@ -304,24 +479,28 @@ PermitRootLogin yes
 MaxStartups 200
 LogLevel INFO
 SetEnv %s
-`, h.Port, h.Addr, filepath.Join(h.Dir, "host_key"), filepath.Join(h.Dir, "sshd.pid"), ak,
+`, h.Port, listen, filepath.Join(h.Dir, "host_key"), filepath.Join(h.Dir, "sshd.pid"), ak,
 			pubkey, password, setEnv)
 		cfgFile := filepath.Join(h.Dir, "sshd_config")
 		if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 			return err
 		}
-		err := h.runSSHD(cfgFile)
+		err = h.runSSHD(cfgFile, 1+len(h.ExtraAddrs))
 		if err == nil || attempt == 5 {
 			return err
 		}
 	}
 }
 
-var listeningRE = regexp.MustCompile(`Server listening on .* port (\d+)`)
+var (
+	listeningRE = regexp.MustCompile(`Server listening on .* port (\d+)`)
+	bindFailRE  = regexp.MustCompile(`Bind to port \d+ on \S+ failed`)
+)
 
-// runSSHD starts sshd and waits for it to say it listens: no sleeps, and a
-// bind failure is seen at once.
-func (h *Host) runSSHD(cfgFile string) error {
+// runSSHD starts sshd and waits for it to say it listens on all its
+// addresses: no sleeps, and a bind failure is seen at once (sshd carries on
+// when only some of its addresses fail).
+func (h *Host) runSSHD(cfgFile string, addrs int) error {
 	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", cfgFile)
 	logFile, err := os.Create(filepath.Join(h.Dir, "sshd.log"))
 	if err != nil {
@@ -347,13 +526,21 @@ func (h *Host) runSSHD(cfgFile string) error {
 	go func() {
 		sc := bufio.NewScanner(pr)
 		signalled := false
+		listening := 0
 		var last string
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(logFile, line)
-			if !signalled && listeningRE.MatchString(line) {
-				ready <- nil
+			switch {
+			case signalled:
+			case bindFailRE.MatchString(line):
+				ready <- fmt.Errorf("sshd: %s", line)
 				signalled = true
+			case listeningRE.MatchString(line):
+				if listening++; listening == addrs {
+					ready <- nil
+					signalled = true
+				}
 			}
 			last = line
 		}
@@ -366,7 +553,12 @@ func (h *Host) runSSHD(cfgFile string) error {
 	select {
 	case err := <-ready:
 		if err != nil {
-			<-exited
+			select {
+			case <-exited:
+			default:
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+			}
 			return err
 		}
 	case <-time.After(20 * time.Second):
@@ -387,6 +579,7 @@ func (h *Host) writeGPU() error {
 	if err != nil {
 		return err
 	}
+	data = gpuUUIDs(data, h.machineOf().Name)
 	if data, err = h.startBusy(data); err != nil {
 		return err
 	}
@@ -412,6 +605,27 @@ func (h *Host) writeGPU() error {
 }
 
 var pidRE = regexp.MustCompile(`<pid>\s*(\d+)\s*</pid>`)
+
+var uuidRE = regexp.MustCompile(`<uuid>\s*(GPU-[^<\s]*)\s*</uuid>`)
+
+// gpuUUIDs gives the GPUs of a capture UUIDs of the machine's own: the
+// product takes hosts reporting the same GPU UUID for one machine. GPU i
+// (in order of first appearance) gets the same UUID on every host that is
+// this machine, whatever capture it serves.
+func gpuUUIDs(data []byte, machine string) []byte {
+	index := map[string]int{}
+	return uuidRE.ReplaceAllFunc(data, func(b []byte) []byte {
+		old := string(uuidRE.FindSubmatch(b)[1])
+		i, ok := index[old]
+		if !ok {
+			i = len(index)
+			index[old] = i
+		}
+		sum := sha256.Sum256([]byte(machine + "\x00" + strconv.Itoa(i)))
+		x := hex.EncodeToString(sum[:16])
+		return []byte("<uuid>GPU-" + x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:] + "</uuid>")
+	})
+}
 
 // startBusy starts one long-lived process per distinct pid of the capture
 // (for the first len(BusyPIDs) of them),
@@ -469,12 +683,18 @@ func (f *Fleet) writeClientFiles(t testing.TB) {
 		if h.WrongKey {
 			key = writeKey(t, filepath.Join(h.Dir, "impostor_key"))
 		}
-		switch {
-		case h.NotKnown:
-		case h.Hashed:
-			kh.WriteString(knownhosts.Line([]string{knownhosts.HashHostname(name)}, key) + "\n")
-		default:
-			kh.WriteString(knownhosts.Line([]string{name}, key) + "\n")
+		names := []string{name}
+		for _, a := range h.ExtraAddrs {
+			names = append(names, knownhosts.Normalize(net.JoinHostPort(a, strconv.Itoa(h.Port))))
+		}
+		for _, name := range names {
+			switch {
+			case h.NotKnown:
+			case h.Hashed:
+				kh.WriteString(knownhosts.Line([]string{knownhosts.HashHostname(name)}, key) + "\n")
+			default:
+				kh.WriteString(knownhosts.Line([]string{name}, key) + "\n")
+			}
 		}
 		port := h.Port
 		if h.Proxy != nil {
@@ -487,13 +707,10 @@ func (f *Fleet) writeClientFiles(t testing.TB) {
 		} else {
 			fmt.Fprintf(&cfg, "Host %s\n", h.Name)
 		}
-		fmt.Fprintf(&cfg, "  HostName %s\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n",
-			h.Addr, port, user, f.ClientKey, filepath.Join(f.Dir, "known_hosts"))
-		if h.AliveInterval > 0 {
-			fmt.Fprintf(&cfg, "  ServerAliveInterval %d\n  ServerAliveCountMax 3\n", h.AliveInterval)
-		}
-		if h.Jump != "" {
-			fmt.Fprintf(&cfg, "  ProxyJump %s\n", h.Jump)
+		f.writeHostConfig(&cfg, h, h.Addr, port, user)
+		for _, a := range h.ExtraAddrs {
+			fmt.Fprintf(&cfg, "Host %s\n", a)
+			f.writeHostConfig(&cfg, h, a, h.Port, user)
 		}
 		fmt.Fprintf(&hy, "  - address: %s\n", h.Name)
 	}
@@ -503,6 +720,35 @@ func (f *Fleet) writeClientFiles(t testing.TB) {
 	must(t, os.WriteFile(f.KnownHosts, []byte(kh.String()), 0o600))
 	must(t, os.WriteFile(f.SSHConfig, []byte(cfg.String()), 0o600))
 	must(t, os.WriteFile(f.HostsYAML, []byte(hy.String()), 0o600))
+}
+
+// writeHostConfig writes the body of an ssh_config Host entry reaching h
+// at addr:port.
+func (f *Fleet) writeHostConfig(cfg *strings.Builder, h *Host, addr string, port int, user string) {
+	fmt.Fprintf(cfg, "  HostName %s\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n",
+		addr, port, user, f.ClientKey, filepath.Join(f.Dir, "known_hosts"))
+	if h.AliveInterval > 0 {
+		fmt.Fprintf(cfg, "  ServerAliveInterval %d\n  ServerAliveCountMax 3\n", h.AliveInterval)
+	}
+	if h.Jump != "" {
+		fmt.Fprintf(cfg, "  ProxyJump %s\n", h.Jump)
+	}
+}
+
+// HostsYAMLAs writes a hosts file like HostsYAML that logs in as u on every
+// host; the client still runs as the test runner, with Env, KnownHosts and
+// SSHConfig. It returns the file's path.
+func (f *Fleet) HostsYAMLAs(t testing.TB, u *User) string {
+	t.Helper()
+	var hy strings.Builder
+	hy.WriteString("hosts:\n")
+	for _, h := range f.Hosts {
+		fmt.Fprintf(&hy, "  - address: %s\n    user: %s\n", h.Name, u.Name)
+	}
+	path := filepath.Join(f.Dir, "hosts-"+u.Name+".yaml")
+	must(t, os.WriteFile(path, []byte(hy.String()), 0o644))
+	must(t, os.Chmod(path, 0o644))
+	return path
 }
 
 func writeKey(t testing.TB, path string) ssh.PublicKey {
@@ -518,11 +764,32 @@ func writeKey(t testing.TB, path string) ssh.PublicKey {
 	return sshPub
 }
 
-func freePort(t testing.TB, addr string) int {
-	ln, err := net.Listen("tcp", addr+":0")
-	must(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+// freePort is a port free on addr and on every extra address.
+func freePort(addr string, extra []string) (int, error) {
+	for attempt := 0; ; attempt++ {
+		ln, err := net.Listen("tcp", addr+":0")
+		if err != nil {
+			return 0, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		free := true
+		for _, a := range extra {
+			l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port)))
+			if err != nil {
+				if attempt == 20 {
+					ln.Close()
+					return 0, err
+				}
+				free = false
+				break
+			}
+			l.Close()
+		}
+		ln.Close()
+		if free {
+			return port, nil
+		}
+	}
 }
 
 func currentUser() string {
