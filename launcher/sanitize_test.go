@@ -3,10 +3,18 @@ package launcher
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/schedule"
 )
+
+const sanitizeGoldenDir = "../testdata/sanitize"
 
 // sanitizeCases: input, console rendering (nil: same as input), cell
 // rendering (nil: same as console), whether the console keeps an SGR.
@@ -143,6 +151,65 @@ func TestSanitizeRandom(t *testing.T) {
 				t.Fatalf("safePrefix(%q) = %d, want %d", in, got, want)
 			}
 		}
+	}
+}
+
+// Every cell of a table is sanitised, the caller's rows are left alone, and
+// a newline in a process name does not forge a row.
+func TestTableSanitized(t *testing.T) {
+	mib := func(n int) *int { return &n }
+	hostile := "python train.py\n" + "gpu02  0  FAKE  0/0 MiB  0%  free"
+	inv := probe.Inventory{Hosts: []probe.HostInventory{{
+		Name: "gpu01",
+		GPUs: []probe.GPU{{
+			Index: 0, Name: "NVIDIA A100\x1b]0;owned\x07\u009b2J", MemoryUsedMiB: mib(100), MemoryTotalMiB: mib(40960), UtilizationPct: mib(5),
+			Processes: []probe.Process{{PID: 42, User: "mallory\x1b]52;c;cm0gLXJm\x07", Command: hostile}},
+		}},
+	}}}
+	st := [][]schedule.GPUStatus{{{State: schedule.Busy, Reason: "in use"}}}
+	var status bytes.Buffer
+	if err := WriteStatusTable(&status, inv, st); err != nil {
+		t.Fatal(err)
+	}
+	runs := []RunOnHost{{RunID: "r1\x1b[2J", User: "eve\x1b[8m", Host: "gpu01", Tasks: []string{"worker:0"}, GPUs: []int{0}, Ports: []int{2222},
+		Since: time.Date(2026, 1, 1, 12, 0, 0, 0, time.Local)}}
+	var ps bytes.Buffer
+	if err := WriteRuns(&ps, runs, runs[0].Since.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if runs[0].User != "eve\x1b[8m" {
+		t.Errorf("WriteRuns changed the caller's row: %q", runs[0].User)
+	}
+	for name, out := range map[string][]byte{"status.txt": status.Bytes(), "ps.txt": ps.Bytes()} {
+		if n := bytes.Count(out, []byte("\n")); n != 2 {
+			t.Errorf("%s: %d lines, want 2 (header, one row):\n%s", name, n, out)
+		}
+		sanitizeCheck(t, nil, out, sanitizeConsole)
+		if bytes.ContainsRune(out, 0x1b) {
+			t.Errorf("%s: ESC in a table: %q", name, out)
+		}
+		sanitizeGolden(t, name, out)
+	}
+}
+
+func sanitizeGolden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	path := filepath.Join(sanitizeGoldenDir, file)
+	if *update {
+		if err := os.MkdirAll(sanitizeGoldenDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./launcher/ -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test ./launcher/ -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 
