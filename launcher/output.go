@@ -26,9 +26,20 @@ import (
 //     keeps both, whole lines at a time, so a stdout line and a stderr line
 //     never tear each other (except lines over outMaxLine, see below).
 //   - Only the prefix is coloured, one colour per task in the order tasks
-//     are created; the task's own text, including its own escape codes, is
-//     passed through untouched. Red comes last, so that it shows only with
-//     six tasks or more: it reads a little like "error".
+//     are created. Red comes last, so that it shows only with six tasks or
+//     more: it reads a little like "error".
+//   - On a terminal, the task's text keeps its colours (SGR) and tabs, and
+//     every other control byte or sequence is shown inert (sanitize.go), so
+//     that a task cannot retitle the window, write the clipboard, move the
+//     cursor or clear the screen. A line that set a colour ends with a
+//     reset, so that the colour (or SGR 8, concealed) does not reach the
+//     next line's prefix or tfhive's own lines. tfhive's own lines are
+//     sanitised too: they quote errors from hosts.
+//   - Not on a terminal, the console carries the task's bytes as they are
+//     (lines split and prefixed as above): whatever reads a pipe or a file
+//     gets what the task wrote, and is no more exposed than by the log
+//     file, which has to keep every byte. Stripping only SGR would lose
+//     the colours a CI log viewer shows and protect nothing.
 //   - "\r" ends a console line like "\n", but a line ended by "\r" (a
 //     progress-bar frame) is printed only if a second has passed since the
 //     last one printed for that stream; the text before "\n" is always
@@ -75,8 +86,8 @@ type Console struct {
 	// before creating tasks.
 	now func() time.Time
 
-	w     io.Writer
-	color bool
+	w   io.Writer
+	tty bool // colour prefixes, sanitise text
 
 	mu     sync.Mutex
 	cond   sync.Cond
@@ -90,10 +101,10 @@ type Console struct {
 	done   chan struct{}
 }
 
-// NewConsole starts a console writing to w. With color, task prefixes get
-// ANSI colours; pass it only when w is a terminal.
-func NewConsole(w io.Writer, color bool) *Console {
-	c := &Console{now: time.Now, w: w, color: color, done: make(chan struct{})}
+// NewConsole starts a console writing to w. tty says w is a terminal: task
+// prefixes get ANSI colours, and lines are sanitised for the terminal.
+func NewConsole(w io.Writer, tty bool) *Console {
+	c := &Console{now: time.Now, w: w, tty: tty, done: make(chan struct{})}
 	c.cond.L = &c.mu
 	go c.drain()
 	return c
@@ -104,10 +115,16 @@ func NewConsole(w io.Writer, color bool) *Console {
 // After Close it does nothing.
 func (c *Console) Printf(format string, a ...any) {
 	b := fmt.Appendf(nil, format, a...)
-	if len(b) == 0 || b[len(b)-1] != '\n' {
-		b = append(b, '\n')
+	if len(b) > 0 && b[len(b)-1] == '\n' {
+		b = b[:len(b)-1]
 	}
-	c.enqueue(b)
+	if c.tty {
+		var sgr bool
+		if b, sgr = appendSanitized(nil, b, sanitizeConsole); sgr {
+			b = append(b, outReset...)
+		}
+	}
+	c.enqueue(append(b, '\n'))
 }
 
 // Task returns the output of one task, labelled e.g. "worker:1 gpu02".
@@ -123,7 +140,7 @@ func (c *Console) Task(label string, log io.Writer, quiet bool) *TaskOutput {
 		log = io.Discard
 	}
 	prefix := "[" + label + "]"
-	if c.color {
+	if c.tty {
 		prefix = "\x1b[" + outColors[n%len(outColors)] + "m" + prefix + outReset
 	}
 	t := &TaskOutput{c: c, label: label, prefix: []byte(prefix), log: log, quiet: quiet}
@@ -223,7 +240,7 @@ func (c *Console) drain() {
 type TaskOutput struct {
 	c      *Console
 	label  string
-	prefix []byte // "[label]", coloured if the console is
+	prefix []byte // "[label]", coloured on a terminal
 	quiet  bool
 
 	mu       sync.Mutex // guards everything below, and log, for both streams
@@ -281,12 +298,20 @@ func (t *TaskOutput) writeLog(b []byte) {
 }
 
 // emit adds one console line: prefix, space, text, newline (no trailing
-// space for an empty line).
+// space for an empty line). On a terminal the text is sanitised; it is a
+// whole line, so a sequence split across writes is judged whole (one split
+// across lines, or cut at outMaxLine, is shown inert).
 func (t *TaskOutput) emit(line []byte) {
 	t.batch = append(t.batch, t.prefix...)
 	if len(line) > 0 {
 		t.batch = append(t.batch, ' ')
-		t.batch = append(t.batch, line...)
+		if !t.c.tty {
+			t.batch = append(t.batch, line...)
+		} else if b, sgr := appendSanitized(t.batch, line, sanitizeConsole); sgr {
+			t.batch = append(b, outReset...)
+		} else {
+			t.batch = b
+		}
 	}
 	t.batch = append(t.batch, '\n')
 	if len(t.batch) >= outBatchSize {

@@ -608,3 +608,88 @@ func BenchmarkConsoleThroughput(b *testing.B) {
 		})
 	}
 }
+
+// On a terminal the console keeps colours, tabs and "\r" progress frames and
+// shows every other control byte inert, however the output is split into
+// writes; not on a terminal it carries the task's bytes; the log always
+// has every byte.
+func TestOutputTerminalSanitized(t *testing.T) {
+	const input = "\x1b[32mok\x1b[0m done\n" +
+		"\x1b]52;c;cm0gLXJmIH4K\x07clip\n" +
+		"\x1b]0;title\x1b\\t\n" +
+		"\x1b[2J\x1b[Hclear\n" +
+		"a\x00b\x07c\td\x7f\n" +
+		"\u009b2J\x9b2J\xc0\x9b\n" +
+		"\x1b[8mhidden\n" +
+		"\x1b]2;open " + "\n" +
+		"\r 50%\x1b[K\r100%\x1b[K\n" +
+		"last\x1b"
+	for _, tty := range []bool{true, false} {
+		prefix := "[w:0 h]"
+		want := []string{
+			"\x1b[32mok\x1b[0m done\x1b[0m",
+			"^[]52;c;cm0gLXJmIH4K^Gclip",
+			`^[]0;title^[\t`,
+			"^[[2J^[[Hclear",
+			"a^@b^Gc\td^?",
+			"\uFFFD2J\uFFFD2J\uFFFD\uFFFD",
+			"\x1b[8mhidden\x1b[0m",
+			"^[]2;open ",
+			" 50%^[[K",
+			"100%^[[K",
+			"last^[",
+		}
+		own := "tfhive: w:1 on h could not start: sh: \x1b]0;x\x07: not found"
+		wantOwn := "tfhive: w:1 on h could not start: sh: ^[]0;x^G: not found"
+		if tty {
+			prefix = "\x1b[36m" + prefix + outReset
+		} else {
+			// The same lines, raw: tfhive adds no colour and no reset.
+			want = []string{
+				"\x1b[32mok\x1b[0m done",
+				"\x1b]52;c;cm0gLXJmIH4K\x07clip",
+				"\x1b]0;title\x1b\\t",
+				"\x1b[2J\x1b[Hclear",
+				"a\x00b\x07c\td\x7f",
+				"\u009b2J\x9b2J\xc0\x9b",
+				"\x1b[8mhidden",
+				"\x1b]2;open ",
+				" 50%\x1b[K",
+				"100%\x1b[K",
+				"last\x1b",
+			}
+			wantOwn = own
+		}
+		for i := range want {
+			want[i] = prefix + " " + want[i]
+		}
+		want = append(want, wantOwn)
+
+		// Every split into two writes, and one byte at a time.
+		for split := 0; split <= len(input)+1; split++ {
+			var buf outSyncBuffer
+			c := NewConsole(&buf, tty)
+			var log bytes.Buffer
+			o := c.Task("w:0 h", &log, false)
+			if split <= len(input) {
+				io.WriteString(o.Stdout(), input[:split])
+				io.WriteString(o.Stdout(), input[split:])
+			} else {
+				for i := range len(input) {
+					o.Stdout().Write([]byte{input[i]})
+				}
+			}
+			if err := o.Close(); err != nil {
+				t.Fatal(err)
+			}
+			c.Printf("%s", own)
+			outEqualLines(t, fmt.Sprintf("tty=%v split %d: console", tty, split), outCloseConsole(t, c, &buf), want)
+			if log.String() != input {
+				t.Errorf("tty=%v split %d: log = %q, want the raw %q", tty, split, log.String(), input)
+			}
+			if t.Failed() {
+				return // one split's report is enough
+			}
+		}
+	}
+}

@@ -13,7 +13,17 @@ import (
 // writeTable renders a borderless table in the style of `docker ps` and
 // `kubectl get`: columns separated by spaces, no rules
 // and no trailing blanks, so that it survives copy-paste, grep, awk and diff.
+//
+// Every cell is sanitised, on a terminal or not: cells come from hosts (GPU
+// names, other users' user names and command lines), a table never needs a
+// control byte, and a "\n" in a process name would forge a row.
 func writeTable(w io.Writer, header []string, rows [][]string) error {
+	header = sanitizeCells(header)
+	safe := make([][]string, len(rows))
+	for i, r := range rows {
+		safe[i] = sanitizeCells(r)
+	}
+	rows = safe
 	var buf bytes.Buffer
 	t := tablewriter.NewTable(&buf,
 		tablewriter.WithRendition(tw.Rendition{
@@ -61,4 +71,14 @@ func intList(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// sanitizeCells is a copy of cells made safe to print (the caller's rows are
+// left alone).
+func sanitizeCells(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = sanitizeCellString(c)
+	}
+	return out
 }
