@@ -940,6 +940,11 @@ func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// With no host reached there is no capacity to speak of: that is
+	// exit 4 with each host's reason, not "not enough GPUs".
+	if e, ok := unreachable(inv).(*unreachableError); ok && e.bad == e.total {
+		return nil, e
+	}
 	plan, err := schedule.Make(inv, req)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"strings"
 	"testing"
 )
@@ -118,5 +119,38 @@ func TestClosest(t *testing.T) {
 	}
 	if d := editDistance("ab", "ba"); d != 1 {
 		t.Errorf("a swap of neighbours counts %d edits, want 1", d)
+	}
+}
+
+// closedPort is an address on which nothing listens: connections are
+// refused at once.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestEveryHostUnreachable(t *testing.T) {
+	isolate(t)
+	for _, cmd := range []string{"plan", "run"} {
+		addr := closedPort(t)
+		_, port, _ := net.SplitHostPort(addr)
+		code, stdout, stderr := tfhive(t, cmd, "-H", addr, "--", "true")
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != exitUnreachable || len(lines) != 2 || stdout != "" {
+			t.Fatalf("%s: exit %d, want 4 and two lines\nstderr:\n%s\nstdout:\n%s", cmd, code, stderr, stdout)
+		}
+		if want := "tfhive: error: 1 of 1 hosts could not be reached"; lines[0] != want {
+			t.Errorf("%s: %q, want %q", cmd, lines[0], want)
+		}
+		// The reason is the probe's own, as status gives it.
+		if want := "tfhive:   127.0.0.1: connection refused (127.0.0.1 port " + port + ")"; !strings.HasPrefix(lines[1], want) {
+			t.Errorf("%s: %q, want it to begin %q", cmd, lines[1], want)
+		}
 	}
 }
