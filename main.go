@@ -585,8 +585,8 @@ func statusCmd(c *cli.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.Duration("watch") < 0 {
-		return usagef("--watch must be positive")
+	if err := notNegative(c, "watch"); err != nil {
+		return err
 	}
 	defer fleet.Close()
 	ctx := c.Context
@@ -718,8 +718,8 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 	if err != nil {
 		return err
 	}
-	if c.Duration("grace") < 0 || c.Duration("timeout") < 0 {
-		return usagef("--grace and --timeout must not be negative")
+	if err := notNegative(c, "grace", "timeout", "wait"); err != nil {
+		return err
 	}
 	logDir := c.String("log-dir")
 	if logDir == "" {
@@ -797,6 +797,17 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 	}
 	if sum.ExitCode != 0 {
 		return &exitError{msg: fmt.Sprintf("run %s %s: %s", sum.RunID, sum.Result, sum.Reason), code: sum.ExitCode}
+	}
+	return nil
+}
+
+// notNegative refuses negative durations; zero means "none" for each of
+// these flags.
+func notNegative(c *cli.Context, flags ...string) error {
+	for _, f := range flags {
+		if c.Duration(f) < 0 {
+			return usagef("--%s must not be negative", f)
+		}
 	}
 	return nil
 }

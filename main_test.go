@@ -5,6 +5,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // isolate keeps the user's hosts file, ssh config, agent and working
@@ -152,5 +154,67 @@ func TestEveryHostUnreachable(t *testing.T) {
 		if want := "tfhive:   127.0.0.1: connection refused (127.0.0.1 port " + port + ")"; !strings.HasPrefix(lines[1], want) {
 			t.Errorf("%s: %q, want it to begin %q", cmd, lines[1], want)
 		}
+	}
+}
+
+// silentHost listens where a host would be; untouched tells whether
+// tfhive ever connected to it.
+func silentHost(t *testing.T) (addr string, untouched func() bool) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String(), func() bool {
+		// The kernel completes a connection tfhive made whether or not
+		// anyone accepts it; a non-blocking accept finds it without
+		// waiting for anything.
+		rc, err := l.(*net.TCPListener).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted := false
+		rc.Control(func(fd uintptr) {
+			if nfd, _, err := unix.Accept(int(fd)); err == nil {
+				unix.Close(nfd)
+				accepted = true
+			}
+		})
+		return !accepted
+	}
+}
+
+func TestNegativeDurationsRefused(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	cases := []struct {
+		args []string
+		line string
+	}{
+		{[]string{"run", "--wait", "-5s"}, "tfhive: error: --wait must not be negative"},
+		{[]string{"run", "--grace", "-1s"}, "tfhive: error: --grace must not be negative"},
+		{[]string{"run", "--timeout", "-1s"}, "tfhive: error: --timeout must not be negative"},
+		{[]string{"run", "--connect-timeout", "-1s"}, "tfhive: error: --connect-timeout must be positive"},
+		{[]string{"plan", "--command-timeout", "0s"}, "tfhive: error: --command-timeout must be positive"},
+		{[]string{"status", "--watch", "-1s"}, "tfhive: error: --watch must not be negative"},
+		{[]string{"kill", "--grace", "-1s"}, "tfhive: error: --grace must not be negative"},
+	}
+	for _, c := range cases {
+		// A short connect timeout bounds how long this test fails for when
+		// a duration is checked too late; the case's own value comes last
+		// and wins.
+		args := append([]string{c.args[0], "--connect-timeout", "1s"}, c.args[1:]...)
+		args = append(args, "-H", addr)
+		switch c.args[0] {
+		case "run", "plan":
+			args = append(args, "--", "true")
+		case "kill":
+			args = append(args, "some-run")
+		}
+		wantUsage(t, args, c.line)
+	}
+	if !untouched() {
+		t.Error("a host was contacted although a duration was refused")
 	}
 }
