@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	mrand "math/rand/v2"
 	"os"
 	"os/signal"
@@ -27,6 +28,7 @@ import (
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/schedule"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -725,8 +727,8 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 	if logDir == "" {
 		logDir = filepath.Join("tfhive-runs", req.RunID)
 	}
-	if entries, err := os.ReadDir(logDir); err == nil && len(entries) > 0 {
-		return &usageError{msg: fmt.Sprintf("log dir %s already exists", logDir), hint: "choose another --name or --log-dir"}
+	if err := checkLogDir(logDir, c.IsSet("log-dir")); err != nil {
+		return err
 	}
 	defer fleet.Close()
 	// Each host's probe session goes on as its first task's supervisor,
@@ -810,6 +812,75 @@ func notNegative(c *cli.Context, flags ...string) error {
 		}
 	}
 	return nil
+}
+
+// checkLogDir refuses, before any host is contacted, a log dir that run
+// could not create or fill. It creates nothing: the launcher does, once
+// tasks are about to start, so a run that ends earlier leaves no empty
+// directory behind.
+func checkLogDir(dir string, given bool) error {
+	hint := "choose another --log-dir"
+	if !given {
+		hint = "give --log-dir DIR, or start tfhive in a directory you can write to"
+	}
+	bad := func(format string, a ...any) error {
+		return &usageError{msg: "log dir " + dir + " " + fmt.Sprintf(format, a...), hint: hint}
+	}
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return bad("is not a directory")
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return bad("cannot be read: %v", pathErr(err))
+		}
+		if len(entries) > 0 {
+			if !given {
+				hint = "choose another --name or --log-dir"
+			}
+			return bad("already exists and is not empty")
+		}
+		if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+			return bad("is not writable: %v", err)
+		}
+		return nil
+	}
+	// The launcher creates the missing directories below the nearest one
+	// that exists: that one must be a directory it may write to.
+	for p := dir; ; {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return bad("cannot be created: %v", pathErr(err))
+		}
+		if _, lerr := os.Lstat(p); lerr == nil {
+			return bad("cannot be created: %s is a symbolic link to nothing", p)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return bad("cannot be created: %v", pathErr(err))
+		}
+		p = parent
+		fi, err = os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if !fi.IsDir() {
+			return bad("cannot be created: %s is not a directory", p)
+		}
+		if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
+			return bad("cannot be created in %s: %v", p, err)
+		}
+		return nil
+	}
+}
+
+// pathErr drops the operation and path an *fs.PathError repeats.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // maxClaimRetries bounds how often a run that lost claims to runs starting

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,6 +45,47 @@ func wantUsage(t *testing.T, args []string, lines ...string) {
 	if code != exitUsage || stderr != want || stdout != "" {
 		t.Errorf("%q: exit %d (want 2)\nstderr:\n%s\nwant stderr:\n%s\nstdout (want none):\n%s", args, code, stderr, want, stdout)
 	}
+}
+
+// silentHost listens where a host would be; untouched tells whether
+// tfhive ever connected to it.
+func silentHost(t *testing.T) (addr string, untouched func() bool) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String(), func() bool {
+		// The kernel completes a connection tfhive made whether or not
+		// anyone accepts it; a non-blocking accept finds it without
+		// waiting for anything.
+		rc, err := l.(*net.TCPListener).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted := false
+		rc.Control(func(fd uintptr) {
+			if nfd, _, err := unix.Accept(int(fd)); err == nil {
+				unix.Close(nfd)
+				accepted = true
+			}
+		})
+		return !accepted
+	}
+}
+
+// closedPort is an address on which nothing listens: connections are
+// refused at once.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }
 
 func TestUnknownCommand(t *testing.T) {
@@ -109,82 +152,6 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-func TestClosest(t *testing.T) {
-	cmds := []string{"status", "plan", "run", "ps", "kill", "version"}
-	for word, want := range map[string]string{
-		"statsu": "status", "stauts": "status", "stat": "status", "rnu": "run", "pss": "ps",
-		"kil": "kill", "ver": "version", "nosuch": "", "x": "", "p": "", "deploy": "",
-	} {
-		if got := closest(word, cmds); got != want {
-			t.Errorf("closest(%q) = %q, want %q", word, got, want)
-		}
-	}
-	if d := editDistance("ab", "ba"); d != 1 {
-		t.Errorf("a swap of neighbours counts %d edits, want 1", d)
-	}
-}
-
-// closedPort is an address on which nothing listens: connections are
-// refused at once.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
-func TestEveryHostUnreachable(t *testing.T) {
-	isolate(t)
-	for _, cmd := range []string{"plan", "run"} {
-		addr := closedPort(t)
-		_, port, _ := net.SplitHostPort(addr)
-		code, stdout, stderr := tfhive(t, cmd, "-H", addr, "--", "true")
-		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
-		if code != exitUnreachable || len(lines) != 2 || stdout != "" {
-			t.Fatalf("%s: exit %d, want 4 and two lines\nstderr:\n%s\nstdout:\n%s", cmd, code, stderr, stdout)
-		}
-		if want := "tfhive: error: 1 of 1 hosts could not be reached"; lines[0] != want {
-			t.Errorf("%s: %q, want %q", cmd, lines[0], want)
-		}
-		// The reason is the probe's own, as status gives it.
-		if want := "tfhive:   127.0.0.1: connection refused (127.0.0.1 port " + port + ")"; !strings.HasPrefix(lines[1], want) {
-			t.Errorf("%s: %q, want it to begin %q", cmd, lines[1], want)
-		}
-	}
-}
-
-// silentHost listens where a host would be; untouched tells whether
-// tfhive ever connected to it.
-func silentHost(t *testing.T) (addr string, untouched func() bool) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l.Addr().String(), func() bool {
-		// The kernel completes a connection tfhive made whether or not
-		// anyone accepts it; a non-blocking accept finds it without
-		// waiting for anything.
-		rc, err := l.(*net.TCPListener).SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		accepted := false
-		rc.Control(func(fd uintptr) {
-			if nfd, _, err := unix.Accept(int(fd)); err == nil {
-				unix.Close(nfd)
-				accepted = true
-			}
-		})
-		return !accepted
-	}
-}
-
 func TestNegativeDurationsRefused(t *testing.T) {
 	isolate(t)
 	addr, untouched := silentHost(t)
@@ -216,5 +183,126 @@ func TestNegativeDurationsRefused(t *testing.T) {
 	}
 	if !untouched() {
 		t.Error("a host was contacted although a duration was refused")
+	}
+}
+
+func TestLogDirRefusedBeforeAnyHost(t *testing.T) {
+	dir := isolate(t)
+	file := filepath.Join(dir, "file")
+	full := filepath.Join(dir, "full")
+	os.WriteFile(file, nil, 0o644)
+	os.Mkdir(full, 0o755)
+	os.WriteFile(filepath.Join(full, "worker-0.log"), nil, 0o644)
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink(filepath.Join(dir, "nowhere"), dangling)
+
+	type logCase struct {
+		logDir string // "" for the default, tfhive-runs/RUN_ID
+		lines  []string
+	}
+	cases := []logCase{
+		{file, []string{"tfhive: error: log dir " + file + " is not a directory", "tfhive: hint: choose another --log-dir"}},
+		{filepath.Join(file, "a", "b"), []string{"tfhive: error: log dir " + file + "/a/b cannot be created: " + file + " is not a directory", "tfhive: hint: choose another --log-dir"}},
+		{full, []string{"tfhive: error: log dir " + full + " already exists and is not empty", "tfhive: hint: choose another --log-dir"}},
+		{dangling, []string{"tfhive: error: log dir " + dangling + " cannot be created: " + dangling + " is a symbolic link to nothing", "tfhive: hint: choose another --log-dir"}},
+	}
+	// The default log dir goes through the same checks.
+	defaultCase := func(setup func(), lines ...string) {
+		t.Helper()
+		os.RemoveAll("tfhive-runs")
+		setup()
+		addr, untouched := silentHost(t)
+		wantUsage(t, []string{"run", "-H", addr, "--name", "r1", "--connect-timeout", "1s", "--", "true"}, lines...)
+		if !untouched() {
+			t.Error("default log dir: a host was contacted although the log dir was refused")
+		}
+	}
+	defaultCase(func() { os.WriteFile("tfhive-runs", nil, 0o644) },
+		"tfhive: error: log dir tfhive-runs/r1 cannot be created: tfhive-runs is not a directory",
+		"tfhive: hint: give --log-dir DIR, or start tfhive in a directory you can write to")
+	defaultCase(func() { os.MkdirAll("tfhive-runs/r1", 0o755); os.WriteFile("tfhive-runs/r1/plan.json", nil, 0o644) },
+		"tfhive: error: log dir tfhive-runs/r1 already exists and is not empty",
+		"tfhive: hint: choose another --name or --log-dir")
+	os.RemoveAll("tfhive-runs")
+
+	// Root writes through permission bits but not to a read-only file
+	// system (or procfs); others are stopped by the bits.
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(dir, "ro")
+		os.Mkdir(ro, 0o555)
+		cases = append(cases, logCase{filepath.Join(ro, "logs"), []string{"tfhive: error: log dir " + ro + "/logs cannot be created in " + ro + ": permission denied", "tfhive: hint: choose another --log-dir"}})
+	} else if err := unix.Access("/proc/sys", unix.W_OK|unix.X_OK); err != nil {
+		cases = append(cases, logCase{"/proc/sys/tfhive-logs", []string{"tfhive: error: log dir /proc/sys/tfhive-logs cannot be created in /proc/sys: " + err.Error(), "tfhive: hint: choose another --log-dir"}})
+	} else {
+		t.Log("no unwritable directory here to try as root")
+	}
+
+	for _, c := range cases {
+		addr, untouched := silentHost(t)
+		// A short connect timeout bounds how long this test fails for
+		// when the log dir is checked too late.
+		wantUsage(t, []string{"run", "-H", addr, "--log-dir", c.logDir, "--connect-timeout", "1s", "--", "true"}, c.lines...)
+		if !untouched() {
+			t.Errorf("--log-dir %s: a host was contacted although the log dir was refused", c.logDir)
+		}
+	}
+}
+
+func TestLogDirEmptyAcceptedAndNotCreatedEarly(t *testing.T) {
+	dir := isolate(t)
+	empty := filepath.Join(dir, "empty")
+	os.Mkdir(empty, 0o755)
+	missing := filepath.Join(dir, "new", "logs")
+	for _, logDir := range []string{empty, missing, ""} {
+		args := []string{"run", "-H", closedPort(t), "--name", "r1", "--", "true"}
+		if logDir != "" {
+			args = append(args, "--log-dir", logDir)
+		}
+		// Every host refused: the log dir passed its checks, and the run
+		// ended before any task, so it must not have been created.
+		code, _, stderr := tfhive(t, args...)
+		if code != exitUnreachable {
+			t.Errorf("--log-dir %q: exit %d, want 4\n%s", logDir, code, stderr)
+		}
+	}
+	for _, p := range []string{filepath.Join(dir, "new"), filepath.Join(dir, "tfhive-runs")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was created by a run that started no task", p)
+		}
+	}
+}
+
+func TestEveryHostUnreachable(t *testing.T) {
+	isolate(t)
+	for _, cmd := range []string{"plan", "run"} {
+		addr := closedPort(t)
+		_, port, _ := net.SplitHostPort(addr)
+		code, stdout, stderr := tfhive(t, cmd, "-H", addr, "--", "true")
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != exitUnreachable || len(lines) != 2 || stdout != "" {
+			t.Fatalf("%s: exit %d, want 4 and two lines\nstderr:\n%s\nstdout:\n%s", cmd, code, stderr, stdout)
+		}
+		if want := "tfhive: error: 1 of 1 hosts could not be reached"; lines[0] != want {
+			t.Errorf("%s: %q, want %q", cmd, lines[0], want)
+		}
+		// The reason is the probe's own, as status gives it.
+		if want := "tfhive:   127.0.0.1: connection refused (127.0.0.1 port " + port + ")"; !strings.HasPrefix(lines[1], want) {
+			t.Errorf("%s: %q, want it to begin %q", cmd, lines[1], want)
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	cmds := []string{"status", "plan", "run", "ps", "kill", "version"}
+	for word, want := range map[string]string{
+		"statsu": "status", "stauts": "status", "stat": "status", "rnu": "run", "pss": "ps",
+		"kil": "kill", "ver": "version", "nosuch": "", "x": "", "p": "", "deploy": "",
+	} {
+		if got := closest(word, cmds); got != want {
+			t.Errorf("closest(%q) = %q, want %q", word, got, want)
+		}
+	}
+	if d := editDistance("ab", "ba"); d != 1 {
+		t.Errorf("a swap of neighbours counts %d edits, want 1", d)
 	}
 }
