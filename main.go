@@ -272,6 +272,8 @@ func onUsage(c *cli.Context, err error, _ bool) error {
 		help = c.App.Name + " " + c.Command.Name + " --help"
 	}
 	e := &usageError{msg: msg, hint: "see `" + help + "`"}
+	// This message stays in package flag's words: the e2e tests (and
+	// perhaps scripts) match it.
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		if isRoot && commandFlag(c.App, name) {
 			e.hint = fmt.Sprintf("%s is a command's flag: put it after the command name", dashed(name))
