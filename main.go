@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	mrand "math/rand/v2"
 	"os"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,6 +28,7 @@ import (
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/schedule"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -37,7 +40,12 @@ func main() {
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	// Closing ends the goroutine below: Main may run many times in one
+	// process (the tests), and signal.Stop guarantees no later sends.
+	defer func() {
+		signal.Stop(sigs)
+		close(sigs)
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := &signals{run: make(chan os.Signal, 4)}
@@ -46,7 +54,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			s.deliver(sig, cancel)
 		}
 	}()
-	err := newApp(stdin, stdout, stderr, s).RunContext(ctx, args)
+	// urfave/cli reports a help topic it cannot find only through
+	// CommandNotFound, which returns nothing: the error waits here.
+	var notFound error
+	err := newApp(stdin, stdout, stderr, s, &notFound).RunContext(ctx, args)
+	if err == nil {
+		err = notFound
+	}
 	if errors.Is(err, context.Canceled) && s.last() == syscall.SIGTERM {
 		err = &exitError{msg: "interrupted by SIGTERM", code: exitTerminated}
 	}
@@ -167,10 +181,7 @@ func report(w io.Writer, err error) int {
 	return code
 }
 
-func newApp(stdin io.Reader, stdout, stderr io.Writer, sigs *signals) *cli.App {
-	onUsage := func(c *cli.Context, err error, _ bool) error {
-		return &usageError{msg: strings.TrimPrefix(err.Error(), "flag: "), hint: "see `" + c.App.Name + " " + c.Command.Name + " --help`"}
-	}
+func newApp(stdin io.Reader, stdout, stderr io.Writer, sigs *signals, notFound *error) *cli.App {
 	app := &cli.App{
 		Name:            "tfhive",
 		Usage:           "start distributed TensorFlow training on GPU hosts over SSH",
@@ -184,6 +195,17 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, sigs *signals) *cli.App {
 		OnUsageError:              onUsage,
 		// Errors are printed by report, in one voice, and never exit here.
 		ExitErrHandler: func(*cli.Context, error) {},
+		// Reached with no command, or with a word that names none.
+		Action: rootCmd,
+		// `tfhive --help nosuch` and `tfhive status --help extra` end here
+		// instead of in urfave/cli's "No help topic" error, which exits 3.
+		CommandNotFound: func(c *cli.Context, name string) {
+			if c.Command.Name == c.App.Name {
+				*notFound = unknownCommand(c, name)
+			} else {
+				*notFound = &usageError{msg: fmt.Sprintf("unexpected argument %q", name), hint: "see `" + c.App.Name + " " + c.Command.Name + " --help`"}
+			}
+		},
 		Commands: []*cli.Command{
 			{
 				Name:         "status",
@@ -224,9 +246,13 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, sigs *signals) *cli.App {
 				Action:       func(c *cli.Context) error { return killCmd(c, stdout, stderr) },
 			},
 			{
-				Name:  "version",
-				Usage: "print the version",
+				Name:         "version",
+				Usage:        "print the version",
+				OnUsageError: onUsage,
 				Action: func(c *cli.Context) error {
+					if c.Args().Present() {
+						return usagef("unexpected argument %q", c.Args().First())
+					}
 					fmt.Fprintln(stdout, "tfhive", version())
 					return nil
 				},
@@ -234,6 +260,184 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, sigs *signals) *cli.App {
 		},
 	}
 	return app
+}
+
+// onUsage puts urfave/cli's (and package flag's) parse errors in tfhive's
+// voice; they all mean bad usage, exit 2.
+func onUsage(c *cli.Context, err error, _ bool) error {
+	msg := strings.TrimPrefix(err.Error(), "flag: ")
+	isRoot := c.Command.Name == c.App.Name
+	help := c.App.Name + " --help"
+	if !isRoot {
+		help = c.App.Name + " " + c.Command.Name + " --help"
+	}
+	e := &usageError{msg: msg, hint: "see `" + help + "`"}
+	// This message stays in package flag's words: the e2e tests (and
+	// perhaps scripts) match it.
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		if isRoot && commandFlag(c.App, name) {
+			e.hint = fmt.Sprintf("%s is a command's flag: put it after the command name", dashed(name))
+		} else if near := closest(name, flagNames(c.Command.Flags)); near != "" {
+			e.hint = fmt.Sprintf("did you mean %s?", dashed(near))
+		}
+		return e
+	}
+	if m := invalidValueRE.FindStringSubmatch(msg); m != nil {
+		// "parse error" says nothing the value does not; the flag's kind
+		// does.
+		e.msg = fmt.Sprintf("invalid value %s for %s", m[1], dashed(m[2]))
+		if m[3] != "parse error" {
+			e.msg += ": " + m[3]
+		}
+		if kind := flagKind(c.Command.Flags, m[2]); kind != "" {
+			e.hint = dashed(m[2]) + " takes " + kind
+		}
+		return e
+	}
+	if m := twoFormsRE.FindStringSubmatch(msg); m != nil {
+		e.msg = fmt.Sprintf("%s and %s are the same flag", dashed(m[2]), dashed(m[1]))
+		e.hint = "use one of them"
+		return e
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		e.msg = fmt.Sprintf("flag %s needs a value", dashed(name))
+	}
+	return e
+}
+
+var (
+	invalidValueRE = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-(\S+): (.*)$`)
+	twoFormsRE     = regexp.MustCompile(`^Cannot use two forms of the same flag: (\S+) (\S+)$`)
+)
+
+// dashed writes a flag name as it is typed: -H, --host.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+func flagNames(flags []cli.Flag) []string {
+	var names []string
+	for _, f := range flags {
+		names = append(names, f.Names()...)
+	}
+	return names
+}
+
+func commandFlag(app *cli.App, name string) bool {
+	for _, cmd := range app.Commands {
+		if slices.Contains(flagNames(cmd.Flags), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// flagKind names what a flag's value must look like, for the hint.
+func flagKind(flags []cli.Flag, name string) string {
+	for _, f := range flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.DurationFlag:
+			return "a duration such as 500ms, 10s, 2m or 1h30m"
+		case *cli.IntFlag:
+			return "a whole number"
+		case *cli.BoolFlag:
+			return "no value, or =true / =false"
+		}
+	}
+	return ""
+}
+
+// rootCmd runs when no command was named: help, or an unknown command.
+// `help [COMMAND]` works although it is not listed.
+func rootCmd(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return cli.ShowAppHelp(c)
+	}
+	if args[0] != "help" {
+		return unknownCommand(c, args[0])
+	}
+	switch {
+	case len(args) == 1:
+		return cli.ShowAppHelp(c)
+	case c.App.Command(args[1]) == nil:
+		return unknownCommand(c, args[1])
+	case len(args) > 2:
+		return &usageError{msg: fmt.Sprintf("unexpected argument %q", args[2]), hint: "see `" + c.App.Name + " --help`"}
+	}
+	return cli.ShowCommandHelp(c, args[1])
+}
+
+func unknownCommand(c *cli.Context, name string) error {
+	var names []string
+	for _, cmd := range c.App.Commands {
+		if !cmd.Hidden {
+			names = append(names, cmd.Names()...)
+		}
+	}
+	e := &usageError{msg: fmt.Sprintf("unknown command %q", name)}
+	if near := closest(name, names); near != "" {
+		e.hint = fmt.Sprintf("did you mean %q?", near)
+	}
+	return e
+}
+
+// closest returns the candidate a typo most likely meant, or "" when none
+// is close: within two edits (a swap of neighbours counts as one), fewer
+// edits than the word has letters, or the only candidate it begins.
+func closest(word string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, cand := range candidates {
+		if d := editDistance(word, cand); d < bestDist && d < len([]rune(word)) {
+			best, bestDist = cand, d
+		}
+	}
+	if best != "" {
+		return best
+	}
+	var prefixed []string
+	for _, cand := range candidates {
+		if len(word) >= 2 && strings.HasPrefix(cand, word) {
+			prefixed = append(prefixed, cand)
+		}
+	}
+	if len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return ""
+}
+
+// editDistance is the optimal string alignment distance: insertions,
+// deletions, substitutions and transpositions of adjacent letters.
+func editDistance(a, b string) int {
+	s, t := []rune(a), []rune(b)
+	d := make([][]int, len(s)+1)
+	for i := range d {
+		d[i] = make([]int, len(t)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(s); i++ {
+		for j := 1; j <= len(t); j++ {
+			cost := 1
+			if s[i-1] == t[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && s[i-1] == t[j-2] && s[i-2] == t[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(s)][len(t)]
 }
 
 func version() string {
@@ -385,8 +589,8 @@ func statusCmd(c *cli.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.Duration("watch") < 0 {
-		return usagef("--watch must be positive")
+	if err := notNegative(c, "watch"); err != nil {
+		return err
 	}
 	defer fleet.Close()
 	ctx := c.Context
@@ -518,15 +722,15 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 	if err != nil {
 		return err
 	}
-	if c.Duration("grace") < 0 || c.Duration("timeout") < 0 {
-		return usagef("--grace and --timeout must not be negative")
+	if err := notNegative(c, "grace", "timeout", "wait"); err != nil {
+		return err
 	}
 	logDir := c.String("log-dir")
 	if logDir == "" {
 		logDir = filepath.Join("tfhive-runs", req.RunID)
 	}
-	if entries, err := os.ReadDir(logDir); err == nil && len(entries) > 0 {
-		return &usageError{msg: fmt.Sprintf("log dir %s already exists", logDir), hint: "choose another --name or --log-dir"}
+	if err := checkLogDir(logDir, c.IsSet("log-dir")); err != nil {
+		return err
 	}
 	defer fleet.Close()
 	// Each host's probe session goes on as its first task's supervisor,
@@ -599,6 +803,86 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 		return &exitError{msg: fmt.Sprintf("run %s %s: %s", sum.RunID, sum.Result, sum.Reason), code: sum.ExitCode}
 	}
 	return nil
+}
+
+// notNegative refuses negative durations; zero means "none" for each of
+// these flags.
+func notNegative(c *cli.Context, flags ...string) error {
+	for _, f := range flags {
+		if c.Duration(f) < 0 {
+			return usagef("--%s must not be negative", f)
+		}
+	}
+	return nil
+}
+
+// checkLogDir refuses, before any host is contacted, a log dir that run
+// could not create or fill. It creates nothing: the launcher does, once
+// tasks are about to start, so a run that ends earlier leaves no empty
+// directory behind.
+func checkLogDir(dir string, given bool) error {
+	hint := "choose another --log-dir"
+	if !given {
+		hint = "give --log-dir DIR, or start tfhive in a directory you can write to"
+	}
+	bad := func(format string, a ...any) error {
+		return &usageError{msg: "log dir " + dir + " " + fmt.Sprintf(format, a...), hint: hint}
+	}
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return bad("is not a directory")
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return bad("cannot be read: %v", pathErr(err))
+		}
+		if len(entries) > 0 {
+			if !given {
+				hint = "choose another --name or --log-dir"
+			}
+			return bad("already exists and is not empty")
+		}
+		if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+			return bad("is not writable: %v", err)
+		}
+		return nil
+	}
+	// The launcher creates the missing directories below the nearest one
+	// that exists: that one must be a directory it may write to.
+	for p := dir; ; {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return bad("cannot be created: %v", pathErr(err))
+		}
+		if _, lerr := os.Lstat(p); lerr == nil {
+			return bad("cannot be created: %s is a symbolic link to nothing", p)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return bad("cannot be created: %v", pathErr(err))
+		}
+		p = parent
+		fi, err = os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if !fi.IsDir() {
+			return bad("cannot be created: %s is not a directory", p)
+		}
+		if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
+			return bad("cannot be created in %s: %v", p, err)
+		}
+		return nil
+	}
+}
+
+// pathErr drops the operation and path an *fs.PathError repeats.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // maxClaimRetries bounds how often a run that lost claims to runs starting
@@ -754,6 +1038,11 @@ func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request,
 	inv := fleet.Probe(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	// With no host reached there is no capacity to speak of: that is
+	// exit 4 with each host's reason, not "not enough GPUs".
+	if e, ok := unreachable(inv).(*unreachableError); ok && e.bad == e.total {
+		return nil, e
 	}
 	plan, err := schedule.Make(inv, req)
 	if err != nil {

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// isolate keeps the user's hosts file, ssh config, agent and working
+// directory out of a test: no host is used unless the test names it.
+func isolate(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	t.Setenv("TFHIVE_HOSTS", "")
+	t.Setenv("SSH_AUTH_SOCK", "")
+	t.Chdir(dir)
+	return dir
+}
+
+// tfhive runs Main in-process, as the binary would run.
+func tfhive(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(append([]string{"tfhive"}, args...), strings.NewReader(""), &out, &errb)
+	stdout, stderr = out.String(), errb.String()
+	for _, leak := range []string{"goroutine ", "panic:", "Incorrect Usage", "No help topic", "NAME:"} {
+		if strings.Contains(stdout+stderr, leak) {
+			t.Fatalf("%v: %q leaked:\nstdout:\n%s\nstderr:\n%s", args, leak, stdout, stderr)
+		}
+	}
+	return code, stdout, stderr
+}
+
+// wantUsage checks exit 2 and exactly the error (and hint) lines given.
+func wantUsage(t *testing.T, args []string, lines ...string) {
+	t.Helper()
+	code, stdout, stderr := tfhive(t, args...)
+	want := strings.Join(lines, "\n") + "\n"
+	if code != exitUsage || stderr != want || stdout != "" {
+		t.Errorf("%q: exit %d (want 2)\nstderr:\n%s\nwant stderr:\n%s\nstdout (want none):\n%s", args, code, stderr, want, stdout)
+	}
+}
+
+// silentHost listens where a host would be; untouched tells whether
+// tfhive ever connected to it.
+func silentHost(t *testing.T) (addr string, untouched func() bool) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String(), func() bool {
+		// The kernel completes a connection tfhive made whether or not
+		// anyone accepts it; a non-blocking accept finds it without
+		// waiting for anything.
+		rc, err := l.(*net.TCPListener).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted := false
+		rc.Control(func(fd uintptr) {
+			if nfd, _, err := unix.Accept(int(fd)); err == nil {
+				unix.Close(nfd)
+				accepted = true
+			}
+		})
+		return !accepted
+	}
+}
+
+// closedPort is an address on which nothing listens: connections are
+// refused at once.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestUnknownCommand(t *testing.T) {
+	isolate(t)
+	cases := []struct {
+		args  []string
+		lines []string
+	}{
+		{[]string{"nosuch"}, []string{`tfhive: error: unknown command "nosuch"`}},
+		{[]string{"statsu"}, []string{`tfhive: error: unknown command "statsu"`, `tfhive: hint: did you mean "status"?`}},
+		{[]string{"stat", "-H", "x"}, []string{`tfhive: error: unknown command "stat"`, `tfhive: hint: did you mean "status"?`}},
+		{[]string{"kil"}, []string{`tfhive: error: unknown command "kil"`, `tfhive: hint: did you mean "kill"?`}},
+		{[]string{"x"}, []string{`tfhive: error: unknown command "x"`}},
+		{[]string{"help", "plna"}, []string{`tfhive: error: unknown command "plna"`, `tfhive: hint: did you mean "plan"?`}},
+		{[]string{"--help", "nosuch"}, []string{`tfhive: error: unknown command "nosuch"`}},
+		{[]string{"status", "--help", "extra"}, []string{`tfhive: error: unexpected argument "extra"`, "tfhive: hint: see `tfhive status --help`"}},
+		{[]string{"help", "status", "extra"}, []string{`tfhive: error: unexpected argument "extra"`, "tfhive: hint: see `tfhive --help`"}},
+		{[]string{"version", "extra"}, []string{`tfhive: error: unexpected argument "extra"`}},
+	}
+	for _, c := range cases {
+		wantUsage(t, c.args, c.lines...)
+	}
+}
+
+// help is not listed as a command but works, on stdout, exit 0.
+func TestHelp(t *testing.T) {
+	isolate(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help"}, "COMMANDS:"},
+		{[]string{"help", "status"}, "tfhive status - show every GPU"},
+		{[]string{"status", "--help"}, "tfhive status - show every GPU"},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"tfhive"}, c.args...), strings.NewReader(""), &out, &errb)
+		if code != 0 || !strings.Contains(out.String(), c.want) || errb.Len() != 0 {
+			t.Errorf("%q: exit %d\nstdout:\n%s\nstderr:\n%s", c.args, code, out.String(), errb.String())
+		}
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	isolate(t)
+	cases := []struct {
+		args  []string
+		lines []string
+	}{
+		{[]string{"status", "--jsn"}, []string{"tfhive: error: flag provided but not defined: -jsn", "tfhive: hint: did you mean --json?"}},
+		{[]string{"status", "--nosuch"}, []string{"tfhive: error: flag provided but not defined: -nosuch", "tfhive: hint: see `tfhive status --help`"}},
+		{[]string{"--nosuch"}, []string{"tfhive: error: flag provided but not defined: -nosuch", "tfhive: hint: see `tfhive --help`"}},
+		{[]string{"-H", "gpu01", "status"}, []string{"tfhive: error: flag provided but not defined: -H", "tfhive: hint: -H is a command's flag: put it after the command name"}},
+		{[]string{"version", "--nosuch"}, []string{"tfhive: error: flag provided but not defined: -nosuch", "tfhive: hint: see `tfhive version --help`"}},
+		{[]string{"status", "--parallel"}, []string{"tfhive: error: flag --parallel needs a value", "tfhive: hint: see `tfhive status --help`"}},
+		{[]string{"run", "-H"}, []string{"tfhive: error: flag -H needs a value", "tfhive: hint: see `tfhive run --help`"}},
+		{[]string{"status", "--parallel", "many"}, []string{`tfhive: error: invalid value "many" for --parallel`, "tfhive: hint: --parallel takes a whole number"}},
+		{[]string{"run", "--wait", "soon", "--", "x"}, []string{`tfhive: error: invalid value "soon" for --wait`, "tfhive: hint: --wait takes a duration such as 500ms, 10s, 2m or 1h30m"}},
+		{[]string{"status", "--json=maybe"}, []string{`tfhive: error: invalid value "maybe" for --json`, "tfhive: hint: --json takes no value, or =true / =false"}},
+		{[]string{"status", "-H", "a", "--host", "b"}, []string{"tfhive: error: --host and -H are the same flag", "tfhive: hint: use one of them"}},
+	}
+	for _, c := range cases {
+		wantUsage(t, c.args, c.lines...)
+	}
+}
+
+func TestNegativeDurationsRefused(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	cases := []struct {
+		args []string
+		line string
+	}{
+		{[]string{"run", "--wait", "-5s"}, "tfhive: error: --wait must not be negative"},
+		{[]string{"run", "--grace", "-1s"}, "tfhive: error: --grace must not be negative"},
+		{[]string{"run", "--timeout", "-1s"}, "tfhive: error: --timeout must not be negative"},
+		{[]string{"run", "--connect-timeout", "-1s"}, "tfhive: error: --connect-timeout must be positive"},
+		{[]string{"plan", "--command-timeout", "0s"}, "tfhive: error: --command-timeout must be positive"},
+		{[]string{"status", "--watch", "-1s"}, "tfhive: error: --watch must not be negative"},
+		{[]string{"kill", "--grace", "-1s"}, "tfhive: error: --grace must not be negative"},
+	}
+	for _, c := range cases {
+		// A short connect timeout bounds how long this test fails for when
+		// a duration is checked too late; the case's own value comes last
+		// and wins.
+		args := append([]string{c.args[0], "--connect-timeout", "1s"}, c.args[1:]...)
+		args = append(args, "-H", addr)
+		switch c.args[0] {
+		case "run", "plan":
+			args = append(args, "--", "true")
+		case "kill":
+			args = append(args, "some-run")
+		}
+		wantUsage(t, args, c.line)
+	}
+	if !untouched() {
+		t.Error("a host was contacted although a duration was refused")
+	}
+}
+
+func TestLogDirRefusedBeforeAnyHost(t *testing.T) {
+	dir := isolate(t)
+	file := filepath.Join(dir, "file")
+	full := filepath.Join(dir, "full")
+	os.WriteFile(file, nil, 0o644)
+	os.Mkdir(full, 0o755)
+	os.WriteFile(filepath.Join(full, "worker-0.log"), nil, 0o644)
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink(filepath.Join(dir, "nowhere"), dangling)
+
+	type logCase struct {
+		logDir string // "" for the default, tfhive-runs/RUN_ID
+		lines  []string
+	}
+	cases := []logCase{
+		{file, []string{"tfhive: error: log dir " + file + " is not a directory", "tfhive: hint: choose another --log-dir"}},
+		{filepath.Join(file, "a", "b"), []string{"tfhive: error: log dir " + file + "/a/b cannot be created: " + file + " is not a directory", "tfhive: hint: choose another --log-dir"}},
+		{full, []string{"tfhive: error: log dir " + full + " already exists and is not empty", "tfhive: hint: choose another --log-dir"}},
+		{dangling, []string{"tfhive: error: log dir " + dangling + " cannot be created: " + dangling + " is a symbolic link to nothing", "tfhive: hint: choose another --log-dir"}},
+	}
+	// The default log dir goes through the same checks.
+	defaultCase := func(setup func(), lines ...string) {
+		t.Helper()
+		os.RemoveAll("tfhive-runs")
+		setup()
+		addr, untouched := silentHost(t)
+		wantUsage(t, []string{"run", "-H", addr, "--name", "r1", "--connect-timeout", "1s", "--", "true"}, lines...)
+		if !untouched() {
+			t.Error("default log dir: a host was contacted although the log dir was refused")
+		}
+	}
+	defaultCase(func() { os.WriteFile("tfhive-runs", nil, 0o644) },
+		"tfhive: error: log dir tfhive-runs/r1 cannot be created: tfhive-runs is not a directory",
+		"tfhive: hint: give --log-dir DIR, or start tfhive in a directory you can write to")
+	defaultCase(func() { os.MkdirAll("tfhive-runs/r1", 0o755); os.WriteFile("tfhive-runs/r1/plan.json", nil, 0o644) },
+		"tfhive: error: log dir tfhive-runs/r1 already exists and is not empty",
+		"tfhive: hint: choose another --name or --log-dir")
+	os.RemoveAll("tfhive-runs")
+
+	// Root writes through permission bits but not to a read-only file
+	// system (or procfs); others are stopped by the bits.
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(dir, "ro")
+		os.Mkdir(ro, 0o555)
+		cases = append(cases, logCase{filepath.Join(ro, "logs"), []string{"tfhive: error: log dir " + ro + "/logs cannot be created in " + ro + ": permission denied", "tfhive: hint: choose another --log-dir"}})
+	} else if err := unix.Access("/proc/sys", unix.W_OK|unix.X_OK); err != nil {
+		cases = append(cases, logCase{"/proc/sys/tfhive-logs", []string{"tfhive: error: log dir /proc/sys/tfhive-logs cannot be created in /proc/sys: " + err.Error(), "tfhive: hint: choose another --log-dir"}})
+	} else {
+		t.Log("no unwritable directory here to try as root")
+	}
+
+	for _, c := range cases {
+		addr, untouched := silentHost(t)
+		// A short connect timeout bounds how long this test fails for
+		// when the log dir is checked too late.
+		wantUsage(t, []string{"run", "-H", addr, "--log-dir", c.logDir, "--connect-timeout", "1s", "--", "true"}, c.lines...)
+		if !untouched() {
+			t.Errorf("--log-dir %s: a host was contacted although the log dir was refused", c.logDir)
+		}
+	}
+}
+
+func TestLogDirEmptyAcceptedAndNotCreatedEarly(t *testing.T) {
+	dir := isolate(t)
+	empty := filepath.Join(dir, "empty")
+	os.Mkdir(empty, 0o755)
+	missing := filepath.Join(dir, "new", "logs")
+	for _, logDir := range []string{empty, missing, ""} {
+		args := []string{"run", "-H", closedPort(t), "--name", "r1", "--", "true"}
+		if logDir != "" {
+			args = append(args, "--log-dir", logDir)
+		}
+		// Every host refused: the log dir passed its checks, and the run
+		// ended before any task, so it must not have been created.
+		code, _, stderr := tfhive(t, args...)
+		if code != exitUnreachable {
+			t.Errorf("--log-dir %q: exit %d, want 4\n%s", logDir, code, stderr)
+		}
+	}
+	for _, p := range []string{filepath.Join(dir, "new"), filepath.Join(dir, "tfhive-runs")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was created by a run that started no task", p)
+		}
+	}
+}
+
+func TestEveryHostUnreachable(t *testing.T) {
+	isolate(t)
+	for _, cmd := range []string{"plan", "run"} {
+		addr := closedPort(t)
+		_, port, _ := net.SplitHostPort(addr)
+		code, stdout, stderr := tfhive(t, cmd, "-H", addr, "--", "true")
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != exitUnreachable || len(lines) != 2 || stdout != "" {
+			t.Fatalf("%s: exit %d, want 4 and two lines\nstderr:\n%s\nstdout:\n%s", cmd, code, stderr, stdout)
+		}
+		if want := "tfhive: error: 1 of 1 hosts could not be reached"; lines[0] != want {
+			t.Errorf("%s: %q, want %q", cmd, lines[0], want)
+		}
+		// The reason is the probe's own, as status gives it.
+		if want := "tfhive:   127.0.0.1: connection refused (127.0.0.1 port " + port + ")"; !strings.HasPrefix(lines[1], want) {
+			t.Errorf("%s: %q, want it to begin %q", cmd, lines[1], want)
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	cmds := []string{"status", "plan", "run", "ps", "kill", "version"}
+	for word, want := range map[string]string{
+		"statsu": "status", "stauts": "status", "stat": "status", "rnu": "run", "pss": "ps",
+		"kil": "kill", "ver": "version", "nosuch": "", "x": "", "p": "", "deploy": "",
+	} {
+		if got := closest(word, cmds); got != want {
+			t.Errorf("closest(%q) = %q, want %q", word, got, want)
+		}
+	}
+	if d := editDistance("ab", "ba"); d != 1 {
+		t.Errorf("a swap of neighbours counts %d edits, want 1", d)
+	}
+}
