@@ -994,6 +994,10 @@ func killCmd(c *cli.Context, stdout, stderr io.Writer) error {
 			failed = append(failed, res.Host+": "+res.Err.Error())
 			continue
 		}
+		if res.Tasks == 0 {
+			fmt.Fprintf(stdout, "tfhive: run %s on %s had already ended\n", runID, res.Host)
+			continue
+		}
 		fmt.Fprintf(stdout, "tfhive: stopped run %s on %s (%s)\n", runID, res.Host, launcher.CountOf(res.Tasks, "task"))
 	}
 	if len(failed) > 0 {

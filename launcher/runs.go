@@ -182,7 +182,14 @@ sups=$(ps -e -ww -o pid= -o ppid= -o args= 2>/dev/null | awk -v h="$holders" -v 
 		do { more = 0; for (i = 1; i <= NR; i++) if (fl[i] && want[ppid[i]] && !want[pid[i]]) { want[pid[i]] = 1; more = 1 } } while (more)
 		for (i = 1; i <= NR; i++) if (!fl[i] && lab[i] && want[ppid[i]] && pid[i] > 1) print pid[i]
 	}')
-[ -n "$sups" ] || exit 3
+if [ -z "$sups" ]; then
+	# Holders with no supervisor yet: the tasks are still starting; no
+	# holder left: they ended meanwhile (the run's own tfhive may have
+	# stopped them).
+	for h in $(echo "$holders" | tr , ' '); do [ -d "/proc/$h" ] && exit 3; done
+	echo "stopped 0"
+	exit 0
+fi
 alive() { for p in $sups; do [ -d "/proc/$p" ] && return 0; done; return 1; }
 rc=0
 n=0

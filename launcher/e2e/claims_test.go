@@ -233,7 +233,6 @@ func TestKillStopsOneRunOnly(t *testing.T) {
 	other.Process.Signal(os.Interrupt)
 	other.Wait()
 	noLeftovers(t, f, 10*time.Second)
-	_ = filepath.Join
 }
 
 func atoi64(s string) int64 {
@@ -242,26 +241,27 @@ func atoi64(s string) int64 {
 }
 
 // TestKilledSupervisorReleasesClaims: kill -9 of a task's remote
-// supervisor frees its GPU and port at once (the flock dies with it), its
-// task is stopped, and the run fails.
+// supervisor frees its GPU and port at once (its holders end with it), its
+// task is stopped, the run fails, and nothing is left on the host.
 func TestKilledSupervisorReleasesClaims(t *testing.T) {
 	f := sshtest.Start(t, sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	args, _ := runArgs(t, f, "--name", "sup", "--workers", "1", "--", "sh", "-c", "echo started; exec sleep 300")
 	cmd, errb := startRun(t, f, args...)
 	waitForClaims(t, f, 1)
-	// The supervisor's subshells (stdin reader, watchdog) share its command
-	// line: the supervisor is the match whose parent is not one.
-	matches := map[int]bool{}
-	for _, p := range f.Host("s1").Leftovers() {
-		if strings.Contains(p, "iflag=fullblock") {
-			matches[int(atoi64(strings.Fields(p)[0]))] = true
-		}
-	}
+	hbBefore, _ := filepath.Glob("/tmp/tfhive-hb.*")
+	// The supervisor is the labelled bash whose parent is its last claim
+	// holder (a flock); its subshells' parent is the supervisor.
 	var sup int
-	for pid := range matches {
+	for _, p := range f.Host("s1").Leftovers() {
+		fields := strings.Fields(p)
+		pid := int(atoi64(fields[0]))
 		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) > 1 && !matches[int(atoi64(fields[1]))] {
+		after := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(after) < 2 || !strings.Contains(p, "tfhive-sup") {
+			continue
+		}
+		parent, _ := os.ReadFile("/proc/" + after[1] + "/comm")
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "bash" && strings.TrimSpace(string(parent)) == "flock" {
 			sup = pid
 		}
 	}
@@ -286,4 +286,7 @@ func TestKilledSupervisorReleasesClaims(t *testing.T) {
 		t.Errorf("the run should fail when its supervisor is killed:\n%s", errb.String())
 	}
 	noLeftovers(t, f, 15*time.Second)
+	if hb, _ := filepath.Glob("/tmp/tfhive-hb.*"); len(hb) > len(hbBefore) {
+		t.Errorf("files left in /tmp: %v", hb)
+	}
 }

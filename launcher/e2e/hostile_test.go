@@ -1,0 +1,243 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe/sshtest"
+)
+
+// A shared host as a hostile colleague finds it: alice runs tfhive there,
+// mallory is another local user acting directly on the machine.
+type sharedHost struct {
+	f              *sshtest.Fleet
+	h              *sshtest.Host
+	alice, mallory *sshtest.User
+	aliceHosts     string
+	uuids          []string // the host's GPU UUIDs, by index
+}
+
+func newSharedHost(t *testing.T) *sharedHost {
+	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
+	s := &sharedHost{f: f, h: f.Host("h1"), alice: sshtest.AddUser(t, "alice"), mallory: sshtest.AddUser(t, "mallory")}
+	s.aliceHosts = f.HostsYAMLAs(t, s.alice)
+	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "status", "--json")...)
+	wantCode(t, r, 0)
+	var doc struct {
+		Hosts []struct{ GPUs []struct{ UUID string } }
+	}
+	json.Unmarshal([]byte(r.stdout), &doc)
+	for _, g := range doc.Hosts[0].GPUs {
+		s.uuids = append(s.uuids, g.UUID)
+	}
+	if len(s.uuids) != 2 {
+		t.Fatalf("status: %s", r.stdout)
+	}
+	return s
+}
+
+// as runs tfhive logged in to the host as alice.
+func (s *sharedHost) as(args ...string) []string {
+	return append([]string{args[0], "--hosts", s.aliceHosts, "--ssh-config", s.f.SSHConfig}, args[1:]...)
+}
+
+func (s *sharedHost) lockFile(name string) string {
+	return filepath.Join(s.h.ClaimsDir(), "tfhive-claim."+name+".lock")
+}
+
+// mallorySh runs a shell command as mallory on the machine.
+func (s *sharedHost) mallorySh(t *testing.T, script string) string {
+	t.Helper()
+	out, err := s.mallory.Command("/bin/sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("as mallory: %s: %v\n%s", script, err, out)
+	}
+	return string(out)
+}
+
+// background starts a long-lived command as u that prints "ready" first.
+func background(t *testing.T, u *sshtest.User, script string) *exec.Cmd {
+	t.Helper()
+	cmd := u.Command("/bin/bash", "-c", script)
+	cmd.SysProcAttr.Setpgid = true
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("%s: %q", script, line)
+	}
+	return cmd
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// A symlink planted as a lock file is never written through, by root or
+// by anyone: its GPU is blocked, named with its owner; the rest is used.
+func TestHostilePlantedSymlink(t *testing.T) {
+	s := newSharedHost(t)
+	precious := filepath.Join(s.f.Dir, "precious")
+	os.WriteFile(precious, []byte("root's own\n"), 0o644)
+	s.mallorySh(t, "ln -s "+precious+" "+s.lockFile("gpu-"+s.uuids[0]))
+
+	st := tfhive(t, s.f.Env(), s.f.Dir, fleetArgs(s.f, "status")...)
+	wantCode(t, st, 0)
+	wantContains(t, "status", st.stdout, "blocked", "is a symbolic link owned by "+s.mallory.Name)
+
+	// Root (the fleet's own hosts file) runs on the free GPU.
+	args, _ := runArgs(t, s.f, "--workers", "1", "--", "sh", "-c", "echo gpus=$CUDA_VISIBLE_DEVICES")
+	r := tfhive(t, s.f.Env(), s.f.Dir, args...)
+	wantCode(t, r, 0)
+	wantContains(t, "run", r.stdout, "gpus=1")
+	// Two GPUs are one too many: exit 3 naming the file and its owner,
+	// once, without retrying.
+	args, _ = runArgs(t, s.f, "--workers", "2", "--", "true")
+	r = tfhive(t, s.f.Env(), s.f.Dir, args...)
+	wantCode(t, r, 3)
+	wantContains(t, "run", r.stderr, s.lockFile("gpu-"+s.uuids[0])+" is a symbolic link owned by "+s.mallory.Name)
+	if strings.Contains(r.stderr, "trying again") {
+		t.Errorf("a blocked GPU was retried:\n%s", r.stderr)
+	}
+	if data, _ := os.ReadFile(precious); string(data) != "root's own\n" {
+		t.Errorf("the symlink's target was written: %q", data)
+	}
+}
+
+// A claims directory someone else owns is refused, and nothing is written
+// in it.
+func TestHostileClaimsDirOwner(t *testing.T) {
+	s := newSharedHost(t)
+	os.Chown(s.h.ClaimsDir(), s.mallory.UID, s.mallory.GID)
+	args, _ := runArgs(t, s.f, "--workers", "1", "--", "true")
+	r := tfhive(t, s.f.Env(), s.f.Dir, args...)
+	wantCode(t, r, 3)
+	wantContains(t, "run", r.stderr, "is owned by "+s.mallory.Name+", not by root or you")
+	if entries, _ := os.ReadDir(s.h.ClaimsDir()); len(entries) != 0 {
+		t.Errorf("files written in mallory's directory: %v", entries)
+	}
+}
+
+// A lock file mallory made unreadable blocks its GPU: status says
+// blocked with her name, a run that needs it exits 3 once, naming her.
+func TestHostileUnreadableLock(t *testing.T) {
+	s := newSharedHost(t)
+	s.mallorySh(t, "umask 077; echo x >"+s.lockFile("gpu-"+s.uuids[1]))
+	st := tfhive(t, s.f.Env(), s.f.Dir, s.as("status")...)
+	wantCode(t, st, 0)
+	rows := rowsOf(st.stdout, "h1")
+	if len(rows) != 2 || rows[0][5] != "free" || rows[1][5] != "blocked" || !strings.Contains(rows[1][6], "owned by "+s.mallory.Name+" and not readable") {
+		t.Errorf("status rows %q", rows)
+	}
+	args, _ := runArgs(t, s.f, "--workers", "2", "--", "true")
+	args[2] = s.aliceHosts
+	r := tfhive(t, s.f.Env(), s.f.Dir, args...)
+	wantCode(t, r, 3)
+	wantContains(t, "run", r.stderr, "owned by "+s.mallory.Name+" and not readable")
+	if n := strings.Count(r.stderr, "tfhive: error"); n != 1 || strings.Contains(r.stderr, "trying again") {
+		t.Errorf("want one error and no retries:\n%s", r.stderr)
+	}
+}
+
+// Forged claims: mallory holds a lock labelled with alice's run id and
+// writes pgid=1 and alice's name into the files. ps shows mallory's claim
+// as hers; alice's kill stops exactly her own run's tasks and nothing
+// else of hers or of mallory's.
+func TestHostileForgedClaims(t *testing.T) {
+	s := newSharedHost(t)
+	// Alice's bystander process: kill -TERM -1 or a wrong group would end it.
+	bystander := background(t, s.alice, "echo ready; exec sleep 300")
+	runArgv, logDir := runArgs(t, s.f, "--name", "victim", "--workers", "1", "--", "sh", "-c", "echo started; exec sleep 300")
+	runArgv[2] = s.aliceHosts
+	run, runErr := startRun(t, s.f, runArgv...)
+
+	forged := s.lockFile("port-39999")
+	s.mallorySh(t, "printf 'run=victim task=worker:0 user="+s.alice.Name+" since=1 pgid=1\\n' >"+forged)
+	for _, f := range []string{s.lockFile("gpu-" + s.uuids[0]), s.lockFile("gpu-" + s.uuids[1])} {
+		if _, err := os.Stat(f); err != nil {
+			continue // the GPU alice's run does not use
+		}
+		// Her text in alice's files: she cannot write them.
+		if err := s.mallory.Command("/bin/sh", "-c", "echo pgid=1 >"+f).Run(); err == nil {
+			t.Errorf("mallory could write %s", f)
+		}
+	}
+	fake := background(t, s.mallory, "exec 4<"+forged+"; echo ready; exec flock -n -o /proc/self/fd/4 bash --norc -c 'sleep 300' tfhive-sup "+
+		s.h.ClaimsDir()+" victim worker:7 port:39999")
+
+	ps := tfhive(t, s.f.Env(), s.f.Dir, s.as("ps", "--json")...)
+	var doc struct{ Runs []launcher.RunOnHost }
+	json.Unmarshal([]byte(ps.stdout), &doc)
+	users := map[string][]string{}
+	for _, r := range doc.Runs {
+		users[r.User] = append(users[r.User], r.RunID+" "+strings.Join(r.Tasks, ","))
+	}
+	if len(doc.Runs) != 2 || users[s.alice.Name][0] != "victim worker:0" || users[s.mallory.Name][0] != "victim worker:7" {
+		t.Fatalf("ps: %+v", doc.Runs)
+	}
+
+	r := tfhive(t, s.f.Env(), s.f.Dir, s.as("kill", "--grace", "2s", "victim")...)
+	wantCode(t, r, 0)
+	wantContains(t, "kill", r.stdout, "stopped run victim on h1 (1 task)")
+	wantContains(t, "kill", r.stderr, s.mallory.Name+" holds claims labelled victim on h1; left alone")
+	if err := run.Wait(); err == nil {
+		t.Errorf("the killed run should fail:\n%s", runErr)
+	}
+	if task := summaryOf(t, logDir).Tasks[0]; task.ExitCode == nil || *task.ExitCode != 143 {
+		t.Errorf("task %+v, want stopped by SIGTERM", task)
+	}
+	if !alive(bystander.Process.Pid) || !alive(fake.Process.Pid) {
+		t.Error("kill signalled a process outside the run")
+	}
+
+	// Mallory's kill of alice's run: refused, exit 1, nothing stopped.
+	run2Argv, _ := runArgs(t, s.f, "--name", "victim2", "--workers", "1", "--", "sh", "-c", "echo started; exec sleep 300")
+	run2Argv[2] = s.aliceHosts
+	run2, _ := startRun(t, s.f, run2Argv...)
+	malloryHosts := s.f.HostsYAMLAs(t, s.mallory)
+	r = tfhive(t, s.f.Env(), s.f.Dir, "kill", "--hosts", malloryHosts, "--ssh-config", s.f.SSHConfig, "victim2")
+	wantCode(t, r, 1)
+	wantContains(t, "kill", r.stderr, "run victim2 is not yours to stop: "+s.alice.Name+" holds claims labelled victim2 on h1")
+	if run2.ProcessState != nil {
+		t.Error("mallory's kill stopped alice's run")
+	}
+	run2.Process.Signal(os.Interrupt)
+	run2.Wait()
+}
+
+// Deleting a lock file: mallory cannot delete alice's; one mallory made
+// herself she can delete while alice holds it, and the claim still stands
+// (its holder's label names it), so nobody is double-booked.
+func TestHostileDeletedLock(t *testing.T) {
+	s := newSharedHost(t)
+	mine := s.lockFile("gpu-" + s.uuids[0])
+	s.mallorySh(t, ": >"+mine) // mallory's file, readable: usable by all
+	runArgv, _ := runArgs(t, s.f, "--name", "holder", "--workers", "2", "--", "sh", "-c", "echo started; exec sleep 300")
+	runArgv[2] = s.aliceHosts
+	run, _ := startRun(t, s.f, runArgv...)
+
+	if err := s.mallory.Command("rm", "-f", s.lockFile("gpu-"+s.uuids[1])).Run(); err == nil {
+		if _, err := os.Stat(s.lockFile("gpu-" + s.uuids[1])); err != nil {
+			t.Fatal("mallory deleted alice's lock file")
+		}
+	}
+	s.mallorySh(t, "rm -f "+mine)
+
+	st := tfhive(t, s.f.Env(), s.f.Dir, fleetArgs(s.f, "status")...)
+	rows := rowsOf(st.stdout, "h1")
+	if len(rows) != 2 || rows[0][5] != "claimed" || rows[1][5] != "claimed" {
+		t.Errorf("status after the delete: %q", rows)
+	}
+	args, _ := runArgs(t, s.f, "--workers", "1", "--", "true")
+	r := tfhive(t, s.f.Env(), s.f.Dir, args...)
+	wantCode(t, r, 3)
+	run.Process.Signal(os.Interrupt)
+	run.Wait()
+}
