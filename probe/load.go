@@ -198,7 +198,7 @@ func (r resolver) resolveDepth(e hostEntry, d hostSettings, source string, depth
 			h.IdentityFiles = append(h.IdentityFiles, r.expandPath(tok.expand(f)))
 		}
 	} else {
-		for _, f := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+		for _, f := range defaultIdentities {
 			h.IdentityFiles = append(h.IdentityFiles, filepath.Join(r.opts.Home, ".ssh", f))
 		}
 	}
