@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -372,4 +373,45 @@ func TestDialHostKeyErrors(t *testing.T) {
 			t.Fatalf("strict dial after accept-new: %s", herr.Message)
 		}
 	})
+}
+
+// known_hosts holds an ed25519 key for the host, the server has only an
+// ecdsa one: x/crypto says "no common algorithm for host key"; tfhive says
+// which types each side has and what to do.
+func TestDialNoCommonHostKeyType(t *testing.T) {
+	edKey, ecKey := newSigner(t, false), newSigner(t, true)
+	good, goodPriv := clientKey(t)
+	srv := startServer(t, &ssh.ServerConfig{PublicKeyCallback: acceptKey(good.PublicKey())}, ecKey)
+	kh := srv.knownHostsFor(t, edKey.PublicKey())
+	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, srv.host(kh, writeKey(t, good, goodPriv, "")))
+	port := strconv.Itoa(srv.port)
+	wantHostError(t, herr, ErrHostKeyChanged,
+		"known_hosts has ssh-ed25519 for this host ("+kh+":1), the server offers ecdsa-sha2-nistp256",
+		"add its current key (`ssh-keyscan -p "+port+" 127.0.0.1`, after checking the fingerprint) or remove the stale line (`ssh-keygen -R '[127.0.0.1]:"+port+"'`)")
+}
+
+// A malformed known_hosts line costs a warning through SSHOptions.Warn, not
+// the connection.
+func TestDialSkipsMalformedKnownHostsLine(t *testing.T) {
+	hostKey := newSigner(t, false)
+	good, goodPriv := clientKey(t)
+	srv := startServer(t, &ssh.ServerConfig{PublicKeyCallback: acceptKey(good.PublicKey())}, hostKey)
+	kh := srv.knownHostsFor(t, hostKey.PublicKey())
+	data, _ := os.ReadFile(kh)
+	writeFile(t, filepath.Dir(kh), "known_hosts", "gpu09 ssh-ed25519 AAAA!!!!\n"+string(data))
+	var w warnings
+	h := srv.host(kh, writeKey(t, good, goodPriv, ""))
+	d := NewDialer(SSHOptions{ConnectTimeout: 5 * time.Second, Warn: w.add})
+	defer d.Close()
+	for range 2 {
+		c, herr := d.Dial(context.Background(), h)
+		if herr != nil {
+			t.Fatalf("dial: %s: %s", herr.Kind, herr.Message)
+		}
+		c.Close()
+	}
+	want := []string{kh + ":1: the key is not valid base64 (illegal base64 data at input byte 4) (line skipped)"}
+	if got := w.take(); !reflect.DeepEqual(got, want) {
+		t.Errorf("warnings\n got: %q\nwant: %q", got, want)
+	}
 }
