@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -126,14 +125,6 @@ func isDevNull(st fs.FileInfo) bool {
 	}
 	null, err := os.Stat(os.DevNull)
 	return err == nil && os.SameFile(st, null)
-}
-
-// isRefusedFile reports whether readLocalFile refused the file for what it
-// is rather than failed to read it.
-func isRefusedFile(err error) bool {
-	var tl *fileTooLargeError
-	var nr *notRegularError
-	return errors.As(err, &tl) || errors.As(err, &nr)
 }
 
 // sizeString prints a byte count the way the caps are written: "4 MiB",
