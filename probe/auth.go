@@ -3,8 +3,10 @@ package probe
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"net"
-	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,10 +64,13 @@ func (k *keyring) file(path string) fileKey {
 		return fk
 	}
 	var fk fileKey
-	data, err := os.ReadFile(path)
+	data, err := readLocalFile(path, maxIdentityFileSize)
+	var pe *fs.PathError
 	switch {
-	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
 		fk.skip = "missing"
+	case errors.As(err, &pe):
+		fk.skip = pe.Err.Error()
 	case err != nil:
 		fk.skip = err.Error()
 	default:
@@ -88,27 +93,54 @@ func (k *keyring) file(path string) fileKey {
 // was tried, for the authentication-failed message.
 func (k *keyring) authFor(h Host) ([]ssh.Signer, string) {
 	signers := append([]ssh.Signer(nil), k.agentKeys()...)
-	var tried []string
+	var tried, unusable, missing []string
 	if n := len(signers); n > 0 {
 		tried = append(tried, plural(n, "key")+" from ssh-agent")
 	}
 	for _, path := range h.IdentityFiles {
 		fk := k.file(path)
-		if fk.signer == nil {
-			if fk.skip != "missing" {
-				tried = append(tried, path+" ("+fk.skip+")")
+		switch {
+		case fk.signer != nil:
+			if !hasKey(signers, fk.signer.PublicKey()) {
+				signers = append(signers, fk.signer)
 			}
-			continue
+			tried = append(tried, path)
+		case fk.skip != "missing":
+			tried = append(tried, path+" ("+fk.skip+")")
+			unusable = append(unusable, path+" ("+fk.skip+")")
+		default:
+			// A default key one does not have goes unmentioned, as in
+			// OpenSSH; a key file named in the hosts file or ssh config
+			// is worth a word (a typo in identity_file: looks like this).
+			if !isDefaultIdentity(path) {
+				tried = append(tried, path+" (does not exist)")
+			}
+			missing = append(missing, path)
 		}
-		if !hasKey(signers, fk.signer.PublicKey()) {
-			signers = append(signers, fk.signer)
+	}
+	if len(signers) > 0 {
+		return signers, strings.Join(tried, ", ")
+	}
+	desc := append([]string{"no keys: ssh-agent has none"}, unusable...)
+	switch len(missing) {
+	case 0:
+		if len(unusable) == 0 {
+			desc = append(desc, "no identity file is set")
 		}
-		tried = append(tried, path)
+	case 1:
+		desc = append(desc, missing[0]+" does not exist")
+	default:
+		desc = append(desc, "none of "+strings.Join(missing, ", ")+" exists")
 	}
-	if len(tried) == 0 {
-		return nil, "no keys: ssh-agent has none and no identity file exists"
-	}
-	return signers, strings.Join(tried, ", ")
+	return nil, strings.Join(desc, ", ")
+}
+
+// defaultIdentities are the identity files tried when neither the hosts file
+// nor the ssh config names one, as OpenSSH does (in ~/.ssh).
+var defaultIdentities = []string{"id_ed25519", "id_ecdsa", "id_rsa"}
+
+func isDefaultIdentity(path string) bool {
+	return filepath.Base(filepath.Dir(path)) == ".ssh" && slices.Contains(defaultIdentities, filepath.Base(path))
 }
 
 func hasKey(signers []ssh.Signer, pub ssh.PublicKey) bool {

@@ -24,6 +24,11 @@ type SSHOptions struct {
 	KeepAlive    time.Duration
 	KeepAliveMax int
 	AgentSocket  string
+	// Warn receives problems tfhive works around, such as a malformed
+	// known_hosts line that is skipped: one message per call, without the
+	// "tfhive: warning: " prefix, never two calls at once. Nil prints them
+	// on stderr with that prefix.
+	Warn func(msg string)
 }
 
 func (o *SSHOptions) setDefaults() {
@@ -56,7 +61,7 @@ type jumpConn struct {
 
 func NewDialer(o SSHOptions) *Dialer {
 	o.setDefaults()
-	return &Dialer{opts: o, keys: newHostKeys(o.AcceptNewHostKeys), auth: newKeyring(o.AgentSocket), jumps: map[string]*jumpConn{}}
+	return &Dialer{opts: o, keys: newHostKeys(o.AcceptNewHostKeys, o.Warn), auth: newKeyring(o.AgentSocket), jumps: map[string]*jumpConn{}}
 }
 
 // Dial connects to h (through its jump hosts) and returns an Executor.
@@ -117,7 +122,7 @@ func (d *Dialer) Close() {
 func (d *Dialer) dialOne(ctx context.Context, h Host, via *ssh.Client) (*ssh.Client, *HostError) {
 	addr := net.JoinHostPort(h.Address, strconv.Itoa(h.Port))
 	timeout := d.opts.ConnectTimeout
-	cb, algos, err := d.keys.config(h)
+	hc, err := d.keys.config(h)
 	if err != nil {
 		return nil, &HostError{Kind: ErrSSH, Message: err.Error()}
 	}
@@ -142,11 +147,11 @@ func (d *Dialer) dialOne(ctx context.Context, h Host, via *ssh.Client) (*ssh.Cli
 			}),
 		},
 		HostKeyCallback: func(hostname string, remote net.Addr, key ssh.PublicKey) error {
-			err := cb(hostname, remote, key)
+			err := hc.callback(hostname, remote, key)
 			errors.As(err, &hkErr)
 			return err
 		},
-		HostKeyAlgorithms: algos,
+		HostKeyAlgorithms: hc.algos,
 		Timeout:           timeout,
 	}
 
@@ -180,9 +185,12 @@ func (d *Dialer) dialOne(ctx context.Context, h Host, via *ssh.Client) (*ssh.Cli
 	}
 	if err != nil {
 		conn.Close()
+		var negErr *ssh.AlgorithmNegotiationError
 		switch {
 		case hkErr != nil:
 			return nil, &HostError{Kind: hkErr.kind, Message: hkErr.msg, Hint: hkErr.hint}
+		case errors.As(err, &negErr) && negErr.What == "host key" && len(hc.known) > 0:
+			return nil, noCommonHostKeyError(h, hc.known, negErr.RequestedAlgorithms)
 		case wantedPassword && !triedKeys:
 			return nil, &HostError{Kind: ErrAuth, Message: fmt.Sprintf("authentication failed for user %s: the server accepts only passwords and tfhive never prompts (BatchMode)", h.User),
 				Hint: "enable public key authentication on the host and install your key (ssh-copy-id)"}

@@ -11,7 +11,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,11 +234,13 @@ func TestDialAuthFailureListsWhatWasTried(t *testing.T) {
 	h := srv.host(srv.knownHostsFor(t, hostKey.PublicKey()), missing, lockedFile, goodFile, garbage)
 	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, h)
 	wantHostError(t, herr, ErrAuth,
-		"authentication failed for user me (tried "+lockedFile+" (passphrase-protected and not in ssh-agent), "+goodFile+", "+
+		"authentication failed for user me (tried "+missing+" (does not exist), "+lockedFile+" (passphrase-protected and not in ssh-agent), "+goodFile+", "+
 			garbage+" (unreadable key: ssh: no key found))",
 		"check the user name and that your public key is in the host's authorized_keys")
 }
 
+// With no key to offer, the message names every file looked at: a typo in
+// identity_file: must not read as "no identity file exists".
 func TestDialAuthNoKeys(t *testing.T) {
 	hostKey := newSigner(t, false)
 	srv := startServer(t, &ssh.ServerConfig{
@@ -244,10 +248,57 @@ func TestDialAuthNoKeys(t *testing.T) {
 			return nil, os.ErrPermission
 		},
 	}, hostKey)
-	h := srv.host(srv.knownHostsFor(t, hostKey.PublicKey()), filepath.Join(t.TempDir(), "id_missing"))
-	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, h)
+	kh := srv.knownHostsFor(t, hostKey.PublicKey())
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "id_typo")
+	home := filepath.Join(dir, "home/.ssh")
+	defaults := []string{filepath.Join(home, "id_ed25519"), filepath.Join(home, "id_ecdsa"), filepath.Join(home, "id_rsa")}
+	locked, lockedPriv := clientKey(t)
+	lockedFile := writeKey(t, locked, lockedPriv, "s3cret")
+	tests := []struct {
+		name  string
+		files []string
+		tried string
+	}{
+		{"identity_file missing", []string{typo},
+			"no keys: ssh-agent has none, " + typo + " does not exist"},
+		{"default keys missing", defaults,
+			"no keys: ssh-agent has none, none of " + strings.Join(defaults, ", ") + " exists"},
+		{"locked key and a missing one", []string{lockedFile, typo},
+			"no keys: ssh-agent has none, " + lockedFile + " (passphrase-protected and not in ssh-agent), " + typo + " does not exist"},
+		{"endless device", []string{"/dev/zero"},
+			"no keys: ssh-agent has none, /dev/zero (not a regular file (a character device))"},
+		{"no identity file at all", nil,
+			"no keys: ssh-agent has none, no identity file is set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, srv.host(kh, tt.files...))
+			wantHostError(t, herr, ErrAuth,
+				"authentication failed for user me (tried "+tt.tried+")",
+				"check the user name and that your public key is in the host's authorized_keys")
+		})
+	}
+}
+
+// A key was offered: the default key files one does not have go
+// unmentioned, as in OpenSSH, but a named one that is missing does not.
+func TestDialAuthMissingIdentityBesideUsableKey(t *testing.T) {
+	hostKey := newSigner(t, false)
+	srv := startServer(t, &ssh.ServerConfig{
+		PublicKeyCallback: func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) {
+			return nil, os.ErrPermission
+		},
+	}, hostKey)
+	good, goodPriv := clientKey(t)
+	goodFile := writeKey(t, good, goodPriv, "")
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "id_typo")
+	def := filepath.Join(dir, ".ssh/id_rsa")
+	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second},
+		srv.host(srv.knownHostsFor(t, hostKey.PublicKey()), goodFile, typo, def))
 	wantHostError(t, herr, ErrAuth,
-		"authentication failed for user me (tried no keys: ssh-agent has none and no identity file exists)",
+		"authentication failed for user me (tried "+goodFile+", "+typo+" (does not exist))",
 		"check the user name and that your public key is in the host's authorized_keys")
 }
 
@@ -322,4 +373,45 @@ func TestDialHostKeyErrors(t *testing.T) {
 			t.Fatalf("strict dial after accept-new: %s", herr.Message)
 		}
 	})
+}
+
+// known_hosts holds an ed25519 key for the host, the server has only an
+// ecdsa one: x/crypto says "no common algorithm for host key"; tfhive says
+// which types each side has and what to do.
+func TestDialNoCommonHostKeyType(t *testing.T) {
+	edKey, ecKey := newSigner(t, false), newSigner(t, true)
+	good, goodPriv := clientKey(t)
+	srv := startServer(t, &ssh.ServerConfig{PublicKeyCallback: acceptKey(good.PublicKey())}, ecKey)
+	kh := srv.knownHostsFor(t, edKey.PublicKey())
+	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, srv.host(kh, writeKey(t, good, goodPriv, "")))
+	port := strconv.Itoa(srv.port)
+	wantHostError(t, herr, ErrHostKeyChanged,
+		"known_hosts has ssh-ed25519 for this host ("+kh+":1), the server offers ecdsa-sha2-nistp256",
+		"add its current key (`ssh-keyscan -p "+port+" 127.0.0.1`, after checking the fingerprint) or remove the stale line (`ssh-keygen -R '[127.0.0.1]:"+port+"'`)")
+}
+
+// A malformed known_hosts line costs a warning through SSHOptions.Warn, not
+// the connection.
+func TestDialSkipsMalformedKnownHostsLine(t *testing.T) {
+	hostKey := newSigner(t, false)
+	good, goodPriv := clientKey(t)
+	srv := startServer(t, &ssh.ServerConfig{PublicKeyCallback: acceptKey(good.PublicKey())}, hostKey)
+	kh := srv.knownHostsFor(t, hostKey.PublicKey())
+	data, _ := os.ReadFile(kh)
+	writeFile(t, filepath.Dir(kh), "known_hosts", "gpu09 ssh-ed25519 AAAA!!!!\n"+string(data))
+	var w warnings
+	h := srv.host(kh, writeKey(t, good, goodPriv, ""))
+	d := NewDialer(SSHOptions{ConnectTimeout: 5 * time.Second, Warn: w.add})
+	defer d.Close()
+	for range 2 {
+		c, herr := d.Dial(context.Background(), h)
+		if herr != nil {
+			t.Fatalf("dial: %s: %s", herr.Kind, herr.Message)
+		}
+		c.Close()
+	}
+	want := []string{kh + ":1: the key is not valid base64 (illegal base64 data at input byte 4) (line skipped)"}
+	if got := w.take(); !reflect.DeepEqual(got, want) {
+		t.Errorf("warnings\n got: %q\nwant: %q", got, want)
+	}
 }

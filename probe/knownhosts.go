@@ -23,12 +23,21 @@ import (
 // seen by later connections.
 type hostKeys struct {
 	acceptNew bool
+	warn      func(string) // called with k.mu held, so never concurrently
 	mu        sync.Mutex
 	added     map[string]ssh.PublicKey // key-lookup name → key appended this run
+	dbs       map[string]*khDB         // see database
+	warned    map[string]bool
 }
 
-func newHostKeys(acceptNew bool) *hostKeys {
-	return &hostKeys{acceptNew: acceptNew, added: map[string]ssh.PublicKey{}}
+// newHostKeys checks host keys; warn receives what is wrong in a known_hosts
+// file that is used anyway (nil: printed on stderr).
+func newHostKeys(acceptNew bool, warn func(string)) *hostKeys {
+	if warn == nil {
+		warn = func(msg string) { fmt.Fprintf(os.Stderr, "tfhive: warning: %s\n", msg) }
+	}
+	return &hostKeys{acceptNew: acceptNew, warn: warn, added: map[string]ssh.PublicKey{},
+		dbs: map[string]*khDB{}, warned: map[string]bool{}}
 }
 
 // probeKey is a key no known_hosts file holds: checking it makes knownhosts
@@ -60,40 +69,46 @@ type hostKeyError struct {
 
 func (e *hostKeyError) Error() string { return e.msg }
 
-// config returns the callback and the host key algorithms to offer. Pinning
-// the algorithms to those of the known keys matters: otherwise a server that
-// prefers ed25519 while known_hosts holds its ecdsa key would look like a
-// changed key.
-func (k *hostKeys) config(h Host) (ssh.HostKeyCallback, []string, error) {
-	var files []string
-	for _, f := range h.KnownHostsFiles {
-		if _, err := os.Stat(f); err == nil {
-			files = append(files, f)
-		}
+// hostKeyCheck is how one host's key is checked.
+type hostKeyCheck struct {
+	callback ssh.HostKeyCallback
+	// algos are the host key algorithms to ask for: those of the known
+	// keys. Pinning them matters: otherwise a server that prefers ed25519
+	// while known_hosts holds its ecdsa key would look like a changed key.
+	// Nil (no known key) leaves x/crypto's defaults.
+	algos []string
+	// known are the keys known_hosts holds for the host (or this run added),
+	// to explain a server that offers none of their types.
+	known []knownhosts.KnownKey
+}
+
+func (k *hostKeys) config(h Host) (*hostKeyCheck, error) {
+	k.mu.Lock()
+	check, err := k.database(h.KnownHostsFiles)
+	k.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
 	db := func(string, net.Addr, ssh.PublicKey) error { return &knownhosts.KeyError{} }
-	if len(files) > 0 {
-		cb, err := knownhosts.New(files...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("known_hosts: %v", err)
-		}
-		db = cb
+	if check != nil {
+		db = check
 	}
 	name := lookupName(h)
 	dummy := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: h.Port}
 
-	var algos []string
+	hc := &hostKeyCheck{}
 	var ke *knownhosts.KeyError
 	if err := db(name, dummy, probeKey); errors.As(err, &ke) {
-		for _, w := range ke.Want {
-			algos = appendAlgos(algos, w.Key.Type())
-		}
+		hc.known = ke.Want
 	}
 	k.mu.Lock()
 	if added, ok := k.added[name]; ok {
-		algos = appendAlgos(algos, added.Type())
+		hc.known = append(hc.known, knownhosts.KnownKey{Key: added})
 	}
 	k.mu.Unlock()
+	for _, kk := range hc.known {
+		hc.algos = appendAlgos(hc.algos, kk.Key.Type())
+	}
 
 	display := knownhosts.Normalize(name)
 	cb := func(_ string, remote net.Addr, key ssh.PublicKey) error {
@@ -118,7 +133,8 @@ func (k *hostKeys) config(h Host) (ssh.HostKeyCallback, []string, error) {
 		}
 		return k.unknown(h, name, key)
 	}
-	return cb, algos, nil
+	hc.callback = cb
+	return hc, nil
 }
 
 // unknown handles a host missing from known_hosts: refused unless
@@ -189,4 +205,31 @@ func appendAlgos(algos []string, keyType string) []string {
 		}
 	}
 	return algos
+}
+
+// noCommonHostKeyError explains a server that offers no key of the types
+// known_hosts holds for it (x/crypto only says "no common algorithm for host
+// key"). Refused like a changed key: the key that was trusted is not shown.
+func noCommonHostKeyError(h Host, known []knownhosts.KnownKey, offered []string) *HostError {
+	var types, where []string
+	for _, kk := range known {
+		if t := kk.Key.Type(); !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+		if kk.Filename != "" {
+			where = append(where, kk.Filename+":"+strconv.Itoa(kk.Line))
+		}
+	}
+	msg := "known_hosts has " + strings.Join(types, ", ") + " for this host"
+	if len(where) > 0 {
+		msg += " (" + strings.Join(where, ", ") + ")"
+	}
+	msg += ", the server offers " + strings.Join(offered, ", ")
+	keyscan := "ssh-keyscan " + shellescape.Quote(h.Address)
+	if h.Port != 22 {
+		keyscan = "ssh-keyscan -p " + strconv.Itoa(h.Port) + " " + shellescape.Quote(h.Address)
+	}
+	return &HostError{Kind: ErrHostKeyChanged, Message: msg,
+		Hint: fmt.Sprintf("add its current key (`%s`, after checking the fingerprint) or remove the stale line (`ssh-keygen -R %s`)",
+			keyscan, shellescape.Quote(knownhosts.Normalize(lookupName(h))))}
 }

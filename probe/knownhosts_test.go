@@ -59,11 +59,16 @@ var remoteAddr = &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 22}
 // checkKey runs the callback config returns, as the SSH handshake would.
 func checkKey(t *testing.T, k *hostKeys, h Host, key ssh.PublicKey) (algos []string, err error) {
 	t.Helper()
-	cb, algos, err := k.config(h)
+	hc, err := k.config(h)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	return algos, cb(net.JoinHostPort(h.Address, strconv.Itoa(h.Port)), remoteAddr, key)
+	return hc.algos, hc.callback(net.JoinHostPort(h.Address, strconv.Itoa(h.Port)), remoteAddr, key)
+}
+
+// noWarnings fails the test on any warning.
+func noWarnings(t *testing.T) func(string) {
+	return func(msg string) { t.Errorf("unexpected warning: %s", msg) }
 }
 
 func wantHostKeyError(t *testing.T, err error, kind ErrorKind, msg, hint string) {
@@ -129,7 +134,7 @@ func TestHostKeysAccept(t *testing.T) {
 			file := writeFile(t, dir, "known_hosts", tt.kh)
 			h := tt.host
 			h.KnownHostsFiles = []string{filepath.Join(dir, "missing"), file, filepath.Join(dir, "also/missing")}
-			algos, err := checkKey(t, newHostKeys(false), h, tt.key)
+			algos, err := checkKey(t, newHostKeys(false, noWarnings(t)), h, tt.key)
 			if err != nil {
 				t.Fatalf("key refused: %v", err)
 			}
@@ -204,7 +209,7 @@ func TestHostKeysRefuse(t *testing.T) {
 			h := tt.host
 			h.KnownHostsFiles = []string{file, missing}
 			before, _ := os.ReadFile(file)
-			algos, err := checkKey(t, newHostKeys(false), h, tt.key)
+			algos, err := checkKey(t, newHostKeys(false, noWarnings(t)), h, tt.key)
 			if err == nil {
 				t.Fatal("key accepted")
 			}
@@ -252,7 +257,7 @@ func TestHostKeysAcceptNew(t *testing.T) {
 			}
 			h := tt.host
 			h.KnownHostsFiles = []string{file, filepath.Join(dir, "global")}
-			k := newHostKeys(true)
+			k := newHostKeys(true, noWarnings(t))
 			if _, err := checkKey(t, k, h, tt.key); err != nil {
 				t.Fatalf("accept-new refused a new key: %v", err)
 			}
@@ -268,7 +273,7 @@ func TestHostKeysAcceptNew(t *testing.T) {
 			if _, err := checkKey(t, k, h, tt.key); err != nil {
 				t.Errorf("same key refused later in the same run: %v", err)
 			}
-			if _, err := checkKey(t, newHostKeys(false), h, tt.key); err != nil {
+			if _, err := checkKey(t, newHostKeys(false, noWarnings(t)), h, tt.key); err != nil {
 				t.Errorf("a fresh strict check refuses the appended key: %v", err)
 			}
 			// Earlier entries still readable.
@@ -277,7 +282,7 @@ func TestHostKeysAcceptNew(t *testing.T) {
 				if tt.host.Port == 2222 {
 					prev = Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
 				}
-				if _, err := checkKey(t, newHostKeys(false), prev, ed2); err != nil {
+				if _, err := checkKey(t, newHostKeys(false, noWarnings(t)), prev, ed2); err != nil {
 					t.Errorf("existing entry broken by the append: %v", err)
 				}
 			}
@@ -311,17 +316,17 @@ func TestHostKeysAcceptNewSameRun(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "known_hosts")
 	h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
-	k := newHostKeys(true)
+	k := newHostKeys(true, noWarnings(t))
 	var cbs []ssh.HostKeyCallback
 	for range 3 {
-		cb, algos, err := k.config(h)
+		hc, err := k.config(h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if algos != nil {
-			t.Fatalf("algos = %q before any key is known, want nil (library default)", algos)
+		if hc.algos != nil {
+			t.Fatalf("algos = %q before any key is known, want nil (library default)", hc.algos)
 		}
-		cbs = append(cbs, cb)
+		cbs = append(cbs, hc.callback)
 	}
 	if err := cbs[0]("gpu01:22", remoteAddr, ed); err != nil {
 		t.Fatalf("first key refused: %v", err)
@@ -336,9 +341,9 @@ func TestHostKeysAcceptNewSameRun(t *testing.T) {
 		t.Errorf("known_hosts = %q, want exactly %q", data, want)
 	}
 	// A config made after the append pins the algorithm of the added key.
-	_, algos, _ := k.config(h)
-	if want := []string{"ssh-ed25519"}; !reflect.DeepEqual(algos, want) {
-		t.Errorf("algos after accept-new = %q, want %q", algos, want)
+	hc, _ := k.config(h)
+	if want := []string{"ssh-ed25519"}; !reflect.DeepEqual(hc.algos, want) {
+		t.Errorf("algos after accept-new = %q, want %q", hc.algos, want)
 	}
 }
 
@@ -346,14 +351,14 @@ func TestHostKeysAcceptNewConcurrent(t *testing.T) {
 	ed, _, _, _ := hostTestKeys(t)
 	file := filepath.Join(t.TempDir(), "known_hosts")
 	h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
-	k := newHostKeys(true)
+	k := newHostKeys(true, noWarnings(t))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
 		wg.Go(func() {
-			cb, _, err := k.config(h)
+			hc, err := k.config(h)
 			if err == nil {
-				err = cb("gpu01:22", remoteAddr, ed)
+				err = hc.callback("gpu01:22", remoteAddr, ed)
 			}
 			errs <- err
 		})
@@ -376,9 +381,153 @@ func TestHostKeysAcceptNewUnwritable(t *testing.T) {
 	dir := t.TempDir()
 	blocker := writeFile(t, dir, "not-a-dir", "")
 	h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{filepath.Join(blocker, "known_hosts")}}
-	_, err := checkKey(t, newHostKeys(true), h, ed)
+	_, err := checkKey(t, newHostKeys(true, noWarnings(t)), h, ed)
 	var he *hostKeyError
 	if !errors.As(err, &he) || he.kind != ErrHostKeyUnknown || !strings.HasPrefix(he.msg, "cannot add host key to "+h.KnownHostsFiles[0]+": ") {
 		t.Errorf("error = %v, want cannot add host key to %s: …", err, h.KnownHostsFiles[0])
 	}
+}
+
+// warnings collects what a hostKeys warns about.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) add(msg string) { w.mu.Lock(); w.msgs = append(w.msgs, msg); w.mu.Unlock() }
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.msgs
+	w.msgs = nil
+	return m
+}
+
+// One malformed line must not make every host unreachable: like OpenSSH,
+// it is skipped with a warning naming file and line, once, and every other
+// line keeps working (with its own line number in messages).
+func TestHostKeysSkipMalformedLines(t *testing.T) {
+	ed, ed2, ec, rs := hostTestKeys(t)
+	edBlob := strings.Fields(khLine("x", ed))[2]
+	tests := []struct {
+		name, line, why string
+	}{
+		{"bad base64", "gpu09 ssh-ed25519 AAAA!!!!", "the key is not valid base64 (illegal base64 data at input byte 4)"},
+		{"truncated key", "gpu09 ssh-ed25519 " + edBlob[:20], "the ssh-ed25519 key is corrupt"},
+		{"unsupported type", "gpu09 ssh-foo AAAAB3NzaC1mb28=", "unsupported key type ssh-foo"},
+		{"host only", "gpu09", "no key type and key after the host names"},
+		{"no key", "gpu09 ssh-ed25519", "no key after the key type ssh-ed25519"},
+		{"unknown marker", "@bogus gpu09 ssh-ed25519 " + edBlob, `unknown marker "@bogus"`},
+		{"two markers", "@revoked @cert-authority gpu09 ssh-ed25519 " + edBlob, `unknown marker "@cert-authority"`},
+		{"type mismatch", "gpu09 ssh-rsa " + edBlob, "the key is ssh-ed25519, the line says ssh-rsa"},
+		{"bad hashed name", "|1|abc ssh-ed25519 " + edBlob, "bad hashed host name"},
+		{"hash type 2", "|2|c2FsdA==|aGFzaA== ssh-ed25519 " + edBlob, "bad hashed host name"},
+		{"bare negation", "gpu09,! ssh-ed25519 " + edBlob, "`!` without a host name"},
+		{"bad bracket", "[gpu09 ssh-ed25519 " + edBlob, `bad host pattern "[gpu09"`},
+		{"huge line", "gpu09 ssh-ed25519 " + strings.Repeat("A", 70<<10), "line longer than 32 KiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			kh := khLine("gpu00", ed2) + tt.line + "\n" + "# comment\r\n" + khLine("gpu01", ed) + khLine("gpu02", ec)
+			file := writeFile(t, dir, "known_hosts", kh)
+			var w warnings
+			k := newHostKeys(false, w.add)
+			h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
+			algos, err := checkKey(t, k, h, ed)
+			if err != nil {
+				t.Fatalf("key on line 4 refused: %v", err)
+			}
+			if want := []string{"ssh-ed25519"}; !reflect.DeepEqual(algos, want) {
+				t.Errorf("algos = %q, want %q", algos, want)
+			}
+			want := []string{file + ":2: " + tt.why + " (line skipped)"}
+			if got := w.take(); !reflect.DeepEqual(got, want) {
+				t.Errorf("warnings\n got: %q\nwant: %q", got, want)
+			}
+			// A changed key names the user's file and its line, not the
+			// sanitised copy.
+			_, err = checkKey(t, k, Host{Name: "gpu02", Address: "gpu02", Port: 22, KnownHostsFiles: []string{file}}, rs)
+			wantHostKeyError(t, err, ErrHostKeyChanged,
+				"host key changed ("+file+":5): the server sent ssh-rsa "+ssh.FingerprintSHA256(rs)+", possible man-in-the-middle",
+				"if gpu02 was reinstalled, remove the old key with `ssh-keygen -R gpu02` and check the new fingerprint")
+			if got := w.take(); len(got) != 0 {
+				t.Errorf("warned again: %q", got)
+			}
+			if matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "tfhive-known_hosts-*")); len(matches) != 0 {
+				t.Errorf("temporary copies left behind: %q", matches)
+			}
+		})
+	}
+}
+
+func TestHostKeysRevokedLineInSanitisedFile(t *testing.T) {
+	ed, _, _, _ := hostTestKeys(t)
+	file := writeFile(t, t.TempDir(), "known_hosts", "garbage\n"+khLine("gpu01", ed)+
+		"@revoked * "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ed)))+"\n")
+	var w warnings
+	_, err := checkKey(t, newHostKeys(false, w.add), Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed)
+	wantHostKeyError(t, err, ErrHostKeyChanged, "host key is revoked ("+file+":3)", "")
+}
+
+// A file that is not known_hosts at all warns a few times, not per line.
+func TestHostKeysWarningsCapped(t *testing.T) {
+	ed, _, _, _ := hostTestKeys(t)
+	file := writeFile(t, t.TempDir(), "known_hosts", strings.Repeat("junk\n", 8)+khLine("gpu01", ed))
+	var w warnings
+	if _, err := checkKey(t, newHostKeys(false, w.add), Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := 1; i <= 5; i++ {
+		want = append(want, file+":"+strconv.Itoa(i)+": no key type and key after the host names (line skipped)")
+	}
+	want = append(want, file+": 3 more malformed lines skipped")
+	if got := w.take(); !reflect.DeepEqual(got, want) {
+		t.Errorf("warnings\n got: %q\nwant: %q", got, want)
+	}
+}
+
+// known_hosts is read once per change, not once per host: an edit during a
+// long run (ssh-keygen -R, a new key) is seen by the next connection.
+func TestHostKeysRereadWhenChanged(t *testing.T) {
+	ed, ed2, _, _ := hostTestKeys(t)
+	dir := t.TempDir()
+	h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{filepath.Join(dir, "known_hosts")}}
+	var w warnings
+	k := newHostKeys(false, w.add)
+	writeFile(t, dir, "known_hosts", "garbage\n"+khLine("gpu01", ed))
+	if _, err := checkKey(t, k, h, ed); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "known_hosts", "garbage\n# the key was replaced\n"+khLine("gpu01", ed2))
+	if _, err := checkKey(t, k, h, ed2); err != nil {
+		t.Errorf("new key refused after known_hosts changed: %v", err)
+	}
+	if got, want := w.take(), []string{h.KnownHostsFiles[0] + ":1: no key type and key after the host names (line skipped)"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("warnings = %q, want %q (once)", got, want)
+	}
+}
+
+// A known_hosts path that is a FIFO or a device must not hang or exhaust
+// memory; /dev/null (UserKnownHostsFile /dev/null) is simply empty.
+func TestHostKeysUnboundedFiles(t *testing.T) {
+	ed, _, _, _ := hostTestKeys(t)
+	pipe := fifo(t)
+	for _, tt := range []struct{ file, err string }{
+		{pipe, "known_hosts: " + pipe + ": not a regular file (a FIFO)"},
+		{"/dev/zero", "known_hosts: /dev/zero: not a regular file (a character device)"},
+		{sparseFile(t, 65<<20), "too large (65 MiB, the limit is 64 MiB)"},
+	} {
+		_, err := newHostKeys(false, noWarnings(t)).config(Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{tt.file}})
+		if err == nil || !strings.HasSuffix(err.Error(), tt.err) {
+			t.Errorf("%s: error %v, want …%s", tt.file, err, tt.err)
+		}
+	}
+	h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{os.DevNull}}
+	_, err := checkKey(t, newHostKeys(false, noWarnings(t)), h, ed)
+	wantHostKeyError(t, err, ErrHostKeyUnknown,
+		"host key unknown: ssh-ed25519 "+ssh.FingerprintSHA256(ed)+" is not in /dev/null",
+		"check the fingerprint, then rerun with --accept-new-host-keys (or `ssh gpu01` once) to trust it")
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,7 +58,7 @@ func LoadHosts(o HostOptions) ([]Host, error) {
 		if name == "" {
 			name = o.DefaultFile
 		}
-		data, err := os.ReadFile(name)
+		data, err := readLocalFile(name, maxHostsFileSize)
 		if err != nil {
 			return nil, configErrorf("hosts file: %v", unwrapPathError(err))
 		}
@@ -197,7 +198,7 @@ func (r resolver) resolveDepth(e hostEntry, d hostSettings, source string, depth
 			h.IdentityFiles = append(h.IdentityFiles, r.expandPath(tok.expand(f)))
 		}
 	} else {
-		for _, f := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+		for _, f := range defaultIdentities {
 			h.IdentityFiles = append(h.IdentityFiles, filepath.Join(r.opts.Home, ".ssh", f))
 		}
 	}
@@ -265,19 +266,75 @@ func loadSSHConfig(o HostOptions) (*ssh_config.Config, error) {
 	if !explicit {
 		name = filepath.Join(o.Home, ".ssh", "config")
 	}
-	f, err := os.Open(name)
+	data, err := readLocalFile(name, maxSSHConfigSize)
 	if err != nil {
 		if !explicit && errors.Is(err, fs.ErrNotExist) {
 			return &ssh_config.Config{}, nil
 		}
 		return nil, configErrorf("ssh config: %v", unwrapPathError(err))
 	}
-	defer f.Close()
-	cfg, err := ssh_config.Decode(f)
+	if err := checkIncludes(name, data, false, 0); err != nil {
+		return nil, err
+	}
+	cfg, err := ssh_config.DecodeBytes(data)
 	if err != nil {
 		return nil, configErrorf("ssh config %s: %v", name, err)
 	}
 	return cfg, nil
+}
+
+// maxIncludeDepth is ssh_config's own limit; past it the parser says so.
+const maxIncludeDepth = 5
+
+// checkIncludes applies readLocalFile's limits to the files the ssh config
+// includes, before ssh_config reads them itself with no limit (an Include
+// matching a FIFO would hang it). Paths are resolved as ssh_config does.
+func checkIncludes(name string, data []byte, system bool, depth int) error {
+	if depth > maxIncludeDepth {
+		return nil
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' || r == '=' })
+		if len(f) < 2 || !strings.EqualFold(f[0], "Include") {
+			continue
+		}
+		for _, pat := range f[1:] {
+			if strings.HasPrefix(pat, "#") {
+				break
+			}
+			matches, _ := filepath.Glob(includePath(pat, system))
+			for _, m := range matches {
+				inc, err := readLocalFile(m, maxSSHConfigSize)
+				if err != nil {
+					return configErrorf("ssh config %s: Include %s: %v", name, pat, unwrapPathError(err))
+				}
+				sys := strings.HasPrefix(filepath.Clean(m), "/etc/ssh")
+				if err := checkIncludes(m, inc, sys, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// includePath resolves an Include argument like ssh_config.NewInclude (in a
+// file under /etc/ssh, system is true). The library looks at the account's
+// home directory, not HostOptions.Home.
+func includePath(pat string, system bool) string {
+	home := os.Getenv("HOME")
+	if u, err := user.Current(); err == nil {
+		home = u.HomeDir
+	}
+	switch {
+	case filepath.IsAbs(pat):
+		return pat
+	case system:
+		return filepath.Join("/etc/ssh", pat)
+	case strings.HasPrefix(pat, "~/"):
+		return filepath.Join(home, pat[2:])
+	}
+	return filepath.Join(home, ".ssh", pat)
 }
 
 // tokens are ssh_config's %-expansions (ssh_config(5) TOKENS).

@@ -469,3 +469,73 @@ func TestLoadHostsUnreadableHostsFile(t *testing.T) {
 		t.Errorf("error = %v, want %s", err, want)
 	}
 }
+
+// Whatever --hosts, --ssh-config or an Include points at, tfhive reads at
+// most a few MiB of a regular file: a FIFO, /dev/zero or a huge file is one
+// error line (exit 2), at once, instead of a hang or a memory blow-up.
+func TestLoadHostsRefusesUnboundedFiles(t *testing.T) {
+	pipe := fifo(t)
+	big := sparseFile(t, 60<<20)
+	atCap := sparseFile(t, maxHostsFileSize+1)
+	tests := []struct {
+		name      string
+		o         HostOptions
+		sshConfig string // ~/.ssh/config content
+		err       string
+	}{
+		{name: "hosts file is a FIFO", o: HostOptions{File: pipe},
+			err: "hosts file: " + pipe + ": not a regular file (a FIFO)"},
+		{name: "hosts file is /dev/zero", o: HostOptions{File: "/dev/zero"},
+			err: "hosts file: /dev/zero: not a regular file (a character device)"},
+		{name: "hosts file of 60 MiB", o: HostOptions{File: big},
+			err: "hosts file: " + big + ": too large (60 MiB, the limit is 4 MiB)"},
+		{name: "hosts file one byte over", o: HostOptions{File: atCap},
+			err: "hosts file: " + atCap + ": too large (4194305 bytes, the limit is 4 MiB)"},
+		{name: "ssh config is a FIFO", o: HostOptions{Flags: []string{"gpu01"}, SSHConfig: pipe},
+			err: "ssh config: " + pipe + ": not a regular file (a FIFO)"},
+		{name: "ssh config is /dev/zero", o: HostOptions{Flags: []string{"gpu01"}, SSHConfig: "/dev/zero"},
+			err: "ssh config: /dev/zero: not a regular file (a character device)"},
+		{name: "ssh config too large", o: HostOptions{Flags: []string{"gpu01"}, SSHConfig: big},
+			err: "ssh config: " + big + ": too large (60 MiB, the limit is 4 MiB)"},
+		{name: "Include of a FIFO", o: HostOptions{Flags: []string{"gpu01"}},
+			sshConfig: "Host gpu01\n  User a\n  Include " + pipe + "\n",
+			err:       "ssh config HOME/.ssh/config: Include " + pipe + ": " + pipe + ": not a regular file (a FIFO)"},
+		{name: "nested Include of /dev/zero", o: HostOptions{Flags: []string{"gpu01"}},
+			sshConfig: "Include=HOME/.ssh/inner # comment\n",
+			err:       "ssh config HOME/.ssh/inner: Include /dev/zero: /dev/zero: not a regular file (a character device)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newLoadEnv(t, "")
+			r := strings.NewReplacer("HOME", e.home)
+			if tt.sshConfig != "" {
+				writeFile(t, e.home, ".ssh/config", r.Replace(tt.sshConfig))
+				writeFile(t, e.home, ".ssh/inner", "Include /dev/zero\n")
+			}
+			_, err := LoadHosts(e.opts(tt.o))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			checkConfigError(t, err)
+			if want := r.Replace(tt.err); err.Error() != want {
+				t.Errorf("error\n got: %s\nwant: %s", err, want)
+			}
+		})
+	}
+}
+
+// /dev/null is how one says "none" (ssh -F /dev/null): it reads as empty.
+func TestLoadHostsDevNull(t *testing.T) {
+	e := newLoadEnv(t, "Host gpu01\n  User from-home\n")
+	hosts, err := LoadHosts(e.opts(HostOptions{Flags: []string{"gpu01"}, SSHConfig: os.DevNull}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hosts[0].User != "me" {
+		t.Errorf("User = %q, want me (an empty ssh config)", hosts[0].User)
+	}
+	_, err = LoadHosts(e.opts(HostOptions{File: os.DevNull}))
+	if want := os.DevNull + ": no hosts (the file is empty)"; err == nil || err.Error() != want {
+		t.Errorf("error = %v, want %s", err, want)
+	}
+}
