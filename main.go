@@ -541,6 +541,13 @@ func fleetFromFlags(c *cli.Context, stderr io.Writer, takesArgs, claimsOnly bool
 			ConnectTimeout:    c.Duration("connect-timeout"),
 			AcceptNewHostKeys: c.Bool("accept-new-host-keys"),
 			AgentSocket:       os.Getenv("SSH_AUTH_SOCK"),
+			Warn: func(msg string) {
+				prefix := "tfhive: warning: "
+				if isTerminal(stderr) {
+					prefix = "\r\x1b[K" + prefix // over the progress line
+				}
+				fmt.Fprintf(stderr, "%s%s\n", prefix, msg)
+			},
 		},
 		CommandTimeout: c.Duration("command-timeout"),
 		Parallel:       c.Int("parallel"),
