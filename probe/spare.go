@@ -99,12 +99,27 @@ type spareExec struct {
 }
 
 func (e spareExec) Start(ctx context.Context, cmd string, stdout, stderr io.Writer) (Started, error) {
-	if s := e.f.takeSpare(e.i, cmd); s != nil {
+	if s := e.f.takeSpare(e.i, cmd); s != nil && !s.ended() {
 		s.out.handTo(stdout, true)
 		s.err.handTo(stderr, false)
 		return s.p, nil
 	}
 	return e.Executor.Start(ctx, cmd, stdout, stderr)
+}
+
+// ended: the spare's session is gone already (its host ended it): a
+// task needs a fresh one.
+func (s *spare) ended() bool {
+	w, ok := s.p.(*waited)
+	if !ok {
+		return false
+	}
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (f *Fleet) takeSpare(i int, cmd string) *spare {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +106,34 @@ func TestFleetKeepsTheProbeSession(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a new probe did not end the spare not taken")
+	}
+}
+
+// A spare whose session ended before a task took it (its host closed it)
+// is not handed out: the task gets a fresh session.
+func TestSpareThatEndedIsNotTaken(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "fresh")
+	then := `[ -e ` + marker + ` ] || exit 9; echo fresh`
+	f := NewFleet([]Host{LocalHost()}, Options{})
+	defer f.Close()
+	f.KeepSessions(then)
+	if inv := f.Probe(context.Background()); inv.Hosts[0].Err != nil {
+		t.Fatal(inv.Hosts[0].Err)
+	}
+	f.mu.Lock()
+	s := f.spares[0]
+	f.mu.Unlock()
+	if s == nil {
+		t.Fatal("no spare kept")
+	}
+	<-s.p.(*waited).done // the spare's session ends on its own
+	os.WriteFile(marker, nil, 0o644)
+	var out strings.Builder
+	p, err := f.Executor(0).Start(context.Background(), then, &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := p.Wait(); rc != 0 || err != nil || out.String() != "fresh\n" {
+		t.Errorf("got exit %d, %v, %q: want a fresh session", rc, err, out.String())
 	}
 }
