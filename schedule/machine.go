@@ -17,19 +17,20 @@ func checkSameMachine(inv probe.Inventory) error {
 		if !h.Reachable() {
 			continue
 		}
+		// Each key says what the two names share, for the message.
 		var keys []string
-		if h.MachineID != "" && h.MachineID != "-" {
-			keys = append(keys, "machine "+h.MachineID+" "+h.ClaimsDir)
-		}
 		for _, g := range h.GPUs {
 			if g.UUID != "" {
 				keys = append(keys, "GPU "+g.UUID)
 			}
 		}
+		if h.MachineID != "" && h.MachineID != "-" {
+			keys = append(keys, "machine id "+h.MachineID+" and claims in "+h.ClaimsDir)
+		}
 		for _, k := range keys {
 			if other, ok := seen[k]; ok && other != h.Name {
 				return usageErr("list each machine once: drop one of the two names from the hosts",
-					"%s and %s are the same machine (both report %s)", other, h.Name, k[:min(len(k), 60)])
+					"%s and %s are the same machine (both report %s)", other, h.Name, k)
 			}
 		}
 		for _, k := range keys {
