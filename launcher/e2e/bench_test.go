@@ -377,7 +377,7 @@ func (b *bench) probe() {
 			n, ms(st), ms(pd), ms(px), ms(lp), ratio(pd, st), ratio(px, st), ratio(lp, st), ratio(st, status1),
 			ms(medianCPU(res[0])), ms(medianCPU(res[1])), ms(medianClient(res[0])), ms(medianClient(res[1])))
 	}
-	b.printf("\ntfhive's round trip also runs `ps` for the GPU processes' owners (when there are any) and `ss` for the listening ports, and reads the claims (and `/proc/locks` when there are any); the others run `%s` alone. pdsh's fanout (`-f`) and parallel-ssh's parallelism (`-p`) are set to N (their defaults are 32). CPU is the whole machine's CPU time during the run (sshd, the hosts' shells and the client together): every fake host shares this machine's %d CPUs, so a run cannot take less than CPU ÷ %d. Client CPU is the command's own (pdsh's includes its ssh processes): what the machine running it pays when the hosts are real.\n", smiQuery, runtime.NumCPU(), runtime.NumCPU())
+	b.printf("\ntfhive's round trip also runs `ps` for the GPU processes' owners (when there are any) and `ss` for the listening ports, and reads the claims: `/proc/locks` with awk, and `ps` for the lock holders when any lock is held on the machine; the others run `%s` alone. pdsh's fanout (`-f`) and parallel-ssh's parallelism (`-p`) are set to N (their defaults are 32). CPU is the whole machine's CPU time during the run (sshd, the hosts' shells and the client together): every fake host shares this machine's %d CPUs, so a run cannot take less than CPU ÷ %d. Client CPU is the command's own (pdsh's includes its ssh processes): what the machine running it pays when the hosts are real.\n", smiQuery, runtime.NumCPU(), runtime.NumCPU())
 }
 
 // runArgs is `tfhive run` on the first n hosts with a log dir of its own.
