@@ -24,12 +24,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/probe"
-	"github.com/tfhive/tfhive/schedule"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/schedule"
 )
 
 func main() {
@@ -565,7 +567,7 @@ func fleetFromFlags(c *cli.Context, stderr io.Writer, takesArgs, claimsOnly bool
 	return probe.NewFleet(hosts, opts), nil
 }
 
-func availabilityFromFlags(c *cli.Context, hosts []probe.Host) (schedule.Availability, error) {
+func availabilityFromFlags(c *cli.Context, hosts []inventory.Host) (schedule.Availability, error) {
 	ex, err := schedule.ParseExclude(c.StringSlice("exclude"))
 	if err != nil {
 		return schedule.Availability{}, err
@@ -602,7 +604,7 @@ func statusCmd(c *cli.Context, stdout, stderr io.Writer) error {
 	defer fleet.Close()
 	ctx := c.Context
 
-	show := func(w io.Writer) (probe.Inventory, error) {
+	show := func(w io.Writer) (inventory.Inventory, error) {
 		inv := fleet.Probe(ctx)
 		if ctx.Err() != nil {
 			return inv, ctx.Err()
@@ -647,7 +649,7 @@ func statusCmd(c *cli.Context, stdout, stderr io.Writer) error {
 
 // requestFromFlags builds and validates the job request before any host
 // is touched.
-func requestFromFlags(c *cli.Context, hosts []probe.Host) (schedule.Request, error) {
+func requestFromFlags(c *cli.Context, hosts []inventory.Host) (schedule.Request, error) {
 	avail, err := availabilityFromFlags(c, hosts)
 	if err != nil {
 		return schedule.Request{}, err
@@ -755,7 +757,7 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 		LogDir: logDir, Grace: c.Duration("grace"), Timeout: c.Duration("timeout"),
 		KeepAlive: fleet.KeepAlive, Parallel: c.Int("parallel"),
 		Console: console, Quiet: c.Bool("quiet"), Signals: sigs.run,
-		Hosts: map[string]probe.Host{}, Execs: map[string]probe.Executor{},
+		Hosts: map[string]inventory.Host{}, Execs: map[string]probe.Executor{},
 	}
 	for _, h := range fleet.Hosts {
 		opts.Hosts[h.Name] = h
@@ -1067,7 +1069,7 @@ func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request,
 	return plan, nil
 }
 
-func unreachable(inv probe.Inventory) error {
+func unreachable(inv inventory.Inventory) error {
 	e := &unreachableError{total: len(inv.Hosts)}
 	for _, h := range inv.Hosts {
 		if h.Err == nil {

@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -22,14 +22,14 @@ const planGoldenDir = "../testdata/plan"
 
 func planIntp(v int) *int { return &v }
 
-func planGPU(host string, i int) probe.GPU {
-	return probe.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", host, i), Name: "NVIDIA A100-SXM4-40GB",
-		MemoryUsedMiB: planIntp(3), MemoryTotalMiB: planIntp(40960), UtilizationPct: planIntp(0), Processes: []probe.Process{}}
+func planGPU(host string, i int) inventory.GPU {
+	return inventory.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", host, i), Name: "NVIDIA A100-SXM4-40GB",
+		MemoryUsedMiB: planIntp(3), MemoryTotalMiB: planIntp(40960), UtilizationPct: planIntp(0), Processes: []inventory.Process{}}
 }
 
-func planGPUHost(name, addr string, n int) probe.HostInventory {
-	h := probe.HostInventory{
-		Host: probe.Host{Name: name, Address: addr, ClusterAddress: addr},
+func planGPUHost(name, addr string, n int) inventory.HostInventory {
+	h := inventory.HostInventory{
+		Host: inventory.Host{Name: name, Address: addr, ClusterAddress: addr},
 		Name: name, ClusterAddress: addr, ListeningPorts: []int{22, 2222},
 	}
 	for i := range n {
@@ -39,24 +39,24 @@ func planGPUHost(name, addr string, n int) probe.HostInventory {
 }
 
 func planFixtures() map[string]struct {
-	inv probe.Inventory
+	inv inventory.Inventory
 	req func(*schedule.Request)
 } {
-	fleet := func() probe.Inventory {
+	fleet := func() inventory.Inventory {
 		a := planGPUHost("gpu01", "10.0.0.1", 4)
-		a.GPUs[2].Processes = []probe.Process{{PID: 4242, User: "bob", Command: "python other.py", UsedMemoryMiB: planIntp(9000)}}
+		a.GPUs[2].Processes = []inventory.Process{{PID: 4242, User: "bob", Command: "python other.py", UsedMemoryMiB: planIntp(9000)}}
 		a.GPUs[2].MemoryUsedMiB = planIntp(9000)
 		b := planGPUHost("gpu02", "10.0.0.2", 4)
 		b.GPUs[3].UtilizationPct = planIntp(90)
 		c := planGPUHost("gpu03", "10.0.0.3", 2)
-		c.Err = &probe.HostError{Kind: probe.ErrTimeout, Message: "ssh: dial 10.0.0.3:22: i/o timeout"}
+		c.Err = &inventory.HostError{Kind: inventory.ErrTimeout, Message: "ssh: dial 10.0.0.3:22: i/o timeout"}
 		c.GPUs, c.ListeningPorts = nil, nil
 		d := planGPUHost("cpu01", "10.0.0.4", 0)
 		d.NoNvidiaSMI = true
-		return probe.Inventory{Hosts: []probe.HostInventory{a, b, c, d}}
+		return inventory.Inventory{Hosts: []inventory.HostInventory{a, b, c, d}}
 	}
 	return map[string]struct {
-		inv probe.Inventory
+		inv inventory.Inventory
 		req func(*schedule.Request)
 	}{
 		"chief-evaluator": {fleet(), func(r *schedule.Request) {
@@ -75,7 +75,7 @@ func planFixtures() map[string]struct {
 		"torch-cpu-pack": {fleet(), func(r *schedule.Request) {
 			r.Framework, r.Workers, r.GPUsPerWorker, r.Strategy = schedule.FrameworkTorch, 3, 0, schedule.StrategyPack
 		}},
-		"local-cpu": {probe.Inventory{Hosts: []probe.HostInventory{func() probe.HostInventory {
+		"local-cpu": {inventory.Inventory{Hosts: []inventory.HostInventory{func() inventory.HostInventory {
 			h := planGPUHost("localhost", "127.0.0.1", 0)
 			h.Host.Local, h.NoNvidiaSMI = true, true
 			return h

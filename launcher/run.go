@@ -16,9 +16,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tfhive/tfhive/probe"
-	"github.com/tfhive/tfhive/schedule"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/schedule"
 )
 
 // RunOptions is everything Run needs; main fills it from flags.
@@ -26,7 +28,7 @@ type RunOptions struct {
 	Plan *schedule.Plan
 	// Hosts and Execs are indexed by host name: each task runs over its
 	// host's existing connection.
-	Hosts map[string]probe.Host
+	Hosts map[string]inventory.Host
 	Execs map[string]probe.Executor
 	// Env is --env: added to every task, over the hosts file's env.
 	Env map[string]string
@@ -39,7 +41,7 @@ type RunOptions struct {
 	// each supervisor it is alive at that interval; one that hears nothing
 	// for interval × count takes the link as dead and stops its task, as
 	// the client side drops a connection that stops answering keepalives.
-	KeepAlive func(probe.Host) (time.Duration, int)
+	KeepAlive func(inventory.Host) (time.Duration, int)
 	Parallel  int
 	Console   *Console
 	Quiet     bool
@@ -152,7 +154,7 @@ func (e *ClaimBlockedError) ExitCode() int { return 3 }
 const claimTaken = "taken"
 
 // describeClaims: "gpu 0, gpu 1, port 2222".
-func describeClaims(cs []probe.Claim) string {
+func describeClaims(cs []inventory.Claim) string {
 	var parts []string
 	for _, c := range cs {
 		parts = append(parts, fmt.Sprintf("%s %d", c.Kind, c.ID))
@@ -443,20 +445,20 @@ func (r *runner) taskFor(t schedule.Task) task {
 // claimsFor names what the task holds on its host: its GPUs (by UUID,
 // which outlives a renumbering) and its port (for torch, rank 0 holds
 // MASTER_PORT; the other ranks have no port).
-func claimsFor(t schedule.Task) []probe.Claim {
-	var c []probe.Claim
+func claimsFor(t schedule.Task) []inventory.Claim {
+	var c []inventory.Claim
 	for i, g := range t.GPUs {
 		uuid := ""
 		if i < len(t.GPUUUIDs) {
 			uuid = t.GPUUUIDs[i]
 		}
-		c = append(c, probe.Claim{Kind: "gpu", ID: g, UUID: uuid})
+		c = append(c, inventory.Claim{Kind: "gpu", ID: g, UUID: uuid})
 	}
 	if t.Port > 0 {
-		c = append(c, probe.Claim{Kind: "port", ID: t.Port})
+		c = append(c, inventory.Claim{Kind: "port", ID: t.Port})
 	}
 	if p, err := strconv.Atoi(t.Env["MASTER_PORT"]); err == nil && t.Env["RANK"] == "0" {
-		c = append(c, probe.Claim{Kind: "port", ID: p})
+		c = append(c, inventory.Claim{Kind: "port", ID: p})
 	}
 	return c
 }

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/alessio/shellescape"
-	"github.com/tfhive/tfhive/probe"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/claim"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // RunOnHost is what one run holds on one host, from the claims there.
@@ -35,7 +38,7 @@ type RunOnHost struct {
 // Runs groups the fleet's claims by run, user and host, oldest run first.
 // A run id is only a label its holder chose: the same id held by another
 // user is another row, never part of the first user's run.
-func Runs(inv probe.Inventory) []RunOnHost {
+func Runs(inv inventory.Inventory) []RunOnHost {
 	var out []RunOnHost
 	for _, h := range inv.Hosts {
 		byRun := map[[2]string]*RunOnHost{}
@@ -133,7 +136,7 @@ func Kill(ctx context.Context, runs []RunOnHost, execs map[string]probe.Executor
 			case ex == nil:
 				results[i].Err = fmt.Errorf("no connection")
 				return nil
-			case len(r.Holders) == 0 || !probe.ValidRunID(r.RunID):
+			case len(r.Holders) == 0 || !claim.ValidRunID(r.RunID):
 				results[i].Err = fmt.Errorf("its tasks are still starting; try again in a moment")
 				return nil
 			}
@@ -208,5 +211,5 @@ if alive; then
 fi
 echo "stopped $n"
 if alive; then echo "tfhive: $(echo $sups | wc -w) supervisors still running after SIGKILL to their tasks" >&2; exit 1; fi
-`, shellescape.Quote(runID), shellescape.Quote(intList(holders)), int(grace/(100*time.Millisecond)), probe.HolderMarker)
+`, shellescape.Quote(runID), shellescape.Quote(intList(holders)), int(grace/(100*time.Millisecond)), claim.HolderMarker)
 }

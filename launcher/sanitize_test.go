@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -159,11 +159,11 @@ func TestSanitizeRandom(t *testing.T) {
 func TestTableSanitized(t *testing.T) {
 	mib := func(n int) *int { return &n }
 	hostile := "python train.py\n" + "gpu02  0  FAKE  0/0 MiB  0%  free"
-	inv := probe.Inventory{Hosts: []probe.HostInventory{{
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{{
 		Name: "gpu01",
-		GPUs: []probe.GPU{{
+		GPUs: []inventory.GPU{{
 			Index: 0, Name: "NVIDIA A100\x1b]0;owned\x07\u009b2J", MemoryUsedMiB: mib(100), MemoryTotalMiB: mib(40960), UtilizationPct: mib(5),
-			Processes: []probe.Process{{PID: 42, User: "mallory\x1b]52;c;cm0gLXJm\x07", Command: hostile}},
+			Processes: []inventory.Process{{PID: 42, User: "mallory\x1b]52;c;cm0gLXJm\x07", Command: hostile}},
 		}},
 	}}}
 	st := [][]schedule.GPUStatus{{{State: schedule.Busy, Reason: "in use"}}}

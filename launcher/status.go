@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -20,7 +20,7 @@ const (
 
 // WriteStatusTable prints one row per GPU, and one row per host that has
 // none to show, with the reason. st is schedule.Classify's answer for inv.
-func WriteStatusTable(w io.Writer, inv probe.Inventory, st [][]schedule.GPUStatus) error {
+func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUStatus) error {
 	var rows [][]string
 	for i, h := range inv.Hosts {
 		hostRow := func(state, detail string) {
@@ -48,11 +48,11 @@ func WriteStatusTable(w io.Writer, inv probe.Inventory, st [][]schedule.GPUStatu
 	return writeTable(w, []string{"HOST", "GPU", "NAME", "MEMORY", "UTIL", "STATE", "DETAIL"}, rows)
 }
 
-func memory(g probe.GPU) string {
+func memory(g inventory.GPU) string {
 	return fmt.Sprintf("%s/%s MiB", intOr(g.MemoryUsedMiB, "?"), intOr(g.MemoryTotalMiB, "?"))
 }
 
-func util(g probe.GPU) string {
+func util(g inventory.GPU) string {
 	if g.UtilizationPct == nil {
 		return "N/A"
 	}
@@ -62,7 +62,7 @@ func util(g probe.GPU) string {
 // detail lists the GPU's processes as user:pid command (what a person needs
 // to go and ask someone), after the reason when the GPU is excluded
 // whatever runs on it.
-func detail(g probe.GPU, s schedule.GPUStatus) string {
+func detail(g inventory.GPU, s schedule.GPUStatus) string {
 	if len(g.Processes) == 0 {
 		return s.Reason
 	}
@@ -73,7 +73,7 @@ func detail(g probe.GPU, s schedule.GPUStatus) string {
 	return procs
 }
 
-func processes(g probe.GPU) string {
+func processes(g inventory.GPU) string {
 	parts := make([]string, len(g.Processes))
 	for i, p := range g.Processes {
 		user := p.User
@@ -108,20 +108,20 @@ type StatusDocument struct {
 
 // StatusHost is one host of the status document.
 type StatusHost struct {
-	probe.HostInventory
+	inventory.HostInventory
 	Reachable bool        `json:"reachable"`
 	GPUs      []StatusGPU `json:"gpus"`
 }
 
 // StatusGPU is a GPU with its state ("free", "busy", "excluded") and why.
 type StatusGPU struct {
-	probe.GPU
+	inventory.GPU
 	State  schedule.GPUState `json:"state"`
 	Reason string            `json:"reason,omitempty"`
 }
 
 // WriteStatusJSON prints the status document, indented, newline-terminated.
-func WriteStatusJSON(w io.Writer, inv probe.Inventory, st [][]schedule.GPUStatus) error {
+func WriteStatusJSON(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUStatus) error {
 	doc := StatusDocument{Hosts: make([]StatusHost, len(inv.Hosts))}
 	for i, h := range inv.Hosts {
 		sh := StatusHost{HostInventory: h, Reachable: h.Err == nil, GPUs: make([]StatusGPU, len(h.GPUs))}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/alessio/shellescape"
-	"github.com/tfhive/tfhive/probe"
+
+	"github.com/tfhive/tfhive/probe/claim"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // task is what the supervisor needs to run one task on its host.
@@ -21,7 +23,7 @@ type task struct {
 	// link is taken as dead and the task is stopped.
 	HeartbeatTimeout time.Duration
 	// Claims are the GPUs and ports the task holds for its whole life.
-	Claims []probe.Claim
+	Claims []inventory.Claim
 	// RunID and ID label the claims' holders (the task's id: worker:0).
 	RunID, ID string
 }
@@ -100,7 +102,7 @@ func claimStage(t task) string {
 	var b strings.Builder
 	b.WriteString(claimCheck)
 	if len(t.Claims) == 0 {
-		fmt.Fprintf(&b, "exec bash --norc -c %s %s - %s %s -\n", shellescape.Quote(readStage), probe.HolderMarker,
+		fmt.Fprintf(&b, "exec bash --norc -c %s %s - %s %s -\n", shellescape.Quote(readStage), claim.HolderMarker,
 			shellescape.Quote(t.RunID), shellescape.Quote(t.ID))
 		return b.String()
 	}
@@ -108,13 +110,13 @@ func claimStage(t task) string {
 	var chain, labels []string
 	for i, c := range t.Claims {
 		fd := firstClaimFD + i
-		file := probe.ClaimFilePrefix + probe.ClaimName(c.Kind, c.ID, c.UUID) + probe.ClaimFileSuffix
+		file := claim.FilePrefix + claim.Name(c.Kind, c.ID, c.UUID) + claim.FileSuffix
 		fmt.Fprintf(&b, "tfhive_open %d %s\n", fd, shellescape.Quote(file))
 		chain = append(chain, fmt.Sprintf("flock -n -o -E %d /proc/self/fd/%d", exitClaimBusy, fd))
-		labels = append(labels, probe.HolderClaim(c.Kind, c.ID, c.UUID))
+		labels = append(labels, claim.HolderClaim(c.Kind, c.ID, c.UUID))
 	}
 	fmt.Fprintf(&b, "umask \"$tfhive_umask\"\nexec %s bash --norc -c %s %s \"$tfhive_dir\" %s %s %s\n", strings.Join(chain, " "),
-		shellescape.Quote(readStage), probe.HolderMarker, shellescape.Quote(t.RunID), shellescape.Quote(t.ID),
+		shellescape.Quote(readStage), claim.HolderMarker, shellescape.Quote(t.RunID), shellescape.Quote(t.ID),
 		shellescape.Quote(strings.Join(labels, ",")))
 	return b.String()
 }

@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/probe"
-	"github.com/tfhive/tfhive/probe/sshtest"
 	"golang.org/x/sys/unix"
+
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
 // supervised is a supervisor started through the local executor, with its
@@ -129,7 +131,7 @@ func TestSupervisorClaims(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777|os.ModeSticky)
 	t.Setenv("TFHIVE_CLAIMS_DIR", dir)
-	claims := []probe.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "gpu", ID: 1, UUID: "GPU-b"}, {Kind: "port", ID: 2222}}
+	claims := []inventory.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "gpu", ID: 1, UUID: "GPU-b"}, {Kind: "port", ID: 2222}}
 	a := supervise(t, task{Argv: []string{"sleep", "60"}, Claims: claims, RunID: "run-a", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
 	if got := a.line(t); got != claimOK {
 		t.Fatalf("a: %q (stderr %s)", got, a.errb.String())
@@ -179,8 +181,8 @@ func TestSupervisorRefusesPreparedLockFiles(t *testing.T) {
 	os.WriteFile(target, []byte("keep me"), 0o644)
 	os.Symlink(target, filepath.Join(dir, "tfhive-claim.gpu-GPU-a.lock"))
 	exec.Command("mkfifo", filepath.Join(dir, "tfhive-claim.port-2222.lock")).Run()
-	for _, c := range []probe.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "port", ID: 2222}} {
-		s := supervise(t, task{Argv: []string{"true"}, Claims: []probe.Claim{c}, RunID: "r", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	for _, c := range []inventory.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "port", ID: 2222}} {
+		s := supervise(t, task{Argv: []string{"true"}, Claims: []inventory.Claim{c}, RunID: "r", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
 		if got := s.line(t); !strings.HasPrefix(got, claimBlocked) || !strings.Contains(got, "is not a regular file") {
 			t.Errorf("%v: %q", c, got)
 		}
@@ -193,7 +195,7 @@ func TestSupervisorRefusesPreparedLockFiles(t *testing.T) {
 	loose := t.TempDir()
 	os.Chmod(loose, 0o777)
 	t.Setenv("TFHIVE_CLAIMS_DIR", loose)
-	s := supervise(t, task{Argv: []string{"true"}, Claims: []probe.Claim{{Kind: "port", ID: 1}}, RunID: "r", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	s := supervise(t, task{Argv: []string{"true"}, Claims: []inventory.Claim{{Kind: "port", ID: 1}}, RunID: "r", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
 	if got := s.line(t); !strings.Contains(got, "is writable by others and not sticky") {
 		t.Errorf("loose dir: %q", got)
 	}
@@ -201,9 +203,9 @@ func TestSupervisorRefusesPreparedLockFiles(t *testing.T) {
 
 // heldClaims is what a claims-only probe of this machine sees (dir is
 // TFHIVE_CLAIMS_DIR in the environment it inherits).
-func heldClaims(t *testing.T, dir string) []probe.Claim {
+func heldClaims(t *testing.T, dir string) []inventory.Claim {
 	t.Helper()
-	f := probe.NewFleet([]probe.Host{probe.LocalHost()}, probe.Options{ClaimsOnly: true})
+	f := probe.NewFleet([]inventory.Host{probe.LocalHost()}, probe.Options{ClaimsOnly: true})
 	defer f.Close()
 	h := f.Probe(context.Background()).Hosts[0]
 	if h.Err != nil || h.ClaimsDir != dir {
@@ -332,7 +334,7 @@ func TestSupervisorStopsWhenAHolderDies(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777|os.ModeSticky)
 	t.Setenv("TFHIVE_CLAIMS_DIR", dir)
-	claims := []probe.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "port", ID: 2222}}
+	claims := []inventory.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "port", ID: 2222}}
 	s := supervise(t, task{Argv: []string{"sleep", "60"}, Claims: claims, RunID: "r", ID: "worker:0", HeartbeatTimeout: 30 * time.Second})
 	if got := s.line(t); got != claimOK {
 		t.Fatalf("%q (stderr %s)", got, s.errb.String())

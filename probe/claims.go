@@ -10,73 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/probe/claim"
+
 	"golang.org/x/sys/unix"
 )
-
-// A claim is a flock on a lock file held by a live process, the task's
-// holder. Everything tfhive says about a claim comes from the kernel, never
-// from a file another user could have written:
-//   - that it is held: /proc/locks;
-//   - by whom: the holding process's real uid (ps);
-//   - for which run and task: the holder's own command line, which only
-//     its owner could have chosen (so a label names the run of the user the
-//     kernel says holds it, never anyone else's).
-//
-// The lock files live in a directory only root (or the user themself) can
-// own: /tmp by default, as /tmp/tfhive-claim.NAME.lock, or
-// $TFHIVE_CLAIMS_DIR on the host when root or the user owns it. They are
-// created exclusively, opened read-only, and never written.
-const (
-	ClaimsDirDefault = "/tmp"
-	ClaimFilePrefix  = "tfhive-claim."
-	ClaimFileSuffix  = ".lock"
-	// HolderMarker is the argument that follows the holder's script in its
-	// command line, before the claims dir, the run id, the task and the
-	// claim list.
-	HolderMarker = "tfhive-sup"
-)
-
-// Claim is a GPU or a port held by a running task, or a lock file that
-// blocks it.
-type Claim struct {
-	Kind string `json:"kind"` // "gpu" or "port"
-	ID   int    `json:"id"`   // the GPU index or the port
-	// UUID is the GPU's, which names its lock file.
-	UUID string `json:"uuid,omitempty"`
-	// RunID and Task are the holder's label; empty when its command line
-	// is not a tfhive task's or cannot be read (label unknown).
-	RunID string `json:"run_id"`
-	Task  string `json:"task"`
-	// User holds the claim, by the holding process's uid; "" when the
-	// host hides other users' processes.
-	User string `json:"user"`
-	// PID is the holding process.
-	PID   int       `json:"pid,omitempty"`
-	Since time.Time `json:"since"`
-	// Blocked, when set, says why nobody can claim it: a lock file that is
-	// not a regular file or that tfhive may not read, and who owns it.
-	Blocked string `json:"blocked,omitempty"`
-	// File is the lock file, for messages.
-	File string `json:"file,omitempty"`
-}
-
-// ClaimName is the name of a lock file's claim: gpu-UUID (gpu-INDEX when
-// the driver gives no UUID) or port-N.
-func ClaimName(kind string, id int, uuid string) string {
-	if kind == "gpu" && uuid != "" {
-		return "gpu-" + uuid
-	}
-	return kind + "-" + strconv.Itoa(id)
-}
-
-// HolderClaim is how a claim is written in the holder's command line:
-// gpu:INDEX:UUID or port:N.
-func HolderClaim(kind string, id int, uuid string) string {
-	if kind == "gpu" {
-		return "gpu:" + strconv.Itoa(id) + ":" + uuid
-	}
-	return kind + ":" + strconv.Itoa(id)
-}
 
 // claimsScript lists the lock files (device, inode, owner, mode, name)
 // and the ones tfhive could not open, then every flock held on the host
@@ -84,10 +21,10 @@ func HolderClaim(kind string, id int, uuid string) string {
 // command line. Holders are read from /proc/locks, never by trying a lock
 // (a probe that tried them would make a concurrent run's claim fail for
 // nothing). The machine id goes first: two names of one machine share it.
-const claimsScript = `d=${TFHIVE_CLAIMS_DIR:-` + ClaimsDirDefault + `};
+const claimsScript = `d=${TFHIVE_CLAIMS_DIR:-` + claim.DirDefault + `};
 m=-; if [ -r /etc/machine-id ]; then read -r m </etc/machine-id; fi;
 echo ` + markClaims + ` "${m:--}" "$d";
-set -- "$d"/` + ClaimFilePrefix + `*` + ClaimFileSuffix + `;
+set -- "$d"/` + claim.FilePrefix + `*` + claim.FileSuffix + `;
 if [ -e "$1" ] || [ -L "$1" ]; then
   stat -c 'F %d %i %U %f %n' "$@" 2>/dev/null;
   for f; do if [ -L "$f" ] || [ ! -r "$f" ]; then echo "U $f"; fi; done;
@@ -178,7 +115,7 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []Clai
 	add := func(c Claim) {
 		// One claim per thing held and holder label (a task's label is
 		// in each of its holders' command lines).
-		key := fmt.Sprint(ClaimName(c.Kind, c.ID, c.UUID), c.User, c.RunID, c.Task)
+		key := fmt.Sprint(claim.Name(c.Kind, c.ID, c.UUID), c.User, c.RunID, c.Task)
 		if !seen[key] {
 			seen[key] = true
 			claims = append(claims, c)
@@ -220,7 +157,7 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []Clai
 		c.File = e.lf.path
 		if e.vis {
 			c.User, c.PID, c.Since = e.h.user, e.pid, since(e.h)
-			if dir, run, task, list, ok := holderLabel(e.h.args); ok && dir == s.dir {
+			if dir, run, task, list, ok := claim.ParseHolder(e.h.args); ok && dir == s.dir {
 				c.RunID, c.Task = run, task
 				for _, lc := range list {
 					// A claims-only probe knows a GPU by its UUID alone.
@@ -239,7 +176,7 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []Clai
 		}
 		// Another claims dir's holder (another fake host on one kernel, a
 		// container) is none of this host's business.
-		dir, run, task, list, ok := holderLabel(e.h.args)
+		dir, run, task, list, ok := claim.ParseHolder(e.h.args)
 		if !ok || dir != s.dir {
 			continue
 		}
@@ -248,7 +185,7 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []Clai
 				c.ID = idx
 			}
 			c.RunID, c.Task, c.User, c.PID, c.Since = run, task, e.h.user, e.pid, since(e.h)
-			held[ClaimName(c.Kind, c.ID, c.UUID)] = true
+			held[claim.Name(c.Kind, c.ID, c.UUID)] = true
 			add(c)
 		}
 	}
@@ -320,40 +257,13 @@ func parseHolders(out []byte) map[int]holder {
 	return hs
 }
 
-// holderLabel reads a tfhive holder's command line: `flock … bash --norc
-// -c SCRIPT tfhive-sup DIR RUN TASK CLAIMS`. The label is the last five
-// words; anything else is not a tfhive holder.
-func holderLabel(args string) (dir, run, task string, claims []Claim, ok bool) {
-	f := strings.Fields(args)
-	if len(f) < 6 || f[len(f)-5] != HolderMarker || !strings.HasSuffix(f[0], "flock") {
-		return "", "", "", nil, false
-	}
-	dir, run, task = f[len(f)-4], f[len(f)-3], f[len(f)-2]
-	if !ValidRunID(run) || !validTask(task) {
-		return "", "", "", nil, false
-	}
-	for _, s := range strings.Split(f[len(f)-1], ",") {
-		parts := strings.Split(s, ":")
-		n, err := strconv.Atoi(parts[min(1, len(parts)-1)])
-		switch {
-		case len(parts) == 3 && parts[0] == "gpu" && err == nil && validUUID(parts[2]):
-			claims = append(claims, Claim{Kind: "gpu", ID: n, UUID: parts[2]})
-		case len(parts) == 2 && parts[0] == "port" && err == nil:
-			claims = append(claims, Claim{Kind: "port", ID: n})
-		default:
-			return "", "", "", nil, false
-		}
-	}
-	return dir, run, task, claims, true
-}
-
 // claimFileName is the claim name of a lock file's path, if it is one.
 func claimFileName(path string) (string, bool) {
 	base := path[strings.LastIndex(path, "/")+1:]
-	if !strings.HasPrefix(base, ClaimFilePrefix) || !strings.HasSuffix(base, ClaimFileSuffix) {
+	if !strings.HasPrefix(base, claim.FilePrefix) || !strings.HasSuffix(base, claim.FileSuffix) {
 		return "", false
 	}
-	return strings.TrimSuffix(strings.TrimPrefix(base, ClaimFilePrefix), ClaimFileSuffix), true
+	return strings.TrimSuffix(strings.TrimPrefix(base, claim.FilePrefix), claim.FileSuffix), true
 }
 
 // claimFromName turns gpu-UUID, gpu-N or port-N into a claim; a GPU UUID
@@ -374,47 +284,9 @@ func claimFromName(name string, gpuIndex map[string]int) (Claim, bool) {
 		if idx, ok := gpuIndex[id]; ok {
 			return Claim{Kind: "gpu", ID: idx, UUID: id}, true
 		}
-		if gpuIndex == nil && validUUID(id) {
+		if gpuIndex == nil && claim.ValidUUID(id) {
 			return Claim{Kind: "gpu", ID: -1, UUID: id}, true
 		}
 	}
 	return Claim{}, false
-}
-
-// ValidRunID: run ids appear in command lines, file names and labels, so
-// they are kept to letters, digits and ._- (and start with one of the
-// first two).
-func ValidRunID(s string) bool {
-	if s == "" || len(s) > 64 || !isAlnum(s[0]) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func validTask(s string) bool {
-	role, idx, ok := strings.Cut(s, ":")
-	_, err := strconv.Atoi(idx)
-	return ok && err == nil && role != "" && ValidRunID(role)
-}
-
-// validUUID accepts what nvidia-smi prints (GPU-xxxxxxxx-…, MIG-…).
-func validUUID(s string) bool {
-	if s == "" || len(s) > 80 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

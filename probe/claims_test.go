@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tfhive/tfhive/probe/claim"
 )
 
 // runClaimsScript runs the claims part of the probe script against dir and
@@ -72,12 +74,12 @@ func TestClaimsFromLiveHolders(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"gpu-GPU-aaaa", "port-2223", "gpu-GPU-bbbb"} {
 		// Forged content: ignored.
-		os.WriteFile(filepath.Join(dir, ClaimFilePrefix+name+ClaimFileSuffix), []byte("run=evil user=root pgid=1\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, claim.FilePrefix+name+claim.FileSuffix), []byte("run=evil user=root pgid=1\n"), 0o644)
 	}
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("ignored"), 0o644)
-	hold(t, dir, HolderMarker+" "+dir+" r1 worker:0 gpu:1:GPU-aaaa,port:2223", ClaimFilePrefix+"gpu-GPU-aaaa.lock", ClaimFilePrefix+"port-2223.lock")
+	hold(t, dir, claim.HolderMarker+" "+dir+" r1 worker:0 gpu:1:GPU-aaaa,port:2223", claim.FilePrefix+"gpu-GPU-aaaa.lock", claim.FilePrefix+"port-2223.lock")
 	// A process holding a lock file with no tfhive label: held, label unknown.
-	hold(t, dir, "whatever", ClaimFilePrefix+"gpu-GPU-bbbb.lock")
+	hold(t, dir, "whatever", claim.FilePrefix+"gpu-GPU-bbbb.lock")
 
 	me := currentUserName(t)
 	got := parseClaims(runClaimsScript(t, dir), map[string]int{"GPU-aaaa": 1, "GPU-bbbb": 0}, time.Now())
@@ -105,13 +107,13 @@ func TestClaimsFromLiveHolders(t *testing.T) {
 func TestClaimsSurviveDeletedLockFile(t *testing.T) {
 	requireFlock(t)
 	dir := t.TempDir()
-	f := filepath.Join(dir, ClaimFilePrefix+"gpu-GPU-aaaa.lock")
+	f := filepath.Join(dir, claim.FilePrefix+"gpu-GPU-aaaa.lock")
 	os.WriteFile(f, nil, 0o644)
 	// Another dir's holder on the same kernel is not this host's claim.
 	other := t.TempDir()
-	os.WriteFile(filepath.Join(other, ClaimFilePrefix+"gpu-GPU-aaaa.lock"), nil, 0o644)
-	hold(t, other, HolderMarker+" "+other+" r2 worker:0 gpu:1:GPU-aaaa", ClaimFilePrefix+"gpu-GPU-aaaa.lock")
-	hold(t, dir, HolderMarker+" "+dir+" r1 worker:0 gpu:1:GPU-aaaa", ClaimFilePrefix+"gpu-GPU-aaaa.lock")
+	os.WriteFile(filepath.Join(other, claim.FilePrefix+"gpu-GPU-aaaa.lock"), nil, 0o644)
+	hold(t, other, claim.HolderMarker+" "+other+" r2 worker:0 gpu:1:GPU-aaaa", claim.FilePrefix+"gpu-GPU-aaaa.lock")
+	hold(t, dir, claim.HolderMarker+" "+dir+" r1 worker:0 gpu:1:GPU-aaaa", claim.FilePrefix+"gpu-GPU-aaaa.lock")
 	os.Remove(f)
 	got := parseClaims(runClaimsScript(t, dir), map[string]int{"GPU-aaaa": 1}, time.Now())
 	if len(got) != 1 || got[0].ID != 1 || got[0].RunID != "r1" {
@@ -125,9 +127,9 @@ func TestClaimsSurviveDeletedLockFile(t *testing.T) {
 func TestClaimsStaleAndBlocked(t *testing.T) {
 	requireFlock(t)
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, ClaimFilePrefix+"gpu-GPU-aaaa.lock"), []byte("run=old"), 0o644)
-	os.Symlink("/etc/passwd", filepath.Join(dir, ClaimFilePrefix+"gpu-GPU-bbbb.lock"))
-	exec.Command("mkfifo", filepath.Join(dir, ClaimFilePrefix+"port-2222.lock")).Run()
+	os.WriteFile(filepath.Join(dir, claim.FilePrefix+"gpu-GPU-aaaa.lock"), []byte("run=old"), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(dir, claim.FilePrefix+"gpu-GPU-bbbb.lock"))
+	exec.Command("mkfifo", filepath.Join(dir, claim.FilePrefix+"port-2222.lock")).Run()
 	got := parseClaims(runClaimsScript(t, dir), map[string]int{"GPU-aaaa": 0, "GPU-bbbb": 1}, time.Now())
 	var blocked []string
 	for _, c := range got {
@@ -137,29 +139,9 @@ func TestClaimsStaleAndBlocked(t *testing.T) {
 		}
 		blocked = append(blocked, c.Kind+" "+c.Blocked)
 	}
-	if len(blocked) != 2 || !strings.Contains(blocked[0], "gpu "+dir+"/"+ClaimFilePrefix+"gpu-GPU-bbbb.lock is a symbolic link owned by") ||
-		!strings.Contains(blocked[1], "port "+dir+"/"+ClaimFilePrefix+"port-2222.lock is not a regular file") {
+	if len(blocked) != 2 || !strings.Contains(blocked[0], "gpu "+dir+"/"+claim.FilePrefix+"gpu-GPU-bbbb.lock is a symbolic link owned by") ||
+		!strings.Contains(blocked[1], "port "+dir+"/"+claim.FilePrefix+"port-2222.lock is not a regular file") {
 		t.Errorf("blocked: %q", blocked)
-	}
-}
-
-func TestHolderLabel(t *testing.T) {
-	for _, tc := range []struct {
-		args string
-		ok   bool
-	}{
-		{"flock -n -o -E 75 /proc/self/fd/4 bash --norc -c IFS= read x; eval y tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a,port:2222", true},
-		{"/usr/bin/flock -n /proc/self/fd/4 bash -c x tfhive-sup /tmp r.1_x-2 ps:3 port:2222", true},
-		{"sleep 60 tfhive-sup /tmp r1 worker:0 port:2222", false},               // not a lock holder's command
-		{"flock x tfhive-sup /tmp r1 worker:0 port:abc", false},                 // bad claim
-		{"flock x tfhive-sup /tmp -r1 worker:0 port:1", false},                  // bad run id
-		{"flock x tfhive-sup /tmp r1 worker0 port:1", false},                    // bad task
-		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a;rm", false},           // bad uuid
-		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a,port:1 extra", false}, // label not last
-	} {
-		if _, _, _, _, ok := holderLabel(tc.args); ok != tc.ok {
-			t.Errorf("holderLabel(%q) ok=%v, want %v", tc.args, ok, tc.ok)
-		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alessio/shellescape"
+
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 

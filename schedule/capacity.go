@@ -5,13 +5,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // notEnough explains a failed placement so that a person can act on it:
 // how many GPUs were asked and found, and per host what was free and why the
 // rest was not.
-func notEnough(inv probe.Inventory, st [][]GPUStatus, req *Request, ds []demand) error {
+func notEnough(inv inventory.Inventory, st [][]GPUStatus, req *Request, ds []demand) error {
 	e := &CapacityError{}
 	reachable, maxOne, biggest := 0, 0, 0
 	var waitable, threshold, excluded, unreachable bool
@@ -113,7 +113,7 @@ func describeAsk(r *Request) string {
 //
 //	gpu01: 2 free (0,1); busy 2 (bob:1234 python), 3 (util 85% > 10%); excluded 4 (--exclude)
 //	gpu03: unreachable: connection refused
-func hostLine(h *probe.HostInventory, st []GPUStatus) string {
+func hostLine(h *inventory.HostInventory, st []GPUStatus) string {
 	if note := hostNote(h); note != "" {
 		return h.Name + ": " + note
 	}

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 func claimed(kind string, id int, run string) hostOpt {
-	return func(h *probe.HostInventory) {
-		h.Claims = append(h.Claims, probe.Claim{Kind: kind, ID: id, RunID: run, User: "alice", Task: "worker:0",
+	return func(h *inventory.HostInventory) {
+		h.Claims = append(h.Claims, inventory.Claim{Kind: kind, ID: id, RunID: run, User: "alice", Task: "worker:0",
 			Since: time.Date(2026, 11, 22, 15, 4, 0, 0, time.UTC)})
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // GPUState is whether a GPU may be given to a task.
@@ -60,7 +60,7 @@ const maxCommandInReason = 40
 // nil. Exclusions are checked before busyness, so a GPU the user took out is
 // shown as excluded even when it is also busy: that is the reason that will
 // not go away by waiting.
-func Classify(inv probe.Inventory, a Availability) [][]GPUStatus {
+func Classify(inv inventory.Inventory, a Availability) [][]GPUStatus {
 	out := make([][]GPUStatus, len(inv.Hosts))
 	for i := range inv.Hosts {
 		h := &inv.Hosts[i]
@@ -76,7 +76,7 @@ func Classify(inv probe.Inventory, a Availability) [][]GPUStatus {
 	return out
 }
 
-func classifyGPU(h *probe.HostInventory, g *probe.GPU, a Availability) GPUStatus {
+func classifyGPU(h *inventory.HostInventory, g *inventory.GPU, a Availability) GPUStatus {
 	s := GPUStatus{Index: g.Index, State: Excluded}
 	switch {
 	case g.MIG:
@@ -114,7 +114,7 @@ func classifyGPU(h *probe.HostInventory, g *probe.GPU, a Availability) GPUStatus
 
 // processReason names the first process as user:pid command, which is what
 // a person needs to go and ask someone.
-func processReason(ps []probe.Process) string {
+func processReason(ps []inventory.Process) string {
 	p := ps[0]
 	user := p.User
 	if user == "" {
@@ -135,8 +135,8 @@ func processReason(ps []probe.Process) string {
 
 // claimOf finds the claim held on a GPU or port of h, or the lock file
 // that blocks it; a held claim wins over a blocking file.
-func claimOf(h *probe.HostInventory, kind string, id int) *probe.Claim {
-	var blocked *probe.Claim
+func claimOf(h *inventory.HostInventory, kind string, id int) *inventory.Claim {
+	var blocked *inventory.Claim
 	for i := range h.Claims {
 		if c := &h.Claims[i]; c.Kind == kind && c.ID == id {
 			if c.Blocked == "" {
@@ -150,7 +150,7 @@ func claimOf(h *probe.HostInventory, kind string, id int) *probe.Claim {
 
 // claimReason says whose run holds it: "run r1 (alice, worker:0, since
 // 2026-11-22 15:04 UTC)". The time is absolute: schedule has no clock.
-func claimReason(c *probe.Claim) string {
+func claimReason(c *inventory.Claim) string {
 	who := []string{}
 	for _, x := range []string{c.User, c.Task} {
 		if x != "" {

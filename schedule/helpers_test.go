@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // Inventory builders: tests read as "a host with 4 GPUs, GPU 2 busy".
@@ -12,23 +12,23 @@ import (
 func ip(v int) *int { return &v }
 
 // gpus returns n idle GPUs, indices 0..n-1.
-func gpus(n int) []probe.GPU {
-	gs := make([]probe.GPU, n)
+func gpus(n int) []inventory.GPU {
+	gs := make([]inventory.GPU, n)
 	for i := range gs {
-		gs[i] = probe.GPU{
+		gs[i] = inventory.GPU{
 			Index: i, UUID: fmt.Sprintf("GPU-%d", i), Name: "Tesla T4",
 			MemoryUsedMiB: ip(0), MemoryTotalMiB: ip(15360), UtilizationPct: ip(0),
-			Processes: []probe.Process{},
+			Processes: []inventory.Process{},
 		}
 	}
 	return gs
 }
 
-type hostOpt func(*probe.HostInventory)
+type hostOpt func(*inventory.HostInventory)
 
-func host(name string, nGPUs int, opts ...hostOpt) probe.HostInventory {
-	h := probe.HostInventory{
-		Host:           probe.Host{Name: name, Address: name, ClusterAddress: name},
+func host(name string, nGPUs int, opts ...hostOpt) inventory.HostInventory {
+	h := inventory.HostInventory{
+		Host:           inventory.Host{Name: name, Address: name, ClusterAddress: name},
 		Name:           name,
 		ClusterAddress: name,
 		GPUs:           gpus(nGPUs),
@@ -44,42 +44,42 @@ func host(name string, nGPUs int, opts ...hostOpt) probe.HostInventory {
 }
 
 func addr(a string) hostOpt {
-	return func(h *probe.HostInventory) { h.ClusterAddress, h.Host.ClusterAddress = a, a }
+	return func(h *inventory.HostInventory) { h.ClusterAddress, h.Host.ClusterAddress = a, a }
 }
 
-func local() hostOpt { return func(h *probe.HostInventory) { h.Host.Local = true } }
+func local() hostOpt { return func(h *inventory.HostInventory) { h.Host.Local = true } }
 
 func listening(ports ...int) hostOpt {
-	return func(h *probe.HostInventory) { h.ListeningPorts = ports }
+	return func(h *inventory.HostInventory) { h.ListeningPorts = ports }
 }
 
-func allowed(idx ...int) hostOpt { return func(h *probe.HostInventory) { h.Host.GPUs = idx } }
+func allowed(idx ...int) hostOpt { return func(h *inventory.HostInventory) { h.Host.GPUs = idx } }
 
 func proc(i int, user string, pid int, cmd string) hostOpt {
-	return func(h *probe.HostInventory) {
-		h.GPUs[i].Processes = append(h.GPUs[i].Processes, probe.Process{PID: pid, User: user, Command: cmd, UsedMemoryMiB: ip(500)})
+	return func(h *inventory.HostInventory) {
+		h.GPUs[i].Processes = append(h.GPUs[i].Processes, inventory.Process{PID: pid, User: user, Command: cmd, UsedMemoryMiB: ip(500)})
 	}
 }
 
 func util(i, pct int) hostOpt {
-	return func(h *probe.HostInventory) { h.GPUs[i].UtilizationPct = ip(pct) }
+	return func(h *inventory.HostInventory) { h.GPUs[i].UtilizationPct = ip(pct) }
 }
 func memUsed(i, m int) hostOpt {
-	return func(h *probe.HostInventory) { h.GPUs[i].MemoryUsedMiB = ip(m) }
+	return func(h *inventory.HostInventory) { h.GPUs[i].MemoryUsedMiB = ip(m) }
 }
-func mig(i int) hostOpt { return func(h *probe.HostInventory) { h.GPUs[i].MIG = true } }
+func mig(i int) hostOpt { return func(h *inventory.HostInventory) { h.GPUs[i].MIG = true } }
 func unreachable(msg string) hostOpt {
-	return func(h *probe.HostInventory) {
-		h.Err = &probe.HostError{Kind: probe.ErrRefused, Message: msg}
+	return func(h *inventory.HostInventory) {
+		h.Err = &inventory.HostError{Kind: inventory.ErrRefused, Message: msg}
 		h.GPUs, h.ListeningPorts = nil, nil
 	}
 }
 func driverError(msg string) hostOpt {
-	return func(h *probe.HostInventory) { h.DriverError, h.GPUs = msg, nil }
+	return func(h *inventory.HostInventory) { h.DriverError, h.GPUs = msg, nil }
 }
-func noSMI() hostOpt { return func(h *probe.HostInventory) { h.NoNvidiaSMI, h.GPUs = true, nil } }
+func noSMI() hostOpt { return func(h *inventory.HostInventory) { h.NoNvidiaSMI, h.GPUs = true, nil } }
 
-func inv(hs ...probe.HostInventory) probe.Inventory { return probe.Inventory{Hosts: hs} }
+func inv(hs ...inventory.HostInventory) inventory.Inventory { return inventory.Inventory{Hosts: hs} }
 
 // req is a default request for one worker per GPU, command "python train.py".
 func req(mod func(*Request)) Request {

@@ -1,8 +1,6 @@
 package schedule
 
-import (
-	"github.com/tfhive/tfhive/probe"
-)
+import "github.com/tfhive/tfhive/probe/inventory"
 
 // checkSameMachine refuses a fleet that names one machine twice (a second
 // DNS name, another of its addresses): planning it would book its GPUs and
@@ -11,7 +9,7 @@ import (
 // machine id together with its claims directory (hosts that share a
 // machine id but keep claims apart, like containers, share nothing tfhive
 // books).
-func checkSameMachine(inv probe.Inventory) error {
+func checkSameMachine(inv inventory.Inventory) error {
 	seen := map[string]string{}
 	for _, h := range inv.Hosts {
 		if !h.Reachable() {

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 func TestMakeLayout(t *testing.T) {
 	two4 := inv(host("a", 4), host("b", 4))
 	tests := []struct {
 		name string
-		inv  probe.Inventory
+		inv  inventory.Inventory
 		req  func(*Request)
 		want string
 	}{
@@ -75,7 +75,7 @@ func TestMakeLayout(t *testing.T) {
 		{"busy, MIG and over-threshold GPUs skipped", inv(host("a", 6, proc(0, "bob", 1, "python"), util(1, 11), memUsed(2, 1025), mig(3), util(4, 10), memUsed(5, 1024))),
 			func(r *Request) { r.Workers = 2 },
 			"worker:0@a[4]:2222 worker:1@a[5]:2223"},
-		{"N/A readings do not make a GPU busy", inv(host("a", 1, func(h *probe.HostInventory) {
+		{"N/A readings do not make a GPU busy", inv(host("a", 1, func(h *inventory.HostInventory) {
 			h.GPUs[0].UtilizationPct, h.GPUs[0].MemoryUsedMiB = nil, nil
 		})), nil, "worker:0@a[0]:2222"},
 		{"ports skip listening ones", inv(host("a", 3, listening(22, 2222, 2224))),
@@ -116,7 +116,7 @@ func assertCapacity(t *testing.T, err error) *CapacityError {
 func TestMakeAddresses(t *testing.T) {
 	tests := []struct {
 		name    string
-		inv     probe.Inventory
+		inv     inventory.Inventory
 		want    []string // task addresses
 		wantErr string
 	}{
@@ -290,7 +290,7 @@ func TestMakeUsageErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			i := in
 			if tt.name == "no hosts" {
-				i = probe.Inventory{}
+				i = inventory.Inventory{}
 			}
 			_, err := Make(i, req(tt.req))
 			ue, ok := err.(*UsageError)
@@ -307,7 +307,7 @@ func TestMakeUsageErrors(t *testing.T) {
 func TestMakeNotEnough(t *testing.T) {
 	tests := []struct {
 		name    string
-		inv     probe.Inventory
+		inv     inventory.Inventory
 		req     func(*Request)
 		msg     string
 		details []string

@@ -3,7 +3,7 @@ package schedule
 import (
 	"slices"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // demand is one task still to be placed.
@@ -45,7 +45,7 @@ func demands(r *Request) []demand {
 // of a different size. So the bigger group goes first, and if that fails the
 // other order is tried. Both are deterministic, and this is enough for the
 // shapes people ask for without turning a CLI into a bin-packing solver.
-func place(inv probe.Inventory, st [][]GPUStatus, ds []demand, strategy string, gpusPerWorker, gpusPerPS int) ([]spot, bool) {
+func place(inv inventory.Inventory, st [][]GPUStatus, ds []demand, strategy string, gpusPerWorker, gpusPerPS int) ([]spot, bool) {
 	psFirst := gpusPerPS > gpusPerWorker
 	for _, first := range []bool{psFirst, !psFirst} {
 		p := newPlacer(inv, st)
@@ -69,7 +69,7 @@ type placer struct {
 	ps        []int   // per host: ps tasks placed there
 }
 
-func newPlacer(inv probe.Inventory, st [][]GPUStatus) *placer {
+func newPlacer(inv inventory.Inventory, st [][]GPUStatus) *placer {
 	p := &placer{free: make([][]int, len(inv.Hosts)), ps: make([]int, len(inv.Hosts))}
 	for i := range inv.Hosts {
 		if !inv.Hosts[i].Reachable() {

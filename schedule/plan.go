@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // PlanVersion is the version of the plan JSON document; it changes only when
@@ -78,7 +78,7 @@ type Task struct {
 	ID       string   `json:"id"` // role:index, as in TFHIVE_TASK and log prefixes
 	Role     string   `json:"role"`
 	Index    int      `json:"index"`
-	Host     string   `json:"host"`          // probe.HostInventory.Name
+	Host     string   `json:"host"`          // inventory.HostInventory.Name
 	Address  string   `json:"address"`       // addr:port, as listed in the cluster spec; torch: addr alone
 	Port     int      `json:"port,omitzero"` // 0 in torch plans: ranks need no port of their own
 	GPUs     []int    `json:"gpus"`
@@ -125,7 +125,7 @@ func taskID(role string, index int) string { return role + ":" + strconv.Itoa(in
 // Make computes the plan. It is pure: the same inventory and request always
 // give the same plan, which is what lets `plan` preview exactly what `run`
 // will do (given the same probe results).
-func Make(inv probe.Inventory, req Request) (*Plan, error) {
+func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 	req.SetDefaults()
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -213,7 +213,7 @@ func joinHostPort(addr string, port int) string {
 	return addr + ":" + strconv.Itoa(port)
 }
 
-func uuids(h *probe.HostInventory, idx []int) []string {
+func uuids(h *inventory.HostInventory, idx []int) []string {
 	out := make([]string, 0, len(idx))
 	for _, i := range idx {
 		for _, g := range h.GPUs {
@@ -278,7 +278,7 @@ func substitute(command []string, vals map[string]string) ([]string, error) {
 // checkExclusions catches --exclude naming a host or GPU that does not
 // exist: a typo there would silently leave the GPU the user meant in play.
 // GPUs of hosts that could not list theirs cannot be checked.
-func checkExclusions(inv probe.Inventory, ex Exclusions) error {
+func checkExclusions(inv inventory.Inventory, ex Exclusions) error {
 	names := make([]string, len(inv.Hosts))
 	for i, h := range inv.Hosts {
 		names[i] = h.Name
@@ -305,7 +305,7 @@ func checkExclusions(inv probe.Inventory, ex Exclusions) error {
 }
 
 // matrix is the host × GPU view: every host, every GPU, who holds it.
-func matrix(inv probe.Inventory, st [][]GPUStatus, tasks []Task) []MatrixHost {
+func matrix(inv inventory.Inventory, st [][]GPUStatus, tasks []Task) []MatrixHost {
 	holder := map[string]string{} // "host\x00index" → task id
 	for _, t := range tasks {
 		for _, g := range t.GPUs {
@@ -328,7 +328,7 @@ func matrix(inv probe.Inventory, st [][]GPUStatus, tasks []Task) []MatrixHost {
 }
 
 // hostNote says why a host offers no GPUs at all, "" if it has some.
-func hostNote(h *probe.HostInventory) string {
+func hostNote(h *inventory.HostInventory) string {
 	switch {
 	case !h.Reachable():
 		return "unreachable: " + h.Err.Message

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // localhost is the address every task gets when all of them run on Local
@@ -15,7 +15,7 @@ const localhost = "localhost"
 
 // clusterAddress is what other hosts dial for tasks on h. probe resolves it;
 // the fallbacks only keep a hand-built inventory (tests) from producing ":2222".
-func clusterAddress(h *probe.HostInventory) string {
+func clusterAddress(h *inventory.HostInventory) string {
 	for _, a := range []string{h.ClusterAddress, h.Host.ClusterAddress, h.Host.Address, h.Name} {
 		if a != "" {
 			return a
@@ -36,7 +36,7 @@ func isLoopback(addr string) bool {
 // is only right when every task is on that same machine, so a plan that
 // mixes loopback with real addresses is refused: its tasks could never reach
 // each other, and the user has to say which address to use.
-func addresses(inv probe.Inventory, ds []demand, spots []spot) ([]string, error) {
+func addresses(inv inventory.Inventory, ds []demand, spots []spot) ([]string, error) {
 	allLocal := true
 	for _, s := range spots {
 		allLocal = allLocal && inv.Hosts[s.host].Host.Local
@@ -78,7 +78,7 @@ type portSpace struct {
 // address, not per host name: two names for one machine (all 127.0.0.1 in
 // tests, an alias and its IP) share one port space, so their listening
 // ports are pooled too.
-func portSpaces(inv probe.Inventory, spots []spot, addrs []string, lo int) map[string]*portSpace {
+func portSpaces(inv inventory.Inventory, spots []spot, addrs []string, lo int) map[string]*portSpace {
 	spaces := map[string]*portSpace{}
 	for i, s := range spots {
 		ps := spaces[addrs[i]]
@@ -128,7 +128,7 @@ func (ps *portSpace) exhausted(what, addr string, lo, hi int) error {
 
 // assignPorts gives every task the lowest port in [lo, hi] that nothing
 // listens on and no earlier task on the same address got.
-func assignPorts(inv probe.Inventory, ds []demand, spots []spot, addrs []string, lo, hi int) ([]int, error) {
+func assignPorts(inv inventory.Inventory, ds []demand, spots []spot, addrs []string, lo, hi int) ([]int, error) {
 	spaces := portSpaces(inv, spots, addrs, lo)
 	ports := make([]int, len(spots))
 	for i := range spots {

@@ -7,15 +7,15 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // randomInventory builds a fleet with every feature the planner looks at:
 // unreachable and GPU-less hosts, busy, hot, MIG and disallowed GPUs, shared
 // addresses, listening ports inside a narrow range.
-func randomInventory(rng *rand.Rand) probe.Inventory {
+func randomInventory(rng *rand.Rand) inventory.Inventory {
 	n := 1 + rng.Intn(5)
-	var hs []probe.HostInventory
+	var hs []inventory.HostInventory
 	for i := range n {
 		name := fmt.Sprintf("h%d", i)
 		var opts []hostOpt
@@ -57,7 +57,7 @@ func randomInventory(rng *rand.Rand) probe.Inventory {
 	return inv(hs...)
 }
 
-func randomRequest(rng *rand.Rand, in probe.Inventory) Request {
+func randomRequest(rng *rand.Rand, in inventory.Inventory) Request {
 	return req(func(r *Request) {
 		r.PS = rng.Intn(3)
 		r.Workers = rng.Intn(6)

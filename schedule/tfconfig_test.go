@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // checkTFConfig applies the rules TensorFlow uses when it reads TF_CONFIG
@@ -119,9 +119,9 @@ func TestTFConfigGolden(t *testing.T) {
 // outside the host's listening ports, and the env matches the task. Torch
 // plans have their own rules instead of the TF_CONFIG and port ones
 // (checkTorchPlan).
-func checkPlan(t *testing.T, in probe.Inventory, p *Plan) {
+func checkPlan(t *testing.T, in inventory.Inventory, p *Plan) {
 	t.Helper()
-	byName := map[string]*probe.HostInventory{}
+	byName := map[string]*inventory.HostInventory{}
 	for i := range in.Hosts {
 		byName[in.Hosts[i].Name] = &in.Hosts[i]
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // A torch plan gives each task what torchrun gives a script, so that a
@@ -61,7 +61,7 @@ func ranksByHost(spots []spot) []spot {
 
 // torchPlan builds the tasks of a torch plan from the placed ranks; ds and
 // spots are in rank order.
-func torchPlan(inv probe.Inventory, req *Request, ds []demand, spots []spot, addrs []string) (*Plan, error) {
+func torchPlan(inv inventory.Inventory, req *Request, ds []demand, spots []spot, addrs []string) (*Plan, error) {
 	masterAddr := addrs[0]
 	space := portSpaces(inv, spots, addrs, req.PortLo)[masterAddr]
 	port := space.take(req.PortHi)

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // checkTorchPlan asserts what torchrun promises a script, for every torch
@@ -22,7 +22,7 @@ import (
 // their number, GROUP_RANK the host's position; CUDA_VISIBLE_DEVICES the
 // host's rank GPUs in local-rank order with the rank's own at LOCAL_RANK×N;
 // and nothing of TensorFlow's.
-func checkTorchPlan(t *testing.T, in probe.Inventory, p *Plan) {
+func checkTorchPlan(t *testing.T, in inventory.Inventory, p *Plan) {
 	t.Helper()
 	if len(p.Tasks) == 0 {
 		t.Fatal("torch plan without ranks")
@@ -120,7 +120,7 @@ func TestTorchLayout(t *testing.T) {
 	three2 := inv(host("a", 2), host("b", 2), host("c", 2))
 	tests := []struct {
 		name string
-		inv  probe.Inventory
+		inv  inventory.Inventory
 		req  func(*Request)
 		want string
 	}{

@@ -1,4 +1,8 @@
-package probe
+// Package inventory holds the plain data the probe learns and the planner
+// plans from: hosts as configured, their GPUs, processes, claims and errors.
+// It imports nothing but the standard library, so that schedule, which
+// must stay pure, depends on nothing else of tfhive.
+package inventory
 
 // Inventory is what the probe learned about the fleet, in the order the hosts
 // were given. It is plain data: schedule plans from it and launcher renders it,

@@ -1,0 +1,119 @@
+// Package claim is the one home of the claim format that a task's holders
+// write on a host and the probe reads back: the lock files' names and the
+// label a holder carries in its own command line. The shell that writes
+// them is the supervisor's (launcher); the parser of /proc/locks is the
+// probe's. It imports only the standard library and inventory.
+package claim
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/tfhive/tfhive/probe/inventory"
+)
+
+// A claim is a flock on a lock file held by a live process, the task's
+// holder. Everything tfhive says about a claim comes from the kernel, never
+// from a file another user could have written:
+//   - that it is held: /proc/locks;
+//   - by whom: the holding process's real uid (ps);
+//   - for which run and task: the holder's own command line, which only
+//     its owner could have chosen (so a label names the run of the user the
+//     kernel says holds it, never anyone else's).
+//
+// The lock files live in a directory only root (or the user themself) can
+// own: /tmp by default, as /tmp/tfhive-claim.NAME.lock, or
+// $TFHIVE_CLAIMS_DIR on the host when root or the user owns it. They are
+// created exclusively, opened read-only, and never written.
+const (
+	DirDefault = "/tmp"
+	FilePrefix = "tfhive-claim."
+	FileSuffix = ".lock"
+	// HolderMarker is the argument that follows the holder's script in its
+	// command line, before the claims dir, the run id, the task and the
+	// claim list.
+	HolderMarker = "tfhive-sup"
+)
+
+// Name is the name of a lock file's claim: gpu-UUID (gpu-INDEX when
+// the driver gives no UUID) or port-N.
+func Name(kind string, id int, uuid string) string {
+	if kind == "gpu" && uuid != "" {
+		return "gpu-" + uuid
+	}
+	return kind + "-" + strconv.Itoa(id)
+}
+
+// HolderClaim is how a claim is written in the holder's command line:
+// gpu:INDEX:UUID or port:N.
+func HolderClaim(kind string, id int, uuid string) string {
+	if kind == "gpu" {
+		return "gpu:" + strconv.Itoa(id) + ":" + uuid
+	}
+	return kind + ":" + strconv.Itoa(id)
+}
+
+// ParseHolder reads a tfhive holder's command line: `flock … bash --norc
+// -c SCRIPT tfhive-sup DIR RUN TASK CLAIMS`. The label is the last five
+// words; anything else is not a tfhive holder.
+func ParseHolder(args string) (dir, run, task string, claims []inventory.Claim, ok bool) {
+	f := strings.Fields(args)
+	if len(f) < 6 || f[len(f)-5] != HolderMarker || !strings.HasSuffix(f[0], "flock") {
+		return "", "", "", nil, false
+	}
+	dir, run, task = f[len(f)-4], f[len(f)-3], f[len(f)-2]
+	if !ValidRunID(run) || !validTask(task) {
+		return "", "", "", nil, false
+	}
+	for _, s := range strings.Split(f[len(f)-1], ",") {
+		parts := strings.Split(s, ":")
+		n, err := strconv.Atoi(parts[min(1, len(parts)-1)])
+		switch {
+		case len(parts) == 3 && parts[0] == "gpu" && err == nil && ValidUUID(parts[2]):
+			claims = append(claims, inventory.Claim{Kind: "gpu", ID: n, UUID: parts[2]})
+		case len(parts) == 2 && parts[0] == "port" && err == nil:
+			claims = append(claims, inventory.Claim{Kind: "port", ID: n})
+		default:
+			return "", "", "", nil, false
+		}
+	}
+	return dir, run, task, claims, true
+}
+
+// ValidRunID: run ids appear in command lines, file names and labels, so
+// they are kept to letters, digits and ._- (and start with one of the
+// first two).
+func ValidRunID(s string) bool {
+	if s == "" || len(s) > 64 || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func validTask(s string) bool {
+	role, idx, ok := strings.Cut(s, ":")
+	_, err := strconv.Atoi(idx)
+	return ok && err == nil && role != "" && ValidRunID(role)
+}
+
+// ValidUUID accepts what nvidia-smi prints (GPU-xxxxxxxx-…, MIG-…).
+func ValidUUID(s string) bool {
+	if s == "" || len(s) > 80 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
