@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,6 +12,11 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/commands"
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/schedule"
 )
 
 // isolate keeps the user's hosts file, ssh config, agent and working
@@ -304,5 +312,63 @@ func TestClosest(t *testing.T) {
 	}
 	if d := editDistance("ab", "ba"); d != 1 {
 		t.Errorf("a swap of neighbours counts %d edits, want 1", d)
+	}
+}
+
+// TestExitCodes is the exit-code table of README.md, kind by kind: the
+// packages only say what went wrong, main alone picks the code.
+func TestExitCodes(t *testing.T) {
+	run := func(code int) error {
+		return &commands.RunFailedError{Summary: &launcher.Summary{RunID: "r", Result: launcher.ResultFailed, ExitCode: code}}
+	}
+	cases := []struct {
+		err  error
+		code int
+	}{
+		{nil, exitOK},
+		{errors.New("boom"), exitFailure},
+		{&commands.UsageError{Msg: "bad flag"}, exitUsage},
+		{&probe.ConfigError{Msg: "bad hosts file"}, exitUsage},
+		{&schedule.UsageError{Msg: "bad request"}, exitUsage},
+		{fmt.Errorf("hosts: %w", &probe.ConfigError{Msg: "wrapped"}), exitUsage},
+		{&schedule.CapacityError{Msg: "not enough free GPUs"}, exitNoGPUs},
+		{&launcher.ClaimConflictError{Conflicts: []string{"a"}}, exitNoGPUs},
+		{&launcher.ClaimBlockedError{Blocked: []string{"a"}}, exitNoGPUs},
+		{&commands.UnreachableError{Bad: 1, Total: 2}, exitUnreachable},
+		{run(7), 7},
+		{run(launcher.ExitTimeout), 124},
+		{run(launcher.ExitHostLost), exitUnreachable},
+		{run(130), exitInterrupted},
+		{context.Canceled, exitInterrupted},
+		{fmt.Errorf("probe: %w", context.Canceled), exitInterrupted},
+		{errTerminated, exitTerminated},
+	}
+	for _, c := range cases {
+		if got := exitCode(c.err); got != c.code {
+			t.Errorf("exitCode(%T %v) = %d, want %d", c.err, c.err, got, c.code)
+		}
+	}
+}
+
+func TestReport(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{context.Canceled, "tfhive: error: interrupted\n"},
+		{errTerminated, "tfhive: error: interrupted by SIGTERM\n"},
+		{&schedule.CapacityError{Msg: "not enough free GPUs", Fix: "wait", Lines: []string{"a: 1 free"}},
+			"tfhive: error: not enough free GPUs\ntfhive:   a: 1 free\ntfhive: hint: wait\n"},
+		{&commands.UnreachableError{Bad: 1, Total: 2, Lines: []string{"b: connection refused"}},
+			"tfhive: error: 1 of 2 hosts could not be reached\ntfhive:   b: connection refused\n"},
+		{&commands.RunFailedError{Summary: &launcher.Summary{RunID: "r1", Result: "failed", Reason: "worker:1 on gpu02 exited 7", ExitCode: 7}},
+			"tfhive: error: run r1 failed: worker:1 on gpu02 exited 7\n"},
+	}
+	for _, c := range cases {
+		var b bytes.Buffer
+		report(&b, c.err)
+		if b.String() != c.want {
+			t.Errorf("report(%v):\n%s\nwant:\n%s", c.err, b.String(), c.want)
+		}
 	}
 }

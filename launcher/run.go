@@ -137,7 +137,6 @@ type ClaimConflictError struct{ Conflicts []string }
 func (e *ClaimConflictError) Error() string {
 	return "claimed by another run while starting: " + strings.Join(e.Conflicts, "; ")
 }
-func (e *ClaimConflictError) ExitCode() int { return 3 }
 
 // ClaimBlockedError: a lock file on a host is not one tfhive can use (not
 // a regular file, or not readable), put there by someone else. Trying
@@ -147,7 +146,6 @@ type ClaimBlockedError struct{ Blocked []string }
 func (e *ClaimBlockedError) Error() string {
 	return strings.Join(e.Blocked, "; ") + "; ask its owner or root to remove it"
 }
-func (e *ClaimBlockedError) ExitCode() int { return 3 }
 
 // claimTaken stands for a supervisor that ended with exitClaimBusy before
 // saying its claims were held: a flock found one taken.

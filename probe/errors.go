@@ -10,7 +10,6 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string { return e.Msg }
-func (e *ConfigError) ExitCode() int { return 2 }
 func (e *ConfigError) Hint() string  { return e.hint }
 
 func configErrorf(format string, a ...any) *ConfigError {

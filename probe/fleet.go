@@ -1,3 +1,7 @@
+// Package probe learns what each host has (GPUs, processes, listening
+// ports, claims) over one SSH connection per host, and keeps those
+// connections for the tasks (Fleet). It must not import schedule or
+// launcher: data flows probe → schedule → launcher.
 package probe
 
 import (

@@ -1,3 +1,7 @@
+// Package schedule is the pure planner: a probed inventory and a request in,
+// a plan out (GPU classification, placement, ports, TF_CONFIG and torch
+// environments), or an error saying what is wrong or missing. It imports
+// only the standard library and probe/inventory: no I/O, no SSH, no clock.
 package schedule
 
 import (

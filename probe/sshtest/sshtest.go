@@ -2,7 +2,8 @@
 // for end-to-end tests: one per fake host, each with its own port, host
 // key, temp dir and fake nvidia-smi serving a GPU inventory, plus the
 // known_hosts, ssh_config and hosts.yaml a client needs to reach them with
-// strict host-key checking.
+// strict host-key checking. Only tests may import it, and it imports no
+// other tfhive package, so that it tests tfhive from outside.
 package sshtest
 
 import (
