@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // keyring gathers the keys tfhive may authenticate with: ssh-agent's first,
@@ -91,7 +93,7 @@ func (k *keyring) file(path string) fileKey {
 
 // authFor returns the signers to offer a host and a description of what
 // was tried, for the authentication-failed message.
-func (k *keyring) authFor(h Host) ([]ssh.Signer, string) {
+func (k *keyring) authFor(h inventory.Host) ([]ssh.Signer, string) {
 	signers := append([]ssh.Signer(nil), k.agentKeys()...)
 	var tried, unusable, missing []string
 	if n := len(signers); n > 0 {

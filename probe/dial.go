@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // SSHOptions are the transport settings shared by every host of a run.
@@ -56,7 +58,7 @@ type Dialer struct {
 type jumpConn struct {
 	once   sync.Once
 	client *ssh.Client
-	err    *HostError
+	err    *inventory.HostError
 }
 
 func NewDialer(o SSHOptions) *Dialer {
@@ -65,7 +67,7 @@ func NewDialer(o SSHOptions) *Dialer {
 }
 
 // Dial connects to h (through its jump hosts) and returns an Executor.
-func (d *Dialer) Dial(ctx context.Context, h Host) (*SSHConn, *HostError) {
+func (d *Dialer) Dial(ctx context.Context, h inventory.Host) (*SSHConn, *inventory.HostError) {
 	var via *ssh.Client
 	for i := range h.Via {
 		c, herr := d.jump(ctx, h.Via[:i+1], via)
@@ -83,7 +85,7 @@ func (d *Dialer) Dial(ctx context.Context, h Host) (*SSHConn, *HostError) {
 
 // jump returns the shared connection to the last hop of chain, dialled
 // through prev.
-func (d *Dialer) jump(ctx context.Context, chain []Host, prev *ssh.Client) (*ssh.Client, *HostError) {
+func (d *Dialer) jump(ctx context.Context, chain []inventory.Host, prev *ssh.Client) (*ssh.Client, *inventory.HostError) {
 	var key strings.Builder
 	for _, hop := range chain {
 		fmt.Fprintf(&key, "%s@%s:%d/", hop.User, hop.Address, hop.Port)
@@ -119,12 +121,12 @@ func (d *Dialer) Close() {
 	}
 }
 
-func (d *Dialer) dialOne(ctx context.Context, h Host, via *ssh.Client) (*ssh.Client, *HostError) {
+func (d *Dialer) dialOne(ctx context.Context, h inventory.Host, via *ssh.Client) (*ssh.Client, *inventory.HostError) {
 	addr := net.JoinHostPort(h.Address, strconv.Itoa(h.Port))
 	timeout := d.opts.ConnectTimeout
 	hc, err := d.keys.config(h)
 	if err != nil {
-		return nil, &HostError{Kind: ErrSSH, Message: err.Error()}
+		return nil, &inventory.HostError{Kind: inventory.ErrSSH, Message: err.Error()}
 	}
 	signers, tried := d.auth.authFor(h)
 	var wantedPassword, triedKeys bool
@@ -179,26 +181,26 @@ func (d *Dialer) dialOne(ctx context.Context, h Host, via *ssh.Client) (*ssh.Cli
 			c.Close()
 		}
 		if ctx.Err() != nil {
-			return nil, &HostError{Kind: ErrTimeout, Message: "interrupted"}
+			return nil, &inventory.HostError{Kind: inventory.ErrTimeout, Message: "interrupted"}
 		}
-		return nil, &HostError{Kind: ErrTimeout, Message: fmt.Sprintf("ssh handshake timed out after %s (the server accepted TCP but did not complete SSH)", timeout)}
+		return nil, &inventory.HostError{Kind: inventory.ErrTimeout, Message: fmt.Sprintf("ssh handshake timed out after %s (the server accepted TCP but did not complete SSH)", timeout)}
 	}
 	if err != nil {
 		conn.Close()
 		var negErr *ssh.AlgorithmNegotiationError
 		switch {
 		case hkErr != nil:
-			return nil, &HostError{Kind: hkErr.kind, Message: hkErr.msg, Hint: hkErr.hint}
+			return nil, &inventory.HostError{Kind: hkErr.kind, Message: hkErr.msg, Hint: hkErr.hint}
 		case errors.As(err, &negErr) && negErr.What == "host key" && len(hc.known) > 0:
 			return nil, noCommonHostKeyError(h, hc.known, negErr.RequestedAlgorithms)
 		case wantedPassword && !triedKeys:
-			return nil, &HostError{Kind: ErrAuth, Message: fmt.Sprintf("authentication failed for user %s: the server accepts only passwords and tfhive never prompts (BatchMode)", h.User),
+			return nil, &inventory.HostError{Kind: inventory.ErrAuth, Message: fmt.Sprintf("authentication failed for user %s: the server accepts only passwords and tfhive never prompts (BatchMode)", h.User),
 				Hint: "enable public key authentication on the host and install your key (ssh-copy-id)"}
 		case wantedPassword || strings.Contains(err.Error(), "unable to authenticate"):
-			return nil, &HostError{Kind: ErrAuth, Message: fmt.Sprintf("authentication failed for user %s (tried %s)", h.User, tried),
+			return nil, &inventory.HostError{Kind: inventory.ErrAuth, Message: fmt.Sprintf("authentication failed for user %s (tried %s)", h.User, tried),
 				Hint: "check the user name and that your public key is in the host's authorized_keys"}
 		}
-		return nil, &HostError{Kind: ErrSSH, Message: "ssh: " + strings.TrimPrefix(err.Error(), "ssh: ")}
+		return nil, &inventory.HostError{Kind: inventory.ErrSSH, Message: "ssh: " + strings.TrimPrefix(err.Error(), "ssh: ")}
 	}
 	client := ssh.NewClient(c, chans, reqs)
 	every, max := d.KeepAlive(h)
@@ -208,7 +210,7 @@ func (d *Dialer) dialOne(ctx context.Context, h Host, via *ssh.Client) (*ssh.Cli
 
 // KeepAlive is the host's keepalive interval and count: its ssh_config
 // ServerAlive* settings, else the dialer's.
-func (d *Dialer) KeepAlive(h Host) (time.Duration, int) {
+func (d *Dialer) KeepAlive(h inventory.Host) (time.Duration, int) {
 	every, max := d.opts.KeepAlive, d.opts.KeepAliveMax
 	if h.KeepAlive > 0 {
 		every = h.KeepAlive
@@ -219,20 +221,20 @@ func (d *Dialer) KeepAlive(h Host) (time.Duration, int) {
 	return every, max
 }
 
-func classifyDialError(err error, h Host, timeout time.Duration, ctx context.Context) *HostError {
+func classifyDialError(err error, h inventory.Host, timeout time.Duration, ctx context.Context) *inventory.HostError {
 	var dnsErr *net.DNSError
 	switch {
 	case errors.As(err, &dnsErr):
-		return &HostError{Kind: ErrDNS, Message: fmt.Sprintf("cannot resolve %s", h.Address)}
+		return &inventory.HostError{Kind: inventory.ErrDNS, Message: fmt.Sprintf("cannot resolve %s", h.Address)}
 	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(strings.ToLower(err.Error()), "connection refused"):
-		return &HostError{Kind: ErrRefused, Message: fmt.Sprintf("connection refused (%s port %d)", h.Address, h.Port),
+		return &inventory.HostError{Kind: inventory.ErrRefused, Message: fmt.Sprintf("connection refused (%s port %d)", h.Address, h.Port),
 			Hint: "is sshd running there, and is the port right?"}
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || isTimeout(err):
-		return &HostError{Kind: ErrTimeout, Message: fmt.Sprintf("connect timed out after %s", timeout)}
+		return &inventory.HostError{Kind: inventory.ErrTimeout, Message: fmt.Sprintf("connect timed out after %s", timeout)}
 	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
-		return &HostError{Kind: ErrRefused, Message: fmt.Sprintf("no route to %s", h.Address)}
+		return &inventory.HostError{Kind: inventory.ErrRefused, Message: fmt.Sprintf("no route to %s", h.Address)}
 	}
-	return &HostError{Kind: ErrSSH, Message: err.Error()}
+	return &inventory.HostError{Kind: inventory.ErrSSH, Message: err.Error()}
 }
 
 func isTimeout(err error) bool {

@@ -20,6 +20,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // testServer is an in-process SSH server on 127.0.0.1 that only
@@ -115,8 +117,8 @@ func (s *testServer) knownHostsFor(t *testing.T, keys ...ssh.PublicKey) string {
 	return writeFile(t, t.TempDir(), "known_hosts", b.String())
 }
 
-func (s *testServer) host(knownHosts string, identities ...string) Host {
-	return Host{Name: "fake", Address: "127.0.0.1", Port: s.port, User: "me",
+func (s *testServer) host(knownHosts string, identities ...string) inventory.Host {
+	return inventory.Host{Name: "fake", Address: "127.0.0.1", Port: s.port, User: "me",
 		IdentityFiles: identities, KnownHostsFiles: []string{knownHosts}, ClusterAddress: "127.0.0.1"}
 }
 
@@ -148,7 +150,7 @@ func clientKey(t *testing.T) (ssh.Signer, ed25519.PrivateKey) {
 	return s, priv
 }
 
-func dialTest(t *testing.T, o SSHOptions, h Host) (*SSHConn, *HostError) {
+func dialTest(t *testing.T, o SSHOptions, h inventory.Host) (*SSHConn, *inventory.HostError) {
 	t.Helper()
 	d := NewDialer(o)
 	t.Cleanup(d.Close)
@@ -159,7 +161,7 @@ func dialTest(t *testing.T, o SSHOptions, h Host) (*SSHConn, *HostError) {
 	return c, herr
 }
 
-func wantHostError(t *testing.T, herr *HostError, kind ErrorKind, msg, hint string) {
+func wantHostError(t *testing.T, herr *inventory.HostError, kind inventory.ErrorKind, msg, hint string) {
 	t.Helper()
 	if herr == nil {
 		t.Fatalf("dial succeeded, want %s error %q", kind, msg)
@@ -195,14 +197,14 @@ func TestDialHandshakeTimeout(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	h := Host{Name: "silent", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, User: "me",
+	h := inventory.Host{Name: "silent", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, User: "me",
 		KnownHostsFiles: []string{filepath.Join(t.TempDir(), "known_hosts")}}
 	start := time.Now()
 	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 300 * time.Millisecond}, h)
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("dial took %s with a 300ms timeout", d)
 	}
-	wantHostError(t, herr, ErrTimeout, "ssh handshake timed out after 300ms (the server accepted TCP but did not complete SSH)", "")
+	wantHostError(t, herr, inventory.ErrTimeout, "ssh handshake timed out after 300ms (the server accepted TCP but did not complete SSH)", "")
 }
 
 func TestDialRefused(t *testing.T) {
@@ -212,9 +214,9 @@ func TestDialRefused(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	h := Host{Name: "down", Address: "127.0.0.1", Port: port, User: "me"}
+	h := inventory.Host{Name: "down", Address: "127.0.0.1", Port: port, User: "me"}
 	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 2 * time.Second}, h)
-	wantHostError(t, herr, ErrRefused, "connection refused (127.0.0.1 port "+strconv.Itoa(port)+")", "is sshd running there, and is the port right?")
+	wantHostError(t, herr, inventory.ErrRefused, "connection refused (127.0.0.1 port "+strconv.Itoa(port)+")", "is sshd running there, and is the port right?")
 }
 
 func TestDialAuthFailureListsWhatWasTried(t *testing.T) {
@@ -233,7 +235,7 @@ func TestDialAuthFailureListsWhatWasTried(t *testing.T) {
 
 	h := srv.host(srv.knownHostsFor(t, hostKey.PublicKey()), missing, lockedFile, goodFile, garbage)
 	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, h)
-	wantHostError(t, herr, ErrAuth,
+	wantHostError(t, herr, inventory.ErrAuth,
 		"authentication failed for user me (tried "+missing+" (does not exist), "+lockedFile+" (passphrase-protected and not in ssh-agent), "+goodFile+", "+
 			garbage+" (unreadable key: ssh: no key found))",
 		"check the user name and that your public key is in the host's authorized_keys")
@@ -274,7 +276,7 @@ func TestDialAuthNoKeys(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, srv.host(kh, tt.files...))
-			wantHostError(t, herr, ErrAuth,
+			wantHostError(t, herr, inventory.ErrAuth,
 				"authentication failed for user me (tried "+tt.tried+")",
 				"check the user name and that your public key is in the host's authorized_keys")
 		})
@@ -297,7 +299,7 @@ func TestDialAuthMissingIdentityBesideUsableKey(t *testing.T) {
 	def := filepath.Join(dir, ".ssh/id_rsa")
 	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second},
 		srv.host(srv.knownHostsFor(t, hostKey.PublicKey()), goodFile, typo, def))
-	wantHostError(t, herr, ErrAuth,
+	wantHostError(t, herr, inventory.ErrAuth,
 		"authentication failed for user me (tried "+goodFile+", "+typo+" (does not exist))",
 		"check the user name and that your public key is in the host's authorized_keys")
 }
@@ -313,7 +315,7 @@ func TestDialPasswordOnlyServer(t *testing.T) {
 	good, goodPriv := clientKey(t)
 	h := srv.host(srv.knownHostsFor(t, hostKey.PublicKey()), writeKey(t, good, goodPriv, ""))
 	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, h)
-	wantHostError(t, herr, ErrAuth,
+	wantHostError(t, herr, inventory.ErrAuth,
 		"authentication failed for user me: the server accepts only passwords and tfhive never prompts (BatchMode)",
 		"enable public key authentication on the host and install your key (ssh-copy-id)")
 }
@@ -353,14 +355,14 @@ func TestDialHostKeyErrors(t *testing.T) {
 	t.Run("unknown", func(t *testing.T) {
 		kh := filepath.Join(t.TempDir(), "known_hosts")
 		_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, srv.host(kh, id))
-		wantHostError(t, herr, ErrHostKeyUnknown,
+		wantHostError(t, herr, inventory.ErrHostKeyUnknown,
 			"host key unknown: ssh-ed25519 "+ssh.FingerprintSHA256(hostKey.PublicKey())+" is not in "+kh,
 			"check the fingerprint, then rerun with --accept-new-host-keys (or `ssh fake` once) to trust it")
 	})
 	t.Run("changed", func(t *testing.T) {
 		kh := srv.knownHostsFor(t, other.PublicKey())
 		_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, srv.host(kh, id))
-		wantHostError(t, herr, ErrHostKeyChanged,
+		wantHostError(t, herr, inventory.ErrHostKeyChanged,
 			"host key changed ("+kh+":1): the server sent ssh-ed25519 "+ssh.FingerprintSHA256(hostKey.PublicKey())+", possible man-in-the-middle",
 			"if fake was reinstalled, remove the old key with `ssh-keygen -R '[127.0.0.1]:"+strconv.Itoa(srv.port)+"'` and check the new fingerprint")
 	})
@@ -385,7 +387,7 @@ func TestDialNoCommonHostKeyType(t *testing.T) {
 	kh := srv.knownHostsFor(t, edKey.PublicKey())
 	_, herr := dialTest(t, SSHOptions{ConnectTimeout: 5 * time.Second}, srv.host(kh, writeKey(t, good, goodPriv, "")))
 	port := strconv.Itoa(srv.port)
-	wantHostError(t, herr, ErrHostKeyChanged,
+	wantHostError(t, herr, inventory.ErrHostKeyChanged,
 		"known_hosts has ssh-ed25519 for this host ("+kh+":1), the server offers ecdsa-sha2-nistp256",
 		"add its current key (`ssh-keyscan -p "+port+" 127.0.0.1`, after checking the fingerprint) or remove the stale line (`ssh-keygen -R '[127.0.0.1]:"+port+"'`)")
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // Executor runs commands on one host: over the host's single SSH connection,
@@ -24,7 +26,7 @@ type Executor interface {
 // SSHConn is one host's connection, opened once and reused for every
 // command of the run.
 type SSHConn struct {
-	host   Host
+	host   inventory.Host
 	client *ssh.Client
 	dialer *Dialer
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // Options tune a Fleet.
@@ -33,7 +35,7 @@ type Options struct {
 // Fleet holds one connection per host for the whole run: opened by the
 // first Probe, reused by later probes and by the launcher, closed by Close.
 type Fleet struct {
-	Hosts  []Host
+	Hosts  []inventory.Host
 	opts   Options
 	dialer *Dialer
 
@@ -42,7 +44,7 @@ type Fleet struct {
 	spares []*spare
 }
 
-func NewFleet(hosts []Host, o Options) *Fleet {
+func NewFleet(hosts []inventory.Host, o Options) *Fleet {
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = 30 * time.Second
 	}
@@ -67,7 +69,7 @@ func (f *Fleet) Executor(i int) Executor {
 }
 
 // KeepAlive is host h's keepalive interval and count (see Dialer.KeepAlive).
-func (f *Fleet) KeepAlive(h Host) (time.Duration, int) { return f.dialer.KeepAlive(h) }
+func (f *Fleet) KeepAlive(h inventory.Host) (time.Duration, int) { return f.dialer.KeepAlive(h) }
 
 // Close closes every connection.
 func (f *Fleet) Close() {
@@ -86,8 +88,8 @@ func (f *Fleet) Close() {
 // Probe connects to every host not yet connected and probes them all, in
 // parallel and bounded. It always returns a full inventory: a host that
 // failed carries its error, and the others are not held up by it.
-func (f *Fleet) Probe(ctx context.Context) Inventory {
-	inv := Inventory{Hosts: make([]HostInventory, len(f.Hosts))}
+func (f *Fleet) Probe(ctx context.Context) inventory.Inventory {
+	inv := inventory.Inventory{Hosts: make([]inventory.HostInventory, len(f.Hosts))}
 	f.mu.Lock()
 	f.dropSpares()
 	f.mu.Unlock()
@@ -107,7 +109,7 @@ func (f *Fleet) Probe(ctx context.Context) Inventory {
 	return inv
 }
 
-func (f *Fleet) connect(ctx context.Context, i int) (Executor, *HostError) {
+func (f *Fleet) connect(ctx context.Context, i int) (Executor, *inventory.HostError) {
 	f.mu.Lock()
 	e := f.execs[i]
 	f.mu.Unlock()
@@ -140,9 +142,9 @@ func (f *Fleet) forget(i int, e Executor) {
 	f.dropSpare(i)
 }
 
-func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
+func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	h := f.Hosts[i]
-	hi := HostInventory{Host: h, Name: h.Name, ClusterAddress: h.ClusterAddress, GPUs: []GPU{}, ListeningPorts: []int{}, Claims: []Claim{}}
+	hi := inventory.HostInventory{Host: h, Name: h.Name, ClusterAddress: h.ClusterAddress, GPUs: []inventory.GPU{}, ListeningPorts: []int{}, Claims: []inventory.Claim{}}
 	e, herr := f.connect(ctx, i)
 	if herr != nil {
 		hi.Err = herr
@@ -166,14 +168,14 @@ func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
 	switch {
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		f.forget(i, e)
-		hi.Err = &HostError{Kind: ErrTimeout, Message: fmt.Sprintf("probe timed out after %s", f.opts.CommandTimeout+5*time.Second)}
+		hi.Err = &inventory.HostError{Kind: inventory.ErrTimeout, Message: fmt.Sprintf("probe timed out after %s", f.opts.CommandTimeout+5*time.Second)}
 		return hi
 	case err != nil:
 		f.forget(i, e)
-		hi.Err = &HostError{Kind: ErrSSH, Message: err.Error()}
+		hi.Err = &inventory.HostError{Kind: inventory.ErrSSH, Message: err.Error()}
 		return hi
 	case rc != 0:
-		hi.Err = &HostError{Kind: ErrCommand, Message: fmt.Sprintf("probe script failed (exit %d): %s", rc, firstLine(stderr))}
+		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: fmt.Sprintf("probe script failed (exit %d): %s", rc, firstLine(stderr))}
 		return hi
 	}
 	po, err := splitProbeOutput(stdout)
@@ -181,7 +183,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
 		f.mu.Lock()
 		f.dropSpare(i)
 		f.mu.Unlock()
-		hi.Err = &HostError{Kind: ErrCommand, Message: err.Error()}
+		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: err.Error()}
 		return hi
 	}
 	var smi smiFacts

@@ -15,6 +15,8 @@ import (
 	"github.com/alessio/shellescape"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // hostKeys checks server keys against known_hosts files the way OpenSSH
@@ -52,7 +54,7 @@ var probeKey = func() ssh.PublicKey {
 // lookupName is the name known_hosts is searched for: HostKeyAlias as
 // written (OpenSSH never adds the port to it), else the address dialled,
 // with the port in OpenSSH's [host]:port form when not 22.
-func lookupName(h Host) string {
+func lookupName(h inventory.Host) string {
 	if h.HostKeyAlias != "" {
 		return net.JoinHostPort(h.HostKeyAlias, "22")
 	}
@@ -62,7 +64,7 @@ func lookupName(h Host) string {
 // hostKeyError is what the callback refused, kept typed so the dialler can
 // report it precisely even though x/crypto wraps it in handshake text.
 type hostKeyError struct {
-	kind ErrorKind
+	kind inventory.ErrorKind
 	msg  string
 	hint string
 }
@@ -82,7 +84,7 @@ type hostKeyCheck struct {
 	known []knownhosts.KnownKey
 }
 
-func (k *hostKeys) config(h Host) (*hostKeyCheck, error) {
+func (k *hostKeys) config(h inventory.Host) (*hostKeyCheck, error) {
 	k.mu.Lock()
 	check, err := k.database(h.KnownHostsFiles)
 	k.mu.Unlock()
@@ -118,7 +120,7 @@ func (k *hostKeys) config(h Host) (*hostKeyCheck, error) {
 		}
 		var rev *knownhosts.RevokedError
 		if errors.As(err, &rev) {
-			return &hostKeyError{kind: ErrHostKeyChanged,
+			return &hostKeyError{kind: inventory.ErrHostKeyChanged,
 				msg: fmt.Sprintf("host key is revoked (%s:%d)", rev.Revoked.Filename, rev.Revoked.Line)}
 		}
 		if !errors.As(err, &ke) {
@@ -126,7 +128,7 @@ func (k *hostKeys) config(h Host) (*hostKeyCheck, error) {
 		}
 		if len(ke.Want) > 0 {
 			w := ke.Want[0]
-			return &hostKeyError{kind: ErrHostKeyChanged,
+			return &hostKeyError{kind: inventory.ErrHostKeyChanged,
 				msg: fmt.Sprintf("host key changed (%s:%d): the server sent %s %s, possible man-in-the-middle",
 					w.Filename, w.Line, key.Type(), ssh.FingerprintSHA256(key)),
 				hint: fmt.Sprintf("if %s was reinstalled, remove the old key with `ssh-keygen -R %s` and check the new fingerprint", h.Name, shellescape.Quote(display))}
@@ -140,27 +142,27 @@ func (k *hostKeys) config(h Host) (*hostKeyCheck, error) {
 // unknown handles a host missing from known_hosts: refused unless
 // --accept-new-host-keys, in which case it is appended, like OpenSSH's
 // StrictHostKeyChecking=accept-new.
-func (k *hostKeys) unknown(h Host, name string, key ssh.PublicKey) error {
+func (k *hostKeys) unknown(h inventory.Host, name string, key ssh.PublicKey) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if prev, ok := k.added[name]; ok {
 		if string(prev.Marshal()) == string(key.Marshal()) {
 			return nil
 		}
-		return &hostKeyError{kind: ErrHostKeyChanged,
+		return &hostKeyError{kind: inventory.ErrHostKeyChanged,
 			msg: fmt.Sprintf("host key changed during this run: the server sent %s", ssh.FingerprintSHA256(key))}
 	}
 	if !k.acceptNew {
-		return &hostKeyError{kind: ErrHostKeyUnknown,
+		return &hostKeyError{kind: inventory.ErrHostKeyUnknown,
 			msg:  fmt.Sprintf("host key unknown: %s %s is not in %s", key.Type(), ssh.FingerprintSHA256(key), strings.Join(h.KnownHostsFiles, " or ")),
 			hint: "check the fingerprint, then rerun with --accept-new-host-keys (or `ssh " + h.Name + "` once) to trust it"}
 	}
 	if len(h.KnownHostsFiles) == 0 {
-		return &hostKeyError{kind: ErrHostKeyUnknown, msg: "host key unknown and no known_hosts file to add it to"}
+		return &hostKeyError{kind: inventory.ErrHostKeyUnknown, msg: "host key unknown and no known_hosts file to add it to"}
 	}
 	file := h.KnownHostsFiles[0]
 	if err := appendKnownHost(file, name, key); err != nil {
-		return &hostKeyError{kind: ErrHostKeyUnknown, msg: fmt.Sprintf("cannot add host key to %s: %v", file, err)}
+		return &hostKeyError{kind: inventory.ErrHostKeyUnknown, msg: fmt.Sprintf("cannot add host key to %s: %v", file, err)}
 	}
 	k.added[name] = key
 	return nil
@@ -210,7 +212,7 @@ func appendAlgos(algos []string, keyType string) []string {
 // noCommonHostKeyError explains a server that offers no key of the types
 // known_hosts holds for it (x/crypto only says "no common algorithm for host
 // key"). Refused like a changed key: the key that was trusted is not shown.
-func noCommonHostKeyError(h Host, known []knownhosts.KnownKey, offered []string) *HostError {
+func noCommonHostKeyError(h inventory.Host, known []knownhosts.KnownKey, offered []string) *inventory.HostError {
 	var types, where []string
 	for _, kk := range known {
 		if t := kk.Key.Type(); !slices.Contains(types, t) {
@@ -229,7 +231,7 @@ func noCommonHostKeyError(h Host, known []knownhosts.KnownKey, offered []string)
 	if h.Port != 22 {
 		keyscan = "ssh-keyscan -p " + strconv.Itoa(h.Port) + " " + shellescape.Quote(h.Address)
 	}
-	return &HostError{Kind: ErrHostKeyChanged, Message: msg,
+	return &inventory.HostError{Kind: inventory.ErrHostKeyChanged, Message: msg,
 		Hint: fmt.Sprintf("add its current key (`%s`, after checking the fingerprint) or remove the stale line (`ssh-keygen -R %s`)",
 			keyscan, shellescape.Quote(knownhosts.Normalize(lookupName(h))))}
 }

@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 var (
@@ -57,7 +59,7 @@ func khLine(name string, key ssh.PublicKey) string {
 var remoteAddr = &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 22}
 
 // checkKey runs the callback config returns, as the SSH handshake would.
-func checkKey(t *testing.T, k *hostKeys, h Host, key ssh.PublicKey) (algos []string, err error) {
+func checkKey(t *testing.T, k *hostKeys, h inventory.Host, key ssh.PublicKey) (algos []string, err error) {
 	t.Helper()
 	hc, err := k.config(h)
 	if err != nil {
@@ -71,7 +73,7 @@ func noWarnings(t *testing.T) func(string) {
 	return func(msg string) { t.Errorf("unexpected warning: %s", msg) }
 }
 
-func wantHostKeyError(t *testing.T, err error, kind ErrorKind, msg, hint string) {
+func wantHostKeyError(t *testing.T, err error, kind inventory.ErrorKind, msg, hint string) {
 	t.Helper()
 	var he *hostKeyError
 	if !errors.As(err, &he) {
@@ -94,39 +96,39 @@ func TestHostKeysAccept(t *testing.T) {
 	tests := []struct {
 		name  string
 		kh    string
-		host  Host
+		host  inventory.Host
 		key   ssh.PublicKey
 		algos []string
 	}{
 		{name: "plain", kh: khLine("gpu01", ed),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
 		{name: "among others", kh: khLine("gpu00", ed2) + "# comment\n\n" + khLine("gpu01", ed) + khLine("gpu02", ed2),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
 		{name: "several names on one line", kh: knownhosts.Line([]string{"gpu01", "10.1.2.3"}, ed) + "\n",
-			host: Host{Name: "x", Address: "10.1.2.3", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "x", Address: "10.1.2.3", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
 		{name: "hashed", kh: knownhosts.Line([]string{hashed}, ed) + "\n",
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
 		{name: "hashed non-22 port", kh: knownhosts.Line([]string{knownhosts.HashHostname("[gpu01]:2222")}, ed) + "\n",
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: ed, algos: []string{"ssh-ed25519"}},
 		{name: "[host]:port", kh: khLine("gpu01", ed2) + khLine("[gpu01]:2222", ed),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: ed, algos: []string{"ssh-ed25519"}},
 		{name: "looked up by the address dialled", kh: khLine("10.1.2.3", ed),
-			host: Host{Name: "gpu01", Address: "10.1.2.3", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
 		{name: "IPv6", kh: khLine("::1", ed),
-			host: Host{Name: "::1", Address: "::1", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "::1", Address: "::1", Port: 22}, key: ed, algos: []string{"ssh-ed25519"}},
 		{name: "IPv6 non-22 port", kh: khLine("[::1]:2222", ed),
-			host: Host{Name: "::1", Address: "::1", Port: 2222}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "::1", Address: "::1", Port: 2222}, key: ed, algos: []string{"ssh-ed25519"}},
 		{name: "HostKeyAlias", kh: khLine("10.1.2.3", ed2) + khLine("gpu01-key", ed),
-			host: Host{Name: "gpu01", Address: "10.1.2.3", Port: 22, HostKeyAlias: "gpu01-key"}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 22, HostKeyAlias: "gpu01-key"}, key: ed, algos: []string{"ssh-ed25519"}},
 		// OpenSSH looks HostKeyAlias up as written, never as [alias]:port.
 		{name: "HostKeyAlias non-22 port", kh: khLine("gpu01-key", ed),
-			host: Host{Name: "gpu01", Address: "127.0.0.1", Port: 2222, HostKeyAlias: "gpu01-key"}, key: ed, algos: []string{"ssh-ed25519"}},
+			host: inventory.Host{Name: "gpu01", Address: "127.0.0.1", Port: 2222, HostKeyAlias: "gpu01-key"}, key: ed, algos: []string{"ssh-ed25519"}},
 		{name: "ecdsa pins ecdsa", kh: khLine("gpu01", ec),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ec, algos: []string{"ecdsa-sha2-nistp256"}},
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ec, algos: []string{"ecdsa-sha2-nistp256"}},
 		{name: "rsa pins rsa-sha2", kh: khLine("gpu01", rs),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: rs, algos: []string{"rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"}},
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: rs, algos: []string{"rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"}},
 		{name: "several known keys", kh: khLine("gpu01", rs) + khLine("other", ec) + khLine("gpu01", ed),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, algos: []string{"rsa-sha2-512", "rsa-sha2-256", "ssh-rsa", "ssh-ed25519"}},
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, algos: []string{"rsa-sha2-512", "rsa-sha2-256", "ssh-rsa", "ssh-ed25519"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,50 +153,50 @@ func TestHostKeysRefuse(t *testing.T) {
 	tests := []struct {
 		name      string
 		kh        string // "" : no known_hosts file at all
-		host      Host
+		host      inventory.Host
 		key       ssh.PublicKey
-		kind      ErrorKind
+		kind      inventory.ErrorKind
 		msg, hint string // FILE stands for the known_hosts file, MISSING for a missing one
 		wantAlgos []string
 	}{
 		{name: "no known_hosts file", kh: "",
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, kind: ErrHostKeyUnknown,
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, kind: inventory.ErrHostKeyUnknown,
 			msg:  "host key unknown: ssh-ed25519 " + ssh.FingerprintSHA256(ed) + " is not in FILE or MISSING",
 			hint: unknownHint},
 		{name: "other hosts only", kh: khLine("gpu02", ed),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, kind: ErrHostKeyUnknown,
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, kind: inventory.ErrHostKeyUnknown,
 			msg:  "host key unknown: ssh-ed25519 " + ssh.FingerprintSHA256(ed) + " is not in FILE or MISSING",
 			hint: unknownHint},
 		{name: "plain entry does not cover port 2222", kh: khLine("gpu01", ed),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: ed, kind: ErrHostKeyUnknown,
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: ed, kind: inventory.ErrHostKeyUnknown,
 			msg:  "host key unknown: ssh-ed25519 " + ssh.FingerprintSHA256(ed) + " is not in FILE or MISSING",
 			hint: unknownHint},
 		{name: "name entry does not cover the HostName", kh: khLine("gpu01", ed),
-			host: Host{Name: "gpu01", Address: "10.1.2.3", Port: 22}, key: ed, kind: ErrHostKeyUnknown,
+			host: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 22}, key: ed, kind: inventory.ErrHostKeyUnknown,
 			msg:  "host key unknown: ssh-ed25519 " + ssh.FingerprintSHA256(ed) + " is not in FILE or MISSING",
 			hint: unknownHint},
 		{name: "changed", kh: khLine("gpu00", ed2) + khLine("gpu01", ed),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed2, kind: ErrHostKeyChanged,
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed2, kind: inventory.ErrHostKeyChanged,
 			msg:       "host key changed (FILE:2): the server sent ssh-ed25519 " + ssh.FingerprintSHA256(ed2) + ", possible man-in-the-middle",
 			hint:      "if gpu01 was reinstalled, remove the old key with `ssh-keygen -R gpu01` and check the new fingerprint",
 			wantAlgos: []string{"ssh-ed25519"}},
 		{name: "changed on a non-22 port", kh: "\n" + khLine("[gpu01]:2222", ed),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: ed2, kind: ErrHostKeyChanged,
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: ed2, kind: inventory.ErrHostKeyChanged,
 			msg:       "host key changed (FILE:2): the server sent ssh-ed25519 " + ssh.FingerprintSHA256(ed2) + ", possible man-in-the-middle",
 			hint:      "if gpu01 was reinstalled, remove the old key with `ssh-keygen -R '[gpu01]:2222'` and check the new fingerprint",
 			wantAlgos: []string{"ssh-ed25519"}},
 		{name: "changed, other type", kh: khLine("gpu01", ec),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, kind: ErrHostKeyChanged,
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, kind: inventory.ErrHostKeyChanged,
 			msg:       "host key changed (FILE:1): the server sent ssh-ed25519 " + ssh.FingerprintSHA256(ed) + ", possible man-in-the-middle",
 			hint:      "if gpu01 was reinstalled, remove the old key with `ssh-keygen -R gpu01` and check the new fingerprint",
 			wantAlgos: []string{"ecdsa-sha2-nistp256"}},
 		{name: "changed under HostKeyAlias", kh: khLine("gpu01-key", ed),
-			host: Host{Name: "gpu01", Address: "10.1.2.3", Port: 22, HostKeyAlias: "gpu01-key"}, key: ed2, kind: ErrHostKeyChanged,
+			host: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 22, HostKeyAlias: "gpu01-key"}, key: ed2, kind: inventory.ErrHostKeyChanged,
 			msg:       "host key changed (FILE:1): the server sent ssh-ed25519 " + ssh.FingerprintSHA256(ed2) + ", possible man-in-the-middle",
 			hint:      "if gpu01 was reinstalled, remove the old key with `ssh-keygen -R gpu01-key` and check the new fingerprint",
 			wantAlgos: []string{"ssh-ed25519"}},
 		{name: "revoked", kh: khLine("gpu01", ed) + "@revoked * " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ed))) + "\n",
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, kind: ErrHostKeyChanged,
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, kind: inventory.ErrHostKeyChanged,
 			msg:       "host key is revoked (FILE:2)",
 			wantAlgos: []string{"ssh-ed25519"}},
 	}
@@ -231,22 +233,22 @@ func TestHostKeysAcceptNew(t *testing.T) {
 	tests := []struct {
 		name     string
 		existing string // "" : no file (nor directory) yet
-		host     Host
+		host     inventory.Host
 		key      ssh.PublicKey
 		line     string // the line appended
 	}{
-		{name: "creates file and directory", host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed,
+		{name: "creates file and directory", host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed,
 			line: khLine("gpu01", ed)},
-		{name: "appends", existing: khLine("gpu00", ed2), host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed,
+		{name: "appends", existing: khLine("gpu00", ed2), host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed,
 			line: khLine("gpu01", ed)},
-		{name: "non-22 port", existing: khLine("gpu01", ed2), host: Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: rs,
+		{name: "non-22 port", existing: khLine("gpu01", ed2), host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: rs,
 			line: khLine("[gpu01]:2222", rs)},
-		{name: "HostKeyAlias", host: Host{Name: "gpu01", Address: "10.1.2.3", Port: 22, HostKeyAlias: "gpu01-key"}, key: ed,
+		{name: "HostKeyAlias", host: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 22, HostKeyAlias: "gpu01-key"}, key: ed,
 			line: khLine("gpu01-key", ed)},
 		// A hand-edited file often lacks its final newline: the new entry
 		// must not be glued to the last one.
 		{name: "file without final newline", existing: strings.TrimSuffix(khLine("gpu00", ed2), "\n"),
-			host: Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, line: "\n" + khLine("gpu01", ed)},
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, line: "\n" + khLine("gpu01", ed)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,9 +280,9 @@ func TestHostKeysAcceptNew(t *testing.T) {
 			}
 			// Earlier entries still readable.
 			if tt.existing != "" {
-				prev := Host{Name: "gpu00", Address: "gpu00", Port: 22, KnownHostsFiles: []string{file}}
+				prev := inventory.Host{Name: "gpu00", Address: "gpu00", Port: 22, KnownHostsFiles: []string{file}}
 				if tt.host.Port == 2222 {
-					prev = Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
+					prev = inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
 				}
 				if _, err := checkKey(t, newHostKeys(false, noWarnings(t)), prev, ed2); err != nil {
 					t.Errorf("existing entry broken by the append: %v", err)
@@ -297,7 +299,7 @@ func TestHostKeysAcceptNew(t *testing.T) {
 			// The appended key is now in the file, so a fresh config sees a
 			// changed key (file:line); a stale one sees the in-run record.
 			var he *hostKeyError
-			if !errors.As(err, &he) || he.kind != ErrHostKeyChanged {
+			if !errors.As(err, &he) || he.kind != inventory.ErrHostKeyChanged {
 				t.Errorf("second key for %s: %v, want a host-key-changed error", h.Name, err)
 			}
 			got2, _ := os.ReadFile(file)
@@ -315,7 +317,7 @@ func TestHostKeysAcceptNewSameRun(t *testing.T) {
 	ed, ed2, _, _ := hostTestKeys(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "known_hosts")
-	h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
+	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
 	k := newHostKeys(true, noWarnings(t))
 	var cbs []ssh.HostKeyCallback
 	for range 3 {
@@ -332,7 +334,7 @@ func TestHostKeysAcceptNewSameRun(t *testing.T) {
 		t.Fatalf("first key refused: %v", err)
 	}
 	err := cbs[1]("gpu01:22", remoteAddr, ed2)
-	wantHostKeyError(t, err, ErrHostKeyChanged, "host key changed during this run: the server sent "+ssh.FingerprintSHA256(ed2), "")
+	wantHostKeyError(t, err, inventory.ErrHostKeyChanged, "host key changed during this run: the server sent "+ssh.FingerprintSHA256(ed2), "")
 	if err := cbs[2]("gpu01:22", remoteAddr, ed); err != nil {
 		t.Errorf("first key refused the second time: %v", err)
 	}
@@ -350,7 +352,7 @@ func TestHostKeysAcceptNewSameRun(t *testing.T) {
 func TestHostKeysAcceptNewConcurrent(t *testing.T) {
 	ed, _, _, _ := hostTestKeys(t)
 	file := filepath.Join(t.TempDir(), "known_hosts")
-	h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
+	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
 	k := newHostKeys(true, noWarnings(t))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -380,10 +382,10 @@ func TestHostKeysAcceptNewUnwritable(t *testing.T) {
 	ed, _, _, _ := hostTestKeys(t)
 	dir := t.TempDir()
 	blocker := writeFile(t, dir, "not-a-dir", "")
-	h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{filepath.Join(blocker, "known_hosts")}}
+	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{filepath.Join(blocker, "known_hosts")}}
 	_, err := checkKey(t, newHostKeys(true, noWarnings(t)), h, ed)
 	var he *hostKeyError
-	if !errors.As(err, &he) || he.kind != ErrHostKeyUnknown || !strings.HasPrefix(he.msg, "cannot add host key to "+h.KnownHostsFiles[0]+": ") {
+	if !errors.As(err, &he) || he.kind != inventory.ErrHostKeyUnknown || !strings.HasPrefix(he.msg, "cannot add host key to "+h.KnownHostsFiles[0]+": ") {
 		t.Errorf("error = %v, want cannot add host key to %s: …", err, h.KnownHostsFiles[0])
 	}
 }
@@ -434,7 +436,7 @@ func TestHostKeysSkipMalformedLines(t *testing.T) {
 			file := writeFile(t, dir, "known_hosts", kh)
 			var w warnings
 			k := newHostKeys(false, w.add)
-			h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
+			h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
 			algos, err := checkKey(t, k, h, ed)
 			if err != nil {
 				t.Fatalf("key on line 4 refused: %v", err)
@@ -448,8 +450,8 @@ func TestHostKeysSkipMalformedLines(t *testing.T) {
 			}
 			// A changed key names the user's file and its line, not the
 			// sanitised copy.
-			_, err = checkKey(t, k, Host{Name: "gpu02", Address: "gpu02", Port: 22, KnownHostsFiles: []string{file}}, rs)
-			wantHostKeyError(t, err, ErrHostKeyChanged,
+			_, err = checkKey(t, k, inventory.Host{Name: "gpu02", Address: "gpu02", Port: 22, KnownHostsFiles: []string{file}}, rs)
+			wantHostKeyError(t, err, inventory.ErrHostKeyChanged,
 				"host key changed ("+file+":5): the server sent ssh-rsa "+ssh.FingerprintSHA256(rs)+", possible man-in-the-middle",
 				"if gpu02 was reinstalled, remove the old key with `ssh-keygen -R gpu02` and check the new fingerprint")
 			if got := w.take(); len(got) != 0 {
@@ -467,8 +469,8 @@ func TestHostKeysRevokedLineInSanitisedFile(t *testing.T) {
 	file := writeFile(t, t.TempDir(), "known_hosts", "garbage\n"+khLine("gpu01", ed)+
 		"@revoked * "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ed)))+"\n")
 	var w warnings
-	_, err := checkKey(t, newHostKeys(false, w.add), Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed)
-	wantHostKeyError(t, err, ErrHostKeyChanged, "host key is revoked ("+file+":3)", "")
+	_, err := checkKey(t, newHostKeys(false, w.add), inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed)
+	wantHostKeyError(t, err, inventory.ErrHostKeyChanged, "host key is revoked ("+file+":3)", "")
 }
 
 // A file that is not known_hosts at all warns a few times, not per line.
@@ -476,7 +478,7 @@ func TestHostKeysWarningsCapped(t *testing.T) {
 	ed, _, _, _ := hostTestKeys(t)
 	file := writeFile(t, t.TempDir(), "known_hosts", strings.Repeat("junk\n", 8)+khLine("gpu01", ed))
 	var w warnings
-	if _, err := checkKey(t, newHostKeys(false, w.add), Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed); err != nil {
+	if _, err := checkKey(t, newHostKeys(false, w.add), inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
@@ -494,7 +496,7 @@ func TestHostKeysWarningsCapped(t *testing.T) {
 func TestHostKeysRereadWhenChanged(t *testing.T) {
 	ed, ed2, _, _ := hostTestKeys(t)
 	dir := t.TempDir()
-	h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{filepath.Join(dir, "known_hosts")}}
+	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{filepath.Join(dir, "known_hosts")}}
 	var w warnings
 	k := newHostKeys(false, w.add)
 	writeFile(t, dir, "known_hosts", "garbage\n"+khLine("gpu01", ed))
@@ -520,14 +522,14 @@ func TestHostKeysUnboundedFiles(t *testing.T) {
 		{"/dev/zero", "known_hosts: /dev/zero: not a regular file (a character device)"},
 		{sparseFile(t, 65<<20), "too large (65 MiB, the limit is 64 MiB)"},
 	} {
-		_, err := newHostKeys(false, noWarnings(t)).config(Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{tt.file}})
+		_, err := newHostKeys(false, noWarnings(t)).config(inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{tt.file}})
 		if err == nil || !strings.HasSuffix(err.Error(), tt.err) {
 			t.Errorf("%s: error %v, want …%s", tt.file, err, tt.err)
 		}
 	}
-	h := Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{os.DevNull}}
+	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{os.DevNull}}
 	_, err := checkKey(t, newHostKeys(false, noWarnings(t)), h, ed)
-	wantHostKeyError(t, err, ErrHostKeyUnknown,
+	wantHostKeyError(t, err, inventory.ErrHostKeyUnknown,
 		"host key unknown: ssh-ed25519 "+ssh.FingerprintSHA256(ed)+" is not in /dev/null",
 		"check the fingerprint, then rerun with --accept-new-host-keys (or `ssh gpu01` once) to trust it")
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/kevinburke/ssh_config"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // HostOptions says where hosts come from. The first source that is set wins:
@@ -32,14 +34,14 @@ type HostOptions struct {
 }
 
 // LoadHosts resolves the fleet and validates all of it; nothing is dialled.
-func LoadHosts(o HostOptions) ([]Host, error) {
+func LoadHosts(o HostOptions) ([]inventory.Host, error) {
 	cfg, err := loadSSHConfig(o)
 	if err != nil {
 		return nil, err
 	}
 	r := resolver{opts: o, cfg: cfg}
 
-	var hosts []Host
+	var hosts []inventory.Host
 	switch {
 	case len(o.Flags) > 0:
 		specs := splitHostFlags(o.Flags)
@@ -74,7 +76,7 @@ func LoadHosts(o HostOptions) ([]Host, error) {
 			hosts = append(hosts, h)
 		}
 	default:
-		return []Host{LocalHost()}, nil
+		return []inventory.Host{LocalHost()}, nil
 	}
 	if err := checkDuplicates(hosts); err != nil {
 		return nil, err
@@ -84,15 +86,15 @@ func LoadHosts(o HostOptions) ([]Host, error) {
 
 // LocalHost is the fleet when no hosts are given: this machine, reached
 // without SSH through the same code paths.
-func LocalHost() Host {
-	return Host{Name: "localhost", Address: "localhost", ClusterAddress: "localhost", Local: true, Source: "default"}
+func LocalHost() inventory.Host {
+	return inventory.Host{Name: "localhost", Address: "localhost", ClusterAddress: "localhost", Local: true, Source: "default"}
 }
 
 // checkDuplicates refuses a host given twice, by name or by where it
 // resolves (an alias and its IP are one machine: the same GPUs would be
 // handed out twice).
-func checkDuplicates(hosts []Host) error {
-	seen := map[string]Host{}
+func checkDuplicates(hosts []inventory.Host) error {
+	seen := map[string]inventory.Host{}
 	for _, h := range hosts {
 		name := h.Name
 		if h.Port != 22 {
@@ -119,26 +121,26 @@ type resolver struct {
 
 // resolve merges, most specific first: the entry itself (and the user@/:port
 // in its address), the file's defaults, ~/.ssh/config, then built-ins.
-func (r resolver) resolve(e hostEntry, d hostSettings, source string) (Host, error) {
+func (r resolver) resolve(e hostEntry, d hostSettings, source string) (inventory.Host, error) {
 	return r.resolveDepth(e, d, source, 0)
 }
 
-func (r resolver) resolveDepth(e hostEntry, d hostSettings, source string, depth int) (Host, error) {
+func (r resolver) resolveDepth(e hostEntry, d hostSettings, source string, depth int) (inventory.Host, error) {
 	fail := func(format string, a ...any) error {
 		return configErrorf("%s: %s", source, fmt.Sprintf(format, a...))
 	}
 	spec, err := parseHostSpec(e.Address)
 	if err != nil {
-		return Host{}, fail("%v", err)
+		return inventory.Host{}, fail("%v", err)
 	}
 	if spec.User != "" && e.User != nil && *e.User != spec.User {
-		return Host{}, fail("user given twice (%s in address, %s in user:)", spec.User, *e.User)
+		return inventory.Host{}, fail("user given twice (%s in address, %s in user:)", spec.User, *e.User)
 	}
 	if spec.Port != 0 && e.Port != nil && *e.Port != spec.Port {
-		return Host{}, fail("port given twice (%d in address, %d in port:)", spec.Port, *e.Port)
+		return inventory.Host{}, fail("port given twice (%d in address, %d in port:)", spec.Port, *e.Port)
 	}
 	alias := spec.Host
-	h := Host{Name: alias, Source: source, GPUs: e.GPUs, ClusterAddress: e.ClusterAddress}
+	h := inventory.Host{Name: alias, Source: source, GPUs: e.GPUs, ClusterAddress: e.ClusterAddress}
 
 	h.User = first(spec.User, deref(e.User), deref(d.User))
 	if p := firstInt(spec.Port, derefInt(e.Port), derefInt(d.Port)); p != 0 {
@@ -162,7 +164,7 @@ func (r resolver) resolveDepth(e hostEntry, d hostSettings, source string, depth
 		if p := get("Port"); p != "" {
 			port, err := parsePort(p)
 			if err != nil {
-				return Host{}, fail("ssh config Port: %v", err)
+				return inventory.Host{}, fail("ssh config Port: %v", err)
 			}
 			h.Port = port
 		} else {
@@ -176,7 +178,7 @@ func (r resolver) resolveDepth(e hostEntry, d hostSettings, source string, depth
 		tok['h'] = h.Address
 	}
 	if pc := get("ProxyCommand"); pc != "" && !strings.EqualFold(pc, "none") {
-		return Host{}, fail("ProxyCommand in the ssh config is not supported").(*ConfigError).withHint("use ProxyJump (or `jump:` in the hosts file) instead")
+		return inventory.Host{}, fail("ProxyCommand in the ssh config is not supported").(*ConfigError).withHint("use ProxyJump (or `jump:` in the hosts file) instead")
 	}
 	if jump == "" {
 		if j := get("ProxyJump"); !strings.EqualFold(j, "none") {
@@ -187,7 +189,7 @@ func (r resolver) resolveDepth(e hostEntry, d hostSettings, source string, depth
 	if jump != "" {
 		via, err := r.resolveJump(jump, source, depth)
 		if err != nil {
-			return Host{}, err
+			return inventory.Host{}, err
 		}
 		h.Via = via
 	}
@@ -214,14 +216,14 @@ func (r resolver) resolveDepth(e hostEntry, d hostSettings, source string, depth
 	if v := get("ServerAliveInterval"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return Host{}, fail("ssh config ServerAliveInterval %q: want seconds", v)
+			return inventory.Host{}, fail("ssh config ServerAliveInterval %q: want seconds", v)
 		}
 		h.KeepAlive = time.Duration(n) * time.Second
 	}
 	if v := get("ServerAliveCountMax"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return Host{}, fail("ssh config ServerAliveCountMax %q: want a positive number", v)
+			return inventory.Host{}, fail("ssh config ServerAliveCountMax %q: want a positive number", v)
 		}
 		h.KeepAliveMax = n
 	}
@@ -229,10 +231,10 @@ func (r resolver) resolveDepth(e hostEntry, d hostSettings, source string, depth
 		h.ClusterAddress = h.Address
 	}
 	if !hostNameRE.MatchString(h.Address) && !isIP(h.Address) {
-		return Host{}, fail("ssh config HostName %q is not a host name or IP address", h.Address)
+		return inventory.Host{}, fail("ssh config HostName %q is not a host name or IP address", h.Address)
 	}
 	if h.User == "" {
-		return Host{}, fail("no user name (set user: or User in the ssh config)")
+		return inventory.Host{}, fail("no user name (set user: or User in the ssh config)")
 	}
 	return h, nil
 }
@@ -243,11 +245,11 @@ const maxJumpDepth = 8
 // resolveJump resolves a ProxyJump chain ("a,user@b:2222") into the hosts to
 // dial in order; each hop gets its own ssh_config settings (and its own
 // ProxyJump), as in OpenSSH.
-func (r resolver) resolveJump(jump, source string, depth int) ([]Host, error) {
+func (r resolver) resolveJump(jump, source string, depth int) ([]inventory.Host, error) {
 	if depth > maxJumpDepth {
 		return nil, configErrorf("%s: ProxyJump chain longer than %d hops (a loop in the ssh config?)", source, maxJumpDepth)
 	}
-	var hops []Host
+	var hops []inventory.Host
 	for _, s := range strings.Split(jump, ",") {
 		hop, err := r.resolveDepth(hostEntry{Address: strings.TrimSpace(s)}, hostSettings{}, source+" (jump "+strings.TrimSpace(s)+")", depth+1)
 		if err != nil {
@@ -340,7 +342,7 @@ func includePath(pat string, system bool) string {
 // tokens are ssh_config's %-expansions (ssh_config(5) TOKENS).
 type tokens map[byte]string
 
-func (r resolver) tokens(alias string, h Host) tokens {
+func (r resolver) tokens(alias string, h inventory.Host) tokens {
 	return tokens{'%': "%", 'h': alias, 'n': alias, 'p': strconv.Itoa(h.Port),
 		'r': h.User, 'u': r.opts.LocalUser, 'd': r.opts.Home, 'i': strconv.Itoa(os.Getuid())}
 }

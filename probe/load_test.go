@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // loadEnv is a temp HOME (with an optional ~/.ssh/config) and a working
@@ -94,7 +96,7 @@ func TestLocalHostDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Host{{Name: "localhost", Address: "localhost", ClusterAddress: "localhost", Local: true, Source: "default"}}
+	want := []inventory.Host{{Name: "localhost", Address: "localhost", ClusterAddress: "localhost", Local: true, Source: "default"}}
 	if !reflect.DeepEqual(hosts, want) {
 		t.Errorf("got %+v\nwant %+v", hosts, want)
 	}
@@ -127,12 +129,12 @@ Host *
 		name string
 		o    HostOptions
 		yaml string // hosts file content, used when set
-		want Host
+		want inventory.Host
 	}{
 		{
 			name: "everything from ssh_config",
 			o:    HostOptions{Flags: []string{"gpu01"}},
-			want: Host{Name: "gpu01", Address: "10.1.2.3", Port: 2201, User: "cfguser",
+			want: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 2201, User: "cfguser",
 				IdentityFiles:   []string{h + "/.ssh/lab_10.1.2.3_cfguser_%", h + "/keys/second"},
 				KnownHostsFiles: []string{h + "/.ssh/kh_gpu01", h + "/other_kh", "/etc/ssh/ssh_known_hosts"},
 				HostKeyAlias:    "gpu01-key", ClusterAddress: "10.1.2.3", Source: "-H gpu01"},
@@ -140,7 +142,7 @@ Host *
 		{
 			name: "flag user and port beat ssh_config",
 			o:    HostOptions{Flags: []string{"bob@gpu01:2222"}},
-			want: Host{Name: "gpu01", Address: "10.1.2.3", Port: 2222, User: "bob",
+			want: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 2222, User: "bob",
 				IdentityFiles:   []string{h + "/.ssh/lab_10.1.2.3_bob_%", h + "/keys/second"},
 				KnownHostsFiles: []string{h + "/.ssh/kh_gpu01", h + "/other_kh", "/etc/ssh/ssh_known_hosts"},
 				HostKeyAlias:    "gpu01-key", ClusterAddress: "10.1.2.3", Source: "-H bob@gpu01:2222"},
@@ -148,28 +150,28 @@ Host *
 		{
 			name: "%h in HostName, Host * user, built-in defaults",
 			o:    HostOptions{Flags: []string{"gpu02"}},
-			want: Host{Name: "gpu02", Address: "gpu02.lab.example", Port: 22, User: "everyone",
+			want: inventory.Host{Name: "gpu02", Address: "gpu02.lab.example", Port: 22, User: "everyone",
 				IdentityFiles: e.defaultKeys(), KnownHostsFiles: e.defaultKnownHosts(),
 				ClusterAddress: "gpu02.lab.example", Source: "-H gpu02"},
 		},
 		{
 			name: "ProxyCommand none is fine",
 			o:    HostOptions{Flags: []string{"gpu04"}},
-			want: Host{Name: "gpu04", Address: "192.0.2.4", Port: 22, User: "everyone",
+			want: inventory.Host{Name: "gpu04", Address: "192.0.2.4", Port: 22, User: "everyone",
 				IdentityFiles: e.defaultKeys(), KnownHostsFiles: e.defaultKnownHosts(),
 				ClusterAddress: "192.0.2.4", Source: "-H gpu04"},
 		},
 		{
 			name: "IPv6 flag",
 			o:    HostOptions{Flags: []string{"[::1]:2222"}},
-			want: Host{Name: "::1", Address: "::1", Port: 2222, User: "everyone",
+			want: inventory.Host{Name: "::1", Address: "::1", Port: 2222, User: "everyone",
 				IdentityFiles: e.defaultKeys(), KnownHostsFiles: e.defaultKnownHosts(),
 				ClusterAddress: "::1", Source: "-H [::1]:2222"},
 		},
 		{
 			name: "yaml user, port, identity and cluster_address beat ssh_config",
 			yaml: "hosts:\n  - address: gpu01\n    user: yuser\n    port: 2300\n    identity_file: ~/k\n    cluster_address: 10.9.9.9\n    gpus: [1]\n",
-			want: Host{Name: "gpu01", Address: "10.1.2.3", Port: 2300, User: "yuser",
+			want: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 2300, User: "yuser",
 				IdentityFiles:   []string{h + "/k"},
 				KnownHostsFiles: []string{h + "/.ssh/kh_gpu01", h + "/other_kh", "/etc/ssh/ssh_known_hosts"},
 				HostKeyAlias:    "gpu01-key", ClusterAddress: "10.9.9.9", GPUs: []int{1}, Source: "HOSTS:2"},
@@ -177,14 +179,14 @@ Host *
 		{
 			name: "yaml defaults beat ssh_config too; ~ alone",
 			yaml: "defaults:\n  user: duser\n  port: 2400\n  identity_file: \"~\"\nhosts:\n  - gpu02\n",
-			want: Host{Name: "gpu02", Address: "gpu02.lab.example", Port: 2400, User: "duser",
+			want: inventory.Host{Name: "gpu02", Address: "gpu02.lab.example", Port: 2400, User: "duser",
 				IdentityFiles: []string{h}, KnownHostsFiles: e.defaultKnownHosts(),
 				ClusterAddress: "gpu02.lab.example", Source: "HOSTS:6"},
 		},
 		{
 			name: "address user beats defaults user",
 			yaml: "defaults:\n  user: duser\nhosts:\n  - address: bob@gpu03\n    user: bob\n",
-			want: Host{Name: "gpu03", Address: "gpu03", Port: 22, User: "bob",
+			want: inventory.Host{Name: "gpu03", Address: "gpu03", Port: 22, User: "bob",
 				IdentityFiles: e.defaultKeys(), KnownHostsFiles: e.defaultKnownHosts(),
 				ClusterAddress: "gpu03", Source: "HOSTS:4"},
 		},
@@ -235,7 +237,7 @@ type hop struct {
 	Port                int
 }
 
-func hops(hs []Host) []hop {
+func hops(hs []inventory.Host) []hop {
 	var out []hop
 	for _, h := range hs {
 		out = append(out, hop{h.Name, h.Address, h.User, h.Port})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // The end marker is found however the output is cut into writes; what
@@ -57,7 +59,7 @@ func TestHandoffFindsTheMarkerAcrossWrites(t *testing.T) {
 // that command gets; the next Start opens a session of its own; a later
 // Probe ends a spare that was not taken.
 func TestFleetKeepsTheProbeSession(t *testing.T) {
-	f := NewFleet([]Host{{Name: "localhost", Address: "localhost", Local: true}}, Options{CommandTimeout: 10 * time.Second})
+	f := NewFleet([]inventory.Host{{Name: "localhost", Address: "localhost", Local: true}}, Options{CommandTimeout: 10 * time.Second})
 	defer f.Close()
 	then := `IFS= read -r x || exit 3; echo "$$ got $x"`
 	f.KeepSessions(then)
