@@ -30,7 +30,10 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/transport"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -527,7 +530,7 @@ func fleetFromFlags(c *cli.Context, stderr io.Writer, takesArgs, claimsOnly bool
 		return nil, usagef("--parallel must be at least 1")
 	}
 	home, _ := os.UserHomeDir()
-	hosts, err := probe.LoadHosts(probe.HostOptions{
+	hosts, err := hosts.Load(hosts.Options{
 		Flags:       c.StringSlice("host"),
 		File:        c.String("hosts"),
 		DefaultFile: "hosts.yaml",
@@ -539,7 +542,7 @@ func fleetFromFlags(c *cli.Context, stderr io.Writer, takesArgs, claimsOnly bool
 		return nil, err
 	}
 	opts := probe.Options{
-		SSH: probe.SSHOptions{
+		SSH: transport.Options{
 			ConnectTimeout:    c.Duration("connect-timeout"),
 			AcceptNewHostKeys: c.Bool("accept-new-host-keys"),
 			AgentSocket:       os.Getenv("SSH_AUTH_SOCK"),
@@ -757,7 +760,7 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 		LogDir: logDir, Grace: c.Duration("grace"), Timeout: c.Duration("timeout"),
 		KeepAlive: fleet.KeepAlive, Parallel: c.Int("parallel"),
 		Console: console, Quiet: c.Bool("quiet"), Signals: sigs.run,
-		Hosts: map[string]inventory.Host{}, Execs: map[string]probe.Executor{},
+		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
 	}
 	for _, h := range fleet.Hosts {
 		opts.Hosts[h.Name] = h
@@ -966,7 +969,7 @@ func killCmd(c *cli.Context, stdout, stderr io.Writer) error {
 	}
 	var targets []launcher.RunOnHost
 	var others []string
-	execs := map[string]probe.Executor{}
+	execs := map[string]remote.Executor{}
 	for _, r := range launcher.Runs(inv) {
 		if r.RunID != runID {
 			continue

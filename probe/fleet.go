@@ -4,18 +4,28 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/transport"
+)
+
+// Defaults for Options.
+const (
+	DefaultCommandTimeout = 30 * time.Second
+	DefaultParallel       = 64
 )
 
 // Options tune a Fleet.
 type Options struct {
-	SSH SSHOptions
+	SSH transport.Options
 	// CommandTimeout bounds the probe on each host (nvidia-smi included).
 	CommandTimeout time.Duration
 	// Parallel bounds how many hosts are dialled and probed at once.
@@ -26,9 +36,10 @@ type Options struct {
 	ClaimsOnly bool
 	// Then, when set, is a one-line command each host's probe session goes
 	// on with once the probe is done, typically waiting on its stdin. The
-	// session is kept as a spare: the first Executor.Start of this same
-	// command on the host gets it, already running, instead of a new
-	// session. A later Probe or Close ends the spares not taken.
+	// session is kept as a spare (remote.Spares): the first
+	// Executor.Start of this same command on the host gets it, already
+	// running, instead of a new session. A later Probe or Close ends the
+	// spares not taken.
 	Then string
 }
 
@@ -37,45 +48,62 @@ type Options struct {
 type Fleet struct {
 	Hosts  []inventory.Host
 	opts   Options
-	dialer *Dialer
+	dialer *transport.Dialer
+	spares *remote.Spares
 
-	mu     sync.Mutex
-	execs  []Executor
-	spares []*spare
+	mu    sync.Mutex
+	execs []remote.Executor
 }
 
-func NewFleet(hosts []inventory.Host, o Options) *Fleet {
+// SetDefaults fills in what o leaves unset.
+func (o *Options) SetDefaults() {
 	if o.CommandTimeout <= 0 {
-		o.CommandTimeout = 30 * time.Second
+		o.CommandTimeout = DefaultCommandTimeout
 	}
 	if o.Parallel <= 0 {
-		o.Parallel = 64
+		o.Parallel = DefaultParallel
 	}
-	return &Fleet{Hosts: hosts, opts: o, dialer: NewDialer(o.SSH), execs: make([]Executor, len(hosts)),
-		spares: make([]*spare, len(hosts))}
+	o.SSH.SetDefaults()
+}
+
+// NewFleet returns a fleet of hosts; nothing is dialled before Probe.
+func NewFleet(hs []inventory.Host, o Options) *Fleet {
+	o.SetDefaults()
+	return &Fleet{Hosts: hs, opts: o, dialer: transport.NewDialer(o.SSH), execs: make([]remote.Executor, len(hs)),
+		spares: remote.NewSpares(len(hs))}
 }
 
 // KeepSessions sets Options.Then; call it before the first Probe.
 func (f *Fleet) KeepSessions(then string) { f.opts.Then = then }
 
 // Executor returns host i's open connection, or nil if it has none.
-func (f *Fleet) Executor(i int) Executor {
+func (f *Fleet) Executor(i int) remote.Executor {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.execs[i] != nil && f.opts.Then != "" {
-		return spareExec{Executor: f.execs[i], f: f, i: i}
+		return f.spares.Executor(i, f.execs[i])
 	}
 	return f.execs[i]
 }
 
-// KeepAlive is host h's keepalive interval and count (see Dialer.KeepAlive).
-func (f *Fleet) KeepAlive(h inventory.Host) (time.Duration, int) { return f.dialer.KeepAlive(h) }
+// KeepAlive is host h's keepalive interval and count (see hosts.KeepAlive).
+func (f *Fleet) KeepAlive(h inventory.Host) (time.Duration, int) { return hosts.KeepAlive(h) }
+
+// KeepSpares ends the spares of every host not named in keep: a run's
+// hosts without a task should not hold an idle session for its length.
+func (f *Fleet) KeepSpares(keep []string) {
+	for i, h := range f.Hosts {
+		if !slices.Contains(keep, h.Name) {
+			f.spares.Drop(i)
+		}
+	}
+}
 
 // Close closes every connection.
 func (f *Fleet) Close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.dropSpares()
+	f.spares.DropAll()
 	for i, e := range f.execs {
 		if e != nil {
 			e.Close()
@@ -90,9 +118,7 @@ func (f *Fleet) Close() {
 // failed carries its error, and the others are not held up by it.
 func (f *Fleet) Probe(ctx context.Context) inventory.Inventory {
 	inv := inventory.Inventory{Hosts: make([]inventory.HostInventory, len(f.Hosts))}
-	f.mu.Lock()
-	f.dropSpares()
-	f.mu.Unlock()
+	f.spares.DropAll()
 	var g errgroup.Group
 	g.SetLimit(f.opts.Parallel)
 	var done atomic.Int32
@@ -109,7 +135,7 @@ func (f *Fleet) Probe(ctx context.Context) inventory.Inventory {
 	return inv
 }
 
-func (f *Fleet) connect(ctx context.Context, i int) (Executor, *inventory.HostError) {
+func (f *Fleet) connect(ctx context.Context, i int) (remote.Executor, *inventory.HostError) {
 	f.mu.Lock()
 	e := f.execs[i]
 	f.mu.Unlock()
@@ -117,9 +143,9 @@ func (f *Fleet) connect(ctx context.Context, i int) (Executor, *inventory.HostEr
 		return e, nil
 	}
 	h := f.Hosts[i]
-	e = LocalExec{}
+	e = remote.Local{}
 	if !h.Local {
-		c, herr := f.dialer.Dial(ctx, h)
+		c, herr := remote.Dial(ctx, f.dialer, h)
 		if herr != nil {
 			return nil, herr
 		}
@@ -132,14 +158,14 @@ func (f *Fleet) connect(ctx context.Context, i int) (Executor, *inventory.HostEr
 }
 
 // forget drops a connection that failed, so that the next Probe redials.
-func (f *Fleet) forget(i int, e Executor) {
+func (f *Fleet) forget(i int, e remote.Executor) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.execs[i] == e {
 		e.Close()
 		f.execs[i] = nil
 	}
-	f.dropSpare(i)
+	f.spares.Drop(i)
 }
 
 func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
@@ -163,7 +189,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		rc, err = e.Run(cctx, cmd, nil, &o, &e2)
 		stdout, stderr = o.Bytes(), e2.Bytes()
 	} else {
-		rc, stdout, stderr, err = f.probeKeeping(cctx, i, e, cmd)
+		rc, stdout, stderr, err = f.spares.RunKeeping(cctx, i, e, cmd, markEnd, f.opts.Then)
 	}
 	switch {
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
@@ -180,9 +206,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	}
 	po, err := splitProbeOutput(stdout)
 	if err != nil {
-		f.mu.Lock()
-		f.dropSpare(i)
-		f.mu.Unlock()
+		f.spares.Drop(i)
 		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: err.Error()}
 		return hi
 	}
@@ -212,29 +236,4 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	}
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
 	return hi
-}
-
-// probeKeeping runs the probe with Then after it. Once the probe's output
-// is complete the session becomes host i's spare and rc is 0; a session
-// that ends first is a plain probe's result.
-func (f *Fleet) probeKeeping(ctx context.Context, i int, e Executor, cmd string) (rc int, stdout, stderr []byte, err error) {
-	out, errw := newHandoff(markEnd), newHandoff("")
-	p, err := e.Start(ctx, cmd, out, errw)
-	if err != nil {
-		return -1, nil, nil, err
-	}
-	w := waitInBackground(p)
-	select {
-	case <-out.ended:
-		f.mu.Lock()
-		f.spares[i] = &spare{cmd: f.opts.Then, p: w, out: out, err: errw}
-		f.mu.Unlock()
-		return 0, out.output(), nil, nil
-	case <-w.done:
-	case <-ctx.Done():
-		p.Kill()
-		<-w.done
-		return -1, out.output(), errw.output(), ctx.Err()
-	}
-	return w.rc, out.output(), errw.output(), w.err
 }
