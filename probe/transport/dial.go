@@ -169,6 +169,8 @@ func (d *Dialer) dialOne(ctx context.Context, h inventory.Host, via *ssh.Client)
 	if via != nil {
 		conn, err = via.DialContext(dctx, "tcp", addr)
 	} else {
+		// TCP keepalives at SSH's default period, whatever the host's:
+		// the kernel's check is a backstop, SSH's is the one that counts.
 		conn, err = (&net.Dialer{KeepAlive: hosts.DefaultKeepAlive}).DialContext(dctx, "tcp", addr)
 		if err == nil {
 			conn = quickAck(conn)
