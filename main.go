@@ -22,7 +22,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/commands"
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -81,7 +81,7 @@ func exitCode(err error) int {
 	var (
 		runFailed   *commands.RunFailedError
 		usage       *commands.UsageError
-		config      *probe.ConfigError
+		config      *hosts.ConfigError
 		request     *schedule.UsageError
 		capacity    *schedule.CapacityError
 		conflict    *launcher.ClaimConflictError

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/commands"
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -328,9 +328,9 @@ func TestExitCodes(t *testing.T) {
 		{nil, exitOK},
 		{errors.New("boom"), exitFailure},
 		{&commands.UsageError{Msg: "bad flag"}, exitUsage},
-		{&probe.ConfigError{Msg: "bad hosts file"}, exitUsage},
+		{&hosts.ConfigError{Msg: "bad hosts file"}, exitUsage},
 		{&schedule.UsageError{Msg: "bad request"}, exitUsage},
-		{fmt.Errorf("hosts: %w", &probe.ConfigError{Msg: "wrapped"}), exitUsage},
+		{fmt.Errorf("hosts: %w", &hosts.ConfigError{Msg: "wrapped"}), exitUsage},
 		{&schedule.CapacityError{Msg: "not enough free GPUs"}, exitNoGPUs},
 		{&launcher.ClaimConflictError{Conflicts: []string{"a"}}, exitNoGPUs},
 		{&launcher.ClaimBlockedError{Blocked: []string{"a"}}, exitNoGPUs},

@@ -18,8 +18,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -29,7 +29,7 @@ type RunOptions struct {
 	// Hosts and Execs are indexed by host name: each task runs over its
 	// host's existing connection.
 	Hosts map[string]inventory.Host
-	Execs map[string]probe.Executor
+	Execs map[string]remote.Executor
 	// Env is --env: added to every task, over the hosts file's env.
 	Env map[string]string
 	// Workdir and Setup override the hosts file's when not empty.
@@ -111,7 +111,7 @@ type runTask struct {
 	res     TaskResult
 	out     *TaskOutput
 	log     *os.File
-	proc    probe.Started
+	proc    remote.Started
 	ctl     chan<- ctlLine // to its host's writer: never blocking the loop
 	started time.Time
 	done    bool
@@ -641,7 +641,7 @@ func (rt *runTask) send(line string) {
 
 // ctlLine is a control line for one task's supervisor.
 type ctlLine struct {
-	proc probe.Started
+	proc remote.Started
 	line string
 }
 

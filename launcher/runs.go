@@ -14,9 +14,9 @@ import (
 	"github.com/alessio/shellescape"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
 )
 
 // RunOnHost is what one run holds on one host, from the claims there.
@@ -124,7 +124,7 @@ type KillResult struct {
 // task's process group, which only it knows: SIGTERM, and after grace a
 // second SIGTERM, on which it kills the group. A signal the host refuses
 // is reported as refused, never as stopped.
-func Kill(ctx context.Context, runs []RunOnHost, execs map[string]probe.Executor, grace time.Duration, parallel int) []KillResult {
+func Kill(ctx context.Context, runs []RunOnHost, execs map[string]remote.Executor, grace time.Duration, parallel int) []KillResult {
 	results := make([]KillResult, len(runs))
 	var g errgroup.Group
 	g.SetLimit(max(parallel, 1))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/probe/claim"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // runClaimsScript runs the claims part of the probe script against dir and
@@ -86,7 +87,7 @@ func TestClaimsFromLiveHolders(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("claims %+v, want 3", got)
 	}
-	want := []Claim{
+	want := []inventory.Claim{
 		{Kind: "gpu", ID: 0, UUID: "GPU-bbbb", User: me},
 		{Kind: "gpu", ID: 1, UUID: "GPU-aaaa", RunID: "r1", Task: "worker:0", User: me},
 		{Kind: "port", ID: 2223, RunID: "r1", Task: "worker:0", User: me},

@@ -10,7 +10,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/transport"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -35,7 +37,7 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 		return nil, usagef("--parallel must be at least 1")
 	}
 	home, _ := os.UserHomeDir()
-	hosts, err := probe.LoadHosts(probe.HostOptions{
+	hosts, err := hosts.Load(hosts.Options{
 		Flags:       h.Hosts,
 		File:        h.File,
 		DefaultFile: "hosts.yaml",
@@ -47,7 +49,7 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 		return nil, err
 	}
 	opts := probe.Options{
-		SSH: probe.SSHOptions{
+		SSH: transport.Options{
 			ConnectTimeout:    h.ConnectTimeout,
 			AcceptNewHostKeys: h.AcceptNewHostKeys,
 			AgentSocket:       os.Getenv("SSH_AUTH_SOCK"),

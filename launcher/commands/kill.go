@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/remote"
 )
 
 // KillOptions are `tfhive kill`'s.
@@ -36,7 +36,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 	}
 	var targets []launcher.RunOnHost
 	var others []string
-	execs := map[string]probe.Executor{}
+	execs := map[string]remote.Executor{}
 	for _, r := range launcher.Runs(inv) {
 		if r.RunID != o.RunID {
 			continue

@@ -13,6 +13,7 @@ import (
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -94,7 +95,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Quiet: o.Quiet, Signals: sigs.run,
-		Hosts: map[string]inventory.Host{}, Execs: map[string]probe.Executor{},
+		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
 	}
 	for _, h := range fleet.Hosts {
 		lo.Hosts[h.Name] = h

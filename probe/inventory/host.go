@@ -3,8 +3,8 @@ package inventory
 import "time"
 
 // Host is one machine to reach, after the hosts file's defaults and
-// ~/.ssh/config have been applied. Validate has passed for every Host that
-// leaves LoadHosts.
+// ~/.ssh/config have been applied. Every Host that leaves hosts.Load has
+// passed its Validate.
 type Host struct {
 	// Name is the host as the user wrote it (alias or address, without
 	// user@ and :port): the label used in output and in --exclude.

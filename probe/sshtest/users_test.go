@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -53,7 +53,7 @@ func TestUsersOnSharedFleet(t *testing.T) {
 	}
 
 	path := f.HostsYAMLAs(t, alice)
-	hosts, err := probe.LoadHosts(probe.HostOptions{File: path, SSHConfig: f.SSHConfig, Home: f.Home, LocalUser: "root"})
+	hosts, err := hosts.Load(hosts.Options{File: path, SSHConfig: f.SSHConfig, Home: f.Home, LocalUser: "root"})
 	if err != nil {
 		t.Fatal(err)
 	}
