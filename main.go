@@ -756,7 +756,7 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 		Env: env, Workdir: c.String("workdir"), Setup: c.String("setup"),
 		LogDir: logDir, Grace: c.Duration("grace"), Timeout: c.Duration("timeout"),
 		KeepAlive: fleet.KeepAlive, Parallel: c.Int("parallel"),
-		Console: console, Quiet: c.Bool("quiet"), Signals: sigs.run,
+		Console: console, Quiet: c.Bool("quiet"),
 		Hosts: map[string]inventory.Host{}, Execs: map[string]probe.Executor{},
 	}
 	for _, h := range fleet.Hosts {
@@ -775,7 +775,7 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 				console.Close()
 				return context.Canceled
 			}
-			sum, err = launcher.Run(c.Context, opts)
+			sum, err = runLauncher(c.Context, opts, sigs.run)
 			sigs.toContext()
 		}
 		delay, retry := retryAfter(err, attempt, deadline)
@@ -812,6 +812,32 @@ func runCmd(c *cli.Context, stdout, stderr io.Writer, sigs *signals) error {
 		return &exitError{msg: fmt.Sprintf("run %s %s: %s", sum.RunID, sum.Result, sum.Reason), code: sum.ExitCode}
 	}
 	return nil
+}
+
+// runLauncher runs the tasks with the signals routed to the launcher: the
+// first stops the run gracefully (its cause names the signal), a second
+// kills every task at once.
+func runLauncher(ctx context.Context, opts launcher.RunOptions, sigs <-chan os.Signal) (*launcher.Summary, error) {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	killNow, done := make(chan struct{}), make(chan struct{})
+	defer close(done)
+	opts.KillNow = killNow
+	go func() {
+		for n := 0; ; {
+			select {
+			case sig := <-sigs:
+				if n++; n == 1 {
+					stop(launcher.Interrupt(sig))
+				} else if n == 2 {
+					close(killNow)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return launcher.Run(ctx, opts)
 }
 
 // notNegative refuses negative durations; zero means "none" for each of
