@@ -94,7 +94,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
-		Console: console, Quiet: o.Quiet, Signals: sigs.run,
+		Console: console, Quiet: o.Quiet,
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
 	}
 	for _, h := range fleet.Hosts {
@@ -150,6 +150,27 @@ func start(ctx context.Context, fleet *probe.Fleet, plan *schedule.Plan, o launc
 		return nil, context.Canceled
 	}
 	defer sigs.toContext()
+	// While tasks run, the first signal stops the run gracefully (the
+	// cause says which signal), a second one kills at once.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	kill := make(chan struct{})
+	o.KillNow = kill
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case sig := <-sigs.run:
+			stop(launcher.Interrupt(sig))
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs.run:
+			close(kill)
+		case <-done:
+		}
+	}()
 	return launcher.Run(ctx, o)
 }
 
