@@ -34,7 +34,7 @@
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
 while [ "$tfhive_fd" -lt "$((4 + tfhive_nclaims))" ]; do
-	exec {tfhive_fd}<&-
+	eval "exec $tfhive_fd<&-"
 	tfhive_fd=$((tfhive_fd + 1))
 done
 printf '%s\n' '@@tfhive-claim ok'
