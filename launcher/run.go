@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/schedule"
@@ -472,8 +473,10 @@ func (r *runner) taskFor(t schedule.Task) task {
 func claimsFor(t schedule.Task) []inventory.Claim {
 	var c []inventory.Claim
 	for i, g := range t.GPUs {
+		// The UUID names a file on the host: one nvidia-smi printed with
+		// anything but letters, digits and '-' is not used (the index is).
 		uuid := ""
-		if i < len(t.GPUUUIDs) {
+		if i < len(t.GPUUUIDs) && claim.ValidUUID(t.GPUUUIDs[i]) {
 			uuid = t.GPUUUIDs[i]
 		}
 		c = append(c, inventory.Claim{Kind: "gpu", ID: g, UUID: uuid})

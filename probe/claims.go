@@ -16,28 +16,7 @@ import (
 	"github.com/tfhive/tfhive/probe/inventory"
 )
 
-// claimsScript lists the lock files (device, inode, owner, mode, name)
-// and the ones tfhive could not open, then every flock held on the host
-// with its holder's pid, then those holders as ps sees them: real uid and
-// command line. Holders are read from /proc/locks, never by trying a lock
-// (a probe that tried them would make a concurrent run's claim fail for
-// nothing). The machine id goes first: two names of one machine share it.
-const claimsScript = `d=${TFHIVE_CLAIMS_DIR:-` + claim.DirDefault + `};
-m=-; if [ -r /etc/machine-id ]; then read -r m </etc/machine-id; fi;
-echo ` + markClaims + ` "${m:--}" "$d";
-set -- "$d"/` + claim.FilePrefix + `*` + claim.FileSuffix + `;
-if [ -e "$1" ] || [ -L "$1" ]; then
-  stat -c 'F %d %i %U %f %n' "$@" 2>/dev/null;
-  for f; do if [ -L "$f" ] || [ ! -r "$f" ]; then echo "U $f"; fi; done;
-fi;
-echo ` + markLocks + `;
-l=$(awk '$2 == "FLOCK" && $5 > 0 { print $6, $5 }' /proc/locks 2>/dev/null);
-printf '%s\n' "$l";
-echo ` + markHolders + `;
-set -- $l; p=; while [ $# -ge 2 ]; do p=$p${p:+,}$2; shift 2; done;
-if [ -n "$p" ]; then ps -ww -o pid= -o uid= -o user:32= -o etimes= -o args= -p "$p" 2>/dev/null; fi;
-`
-
+// The claims sections' markers (scripts/claims.sh prints them).
 const (
 	markClaims  = "@@tfhive-claims"
 	markLocks   = "@@tfhive-locks"

@@ -12,13 +12,14 @@ import (
 
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote/shscript"
 )
 
 // runClaimsScript runs the claims part of the probe script against dir and
 // cuts its output as the probe does.
 func runClaimsScript(t *testing.T, dir string) claimsSection {
 	t.Helper()
-	script := exec.Command("sh", "-c", claimsScript+"echo "+markEnd)
+	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh").Text())
 	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
 	raw, err := script.Output()
 	if err != nil {
