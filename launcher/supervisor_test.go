@@ -370,3 +370,22 @@ func TestSupervisorStopsWhenAHolderDies(t *testing.T) {
 		t.Errorf("claims still held: %+v", left)
 	}
 }
+
+// A supervisor killed at any moment after go, even before its task has
+// started, leaves no task behind: the watcher exists before the task and
+// learns its pid from the task's own shell.
+func TestSupervisorKilledRightAfterGo(t *testing.T) {
+	marker := fmt.Sprintf("tfhive-orphan-%d", os.Getpid())
+	for i := 0; i < 20; i++ {
+		s := supervise(t, task{Argv: []string{"sleep", "60", marker}, HeartbeatTimeout: 30 * time.Second})
+		if got := s.line(t); got != claimOK {
+			t.Fatalf("%q (stderr %s)", got, s.errb.String())
+		}
+		s.send(t, ctlGo)
+		syscall.Kill(s.p.(interface{ Pid() int }).Pid(), syscall.SIGKILL)
+		s.wait(t, 15*time.Second)
+	}
+	if out, err := exec.Command("pgrep", "-f", marker).Output(); err == nil {
+		t.Errorf("tasks left running: %s", out)
+	}
+}

@@ -73,8 +73,28 @@ done
 tfhive_held() {
 	for tfhive_h in $tfhive_holders; do kill -0 "$tfhive_h" 2>/dev/null || return 1; done
 }
+# The watcher starts first. It learns the task's pid from the task's own
+# shell before the task runs (setsid then execs in place: a background
+# subshell leads no process group) and the reader's from us, then waits
+# for EOF on a pipe only the supervisor and, until its exec, the task's
+# shell hold: a supervisor killed at any moment after the fork still has
+# its task stopped. Lines are tagged: the two writers race.
+exec 7> >(
+	while IFS=' ' read -r tfhive_what tfhive_id; do
+		case $tfhive_what in
+		t) tfhive_pid=$tfhive_id ;;
+		r) tfhive_reader=$tfhive_id ;;
+		esac
+	done
+	[ -z "${tfhive_pid-}" ] || tfhive_abandon
+	[ -z "${tfhive_reader-}" ] || kill "$tfhive_reader" 2>/dev/null
+)
+tfhive_watch=$!
 exec 3<&0
-setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- &
+(
+	printf 't %s\n' "$BASHPID" >&7
+	exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&-
+) &
 tfhive_pid=$!
 (
 	while IFS= read -r -t "$tfhive_hb_timeout" tfhive_c && tfhive_held; do
@@ -84,11 +104,10 @@ tfhive_pid=$!
 		esac
 	done
 	tfhive_abandon
-) <&3 &
+) <&3 7>&- &
 tfhive_reader=$!
+printf 'r %s\n' "$tfhive_reader" >&7
 exec 3<&-
-exec 7> >(read -r _; tfhive_abandon; kill "$tfhive_reader" 2>/dev/null) 
-tfhive_watch=$!
 trap tfhive_stop TERM
 tfhive_rc=
 while [ -z "$tfhive_rc" ]; do
