@@ -54,6 +54,20 @@ func outWriteChunks(t testing.TB, w io.Writer, p []byte, rng *rand.Rand, max int
 	}
 }
 
+// outWriteSplit writes input to w in two writes, split at split, or one
+// byte at a time when split is len(input)+1: the ways a stream may cut
+// what a task printed.
+func outWriteSplit(w io.Writer, input string, split int) {
+	if split <= len(input) {
+		io.WriteString(w, input[:split])
+		io.WriteString(w, input[split:])
+		return
+	}
+	for i := range len(input) {
+		w.Write([]byte{input[i]})
+	}
+}
+
 // outCloseConsole closes c and returns its lines (without the last "\n").
 func outCloseConsole(t *testing.T, c *Console, buf interface{ String() string }) []string {
 	t.Helper()
@@ -341,14 +355,7 @@ func TestOutputCRLF(t *testing.T) {
 		c := NewConsole(&buf, false)
 		var log bytes.Buffer
 		o := c.Task("w:0 h", &log, false)
-		if split <= len(input) {
-			io.WriteString(o.Stdout(), input[:split])
-			io.WriteString(o.Stdout(), input[split:])
-		} else {
-			for i := range len(input) {
-				o.Stdout().Write([]byte{input[i]})
-			}
-		}
+		outWriteSplit(o.Stdout(), input, split)
 		o.Close()
 		outEqualLines(t, fmt.Sprintf("split %d: console", split), outCloseConsole(t, c, &buf), want)
 		if log.String() != input {
@@ -655,14 +662,7 @@ func TestOutputTerminalSanitized(t *testing.T) {
 			c := NewConsole(&buf, tty)
 			var log bytes.Buffer
 			o := c.Task("w:0 h", &log, false)
-			if split <= len(input) {
-				io.WriteString(o.Stdout(), input[:split])
-				io.WriteString(o.Stdout(), input[split:])
-			} else {
-				for i := range len(input) {
-					o.Stdout().Write([]byte{input[i]})
-				}
-			}
+			outWriteSplit(o.Stdout(), input, split)
 			if err := o.Close(); err != nil {
 				t.Fatal(err)
 			}
