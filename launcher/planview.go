@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -28,10 +29,10 @@ func WritePlan(w io.Writer, p *schedule.Plan) error {
 	var err error
 	if p.Torch() {
 		_, err = fmt.Fprintf(w, "run %s: torch, %s on %s, %s, strategy %s, master %s\n\n", p.RunID,
-			viewPlural(len(p.Tasks), "rank"), viewPlural(len(hosts), "host"), viewPlural(nGPUs, "GPU"), p.Strategy, p.Master)
+			wording.Count(len(p.Tasks), "rank"), wording.Count(len(hosts), "host"), wording.Count(nGPUs, "GPU"), p.Strategy, p.Master)
 	} else {
 		_, err = fmt.Fprintf(w, "run %s: %s on %s, %s, strategy %s\n\n", p.RunID,
-			viewPlural(len(p.Tasks), "task"), viewPlural(len(hosts), "host"), viewPlural(nGPUs, "GPU"), p.Strategy)
+			wording.Count(len(p.Tasks), "task"), wording.Count(len(hosts), "host"), wording.Count(nGPUs, "GPU"), p.Strategy)
 	}
 	if err != nil {
 		return err
@@ -177,13 +178,6 @@ func planEncoder(w io.Writer, prefix string) *json.Encoder {
 	// TF_CONFIG and commands are not HTML; \u003c in them only confuses.
 	enc.SetEscapeHTML(false)
 	return enc
-}
-
-func viewPlural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
 }
 
 func viewDash(s string) string {

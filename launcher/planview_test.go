@@ -3,20 +3,15 @@ package launcher
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/testkit"
 	"github.com/tfhive/tfhive/schedule"
 )
-
-// The flag is shared by every test in package launcher: a second
-// flag.Bool("update") here would panic at start-up, so reuse this one.
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 const planGoldenDir = "../testdata/plan"
 
@@ -103,8 +98,8 @@ func TestPlanGolden(t *testing.T) {
 			if err := WritePlanJSON(&js, p); err != nil {
 				t.Fatal(err)
 			}
-			planGolden(t, name+".txt", txt.Bytes())
-			planGolden(t, name+".json", js.Bytes())
+			testkit.Golden(t, filepath.Join(planGoldenDir, name+".txt"), txt.Bytes())
+			testkit.Golden(t, filepath.Join(planGoldenDir, name+".json"), js.Bytes())
 
 			// The JSON document is what `run` executes, so it must carry the
 			// whole plan.
@@ -116,27 +111,6 @@ func TestPlanGolden(t *testing.T) {
 				t.Errorf("plan does not survive a JSON round trip:\n%+v\n%+v", back, *p)
 			}
 		})
-	}
-}
-
-func planGolden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	path := filepath.Join(planGoldenDir, file)
-	if *update {
-		if err := os.MkdirAll(planGoldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./launcher/ -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test ./launcher/ -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 

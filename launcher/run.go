@@ -21,6 +21,7 @@ import (
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -257,7 +258,7 @@ func (r *runner) run(ctx context.Context) *Summary {
 	}
 	r.startAll(ctx)
 	if !r.p.decided() {
-		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, CountOf(len(r.tasks), "task"), CountOf(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
+		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
 	}
 
 	heartbeat := time.NewTicker(r.heartbeatInterval())
@@ -581,13 +582,6 @@ func (r *runner) summary() *Summary {
 }
 
 func intPtr(n int) *int { return &n }
-
-func CountOf(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
 
 // writeJSONFile writes v indented, encoded straight into the file (the
 // plan through WritePlanJSON, which holds no copy of the whole document).

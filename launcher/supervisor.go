@@ -13,6 +13,7 @@ import (
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
+	"github.com/tfhive/tfhive/probe/wording"
 )
 
 // task is what the supervisor needs to run one task on its host.
@@ -126,12 +127,7 @@ func taskShell(t task) string {
 	return taskSh.With(
 		shscript.Set("tfhive_workdir", t.Workdir),
 		shscript.Set("tfhive_setup", setup),
-		shscript.Set("tfhive_setup_line", firstLineOf(setup)),
+		shscript.Set("tfhive_setup_line", wording.FirstLine(strings.TrimSpace(setup))),
 		shscript.Set("tfhive_argv", shellescape.QuoteCommand(t.Argv)),
 	)
-}
-
-func firstLineOf(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return line
 }

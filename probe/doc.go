@@ -7,6 +7,7 @@
 // schedule -> launcher. Its sub-packages hold the rest of reaching a host:
 // inventory (the data, stdlib only), hosts (the configuration), hostkeys,
 // transport (SSH connections), remote (executors and spare sessions),
-// claim (the claim-file format), localfile (capped reads of local files);
-// sshtest is the test bed of real sshd servers.
+// claim (the claim-file format), localfile (capped reads of local files),
+// wording (phrasings messages share); sshtest is the test bed of real sshd
+// servers.
 package probe

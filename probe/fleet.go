@@ -205,7 +205,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		hi.Err = &inventory.HostError{Kind: inventory.ErrSSH, Message: err.Error()}
 		return hi
 	case rc != 0:
-		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: fmt.Sprintf("probe script failed (exit %d): %s", rc, firstLine(stderr))}
+		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: fmt.Sprintf("probe script failed (exit %d): %s", rc, excerpt(stderr))}
 		return hi
 	}
 	po, err := splitProbeOutput(stdout)

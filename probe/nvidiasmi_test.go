@@ -3,7 +3,6 @@ package probe
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,18 +11,15 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/testkit"
 )
-
-// updateGolden rewrites the expected JSON next to each golden input
-// (`go test ./probe -run Golden -update`). Other golden tests in this package
-// should reuse it: a second flag named "update" would panic at start-up.
-var updateGolden = flag.Bool("update", false, "rewrite golden JSON files under testdata/")
 
 const testdataDir = "../testdata"
 
 // checkGolden compares got, as indented JSON, with the .json file next to
-// input. The JSON is reviewed by people, so it is what the other packages
-// will see, not a Go dump.
+// input (`go test ./probe -run Golden -update` rewrites them). The JSON is
+// reviewed by people, so it is what the other packages will see, not a Go
+// dump.
 func checkGolden(t *testing.T, input string, got any) {
 	t.Helper()
 	var buf bytes.Buffer
@@ -33,21 +29,7 @@ func checkGolden(t *testing.T, input string, got any) {
 	if err := enc.Encode(got); err != nil {
 		t.Fatal(err)
 	}
-	want := buf.Bytes()
-	path := strings.TrimSuffix(input, filepath.Ext(input)) + ".json"
-	if *updateGolden {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	have, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./probe -run Golden -update` to create it)", err)
-	}
-	if !bytes.Equal(have, want) {
-		t.Errorf("%s differs from the parse of %s:\n--- have\n%s\n--- want\n%s", path, input, have, want)
-	}
+	testkit.Golden(t, strings.TrimSuffix(input, filepath.Ext(input))+".json", buf.Bytes())
 }
 
 func readTestdata(t testing.TB, rel string) []byte {

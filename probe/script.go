@@ -11,6 +11,7 @@ import (
 	"github.com/alessio/shellescape"
 
 	"github.com/tfhive/tfhive/probe/remote/shscript"
+	"github.com/tfhive/tfhive/probe/wording"
 )
 
 // The probe fetches everything tfhive needs from a host in one round trip
@@ -78,7 +79,7 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	line, rest, ok := bytes.Cut(out, []byte("\n"))
 	fields := strings.Fields(string(line))
 	if !ok || len(fields) != 2 || fields[0] != markSMI {
-		return po, fmt.Errorf("unexpected probe output %q", firstLine(out))
+		return po, fmt.Errorf("unexpected probe output %q", excerpt(out))
 	}
 	rc, err := strconv.Atoi(fields[1])
 	if err != nil {
@@ -115,10 +116,8 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	return po, nil
 }
 
-func firstLine(b []byte) string {
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	if len(line) > 120 {
-		line = line[:120]
-	}
-	return string(line)
+// excerpt is what an error message quotes of output the probe did not
+// expect: its first line, cut at 120 bytes so that a flood stays one line.
+func excerpt(b []byte) string {
+	return wording.FirstLine(string(b[:min(len(b), 120)]))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/wording"
 )
 
 // KillOptions are `tfhive kill`'s.
@@ -77,7 +78,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 			fmt.Fprintf(o.Stdout, "tfhive: run %s on %s had already ended\n", o.RunID, res.Host)
 			continue
 		}
-		fmt.Fprintf(o.Stdout, "tfhive: stopped run %s on %s (%s)\n", o.RunID, res.Host, launcher.CountOf(res.Tasks, "task"))
+		fmt.Fprintf(o.Stdout, "tfhive: stopped run %s on %s (%s)\n", o.RunID, res.Host, wording.Count(res.Tasks, "task"))
 	}
 	if len(failed) > 0 {
 		return errors.New("could not stop run " + o.RunID + " everywhere: " + strings.Join(failed, "; "))

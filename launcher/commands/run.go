@@ -14,6 +14,7 @@ import (
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -114,7 +115,7 @@ func Run(ctx context.Context, o RunOptions) error {
 			if o.Wait > 0 {
 				wait = fmt.Sprintf(" (%s of --wait left)", left.Round(time.Second))
 			}
-			fmt.Fprintf(o.Stderr, "tfhive: waiting: %s; trying again in %s%s\n", firstLine(err), delay.Round(100*time.Millisecond), wait)
+			fmt.Fprintf(o.Stderr, "tfhive: waiting: %s; trying again in %s%s\n", wording.FirstLine(err.Error()), delay.Round(100*time.Millisecond), wait)
 		},
 	}
 	sum, err := retry.Do(ctx, attempt)
@@ -196,8 +197,3 @@ func parseEnv(specs []string) (map[string]string, error) {
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func firstLine(err error) string {
-	line, _, _ := strings.Cut(err.Error(), "\n")
-	return line
-}

@@ -22,6 +22,7 @@ import (
 	"github.com/tfhive/tfhive/probe/hostkeys"
 	"github.com/tfhive/tfhive/probe/internal/testfs"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/testkit"
 )
 
 var (
@@ -392,22 +393,6 @@ func TestHostKeysAcceptNewUnwritable(t *testing.T) {
 	}
 }
 
-// warnings collects what a Checker warns about.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) add(msg string) { w.mu.Lock(); w.msgs = append(w.msgs, msg); w.mu.Unlock() }
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.msgs
-	w.msgs = nil
-	return m
-}
-
 // One malformed line must not make every host unreachable: like OpenSSH,
 // it is skipped with a warning naming file and line, once, and every other
 // line keeps working (with its own line number in messages).
@@ -436,8 +421,8 @@ func TestHostKeysSkipMalformedLines(t *testing.T) {
 			dir := t.TempDir()
 			kh := khLine("gpu00", ed2) + tt.line + "\n" + "# comment\r\n" + khLine("gpu01", ed) + khLine("gpu02", ec)
 			file := testfs.WriteFile(t, dir, "known_hosts", kh)
-			var w warnings
-			k := hostkeys.New(false, w.add)
+			var w testkit.Warnings
+			k := hostkeys.New(false, w.Add)
 			h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
 			algos, err := checkKey(t, k, h, ed)
 			if err != nil {
@@ -447,7 +432,7 @@ func TestHostKeysSkipMalformedLines(t *testing.T) {
 				t.Errorf("algos = %q, want %q", algos, want)
 			}
 			want := []string{file + ":2: " + tt.why + " (line skipped)"}
-			if got := w.take(); !reflect.DeepEqual(got, want) {
+			if got := w.Take(); !reflect.DeepEqual(got, want) {
 				t.Errorf("warnings\n got: %q\nwant: %q", got, want)
 			}
 			// A changed key names the user's file and its line, not the
@@ -456,7 +441,7 @@ func TestHostKeysSkipMalformedLines(t *testing.T) {
 			wantHostKeyError(t, err, inventory.ErrHostKeyChanged,
 				"host key changed ("+file+":5): the server sent ssh-rsa "+ssh.FingerprintSHA256(rs)+", possible man-in-the-middle",
 				"if gpu02 was reinstalled, remove the old key with `ssh-keygen -R gpu02` and check the new fingerprint")
-			if got := w.take(); len(got) != 0 {
+			if got := w.Take(); len(got) != 0 {
 				t.Errorf("warned again: %q", got)
 			}
 			if matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "tfhive-known_hosts-*")); len(matches) != 0 {
@@ -470,8 +455,8 @@ func TestHostKeysRevokedLineInSanitisedFile(t *testing.T) {
 	ed, _, _, _ := hostTestKeys(t)
 	file := testfs.WriteFile(t, t.TempDir(), "known_hosts", "garbage\n"+khLine("gpu01", ed)+
 		"@revoked * "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ed)))+"\n")
-	var w warnings
-	_, err := checkKey(t, hostkeys.New(false, w.add), inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed)
+	var w testkit.Warnings
+	_, err := checkKey(t, hostkeys.New(false, w.Add), inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed)
 	wantHostKeyError(t, err, inventory.ErrHostKeyChanged, "host key is revoked ("+file+":3)", "")
 }
 
@@ -479,8 +464,8 @@ func TestHostKeysRevokedLineInSanitisedFile(t *testing.T) {
 func TestHostKeysWarningsCapped(t *testing.T) {
 	ed, _, _, _ := hostTestKeys(t)
 	file := testfs.WriteFile(t, t.TempDir(), "known_hosts", strings.Repeat("junk\n", 8)+khLine("gpu01", ed))
-	var w warnings
-	if _, err := checkKey(t, hostkeys.New(false, w.add), inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed); err != nil {
+	var w testkit.Warnings
+	if _, err := checkKey(t, hostkeys.New(false, w.Add), inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
@@ -488,7 +473,7 @@ func TestHostKeysWarningsCapped(t *testing.T) {
 		want = append(want, file+":"+strconv.Itoa(i)+": no key type and key after the host names (line skipped)")
 	}
 	want = append(want, file+": 3 more malformed lines skipped")
-	if got := w.take(); !reflect.DeepEqual(got, want) {
+	if got := w.Take(); !reflect.DeepEqual(got, want) {
 		t.Errorf("warnings\n got: %q\nwant: %q", got, want)
 	}
 }
@@ -499,8 +484,8 @@ func TestHostKeysRereadWhenChanged(t *testing.T) {
 	ed, ed2, _, _ := hostTestKeys(t)
 	dir := t.TempDir()
 	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{filepath.Join(dir, "known_hosts")}}
-	var w warnings
-	k := hostkeys.New(false, w.add)
+	var w testkit.Warnings
+	k := hostkeys.New(false, w.Add)
 	testfs.WriteFile(t, dir, "known_hosts", "garbage\n"+khLine("gpu01", ed))
 	if _, err := checkKey(t, k, h, ed); err != nil {
 		t.Fatal(err)
@@ -509,7 +494,7 @@ func TestHostKeysRereadWhenChanged(t *testing.T) {
 	if _, err := checkKey(t, k, h, ed2); err != nil {
 		t.Errorf("new key refused after known_hosts changed: %v", err)
 	}
-	if got, want := w.take(), []string{h.KnownHostsFiles[0] + ":1: no key type and key after the host names (line skipped)"}; !reflect.DeepEqual(got, want) {
+	if got, want := w.Take(), []string{h.KnownHostsFiles[0] + ":1: no key type and key after the host names (line skipped)"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("warnings = %q, want %q (once)", got, want)
 	}
 }

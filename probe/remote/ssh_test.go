@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/tfhive/tfhive/probe/internal/testsshd"
+	"github.com/tfhive/tfhive/probe/testkit"
 	"github.com/tfhive/tfhive/probe/transport"
 )
 
@@ -132,7 +133,7 @@ func TestSSHCloseAbandonsAHungCommand(t *testing.T) {
 		started <- ch
 		return 0, "", true
 	}})
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	p, err := c.Start(context.Background(), "hang", &out, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -158,23 +159,6 @@ func TestSSHCloseAbandonsAHungCommand(t *testing.T) {
 	if strings.Contains(out.String(), "late") {
 		t.Errorf("output after Wait returned was written: %q", out.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Stdin writers on several goroutines and Kill may meet (the launcher's

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/localfile"
+	"github.com/tfhive/tfhive/probe/wording"
 )
 
 // keyring gathers the keys tfhive may authenticate with: ssh-agent's first,
@@ -101,7 +101,7 @@ func (k *keyring) authFor(h inventory.Host) ([]ssh.Signer, string) {
 	signers := append([]ssh.Signer(nil), k.agentKeys()...)
 	var tried, unusable, missing []string
 	if n := len(signers); n > 0 {
-		tried = append(tried, plural(n, "key")+" from ssh-agent")
+		tried = append(tried, wording.Count(n, "key")+" from ssh-agent")
 	}
 	for _, path := range h.IdentityFiles {
 		fk := k.file(path)
@@ -148,11 +148,4 @@ func hasKey(signers []ssh.Signer, pub ssh.PublicKey) bool {
 		}
 	}
 	return false
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.Itoa(n) + " " + word + "s"
 }

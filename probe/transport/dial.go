@@ -7,8 +7,8 @@
 //
 // It gives out *ssh.Client values and runs nothing on them: it must not
 // import the executors (probe/remote) or the probe. Of tfhive it imports
-// probe/inventory, probe/hosts (for the defaults), probe/hostkeys and
-// probe/localfile.
+// probe/inventory, probe/hosts (for the defaults), probe/hostkeys,
+// probe/localfile and probe/wording.
 package transport
 
 import (

@@ -17,6 +17,7 @@ import (
 	"github.com/tfhive/tfhive/probe/internal/testfs"
 	"github.com/tfhive/tfhive/probe/internal/testsshd"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/testkit"
 )
 
 func dialTest(t *testing.T, o Options, h inventory.Host) (*ssh.Client, *inventory.HostError) {
@@ -261,9 +262,9 @@ func TestDialSkipsMalformedKnownHostsLine(t *testing.T) {
 	kh := srv.KnownHostsFor(t, hostKey.PublicKey())
 	data, _ := os.ReadFile(kh)
 	testfs.WriteFile(t, filepath.Dir(kh), "known_hosts", "gpu09 ssh-ed25519 AAAA!!!!\n"+string(data))
-	var w warnings
+	var w testkit.Warnings
 	h := srv.Host(kh, testsshd.WriteKey(t, good, goodPriv, ""))
-	d := NewDialer(Options{ConnectTimeout: 5 * time.Second, Warn: w.add})
+	d := NewDialer(Options{ConnectTimeout: 5 * time.Second, Warn: w.Add})
 	defer d.Close()
 	for range 2 {
 		c, herr := d.Dial(context.Background(), h)
@@ -273,23 +274,7 @@ func TestDialSkipsMalformedKnownHostsLine(t *testing.T) {
 		c.Close()
 	}
 	want := []string{kh + ":1: the key is not valid base64 (illegal base64 data at input byte 4) (line skipped)"}
-	if got := w.take(); !reflect.DeepEqual(got, want) {
+	if got := w.Take(); !reflect.DeepEqual(got, want) {
 		t.Errorf("warnings\n got: %q\nwant: %q", got, want)
 	}
-}
-
-// warnings collects what a Dialer warns about.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) add(msg string) { w.mu.Lock(); w.msgs = append(w.msgs, msg); w.mu.Unlock() }
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.msgs
-	w.msgs = nil
-	return m
 }
