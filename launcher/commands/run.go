@@ -71,7 +71,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	logDir := o.LogDir
 	if logDir == "" {
-		logDir = filepath.Join("tfhive-runs", req.RunID)
+		logDir = filepath.Join(logRoot, req.RunID)
 	}
 	if err := checkLogDir(logDir, o.LogDir != ""); err != nil {
 		return err
