@@ -3,8 +3,9 @@
 // the commands and their flags, signals, and the one table from an error's
 // kind to tfhive's exit code. flags.go turns flags into the option structs
 // of launcher/commands, which holds the commands themselves; usage.go puts
-// urfave/cli's complaints in tfhive's voice. Package main may import
-// anything of tfhive; nothing imports it.
+// urfave/cli's complaints in tfhive's voice; completion.go reads a command
+// line for the shells' Tab. Package main may import anything of tfhive;
+// nothing imports it.
 package main
 
 import (
@@ -190,6 +191,8 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				OnUsageError: onUsage,
 				Action:       action(w.kill, commands.Kill),
 			},
+			completionCommand(w),
+			completeCommand(w),
 			{
 				Name:         "version",
 				Usage:        "print the version",
