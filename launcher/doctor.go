@@ -194,7 +194,9 @@ func checkHost(ctx context.Context, hi inventory.HostInventory, ex remote.Execut
 	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	stdout, stderr := &capped{max: maxDoctorOut}, &capped{max: maxDoctorErr, keepLast: true}
-	rc, err := ex.Run(cctx, SupervisorCommand, strings.NewReader(doctorInput(hi.Host, o)), stdout, stderr)
+	// remote.Run, not ex.Run: an executor holding a spare session takes
+	// it in its Start, which an embedded Run would not call.
+	rc, err := remote.Run(cctx, ex, SupervisorCommand, strings.NewReader(doctorInput(hi.Host, o)), stdout, stderr)
 	switch {
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		d.Error = fmt.Sprintf("check timed out after %s", limit)
