@@ -66,6 +66,16 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("equal hosts:\n%s\n%s", r.stdout, r.stderr)
 	}
 
+	// A host not reached is a row with a note, and exit 4 when the rest
+	// are alike.
+	r = tfhive(t, f.Env(), f.Dir, append([]string{"doctor", "-H", "127.0.0.1:1", "--connect-timeout", "2s"}, justAB...)...)
+	wantCode(t, r, 4)
+	if rows := rowsOf(r.stdout, "127.0.0.1"); len(rows) != 1 || !strings.HasPrefix(rows[0][len(rows[0])-1], "not reached: connection refused") ||
+		strings.Contains(r.stdout, "*") {
+		t.Errorf("a host not reached:\n%s", r.stdout)
+	}
+	wantContains(t, "stderr", r.stderr, "tfhive: error: 1 of 3 hosts could not be reached")
+
 	// --json, with a module of the standard library imported too.
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "doctor", "--json", "--import", "json")...)
 	wantCode(t, r, 1)
