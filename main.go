@@ -88,6 +88,8 @@ func exitCode(err error) int {
 		conflict    *launcher.ClaimConflictError
 		blocked     *launcher.ClaimBlockedError
 		unreachable *commands.UnreachableError
+		differ      *commands.DifferError
+		check       *commands.CheckError
 	)
 	switch {
 	case err == nil:
@@ -95,12 +97,14 @@ func exitCode(err error) int {
 	case errors.As(err, &runFailed):
 		// The deciding task's own code, 124 timeout, 130/143, 4 host lost.
 		return runFailed.Summary.ExitCode
-	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &request):
+	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &request), errors.As(err, &check):
 		return exitUsage
 	case errors.As(err, &capacity), errors.As(err, &conflict), errors.As(err, &blocked):
 		return exitNoGPUs
 	case errors.As(err, &unreachable):
 		return exitUnreachable
+	case errors.As(err, &differ):
+		return exitFailure
 	case errors.Is(err, errTerminated):
 		return exitTerminated
 	case errors.Is(err, context.Canceled):
@@ -175,6 +179,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Flags:        join(hostFlags(), jobFlags(), runFlags()),
 				OnUsageError: onUsage,
 				Action:       action(w.run, commands.Run),
+			},
+			{
+				Name:         "doctor",
+				Usage:        "compare Python, modules, driver and CUDA versions across the hosts",
+				Flags:        join(hostFlags(), doctorFlags(), jsonFlag("print the report as a JSON document")),
+				OnUsageError: onUsage,
+				Action:       action(w.doctor, commands.Doctor),
 			},
 			{
 				Name:         "ps",

@@ -44,6 +44,9 @@ type Profile struct {
 	// appearance, with real processes owned by another user (nobody when
 	// running as root) whose command line is the given string.
 	BusyPIDs []string
+	// Python, when set, puts a fake python3 on the host's PATH
+	// (testdata/fake/python3): the machine's own, claiming this version.
+	Python string
 
 	// Client-side trouble.
 	NotKnown     bool // absent from known_hosts
@@ -432,6 +435,9 @@ func (h *Host) start(t testing.TB, authorized string) error {
 	if err := h.writeGPU(); err != nil {
 		return err
 	}
+	if err := h.writePython(); err != nil {
+		return err
+	}
 	h.Key = writeKey(t, filepath.Join(h.Dir, "host_key"))
 	ak := authorized
 	if h.NoAuthorized {
@@ -603,6 +609,22 @@ func (h *Host) writeGPU() error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(h.Dir, "bin", "nvidia-smi"), fake, 0o755)
+}
+
+// writePython installs the fake python3 with the version it claims, for
+// a host whose Profile asks for one.
+func (h *Host) writePython() error {
+	if h.Python == "" {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "python-version"), []byte(h.Python+"\n"), 0o644); err != nil {
+		return err
+	}
+	fake, err := os.ReadFile(filepath.Join(RepoRoot(), "testdata", "fake", "python3"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(h.Dir, "bin", "python3"), fake, 0o755)
 }
 
 var pidRE = regexp.MustCompile(`<pid>\s*(\d+)\s*</pid>`)
