@@ -66,7 +66,7 @@ func chooseNICs(inv inventory.Inventory, spots []spot, nic string) (map[int]nicC
 	for _, h := range hosts {
 		hi := &inv.Hosts[h]
 		if hi.Host.ClusterAddressSet {
-			out[h] = keptAddress(hi, nic)
+			out[h] = keptAddress(inv, hosts, h, nic)
 			continue
 		}
 		best, ok := bestCandidate(inv, hosts, h, cands)
@@ -194,23 +194,25 @@ func bestCandidate(inv inventory.Inventory, hosts []int, h int, cands map[int][]
 	return best.c, true
 }
 
-// keptAddress is the choice for a host whose hosts file entry gives
-// cluster_address: that address, on the interface holding it or whose
-// subnet does, else on interface nic when the host has it.
-func keptAddress(h *inventory.HostInventory, nic string) nicChoice {
-	addr := clusterAddress(h)
+// keptAddress is the choice for host h, whose hosts file entry gives
+// cluster_address: that address, on the interface holding it or on one
+// auto could take whose subnet holds it (a NAT's address; not lo's
+// 127.0.0.0/8), else on interface nic when the host has it.
+func keptAddress(inv inventory.Inventory, hosts []int, h int, nic string) nicChoice {
+	hi := &inv.Hosts[h]
+	addr := clusterAddress(hi)
 	out := nicChoice{addr: addr, kept: true}
 	ip, err := netip.ParseAddr(addr)
 	if err == nil {
 		var within string
-		for _, a := range h.Interfaces {
+		for _, a := range hi.Interfaces {
 			c, ok := parseCandidate(a)
 			switch {
 			case !ok:
 			case c.ip == ip:
 				out.iface = c.Interface
 				return out
-			case within == "" && c.Scope != "link" && c.subnet.Contains(ip):
+			case within == "" && c.subnet.Contains(ip) && unusable(inv, hosts, h, NICAuto, c) == "":
 				within = c.Interface
 			}
 		}
@@ -219,7 +221,7 @@ func keptAddress(h *inventory.HostInventory, nic string) nicChoice {
 			return out
 		}
 	}
-	if nic != NICAuto && slices.ContainsFunc(h.Interfaces, func(a inventory.InterfaceAddr) bool { return a.Interface == nic }) {
+	if nic != NICAuto && slices.ContainsFunc(hi.Interfaces, func(a inventory.InterfaceAddr) bool { return a.Interface == nic }) {
 		out.iface = nic
 	}
 	return out

@@ -105,6 +105,9 @@ func TestNICChoice(t *testing.T) {
 		{"cluster_address of a NAT: the interface whose subnet holds it", inv(
 			host("a", 1, clusterAddressSet("10.0.0.77"), nics("eth0 10.0.0.1/24"))), "auto",
 			"a=eth0@10.0.0.77"},
+		{"cluster_address in no usable interface's subnet: none", inv(
+			host("a", 1, clusterAddressSet("127.77.5.3"), nics("lo 127.0.0.1/8 host", "docker0 127.77.5.1/24", "eth0 10.0.0.1/24"))), "auto",
+			"a=@127.77.5.3"},
 		{"cluster_address as a name: --nic's interface", inv(
 			host("a", 1, clusterAddressSet("a.cluster.example"), nics("eth0 10.0.0.1/24", "ib0 192.168.50.1/24"))), "ib0",
 			"a=ib0@a.cluster.example"},
