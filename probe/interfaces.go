@@ -17,8 +17,8 @@ import (
 // must be one Linux allows for an interface (and printable), an address
 // must parse; any other line is skipped. Addresses the kernel cannot use
 // yet or ever (tentative, failed duplicate detection) are left out. The
-// result is in the host's order, each address of an interface once, and
-// non-nil.
+// result is in the host's order, each address of an interface once, at
+// most maxInterfaceAddrs of them, and non-nil.
 func parseInterfaces(out []byte) []inventory.InterfaceAddr {
 	addrs := []inventory.InterfaceAddr{}
 	seen := map[inventory.InterfaceAddr]bool{}
@@ -66,8 +66,14 @@ func parseInterfaces(out []byte) []inventory.InterfaceAddr {
 			v4 = append(v4, a)
 		}
 	}
-	return append(append(make([]inventory.InterfaceAddr, 0, len(v4)+len(addrs)), v4...), addrs...)
+	all := append(append(make([]inventory.InterfaceAddr, 0, len(v4)+len(addrs)), v4...), addrs...)
+	return all[:min(len(all), maxInterfaceAddrs)]
 }
+
+// maxInterfaceAddrs bounds what one host can make the planner weigh: a
+// node with a link-local veth per container lists a few hundred, and the
+// interfaces that matter come first (ip lists them by index).
+const maxInterfaceAddrs = 1024
 
 // parseIPAddrLine reads one line of `ip -o addr`:
 //

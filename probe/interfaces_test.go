@@ -103,6 +103,18 @@ func TestParseInterfacesOdd(t *testing.T) {
 	}
 }
 
+// A host cannot make the planner weigh a million addresses.
+func TestParseInterfacesBounded(t *testing.T) {
+	var b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&b, "%d: veth%d    inet6 fe80::%x/64 scope link \\       valid_lft forever preferred_lft forever\n", i+2, i, i+1)
+	}
+	got := parseInterfaces([]byte("1: lo    inet 127.0.0.1/8 scope host lo\n" + b.String()))
+	if len(got) != maxInterfaceAddrs || got[0].Interface != "lo" || got[1].Interface != "veth0" {
+		t.Errorf("%d addresses, first %+v", len(got), got[:2])
+	}
+}
+
 // fakeIP puts an ip on PATH that prints a capture, or fails as a missing
 // one does.
 func fakeIP(t *testing.T, binDir string, capture []byte, missing bool) {
