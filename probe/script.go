@@ -17,7 +17,8 @@ import (
 // The probe fetches everything tfhive needs from a host in one round trip
 // and one nvidia-smi run (each run can take seconds on a host without persistence
 // mode): the XML report, the owners of its GPU processes, the listening
-// TCP ports (scripts/probe.sh), and the claims (scripts/claims.sh).
+// TCP ports, the interfaces' addresses (scripts/probe.sh), and the claims
+// (scripts/claims.sh).
 //
 // It travels on the command line (probeCommand), not on stdin: OpenSSH
 // grants a session's window only once its command runs, so a script on
@@ -31,12 +32,12 @@ var scripts embed.FS
 var probeSh = shscript.LoadOneLine(scripts, "scripts/probe.sh", "scripts/claims.sh")
 
 // probeScript is the probe with its parameters: nvidia-smi's time limit
-// on the host, in whole seconds, and whether to skip nvidia-smi.
+// on the host, in whole seconds, and whether to skip nvidia-smi and ip.
 func probeScript(timeout time.Duration, claimsOnly bool) string {
 	secs := int((timeout + time.Second - 1) / time.Second)
 	skip := "0"
 	if claimsOnly {
-		skip = "1" // `tfhive ps` and `kill` need no nvidia-smi run
+		skip = "1" // `tfhive ps` and `kill` need neither
 	}
 	return probeSh.With(shscript.Set("t", strconv.Itoa(secs)), shscript.Set("claims_only", skip))
 }
@@ -57,6 +58,7 @@ const (
 	markSMI = "@@tfhive-smi"
 	markPS  = "@@tfhive-ps"
 	markTCP = "@@tfhive-tcp"
+	markNIC = "@@tfhive-nic"
 	markEnd = "@@tfhive-end"
 )
 
@@ -66,6 +68,7 @@ type probeOutput struct {
 	smi     []byte
 	ps      []byte
 	tcp     []byte
+	nic     []byte
 	claims  claimsSection
 }
 
@@ -88,9 +91,9 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	po.smiExit = rc
 	// nvidia-smi's output may be empty, putting the next marker first.
 	rest = append([]byte("\n"), rest...)
-	var sections [6][]byte
+	var sections [7][]byte
 	var claimsLine []string
-	for i, mark := range []string{markPS, markTCP, markClaims, markLocks, markHolders, markEnd} {
+	for i, mark := range []string{markPS, markTCP, markNIC, markClaims, markLocks, markHolders, markEnd} {
 		// The claims marker carries the machine id and the claims dir.
 		m := []byte("\n" + mark + "\n")
 		if mark == markClaims {
@@ -108,8 +111,8 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 		sections[i] = before
 		rest = append([]byte("\n"), after...)
 	}
-	po.smi, po.ps, po.tcp = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2]
-	po.claims = claimsSection{files: sections[3], locks: sections[4], holders: sections[5]}
+	po.smi, po.ps, po.tcp, po.nic = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2], sections[3]
+	po.claims = claimsSection{files: sections[4], locks: sections[5], holders: sections[6]}
 	if len(claimsLine) == 2 {
 		po.claims.machineID, po.claims.dir = claimsLine[0], claimsLine[1]
 	}

@@ -68,6 +68,7 @@ func (j Job) request(hosts []inventory.Host, verb string) (schedule.Request, err
 		PortHi:        hi,
 		Command:       j.Command,
 		TFFlags:       j.TFFlags,
+		NIC:           j.NIC,
 		RunID:         j.Name,
 	}
 	if req.RunID == "" {

@@ -1,6 +1,7 @@
 // Package sshtest starts a fleet of real OpenSSH sshd processes on loopback
 // for end-to-end tests: one per fake host, each with its own port, host
-// key, temp dir and fake nvidia-smi serving a GPU inventory, plus the
+// key, temp dir and fake nvidia-smi serving a GPU inventory (and, when
+// asked, a fake ip serving its network interfaces), plus the
 // known_hosts, ssh_config and hosts.yaml a client needs to reach them with
 // strict host-key checking. Only tests may import it, and it imports no
 // other tfhive package, so that it tests tfhive from outside.
@@ -40,6 +41,10 @@ type Profile struct {
 	GPU     string
 	GPUExit int  // nvidia-smi's exit status
 	Hang    bool // nvidia-smi never answers
+	// NIC is a file under testdata/nic served by a fake ip on the host's
+	// PATH as `ip -o addr show`'s output ("fleet-a.txt"): the host's
+	// network interfaces. "" leaves the machine's own ip (and interfaces).
+	NIC string
 	// BusyPIDs replaces the <pid> values of the GPU file, in order of first
 	// appearance, with real processes owned by another user (nobody when
 	// running as root) whose command line is the given string.
@@ -165,7 +170,7 @@ func Start(t testing.TB, profiles ...Profile) *Fleet {
 
 // StartShared starts a fleet that other local users (see AddUser) can log
 // in to with the fleet's client key and use as their own: the fleet's
-// directories down to each host's bin/ and gpu/ are readable by all, the
+// directories down to each host's bin/, gpu/ and nic/ are readable by all, the
 // fake nvidia-smi's call log writable by all, the authorized_keys file
 // readable by all (sshd reads it as the user logging in). Host keys, the
 // sshd configs and the client files stay the test runner's own.
@@ -352,7 +357,7 @@ func (f *Fleet) share(authorized string) error {
 		if err := os.Chmod(h.Dir, 0o755); err != nil {
 			return err
 		}
-		for _, sub := range []string{"bin", "gpu"} {
+		for _, sub := range []string{"bin", "gpu", "nic"} {
 			err := filepath.WalkDir(filepath.Join(h.Dir, sub), func(path string, d os.DirEntry, err error) error {
 				if err != nil {
 					return err
@@ -438,6 +443,9 @@ func (h *Host) start(t testing.TB, authorized string) error {
 	if err := h.writePython(); err != nil {
 		return err
 	}
+	if err := h.writeNIC(); err != nil {
+		return err
+	}
 	h.Key = writeKey(t, filepath.Join(h.Dir, "host_key"))
 	ak := authorized
 	if h.NoAuthorized {
@@ -447,8 +455,8 @@ func (h *Host) start(t testing.TB, authorized string) error {
 			return err
 		}
 	}
-	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_CLAIMS_DIR=%s",
-		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), h.ClaimsDir())
+	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_FAKE_NIC=%s TFHIVE_CLAIMS_DIR=%s",
+		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.ClaimsDir())
 	if h.OwnHome {
 		home := filepath.Join(h.Dir, "home")
 		if err := os.MkdirAll(home, 0o755); err != nil {
@@ -625,6 +633,31 @@ func (h *Host) writePython() error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(h.Dir, "bin", "python3"), fake, 0o755)
+}
+
+// writeNIC puts the fake ip and the host's capture in place, for a host
+// whose Profile names one.
+func (h *Host) writeNIC() error {
+	if h.NIC == "" {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), "testdata", "nic", h.NIC))
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{"nic", "bin"} {
+		if err := os.MkdirAll(filepath.Join(h.Dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h.Dir, "nic", "output"), data, 0o644); err != nil {
+		return err
+	}
+	fake, err := os.ReadFile(filepath.Join(RepoRoot(), "testdata", "fake", "ip"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(h.Dir, "bin", "ip"), fake, 0o755)
 }
 
 var pidRE = regexp.MustCompile(`<pid>\s*(\d+)\s*</pid>`)
