@@ -14,11 +14,12 @@ import (
 )
 
 // One fleet for doctor and run --check: hosts a and b run the machine's
-// own python3, odd a fake one claiming another version. OwnHome keeps
-// the test user's rc files (a pyenv on the PATH) out of the sessions.
+// own python3, odd a fake one claiming another version. Sessions get the
+// host's own empty HOME, so the test user's rc files (a pyenv on the PATH)
+// stay out of them.
 func doctorFleet(t *testing.T) *sshtest.Fleet {
 	p := func(name, python string) sshtest.Profile {
-		return sshtest.Profile{Name: name, GPU: "idle-2gpu.xml", AliveInterval: 1, OwnHome: true, Python: python}
+		return sshtest.Profile{Name: name, GPU: "idle-2gpu.xml", AliveInterval: 1, Python: python}
 	}
 	return sshtest.Start(t, p("a", ""), p("b", ""), p("odd", "3.99.0"))
 }
@@ -30,7 +31,7 @@ func TestDoctor(t *testing.T) {
 	// goes on in the probe's session.
 	for _, h := range f.Hosts {
 		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$HOME/sessions";; esac` + "\n"
-		if err := os.WriteFile(filepath.Join(h.Dir, "home", ".bashrc"), []byte(rc), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(h.Home(), ".bashrc"), []byte(rc), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,6 +27,11 @@ func TestFakeIP(t *testing.T) {
 	if got := sshAs(t, f, login, "a", "ip -o link show 2>&1; echo rc=$?"); !strings.Contains(got, "only '-o addr show' is served") || !strings.HasSuffix(got, "rc=2\n") {
 		t.Errorf("a's ip -o link show: %q, want a refusal", got)
 	}
+	// The test user's sessions get the host's own empty HOME, not the
+	// machine's rc files.
+	if got, want := sshAs(t, f, login, "b", "echo $HOME"), f.Host("b").Home()+"\n"; got != want {
+		t.Errorf("b's HOME: %q, want %q", got, want)
+	}
 	if got := sshAs(t, f, login, "b", "command -v ip || echo none"); strings.HasPrefix(got, f.Host("b").Dir) {
 		t.Errorf("b runs the fake ip (%s) without a capture", got)
 	}

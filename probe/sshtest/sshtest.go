@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -71,11 +72,13 @@ type Profile struct {
 	RTT time.Duration
 	// AliveInterval sets ServerAliveInterval (seconds) in the ssh_config.
 	AliveInterval int
-	// OwnHome gives sessions an empty HOME of the host's own, so the login
-	// shell reads none of the test user's rc files (bash sources ~/.bashrc
-	// even for `ssh host cmd`): for benchmarks, where a heavy ~/.bashrc of
-	// the machine would be paid by every session.
-	OwnHome bool
+	// RealHome gives the test user's sessions its real HOME and rc files.
+	// By default they get an empty HOME of the host's own (Host.Home), so
+	// that the login shell (bash sources ~/.bashrc even for `ssh host cmd`)
+	// runs nothing of the machine's: a pyenv or conda init there is slow,
+	// and one killed mid-way can leave a lock that stalls every later login.
+	// Other local users (AddUser) always get their own homes.
+	RealHome bool
 
 	// SameMachineAs names another host of the fleet that this one really
 	// is, reached under a second name through an sshd of its own: its GPUs
@@ -278,6 +281,10 @@ func (h *Host) Stop() {
 	h.Procs = nil
 }
 
+// Home is the HOME the test user's sessions get on this host (unless
+// RealHome): empty at the start, for a test's own rc files.
+func (h *Host) Home() string { return filepath.Join(h.Dir, "home") }
+
 // ClaimsDir is the host's own claims directory: the fake hosts share one
 // machine, but GPU 0 of one is not GPU 0 of another. A SameMachineAs host
 // has that host's. It exists from the start, owned by the test runner
@@ -457,12 +464,18 @@ func (h *Host) start(t testing.TB, authorized string) error {
 	}
 	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_FAKE_NIC=%s TFHIVE_CLAIMS_DIR=%s",
 		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.ClaimsDir())
-	if h.OwnHome {
-		home := filepath.Join(h.Dir, "home")
-		if err := os.MkdirAll(home, 0o755); err != nil {
+	// sshd keeps the first SetEnv it meets: the test user's Match comes
+	// first, everyone else gets the PATH alone.
+	envCfg := "SetEnv " + setEnv + "\n"
+	if !h.RealHome {
+		if err := os.MkdirAll(h.Home(), 0o755); err != nil {
 			return err
 		}
-		setEnv += " HOME=" + home
+		me, err := user.Current()
+		if err != nil {
+			return err
+		}
+		envCfg = fmt.Sprintf("Match User %s\n\tSetEnv %s HOME=%s\nMatch all\n\tSetEnv %s\n", me.Username, setEnv, h.Home(), setEnv)
 	}
 	pubkey, password := "yes", "no"
 	if h.PasswordOnly {
@@ -493,9 +506,8 @@ KbdInteractiveAuthentication no
 PermitRootLogin yes
 MaxStartups 200
 LogLevel INFO
-SetEnv %s
-`, h.Port, listen, filepath.Join(h.Dir, "host_key"), filepath.Join(h.Dir, "sshd.pid"), ak,
-			pubkey, password, setEnv)
+%s`, h.Port, listen, filepath.Join(h.Dir, "host_key"), filepath.Join(h.Dir, "sshd.pid"), ak,
+			pubkey, password, envCfg)
 		cfgFile := filepath.Join(h.Dir, "sshd_config")
 		if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 			return err
