@@ -33,6 +33,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Streams: w.Streams, Hosts: hostOptions(c), Job: job(c),
 		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
 		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"), Wait: c.Duration("wait"),
+		Reconnect: c.Duration("reconnect"),
 		Quiet: c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
 		Check: c.Bool("check"), Imports: c.StringSlice("import"),
 	}, nil
@@ -130,6 +131,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-dir", Usage: "where logs go (default tfhive-runs/RUN_ID)"},
 		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time between SIGTERM and SIGKILL when stopping tasks"},
 		&cli.DurationFlag{Name: "timeout", Usage: "stop everything after this long (exit 124)"},
+		&cli.DurationFlag{Name: "reconnect", Value: commands.DefaultReconnect, Usage: "redial a host whose link drops for up to `D`, its tasks running on (0: a lost link loses its tasks)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show only tfhive's own lines and the summary"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON on stdout (task output goes to stderr)"},
 		&cli.DurationFlag{Name: "wait", Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},

@@ -50,6 +50,14 @@ type RunOptions struct {
 	// KillNow, once closed (a second Ctrl-C), kills every task at once.
 	// The first stop is Run's context: see Run.
 	KillNow <-chan struct{}
+	// Reconnect, when not zero, keeps the tasks beyond their sessions: a
+	// host whose link drops is redialled (Redial) for this long before it
+	// is lost, and its tasks followed again where their output stopped
+	// (reconnect.go). Zero: a lost link loses its tasks at once, and a
+	// supervisor stops its task when its session ends.
+	Reconnect time.Duration
+	// Redial opens a new connection to the named host, closing the old.
+	Redial func(ctx context.Context, host string) (remote.Executor, error)
 }
 
 // Outcomes of a task, as shown in the summary.
@@ -67,6 +75,10 @@ const (
 	ResultTimeout     = "timeout"
 	ResultInterrupted = "interrupted"
 )
+
+// DefaultReconnect is --reconnect's default: a laptop's lid closed for a
+// coffee, a VPN that drops and comes back.
+const DefaultReconnect = 5 * time.Minute
 
 // Exit codes Run chooses for results that no task's own code explains.
 const (
@@ -122,6 +134,19 @@ type runTask struct {
 	claim     chan string
 	claimed   chan struct{}
 	claimOnce sync.Once
+
+	// A kept task's (RunOptions.Reconnect): the bytes of each stream
+	// received so far, its current session's generation, whether that
+	// session has passed its stdout marker and what it said before its
+	// stderr marker, the last stop sent, and whether tfhive gave up on it.
+	outN, errN  int64
+	gen         int
+	marked      atomic.Bool
+	attachNoise noiseBuffer
+	stopLine    string
+	abandoned   bool
+	// goSent: the go line was sent; a session lost before it is lost.
+	goSent atomic.Bool
 }
 
 func (rt *runTask) reportClaim(line string) {
@@ -175,6 +200,12 @@ type exitEvent struct {
 	i   int
 	rc  int
 	err error
+	// For kept tasks: the connection the session ran on, whether the
+	// task had been told to go when it ended, whether it was an attach
+	// session and then whether it passed its marker.
+	ex             remote.Executor
+	afterGo        bool
+	attach, marked bool
 }
 
 // Run starts every task of the plan, streams their output, decides success
@@ -229,6 +260,8 @@ type runner struct {
 
 	killAt   <-chan time.Time
 	giveUpAt <-chan time.Time
+	killed   bool       // the caller asked to kill at once
+	links    *linkState // a kept run's links; nil otherwise
 }
 
 func (r *runner) run(ctx context.Context) *Summary {
@@ -256,6 +289,13 @@ func (r *runner) run(ctx context.Context) *Summary {
 			Log: filepath.Join(r.o.LogDir, fmt.Sprintf("%s-%d.log", t.Role, t.Index)),
 		}})
 	}
+	var back <-chan hostBack
+	var ready <-chan attached
+	if r.o.Reconnect > 0 && r.o.Redial != nil {
+		r.links = newLinkState(r.o.Execs, len(writers))
+		back, ready = r.links.back, r.links.ready
+		defer close(r.links.stop)
+	}
 	r.startAll(ctx)
 	if !r.p.decided() {
 		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
@@ -273,12 +313,22 @@ func (r *runner) run(ctx context.Context) *Summary {
 	for r.p.running() > 0 {
 		select {
 		case ev := <-r.events:
+			if ev.err != nil && r.sessionLost(ev) {
+				break
+			}
+			if ev.attach && ev.err == nil && !ev.marked && r.p.state[ev.i].phase == phaseStarted {
+				ev.err = errors.New(r.tasks[ev.i].attachFailed())
+			}
 			r.tasks[ev.i].res.Duration = time.Since(r.tasks[ev.i].started)
 			if ev.err != nil {
 				r.apply(event{kind: evLost, task: ev.i, err: ev.err.Error()})
 			} else {
 				r.apply(event{kind: evExited, task: ev.i, code: ev.rc})
 			}
+		case b := <-back:
+			r.hostBack(b)
+		case a := <-ready:
+			r.attachedTo(a)
 		case <-heartbeat.C:
 			for _, i := range r.p.live() {
 				r.tasks[i].send(ctlHeartbeat)
@@ -291,6 +341,7 @@ func (r *runner) run(ctx context.Context) *Summary {
 			r.apply(interrupted(ctx))
 		case <-killNow:
 			killNow = nil
+			r.killed = true
 			if done != nil && ctx.Err() != nil {
 				// Both came before the loop looked: the first is the
 				// one that names the signal.
@@ -333,9 +384,26 @@ func (r *runner) apply(ev event) {
 		r.o.Console.Printf("%s", line)
 	}
 	for _, i := range d.to {
-		r.tasks[i].send(d.send)
+		rt := r.tasks[i]
+		switch d.send {
+		case ctlGo:
+			rt.goSent.Store(true)
+		case ctlTerm, ctlKill:
+			rt.stopLine = d.send
+		}
+		rt.send(d.send)
 	}
 	for _, i := range d.abandon {
+		if r.links != nil && r.links.redo[r.tasks[i].t.Host] != nil {
+			// Its host is being redialled: the stop goes to it once it is
+			// back, unless the caller insisted.
+			if !r.killed {
+				continue
+			}
+			r.lost(i, "abandoned while reconnecting")
+			continue
+		}
+		r.tasks[i].abandoned = true
 		r.tasks[i].proc.Close()
 	}
 	if d.armKill {
@@ -390,8 +458,13 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
 	tk := r.taskFor(rt.t)
 	rt.started = time.Now()
-	gate := &claimGate{next: rt.out.Stdout(), report: rt.reportClaim}
-	proc, err := ex.Start(ctx, SupervisorCommand, gate, rt.out.Stderr())
+	var stdout, stderr io.Writer = rt.out.Stdout(), rt.out.Stderr()
+	if tk.Keep > 0 {
+		stdout = &streamGate{next: stdout, noise: stdout, n: &rt.outN}
+		stderr = &streamGate{next: stderr, noise: stderr, n: &rt.errN}
+	}
+	gate := &claimGate{next: stdout, report: rt.reportClaim}
+	proc, err := ex.Start(ctx, SupervisorCommand, gate, stderr)
 	if err != nil {
 		return err
 	}
@@ -426,7 +499,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 			rt.reportClaim(claimTaken)
 		}
 		rt.reportClaim("")
-		r.events <- exitEvent{i: i, rc: rc, err: err}
+		r.events <- exitEvent{i: i, rc: rc, err: err, ex: ex, afterGo: rt.goSent.Load()}
 	}()
 	return nil
 }
@@ -464,8 +537,14 @@ func (r *runner) taskFor(t schedule.Task) task {
 		setup = r.o.Setup
 	}
 	every, count := r.o.KeepAlive(h)
-	return task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
+	tk := task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
 		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID}
+	if r.o.Reconnect > 0 && r.o.Redial != nil {
+		// The supervisor waits for the link as long as tfhive redials it,
+		// counted from when tfhive would notice it gone.
+		tk.Keep = r.o.Reconnect + tk.HeartbeatTimeout
+	}
+	return tk
 }
 
 // claimsFor names what the task holds on its host: its GPUs (by UUID,

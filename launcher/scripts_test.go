@@ -18,7 +18,7 @@ func TestScriptsShellcheck(t *testing.T) {
 // command line's scripts joined into one line.
 func TestScriptsSentAsWritten(t *testing.T) {
 	for name, s := range map[string]shscript.Script{"read-stage.sh": readStage, "supervisor-command.sh": supervisorLine,
-		"supervisor-claim.sh": claimSh, "supervisor-run.sh": runSh, "task.sh": taskSh, "kill.sh": killSh, "doctor.sh": doctorSh} {
+		"supervisor-claim.sh": claimSh, "supervisor-run.sh": runSh, "task.sh": taskSh, "attach.sh": attachSh, "kill.sh": killSh, "doctor.sh": doctorSh} {
 		shscripttest.SameMeaning(t, name, s)
 	}
 	if strings.Contains(SupervisorCommand, "\n") {
@@ -36,7 +36,8 @@ func TestScriptsFormats(t *testing.T) {
 		want []string
 	}{
 		{claimSh, []string{"'" + claimBlocked + "'", "-E " + busy + " ", " " + claim.HolderMarker + " "}},
-		{runSh, []string{"'" + claimOK + "'", "exit " + busy + "\n"}},
+		{runSh, []string{"'" + claimOK + "'", "exit " + busy + "\n", "'" + streamMarker + "'"}},
+		{attachSh, []string{"'" + streamMarker + "'"}},
 		{readStage, []string{"exit " + busy + ";"}},
 		{killSh, []string{`$k == "` + claim.HolderMarker + `"`}},
 	} {

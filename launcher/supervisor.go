@@ -29,6 +29,10 @@ type task struct {
 	Claims []inventory.Claim
 	// RunID and ID label the claims' holders (the task's id: worker:0).
 	RunID, ID string
+	// Keep, when not zero, keeps the supervisor beyond its session (see
+	// scripts/supervisor-run.sh): with no control line for this long it
+	// stops the task. Zero: the end of the session stops it.
+	Keep time.Duration
 }
 
 // Control lines tfhive writes to a supervisor's stdin.
@@ -65,7 +69,8 @@ var (
 	readStage      = shscript.LoadOneLine(scripts, "scripts/read-stage.sh")
 	supervisorLine = shscript.LoadOneLine(scripts, "scripts/supervisor-command.sh")
 	claimSh        = shscript.Load(scripts, "scripts/supervisor-claim.sh")
-	runSh          = shscript.Load(scripts, "scripts/supervisor-run.sh")
+	runSh          = shscript.Load(scripts, "scripts/rundir.sh", "scripts/supervisor-run.sh")
+	attachSh       = shscript.Load(scripts, "scripts/rundir.sh", "scripts/attach.sh")
 	taskSh         = shscript.Load(scripts, "scripts/task.sh")
 )
 
@@ -109,6 +114,7 @@ func runStage(t task) string {
 	vars := []shscript.Var{
 		shscript.Set("tfhive_nclaims", strconv.Itoa(len(t.Claims))),
 		shscript.Set("tfhive_hb_timeout", strconv.Itoa(timeout)),
+		shscript.Set("tfhive_keep", strconv.Itoa(keepSeconds(t.Keep))),
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
 		vars = append(vars, shscript.Export(k, t.Env[k]))
@@ -116,6 +122,35 @@ func runStage(t task) string {
 	vars = append(vars, shscript.Set("tfhive_cmd", taskShell(t)))
 	return runSh.With(vars...)
 }
+
+// keepSeconds is Keep for the script: 0 stays 0 (not kept), anything
+// else at least a second.
+func keepSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return max(int((d+time.Second-1)/time.Second), 1)
+}
+
+// attachInput is all a later session of a kept supervisor's task is sent
+// before the control lines it passes on (scripts/attach.sh): it follows
+// the task's output from the offsets given, bytes of stdout and stderr
+// already received.
+func attachInput(runID, taskID string, outOff, errOff int64) string {
+	s := attachSh.With(
+		shscript.Set("tfhive_run", runID),
+		shscript.Set("tfhive_task", taskID),
+		shscript.Set("tfhive_off_out", strconv.FormatInt(outOff, 10)),
+		shscript.Set("tfhive_off_err", strconv.FormatInt(errOff, 10)),
+	)
+	return strconv.Itoa(len(s)) + "\n" + s
+}
+
+// streamMarker starts each stream of a kept supervisor's task, in its
+// first session and in every later one: what a login shell printed
+// before it is not the task's, and the bytes after it are the task's
+// output file from the offset asked for.
+const streamMarker = "@@tfhive-stream"
 
 // taskShell is what runs inside the task's new session: cd, setup, exec
 // (scripts/task.sh).

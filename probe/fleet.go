@@ -161,6 +161,29 @@ func (f *Fleet) connect(ctx context.Context, i int) (remote.Executor, *inventory
 	return e, nil
 }
 
+// Redial replaces the named host's connection with a new one: for a run
+// whose link dropped. The old one is closed first (its sessions, if any
+// still run, end), and the new one has no spare session.
+func (f *Fleet) Redial(ctx context.Context, name string) (remote.Executor, error) {
+	i := slices.IndexFunc(f.Hosts, func(h inventory.Host) bool { return h.Name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("no host %s", name)
+	}
+	f.mu.Lock()
+	old := f.execs[i]
+	f.execs[i] = nil
+	f.mu.Unlock()
+	f.spares.Drop(i)
+	if old != nil {
+		old.Close()
+	}
+	e, herr := f.connect(ctx, i)
+	if herr != nil {
+		return nil, herr
+	}
+	return e, nil
+}
+
 // forget drops a connection that failed, so that the next Probe redials.
 func (f *Fleet) forget(i int, e remote.Executor) {
 	f.mu.Lock()

@@ -18,6 +18,9 @@ import (
 	"github.com/tfhive/tfhive/schedule"
 )
 
+// DefaultReconnect is --reconnect's default.
+const DefaultReconnect = launcher.DefaultReconnect
+
 // RunOptions are `tfhive run`'s.
 type RunOptions struct {
 	Streams
@@ -30,6 +33,9 @@ type RunOptions struct {
 	Grace          time.Duration
 	Timeout        time.Duration // 0: none
 	Wait           time.Duration // --wait; 0: none
+	// Reconnect is --reconnect: how long a dropped host is redialled
+	// while its tasks run on (launcher.RunOptions.Reconnect); 0: never.
+	Reconnect time.Duration
 	Quiet          bool
 	JSON           bool // the summary as JSON on stdout, task output on stderr
 	// Check runs doctor's checks on the plan's hosts before claiming
@@ -69,7 +75,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}} {
+	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}, {"reconnect", o.Reconnect}} {
 		if d.v < 0 {
 			return usagef("--%s must not be negative", d.flag)
 		}
@@ -106,6 +112,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	lo := launcher.RunOptions{
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
+		Reconnect: o.Reconnect, Redial: fleet.Redial,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Quiet: o.Quiet,
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},

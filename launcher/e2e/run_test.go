@@ -372,9 +372,11 @@ func TestRunInterrupted(t *testing.T) {
 	noLeftovers(t, f, 10*time.Second)
 }
 
+// With --reconnect 0, a supervisor lives and dies with its session:
+// tfhive killed outright leaves nothing behind at once.
 func TestRunKilledLeavesNothing(t *testing.T) {
 	f := runFleet(t, "r1", "r2")
-	args, _ := runArgs(t, f, "--ps", "1", "--workers", "2", "--gpus-per-worker", "0", "--", "sh", "-c", "echo started; exec sleep 300")
+	args, _ := runArgs(t, f, "--ps", "1", "--workers", "2", "--gpus-per-worker", "0", "--reconnect", "0", "--", "sh", "-c", "echo started; exec sleep 300")
 	cmd, _ := startRun(t, f, args...)
 	if n := len(f.Host("r1").Leftovers()) + len(f.Host("r2").Leftovers()); n == 0 {
 		t.Fatal("no task processes found on the hosts: the check below would prove nothing")
@@ -384,9 +386,11 @@ func TestRunKilledLeavesNothing(t *testing.T) {
 	noLeftovers(t, f, 10*time.Second)
 }
 
+// With --reconnect 0, a silent link loses its host at once, and the
+// supervisors stop their tasks after the keepalive period.
 func TestRunSilentLinkStopsTasks(t *testing.T) {
 	f := sshtest.Start(t, sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", Proxied: true, AliveInterval: 1})
-	args, logDir := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "0", "--", "sh", "-c", "echo started; exec sleep 300")
+	args, logDir := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "0", "--reconnect", "0", "--", "sh", "-c", "echo started; exec sleep 300")
 	cmd, errb := startRun(t, f, args...)
 	if len(f.Host("far").Leftovers()) == 0 {
 		t.Fatal("no task processes on the host before the link went silent")

@@ -19,6 +19,20 @@
 #     line (heartbeats come every keepalive interval);
 #   - the supervisor exits with the task's status (128+N for signal N).
 #
+# Kept (tfhive_keep > 0, tfhive run --reconnect): the supervisor outlives
+# its session. The task's output goes through a logger per stream into
+# files of the run's directory (rundir.sh), which this session and any
+# later one (attach.sh) follow from a byte offset, each stream behind a
+# "@@tfhive-stream" line; control lines come through a FIFO there, which
+# this session and later ones feed. EOF on the session is no longer a
+# stop (a reset link and a dead tfhive look the same from here): the task
+# is stopped only by a control line, or when no line came for tfhive_keep
+# seconds (--reconnect plus the keepalive period). The status goes into
+# the directory too, in place (a full disk cannot refuse it), with
+# "truncated" when a stream's file could not take all the output: its
+# logger then drains the rest, so that the task never blocks or fails on
+# a full disk.
+#
 # A group kill falls back to the pid: right after & the child may not
 # have called setsid yet. Variables are prefixed tfhive_ so as not to meet
 # the user's.
@@ -29,7 +43,11 @@
 #   tfhive_hb_timeout  seconds without a line from tfhive that mean the
 #                      link is dead
 #   tfhive_cmd         the task's shell (task.sh)
-: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}"
+#   tfhive_keep        0: the supervisor lives and dies with its session;
+#                      otherwise kept, and the seconds without a control
+#                      line after which it stops its task
+# and, from the holders' command line, $2 the run id and $3 the task's.
+: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}"
 # The lock files' descriptors, opened by the first stage for the holders
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
@@ -37,6 +55,21 @@ while [ "$tfhive_fd" -lt "$((4 + tfhive_nclaims))" ]; do
 	eval "exec $tfhive_fd<&-"
 	tfhive_fd=$((tfhive_fd + 1))
 done
+if [ "$tfhive_keep" != 0 ]; then
+	if ! command -v tail >/dev/null 2>&1 || ! command -v mkfifo >/dev/null 2>&1; then
+		echo 'tfhive: tail or mkfifo not found on this host (coreutils)' >&2
+		exit 127
+	fi
+	tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
+	tfhive_rundir "$2" 1 || { printf 'tfhive: %s\n' "$tfhive_why" >&2; exit 126; }
+	tfhive_f=$tfhive_rd/${3//:/-}
+	rm -f "$tfhive_f".*
+	# The status slot is written now, while the disk may have room, and
+	# overwritten in place at the end.
+	{ mkfifo -m 600 "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" && : >"$tfhive_f.out" && : >"$tfhive_f.err" &&
+		printf '%31s\n' '' >"$tfhive_f.rc" && printf '%s\n' "$$" >"$tfhive_f.pid"; } 2>/dev/null ||
+		{ printf 'tfhive: cannot create the task files in %s\n' "$tfhive_rd" >&2; exit 126; }
+fi
 printf '%s\n' '@@tfhive-claim ok'
 # Nothing starts until every task of the run holds its claims.
 IFS= read -r tfhive_go || exit 75
@@ -91,20 +124,55 @@ exec 7> >(
 )
 tfhive_watch=$!
 exec 3<&0
+if [ "$tfhive_keep" = 0 ]; then
+	(
+		printf 't %s\n' "$BASHPID" >&7
+		exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&-
+	) &
+	tfhive_pid=$!
+	tfhive_in=3 tfhive_wait=$tfhive_hb_timeout
+else
+	# tfhive_log FILE copies its stdin into FILE; once FILE fails (a full
+	# disk), the rest is read and dropped, and it says so (status 3).
+	tfhive_log() {
+		cat >>"$1" 2>/dev/null && exit 0
+		cat >/dev/null
+		exit 3
+	}
+	tfhive_log "$tfhive_f.out" <"$tfhive_f.opipe" 3<&- 7>&- &
+	tfhive_lo=$!
+	tfhive_log "$tfhive_f.err" <"$tfhive_f.epipe" 3<&- 7>&- &
+	tfhive_le=$!
+	(
+		printf 't %s\n' "$BASHPID" >&7
+		exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 7>&-
+	) &
+	tfhive_pid=$!
+	# The FIFO is opened for reading and writing: it never blocks, and
+	# never ends when a session's feeder goes.
+	exec 6<>"$tfhive_f.ctl"
+	tfhive_in=6 tfhive_wait=$tfhive_keep
+	# This session is the first to follow the task (attach.sh does the
+	# same for later ones): its stdin feeds the FIFO, its stdout and
+	# stderr get the files from the start.
+	cat <&3 >&6 2>/dev/null 7>&- &
+	tfhive_feed=$!
+	for tfhive_s in out:1 err:2; do
+		{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid=$$ -s 0.2 -f "$tfhive_f.${tfhive_s%:*}" 2>/dev/null; } >&"${tfhive_s#*:}" 3<&- 6<&- 7>&- &
+	done
+	# Past the markers, the session's streams carry the files alone: what
+	# bash itself might say (a job's death) must not slip in.
+	exec 2>/dev/null
+fi
 (
-	printf 't %s\n' "$BASHPID" >&7
-	exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&-
-) &
-tfhive_pid=$!
-(
-	while IFS= read -r -t "$tfhive_hb_timeout" tfhive_c && tfhive_held; do
+	while IFS= read -r -t "$tfhive_wait" tfhive_c <&"$tfhive_in" && tfhive_held; do
 		case $tfhive_c in
 		t) tfhive_signal TERM ;;
 		k) tfhive_signal KILL ;;
 		esac
 	done
 	tfhive_abandon
-) <&3 7>&- &
+) 7>&- &
 tfhive_reader=$!
 printf 'r %s\n' "$tfhive_reader" >&7
 exec 3<&-
@@ -115,6 +183,23 @@ while [ -z "$tfhive_rc" ]; do
 	tfhive_st=$?
 	kill -0 "$tfhive_pid" 2>/dev/null || tfhive_rc=$tfhive_st
 done
+if [ "$tfhive_keep" != 0 ]; then
+	# The loggers end when the task's last process closes its output: one
+	# left in the background by the task would hold them, so they get 5 s.
+	tfhive_n=0
+	while kill -0 "$tfhive_lo" 2>/dev/null || kill -0 "$tfhive_le" 2>/dev/null; do
+		[ "$tfhive_n" -lt 50 ] || { kill "$tfhive_lo" "$tfhive_le" 2>/dev/null; break; }
+		sleep 0.1
+		tfhive_n=$((tfhive_n + 1))
+	done
+	tfhive_trunc=
+	for tfhive_l in "$tfhive_lo" "$tfhive_le"; do
+		wait "$tfhive_l"
+		[ $? != 3 ] || tfhive_trunc=' truncated'
+	done
+	printf '%-31s\n' "$tfhive_rc$tfhive_trunc" 1<>"$tfhive_f.rc"
+	kill "$tfhive_feed" 2>/dev/null
+fi
 trap '' TERM
 kill "$tfhive_watch" "$tfhive_reader" 2>/dev/null
 exit "$tfhive_rc"

@@ -51,6 +51,31 @@ func (p *Proxy) Pause() {
 	}
 }
 
+// Resume lets traffic flow again: what was held is delivered, in order.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused {
+		close(p.resume)
+		p.paused = false
+	}
+}
+
+// Reset drops every connection through it with a TCP reset, as a NAT
+// that forgot them or a rebooted router would, and goes on accepting new
+// ones.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		c.Close()
+	}
+	p.conns = nil
+}
+
 // Close stops the proxy and drops its connections.
 func (p *Proxy) Close() {
 	p.ln.Close()

@@ -1,0 +1,283 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/wording"
+)
+
+// A kept run (RunOptions.Reconnect) outlives its links: when a task's
+// session ends without a status (the connection dropped, or stopped
+// answering keepalives), its host is redialled with backoff for up to
+// Reconnect, and a new session follows each of its tasks again from the
+// first byte not yet received (scripts/attach.sh). Only then is the host
+// lost. The policy hears none of it: to it the task is still running.
+
+// Backoff between redials: short at first (a reset link is usually back
+// at once), never longer than redialMax, so that a link back is used
+// within a step.
+const (
+	redialFirst = 250 * time.Millisecond
+	redialMax   = 2 * time.Second
+)
+
+// hostBack is a redial's outcome: a new connection, or the error that
+// stood when Reconnect ran out.
+type hostBack struct {
+	host string
+	ex   remote.Executor
+	err  error
+}
+
+// attached is an attach session started (or not) for a task.
+type attached struct {
+	i    int
+	gen  int
+	proc remote.Started
+}
+
+// reconnecting is a host being redialled.
+type reconnecting struct {
+	since time.Time
+	why   string
+	tasks []int
+}
+
+// linkState is the runner's view of the hosts' links, for a kept run.
+type linkState struct {
+	conn  map[string]remote.Executor // each host's current connection
+	redo  map[string]*reconnecting   // hosts being redialled
+	gone  map[string]string          // hosts lost for good: why
+	back  chan hostBack
+	ready chan attached
+	stop  chan struct{} // closed when the run ends: redials give up
+}
+
+func newLinkState(execs map[string]remote.Executor, hosts int) *linkState {
+	l := &linkState{conn: map[string]remote.Executor{}, redo: map[string]*reconnecting{}, gone: map[string]string{},
+		back: make(chan hostBack, hosts), ready: make(chan attached, 16), stop: make(chan struct{})}
+	for h, e := range execs {
+		l.conn[h] = e
+	}
+	return l
+}
+
+// sessionLost handles a kept task's session that ended without a status:
+// it is followed again once its host answers. False: the task is not
+// one to follow again (not kept, not started, abandoned), or its host is
+// lost for good; the caller reports it lost.
+func (r *runner) sessionLost(ev exitEvent) bool {
+	rt := r.tasks[ev.i]
+	if r.links == nil || !ev.afterGo || rt.abandoned || r.p.state[ev.i].phase != phaseStarted {
+		return false
+	}
+	host := rt.t.Host
+	if _, gone := r.links.gone[host]; gone {
+		return false
+	}
+	if rc := r.links.redo[host]; rc != nil {
+		rc.tasks = append(rc.tasks, ev.i)
+		return true
+	}
+	if ev.ex != r.links.conn[host] {
+		// Its session was on a connection already replaced.
+		r.attach(ev.i)
+		return true
+	}
+	why := "connection lost"
+	if ev.err != nil {
+		why = wording.FirstLine(ev.err.Error())
+	}
+	r.links.redo[host] = &reconnecting{since: time.Now(), why: why, tasks: []int{ev.i}}
+	r.o.Console.Printf("tfhive: lost the connection to %s (%s); reconnecting for up to %s", host, why, r.o.Reconnect)
+	go r.redial(host)
+	return true
+}
+
+// redial dials host again until it answers or Reconnect has passed.
+func (r *runner) redial(host string) {
+	deadline := time.Now().Add(r.o.Reconnect)
+	delay := redialFirst
+	for {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		go func() {
+			select {
+			case <-r.links.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		ex, err := r.o.Redial(ctx, host)
+		cancel()
+		if err == nil {
+			r.links.back <- hostBack{host: host, ex: ex}
+			return
+		}
+		if !time.Now().Add(delay).Before(deadline) {
+			r.links.back <- hostBack{host: host, err: err}
+			return
+		}
+		select {
+		case <-time.After(delay):
+		case <-r.links.stop:
+			r.links.back <- hostBack{host: host, err: errors.New("the run ended")}
+			return
+		}
+		delay = min(2*delay, redialMax)
+	}
+}
+
+// hostBack takes a redial's outcome: the host's tasks are followed again,
+// or lost.
+func (r *runner) hostBack(b hostBack) {
+	rc := r.links.redo[b.host]
+	delete(r.links.redo, b.host)
+	if rc == nil {
+		if b.ex != nil {
+			b.ex.Close()
+		}
+		return
+	}
+	if b.err != nil {
+		why := fmt.Sprintf("no connection for %s (%s)", r.o.Reconnect, wording.FirstLine(b.err.Error()))
+		r.links.gone[b.host] = why
+		r.o.Console.Printf("tfhive: gave up on %s: %s", b.host, why)
+		for _, i := range rc.tasks {
+			r.lost(i, why)
+		}
+		return
+	}
+	r.links.conn[b.host] = b.ex
+	r.o.Execs[b.host] = b.ex
+	r.o.Console.Printf("tfhive: %s is back after %s; following %s again", b.host,
+		time.Since(rc.since).Round(100*time.Millisecond), wording.Count(len(rc.tasks), "task"))
+	for _, i := range rc.tasks {
+		if r.p.state[i].phase == phaseStarted {
+			r.attach(i)
+		}
+	}
+}
+
+// lost reports task i lost, unless it ended meanwhile.
+func (r *runner) lost(i int, why string) {
+	if r.p.state[i].phase == phaseStarted {
+		r.tasks[i].res.Duration = time.Since(r.tasks[i].started)
+		r.apply(event{kind: evLost, task: i, err: why})
+	}
+}
+
+// attach starts a session that follows task i again, in the background:
+// a host that answers slowly must not hold the run's loop.
+func (r *runner) attach(i int) {
+	rt := r.tasks[i]
+	rt.gen++
+	gen, ex := rt.gen, r.links.conn[rt.t.Host]
+	rt.marked.Store(false)
+	rt.attachNoise.Reset()
+	out := &streamGate{next: rt.out.Stdout(), n: &rt.outN, marked: &rt.marked}
+	errw := &streamGate{next: rt.out.Stderr(), noise: &rt.attachNoise, n: &rt.errN}
+	input := attachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN)
+	go func() {
+		proc, err := ex.Start(context.Background(), SupervisorCommand, out, errw)
+		if err == nil {
+			if err = writeChunked(proc.Stdin(), input); err != nil {
+				proc.Close()
+			}
+		}
+		if err != nil {
+			r.events <- exitEvent{i: i, rc: -1, err: err, ex: ex, afterGo: true, attach: true}
+			return
+		}
+		r.links.ready <- attached{i: i, gen: gen, proc: proc}
+		rc, err := proc.Wait()
+		r.events <- exitEvent{i: i, rc: rc, err: err, ex: ex, afterGo: true, attach: true, marked: rt.marked.Load()}
+	}()
+}
+
+// attachedTo takes a started attach session: control lines go to it now,
+// the stop already sent (lost with the old link) first.
+func (r *runner) attachedTo(a attached) {
+	rt := r.tasks[a.i]
+	if a.gen != rt.gen {
+		return
+	}
+	rt.proc = a.proc
+	if rt.stopLine != "" {
+		rt.send(rt.stopLine)
+	} else {
+		rt.send(ctlHeartbeat)
+	}
+}
+
+// attachFailed: an attach session that ended before its marker found the
+// task gone from the host, or its directory refused: why is what it
+// said.
+func (rt *runTask) attachFailed() string {
+	why := wording.FirstLine(string(bytes.TrimPrefix(bytes.TrimSpace(rt.attachNoise.Bytes()), []byte("tfhive: "))))
+	if why == "" {
+		why = "its supervisor could not be found again"
+	}
+	return why
+}
+
+// streamGate passes a kept task's stream on from its marker line, counting
+// the bytes: the offset in the task's output file on the host. What comes
+// before the marker is the login shell's (or, in an attach session, why
+// it failed): it goes to noise, or nowhere.
+type streamGate struct {
+	next   io.Writer
+	noise  io.Writer
+	n      *int64
+	marked interface{ Store(bool) }
+	buf    []byte
+	passed bool
+}
+
+func (g *streamGate) Write(p []byte) (int, error) {
+	if g.passed {
+		*g.n += int64(len(p))
+		g.next.Write(p)
+		return len(p), nil
+	}
+	g.buf = append(g.buf, p...)
+	for {
+		i := bytes.IndexByte(g.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := g.buf[:i]
+		if string(line) == streamMarker {
+			g.passed = true
+			if g.marked != nil {
+				g.marked.Store(true)
+			}
+			rest := g.buf[i+1:]
+			g.buf = nil
+			if len(rest) > 0 {
+				*g.n += int64(len(rest))
+				g.next.Write(rest)
+			}
+			return len(p), nil
+		}
+		if g.noise != nil {
+			g.noise.Write(g.buf[:i+1])
+		}
+		g.buf = g.buf[i+1:]
+	}
+}
+
+// noiseBuffer keeps the first few hundred bytes written to it.
+type noiseBuffer struct{ bytes.Buffer }
+
+func (b *noiseBuffer) Write(p []byte) (int, error) {
+	if room := 512 - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}

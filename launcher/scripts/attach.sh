@@ -1,0 +1,58 @@
+# shellcheck shell=bash
+# A later session's part in a kept supervisor's task (supervisor-run.sh):
+# it follows the task's output files from the given byte offsets, each
+# stream behind a "@@tfhive-stream" line, and feeds its stdin into the
+# task's control FIFO, until the supervisor ends; then it exits with the
+# task's status. A supervisor that ended without one (killed) counts as
+# killed: 137.
+#
+# Before the markers, a line on stderr and exit 125 say why it cannot:
+# no trace of the run or task here, or a directory that is not the
+# user's own (rundir.sh). The pid file is in that directory, but a pid is
+# only followed (never signalled) once /proc says the process is this
+# user's supervisor of this very task.
+#
+# Parameters, set by tfhive ahead of this text:
+#   tfhive_run      the run id
+#   tfhive_task     the task's id (worker:0)
+#   tfhive_off_out  bytes of stdout already received
+#   tfhive_off_err  bytes of stderr already received
+: "${tfhive_run?}" "${tfhive_task?}" "${tfhive_off_out?}" "${tfhive_off_err?}"
+tfhive_fail() { printf 'tfhive: %s\n' "$1" >&2; exit 125; }
+tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
+tfhive_rundir "$tfhive_run" 0 || tfhive_fail "$tfhive_why"
+tfhive_f=$tfhive_rd/${tfhive_task//:/-}
+for tfhive_x in out err rc pid; do
+	{ [ -f "$tfhive_f.$tfhive_x" ] && [ ! -L "$tfhive_f.$tfhive_x" ]; } || tfhive_fail "no trace of task $tfhive_task in $tfhive_rd"
+done
+{ [ -p "$tfhive_f.ctl" ] && [ ! -L "$tfhive_f.ctl" ]; } || tfhive_fail "no control FIFO for task $tfhive_task in $tfhive_rd"
+read -r tfhive_pid <"$tfhive_f.pid"
+tfhive_alive=0
+case $tfhive_pid in
+'' | *[!0-9]*) ;;
+*)
+	if [ "$(stat -c %u "/proc/$tfhive_pid" 2>/dev/null)" = "$EUID" ]; then
+		tfhive_args=$(tr '\0' ' ' <"/proc/$tfhive_pid/cmdline" 2>/dev/null)
+		case $tfhive_args in *" tfhive-sup "*" $tfhive_run $tfhive_task "*) tfhive_alive=1 ;; esac
+	fi
+	;;
+esac
+printf '%s\n' '@@tfhive-stream'
+printf '%s\n' '@@tfhive-stream' >&2
+if [ "$tfhive_alive" = 1 ]; then
+	exec 6<>"$tfhive_f.ctl"
+	cat >&6 2>/dev/null &
+	tfhive_feed=$!
+	tail -c +$((tfhive_off_out + 1)) --pid="$tfhive_pid" -s 0.2 -f "$tfhive_f.out" 2>/dev/null 6<&- &
+	tfhive_t1=$!
+	tail -c +$((tfhive_off_err + 1)) --pid="$tfhive_pid" -s 0.2 -f "$tfhive_f.err" 2>/dev/null 6<&- >&2 &
+	tfhive_t2=$!
+	exec 2>/dev/null
+	wait "$tfhive_t1" "$tfhive_t2"
+	kill "$tfhive_feed"
+else
+	tail -c +$((tfhive_off_out + 1)) "$tfhive_f.out" 2>/dev/null
+	tail -c +$((tfhive_off_err + 1)) "$tfhive_f.err" 2>/dev/null >&2
+fi
+read -r tfhive_rc _ <"$tfhive_f.rc"
+exit "${tfhive_rc:-137}"

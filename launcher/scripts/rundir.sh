@@ -1,0 +1,35 @@
+# shellcheck shell=bash
+# The run's directory on a host, where a kept supervisor (--reconnect)
+# leaves what outlives a session: each task's output and status, its pid,
+# its control FIFO. It is ~/.tfhive/runs/RUN, and it and its two parents
+# must be real directories (not symlinks) of this user's own with mode
+# 0700: nobody else could have prepared anything in them, so tfhive may
+# create, read and write there; anything else is refused, never followed.
+#
+# tfhive_rundir RUN CREATE sets tfhive_rd to the directory, creating what
+# is missing when CREATE is 1; on refusal it sets tfhive_why and fails.
+# shellcheck disable=SC2034 # tfhive_why is the caller's
+tfhive_rundir() {
+	tfhive_rd=$HOME
+	for tfhive_part in .tfhive runs "$1"; do
+		tfhive_rd=$tfhive_rd/$tfhive_part
+		if [ ! -e "$tfhive_rd" ] && [ ! -L "$tfhive_rd" ]; then
+			if [ "$2" != 1 ]; then
+				tfhive_why="no trace of run $1 in $tfhive_rd"
+				return 1
+			fi
+			# Another task of the run may make it first: only what is
+			# there then counts.
+			mkdir -m 700 "$tfhive_rd" 2>/dev/null || [ -e "$tfhive_rd" ] || { tfhive_why="cannot create $tfhive_rd"; return 1; }
+		fi
+		if [ -L "$tfhive_rd" ] || [ ! -d "$tfhive_rd" ]; then
+			tfhive_why="$tfhive_rd is not a directory"
+			return 1
+		fi
+		read -r tfhive_uid tfhive_mode <<<"$(stat -c '%u %a' "$tfhive_rd" 2>/dev/null)"
+		if [ "$tfhive_uid" != "$EUID" ] || [ "$tfhive_mode" != 700 ]; then
+			tfhive_why="$tfhive_rd is not yours with mode 0700 (uid ${tfhive_uid:-?}, mode ${tfhive_mode:-?})"
+			return 1
+		fi
+	done
+}
