@@ -220,7 +220,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, sigs *signals, notFound *
 				Name:         "plan",
 				Usage:        "show where every task would run, without starting anything",
 				ArgsUsage:    "-- CMD [ARGS...]",
-				Flags:        append(append(hostFlags(), jobFlags()...), &cli.BoolFlag{Name: "json", Usage: "print the plan as a JSON document"}),
+				Flags:        append(append(append(hostFlags(), jobFlags()...), &cli.BoolFlag{Name: "json", Usage: "print the plan as a JSON document"}), emitFlags()...),
 				OnUsageError: onUsage,
 				Action:       func(c *cli.Context) error { return planCmd(c, stdout, stderr) },
 			},
@@ -692,6 +692,9 @@ func newRunID(now time.Time) string {
 }
 
 func planCmd(c *cli.Context, stdout, stderr io.Writer) error {
+	if handled, err := emitPlan(c, stdout); handled {
+		return err
+	}
 	fleet, err := fleetFromFlags(c, stderr, true, false)
 	if err != nil {
 		return err

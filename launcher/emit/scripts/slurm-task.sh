@@ -1,0 +1,92 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # tfhive_layout: defined by the generated part before this one
+
+# Every task runs tfhive_task on its node (srun gives it these functions
+# with bash -c), much as tfhive run's supervisor runs a task:
+#   - tfhive_layout (above) says what task $SLURM_PROCID of the step is:
+#     its id, node, GPUs, environment and command;
+#   - every line it writes is shown prefixed "[worker:1 node2] ";
+#   - it starts in the workdir after the setup (--workdir, --setup);
+#   - a task stopped by SIGTERM (the training is over, or another task
+#     failed) ends its step quietly: exit 0, so that srun's status is the
+#     failed task's own; a task that may fail without ending the run (the
+#     evaluator, a worker under a chief) also exits 0, saying so.
+
+# tfhive_cuda POSITIONS: the task's GPUs among those Slurm gave the step
+# on this node (CUDA_VISIBLE_DEVICES lists them), at the positions the
+# plan gave it (0 is the node's first).
+tfhive_cuda() {
+	local tfhive_all tfhive_p tfhive_out=
+	if [ -z "$1" ] || [ -z "${CUDA_VISIBLE_DEVICES-}" ]; then
+		echo "$1"
+		return 0
+	fi
+	IFS=, read -ra tfhive_all <<<"$CUDA_VISIBLE_DEVICES"
+	for tfhive_p in ${1//,/ }; do
+		if [ -z "${tfhive_all[tfhive_p]-}" ]; then
+			echo "tfhive: error: Slurm gave this node GPUs $CUDA_VISIBLE_DEVICES; the task needs GPU $((tfhive_p + 1)) of them" >&2
+			return 1
+		fi
+		tfhive_out+=${tfhive_out:+,}${tfhive_all[tfhive_p]}
+	done
+	echo "$tfhive_out"
+}
+
+# tfhive_task STEP runs task $SLURM_PROCID of step STEP.
+tfhive_task() {
+	local tfhive_nodes tfhive_id='' tfhive_node='' tfhive_gpus='' tfhive_tolerated='' tfhive_workdir='' \
+		tfhive_argv=() tfhive_pid tfhive_code tfhive_stopped='' tfhive_prefix
+	mapfile -t tfhive_nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+	tfhive_layout "$1"
+	if [ -z "$tfhive_id" ]; then
+		echo "tfhive: error: step $1 has no task $SLURM_PROCID" >&2
+		return 70
+	fi
+	if [ "${tfhive_nodes[tfhive_node]}" != "$SLURMD_NODENAME" ]; then
+		echo "tfhive: error: $tfhive_id runs on $SLURMD_NODENAME, but was placed on ${tfhive_nodes[tfhive_node]}" >&2
+		return 70
+	fi
+	# The prefixers ignore the SIGTERM that stops the step, so that what
+	# the task says while it stops still reaches the job's output.
+	tfhive_prefix="[$tfhive_id $SLURMD_NODENAME] "
+	tfhive_prefix=${tfhive_prefix//\\/\\\\}
+	tfhive_prefix=${tfhive_prefix//&/\\&}
+	tfhive_prefix=${tfhive_prefix//|/\\|}
+	exec > >(trap '' TERM && exec sed -u "s|^|$tfhive_prefix|") \
+		2> >(trap '' TERM && exec sed -u "s|^|$tfhive_prefix|" >&2)
+	export TFHIVE_TASK=$tfhive_id
+	CUDA_VISIBLE_DEVICES=$(tfhive_cuda "$tfhive_gpus") || return 70
+	export CUDA_VISIBLE_DEVICES
+	if [ -n "$tfhive_workdir" ] && ! cd "$tfhive_workdir"; then
+		echo "tfhive: cannot cd to $tfhive_workdir" >&2
+		return 126
+	fi
+	if declare -F tfhive_setup >/dev/null && ! tfhive_setup; then
+		echo "tfhive: setup failed" >&2
+		return 126
+	fi
+	trap 'tfhive_stopped=1' TERM
+	"${tfhive_argv[@]}" </dev/null &
+	tfhive_pid=$!
+	# wait returns early, above 128, when the trap runs: wait again
+	# until the task itself has ended.
+	until
+		wait "$tfhive_pid"
+		tfhive_code=$?
+		[ "$tfhive_code" -le 128 ] || ! kill -0 "$tfhive_pid" 2>/dev/null
+	do :; done
+	if [ -n "$tfhive_stopped" ]; then
+		echo "tfhive: stopped (exit $tfhive_code)" >&2
+		return 0
+	fi
+	if [ "$tfhive_code" = 0 ]; then
+		echo "tfhive: exited 0" >&2
+		return 0
+	fi
+	if [ -n "$tfhive_tolerated" ]; then
+		echo "tfhive: exited $tfhive_code; the run goes on without $tfhive_id" >&2
+		return 0
+	fi
+	echo "tfhive: exited $tfhive_code" >&2
+	return "$tfhive_code"
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tfhive/tfhive/launcher/emit"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// emitFlags are plan's flags for --emit: the target, what only a cluster
+// manager needs, and the run flags that carry over to one.
+func emitFlags() []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "emit", Usage: "print the job for `TARGET` (slurm, tfjob, pytorchjob) instead of a plan; nothing is probed"},
+		&cli.StringFlag{Name: "image", Usage: "--emit tfjob/pytorchjob: the container `IMAGE` the pods run (required)"},
+		&cli.StringFlag{Name: "namespace", Usage: "--emit tfjob/pytorchjob: the job's Kubernetes `NAMESPACE`"},
+		&cli.StringFlag{Name: "secret", Usage: "--emit tfjob/pytorchjob: the Kubernetes Secret `NAME` that --env K reads K from"},
+		&cli.IntFlag{Name: "nodes", Usage: "--emit slurm: spread the tasks over at most `N` nodes (default: as many as tasks)"},
+		&cli.IntFlag{Name: "gpus-per-node", Usage: "--emit slurm: the GPUs one node has, `N` (default: no limit)"},
+	}
+	for _, f := range runFlags() {
+		if slices.Contains(emit.EmitOnly, f.Names()[0]) {
+			flags = append(flags, f)
+		}
+	}
+	return flags
+}
+
+// emitPlan prints the job for plan --emit's target. handled is false when
+// plan was not asked to emit anything.
+func emitPlan(c *cli.Context, stdout io.Writer) (handled bool, err error) {
+	var given []string
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			// $TFHIVE_HOSTS names hosts for every command; only a
+			// --hosts typed here asks --emit for something it cannot do.
+			if c.IsSet(n) && !(n == "hosts" && c.String(n) == os.Getenv("TFHIVE_HOSTS")) {
+				given = append(given, n)
+			}
+		}
+	}
+	target := c.String("emit")
+	if target == "" {
+		for _, f := range emit.EmitOnly {
+			if slices.Contains(given, f) {
+				return true, &usageError{msg: fmt.Sprintf("--%s only applies with --emit", f), hint: "tfhive run takes it; plan takes it with --emit slurm, tfjob or pytorchjob"}
+			}
+		}
+		return false, nil
+	}
+	lo, hi, err := schedule.ParsePortRange(c.String("port-range"))
+	if err != nil {
+		return true, err
+	}
+	req := schedule.Request{
+		Framework:     c.String("framework"),
+		PS:            c.Int("ps"),
+		Workers:       c.Int("workers"),
+		Chief:         c.Bool("chief"),
+		Evaluator:     c.Bool("evaluator"),
+		GPUsPerWorker: c.Int("gpus-per-worker"),
+		GPUsPerPS:     c.Int("gpus-per-ps"),
+		Strategy:      c.String("strategy"),
+		PortLo:        lo,
+		PortHi:        hi,
+		Command:       c.Args().Slice(),
+		TFFlags:       c.Bool("tf-flags"),
+		RunID:         c.String("name"),
+	}
+	if req.RunID == "" {
+		req.RunID = newRunID(time.Now())
+	}
+	return true, emit.Write(stdout, emit.Options{
+		Target: target, Request: req, NameGiven: c.IsSet("name"),
+		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
+		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"),
+		Image: c.String("image"), Namespace: c.String("namespace"), Secret: c.String("secret"),
+		Nodes: c.Int("nodes"), GPUsPerNode: c.Int("gpus-per-node"),
+		Given: given,
+	})
+}
