@@ -163,12 +163,10 @@ func (o *Options) checkKube(env []envVar) error {
 	if o.Workdir != "" && !strings.HasPrefix(o.Workdir, "/") {
 		return usage("a container's workingDir is an absolute path in its image", "--workdir %q is not absolute", o.Workdir)
 	}
-	name := o.kubeName()
-	// The operator names a Service per pod NAME-ROLE-INDEX, which must be
-	// a DNS-1035 label: 63 characters, lowercase, starting with a letter.
-	longest := name + "-evaluator-" + fmt.Sprint(max(o.Request.Workers, o.Request.PS))
-	if !dns1035Label(name) || len(longest) > 63 {
-		return usage("use lowercase letters, digits and '-', starting with a letter, short enough for NAME-worker-N to fit 63 characters",
+	if name := o.kubeName(); !dns1035Label(name) {
+		// The operator names a pod and its Service NAME-ROLE-INDEX,
+		// which must be a DNS-1035 label.
+		return usage("use lowercase letters, digits and '-', starting with a letter",
 			"--name %q cannot name a %s: the operator names its pods and Services NAME-ROLE-INDEX (DNS-1035)", name, o.Target)
 	}
 	return nil

@@ -81,9 +81,10 @@ next:
 	return b.String()
 }
 
-var safeRE = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+var safeRE = regexp.MustCompile(`^[A-Za-z0-9_@%+=:./-]+$`)
 
-// quote leaves words of safe characters bare and single-quotes the rest.
+// quote leaves words of safe characters bare and single-quotes the rest
+// (commas too: bare in an array they look like a mistake to shellcheck).
 func quote(s string) string {
 	if safeRE.MatchString(s) {
 		return s

@@ -35,7 +35,7 @@ tfhive_cuda() {
 # tfhive_task STEP runs task $SLURM_PROCID of step STEP.
 tfhive_task() {
 	local tfhive_nodes tfhive_id='' tfhive_node='' tfhive_gpus='' tfhive_tolerated='' tfhive_workdir='' \
-		tfhive_argv=() tfhive_pid tfhive_code tfhive_stopped='' tfhive_prefix
+		tfhive_argv=() tfhive_code tfhive_stopped='' tfhive_prefix
 	mapfile -t tfhive_nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
 	tfhive_layout "$1"
 	if [ -z "$tfhive_id" ]; then
@@ -65,16 +65,19 @@ tfhive_task() {
 		echo "tfhive: setup failed" >&2
 		return 126
 	fi
+	# Slurm stops a step by signalling every one of its processes. The
+	# task gets SIGTERM's default action (a caught signal is reset by
+	# exec); the subshell that waits for it and this shell both live on
+	# to tell its status and whether it was stopped.
 	trap 'tfhive_stopped=1' TERM
-	"${tfhive_argv[@]}" </dev/null &
-	tfhive_pid=$!
-	# wait returns early, above 128, when the trap runs: wait again
-	# until the task itself has ended.
-	until
-		wait "$tfhive_pid"
-		tfhive_code=$?
-		[ "$tfhive_code" -le 128 ] || ! kill -0 "$tfhive_pid" 2>/dev/null
-	do :; done
+	exec 3>&1 4>&2
+	tfhive_code=$(
+		trap : TERM
+		"${tfhive_argv[@]}" </dev/null >&3 2>&4 3>&- 4>&-
+		echo "$?"
+	)
+	exec 3>&- 4>&-
+	tfhive_code=${tfhive_code:-1}
 	if [ -n "$tfhive_stopped" ]; then
 		echo "tfhive: stopped (exit $tfhive_code)" >&2
 		return 0
