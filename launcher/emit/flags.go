@@ -70,6 +70,17 @@ var flagRules = []flagRule{
 	{[]string{"secret"}, refused("Slurm reads --env NAME from sbatch's environment (--export)", Slurm)},
 }
 
+// Refusal says why flag (without dashes) has no counterpart on target,
+// or "" when it has one.
+func Refusal(target, flag string) string {
+	for _, r := range flagRules {
+		if slices.Contains(r.names, flag) {
+			return r.why[target]
+		}
+	}
+	return ""
+}
+
 // checkFlags refuses the given flags that have no counterpart on target.
 func checkFlags(target string, given []string) error {
 	for _, r := range flagRules {

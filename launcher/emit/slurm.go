@@ -69,7 +69,7 @@ func slurmScript(o *Options) (string, error) {
 	b.WriteString("\n# shellcheck disable=SC2317 # functions reach the tasks through declare -f\n")
 	b.WriteString("tfhive_run_id=" + p.RunID + "\n")
 	fmt.Fprintf(&b, "tfhive_grace=%d # seconds between SIGTERM and SIGKILL when stopping tasks (--grace)\n", seconds(o.Grace))
-	fmt.Fprintf(&b, "tfhive_secrets=(%s) # --env NAME: exported by sbatch, never written here\n", strings.Join(o.secrets(), " "))
+	fmt.Fprintf(&b, "tfhive_secrets=(%s) # --env K without a value: exported by sbatch, never written here\n", strings.Join(o.secrets(), " "))
 	fmt.Fprintf(&b, "tfhive_train_nodes=(%s) # the node of each task of the train step, by rank\n", nodeList(l, train))
 	fmt.Fprintf(&b, "tfhive_serve_nodes=(%s) # the node of each task of the serve step, by rank\n", nodeList(l, serve))
 

@@ -62,7 +62,7 @@ tfhive_wait() {
 	done
 }
 
-# tfhive_stop NAME stops step NAME: SIGTERM to each of its processes, then
+# tfhive_stop NAME stops step NAME with SIGTERM to each of its processes, then
 # SIGKILL after the grace period.
 tfhive_stop() {
 	local tfhive_s tfhive_timer

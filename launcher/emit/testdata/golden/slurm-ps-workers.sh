@@ -15,7 +15,7 @@
 # shellcheck disable=SC2317 # functions reach the tasks through declare -f
 tfhive_run_id=r1
 tfhive_grace=10 # seconds between SIGTERM and SIGKILL when stopping tasks (--grace)
-tfhive_secrets=() # --env NAME: exported by sbatch, never written here
+tfhive_secrets=() # --env K without a value: exported by sbatch, never written here
 tfhive_train_nodes=(0 1) # the node of each task of the train step, by rank
 tfhive_serve_nodes=(0) # the node of each task of the serve step, by rank
 
@@ -200,7 +200,7 @@ tfhive_wait() {
 	done
 }
 
-# tfhive_stop NAME stops step NAME: SIGTERM to each of its processes, then
+# tfhive_stop NAME stops step NAME with SIGTERM to each of its processes, then
 # SIGKILL after the grace period.
 tfhive_stop() {
 	local tfhive_s tfhive_timer
