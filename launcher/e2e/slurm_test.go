@@ -18,7 +18,7 @@ import (
 // task's. Slurm records them in `scontrol show job` and in its jobcomp
 // file: sacct would need slurmdbd and a database.
 func TestSlurm(t *testing.T) {
-	c := slurmtest.Start(t, 3, 4)
+	c := slurmtest.Start(t, 3, 4, 2)
 
 	// All the nodes are this machine, where other tests' tasks may hold
 	// the default ports: the jobs use a range that was free just now.
@@ -60,6 +60,21 @@ func TestSlurm(t *testing.T) {
 		}
 	})
 
+	t.Run("the chief decides; workers, ps and evaluator are stopped", func(t *testing.T) {
+		j := c.Run(emit(t, "--name", "slurm-chief", "--nodes", "3", "--chief", "--workers", "2", "--evaluator", "--ps", "1",
+			"--gpus-per-worker", "0", "--", trainerBin, "--eval-every", "100ms"), nil)
+		wantJob(t, j, "COMPLETED", 0)
+		wantContains(t, "the job's output", j.Output,
+			"] chief reached loss ",
+			"[chief:0 node1] tfhive: exited 0\n",
+			"tfhive: run slurm-chief succeeded\n")
+		for _, task := range []string{"ps:0", "worker:0", "worker:1", "evaluator:0"} {
+			if !regexp.MustCompile(`(?m)^\[` + task + ` node\d\] tfhive: stopped \(exit \d+\)$`).MatchString(j.Output) {
+				t.Errorf("%s was not stopped:\n%s", task, j.Output)
+			}
+		}
+	})
+
 	t.Run("a failing worker fails the job with its code", func(t *testing.T) {
 		// Worker 1 fails at its third step; worker 0 would train forever.
 		script := emit(t, "--name", "slurm-fail", "--ps", "1", "--workers", "2", "--gpus-per-worker", "0", "--",
@@ -75,8 +90,13 @@ func TestSlurm(t *testing.T) {
 	})
 
 	t.Run("a failing ps stops the training", func(t *testing.T) {
+		// The ps fails once both workers run (the nodes share this
+		// machine's files): a stop that came before a task started
+		// would reach it only as SIGKILL, after --grace.
+		up := t.TempDir()
 		script := emit(t, "--name", "slurm-ps-fail", "--ps", "1", "--workers", "2", "--gpus-per-worker", "0", "--",
-			"sh", "-c", `if [ "$0" = ps ]; then echo "ps down"; exit 5; fi; exec sleep 600`, "{job_name}")
+			"sh", "-c", `if [ "$0" = ps ]; then until [ -e "$1/0" ] && [ -e "$1/1" ]; do sleep 0.05; done; echo "ps down"; exit 5; fi; touch "$1/$2"; exec sleep 600`,
+			"{job_name}", up, "{task_index}")
 		j := c.Run(script, nil)
 		wantJob(t, j, "FAILED", 5)
 		wantContains(t, "the job's output", j.Output,
@@ -101,6 +121,16 @@ func TestSlurm(t *testing.T) {
 		j = c.Run(script, os.Environ())
 		wantJob(t, j, "FAILED", 2)
 		wantContains(t, "the job's output", j.Output, "tfhive: error: TFHIVE_TEST_SECRET is not set")
+	})
+
+	t.Run("each task takes its own GPUs", func(t *testing.T) {
+		// Two workers per node share the node's two (stand-in) GPUs.
+		j := c.Run(emit(t, "--name", "slurm-gpus", "--workers", "4", "--nodes", "2", "--gpus-per-node", "2", "--",
+			"sh", "-c", `echo "gpus=$CUDA_VISIBLE_DEVICES placeholder={gpus}"`), nil)
+		wantJob(t, j, "COMPLETED", 0)
+		for _, w := range []struct{ task, node, gpu string }{{"0", "node1", "0"}, {"1", "node2", "0"}, {"2", "node1", "1"}, {"3", "node2", "1"}} {
+			wantContains(t, "the job's output", j.Output, "[worker:"+w.task+" "+w.node+"] gpus="+w.gpu+" placeholder="+w.gpu+"\n")
+		}
 	})
 
 	t.Run("torch ranks all-reduce", func(t *testing.T) {

@@ -22,6 +22,8 @@ done
 # the named secrets and Slurm's own (--export above kept the submitting
 # shell's out).
 export SLURM_EXPORT_ENV=ALL
+# Each step's tasks per node come from its host list, not the job's.
+unset SLURM_NTASKS_PER_NODE
 mapfile -t tfhive_nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
 tfhive_dir=$(mktemp -d "${TMPDIR:-/tmp}/tfhive-$SLURM_JOB_ID.XXXXXX") || exit 1
 trap 'rm -rf "$tfhive_dir"' EXIT

@@ -8,8 +8,8 @@
 #   - every line it writes is shown prefixed "[worker:1 node2] ";
 #   - it starts in the workdir after the setup (--workdir, --setup);
 #   - a task stopped by SIGTERM (the training is over, or another task
-#     failed) ends its step quietly: exit 0, so that srun's status is the
-#     failed task's own; a task that may fail without ending the run (the
+#     failed) ends quietly: exit 0, so that srun's status is the failed
+#     task's own; a task that may fail without ending the run (the
 #     evaluator, a worker under a chief) also exits 0, saying so.
 
 # tfhive_cuda POSITIONS: the task's GPUs among those Slurm gave the step
@@ -70,6 +70,10 @@ tfhive_task() {
 	# exec); the subshell that waits for it and this shell both live on
 	# to tell its status and whether it was stopped.
 	trap 'tfhive_stopped=1' TERM
+	if [ -n "$tfhive_stopped" ]; then
+		echo "tfhive: stopped before it started" >&2
+		return 0
+	fi
 	exec 3>&1 4>&2
 	tfhive_code=$(
 		trap : TERM
@@ -78,7 +82,10 @@ tfhive_task() {
 	)
 	exec 3>&- 4>&-
 	tfhive_code=${tfhive_code:-1}
-	if [ -n "$tfhive_stopped" ]; then
+	# Stopped: this shell saw the step's SIGTERM, or the task died of it.
+	# In a job only Slurm sends SIGTERM, and where it finds a step's
+	# processes by their parents (proctrack/linuxproc) it can miss one.
+	if [ -n "$tfhive_stopped" ] || [ "$tfhive_code" = 143 ]; then
 		echo "tfhive: stopped (exit $tfhive_code)" >&2
 		return 0
 	fi

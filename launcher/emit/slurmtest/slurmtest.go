@@ -40,6 +40,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Programs are what the test bed runs; Require checks for them.
@@ -89,16 +91,19 @@ type daemon struct {
 	done chan struct{}
 }
 
-// Start brings up a cluster of n nodes (at most 9) with cpus CPUs each
-// and stops it when the test ends. It fails the test, with the daemons'
+// Start brings up a cluster of n nodes (at most 9) with cpus CPUs and
+// gpus GPUs each, and stops it when the test ends. The GPUs are Slurm
+// generic resources whose device files are stand-ins (character devices
+// like /dev/null): Slurm hands them out and sets CUDA_VISIBLE_DEVICES,
+// and nothing uses them. It fails the test, with the daemons'
 // logs, when the cluster does not come up. A port taken between choosing
 // it and a daemon binding it (other tests run on this machine) costs a
 // second try with other ports.
-func Start(t testing.TB, n, cpus int) *Cluster {
+func Start(t testing.TB, n, cpus, gpus int) *Cluster {
 	t.Helper()
 	Require(t)
 	for attempt := 1; ; attempt++ {
-		c, err := start(t, n, cpus)
+		c, err := start(t, n, cpus, gpus)
 		if err == nil {
 			t.Cleanup(c.stop)
 			return c
@@ -112,7 +117,7 @@ func Start(t testing.TB, n, cpus int) *Cluster {
 	}
 }
 
-func start(t testing.TB, n, cpus int) (*Cluster, error) {
+func start(t testing.TB, n, cpus, gpus int) (*Cluster, error) {
 	dir, err := os.MkdirTemp("", "tfhive-slurm-")
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +126,7 @@ func start(t testing.TB, n, cpus int) (*Cluster, error) {
 	for k := 1; k <= n; k++ {
 		c.Nodes = append(c.Nodes, "node"+strconv.Itoa(k))
 	}
-	for _, d := range []string{"munge", "etc", "state", "spool", "log"} {
+	for _, d := range []string{"munge", "etc", "state", "spool", "log", "dev"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return c, err
 		}
@@ -146,9 +151,20 @@ func start(t testing.TB, n, cpus int) (*Cluster, error) {
 		return c, err
 	}
 	ports := freePorts(t, n+2)
-	var nodes strings.Builder
+	var nodes, gres strings.Builder
+	gresNode := ""
+	if gpus > 0 {
+		for g := range gpus {
+			dev := filepath.Join(dir, "dev", "nvidia"+strconv.Itoa(g))
+			if err := unix.Mknod(dev, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+				return c, fmt.Errorf("a stand-in GPU device: %w", err)
+			}
+		}
+		gresNode = fmt.Sprintf(" Gres=gpu:%d", gpus)
+		fmt.Fprintf(&gres, "AutoDetect=off\nName=gpu File=%s/dev/nvidia[0-%d]\n", dir, gpus-1)
+	}
 	for k, name := range c.Nodes {
-		fmt.Fprintf(&nodes, "NodeName=%s NodeHostname=localhost NodeAddr=127.0.3.%d Port=%d CPUs=%d\n", name, k+1, ports[k+2], cpus)
+		fmt.Fprintf(&nodes, "NodeName=%s NodeHostname=localhost NodeAddr=127.0.3.%d Port=%d CPUs=%d%s\n", name, k+1, ports[k+2], cpus, gresNode)
 		hosts = fmt.Appendf(hosts, "127.0.3.%d %s\n", k+1, name)
 	}
 	short, _, _ := strings.Cut(hostname(t), ".")
@@ -180,9 +196,13 @@ MinJobAge=3600
 ReturnToService=2
 MailProg=/bin/true
 SchedulerParameters=batch_sched_delay=0
+GresTypes=gpu
 %sPartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP
 `, short, ports[0], ports[1], socket, dir, dir, dir, dir, dir, dir, c.JobComp, nodes.String(), strings.Join(c.Nodes, ","))
 	if err := os.WriteFile(c.Conf, []byte(conf), 0o644); err != nil {
+		return c, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "etc", "gres.conf"), []byte(gres.String()), 0o644); err != nil {
 		return c, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "hosts"), hosts, 0o644); err != nil {

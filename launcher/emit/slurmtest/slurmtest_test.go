@@ -8,7 +8,7 @@ import (
 // TestCluster: two nodes run a job step each, and each resolves the
 // other's name as a job on a real cluster would.
 func TestCluster(t *testing.T) {
-	c := Start(t, 2, 2)
+	c := Start(t, 2, 2, 0)
 	j := c.Run("#!/bin/sh\nsrun --nodes=2 --ntasks=2 sh -c 'echo \"$SLURMD_NODENAME $(getent hosts node2)\"'\n", nil, "--nodes=2")
 	if j.State != "COMPLETED" || j.ExitCode != 0 || !strings.Contains(j.Record, "JobState=COMPLETED") {
 		t.Fatalf("job %s: state %s, exit %d, record %q\n%s", j.ID, j.State, j.ExitCode, j.Record, j.Output)

@@ -80,8 +80,8 @@ export X=1
 #   - every line it writes is shown prefixed "[worker:1 node2] ";
 #   - it starts in the workdir after the setup (--workdir, --setup);
 #   - a task stopped by SIGTERM (the training is over, or another task
-#     failed) ends its step quietly: exit 0, so that srun's status is the
-#     failed task's own; a task that may fail without ending the run (the
+#     failed) ends quietly: exit 0, so that srun's status is the failed
+#     task's own; a task that may fail without ending the run (the
 #     evaluator, a worker under a chief) also exits 0, saying so.
 
 # tfhive_cuda POSITIONS: the task's GPUs among those Slurm gave the step
@@ -142,6 +142,10 @@ tfhive_task() {
 	# exec); the subshell that waits for it and this shell both live on
 	# to tell its status and whether it was stopped.
 	trap 'tfhive_stopped=1' TERM
+	if [ -n "$tfhive_stopped" ]; then
+		echo "tfhive: stopped before it started" >&2
+		return 0
+	fi
 	exec 3>&1 4>&2
 	tfhive_code=$(
 		trap : TERM
@@ -150,7 +154,10 @@ tfhive_task() {
 	)
 	exec 3>&- 4>&-
 	tfhive_code=${tfhive_code:-1}
-	if [ -n "$tfhive_stopped" ]; then
+	# Stopped: this shell saw the step's SIGTERM, or the task died of it.
+	# In a job only Slurm sends SIGTERM, and where it finds a step's
+	# processes by their parents (proctrack/linuxproc) it can miss one.
+	if [ -n "$tfhive_stopped" ] || [ "$tfhive_code" = 143 ]; then
 		echo "tfhive: stopped (exit $tfhive_code)" >&2
 		return 0
 	fi
@@ -187,6 +194,8 @@ done
 # the named secrets and Slurm's own (--export above kept the submitting
 # shell's out).
 export SLURM_EXPORT_ENV=ALL
+# Each step's tasks per node come from its host list, not the job's.
+unset SLURM_NTASKS_PER_NODE
 mapfile -t tfhive_nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
 tfhive_dir=$(mktemp -d "${TMPDIR:-/tmp}/tfhive-$SLURM_JOB_ID.XXXXXX") || exit 1
 trap 'rm -rf "$tfhive_dir"' EXIT
