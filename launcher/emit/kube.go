@@ -125,10 +125,6 @@ func kubeManifest(o *Options) (string, error) {
 		job.Kind = "PyTorchJob"
 		job.Spec.PyTorchReplicaSpecs = specs
 	}
-	world := 0
-	for _, role := range roles {
-		world += role.replicas
-	}
 	for _, role := range roles {
 		c, err := kubeContainer(o, name, role, port, cluster, env)
 		if err != nil {

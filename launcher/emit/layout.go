@@ -94,7 +94,5 @@ func planSlurm(req schedule.Request, nodes, gpusPerNode int) (*slurmLayout, erro
 		l.gpusPerNode = max(l.gpusPerNode, gpus[pos])
 	}
 	l.nodes = len(l.position)
-	// A node's GPUs are numbered from 0 for the layout; with nodes
-	// renumbered by use, a task's GPU positions stay what Make gave.
 	return l, nil
 }
