@@ -227,6 +227,11 @@ func kubeContainer(o *Options, name string, role kubeRole, port int, cluster sch
 		}
 	}
 	list.set("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+	if role.gpus == 0 {
+		// As tfhive run does: a CPU task sees no GPU, even where the
+		// image and runtime would show it all of the node's.
+		list.set("CUDA_VISIBLE_DEVICES", "")
+	}
 	list.set("TFHIVE_RUN_ID", name)
 	task := role.role + ":" + index
 	if index == kubeRef("TFHIVE_TASK_INDEX") {

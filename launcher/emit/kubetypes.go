@@ -105,5 +105,3 @@ type quoted string
 func (q quoted) MarshalYAML() (any, error) {
 	return &yaml.Node{Kind: yaml.ScalarNode, Style: yaml.DoubleQuotedStyle, Tag: "!!str", Value: string(q)}, nil
 }
-
-func (q quoted) IsZero() bool { return q == "" }
