@@ -3,6 +3,7 @@ package emit
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,14 +80,6 @@ func (o *Options) check() error {
 	if err := checkFlags(o.Target, o.Given); err != nil {
 		return err
 	}
-	given := func(f string) bool {
-		for _, g := range o.Given {
-			if g == f {
-				return true
-			}
-		}
-		return false
-	}
 	r := &o.Request
 	r.SetDefaults()
 	switch o.Target {
@@ -95,7 +88,7 @@ func (o *Options) check() error {
 			return usage("use --emit pytorchjob for a torch world", "--emit tfjob cannot be used with --framework torch")
 		}
 	case PyTorchJob:
-		if given("framework") && r.Framework != schedule.FrameworkTorch {
+		if slices.Contains(o.Given, "framework") && r.Framework != schedule.FrameworkTorch {
 			return usage("use --emit tfjob for TensorFlow", "--emit pytorchjob cannot be used with --framework %s", r.Framework)
 		}
 		r.Framework = schedule.FrameworkTorch
