@@ -131,6 +131,13 @@ func TestSlurm(t *testing.T) {
 		for _, w := range []struct{ task, node, gpu string }{{"0", "node1", "0"}, {"1", "node2", "0"}, {"2", "node1", "1"}, {"3", "node2", "1"}} {
 			wantContains(t, "the job's output", j.Output, "[worker:"+w.task+" "+w.node+"] gpus="+w.gpu+" placeholder="+w.gpu+"\n")
 		}
+		// A torch rank sees its node's ranks' GPUs, its own at LOCAL_RANK.
+		j = c.Run(emit(t, "--name", "slurm-torch-gpus", "--framework", "torch", "--workers", "4", "--nodes", "2", "--gpus-per-node", "2", "--",
+			"sh", "-c", `echo "gpus=$CUDA_VISIBLE_DEVICES local=$LOCAL_RANK own={gpus}"`), nil)
+		wantJob(t, j, "COMPLETED", 0)
+		for r, node := range []string{"node1", "node1", "node2", "node2"} {
+			wantContains(t, "the job's output", j.Output, "[worker:"+itoa(r)+" "+node+"] gpus=0,1 local="+itoa(r%2)+" own="+itoa(r%2)+"\n")
+		}
 	})
 
 	t.Run("torch ranks all-reduce", func(t *testing.T) {

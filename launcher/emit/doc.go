@@ -4,6 +4,7 @@
 //
 // It is pure: a schedule.Request and the run flags in, text out. Nothing
 // is probed and no host is contacted: the cluster manager places the tasks.
+// The one program it runs is `bash -n`, which parses the script it prints.
 // The Slurm script still follows tfhive's rules (ps on distinct nodes first,
 // the chief as rank 0, the evaluator outside the cluster, ports as tfhive
 // picks them, placeholders filled per task) because its layout is planned

@@ -172,7 +172,9 @@ func layoutFunc(o *Options, l *slurmLayout, env []envVar, train, serve []int) st
 		for rank, i := range st.tasks {
 			t := &p.Tasks[i]
 			fmt.Fprintf(&cases, "\t%s:%d)\n", st.name, rank)
-			fmt.Fprintf(&cases, "\t\ttfhive_id=%s tfhive_node=%d tfhive_gpus=%s", t.ID, l.node[i], quote(joinInts(t.GPUs)))
+			// The plan's CUDA_VISIBLE_DEVICES, which for a torch rank is all
+			// its node's ranks' GPUs (cuda:LOCAL_RANK is its own).
+			fmt.Fprintf(&cases, "\t\ttfhive_id=%s tfhive_node=%d tfhive_gpus=%s", t.ID, l.node[i], quote(t.Env["CUDA_VISIBLE_DEVICES"]))
 			if tolerated(p, t) {
 				cases.WriteString(" tfhive_tolerated=1")
 			}

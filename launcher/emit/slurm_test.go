@@ -81,7 +81,7 @@ func TestSlurmLayoutIsThePlan(t *testing.T) {
 						t.Fatalf("%s:%d: %v", st.name, rank, err)
 					}
 					got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-					want := []string{task.ID, strconv.Itoa(l.node[i]), joinInts(task.GPUs), strconv.Itoa(len(task.Argv))}
+					want := []string{task.ID, strconv.Itoa(l.node[i]), task.Env["CUDA_VISIBLE_DEVICES"], strconv.Itoa(len(task.Argv))}
 					for _, a := range task.Argv {
 						want = append(want, real(a))
 					}

@@ -33,28 +33,28 @@ tfhive_layout() {
 	export WORLD_SIZE=4
 	case $1:$SLURM_PROCID in
 	train:0)
-		tfhive_id=worker:0 tfhive_node=0 tfhive_gpus=0
+		tfhive_id=worker:0 tfhive_node=0 tfhive_gpus='0,1'
 		export GROUP_RANK=0
 		export LOCAL_RANK=0
 		export RANK=0
 		tfhive_argv=(python train.py --rank 0 --master "${tfhive_nodes[0]}":2222 --host "${tfhive_nodes[0]}")
 		;;
 	train:1)
-		tfhive_id=worker:1 tfhive_node=0 tfhive_gpus=1
+		tfhive_id=worker:1 tfhive_node=0 tfhive_gpus='0,1'
 		export GROUP_RANK=0
 		export LOCAL_RANK=1
 		export RANK=1
 		tfhive_argv=(python train.py --rank 1 --master "${tfhive_nodes[0]}":2222 --host "${tfhive_nodes[0]}")
 		;;
 	train:2)
-		tfhive_id=worker:2 tfhive_node=1 tfhive_gpus=0
+		tfhive_id=worker:2 tfhive_node=1 tfhive_gpus='0,1'
 		export GROUP_RANK=1
 		export LOCAL_RANK=0
 		export RANK=2
 		tfhive_argv=(python train.py --rank 2 --master "${tfhive_nodes[0]}":2222 --host "${tfhive_nodes[1]}")
 		;;
 	train:3)
-		tfhive_id=worker:3 tfhive_node=1 tfhive_gpus=1
+		tfhive_id=worker:3 tfhive_node=1 tfhive_gpus='0,1'
 		export GROUP_RANK=1
 		export LOCAL_RANK=1
 		export RANK=3
