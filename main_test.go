@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,6 +12,11 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/commands"
+	"github.com/tfhive/tfhive/probe/hosts"
+	"github.com/tfhive/tfhive/schedule"
 )
 
 // isolate keeps the user's hosts file, ssh config, agent and working
@@ -186,6 +194,23 @@ func TestNegativeDurationsRefused(t *testing.T) {
 	}
 }
 
+// Module names travel to the hosts: a bad one is refused first.
+func TestImportsRefusedBeforeAnyHost(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	hint := "tfhive: hint: name a module as Python imports it, e.g. --import numpy or --import torch.distributed"
+	wantUsage(t, []string{"doctor", "-H", addr, "--connect-timeout", "1s", "--import", "numpy", "--import", "os;id"},
+		`tfhive: error: --import "os;id" is not a Python module name`, hint)
+	wantUsage(t, []string{"run", "-H", addr, "--connect-timeout", "1s", "--check", "--import", "$(id)", "--", "true"},
+		`tfhive: error: --import "$(id)" is not a Python module name`, hint)
+	wantUsage(t, []string{"run", "-H", addr, "--connect-timeout", "1s", "--import", "numpy", "--", "true"},
+		"tfhive: error: --import is for --check", "tfhive: hint: add --check, or see tfhive doctor --import")
+	wantUsage(t, []string{"doctor", "-H", addr, "extra"}, `tfhive: error: unexpected argument "extra"`)
+	if !untouched() {
+		t.Error("a host was contacted although --import was refused")
+	}
+}
+
 func TestLogDirRefusedBeforeAnyHost(t *testing.T) {
 	dir := isolate(t)
 	file := filepath.Join(dir, "file")
@@ -304,5 +329,69 @@ func TestClosest(t *testing.T) {
 	}
 	if d := editDistance("ab", "ba"); d != 1 {
 		t.Errorf("a swap of neighbours counts %d edits, want 1", d)
+	}
+}
+
+// TestExitCodes is the exit-code table of README.md, kind by kind: the
+// packages only say what went wrong, main alone picks the code.
+func TestExitCodes(t *testing.T) {
+	run := func(code int) error {
+		return &commands.RunFailedError{Summary: &launcher.Summary{RunID: "r", Result: launcher.ResultFailed, ExitCode: code}}
+	}
+	cases := []struct {
+		err  error
+		code int
+	}{
+		{nil, exitOK},
+		{errors.New("boom"), exitFailure},
+		{&commands.UsageError{Msg: "bad flag"}, exitUsage},
+		{&hosts.ConfigError{Msg: "bad hosts file"}, exitUsage},
+		{&schedule.UsageError{Msg: "bad request"}, exitUsage},
+		{fmt.Errorf("hosts: %w", &hosts.ConfigError{Msg: "wrapped"}), exitUsage},
+		{&schedule.CapacityError{Msg: "not enough free GPUs"}, exitNoGPUs},
+		{&launcher.ClaimConflictError{Conflicts: []string{"a"}}, exitNoGPUs},
+		{&launcher.ClaimBlockedError{Blocked: []string{"a"}}, exitNoGPUs},
+		{&commands.UnreachableError{Bad: 1, Total: 2}, exitUnreachable},
+		{&commands.DifferError{Problems: []launcher.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitFailure},
+		{&commands.CheckError{Problems: []launcher.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitUsage},
+		{run(7), 7},
+		{run(launcher.ExitTimeout), 124},
+		{run(launcher.ExitHostLost), exitUnreachable},
+		{run(130), exitInterrupted},
+		{context.Canceled, exitInterrupted},
+		{fmt.Errorf("probe: %w", context.Canceled), exitInterrupted},
+		{errTerminated, exitTerminated},
+	}
+	for _, c := range cases {
+		if got := exitCode(c.err); got != c.code {
+			t.Errorf("exitCode(%T %v) = %d, want %d", c.err, c.err, got, c.code)
+		}
+	}
+}
+
+func TestReport(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{context.Canceled, "tfhive: error: interrupted\n"},
+		{errTerminated, "tfhive: error: interrupted by SIGTERM\n"},
+		{&schedule.CapacityError{Msg: "not enough free GPUs", Fix: "wait", Lines: []string{"a: 1 free"}},
+			"tfhive: error: not enough free GPUs\ntfhive:   a: 1 free\ntfhive: hint: wait\n"},
+		{&commands.UnreachableError{Bad: 1, Total: 2, Lines: []string{"b: connection refused"}},
+			"tfhive: error: 1 of 2 hosts could not be reached\ntfhive:   b: connection refused\n"},
+		{&commands.RunFailedError{Summary: &launcher.Summary{RunID: "r1", Result: "failed", Reason: "worker:1 on gpu02 exited 7", ExitCode: 7}},
+			"tfhive: error: run r1 failed: worker:1 on gpu02 exited 7\n"},
+		{&commands.CheckError{Problems: []launcher.Problem{{Text: "b: torch 2.0, where 2 of 3 hosts have 2.1"}, {Text: "c: setup failed: false"}}},
+			"tfhive: error: --check: b: torch 2.0, where 2 of 3 hosts have 2.1 (and 1 more)\n" +
+				"tfhive:   b: torch 2.0, where 2 of 3 hosts have 2.1\ntfhive:   c: setup failed: false\n" +
+				"tfhive: hint: tfhive doctor shows every host side by side; run without --check to start anyway\n"},
+	}
+	for _, c := range cases {
+		var b bytes.Buffer
+		report(&b, c.err)
+		if b.String() != c.want {
+			t.Errorf("report(%v):\n%s\nwant:\n%s", c.err, b.String(), c.want)
+		}
 	}
 }

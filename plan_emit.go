@@ -1,16 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tfhive/tfhive/launcher/emit"
-	"github.com/tfhive/tfhive/schedule"
+	"github.com/tfhive/tfhive/launcher/commands"
 )
 
 // emitFlags are plan's flags for --emit: the target, what only a cluster
@@ -33,9 +29,8 @@ func emitFlags() []cli.Flag {
 	}
 }
 
-// emitPlan prints the job for plan --emit's target. handled is false when
-// plan was not asked to emit anything.
-func emitPlan(c *cli.Context, stdout io.Writer) (handled bool, err error) {
+// emitOptions are plan's --emit flags and the names of every flag given.
+func emitOptions(c *cli.Context) commands.EmitOptions {
 	var given []string
 	for _, f := range c.Command.Flags {
 		for _, n := range f.Names() {
@@ -46,43 +41,12 @@ func emitPlan(c *cli.Context, stdout io.Writer) (handled bool, err error) {
 			}
 		}
 	}
-	target := c.String("emit")
-	if target == "" {
-		for _, f := range emit.EmitOnly {
-			if slices.Contains(given, f) {
-				return true, &usageError{msg: fmt.Sprintf("--%s only applies with --emit", f), hint: "tfhive run takes it; plan takes it with --emit slurm, tfjob or pytorchjob"}
-			}
-		}
-		return false, nil
-	}
-	lo, hi, err := schedule.ParsePortRange(c.String("port-range"))
-	if err != nil {
-		return true, err
-	}
-	req := schedule.Request{
-		Framework:     c.String("framework"),
-		PS:            c.Int("ps"),
-		Workers:       c.Int("workers"),
-		Chief:         c.Bool("chief"),
-		Evaluator:     c.Bool("evaluator"),
-		GPUsPerWorker: c.Int("gpus-per-worker"),
-		GPUsPerPS:     c.Int("gpus-per-ps"),
-		Strategy:      c.String("strategy"),
-		PortLo:        lo,
-		PortHi:        hi,
-		Command:       c.Args().Slice(),
-		TFFlags:       c.Bool("tf-flags"),
-		RunID:         c.String("name"),
-	}
-	if req.RunID == "" {
-		req.RunID = newRunID(time.Now())
-	}
-	return true, emit.Write(stdout, emit.Options{
-		Target: target, Request: req, NameGiven: c.IsSet("name"),
-		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
+	return commands.EmitOptions{
+		Target: c.String("emit"),
+		Env:    c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
 		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"),
 		Image: c.String("image"), Namespace: c.String("namespace"), Secret: c.String("secret"),
 		Nodes: c.Int("nodes"), GPUsPerNode: c.Int("gpus-per-node"),
 		Given: given,
-	})
+	}
 }

@@ -1,3 +1,8 @@
+// Package launcher runs a plan: it starts every task under a supervisor
+// over the probe's connections, streams and logs their output, decides the
+// run's result and stops the rest; it also renders status, plans and
+// summaries, and lists and stops runs (ps, kill). It may import probe and
+// schedule, never launcher/commands or main.
 package launcher
 
 import (

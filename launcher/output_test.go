@@ -11,35 +11,19 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tfhive/tfhive/probe/testkit"
 )
-
-// outSyncBuffer is a console destination that tests can read while the
-// console writes to it.
-type outSyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *outSyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *outSyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // outGateWriter blocks every Write until release is called: a console that
 // does not read at all. entered is closed when the first Write starts.
 type outGateWriter struct {
-	outSyncBuffer
+	testkit.SyncBuffer
 	gate      chan struct{}
 	entered   chan struct{}
 	enterOnce sync.Once
 	relOnce   sync.Once
+	mu        sync.Mutex
 	writes    int // Write calls, under mu
 }
 
@@ -53,7 +37,7 @@ func (g *outGateWriter) Write(p []byte) (int, error) {
 	g.mu.Lock()
 	g.writes++
 	g.mu.Unlock()
-	return g.outSyncBuffer.Write(p)
+	return g.SyncBuffer.Write(p)
 }
 
 func (g *outGateWriter) release() { g.relOnce.Do(func() { close(g.gate) }) }
@@ -67,6 +51,20 @@ func outWriteChunks(t testing.TB, w io.Writer, p []byte, rng *rand.Rand, max int
 			return
 		}
 		p = p[n:]
+	}
+}
+
+// outWriteSplit writes input to w in two writes, split at split, or one
+// byte at a time when split is len(input)+1: the ways a stream may cut
+// what a task printed.
+func outWriteSplit(w io.Writer, input string, split int) {
+	if split <= len(input) {
+		io.WriteString(w, input[:split])
+		io.WriteString(w, input[split:])
+		return
+	}
+	for i := range len(input) {
+		w.Write([]byte{input[i]})
 	}
 }
 
@@ -259,7 +257,7 @@ func TestOutputManyTasksBlockedConsole(t *testing.T) {
 }
 
 func TestOutputLogWholeLinesAndFinalLine(t *testing.T) {
-	var buf outSyncBuffer
+	var buf testkit.SyncBuffer
 	c := NewConsole(&buf, false)
 	var log bytes.Buffer
 	o := c.Task("ps:0 gpu01", &log, false)
@@ -289,7 +287,7 @@ func TestOutputLogWholeLinesAndFinalLine(t *testing.T) {
 }
 
 func TestOutputCarriageReturnThrottle(t *testing.T) {
-	var buf outSyncBuffer
+	var buf testkit.SyncBuffer
 	c := NewConsole(&buf, false)
 	clock := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return clock }
@@ -353,18 +351,11 @@ func TestOutputCRLF(t *testing.T) {
 	// Every split of the input into two writes, and one byte at a time,
 	// gives the same lines.
 	for split := 0; split <= len(input)+1; split++ {
-		var buf outSyncBuffer
+		var buf testkit.SyncBuffer
 		c := NewConsole(&buf, false)
 		var log bytes.Buffer
 		o := c.Task("w:0 h", &log, false)
-		if split <= len(input) {
-			io.WriteString(o.Stdout(), input[:split])
-			io.WriteString(o.Stdout(), input[split:])
-		} else {
-			for i := range len(input) {
-				o.Stdout().Write([]byte{input[i]})
-			}
-		}
+		outWriteSplit(o.Stdout(), input, split)
 		o.Close()
 		outEqualLines(t, fmt.Sprintf("split %d: console", split), outCloseConsole(t, c, &buf), want)
 		if log.String() != input {
@@ -374,7 +365,7 @@ func TestOutputCRLF(t *testing.T) {
 }
 
 func TestOutputLongLines(t *testing.T) {
-	var buf outSyncBuffer
+	var buf testkit.SyncBuffer
 	c := NewConsole(&buf, false)
 	var log bytes.Buffer
 	o := c.Task("w:0 h", &log, false)
@@ -416,7 +407,7 @@ func TestOutputLongLines(t *testing.T) {
 
 func TestOutputColor(t *testing.T) {
 	for _, color := range []bool{false, true} {
-		var buf outSyncBuffer
+		var buf testkit.SyncBuffer
 		c := NewConsole(&buf, color)
 		c.Printf("tfhive: plain")
 		for i := range 7 {
@@ -441,7 +432,7 @@ func TestOutputColor(t *testing.T) {
 }
 
 func TestOutputQuiet(t *testing.T) {
-	var buf outSyncBuffer
+	var buf testkit.SyncBuffer
 	c := NewConsole(&buf, false)
 	var log bytes.Buffer
 	o := c.Task("w:0 h", &log, true)
@@ -456,7 +447,7 @@ func TestOutputQuiet(t *testing.T) {
 }
 
 func TestOutputWriteAfterClose(t *testing.T) {
-	var buf outSyncBuffer
+	var buf testkit.SyncBuffer
 	c := NewConsole(&buf, false)
 	var log bytes.Buffer
 	o := c.Task("w:0 h", &log, false)
@@ -531,7 +522,7 @@ func TestOutputConsoleWriteError(t *testing.T) {
 }
 
 func TestOutputLogWriteError(t *testing.T) {
-	var buf outSyncBuffer
+	var buf testkit.SyncBuffer
 	c := NewConsole(&buf, false)
 	fw := &outFailWriter{err: errors.New("disk full")}
 	o := c.Task("w:0 h", fw, false)
@@ -556,7 +547,7 @@ func TestOutputLogWriteError(t *testing.T) {
 }
 
 func TestOutputPrintfNewline(t *testing.T) {
-	var buf outSyncBuffer
+	var buf testkit.SyncBuffer
 	c := NewConsole(&buf, false)
 	c.Printf("tfhive: %s", "x")
 	c.Printf("tfhive: y\n")
@@ -667,18 +658,11 @@ func TestOutputTerminalSanitized(t *testing.T) {
 
 		// Every split into two writes, and one byte at a time.
 		for split := 0; split <= len(input)+1; split++ {
-			var buf outSyncBuffer
+			var buf testkit.SyncBuffer
 			c := NewConsole(&buf, tty)
 			var log bytes.Buffer
 			o := c.Task("w:0 h", &log, false)
-			if split <= len(input) {
-				io.WriteString(o.Stdout(), input[:split])
-				io.WriteString(o.Stdout(), input[split:])
-			} else {
-				for i := range len(input) {
-					o.Stdout().Write([]byte{input[i]})
-				}
-			}
+			outWriteSplit(o.Stdout(), input, split)
 			if err := o.Close(); err != nil {
 				t.Fatal(err)
 			}

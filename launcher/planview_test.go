@@ -3,20 +3,15 @@ package launcher
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/testkit"
 	"github.com/tfhive/tfhive/schedule"
 )
-
-// The flag is shared by every test in package launcher: a second
-// flag.Bool("update") here would panic at start-up, so reuse this one.
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 const planGoldenDir = "../testdata/plan"
 
@@ -75,6 +70,24 @@ func planFixtures() map[string]struct {
 		"torch-cpu-pack": {fleet(), func(r *schedule.Request) {
 			r.Framework, r.Workers, r.GPUsPerWorker, r.Strategy = schedule.FrameworkTorch, 3, 0, schedule.StrategyPack
 		}},
+		// A mgmt network per rack, one InfiniBand subnet: auto takes ib0;
+		// cpu01's cluster_address stays, on the interface holding it.
+		"nic-auto": {func() inventory.Inventory {
+			nic := func(iface, addr string, prefix int) inventory.InterfaceAddr {
+				return inventory.InterfaceAddr{Interface: iface, Address: addr, Prefix: prefix, Scope: "global"}
+			}
+			lo := inventory.InterfaceAddr{Interface: "lo", Address: "127.0.0.1", Prefix: 8, Scope: "host"}
+			a := planGPUHost("gpu01", "gpu01.mgmt.example", 2)
+			a.Interfaces = []inventory.InterfaceAddr{lo, nic("eno1", "10.0.1.1", 24), nic("ib0", "192.168.50.1", 24), nic("docker0", "172.17.0.1", 16)}
+			b := planGPUHost("gpu02", "gpu02.mgmt.example", 2)
+			b.Interfaces = []inventory.InterfaceAddr{lo, nic("eno1", "10.0.2.2", 24), nic("ib0", "192.168.50.2", 24), nic("docker0", "172.17.0.1", 16)}
+			c := planGPUHost("cpu01", "10.0.3.4", 0)
+			c.NoNvidiaSMI, c.Host.ClusterAddressSet = true, true
+			c.Interfaces = []inventory.InterfaceAddr{lo, nic("eno1", "10.0.3.4", 24), nic("ib0", "192.168.50.4", 24)}
+			return inventory.Inventory{Hosts: []inventory.HostInventory{a, b, c}}
+		}(), func(r *schedule.Request) {
+			r.PS, r.Workers, r.NIC = 3, 2, schedule.NICAuto
+		}},
 		"local-cpu": {inventory.Inventory{Hosts: []inventory.HostInventory{func() inventory.HostInventory {
 			h := planGPUHost("localhost", "127.0.0.1", 0)
 			h.Host.Local, h.NoNvidiaSMI = true, true
@@ -103,8 +116,8 @@ func TestPlanGolden(t *testing.T) {
 			if err := WritePlanJSON(&js, p); err != nil {
 				t.Fatal(err)
 			}
-			planGolden(t, name+".txt", txt.Bytes())
-			planGolden(t, name+".json", js.Bytes())
+			testkit.Golden(t, filepath.Join(planGoldenDir, name+".txt"), txt.Bytes())
+			testkit.Golden(t, filepath.Join(planGoldenDir, name+".json"), js.Bytes())
 
 			// The JSON document is what `run` executes, so it must carry the
 			// whole plan.
@@ -116,27 +129,6 @@ func TestPlanGolden(t *testing.T) {
 				t.Errorf("plan does not survive a JSON round trip:\n%+v\n%+v", back, *p)
 			}
 		})
-	}
-}
-
-func planGolden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	path := filepath.Join(planGoldenDir, file)
-	if *update {
-		if err := os.MkdirAll(planGoldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./launcher/ -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test ./launcher/ -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 
@@ -188,7 +180,7 @@ func TestPlanJSONStreamedAsWhole(t *testing.T) {
 			t.Errorf("%s: streamed JSON differs:\n%s\nwant:\n%s", name, streamed.String(), whole.String())
 		}
 	}
-	if len(plans) < 6 {
+	if len(plans) < 7 {
 		t.Errorf("only %d plans compared", len(plans))
 	}
 }

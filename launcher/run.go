@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,13 +14,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -29,7 +31,7 @@ type RunOptions struct {
 	// Hosts and Execs are indexed by host name: each task runs over its
 	// host's existing connection.
 	Hosts map[string]inventory.Host
-	Execs map[string]probe.Executor
+	Execs map[string]remote.Executor
 	// Env is --env: added to every task, over the hosts file's env.
 	Env map[string]string
 	// Workdir and Setup override the hosts file's when not empty.
@@ -45,9 +47,9 @@ type RunOptions struct {
 	Parallel  int
 	Console   *Console
 	Quiet     bool
-	// Signals delivers SIGINT/SIGTERM: the first stops the run gracefully,
-	// a second kills at once.
-	Signals <-chan os.Signal
+	// KillNow, once closed (a second Ctrl-C), kills every task at once.
+	// The first stop is Run's context: see Run.
+	KillNow <-chan struct{}
 }
 
 // Outcomes of a task, as shown in the summary.
@@ -107,15 +109,14 @@ type TaskResult struct {
 
 // runTask is a task while it runs.
 type runTask struct {
-	t       schedule.Task
-	res     TaskResult
-	out     *TaskOutput
-	log     *os.File
-	proc    probe.Started
-	ctl     chan<- ctlLine // to its host's writer: never blocking the loop
-	started time.Time
-	done    bool
-	stopped bool // tfhive asked it to stop
+	t        schedule.Task
+	res      TaskResult
+	out      *TaskOutput
+	log      *os.File
+	proc     remote.Started
+	startErr error
+	ctl      chan<- ctlLine // to its host's writer: never blocking the loop
+	started  time.Time
 	// claim receives the supervisor's claim line ("" if it ended first);
 	// claimed is closed then.
 	claim     chan string
@@ -137,7 +138,6 @@ type ClaimConflictError struct{ Conflicts []string }
 func (e *ClaimConflictError) Error() string {
 	return "claimed by another run while starting: " + strings.Join(e.Conflicts, "; ")
 }
-func (e *ClaimConflictError) ExitCode() int { return 3 }
 
 // ClaimBlockedError: a lock file on a host is not one tfhive can use (not
 // a regular file, or not readable), put there by someone else. Trying
@@ -147,7 +147,6 @@ type ClaimBlockedError struct{ Blocked []string }
 func (e *ClaimBlockedError) Error() string {
 	return strings.Join(e.Blocked, "; ") + "; ask its owner or root to remove it"
 }
-func (e *ClaimBlockedError) ExitCode() int { return 3 }
 
 // claimTaken stands for a supervisor that ended with exitClaimBusy before
 // saying its claims were held: a flock found one taken.
@@ -162,6 +161,16 @@ func describeClaims(cs []inventory.Claim) string {
 	return "(one of " + strings.Join(parts, ", ") + ")"
 }
 
+// Interrupt is the cause to cancel Run's context with
+// (context.WithCancelCause) when a signal stops the run, so that the
+// summary names it and the exit code follows it: 143 for SIGTERM, 130
+// otherwise (as for a context cancelled without this cause).
+func Interrupt(sig os.Signal) error { return &interruptError{sig} }
+
+type interruptError struct{ sig os.Signal }
+
+func (e *interruptError) Error() string { return "interrupted by " + sigName(e.sig) }
+
 type exitEvent struct {
 	i   int
 	rc  int
@@ -171,17 +180,36 @@ type exitEvent struct {
 // Run starts every task of the plan, streams their output, decides success
 // or failure, stops what is left and returns the summary. It returns an
 // error only when it could not run at all (e.g. the log dir).
+//
+// Cancelling ctx stops the run as a signal would: SIGTERM to every task,
+// SIGKILL after the grace period, result "interrupted" (see Interrupt);
+// o.KillNow kills at once. Either, once the run is decided, kills at once.
 func Run(ctx context.Context, o RunOptions) (*Summary, error) {
+	return runWith(ctx, o, defaultLimits)
+}
+
+// limits are the run's fixed waits, which tests shorten.
+type limits struct {
+	// minAnswer is the least time a supervisor is given to answer.
+	minAnswer time.Duration
+	// giveUp is how long after SIGKILL (and the grace period) a task still
+	// there is abandoned: its host stopped answering.
+	giveUp time.Duration
+}
+
+var defaultLimits = limits{minAnswer: 10 * time.Second, giveUp: 5 * time.Second}
+
+func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
 	if err := writeJSONFile(filepath.Join(o.LogDir, "plan.json"), o.Plan); err != nil {
 		return nil, err
 	}
-	r := &runner{o: o, events: make(chan exitEvent, len(o.Plan.Tasks)), start: time.Now()}
+	r := &runner{o: o, lim: lim, p: newPolicy(o.Plan), events: make(chan exitEvent, len(o.Plan.Tasks)), start: time.Now()}
 	sum := r.run(ctx)
-	if r.conflict != nil {
-		return nil, r.conflict
+	if r.p.conflict != nil {
+		return nil, r.p.conflict
 	}
 	if err := writeJSONFile(filepath.Join(o.LogDir, "summary.json"), sum); err != nil {
 		return sum, err
@@ -189,23 +217,21 @@ func Run(ctx context.Context, o RunOptions) (*Summary, error) {
 	return sum, nil
 }
 
+// runner carries out the policy's decisions: it starts the tasks, turns
+// what happens into events and sends the control lines.
 type runner struct {
 	o      RunOptions
+	lim    limits
+	p      *policy
 	tasks  []*runTask
 	events chan exitEvent
 	start  time.Time
 
-	result, reason string
-	exitCode       int
-	conflict       error
-	decider        int // index of the task that decided the result, -1 none
-	killAt         <-chan time.Time
-	giveUpAt       <-chan time.Time
+	killAt   <-chan time.Time
+	giveUpAt <-chan time.Time
 }
 
 func (r *runner) run(ctx context.Context) *Summary {
-	r.decider = -1
-	rule := ruleOf(r.o.Plan)
 	// One control-line writer per host, not per task: a goroutine's stack
 	// per task is memory at hundreds of tasks, and a host whose link
 	// blocks blocks all its tasks' lines anyway.
@@ -231,14 +257,8 @@ func (r *runner) run(ctx context.Context) *Summary {
 		}})
 	}
 	r.startAll(ctx)
-	running := 0
-	for _, rt := range r.tasks {
-		if !rt.done {
-			running++
-		}
-	}
-	if r.result == "" {
-		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, CountOf(len(r.tasks), "task"), CountOf(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
+	if !r.p.decided() {
+		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
 	}
 
 	heartbeat := time.NewTicker(r.heartbeatInterval())
@@ -249,41 +269,41 @@ func (r *runner) run(ctx context.Context) *Summary {
 		defer t.Stop()
 		timeout = t.C
 	}
-	for running > 0 {
+	done, killNow := ctx.Done(), r.o.KillNow
+	for r.p.running() > 0 {
 		select {
 		case ev := <-r.events:
-			running--
-			r.exited(ev, rule)
+			r.tasks[ev.i].res.Duration = time.Since(r.tasks[ev.i].started)
+			if ev.err != nil {
+				r.apply(event{kind: evLost, task: ev.i, err: ev.err.Error()})
+			} else {
+				r.apply(event{kind: evExited, task: ev.i, code: ev.rc})
+			}
 		case <-heartbeat.C:
-			for _, rt := range r.tasks {
-				rt.send(ctlHeartbeat)
+			for _, i := range r.p.live() {
+				r.tasks[i].send(ctlHeartbeat)
 			}
 		case <-timeout:
 			timeout = nil
-			r.decide(ResultTimeout, ExitTimeout, -1, fmt.Sprintf("timed out after %s", r.o.Timeout))
-		case sig := <-r.o.Signals:
-			code := 130
-			if sig == syscall.SIGTERM {
-				code = 143
+			r.apply(event{kind: evTimeout, after: r.o.Timeout})
+		case <-done:
+			done = nil
+			r.apply(interrupted(ctx))
+		case <-killNow:
+			killNow = nil
+			if done != nil && ctx.Err() != nil {
+				// Both came before the loop looked: the first is the
+				// one that names the signal.
+				done = nil
+				r.apply(interrupted(ctx))
 			}
-			if r.result != "" {
-				// Already stopping: a second signal kills at once.
-				r.o.Console.Printf("tfhive: killing every task now")
-				r.killAll()
-				continue
-			}
-			r.decide(ResultInterrupted, code, -1, "interrupted by "+sigName(sig))
+			r.apply(event{kind: evKillNow})
 		case <-r.killAt:
 			r.killAt = nil
-			r.killAll()
+			r.apply(event{kind: evGraceOver})
 		case <-r.giveUpAt:
-			// Killed and still not gone: the host stopped answering.
-			for _, rt := range r.tasks {
-				if !rt.done && rt.proc != nil {
-					rt.proc.Close()
-				}
-			}
 			r.giveUpAt = nil
+			r.apply(event{kind: evGiveUp})
 		}
 	}
 	for _, rt := range r.tasks {
@@ -295,55 +315,64 @@ func (r *runner) run(ctx context.Context) *Summary {
 	return r.summary()
 }
 
+// interrupted is the event for a cancelled ctx, with the signal its cause
+// names.
+func interrupted(ctx context.Context) event {
+	ev := event{kind: evInterrupt}
+	var ie *interruptError
+	if errors.As(context.Cause(ctx), &ie) {
+		ev.sig = ie.sig
+	}
+	return ev
+}
+
+// apply feeds ev to the policy and carries out its decision.
+func (r *runner) apply(ev event) {
+	d := r.p.apply(ev)
+	for _, line := range d.say {
+		r.o.Console.Printf("%s", line)
+	}
+	for _, i := range d.to {
+		r.tasks[i].send(d.send)
+	}
+	for _, i := range d.abandon {
+		r.tasks[i].proc.Close()
+	}
+	if d.armKill {
+		r.killAt = time.After(r.o.Grace)
+	}
+	if d.armGiveUp {
+		r.killAt = nil
+		r.giveUpAt = time.After(r.o.Grace + r.lim.giveUp)
+	}
+}
+
 // startAll starts every task, in parallel but bounded, each over its
-// host's connection. A task that cannot start fails the run.
+// host's connection, and waits for every supervisor's claim line: the
+// policy then says go, or abort. A task that cannot start fails the run.
 func (r *runner) startAll(ctx context.Context) {
+	// The run stops its tasks itself when ctx ends: a start under way
+	// goes on, to be stopped like the others.
+	ctx = context.WithoutCancel(ctx)
 	var g errgroup.Group
 	g.SetLimit(max(r.o.Parallel, 1))
 	for i, rt := range r.tasks {
 		g.Go(func() error {
-			if err := r.startOne(ctx, i, rt); err != nil {
-				rt.res.Outcome, rt.res.Error, rt.done = OutcomeNoStart, err.Error(), true
-			}
+			rt.startErr = r.startOne(ctx, i, rt)
 			return nil
 		})
 	}
 	g.Wait()
-	// Two phases: every supervisor holds its claims before any task
-	// starts, so two runs racing for the same GPUs never both start.
-	var conflicts, blocked []string
-	for _, rt := range r.tasks {
-		if rt.done {
-			continue
-		}
-		switch line := <-rt.claim; {
-		case line == claimTaken:
-			conflicts = append(conflicts, fmt.Sprintf("%s %s", rt.t.Host, describeClaims(claimsFor(rt.t))))
-		case strings.HasPrefix(line, claimBlocked):
-			blocked = append(blocked, rt.t.Host+": "+strings.TrimPrefix(line, claimBlocked))
+	for i, rt := range r.tasks {
+		if rt.startErr != nil {
+			r.apply(event{kind: evNotStarted, task: i, err: rt.startErr.Error()})
+		} else {
+			r.apply(event{kind: evStarted, task: i})
 		}
 	}
 	for i, rt := range r.tasks {
-		if rt.res.Outcome == OutcomeNoStart {
-			r.o.Console.Printf("tfhive: %s on %s could not start: %s", rt.t.ID, rt.t.Host, rt.res.Error)
-			r.decide(ResultFailed, 1, i, fmt.Sprintf("%s on %s could not start: %s", rt.t.ID, rt.t.Host, rt.res.Error))
-		}
-	}
-	switch {
-	case (len(conflicts) > 0 || len(blocked) > 0) && r.result == "":
-		if len(blocked) > 0 {
-			r.conflict = &ClaimBlockedError{Blocked: blocked}
-		} else {
-			r.conflict = &ClaimConflictError{Conflicts: conflicts}
-		}
-		r.result = "conflict" // internal: nothing ran, Run returns the error
-		for _, rt := range r.tasks {
-			rt.stopped = true
-			rt.send(ctlAbort)
-		}
-	case r.result == "":
-		for _, rt := range r.tasks {
-			rt.send(ctlGo)
+		if rt.startErr == nil {
+			r.apply(event{kind: evClaim, task: i, line: <-rt.claim})
 		}
 	}
 }
@@ -376,7 +405,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	// hold the whole run at the claim phase: after the watchdog's own
 	// period it is lost — but never before minAnswer, as a busy host's
 	// login shell may take seconds while its link is fine.
-	answerWithin := max(tk.HeartbeatTimeout, minAnswer)
+	answerWithin := max(tk.HeartbeatTimeout, r.lim.minAnswer)
 	var silent atomic.Bool
 	go func() {
 		t := time.NewTimer(answerWithin)
@@ -401,9 +430,6 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	}()
 	return nil
 }
-
-// minAnswer is the least time a supervisor is given to answer.
-const minAnswer = 10 * time.Second
 
 // writeChunked writes s in small pieces: x/crypto keeps, for the life of
 // each channel, a packet buffer as large as its largest write, and a
@@ -448,8 +474,10 @@ func (r *runner) taskFor(t schedule.Task) task {
 func claimsFor(t schedule.Task) []inventory.Claim {
 	var c []inventory.Claim
 	for i, g := range t.GPUs {
+		// The UUID names a file on the host: one nvidia-smi printed with
+		// anything but letters, digits and '-' is not used (the index is).
 		uuid := ""
-		if i < len(t.GPUUUIDs) {
+		if i < len(t.GPUUUIDs) && claim.ValidUUID(t.GPUUUIDs[i]) {
 			uuid = t.GPUUUIDs[i]
 		}
 		c = append(c, inventory.Claim{Kind: "gpu", ID: g, UUID: uuid})
@@ -513,128 +541,7 @@ func (r *runner) heartbeatInterval() time.Duration {
 	return min
 }
 
-// successRule says which tasks' success is the run's success.
-type successRule int
-
-const (
-	chiefDecides     successRule = iota // TensorFlow with a chief: the chief alone
-	workersDecide                       // TensorFlow without one: every worker
-	everyRankDecides                    // torch: every rank, the chief included
-)
-
-func ruleOf(p *schedule.Plan) successRule {
-	switch {
-	case p.Torch():
-		// A collective needs the whole world: one rank missing leaves
-		// the others waiting in it.
-		return everyRankDecides
-	case len(p.Cluster.Chief) > 0:
-		return chiefDecides
-	}
-	return workersDecide
-}
-
-// mustFinish: the tasks whose success is the run's success; any of them
-// failing fails the run.
-func (rule successRule) mustFinish(role string) bool {
-	switch rule {
-	case chiefDecides:
-		return role == schedule.RoleChief
-	case workersDecide:
-		return role == schedule.RoleWorker
-	}
-	return true
-}
-
-func (r *runner) exited(ev exitEvent, rule successRule) {
-	rt := r.tasks[ev.i]
-	rt.done = true
-	rt.res.Duration = time.Since(rt.started)
-	label := rt.t.ID + " on " + rt.t.Host
-	switch {
-	case ev.err != nil:
-		rt.res.Outcome, rt.res.Error = OutcomeLost, ev.err.Error()
-	case rt.stopped:
-		rt.res.Outcome = OutcomeStopped
-		rt.res.ExitCode = intPtr(ev.rc)
-	default:
-		rt.res.Outcome = OutcomeExited
-		rt.res.ExitCode = intPtr(ev.rc)
-	}
-	if r.result != "" {
-		return // already decided; the rest are being stopped
-	}
-	failed := ev.err != nil || ev.rc != 0
-	switch {
-	case failed && (rule.mustFinish(rt.t.Role) || rt.t.Role == schedule.RolePS):
-		// A parameter server that dies leaves the workers waiting forever,
-		// so it fails the run too.
-		code, what := ev.rc, describeExit(ev.rc)
-		if ev.err != nil {
-			code, what = ExitHostLost, "was lost: "+ev.err.Error()
-		}
-		r.o.Console.Printf("tfhive: %s %s; stopping the other tasks", label, what)
-		r.decide(ResultFailed, code, ev.i, label+" "+what)
-	case failed:
-		r.o.Console.Printf("tfhive: %s %s (not fatal for the run)", label, describeExit(ev.rc))
-	case rule.mustFinish(rt.t.Role):
-		if r.allSucceeded(rule) {
-			r.decide(ResultSucceeded, 0, -1, rule.reason())
-		}
-	}
-}
-
-func (rule successRule) reason() string {
-	switch rule {
-	case chiefDecides:
-		return "the chief exited 0"
-	case workersDecide:
-		return "every worker exited 0"
-	}
-	return "every rank exited 0"
-}
-
-// allSucceeded: every task the rule waits for has exited 0.
-func (r *runner) allSucceeded(rule successRule) bool {
-	for _, rt := range r.tasks {
-		if rule.mustFinish(rt.t.Role) && (!rt.done || rt.res.Outcome != OutcomeExited || *rt.res.ExitCode != 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// decide fixes the run's result once and stops every task still running:
-// SIGTERM now, SIGKILL after the grace period.
-func (r *runner) decide(result string, code, decider int, reason string) {
-	if r.result != "" {
-		return
-	}
-	r.result, r.exitCode, r.decider, r.reason = result, code, decider, reason
-	for _, rt := range r.tasks {
-		if !rt.done {
-			rt.stopped = true
-			rt.send(ctlTerm)
-		}
-	}
-	r.killAt = time.After(r.o.Grace)
-}
-
-func (r *runner) killAll() {
-	for _, rt := range r.tasks {
-		if !rt.done {
-			rt.stopped = true
-			rt.send(ctlKill)
-		}
-	}
-	r.killAt = nil
-	r.giveUpAt = time.After(r.o.Grace + 5*time.Second)
-}
-
 func (rt *runTask) send(line string) {
-	if rt.done || rt.proc == nil {
-		return
-	}
 	select {
 	case rt.ctl <- ctlLine{rt.proc, line}:
 	default: // the host's link is stuck; heartbeats may be dropped
@@ -643,7 +550,7 @@ func (rt *runTask) send(line string) {
 
 // ctlLine is a control line for one task's supervisor.
 type ctlLine struct {
-	proc probe.Started
+	proc remote.Started
 	line string
 }
 
@@ -656,46 +563,25 @@ func writeCtl(q <-chan ctlLine) {
 }
 
 func (r *runner) summary() *Summary {
-	s := &Summary{RunID: r.o.Plan.RunID, Result: r.result, ExitCode: r.exitCode, Reason: r.reason,
+	result, code, reason, decider := r.p.final()
+	s := &Summary{RunID: r.o.Plan.RunID, Result: result, ExitCode: code, Reason: reason,
 		LogDir: r.o.LogDir, Started: r.start, Duration: time.Since(r.start)}
-	if s.Result == "" {
-		// Every task ended on its own without deciding (e.g. chief mode
-		// where the chief was never started): not a success.
-		s.Result, s.ExitCode, s.Reason = ResultFailed, 1, "the tasks ended without a successful chief or workers"
+	for i, rt := range r.tasks {
+		st := r.p.state[i]
+		rt.res.Outcome, rt.res.ExitCode, rt.res.Error = st.outcome, st.code, st.err
 	}
-	if r.decider >= 0 {
-		s.Tasks = append(s.Tasks, r.tasks[r.decider].res)
+	if decider >= 0 {
+		s.Tasks = append(s.Tasks, r.tasks[decider].res)
 	}
 	for i, rt := range r.tasks {
-		if i != r.decider {
+		if i != decider {
 			s.Tasks = append(s.Tasks, rt.res)
 		}
 	}
 	return s
 }
 
-func describeExit(rc int) string {
-	if rc > 128 && rc < 128+65 {
-		return fmt.Sprintf("was killed by signal %d (exit %d)", rc-128, rc)
-	}
-	return fmt.Sprintf("exited %d", rc)
-}
-
-func sigName(s os.Signal) string {
-	if s == syscall.SIGTERM {
-		return "SIGTERM"
-	}
-	return "SIGINT"
-}
-
 func intPtr(n int) *int { return &n }
-
-func CountOf(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
 
 // writeJSONFile writes v indented, encoded straight into the file (the
 // plan through WritePlanJSON, which holds no copy of the whole document).

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alessio/shellescape"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/remote/shscript"
 )
 
 // RunOnHost is what one run holds on one host, from the claims there.
@@ -124,7 +124,7 @@ type KillResult struct {
 // task's process group, which only it knows: SIGTERM, and after grace a
 // second SIGTERM, on which it kills the group. A signal the host refuses
 // is reported as refused, never as stopped.
-func Kill(ctx context.Context, runs []RunOnHost, execs map[string]probe.Executor, grace time.Duration, parallel int) []KillResult {
+func Kill(ctx context.Context, runs []RunOnHost, execs map[string]remote.Executor, grace time.Duration, parallel int) []KillResult {
 	results := make([]KillResult, len(runs))
 	var g errgroup.Group
 	g.SetLimit(max(parallel, 1))
@@ -164,52 +164,15 @@ func lastLine(s string) string {
 	return s[strings.LastIndex(s, "\n")+1:]
 }
 
-// killScript finds the run's supervisors among the holders' children, by
-// the label in their own command line, signals them, and waits for them
-// to go (no fixed sleep: it polls and ends as soon as they are gone). A
-// process's existence is /proc's word: kill -0 fails for another user's
-// process too.
+// killScript stops a run's supervisors on one host: the holders'
+// children whose own command line carries the run's label
+// (scripts/kill.sh).
 func killScript(runID string, holders []int, grace time.Duration) string {
-	return fmt.Sprintf(`run=%s
-holders=%s
-tenths=%d
-# Descendants of the holders: further holders (flock), then the task's
-# supervisor, whose own command line carries the run's label.
-sups=$(ps -e -ww -o pid= -o ppid= -o args= 2>/dev/null | awk -v h="$holders" -v run="$run" '
-	BEGIN { n = split(h, a, ","); for (i = 1; i <= n; i++) want[a[i]] = 1 }
-	{
-		pid[NR] = $1; ppid[NR] = $2; fl[NR] = ($3 ~ /flock$/); lab[NR] = 0
-		for (k = 3; k + 2 <= NF; k++) if ($k == "%s" && $(k + 2) == run) lab[NR] = 1
-	}
-	END {
-		do { more = 0; for (i = 1; i <= NR; i++) if (fl[i] && want[ppid[i]] && !want[pid[i]]) { want[pid[i]] = 1; more = 1 } } while (more)
-		for (i = 1; i <= NR; i++) if (!fl[i] && lab[i] && want[ppid[i]] && pid[i] > 1) print pid[i]
-	}')
-if [ -z "$sups" ]; then
-	# Holders with no supervisor yet: the tasks are still starting; no
-	# holder left: they ended meanwhile (the run's own tfhive may have
-	# stopped them).
-	for h in $(echo "$holders" | tr , ' '); do [ -d "/proc/$h" ] && exit 3; done
-	echo "stopped 0"
-	exit 0
-fi
-alive() { for p in $sups; do [ -d "/proc/$p" ] && return 0; done; return 1; }
-rc=0
-n=0
-for p in $sups; do
-	if kill -TERM "$p" 2>/dev/null; then n=$((n + 1))
-	elif [ -d "/proc/$p" ]; then echo "tfhive: not allowed to signal pid $p: only its owner or root can" >&2; rc=1
-	fi
-done
-[ "$rc" = 0 ] || { echo "stopped $n"; exit "$rc"; }
-i=0
-while alive && [ "$i" -lt "$tenths" ]; do sleep 0.1; i=$((i + 1)); done
-if alive; then
-	for p in $sups; do kill -TERM "$p" 2>/dev/null; done
-	i=0
-	while alive && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-fi
-echo "stopped $n"
-if alive; then echo "tfhive: $(echo $sups | wc -w) supervisors still running after SIGKILL to their tasks" >&2; exit 1; fi
-`, shellescape.Quote(runID), shellescape.Quote(intList(holders)), int(grace/(100*time.Millisecond)), claim.HolderMarker)
+	return killSh.With(
+		shscript.Set("run", runID),
+		shscript.Set("holders", intList(holders)),
+		shscript.Set("tenths", strconv.Itoa(int(grace/(100*time.Millisecond)))),
+	)
 }
+
+var killSh = shscript.Load(scripts, "scripts/kill.sh")

@@ -3,7 +3,6 @@ package launcher
 import (
 	"bytes"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/testkit"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -188,28 +188,7 @@ func TestTableSanitized(t *testing.T) {
 		if bytes.ContainsRune(out, 0x1b) {
 			t.Errorf("%s: ESC in a table: %q", name, out)
 		}
-		sanitizeGolden(t, name, out)
-	}
-}
-
-func sanitizeGolden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	path := filepath.Join(sanitizeGoldenDir, file)
-	if *update {
-		if err := os.MkdirAll(sanitizeGoldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./launcher/ -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test ./launcher/ -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
+		testkit.Golden(t, filepath.Join(sanitizeGoldenDir, name), out)
 	}
 }
 

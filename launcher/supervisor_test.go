@@ -16,14 +16,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
 // supervised is a supervisor started through the local executor, with its
 // stdout readable line by line.
 type supervised struct {
-	p     probe.Started
+	p     remote.Started
 	lines *bufio.Scanner
 	errb  *strings.Builder
 	done  chan int
@@ -33,7 +35,7 @@ func supervise(t *testing.T, tk task) *supervised {
 	t.Helper()
 	pr, pw := io.Pipe()
 	errb := &strings.Builder{}
-	p, err := probe.LocalExec{}.Start(context.Background(), SupervisorCommand, pw, errb)
+	p, err := remote.Local{}.Start(context.Background(), SupervisorCommand, pw, errb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +207,7 @@ func TestSupervisorRefusesPreparedLockFiles(t *testing.T) {
 // TFHIVE_CLAIMS_DIR in the environment it inherits).
 func heldClaims(t *testing.T, dir string) []inventory.Claim {
 	t.Helper()
-	f := probe.NewFleet([]inventory.Host{probe.LocalHost()}, probe.Options{ClaimsOnly: true})
+	f := probe.NewFleet([]inventory.Host{hosts.Local()}, probe.Options{ClaimsOnly: true})
 	defer f.Close()
 	h := f.Probe(context.Background()).Hosts[0]
 	if h.Err != nil || h.ClaimsDir != dir {
@@ -366,5 +368,24 @@ func TestSupervisorStopsWhenAHolderDies(t *testing.T) {
 	}
 	if left := heldClaims(t, dir); len(left) != 0 {
 		t.Errorf("claims still held: %+v", left)
+	}
+}
+
+// A supervisor killed at any moment after go, even before its task has
+// started, leaves no task behind: the watcher exists before the task and
+// learns its pid from the task's own shell.
+func TestSupervisorKilledRightAfterGo(t *testing.T) {
+	marker := fmt.Sprintf("tfhive-orphan-%d", os.Getpid())
+	for i := 0; i < 20; i++ {
+		s := supervise(t, task{Argv: []string{"sleep", "60", marker}, HeartbeatTimeout: 30 * time.Second})
+		if got := s.line(t); got != claimOK {
+			t.Fatalf("%q (stderr %s)", got, s.errb.String())
+		}
+		s.send(t, ctlGo)
+		syscall.Kill(s.p.(interface{ Pid() int }).Pid(), syscall.SIGKILL)
+		s.wait(t, 15*time.Second)
+	}
+	if out, err := exec.Command("pgrep", "-f", marker).Output(); err == nil {
+		t.Errorf("tasks left running: %s", out)
 	}
 }

@@ -10,33 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfhive/tfhive/probe/claim"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/tfhive/tfhive/probe/claim"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
-// claimsScript lists the lock files (device, inode, owner, mode, name)
-// and the ones tfhive could not open, then every flock held on the host
-// with its holder's pid, then those holders as ps sees them: real uid and
-// command line. Holders are read from /proc/locks, never by trying a lock
-// (a probe that tried them would make a concurrent run's claim fail for
-// nothing). The machine id goes first: two names of one machine share it.
-const claimsScript = `d=${TFHIVE_CLAIMS_DIR:-` + claim.DirDefault + `};
-m=-; if [ -r /etc/machine-id ]; then read -r m </etc/machine-id; fi;
-echo ` + markClaims + ` "${m:--}" "$d";
-set -- "$d"/` + claim.FilePrefix + `*` + claim.FileSuffix + `;
-if [ -e "$1" ] || [ -L "$1" ]; then
-  stat -c 'F %d %i %U %f %n' "$@" 2>/dev/null;
-  for f; do if [ -L "$f" ] || [ ! -r "$f" ]; then echo "U $f"; fi; done;
-fi;
-echo ` + markLocks + `;
-l=$(awk '$2 == "FLOCK" && $5 > 0 { print $6, $5 }' /proc/locks 2>/dev/null);
-printf '%s\n' "$l";
-echo ` + markHolders + `;
-set -- $l; p=; while [ $# -ge 2 ]; do p=$p${p:+,}$2; shift 2; done;
-if [ -n "$p" ]; then ps -ww -o pid= -o uid= -o user:32= -o etimes= -o args= -p "$p" 2>/dev/null; fi;
-`
-
+// The claims sections' markers (scripts/claims.sh prints them).
 const (
 	markClaims  = "@@tfhive-claims"
 	markLocks   = "@@tfhive-locks"
@@ -77,7 +57,7 @@ type claimsSection struct {
 // lock files that block a claim. gpuIndex maps a GPU UUID to its index
 // (nil in a claims-only probe: the holders' labels give the index then).
 // now dates the holders.
-func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []Claim {
+func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inventory.Claim {
 	files := map[fileID]*lockFile{}
 	var all []*lockFile
 	byPath := map[string]*lockFile{}
@@ -111,8 +91,8 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []Clai
 
 	held := map[string]bool{} // claim names some holder holds
 	seen := map[string]bool{} // one claim per holder label and name
-	var claims []Claim
-	add := func(c Claim) {
+	var claims []inventory.Claim
+	add := func(c inventory.Claim) {
 		// One claim per thing held and holder label (a task's label is
 		// in each of its holders' command lines).
 		key := fmt.Sprint(claim.Name(c.Kind, c.ID, c.UUID), c.User, c.RunID, c.Task)
@@ -201,7 +181,7 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []Clai
 		c.File, c.Blocked, c.User = lf.path, why, lf.owner
 		add(c)
 	}
-	slices.SortFunc(claims, func(a, b Claim) int {
+	slices.SortFunc(claims, func(a, b inventory.Claim) int {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID), strings.Compare(a.RunID, b.RunID))
 	})
 	return claims
@@ -268,25 +248,25 @@ func claimFileName(path string) (string, bool) {
 
 // claimFromName turns gpu-UUID, gpu-N or port-N into a claim; a GPU UUID
 // this host's inventory does not list is not one of its GPUs.
-func claimFromName(name string, gpuIndex map[string]int) (Claim, bool) {
+func claimFromName(name string, gpuIndex map[string]int) (inventory.Claim, bool) {
 	kind, id, ok := strings.Cut(name, "-")
 	if !ok {
-		return Claim{}, false
+		return inventory.Claim{}, false
 	}
 	switch kind {
 	case "port":
 		n, err := strconv.Atoi(id)
-		return Claim{Kind: "port", ID: n}, err == nil && n > 0
+		return inventory.Claim{Kind: "port", ID: n}, err == nil && n > 0
 	case "gpu":
 		if n, err := strconv.Atoi(id); err == nil {
-			return Claim{Kind: "gpu", ID: n}, true
+			return inventory.Claim{Kind: "gpu", ID: n}, true
 		}
 		if idx, ok := gpuIndex[id]; ok {
-			return Claim{Kind: "gpu", ID: idx, UUID: id}, true
+			return inventory.Claim{Kind: "gpu", ID: idx, UUID: id}, true
 		}
 		if gpuIndex == nil && claim.ValidUUID(id) {
-			return Claim{Kind: "gpu", ID: -1, UUID: id}, true
+			return inventory.Claim{Kind: "gpu", ID: -1, UUID: id}, true
 		}
 	}
-	return Claim{}, false
+	return inventory.Claim{}, false
 }

@@ -11,19 +11,21 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/probe/claim"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote/shscript"
 )
 
 // runClaimsScript runs the claims part of the probe script against dir and
 // cuts its output as the probe does.
 func runClaimsScript(t *testing.T, dir string) claimsSection {
 	t.Helper()
-	script := exec.Command("sh", "-c", claimsScript+"echo "+markEnd)
+	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh").Text())
 	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
 	raw, err := script.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	po, err := splitProbeOutput([]byte(markSMI + " 0\n" + markPS + "\n" + markTCP + "\n" + string(raw)))
+	po, err := splitProbeOutput([]byte(markSMI + " 0\n" + markPS + "\n" + markTCP + "\n" + markNIC + "\n" + string(raw)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestClaimsFromLiveHolders(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("claims %+v, want 3", got)
 	}
-	want := []Claim{
+	want := []inventory.Claim{
 		{Kind: "gpu", ID: 0, UUID: "GPU-bbbb", User: me},
 		{Kind: "gpu", ID: 1, UUID: "GPU-aaaa", RunID: "r1", Task: "worker:0", User: me},
 		{Kind: "port", ID: 2223, RunID: "r1", Task: "worker:0", User: me},

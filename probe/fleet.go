@@ -1,19 +1,35 @@
+// Package probe learns what each host has (GPUs, processes, listening
+// ports, network interfaces, claims) over one SSH connection per host, and
+// keeps those connections for the tasks (Fleet). It must not import schedule or
+// launcher: data flows probe → schedule → launcher.
 package probe
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/tfhive/tfhive/probe/hosts"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/transport"
+)
+
+// Defaults for Options.
+const (
+	DefaultCommandTimeout = 30 * time.Second
+	DefaultParallel       = 64
 )
 
 // Options tune a Fleet.
 type Options struct {
-	SSH SSHOptions
+	SSH transport.Options
 	// CommandTimeout bounds the probe on each host (nvidia-smi included).
 	CommandTimeout time.Duration
 	// Parallel bounds how many hosts are dialled and probed at once.
@@ -24,56 +40,74 @@ type Options struct {
 	ClaimsOnly bool
 	// Then, when set, is a one-line command each host's probe session goes
 	// on with once the probe is done, typically waiting on its stdin. The
-	// session is kept as a spare: the first Executor.Start of this same
-	// command on the host gets it, already running, instead of a new
-	// session. A later Probe or Close ends the spares not taken.
+	// session is kept as a spare (remote.Spares): the first
+	// Executor.Start of this same command on the host gets it, already
+	// running, instead of a new session. A later Probe or Close ends the
+	// spares not taken.
 	Then string
 }
 
 // Fleet holds one connection per host for the whole run: opened by the
 // first Probe, reused by later probes and by the launcher, closed by Close.
 type Fleet struct {
-	Hosts  []Host
+	Hosts  []inventory.Host
 	opts   Options
-	dialer *Dialer
+	dialer *transport.Dialer
+	spares *remote.Spares
 
-	mu     sync.Mutex
-	execs  []Executor
-	spares []*spare
+	mu    sync.Mutex
+	execs []remote.Executor
 }
 
-func NewFleet(hosts []Host, o Options) *Fleet {
+// SetDefaults fills in what o leaves unset.
+func (o *Options) SetDefaults() {
 	if o.CommandTimeout <= 0 {
-		o.CommandTimeout = 30 * time.Second
+		o.CommandTimeout = DefaultCommandTimeout
 	}
 	if o.Parallel <= 0 {
-		o.Parallel = 64
+		o.Parallel = DefaultParallel
 	}
-	return &Fleet{Hosts: hosts, opts: o, dialer: NewDialer(o.SSH), execs: make([]Executor, len(hosts)),
-		spares: make([]*spare, len(hosts))}
+	o.SSH.SetDefaults()
+}
+
+// NewFleet returns a fleet of hosts; nothing is dialled before Probe.
+func NewFleet(hs []inventory.Host, o Options) *Fleet {
+	o.SetDefaults()
+	return &Fleet{Hosts: hs, opts: o, dialer: transport.NewDialer(o.SSH), execs: make([]remote.Executor, len(hs)),
+		spares: remote.NewSpares(len(hs))}
 }
 
 // KeepSessions sets Options.Then; call it before the first Probe.
 func (f *Fleet) KeepSessions(then string) { f.opts.Then = then }
 
 // Executor returns host i's open connection, or nil if it has none.
-func (f *Fleet) Executor(i int) Executor {
+func (f *Fleet) Executor(i int) remote.Executor {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.execs[i] != nil && f.opts.Then != "" {
-		return spareExec{Executor: f.execs[i], f: f, i: i}
+		return f.spares.Executor(i, f.execs[i])
 	}
 	return f.execs[i]
 }
 
-// KeepAlive is host h's keepalive interval and count (see Dialer.KeepAlive).
-func (f *Fleet) KeepAlive(h Host) (time.Duration, int) { return f.dialer.KeepAlive(h) }
+// KeepAlive is host h's keepalive interval and count (see hosts.KeepAlive).
+func (f *Fleet) KeepAlive(h inventory.Host) (time.Duration, int) { return hosts.KeepAlive(h) }
+
+// KeepSpares ends the spares of every host not named in keep: a run's
+// hosts without a task should not hold an idle session for its length.
+func (f *Fleet) KeepSpares(keep []string) {
+	for i, h := range f.Hosts {
+		if !slices.Contains(keep, h.Name) {
+			f.spares.Drop(i)
+		}
+	}
+}
 
 // Close closes every connection.
 func (f *Fleet) Close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.dropSpares()
+	f.spares.DropAll()
 	for i, e := range f.execs {
 		if e != nil {
 			e.Close()
@@ -86,11 +120,9 @@ func (f *Fleet) Close() {
 // Probe connects to every host not yet connected and probes them all, in
 // parallel and bounded. It always returns a full inventory: a host that
 // failed carries its error, and the others are not held up by it.
-func (f *Fleet) Probe(ctx context.Context) Inventory {
-	inv := Inventory{Hosts: make([]HostInventory, len(f.Hosts))}
-	f.mu.Lock()
-	f.dropSpares()
-	f.mu.Unlock()
+func (f *Fleet) Probe(ctx context.Context) inventory.Inventory {
+	inv := inventory.Inventory{Hosts: make([]inventory.HostInventory, len(f.Hosts))}
+	f.spares.DropAll()
 	var g errgroup.Group
 	g.SetLimit(f.opts.Parallel)
 	var done atomic.Int32
@@ -107,7 +139,7 @@ func (f *Fleet) Probe(ctx context.Context) Inventory {
 	return inv
 }
 
-func (f *Fleet) connect(ctx context.Context, i int) (Executor, *HostError) {
+func (f *Fleet) connect(ctx context.Context, i int) (remote.Executor, *inventory.HostError) {
 	f.mu.Lock()
 	e := f.execs[i]
 	f.mu.Unlock()
@@ -115,9 +147,9 @@ func (f *Fleet) connect(ctx context.Context, i int) (Executor, *HostError) {
 		return e, nil
 	}
 	h := f.Hosts[i]
-	e = LocalExec{}
+	e = remote.Local{}
 	if !h.Local {
-		c, herr := f.dialer.Dial(ctx, h)
+		c, herr := remote.Dial(ctx, f.dialer, h)
 		if herr != nil {
 			return nil, herr
 		}
@@ -130,19 +162,19 @@ func (f *Fleet) connect(ctx context.Context, i int) (Executor, *HostError) {
 }
 
 // forget drops a connection that failed, so that the next Probe redials.
-func (f *Fleet) forget(i int, e Executor) {
+func (f *Fleet) forget(i int, e remote.Executor) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.execs[i] == e {
 		e.Close()
 		f.execs[i] = nil
 	}
-	f.dropSpare(i)
+	f.spares.Drop(i)
 }
 
-func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
+func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	h := f.Hosts[i]
-	hi := HostInventory{Host: h, Name: h.Name, ClusterAddress: h.ClusterAddress, GPUs: []GPU{}, ListeningPorts: []int{}, Claims: []Claim{}}
+	hi := inventory.HostInventory{Host: h, Name: h.Name, ClusterAddress: h.ClusterAddress, GPUs: []inventory.GPU{}, ListeningPorts: []int{}, Claims: []inventory.Claim{}}
 	e, herr := f.connect(ctx, i)
 	if herr != nil {
 		hi.Err = herr
@@ -161,27 +193,25 @@ func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
 		rc, err = e.Run(cctx, cmd, nil, &o, &e2)
 		stdout, stderr = o.Bytes(), e2.Bytes()
 	} else {
-		rc, stdout, stderr, err = f.probeKeeping(cctx, i, e, cmd)
+		rc, stdout, stderr, err = f.spares.RunKeeping(cctx, i, e, cmd, markEnd, f.opts.Then)
 	}
 	switch {
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		f.forget(i, e)
-		hi.Err = &HostError{Kind: ErrTimeout, Message: fmt.Sprintf("probe timed out after %s", f.opts.CommandTimeout+5*time.Second)}
+		hi.Err = &inventory.HostError{Kind: inventory.ErrTimeout, Message: fmt.Sprintf("probe timed out after %s", f.opts.CommandTimeout+5*time.Second)}
 		return hi
 	case err != nil:
 		f.forget(i, e)
-		hi.Err = &HostError{Kind: ErrSSH, Message: err.Error()}
+		hi.Err = &inventory.HostError{Kind: inventory.ErrSSH, Message: err.Error()}
 		return hi
 	case rc != 0:
-		hi.Err = &HostError{Kind: ErrCommand, Message: fmt.Sprintf("probe script failed (exit %d): %s", rc, firstLine(stderr))}
+		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: fmt.Sprintf("probe script failed (exit %d): %s", rc, excerpt(stderr))}
 		return hi
 	}
 	po, err := splitProbeOutput(stdout)
 	if err != nil {
-		f.mu.Lock()
-		f.dropSpare(i)
-		f.mu.Unlock()
-		hi.Err = &HostError{Kind: ErrCommand, Message: err.Error()}
+		f.spares.Drop(i)
+		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: err.Error()}
 		return hi
 	}
 	var smi smiFacts
@@ -196,6 +226,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
 	if ports := parseListeningPorts(po.tcp); ports != nil {
 		hi.ListeningPorts = ports
 	}
+	hi.Interfaces = parseInterfaces(po.nic)
 	var gpuIndex map[string]int
 	if !f.opts.ClaimsOnly {
 		gpuIndex = map[string]int{}
@@ -210,29 +241,4 @@ func (f *Fleet) probeHost(ctx context.Context, i int) HostInventory {
 	}
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
 	return hi
-}
-
-// probeKeeping runs the probe with Then after it. Once the probe's output
-// is complete the session becomes host i's spare and rc is 0; a session
-// that ends first is a plain probe's result.
-func (f *Fleet) probeKeeping(ctx context.Context, i int, e Executor, cmd string) (rc int, stdout, stderr []byte, err error) {
-	out, errw := newHandoff(markEnd), newHandoff("")
-	p, err := e.Start(ctx, cmd, out, errw)
-	if err != nil {
-		return -1, nil, nil, err
-	}
-	w := waitInBackground(p)
-	select {
-	case <-out.ended:
-		f.mu.Lock()
-		f.spares[i] = &spare{cmd: f.opts.Then, p: w, out: out, err: errw}
-		f.mu.Unlock()
-		return 0, out.output(), nil, nil
-	case <-w.done:
-	case <-ctx.Done():
-		p.Kill()
-		<-w.done
-		return -1, out.output(), errw.output(), ctx.Err()
-	}
-	return w.rc, out.output(), errw.output(), w.err
 }

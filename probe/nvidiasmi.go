@@ -10,15 +10,17 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // smiFacts is what one `nvidia-smi -q -x` run said about a host.
 // The JSON names are HostInventory's, so golden files read like status output.
 type smiFacts struct {
-	Driver      string `json:"driver_version"`
-	GPUs        []GPU  `json:"gpus"`
-	NoNvidiaSMI bool   `json:"no_nvidia_smi"`
-	DriverError string `json:"driver_error"`
+	Driver      string          `json:"driver_version"`
+	GPUs        []inventory.GPU `json:"gpus"`
+	NoNvidiaSMI bool            `json:"no_nvidia_smi"`
+	DriverError string          `json:"driver_error"`
 }
 
 // maxDriverErrorLen keeps a runaway message (a core dump notice, a wall of
@@ -35,7 +37,7 @@ func parseSMI(exitCode int, output []byte, timeout time.Duration) smiFacts {
 	switch exitCode {
 	case 0:
 		if !bytes.Contains(output, []byte("<nvidia_smi_log")) && hasNoDevices(output) {
-			return smiFacts{GPUs: []GPU{}}
+			return smiFacts{GPUs: []inventory.GPU{}}
 		}
 		driver, gpus, err := parseNvidiaSMIXML(output)
 		if err != nil {
@@ -61,7 +63,7 @@ func parseSMI(exitCode int, output []byte, timeout time.Duration) smiFacts {
 	// nvidia-smi exits 6 (NVML "not found") here; matching the text rather
 	// than the code also covers drivers that report it differently.
 	if hasNoDevices(output) {
-		return smiFacts{GPUs: []GPU{}}
+		return smiFacts{GPUs: []inventory.GPU{}}
 	}
 	return smiFacts{DriverError: fmt.Sprintf("%s (exit %d)", firstMeaningfulLine(output), exitCode)}
 }
@@ -140,7 +142,7 @@ type smiProcess struct {
 // SM time as surely as a CUDA one, and placement should not put a job beside
 // it unknowingly. Values nvidia-smi could not read ("N/A", "[Not Supported]",
 // "Unknown Error"…) become nil.
-func parseNvidiaSMIXML(data []byte) (driver string, gpus []GPU, err error) {
+func parseNvidiaSMIXML(data []byte) (driver string, gpus []inventory.GPU, err error) {
 	doc, err := extractSMIDocument(data)
 	if err != nil {
 		return "", nil, err
@@ -157,7 +159,7 @@ func parseNvidiaSMIXML(data []byte) (driver string, gpus []GPU, err error) {
 		return "", nil, err
 	}
 	driver = strings.TrimSpace(log.Driver)
-	gpus = make([]GPU, 0, len(log.GPUs))
+	gpus = make([]inventory.GPU, 0, len(log.GPUs))
 	for i, g := range log.GPUs {
 		mem := g.FBMemory
 		if mem.Total == "" && mem.Used == "" && g.LegacyMemory != nil {
@@ -167,7 +169,7 @@ func parseNvidiaSMIXML(data []byte) (driver string, gpus []GPU, err error) {
 		if len(procs) == 0 {
 			procs = g.LegacyProcesses
 		}
-		gpu := GPU{
+		gpu := inventory.GPU{
 			// nvidia-smi lists GPUs in its own index order and the XML has no
 			// index element, so position is the index.
 			Index:          i,
@@ -177,13 +179,13 @@ func parseNvidiaSMIXML(data []byte) (driver string, gpus []GPU, err error) {
 			MemoryTotalMiB: parseMiB(mem.Total),
 			UtilizationPct: parsePercent(g.Utilization.GPU),
 			MIG:            strings.EqualFold(strings.TrimSpace(g.MIGMode.Current), "Enabled"),
-			Processes:      make([]Process, 0, len(procs)),
+			Processes:      make([]inventory.Process, 0, len(procs)),
 		}
 		for _, p := range procs {
 			// An unreadable pid still means the GPU is in use, so the process
 			// is kept with PID 0 rather than dropped.
 			pid, _ := strconv.Atoi(strings.TrimSpace(p.PID))
-			gpu.Processes = append(gpu.Processes, Process{
+			gpu.Processes = append(gpu.Processes, inventory.Process{
 				PID:           max(pid, 0),
 				Command:       strings.TrimSpace(p.Name),
 				UsedMemoryMiB: parseMiB(p.UsedMemory),

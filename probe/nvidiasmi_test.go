@@ -3,25 +3,23 @@ package probe
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
-)
 
-// updateGolden rewrites the expected JSON next to each golden input
-// (`go test ./probe -run Golden -update`). Other golden tests in this package
-// should reuse it: a second flag named "update" would panic at start-up.
-var updateGolden = flag.Bool("update", false, "rewrite golden JSON files under testdata/")
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/testkit"
+)
 
 const testdataDir = "../testdata"
 
 // checkGolden compares got, as indented JSON, with the .json file next to
-// input. The JSON is reviewed by people, so it is what the other packages
-// will see, not a Go dump.
+// input (`go test ./probe -run Golden -update` rewrites them). The JSON is
+// reviewed by people, so it is what the other packages will see, not a Go
+// dump.
 func checkGolden(t *testing.T, input string, got any) {
 	t.Helper()
 	var buf bytes.Buffer
@@ -31,21 +29,7 @@ func checkGolden(t *testing.T, input string, got any) {
 	if err := enc.Encode(got); err != nil {
 		t.Fatal(err)
 	}
-	want := buf.Bytes()
-	path := strings.TrimSuffix(input, filepath.Ext(input)) + ".json"
-	if *updateGolden {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	have, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./probe -run Golden -update` to create it)", err)
-	}
-	if !bytes.Equal(have, want) {
-		t.Errorf("%s differs from the parse of %s:\n--- have\n%s\n--- want\n%s", path, input, have, want)
-	}
+	testkit.Golden(t, strings.TrimSuffix(input, filepath.Ext(input))+".json", buf.Bytes())
 }
 
 func readTestdata(t testing.TB, rel string) []byte {
@@ -113,42 +97,42 @@ func TestParseNvidiaSMIXMLGoldens(t *testing.T) {
 	tests := []struct {
 		file   string
 		driver string
-		gpus   []GPU
+		gpus   []inventory.GPU
 	}{
 		{
 			file:   "idle-2gpu.xml",
 			driver: "535.129.03",
-			gpus: []GPU{
-				{Index: 0, UUID: a100u0, Name: a100, MemoryUsedMiB: ip(4), MemoryTotalMiB: ip(40960), UtilizationPct: ip(0), Processes: []Process{}},
-				{Index: 1, UUID: a100u1, Name: a100, MemoryUsedMiB: ip(4), MemoryTotalMiB: ip(40960), UtilizationPct: ip(0), Processes: []Process{}},
+			gpus: []inventory.GPU{
+				{Index: 0, UUID: a100u0, Name: a100, MemoryUsedMiB: ip(4), MemoryTotalMiB: ip(40960), UtilizationPct: ip(0), Processes: []inventory.Process{}},
+				{Index: 1, UUID: a100u1, Name: a100, MemoryUsedMiB: ip(4), MemoryTotalMiB: ip(40960), UtilizationPct: ip(0), Processes: []inventory.Process{}},
 			},
 		},
 		{
 			file:   "busy-4gpu.xml",
 			driver: "550.54.14",
-			gpus: []GPU{
-				{Index: 0, UUID: "GPU-3f1a9c42-7d2e-5b80-c416-9e0d7a2b5f18", Name: rtx, MemoryUsedMiB: ip(1), MemoryTotalMiB: ip(24576), UtilizationPct: ip(0), Processes: []Process{}},
-				{Index: 1, UUID: "GPU-c86b2e07-41f9-d35a-0b7e-2a94f6c1d803", Name: rtx, MemoryUsedMiB: ip(10925), MemoryTotalMiB: ip(24576), UtilizationPct: ip(62), Processes: []Process{
+			gpus: []inventory.GPU{
+				{Index: 0, UUID: "GPU-3f1a9c42-7d2e-5b80-c416-9e0d7a2b5f18", Name: rtx, MemoryUsedMiB: ip(1), MemoryTotalMiB: ip(24576), UtilizationPct: ip(0), Processes: []inventory.Process{}},
+				{Index: 1, UUID: "GPU-c86b2e07-41f9-d35a-0b7e-2a94f6c1d803", Name: rtx, MemoryUsedMiB: ip(10925), MemoryTotalMiB: ip(24576), UtilizationPct: ip(62), Processes: []inventory.Process{
 					{PID: 48213, Command: "python", UsedMemoryMiB: ip(10910)},
 				}},
-				{Index: 2, UUID: "GPU-5e07d4b1-92c6-8fa3-6d21-b0c9e84a7f56", Name: rtx, MemoryUsedMiB: ip(17713), MemoryTotalMiB: ip(24576), UtilizationPct: ip(48), Processes: []Process{
+				{Index: 2, UUID: "GPU-5e07d4b1-92c6-8fa3-6d21-b0c9e84a7f56", Name: rtx, MemoryUsedMiB: ip(17713), MemoryTotalMiB: ip(24576), UtilizationPct: ip(48), Processes: []inventory.Process{
 					{PID: 51877, Command: "/opt/conda/bin/python3.11", UsedMemoryMiB: ip(6284)},
 					{PID: 51902, Command: "ray::RolloutWorker.sample(batch=512, envs=8) [R&D]", UsedMemoryMiB: ip(11414)},
 				}},
 				// Busy with no process listed: its owner is in another PID
 				// namespace (container), which nvidia-smi does not show.
-				{Index: 3, UUID: "GPU-a2947c6e-08bd-1f53-e7a9-4c6b3d10e2f9", Name: rtx, MemoryUsedMiB: ip(18433), MemoryTotalMiB: ip(24576), UtilizationPct: ip(85), Processes: []Process{}},
+				{Index: 3, UUID: "GPU-a2947c6e-08bd-1f53-e7a9-4c6b3d10e2f9", Name: rtx, MemoryUsedMiB: ip(18433), MemoryTotalMiB: ip(24576), UtilizationPct: ip(85), Processes: []inventory.Process{}},
 			},
 		},
 		{
 			file:   "na-fields.xml",
 			driver: "535.183.01",
-			gpus: []GPU{
-				{Index: 0, UUID: "GPU-71c0e5d8-2f4a-9b36-1d8e-6a5f0c2b9e47", Name: rtx60, MemoryUsedMiB: nil, MemoryTotalMiB: ip(12288), UtilizationPct: nil, Processes: []Process{
+			gpus: []inventory.GPU{
+				{Index: 0, UUID: "GPU-71c0e5d8-2f4a-9b36-1d8e-6a5f0c2b9e47", Name: rtx60, MemoryUsedMiB: nil, MemoryTotalMiB: ip(12288), UtilizationPct: nil, Processes: []inventory.Process{
 					{PID: 2114, Command: "/usr/lib/xorg/Xorg", UsedMemoryMiB: nil},
 					{PID: 90412, Command: "/usr/bin/gnome-shell", UsedMemoryMiB: nil},
 				}},
-				{Index: 1, UUID: "GPU-0d93b7a1-c64e-28f5-a0b7-93e1d4c56f82", Name: rtx60, MemoryUsedMiB: nil, MemoryTotalMiB: ip(12288), UtilizationPct: nil, Processes: []Process{
+				{Index: 1, UUID: "GPU-0d93b7a1-c64e-28f5-a0b7-93e1d4c56f82", Name: rtx60, MemoryUsedMiB: nil, MemoryTotalMiB: ip(12288), UtilizationPct: nil, Processes: []inventory.Process{
 					// nvidia-smi pads some names with spaces; trimmed.
 					{PID: 90533, Command: "TS-526 render, pass 2 – «final»", UsedMemoryMiB: nil},
 				}},
@@ -157,11 +141,11 @@ func TestParseNvidiaSMIXMLGoldens(t *testing.T) {
 		{
 			file:   "mig.xml",
 			driver: "535.129.03",
-			gpus: []GPU{
-				{Index: 0, UUID: a100u0, Name: a100, MemoryUsedMiB: ip(9813), MemoryTotalMiB: ip(40960), UtilizationPct: nil, MIG: true, Processes: []Process{
+			gpus: []inventory.GPU{
+				{Index: 0, UUID: a100u0, Name: a100, MemoryUsedMiB: ip(9813), MemoryTotalMiB: ip(40960), UtilizationPct: nil, MIG: true, Processes: []inventory.Process{
 					{PID: 73310, Command: "/home/李雷/venv/bin/python3", UsedMemoryMiB: ip(9764)},
 				}},
-				{Index: 1, UUID: a100u1, Name: a100, MemoryUsedMiB: ip(31221), MemoryTotalMiB: ip(40960), UtilizationPct: ip(97), Processes: []Process{
+				{Index: 1, UUID: a100u1, Name: a100, MemoryUsedMiB: ip(31221), MemoryTotalMiB: ip(40960), UtilizationPct: ip(97), Processes: []inventory.Process{
 					{PID: 73544, Command: "/usr/bin/python3", UsedMemoryMiB: ip(31206)},
 				}},
 			},
@@ -181,7 +165,7 @@ func TestParseNvidiaSMIXMLGoldens(t *testing.T) {
 	}
 }
 
-func assertGPUs(t *testing.T, got, want []GPU) {
+func assertGPUs(t *testing.T, got, want []inventory.GPU) {
 	t.Helper()
 	if reflect.DeepEqual(got, want) {
 		return
@@ -213,10 +197,10 @@ func TestParseSMIExitStatuses(t *testing.T) {
 		{"blank lines before the message", 255, "\n  \n\tUnable to determine the device handle for GPU0000:41:00.0: Unknown Error\n",
 			smiFacts{DriverError: "Unable to determine the device handle for GPU0000:41:00.0: Unknown Error (exit 255)"}},
 		{"no output", 15, "", smiFacts{DriverError: "nvidia-smi failed without output (exit 15)"}},
-		{"no devices", 6, "No devices were found\n", smiFacts{GPUs: []GPU{}}},
-		{"no devices, exit 0", 0, "No devices were found\n", smiFacts{GPUs: []GPU{}}},
+		{"no devices", 6, "No devices were found\n", smiFacts{GPUs: []inventory.GPU{}}},
+		{"no devices, exit 0", 0, "No devices were found\n", smiFacts{GPUs: []inventory.GPU{}}},
 		{"zero GPUs in XML", 0, "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n\t<driver_version>550.54.14</driver_version>\n\t<attached_gpus>0</attached_gpus>\n</nvidia_smi_log>\n",
-			smiFacts{Driver: "550.54.14", GPUs: []GPU{}}},
+			smiFacts{Driver: "550.54.14", GPUs: []inventory.GPU{}}},
 		{"unparsable", 0, "Segmentation fault\n",
 			smiFacts{DriverError: `cannot parse nvidia-smi output: no <nvidia_smi_log> element; output begins "Segmentation fault"`}},
 		{"empty", 0, "", smiFacts{DriverError: "cannot parse nvidia-smi output: empty output"}},
@@ -259,63 +243,63 @@ func TestParseNvidiaSMIXMLRobustness(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want []GPU // compared when wantErr is false
+		want []inventory.GPU // compared when wantErr is false
 	}{
 		{
 			name: "stderr warning before the XML and a shell message after it",
 			in: "WARNING: infoROM is corrupted at gpu 0000:01:00.0\n" +
 				minimalSMI("<uuid>GPU-x</uuid><fb_memory_usage><used>5 MiB</used><total>8192 MiB</total></fb_memory_usage>") +
 				"bash: warning: setlocale: LC_ALL: cannot change locale (en_US.UTF-8)\n",
-			want: []GPU{{UUID: "GPU-x", MemoryUsedMiB: ip(5), MemoryTotalMiB: ip(8192), Processes: []Process{}}},
+			want: []inventory.GPU{{UUID: "GPU-x", MemoryUsedMiB: ip(5), MemoryTotalMiB: ip(8192), Processes: []inventory.Process{}}},
 		},
 		{
 			name: "whitespace around values",
 			in: minimalSMI("<product_name>\n\t\tTesla T4 \n</product_name><uuid> GPU-t4 </uuid>" +
 				"<utilization><gpu_util>\n 7 %\n</gpu_util></utilization><mig_mode><current_mig> Enabled </current_mig></mig_mode>"),
-			want: []GPU{{UUID: "GPU-t4", Name: "Tesla T4", UtilizationPct: ip(7), MIG: true, Processes: []Process{}}},
+			want: []inventory.GPU{{UUID: "GPU-t4", Name: "Tesla T4", UtilizationPct: ip(7), MIG: true, Processes: []inventory.Process{}}},
 		},
 		{
 			name: "escaped ampersand, commas, unicode",
 			in:   minimalSMI(procXML("/srv/R&amp;D/run.sh --a=1,2, b ünï ✓")),
-			want: []GPU{{Processes: []Process{{PID: 42, Command: "/srv/R&D/run.sh --a=1,2, b ünï ✓", UsedMemoryMiB: ip(100)}}}},
+			want: []inventory.GPU{{Processes: []inventory.Process{{PID: 42, Command: "/srv/R&D/run.sh --a=1,2, b ünï ✓", UsedMemoryMiB: ip(100)}}}},
 		},
 		{
 			name: "unescaped markup characters in a process name",
 			in:   minimalSMI(procXML("sh -c train.py < in.txt > out.log && curl 'http://h/?a=1&b=2'")),
-			want: []GPU{{Processes: []Process{{PID: 42, Command: "sh -c train.py < in.txt > out.log && curl 'http://h/?a=1&b=2'", UsedMemoryMiB: ip(100)}}}},
+			want: []inventory.GPU{{Processes: []inventory.Process{{PID: 42, Command: "sh -c train.py < in.txt > out.log && curl 'http://h/?a=1&b=2'", UsedMemoryMiB: ip(100)}}}},
 		},
 		{
 			// Seen in the wild when nvidia-smi runs concurrently with itself.
 			name: "invalid UTF-8 and control bytes in a process name",
 			in:   minimalSMI(procXML("py\xff\xfethon\x01")),
-			want: []GPU{{Processes: []Process{{PID: 42, Command: "py\uFFFDthon\uFFFD", UsedMemoryMiB: ip(100)}}}},
+			want: []inventory.GPU{{Processes: []inventory.Process{{PID: 42, Command: "py\uFFFDthon\uFFFD", UsedMemoryMiB: ip(100)}}}},
 		},
 		{
 			// Containers: nvidia-smi cannot read the names of host pids.
 			name: "empty process name",
 			in:   minimalSMI(procXML("")),
-			want: []GPU{{Processes: []Process{{PID: 42, Command: "", UsedMemoryMiB: ip(100)}}}},
+			want: []inventory.GPU{{Processes: []inventory.Process{{PID: 42, Command: "", UsedMemoryMiB: ip(100)}}}},
 		},
 		{
 			name: "declared non-UTF-8 encoding",
 			in:   strings.Replace(minimalSMI("<uuid>GPU-e</uuid>"), `version="1.0" ?>`, `version="1.0" encoding="ISO-8859-1"?>`, 1),
-			want: []GPU{{UUID: "GPU-e", Processes: []Process{}}},
+			want: []inventory.GPU{{UUID: "GPU-e", Processes: []inventory.Process{}}},
 		},
 		{
 			name: "self-closing processes and N/A spellings",
 			in: minimalSMI("<fb_memory_usage><total>[N/A]</total><used>Unknown Error</used></fb_memory_usage>" +
 				"<utilization><gpu_util>[Not Supported]</gpu_util></utilization><processes />"),
-			want: []GPU{{Processes: []Process{}}},
+			want: []inventory.GPU{{Processes: []inventory.Process{}}},
 		},
 		{
 			name: "processes N/A",
 			in:   minimalSMI("<processes>N/A</processes>"),
-			want: []GPU{{Processes: []Process{}}},
+			want: []inventory.GPU{{Processes: []inventory.Process{}}},
 		},
 		{
 			name: "unreadable pid kept as 0",
 			in:   minimalSMI("<processes><process_info><pid>N/A</pid><type>G</type><process_name>Xorg</process_name><used_memory>N/A</used_memory></process_info></processes>"),
-			want: []GPU{{Processes: []Process{{PID: 0, Command: "Xorg"}}}},
+			want: []inventory.GPU{{Processes: []inventory.Process{{PID: 0, Command: "Xorg"}}}},
 		},
 		{
 			name: "graphics and MPS processes are kept",
@@ -324,7 +308,7 @@ func TestParseNvidiaSMIXMLRobustness(t *testing.T) {
 				"<process_info><pid>2</pid><type>C+G</type><process_name>blender</process_name><used_memory>2 GiB</used_memory></process_info>" +
 				"<process_info><pid>3</pid><type>M+C</type><process_name>mps</process_name><used_memory>30 MiB</used_memory></process_info>" +
 				"</processes>"),
-			want: []GPU{{Processes: []Process{
+			want: []inventory.GPU{{Processes: []inventory.Process{
 				{PID: 1, Command: "Xorg", UsedMemoryMiB: ip(20)},
 				{PID: 2, Command: "blender", UsedMemoryMiB: ip(2048)},
 				{PID: 3, Command: "mps", UsedMemoryMiB: ip(30)},
@@ -334,12 +318,12 @@ func TestParseNvidiaSMIXMLRobustness(t *testing.T) {
 			name: "old drivers: memory_usage and compute_processes",
 			in: minimalSMI("<memory_usage><total>4095 MiB</total><used>2000 MiB</used></memory_usage>" +
 				"<compute_processes><process_info><pid>7</pid><process_name>./a.out</process_name><used_memory>1990 MiB</used_memory></process_info></compute_processes>"),
-			want: []GPU{{MemoryUsedMiB: ip(2000), MemoryTotalMiB: ip(4095), Processes: []Process{{PID: 7, Command: "./a.out", UsedMemoryMiB: ip(1990)}}}},
+			want: []inventory.GPU{{MemoryUsedMiB: ip(2000), MemoryTotalMiB: ip(4095), Processes: []inventory.Process{{PID: 7, Command: "./a.out", UsedMemoryMiB: ip(1990)}}}},
 		},
 		{
 			name: "unknown elements and MIG disabled",
 			in:   minimalSMI("<future_thing><x>1</x></future_thing><mig_mode><current_mig>Disabled</current_mig></mig_mode><uuid>GPU-f</uuid>"),
-			want: []GPU{{UUID: "GPU-f", Processes: []Process{}}},
+			want: []inventory.GPU{{UUID: "GPU-f", Processes: []inventory.Process{}}},
 		},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,8 @@ package probe
 import (
 	"strconv"
 	"strings"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // psEntry is what ps said about one process.
@@ -41,7 +43,7 @@ func parsePS(out []byte) map[int]psEntry {
 // full command line, which says far more than nvidia-smi's process_name (only
 // argv[0], and empty when nvidia-smi runs in another PID namespace). Processes
 // ps does not know keep User "" and nvidia-smi's name.
-func fillOwners(gpus []GPU, ps map[int]psEntry) {
+func fillOwners(gpus []inventory.GPU, ps map[int]psEntry) {
 	for i := range gpus {
 		for j := range gpus[i].Processes {
 			p := &gpus[i].Processes[j]

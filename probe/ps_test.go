@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 func TestGoldenPS(t *testing.T) {
@@ -60,7 +62,7 @@ func TestFillOwners(t *testing.T) {
 	}
 	fillOwners(gpus, parsePS(readTestdata(t, "ps/busy-4gpu.txt")))
 
-	want := map[int]Process{
+	want := map[int]inventory.Process{
 		48213: {PID: 48213, User: "bob", Command: "python train.py --model resnet50 --batch-size 256 --data /scratch/imagenet", UsedMemoryMiB: ip(10910)},
 		// Exited between nvidia-smi and ps: owner unknown, nvidia-smi's name kept.
 		51877: {PID: 51877, User: "", Command: "/opt/conda/bin/python3.11", UsedMemoryMiB: ip(6284)},
@@ -86,16 +88,16 @@ func TestFillOwners(t *testing.T) {
 }
 
 func TestFillOwnersEdgeCases(t *testing.T) {
-	gpus := []GPU{
-		{Processes: []Process{
+	gpus := []inventory.GPU{
+		{Processes: []inventory.Process{
 			{PID: 0, Command: "Xorg"},    // unreadable pid: never matched
 			{PID: 10, Command: "python"}, // ps knows the user but not the args
 		}},
-		{Processes: []Process{}},
+		{Processes: []inventory.Process{}},
 		{},
 	}
 	fillOwners(gpus, map[int]psEntry{0: {"root", "init"}, 10: {"alice", ""}})
-	want := []Process{{PID: 0, Command: "Xorg"}, {PID: 10, User: "alice", Command: "python"}}
+	want := []inventory.Process{{PID: 0, Command: "Xorg"}, {PID: 10, User: "alice", Command: "python"}}
 	if !reflect.DeepEqual(gpus[0].Processes, want) {
 		t.Errorf("got %+v, want %+v", gpus[0].Processes, want)
 	}

@@ -2,78 +2,44 @@ package probe
 
 import (
 	"bytes"
+	"embed"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/alessio/shellescape"
+
+	"github.com/tfhive/tfhive/probe/remote/shscript"
+	"github.com/tfhive/tfhive/probe/wording"
 )
 
-// probeScript is everything the probe needs from a host in one round trip
-// and one nvidia-smi run (each run can take seconds on a host without
-// persistence mode): the XML report, the owners of its GPU processes, and
-// the listening TCP ports. coreutils timeout bounds a hung nvidia-smi on
-// the host itself, so that nothing is left running there.
+// The probe fetches everything tfhive needs from a host in one round trip
+// and one nvidia-smi run (each run can take seconds on a host without persistence
+// mode): the XML report, the owners of its GPU processes, the listening
+// TCP ports, the interfaces' addresses (scripts/probe.sh), and the claims
+// (scripts/claims.sh).
 //
 // It travels on the command line (probeCommand), not on stdin: OpenSSH
 // grants a session's window only once its command runs, so a script on
 // stdin costs a round trip more. It holds nothing secret. Being on one
 // line keeps it intact through any login shell (csh cannot quote a
-// newline), so every line below ends in a terminator or a keyword.
+// newline).
 //
-// It starts as few processes as it can (each fork and exec is CPU on a
-// host that may be busy training): ps only when nvidia-smi lists
-// processes, the pid list joined by the shell. The ports come from
-// `ss -tn state listening`, whose netlink query walks only the listening
-// sockets' table. `ss -tln` asks for closed sockets too, which makes the
-// kernel walk its whole connection hash table, sized by memory, not by
-// use: 3 of its 6 ms on a 24 GiB machine, more on a big GPU host. Reading
-// /proc/net/tcp walks that table too and is only the fallback for hosts
-// without iproute2.
+//go:embed scripts/*.sh
+var scripts embed.FS
+
+var probeSh = shscript.LoadOneLine(scripts, "scripts/probe.sh", "scripts/claims.sh")
+
+// probeScript is the probe with its parameters: nvidia-smi's time limit
+// on the host, in whole seconds, and whether to skip nvidia-smi and ip.
 func probeScript(timeout time.Duration, claimsOnly bool) string {
 	secs := int((timeout + time.Second - 1) / time.Second)
-	skip := 0
+	skip := "0"
 	if claimsOnly {
-		skip = 1 // `tfhive ps` and `kill` need no nvidia-smi run
+		skip = "1" // `tfhive ps` and `kill` need neither
 	}
-	script := `t=` + strconv.Itoa(secs) + `;
-if [ ` + strconv.Itoa(skip) + ` = 1 ]; then
-  out=; rc=0;
-elif command -v nvidia-smi >/dev/null 2>&1; then
-  if command -v timeout >/dev/null 2>&1; then
-    out=$(timeout -k 2 "$t" nvidia-smi -q -x </dev/null 2>&1); rc=$?;
-  else
-    out=$(nvidia-smi -q -x </dev/null 2>&1); rc=$?;
-  fi;
-else
-  out=; rc=127;
-fi;
-echo ` + markSMI + ` "$rc";
-printf '%s\n' "$out";
-echo ` + markPS + `;
-case $out in *'<pid>'*)
-  p=;
-  for x in $(printf '%s\n' "$out" | sed -n 's|.*<pid>\([0-9][0-9]*\)</pid>.*|\1|p'); do p=$p${p:+,}$x; done;
-  if [ -n "$p" ]; then ps -o pid= -o user:32= -o args= -p "$p" </dev/null 2>/dev/null; fi;;
-esac;
-echo ` + markTCP + `;
-ss -tn state listening 2>/dev/null || awk 'FNR == 1 || $4 == "0A"' /proc/net/tcp /proc/net/tcp6 2>/dev/null;
-` + claimsScript + `
-echo ` + markEnd + `;
-`
-	return oneLine(script)
-}
-
-// oneLine joins the script's lines, dropping their indentation.
-func oneLine(script string) string {
-	var lines []string
-	for line := range strings.Lines(script) {
-		if line = strings.TrimSpace(line); line != "" {
-			lines = append(lines, line)
-		}
-	}
-	return strings.Join(lines, " ")
+	return probeSh.With(shscript.Set("t", strconv.Itoa(secs)), shscript.Set("claims_only", skip))
 }
 
 // probeCommand is the probe's remote command line. then, when set, is
@@ -82,15 +48,17 @@ func oneLine(script string) string {
 func probeCommand(timeout time.Duration, claimsOnly bool, then string) string {
 	script := probeScript(timeout, claimsOnly)
 	if then != "" {
-		script += " " + oneLine(then)
+		script += " " + shscript.OneLine(then)
 	}
 	return "exec sh -c " + shellescape.Quote(script)
 }
 
+// The markers the scripts print before their sections.
 const (
 	markSMI = "@@tfhive-smi"
 	markPS  = "@@tfhive-ps"
 	markTCP = "@@tfhive-tcp"
+	markNIC = "@@tfhive-nic"
 	markEnd = "@@tfhive-end"
 )
 
@@ -100,6 +68,7 @@ type probeOutput struct {
 	smi     []byte
 	ps      []byte
 	tcp     []byte
+	nic     []byte
 	claims  claimsSection
 }
 
@@ -113,7 +82,7 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	line, rest, ok := bytes.Cut(out, []byte("\n"))
 	fields := strings.Fields(string(line))
 	if !ok || len(fields) != 2 || fields[0] != markSMI {
-		return po, fmt.Errorf("unexpected probe output %q", firstLine(out))
+		return po, fmt.Errorf("unexpected probe output %q", excerpt(out))
 	}
 	rc, err := strconv.Atoi(fields[1])
 	if err != nil {
@@ -122,9 +91,9 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	po.smiExit = rc
 	// nvidia-smi's output may be empty, putting the next marker first.
 	rest = append([]byte("\n"), rest...)
-	var sections [6][]byte
+	var sections [7][]byte
 	var claimsLine []string
-	for i, mark := range []string{markPS, markTCP, markClaims, markLocks, markHolders, markEnd} {
+	for i, mark := range []string{markPS, markTCP, markNIC, markClaims, markLocks, markHolders, markEnd} {
 		// The claims marker carries the machine id and the claims dir.
 		m := []byte("\n" + mark + "\n")
 		if mark == markClaims {
@@ -142,18 +111,16 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 		sections[i] = before
 		rest = append([]byte("\n"), after...)
 	}
-	po.smi, po.ps, po.tcp = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2]
-	po.claims = claimsSection{files: sections[3], locks: sections[4], holders: sections[5]}
+	po.smi, po.ps, po.tcp, po.nic = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2], sections[3]
+	po.claims = claimsSection{files: sections[4], locks: sections[5], holders: sections[6]}
 	if len(claimsLine) == 2 {
 		po.claims.machineID, po.claims.dir = claimsLine[0], claimsLine[1]
 	}
 	return po, nil
 }
 
-func firstLine(b []byte) string {
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	if len(line) > 120 {
-		line = line[:120]
-	}
-	return string(line)
+// excerpt is what an error message quotes of output the probe did not
+// expect: its first line, cut at 120 bytes so that a flood stays one line.
+func excerpt(b []byte) string {
+	return wording.FirstLine(string(b[:min(len(b), 120)]))
 }

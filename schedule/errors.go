@@ -2,8 +2,8 @@ package schedule
 
 import "fmt"
 
-// main chooses exit codes and output by the methods an error has (ExitCode,
-// Hint, Details), never by its type, so these types only need to carry them.
+// Errors carry their kind, as their type; main alone maps kinds to exit
+// codes (errors.As), and prints the Hint and Details they have.
 
 // UsageError is a request that cannot succeed as written, whatever state the
 // hosts are in: a bad flag value, an unknown host or placeholder. Exit 2.
@@ -13,9 +13,6 @@ type UsageError struct {
 }
 
 func (e *UsageError) Error() string { return e.Msg }
-
-// ExitCode is 2, the conventional code for bad usage.
-func (e *UsageError) ExitCode() int { return 2 }
 
 // Hint says how to fix the request.
 func (e *UsageError) Hint() string { return e.Fix }
@@ -39,9 +36,6 @@ type CapacityError struct {
 }
 
 func (e *CapacityError) Error() string { return e.Msg }
-
-// ExitCode is 3: the request was fine but the resources were not there.
-func (e *CapacityError) ExitCode() int { return 3 }
 
 // Hint says what to change or wait for.
 func (e *CapacityError) Hint() string { return e.Fix }

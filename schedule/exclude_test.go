@@ -42,7 +42,7 @@ func TestParseExclude(t *testing.T) {
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("ParseExclude(%q) err = %v, want %q", tt.specs, err, tt.wantErr)
-			} else if err.(*UsageError).ExitCode() != 2 {
+			} else if _, ok := err.(*UsageError); !ok {
 				t.Errorf("ParseExclude(%q): not a usage error", tt.specs)
 			}
 			continue

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -153,33 +152,15 @@ func TestWaitForGPUs(t *testing.T) {
 	wantContains(t, "refused run", r.stderr, "not enough free GPUs", "claimed 0 (run holder (root, worker:")
 
 	args, logDir := runArgs(t, f, "--name", "waiter", "--wait", "60s", "--workers", "2", "--", "true")
-	waiter := exec.Command(tfhiveBin, args...)
-	waiter.Env, waiter.Dir = f.Env(), f.Dir
-	stderr, err := waiter.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := waiter.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { waiter.Process.Kill(); waiter.Wait() })
-	var werr bytes.Buffer
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		werr.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "tfhive: waiting: ") {
-			break
-		}
-	}
-	wantContains(t, "waiter stderr", werr.String(), "tfhive: waiting: not enough free GPUs", "of --wait left")
+	waiter := startTfhive(t, f, readStderr, args...)
+	waiter.readUntil(func(line string) bool { return strings.HasPrefix(line, "tfhive: waiting: ") })
+	wantContains(t, "waiter stderr", waiter.read.String(), "tfhive: waiting: not enough free GPUs", "of --wait left")
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for sc.Scan() {
-		werr.WriteString(sc.Text() + "\n")
-	}
+	waiter.readAll()
 	if err := waiter.Wait(); err != nil {
-		t.Errorf("waiter: %v\n%s", err, werr.String())
+		t.Errorf("waiter: %v\n%s", err, waiter.read.String())
 	}
 	if s := summaryOf(t, logDir); s.Result != "succeeded" {
 		t.Errorf("waiter: %+v", s)

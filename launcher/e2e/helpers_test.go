@@ -1,35 +1,25 @@
 package e2e
 
 import (
-	"flag"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
-
-	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/e2e")
-
-// checkGolden compares got with testdata/e2e/name (rewritten with -update).
-func checkGolden(t *testing.T, name, got string) {
+// readJSON decodes the JSON file name in dir.
+func readJSON[T any](t *testing.T, dir, name string) T {
 	t.Helper()
-	path := filepath.Join(sshtest.RepoRoot(), "testdata", "e2e", name)
-	if *update {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
+	var v T
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err == nil {
+		err = json.Unmarshal(data, &v)
 	}
-	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file (run with -update after checking):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	return v
 }
 
 func copyFile(t *testing.T, from, to string, mode os.FileMode) {

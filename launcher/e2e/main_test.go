@@ -1,5 +1,7 @@
 // Package e2e runs the real tfhive binary against real sshd test hosts
-// (probe/sshtest). In CI (CI=true) these tests never skip.
+// (probe/sshtest). In CI (CI=true) these tests never skip. It drives tfhive
+// only through the binary: from tfhive it imports probe/sshtest and
+// exported constants and types, never main or launcher/commands.
 package e2e
 
 import (

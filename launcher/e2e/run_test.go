@@ -33,17 +33,10 @@ func runArgs(t *testing.T, f *sshtest.Fleet, args ...string) ([]string, string) 
 	return fleetArgs(f, append([]string{"run", "--log-dir", logDir, "--grace", "2s"}, args...)...), logDir
 }
 
+// summaryOf reads the summary `run` wrote into its log dir.
 func summaryOf(t *testing.T, logDir string) launcher.Summary {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(logDir, "summary.json"))
-	if err != nil {
-		t.Fatalf("summary.json: %v", err)
-	}
-	var s launcher.Summary
-	if err := json.Unmarshal(data, &s); err != nil {
-		t.Fatalf("summary.json: %v", err)
-	}
-	return s
+	return readJSON[launcher.Summary](t, logDir, "summary.json")
 }
 
 func taskByID(s launcher.Summary, id string) launcher.TaskResult {
@@ -309,13 +302,13 @@ func TestRunMoreTasksThanMaxSessions(t *testing.T) {
 // gets its spare session ended before the tasks start, not at the end.
 func TestRunReusesTheProbeSession(t *testing.T) {
 	f := sshtest.Start(t,
-		sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml", OwnHome: true},
-		sshtest.Profile{Name: "s2", GPU: "idle-2gpu.xml", OwnHome: true})
+		sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml"},
+		sshtest.Profile{Name: "s2", GPU: "idle-2gpu.xml"})
 	for _, h := range f.Hosts {
 		// bash, the login shell here, sources ~/.bashrc for every session
 		// (and the tasks' shells do too: count only sshd's children).
 		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$HOME/sessions";; esac` + "\n"
-		if err := os.WriteFile(filepath.Join(h.Dir, "home", ".bashrc"), []byte(rc), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(h.Home(), ".bashrc"), []byte(rc), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -349,30 +342,13 @@ func startRun(t *testing.T, f *sshtest.Fleet, args ...string) (*exec.Cmd, *bytes
 func startRunUntil(t *testing.T, f *sshtest.Fleet, want string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	re := regexp.MustCompile(want)
-	cmd := exec.Command(tfhiveBin, args...)
-	cmd.Env, cmd.Dir = f.Env(), f.Dir
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	r := startTfhive(t, f, readStdout, args...)
+	if !r.readUntil(func(line string) bool { return strings.HasPrefix(line, "[") && re.MatchString(line) }) {
+		r.Wait()
+		t.Fatalf("tfhive ended before its tasks started: %s", r.other.String())
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "[") && re.MatchString(sc.Text()) {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return cmd, &errb
-		}
-	}
-	t.Fatalf("tfhive ended before its tasks started: %s", errb.String())
-	return nil, nil
+	r.discardRest()
+	return r.Cmd, &r.other
 }
 
 func TestRunInterrupted(t *testing.T) {

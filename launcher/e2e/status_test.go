@@ -9,6 +9,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe/sshtest"
+	"github.com/tfhive/tfhive/probe/testkit"
 )
 
 // busyCommands name the other users' processes on gpu-busy, in the order
@@ -86,7 +87,7 @@ func TestStatusMixedFleet(t *testing.T) {
 			t.Errorf("%s: nvidia-smi ran %d times, want 1", h.Name, h.SMICalls())
 		}
 	}
-	checkGolden(t, "status-mixed.txt", normalizePIDs(r.stdout, f))
+	testkit.Golden(t, filepath.Join(sshtest.RepoRoot(), "testdata", "e2e", "status-mixed.txt"), []byte(normalizePIDs(r.stdout, f)))
 }
 
 func TestStatusJSON(t *testing.T) {

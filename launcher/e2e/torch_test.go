@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,15 +36,7 @@ func requireTorch(t *testing.T) {
 // planOf reads the plan `run` wrote into its log dir: the plan it ran.
 func planOf(t *testing.T, logDir string) schedule.Plan {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(logDir, "plan.json"))
-	if err != nil {
-		t.Fatalf("plan.json: %v", err)
-	}
-	var p schedule.Plan
-	if err := json.Unmarshal(data, &p); err != nil {
-		t.Fatalf("plan.json: %v", err)
-	}
-	return p
+	return readJSON[schedule.Plan](t, logDir, "plan.json")
 }
 
 // torchArgs runs on three hosts of two GPUs; gloo is told to use loopback,

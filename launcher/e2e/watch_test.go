@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -19,33 +17,22 @@ func TestStatusWatchReusesConnections(t *testing.T) {
 		sshtest.Profile{Name: "w1", GPU: "idle-2gpu.xml"},
 		sshtest.Profile{Name: "w2", GPU: "busy-4gpu.xml"},
 	)
-	cmd := exec.Command(tfhiveBin, fleetArgs(f, "status", "--watch", "100ms")...)
-	cmd.Env, cmd.Dir = f.Env(), f.Dir
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
+	watch := startTfhive(t, f, readStdout, fleetArgs(f, "status", "--watch", "100ms")...)
 	tables := 0
-	for tables < 4 && sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "HOST ") {
+	watch.readUntil(func(line string) bool {
+		if strings.HasPrefix(line, "HOST ") {
 			tables++
 		}
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	for sc.Scan() {
-	}
-	err = cmd.Wait()
+		return tables == 4
+	})
+	watch.Process.Signal(syscall.SIGINT)
+	watch.readAll()
+	err := watch.Wait()
 	if tables < 4 {
-		t.Fatalf("saw %d refreshes, want 4; stderr:\n%s", tables, stderr.String())
+		t.Fatalf("saw %d refreshes, want 4; stderr:\n%s", tables, watch.other.String())
 	}
 	if err != nil {
-		t.Fatalf("Ctrl-C should end a watch with exit 0: %v\n%s", err, stderr.String())
+		t.Fatalf("Ctrl-C should end a watch with exit 0: %v\n%s", err, watch.other.String())
 	}
 	for _, h := range f.Hosts {
 		log, _ := os.ReadFile(filepath.Join(h.Dir, "sshd.log"))

@@ -41,6 +41,9 @@ const (
 	whyPlaced   = "the cluster manager places the tasks; nothing is probed"
 	whyK8sPlace = "the Kubernetes scheduler places the pods"
 	whyTorch    = "a PyTorchJob is a torch world: ranks only"
+	// --nic picks an interface from what the probe found on each host,
+	// and here nothing is probed.
+	whyNIC = "the tasks reach each other by node or Service name; to pin NCCL or gloo to an interface, use --env NCCL_SOCKET_IFNAME=NAME --env GLOO_SOCKET_IFNAME=NAME"
 )
 
 // flagRules covers every flag `tfhive plan` accepts besides the job's
@@ -56,6 +59,7 @@ var flagRules = []flagRule{
 	{[]string{"max-util"}, refused("the cluster manager decides which GPUs are free", Slurm, TFJob, PyTorchJob)},
 	{[]string{"max-mem"}, refused("the cluster manager decides which GPUs are free", Slurm, TFJob, PyTorchJob)},
 	{[]string{"exclude"}, refused("the cluster manager decides which GPUs are free", Slurm, TFJob, PyTorchJob)},
+	{[]string{"nic"}, refused(whyNIC, Slurm, TFJob, PyTorchJob)},
 	{[]string{"json"}, refused("--json prints tfhive's own plan; --emit prints the job", Slurm, TFJob, PyTorchJob)},
 	{[]string{"ps"}, refused(whyTorch, PyTorchJob)},
 	{[]string{"gpus-per-ps"}, refused(whyTorch, PyTorchJob)},

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -31,10 +31,14 @@ func TestUsersOnSharedFleet(t *testing.T) {
 		if len(u.Name) > 32 || !strings.HasPrefix(u.Name, "th") {
 			t.Errorf("user name %q", u.Name)
 		}
-		out := sshAs(t, f, u.Name, "shared", "id -un; nvidia-smi -q -x")
-		name, xml, _ := strings.Cut(out, "\n")
+		out := sshAs(t, f, u.Name, "shared", "id -un; echo $HOME; nvidia-smi -q -x")
+		name, out, _ := strings.Cut(out, "\n")
+		home, xml, _ := strings.Cut(out, "\n")
 		if name != u.Name {
 			t.Errorf("logged in as %s, id -un says %q", u.Name, name)
+		}
+		if home != u.Home {
+			t.Errorf("%s's HOME is %q, want their own %s", u.Name, home, u.Home)
 		}
 		if got := uuids(xml); len(got) != 2 {
 			t.Errorf("%s's nvidia-smi: %d GPU UUIDs:\n%s", u.Name, len(got), xml)
@@ -53,7 +57,7 @@ func TestUsersOnSharedFleet(t *testing.T) {
 	}
 
 	path := f.HostsYAMLAs(t, alice)
-	hosts, err := probe.LoadHosts(probe.HostOptions{File: path, SSHConfig: f.SSHConfig, Home: f.Home, LocalUser: "root"})
+	hosts, err := hosts.Load(hosts.Options{File: path, SSHConfig: f.SSHConfig, Home: f.Home, LocalUser: "root"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,8 @@
 // TensorFlow in tfhive's end-to-end tests. It reads its cluster the way
 // TensorFlow does, and genuinely uses it: the parameters live on the ps
 // tasks, workers pull them and push gradients over TCP, so killing a ps makes
-// the workers fail, and a worker that cannot reach a ps says so.
+// the workers fail, and a worker that cannot reach a ps says so. Like any
+// user program, it imports only the standard library, nothing of tfhive.
 //
 // # Cluster
 //

@@ -1,39 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tfhive/tfhive/probe/testkit"
 )
-
-// lockedBuffer is written by a task while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // task is one trainer running in-process.
 type task struct {
 	name           string
-	stdout, stderr lockedBuffer
+	stdout, stderr testkit.SyncBuffer // written by the task while the test reads them
 	stop           context.CancelFunc // "SIGTERM"
 	done           chan int
 }

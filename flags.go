@@ -1,0 +1,179 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tfhive/tfhive/launcher/commands"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// wiring turns a command's flags into its options.
+type wiring struct {
+	commands.Streams
+	sigs *commands.Signals
+}
+
+func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
+	return commands.StatusOptions{
+		Streams: w.Streams, Hosts: hostOptions(c), Availability: availability(c),
+		JSON: c.Bool("json"), Watch: c.Duration("watch"),
+	}, noArgs(c)
+}
+
+func (w wiring) plan(c *cli.Context) (commands.PlanOptions, error) {
+	return commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}, nil
+}
+
+func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
+	return commands.RunOptions{
+		Streams: w.Streams, Hosts: hostOptions(c), Job: job(c),
+		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
+		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"), Wait: c.Duration("wait"),
+		Quiet: c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
+		Check: c.Bool("check"), Imports: c.StringSlice("import"),
+	}, nil
+}
+
+func (w wiring) doctor(c *cli.Context) (commands.DoctorOptions, error) {
+	return commands.DoctorOptions{
+		Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json"),
+		Workdir: c.String("workdir"), Setup: c.String("setup"), Imports: c.StringSlice("import"),
+	}, noArgs(c)
+}
+
+func (w wiring) ps(c *cli.Context) (commands.PsOptions, error) {
+	return commands.PsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
+}
+
+func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
+	o := commands.KillOptions{Streams: w.Streams, Hosts: hostOptions(c), RunID: c.Args().First(), Grace: c.Duration("grace")}
+	if c.NArg() != 1 {
+		return o, &commands.UsageError{Msg: "kill takes one run id", Fix: "tfhive ps lists the runs holding GPUs"}
+	}
+	return o, nil
+}
+
+func noArgs(c *cli.Context) error {
+	if c.Args().Present() {
+		return &commands.UsageError{Msg: fmt.Sprintf("unexpected argument %q", c.Args().First())}
+	}
+	return nil
+}
+
+func hostOptions(c *cli.Context) commands.HostOptions {
+	return commands.HostOptions{
+		Hosts:             c.StringSlice("host"),
+		File:              c.String("hosts"),
+		SSHConfig:         c.String("ssh-config"),
+		AcceptNewHostKeys: c.Bool("accept-new-host-keys"),
+		ConnectTimeout:    c.Duration("connect-timeout"),
+		CommandTimeout:    c.Duration("command-timeout"),
+		Parallel:          c.Int("parallel"),
+	}
+}
+
+func availability(c *cli.Context) commands.Availability {
+	return commands.Availability{MaxUtilPct: c.Int("max-util"), MaxMemMiB: c.Int("max-mem"), Exclude: c.StringSlice("exclude")}
+}
+
+func job(c *cli.Context) commands.Job {
+	return commands.Job{
+		Availability:  availability(c),
+		Framework:     c.String("framework"),
+		PS:            c.Int("ps"),
+		Workers:       c.Int("workers"),
+		Chief:         c.Bool("chief"),
+		Evaluator:     c.Bool("evaluator"),
+		GPUsPerWorker: c.Int("gpus-per-worker"),
+		GPUsPerPS:     c.Int("gpus-per-ps"),
+		Strategy:      c.String("strategy"),
+		PortRange:     c.String("port-range"),
+		TFFlags:       c.Bool("tf-flags"),
+		NIC:           c.String("nic"),
+		Name:          c.String("name"),
+		Command:       c.Args().Slice(),
+	}
+}
+
+func join(lists ...[]cli.Flag) []cli.Flag { return slices.Concat(lists...) }
+
+func jsonFlag(usage string) []cli.Flag { return []cli.Flag{&cli.BoolFlag{Name: "json", Usage: usage}} }
+
+func hostFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "host", Aliases: []string{"H"}, Usage: "`[user@]host[:port]` to use (repeatable or comma-separated); overrides --hosts"},
+		&cli.StringFlag{Name: "hosts", EnvVars: []string{"TFHIVE_HOSTS"}, Usage: "hosts `FILE` (default ./hosts.yaml when it exists, else localhost without SSH)"},
+		&cli.StringFlag{Name: "ssh-config", Usage: "ssh_config `FILE` to honour (default ~/.ssh/config)"},
+		&cli.BoolFlag{Name: "accept-new-host-keys", Usage: "trust and record host keys not yet in known_hosts (trust on first use)"},
+		&cli.DurationFlag{Name: "connect-timeout", Value: 10 * time.Second, Usage: "limit for TCP connect plus SSH handshake, per host"},
+		&cli.DurationFlag{Name: "command-timeout", Value: 30 * time.Second, Usage: "limit for the probe (nvidia-smi) on each host"},
+		&cli.IntFlag{Name: "parallel", Value: 64, Usage: "hosts dialled and probed at once"},
+	}
+}
+
+func statusFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "print the status as a JSON document"},
+		&cli.DurationFlag{Name: "watch", Usage: "refresh every `INTERVAL` (e.g. 2s) until interrupted, reusing connections"},
+	}
+}
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in every task, or K to pass this machine's value (repeatable)"},
+		&cli.StringFlag{Name: "workdir", Usage: "remote `DIR` tasks start in (overrides the hosts file)"},
+		&cli.StringFlag{Name: "setup", Usage: "shell `SNIPPET` run before each task (overrides the hosts file)"},
+		&cli.StringFlag{Name: "log-dir", Usage: "where logs go (default tfhive-runs/RUN_ID)"},
+		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time between SIGTERM and SIGKILL when stopping tasks"},
+		&cli.DurationFlag{Name: "timeout", Usage: "stop everything after this long (exit 124)"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show only tfhive's own lines and the summary"},
+		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON on stdout (task output goes to stderr)"},
+		&cli.DurationFlag{Name: "wait", Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
+		&cli.BoolFlag{Name: "check", Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
+		importFlag(),
+	}
+}
+
+// doctorFlags are `tfhive doctor`'s own; --import is also run --check's.
+func doctorFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "workdir", Usage: "remote `DIR` to check in (overrides the hosts file)"},
+		&cli.StringFlag{Name: "setup", Usage: "shell `SNIPPET` to run first (overrides the hosts file)"},
+		importFlag(),
+	}
+}
+
+func importFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "import", Usage: "also import Python `MODULE` and show its version (repeatable)"}
+}
+
+// availabilityFlags decide which GPUs count as free, for status and plans.
+func availabilityFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max-util", Value: schedule.DefaultMaxUtilPct, Usage: "a GPU above this utilisation `PCT` is busy"},
+		&cli.IntFlag{Name: "max-mem", Value: schedule.DefaultMaxMemMiB, Usage: "a GPU with more than this memory in use (`MiB`) is busy"},
+		&cli.StringSliceFlag{Name: "exclude", Usage: "never use `host[:i,j]` (repeatable; e.g. gpu01:0,1 or gpu02)"},
+	}
+}
+
+// jobFlags describe the job, shared by plan and run.
+func jobFlags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "framework", Value: schedule.FrameworkTF, Usage: "tf (TF_CONFIG for ps, chief, workers, evaluator) or torch (MASTER_ADDR, RANK, WORLD_SIZE… as torchrun sets them; chief and workers are the ranks)"},
+		&cli.IntFlag{Name: "ps", Usage: "parameter server tasks"},
+		&cli.IntFlag{Name: "workers", Value: schedule.DefaultWorkers, Usage: "worker tasks"},
+		&cli.BoolFlag{Name: "chief", Usage: "add a chief task"},
+		&cli.BoolFlag{Name: "evaluator", Usage: "add an evaluator task (kept out of the training cluster)"},
+		&cli.IntFlag{Name: "gpus-per-worker", Value: schedule.DefaultGPUsPerWorker, Usage: "GPUs for each worker, chief and evaluator (0 = CPU)"},
+		&cli.IntFlag{Name: "gpus-per-ps", Usage: "GPUs for each parameter server"},
+		&cli.StringFlag{Name: "strategy", Value: schedule.StrategySpread, Usage: "spread (round-robin across hosts) or pack (fill a host first)"},
+		&cli.StringFlag{Name: "port-range", Value: schedule.DefaultPortRange, Usage: "`LO-HI` ports for tasks"},
+		&cli.BoolFlag{Name: "tf-flags", Usage: "append --ps_hosts --worker_hosts --job_name --task_index (TF1 between-graph scripts)"},
+		&cli.StringFlag{Name: "name", Usage: "run id (default: time-based and unique)"},
+		&cli.StringFlag{Name: "nic", Usage: "`NAME` of the interface that carries the tasks' traffic on every host, or auto to pick one per host (default: the hosts' cluster addresses, no interface set)"},
+	}, availabilityFlags()...)
+}

@@ -1,0 +1,139 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+
+	"golang.org/x/term"
+
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/hosts"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/transport"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// probeWhat is what a command needs to learn from each host.
+type probeWhat int
+
+const (
+	probeGPUs   probeWhat = iota // everything: GPUs, processes, ports, claims
+	probeClaims                  // only the claims (ps, kill)
+)
+
+// openFleet validates the host options and loads the hosts; nothing is
+// dialled yet.
+func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, error) {
+	if h.ConnectTimeout <= 0 {
+		return nil, usagef("--connect-timeout must be positive")
+	}
+	if h.CommandTimeout <= 0 {
+		return nil, usagef("--command-timeout must be positive")
+	}
+	if h.Parallel < 1 {
+		return nil, usagef("--parallel must be at least 1")
+	}
+	home, _ := os.UserHomeDir()
+	hosts, err := hosts.Load(hosts.Options{
+		Flags:       h.Hosts,
+		File:        h.File,
+		DefaultFile: "hosts.yaml",
+		SSHConfig:   h.SSHConfig,
+		Home:        home,
+		LocalUser:   localUser(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	opts := probe.Options{
+		SSH: transport.Options{
+			ConnectTimeout:    h.ConnectTimeout,
+			AcceptNewHostKeys: h.AcceptNewHostKeys,
+			AgentSocket:       os.Getenv("SSH_AUTH_SOCK"),
+			Warn: func(msg string) {
+				prefix := "tfhive: warning: "
+				if isTerminal(stderr) {
+					prefix = "\r\x1b[K" + prefix // over the progress line
+				}
+				fmt.Fprintf(stderr, "%s%s\n", prefix, msg)
+			},
+		},
+		CommandTimeout: h.CommandTimeout,
+		Parallel:       h.Parallel,
+		ClaimsOnly:     what == probeClaims,
+	}
+	if isTerminal(stderr) && len(hosts) > 1 {
+		opts.Progress = func(done, total int) {
+			if done < total {
+				fmt.Fprintf(stderr, "\rprobing hosts: %d/%d", done, total)
+			} else {
+				fmt.Fprint(stderr, "\r\x1b[K")
+			}
+		}
+	}
+	return probe.NewFleet(hosts, opts), nil
+}
+
+// probeAll probes every host once; an interrupted probe is no inventory.
+func probeAll(ctx context.Context, fleet *probe.Fleet) (inventory.Inventory, error) {
+	inv := fleet.Probe(ctx)
+	return inv, ctx.Err()
+}
+
+// unreachable is the error for the hosts inv could not reach, or nil.
+func unreachable(inv inventory.Inventory) error {
+	e := &UnreachableError{Total: len(inv.Hosts)}
+	for _, h := range inv.Hosts {
+		if h.Err == nil {
+			continue
+		}
+		e.Bad++
+		line := h.Name + ": " + h.Err.Message
+		if h.Err.Hint != "" {
+			line += " (hint: " + h.Err.Hint + ")"
+		}
+		e.Lines = append(e.Lines, line)
+	}
+	if e.Bad == 0 {
+		return nil
+	}
+	return e
+}
+
+// availability validates the options against the hosts.
+func (o Availability) availability(hosts []inventory.Host) (schedule.Availability, error) {
+	ex, err := schedule.ParseExclude(o.Exclude)
+	if err != nil {
+		return schedule.Availability{}, err
+	}
+	names := make([]string, len(hosts))
+	for i, h := range hosts {
+		names[i] = h.Name
+	}
+	if err := ex.Validate(names); err != nil {
+		return schedule.Availability{}, err
+	}
+	a := schedule.Availability{MaxUtilPct: o.MaxUtilPct, MaxMemMiB: o.MaxMemMiB, Exclude: ex}
+	if a.MaxUtilPct < 0 || a.MaxUtilPct > 100 {
+		return a, usagef("--max-util must be between 0 and 100")
+	}
+	if a.MaxMemMiB < 0 {
+		return a, usagef("--max-mem must not be negative")
+	}
+	return a, nil
+}
+
+func localUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,48 @@
+package commands
+
+import (
+	"io"
+	"time"
+)
+
+// Streams are where a command writes: its output, and tfhive's own lines
+// (warnings, progress, task output under --json).
+type Streams struct {
+	Stdout, Stderr io.Writer
+}
+
+// HostOptions choose the hosts and how to reach them; every command takes
+// them.
+type HostOptions struct {
+	Hosts             []string // -H values, before splitting at commas
+	File              string   // --hosts; "" for ./hosts.yaml when it exists
+	SSHConfig         string
+	AcceptNewHostKeys bool
+	ConnectTimeout    time.Duration
+	CommandTimeout    time.Duration
+	Parallel          int
+}
+
+// Availability decides which GPUs count as free, for status and plans.
+type Availability struct {
+	MaxUtilPct int
+	MaxMemMiB  int
+	Exclude    []string // --exclude host[:i,j] values
+}
+
+// Job describes the job, for plan and run.
+type Job struct {
+	Availability
+	Framework     string
+	PS, Workers   int
+	Chief         bool
+	Evaluator     bool
+	GPUsPerWorker int
+	GPUsPerPS     int
+	Strategy      string
+	PortRange     string // LO-HI
+	TFFlags       bool
+	NIC           string   // --nic: "", "auto" or an interface name
+	Name          string   // run id; "" for a new, time-based one
+	Command       []string // after --
+}

@@ -1,0 +1,118 @@
+package commands
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// PlanOptions are `tfhive plan`'s.
+type PlanOptions struct {
+	Streams
+	Hosts HostOptions
+	Job   Job
+	JSON  bool
+	Emit  EmitOptions // --emit: print the job for a cluster manager instead
+}
+
+// Plan probes the hosts and prints where every task would run, starting
+// nothing.
+func Plan(ctx context.Context, o PlanOptions) error {
+	if handled, err := emitJob(o); handled {
+		return err
+	}
+	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
+	if err != nil {
+		return err
+	}
+	req, err := o.Job.request(fleet.Hosts, "plan")
+	if err != nil {
+		return err
+	}
+	defer fleet.Close()
+	plan, _, err := probeAndPlan(ctx, fleet, req, o.Stderr)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return launcher.WritePlanJSON(o.Stdout, plan)
+	}
+	return launcher.WritePlan(o.Stdout, plan)
+}
+
+// request builds and validates the job request before any host is
+// touched; verb is the command, for the hint.
+func (j Job) request(hosts []inventory.Host, verb string) (schedule.Request, error) {
+	avail, err := j.availability(hosts)
+	if err != nil {
+		return schedule.Request{}, err
+	}
+	lo, hi, err := schedule.ParsePortRange(j.PortRange)
+	if err != nil {
+		return schedule.Request{}, err
+	}
+	req := schedule.Request{
+		Availability:  avail,
+		Framework:     j.Framework,
+		PS:            j.PS,
+		Workers:       j.Workers,
+		Chief:         j.Chief,
+		Evaluator:     j.Evaluator,
+		GPUsPerWorker: j.GPUsPerWorker,
+		GPUsPerPS:     j.GPUsPerPS,
+		Strategy:      j.Strategy,
+		PortLo:        lo,
+		PortHi:        hi,
+		Command:       j.Command,
+		TFFlags:       j.TFFlags,
+		NIC:           j.NIC,
+		RunID:         j.Name,
+	}
+	if req.RunID == "" {
+		req.RunID = newRunID(time.Now())
+	}
+	if len(req.Command) == 0 {
+		return req, &UsageError{Msg: "no command given", Fix: "put the training command after --, e.g. tfhive " + verb + " --workers 2 -- python train.py"}
+	}
+	return req, req.Validate()
+}
+
+// newRunID is time-based, sorts by start time and does not collide between
+// two runs started in the same second.
+func newRunID(now time.Time) string {
+	var b [3]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%x", now.Format("20060102-150405"), b)
+}
+
+// probeAndPlan is the shared first half of plan and run: probe every host
+// once, plan, and say which hosts the plan had to do without. The
+// inventory is the probe's, for run --check.
+func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request, stderr io.Writer) (*schedule.Plan, inventory.Inventory, error) {
+	inv, err := probeAll(ctx, fleet)
+	if err != nil {
+		return nil, inv, err
+	}
+	// With no host reached there is no capacity to speak of: that is
+	// exit 4 with each host's reason, not "not enough GPUs".
+	if e, ok := unreachable(inv).(*UnreachableError); ok && e.Bad == e.Total {
+		return nil, inv, e
+	}
+	plan, err := schedule.Make(inv, req)
+	if err != nil {
+		return nil, inv, err
+	}
+	for _, h := range inv.Hosts {
+		if h.Err != nil {
+			fmt.Fprintf(stderr, "tfhive: warning: %s not used: %s\n", h.Name, h.Err.Message)
+		}
+	}
+	return plan, inv, nil
+}

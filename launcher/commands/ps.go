@@ -1,0 +1,38 @@
+package commands
+
+import (
+	"context"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+)
+
+// PsOptions are `tfhive ps`'s.
+type PsOptions struct {
+	Streams
+	Hosts HostOptions
+	JSON  bool
+}
+
+// Ps lists the runs holding claims on the hosts.
+func Ps(ctx context.Context, o PsOptions) error {
+	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
+	if err != nil {
+		return err
+	}
+	defer fleet.Close()
+	inv, err := probeAll(ctx, fleet)
+	if err != nil {
+		return err
+	}
+	runs := launcher.Runs(inv)
+	if o.JSON {
+		err = launcher.WriteRunsJSON(o.Stdout, runs)
+	} else {
+		err = launcher.WriteRuns(o.Stdout, runs, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	return unreachable(inv)
+}

@@ -1,0 +1,220 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/wording"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// RunOptions are `tfhive run`'s.
+type RunOptions struct {
+	Streams
+	Hosts HostOptions
+	Job   Job
+	// Env holds --env values: K=V, or K for this machine's value.
+	Env            []string
+	Workdir, Setup string // override the hosts file's when not empty
+	LogDir         string // "" for tfhive-runs/RUN_ID
+	Grace          time.Duration
+	Timeout        time.Duration // 0: none
+	Wait           time.Duration // --wait; 0: none
+	Quiet          bool
+	JSON           bool // the summary as JSON on stdout, task output on stderr
+	// Check runs doctor's checks on the plan's hosts before claiming
+	// anything, importing Imports too, and refuses to start when they
+	// differ (a *CheckError).
+	Check   bool
+	Imports []string
+	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
+	// none do.
+	Signals *Signals
+}
+
+// Run plans the job, starts it, streams its output and prints the summary.
+// It plans and starts again, as launcher.Retry decides, when claims were
+// lost to another run or (under --wait) there were not enough GPUs. A run
+// that did not succeed is a *RunFailedError.
+func Run(ctx context.Context, o RunOptions) error {
+	// A run is a long, mostly idle supervisor of many streams whose CPU
+	// goes on starting them: collecting garbage more often keeps its heap
+	// near what is live, for a few milliseconds of CPU. GOGC, when set,
+	// wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
+	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
+	if err != nil {
+		return err
+	}
+	req, err := o.Job.request(fleet.Hosts, "run")
+	if err != nil {
+		return err
+	}
+	env, err := parseEnv(o.Env)
+	if err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}} {
+		if d.v < 0 {
+			return usagef("--%s must not be negative", d.flag)
+		}
+	}
+	if len(o.Imports) > 0 && !o.Check {
+		return &UsageError{Msg: "--import is for --check", Fix: "add --check, or see tfhive doctor --import"}
+	}
+	mods, err := doctorModules(o.Imports)
+	if err != nil {
+		return err
+	}
+	logDir := o.LogDir
+	if logDir == "" {
+		logDir = filepath.Join(logRoot, req.RunID)
+	}
+	if err := checkLogDir(logDir, o.LogDir != ""); err != nil {
+		return err
+	}
+	defer fleet.Close()
+	// Each host's probe session goes on as its first task's supervisor,
+	// started before the plan is known: the task then starts without a
+	// session of its own (two round trips, sshd's fork, a login shell).
+	fleet.KeepSessions(launcher.SupervisorCommand)
+
+	out := o.Stdout
+	if o.JSON {
+		out = o.Stderr
+	}
+	console := launcher.NewConsole(out, isTerminal(out))
+	sigs := o.Signals
+	if sigs == nil {
+		sigs = NewSignals(func() {})
+	}
+	lo := launcher.RunOptions{
+		Env: env, Workdir: o.Workdir, Setup: o.Setup,
+		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
+		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
+		Console: console, Quiet: o.Quiet,
+		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
+	}
+	for _, h := range fleet.Hosts {
+		lo.Hosts[h.Name] = h
+	}
+	check := &planCheck{done: map[string]launcher.DoctorHost{}, opts: launcher.DoctorOptions{
+		Modules: mods, Workdir: o.Workdir, Setup: o.Setup, Env: env,
+		Timeout: o.Hosts.CommandTimeout, Parallel: o.Hosts.Parallel,
+	}}
+	attempt := func(ctx context.Context) (*launcher.Summary, error) {
+		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		if o.Check {
+			if err := check.check(ctx, fleet, inv, plan); err != nil {
+				return nil, err
+			}
+		}
+		return start(ctx, fleet, plan, lo, sigs)
+	}
+	retry := launcher.Retry{
+		Wait: o.Wait,
+		Waiting: func(err error, delay, left time.Duration) {
+			wait := ""
+			if o.Wait > 0 {
+				wait = fmt.Sprintf(" (%s of --wait left)", left.Round(time.Second))
+			}
+			fmt.Fprintf(o.Stderr, "tfhive: waiting: %s; trying again in %s%s\n", wording.FirstLine(err.Error()), delay.Round(100*time.Millisecond), wait)
+		},
+	}
+	sum, err := retry.Do(ctx, attempt)
+	if cerr := console.Close(); err == nil {
+		err = cerr
+	}
+	if sum == nil {
+		return err
+	}
+	if o.JSON {
+		launcher.WriteSummaryJSON(o.Stdout, sum)
+	} else {
+		launcher.WriteSummary(o.Stdout, sum)
+	}
+	if err != nil {
+		return err
+	}
+	if sum.ExitCode != 0 {
+		return &RunFailedError{Summary: sum}
+	}
+	return nil
+}
+
+// start is the one call of launcher.Run: the plan's tasks start over the
+// probe's connections, and signals go to the launcher while they run.
+func start(ctx context.Context, fleet *probe.Fleet, plan *schedule.Plan, o launcher.RunOptions, sigs *Signals) (*launcher.Summary, error) {
+	fleet.KeepSpares(plan.Hosts())
+	o.Plan = plan
+	for i, h := range fleet.Hosts {
+		o.Execs[h.Name] = fleet.Executor(i)
+	}
+	if !sigs.toLauncher() {
+		return nil, context.Canceled
+	}
+	defer sigs.toContext()
+	// While tasks run, the first signal stops the run gracefully (the
+	// cause says which signal), a second one kills at once.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	kill := make(chan struct{})
+	o.KillNow = kill
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case sig := <-sigs.run:
+			stop(launcher.Interrupt(sig))
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs.run:
+			close(kill)
+		case <-done:
+		}
+	}()
+	return launcher.Run(ctx, o)
+}
+
+// parseEnv reads --env K=V and --env K (this machine's value). Nothing
+// else from the local environment reaches the tasks.
+func parseEnv(specs []string) (map[string]string, error) {
+	env := map[string]string{}
+	for _, s := range specs {
+		k, v, hasValue := strings.Cut(s, "=")
+		if !envNameRE.MatchString(k) {
+			return nil, usagef("--env %q: %q is not a variable name", s, k)
+		}
+		if !hasValue {
+			local, ok := os.LookupEnv(k)
+			if !ok {
+				return nil, &UsageError{Msg: fmt.Sprintf("--env %s: %s is not set here", k, k), Fix: "write --env " + k + "=VALUE, or export it first"}
+			}
+			v = local
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

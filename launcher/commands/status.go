@@ -1,0 +1,81 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// StatusOptions are `tfhive status`'s.
+type StatusOptions struct {
+	Streams
+	Hosts        HostOptions
+	Availability Availability
+	JSON         bool
+	// Watch, when not 0, redraws the status at that interval, over the
+	// same connections, until ctx ends.
+	Watch time.Duration
+}
+
+// Status probes the hosts and prints every GPU.
+func Status(ctx context.Context, o StatusOptions) error {
+	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
+	if err != nil {
+		return err
+	}
+	avail, err := o.Availability.availability(fleet.Hosts)
+	if err != nil {
+		return err
+	}
+	if o.Watch < 0 {
+		return usagef("--watch must not be negative")
+	}
+	defer fleet.Close()
+
+	show := func(w io.Writer) (inventory.Inventory, error) {
+		inv, err := probeAll(ctx, fleet)
+		if err != nil {
+			return inv, err
+		}
+		st := schedule.Classify(inv, avail)
+		if o.JSON {
+			return inv, launcher.WriteStatusJSON(w, inv, st)
+		}
+		return inv, launcher.WriteStatusTable(w, inv, st)
+	}
+
+	if o.Watch == 0 {
+		inv, err := show(o.Stdout)
+		if err != nil {
+			return err
+		}
+		return unreachable(inv)
+	}
+	tty := isTerminal(o.Stdout)
+	for {
+		var buf strings.Builder
+		if _, err := show(&buf); err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C ends a watch normally
+			}
+			return err
+		}
+		if tty {
+			// Redraw in place, like watch(1).
+			fmt.Fprintf(o.Stdout, "\x1b[H\x1b[2JEvery %s: tfhive status    %s\n\n%s", o.Watch, time.Now().Format("15:04:05"), buf.String())
+		} else {
+			fmt.Fprintf(o.Stdout, "%s\n", buf.String())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.Watch):
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// The commands refuse bad options before any host is dialled: the host
+// here refuses connections, so a check made too late shows up as an
+// UnreachableError instead of the usage error.
+func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	t.Setenv("SSH_AUTH_SOCK", "")
+	t.Chdir(dir)
+	var out, errb bytes.Buffer
+	streams := Streams{Stdout: &out, Stderr: &errb}
+	hosts := HostOptions{Hosts: []string{"127.0.0.1:1"}, ConnectTimeout: time.Second, CommandTimeout: time.Second, Parallel: 4}
+	job := Job{Framework: "tf", Workers: 1, Strategy: "spread", PortRange: "20000-20100", Name: "r1", Command: []string{"true"}}
+	run := func(edit func(*RunOptions)) error {
+		o := RunOptions{Streams: streams, Hosts: hosts, Job: job, Grace: time.Second}
+		edit(&o)
+		return Run(context.Background(), o)
+	}
+	cases := []struct {
+		name, msg, hint string
+		err             error
+	}{
+		{"run without a command", "no command given", "put the training command after --, e.g. tfhive run --workers 2 -- python train.py",
+			run(func(o *RunOptions) { o.Job.Command = nil })},
+		{"plan without a command", "no command given", "put the training command after --, e.g. tfhive plan --workers 2 -- python train.py",
+			Plan(context.Background(), PlanOptions{Streams: streams, Hosts: hosts, Job: Job{Framework: "tf", Workers: 1, Strategy: "spread", PortRange: "20000-20100"}})},
+		{"env name", `--env "1X=2": "1X" is not a variable name`, "",
+			run(func(o *RunOptions) { o.Env = []string{"1X=2"} })},
+		{"env unset here", "--env TFHIVE_NO_SUCH_VAR: TFHIVE_NO_SUCH_VAR is not set here", "write --env TFHIVE_NO_SUCH_VAR=VALUE, or export it first",
+			run(func(o *RunOptions) { o.Env = []string{"TFHIVE_NO_SUCH_VAR"} })},
+		{"negative wait", "--wait must not be negative", "", run(func(o *RunOptions) { o.Wait = -time.Second })},
+		{"no parallelism", "--parallel must be at least 1", "", run(func(o *RunOptions) { o.Hosts.Parallel = 0 })},
+		{"max-util", "--max-util must be between 0 and 100", "",
+			Status(context.Background(), StatusOptions{Streams: streams, Hosts: hosts, Availability: Availability{MaxUtilPct: 101}})},
+		{"kill grace", "--grace must not be negative", "",
+			Kill(context.Background(), KillOptions{Streams: streams, Hosts: hosts, RunID: "r1", Grace: -time.Second})},
+		{"ps connect timeout", "--connect-timeout must be positive", "",
+			Ps(context.Background(), PsOptions{Streams: streams, Hosts: HostOptions{Hosts: hosts.Hosts, CommandTimeout: time.Second, Parallel: 1}})},
+	}
+	for _, c := range cases {
+		var ue *UsageError
+		if !errors.As(c.err, &ue) || ue.Msg != c.msg || ue.Hint() != c.hint {
+			t.Errorf("%s: %T %v, want usage error %q (hint %q)", c.name, c.err, c.err, c.msg, c.hint)
+		}
+	}
+	// The planner's own checks of the request come before any host too.
+	for name, err := range map[string]error{
+		"run": run(func(o *RunOptions) { o.Job.NIC = "eth 0" }),
+		"plan": Plan(context.Background(), PlanOptions{Streams: streams, Hosts: hosts,
+			Job: Job{Framework: "tf", Workers: 1, Strategy: "spread", PortRange: "20000-20100", NIC: "eth 0", Command: []string{"true"}}}),
+	} {
+		var se *schedule.UsageError
+		if !errors.As(err, &se) || se.Msg != `bad --nic "eth 0": not an interface name` {
+			t.Errorf("%s --nic 'eth 0': %T %v, want the planner's usage error", name, err, err)
+		}
+	}
+	if out.Len() != 0 || errb.Len() != 0 {
+		t.Errorf("output from refused commands:\n%s%s", out.String(), errb.String())
+	}
+}

@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/tfhive/tfhive/probe/sshtest"
+)
+
+// stream is which of a background tfhive's outputs its test reads line by
+// line, as it comes.
+type stream int
+
+const (
+	readStdout stream = iota
+	readStderr
+)
+
+// running is tfhive started in the background on a fleet: its test reads
+// one stream line by line while tfhive runs (to know when to act), and
+// the other is kept whole in other, to read after Wait.
+type running struct {
+	*exec.Cmd
+	lines *bufio.Scanner
+	read  strings.Builder // the lines read so far, each ending in "\n"
+	other bytes.Buffer
+}
+
+// startTfhive starts tfhive with f's environment in f's directory. The
+// test's end kills it if it still runs.
+func startTfhive(t *testing.T, f *sshtest.Fleet, s stream, args ...string) *running {
+	t.Helper()
+	r := &running{Cmd: exec.Command(tfhiveBin, args...)}
+	r.Env, r.Dir = f.Env(), f.Dir
+	var pipe io.ReadCloser
+	var err error
+	if s == readStderr {
+		r.Stdout = &r.other
+		pipe, err = r.StderrPipe()
+	} else {
+		r.Stderr = &r.other
+		pipe, err = r.StdoutPipe()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Process.Kill(); r.Wait() })
+	r.lines = bufio.NewScanner(pipe)
+	return r
+}
+
+// readUntil reads lines until one matches, and says whether one did
+// before the stream ended.
+func (r *running) readUntil(match func(line string) bool) bool {
+	for r.lines.Scan() {
+		r.read.WriteString(r.lines.Text() + "\n")
+		if match(r.lines.Text()) {
+			return true
+		}
+	}
+	return false
+}
+
+// readAll reads the stream to its end: Wait may be called after it.
+func (r *running) readAll() { r.readUntil(func(string) bool { return false }) }
+
+// discardRest reads the rest of the stream in the background, unkept, so
+// that tfhive never blocks on a full pipe while the test does other things.
+func (r *running) discardRest() {
+	go func() {
+		for r.lines.Scan() {
+		}
+	}()
+}

@@ -1,0 +1,359 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// The run's lifecycle is a pure function of what happens to it. The runner
+// (run.go) turns what its supervisors, its clock and its caller do into
+// events, hands them to policy.apply one at a time, and carries out each
+// decision: control lines, timers, console lines. Nothing here starts,
+// signals, waits or reads a clock, so that every rule is table-tested
+// without hosts or timers (policy_test.go).
+
+// eventKind says what happened.
+type eventKind int
+
+const (
+	evStarted    eventKind = iota // the task's supervisor runs; its claim line is to come
+	evNotStarted                  // the task could not start (err)
+	evClaim                       // the task's supervisor answered the claim phase (line)
+	evExited                      // the task ended with status code (128+N for signal N)
+	evLost                        // the task's host or connection was lost (err)
+	evInterrupt                   // the caller stopped the run (sig: which signal, nil if unnamed)
+	evKillNow                     // the caller asked again: kill at once
+	evTimeout                     // the run's --timeout (after) passed
+	evGraceOver                   // the grace period after SIGTERM passed
+	evGiveUp                      // killed, and still not gone a while later
+)
+
+// event is one thing that happened to the run.
+type event struct {
+	kind eventKind
+	task int
+	code int
+	err  string
+	// line is the claim line: claimOK, claimBlocked+why, claimTaken (it
+	// ended with exitClaimBusy first), or "" (it ended otherwise first).
+	line  string
+	sig   os.Signal
+	after time.Duration
+}
+
+// decision is what the runner must do after an event.
+type decision struct {
+	say []string // tfhive's console lines, in order
+	// send is a control line (ctlGo, ctlAbort, ctlTerm, ctlKill) for the
+	// supervisors of the tasks in to.
+	send string
+	to   []int
+	// abandon: drop these tasks' connections, they do not go away.
+	abandon []int
+	// armKill: SIGKILL what is left once the grace period has passed.
+	// armGiveUp: abandon what is left a while after SIGKILL; it replaces
+	// armKill's timer. Neither when nothing is left.
+	armKill, armGiveUp bool
+}
+
+// phase is where a task is in its life.
+type phase int
+
+const (
+	phaseNew     phase = iota // not started yet
+	phaseStarted              // its supervisor runs (claiming, or running the task)
+	phaseDone                 // ended, or never started
+)
+
+// taskState is what the policy knows of one task.
+type taskState struct {
+	phase   phase
+	claimed bool   // its claim line (or start failure) is in
+	line    string // its claim line
+	stopped bool   // tfhive asked it to stop: ending is then no failure
+	outcome string // OutcomeExited etc., once done
+	code    *int   // its status, nil when unknown
+	err     string
+}
+
+// policy holds a run's state between events.
+type policy struct {
+	rule  successRule
+	tasks []schedule.Task
+	state []taskState
+	// waiting counts the tasks whose claim line (or start failure) is still
+	// to come: the tasks get go only once none is.
+	waiting int
+
+	result, reason string
+	code           int
+	decider        int   // the task that decided the result, -1 none
+	conflict       error // a claim was taken or blocked: nothing ran
+}
+
+func newPolicy(p *schedule.Plan) *policy {
+	return &policy{rule: ruleOf(p), tasks: p.Tasks, state: make([]taskState, len(p.Tasks)),
+		waiting: len(p.Tasks), decider: -1}
+}
+
+// apply takes one event and says what to do about it.
+func (p *policy) apply(ev event) decision {
+	var d decision
+	switch ev.kind {
+	case evStarted:
+		p.state[ev.task].phase = phaseStarted
+	case evNotStarted:
+		s := &p.state[ev.task]
+		s.phase, s.outcome, s.err = phaseDone, OutcomeNoStart, ev.err
+		p.claimIn(ev.task, "", &d)
+	case evClaim:
+		p.claimIn(ev.task, ev.line, &d)
+	case evExited, evLost:
+		p.exited(ev, &d)
+	case evInterrupt:
+		if p.decided() {
+			// Already stopping: asking again kills at once.
+			p.killNow(&d)
+			break
+		}
+		code, reason := 130, "interrupted"
+		if ev.sig != nil {
+			reason += " by " + sigName(ev.sig)
+			if ev.sig == syscall.SIGTERM {
+				code = 143
+			}
+		}
+		p.decide(&d, ResultInterrupted, code, -1, reason)
+	case evKillNow:
+		if !p.decided() {
+			p.decide(&d, ResultInterrupted, 130, -1, "interrupted")
+		}
+		p.killNow(&d)
+	case evTimeout:
+		p.decide(&d, ResultTimeout, ExitTimeout, -1, fmt.Sprintf("timed out after %s", ev.after))
+	case evGraceOver:
+		p.kill(&d)
+	case evGiveUp:
+		d.abandon = p.live()
+	}
+	return d
+}
+
+// decided: the run's result is fixed (or it never ran), what is left is
+// being stopped.
+func (p *policy) decided() bool { return p.result != "" || p.conflict != nil }
+
+// live lists the tasks whose supervisors still run.
+func (p *policy) live() []int {
+	var l []int
+	for i, s := range p.state {
+		if s.phase == phaseStarted {
+			l = append(l, i)
+		}
+	}
+	return l
+}
+
+// running counts the tasks whose end is still to come.
+func (p *policy) running() int { return len(p.live()) }
+
+// claimIn records one task's answer to the claim phase; the last one ends
+// the phase. Two phases: every supervisor holds its claims before any task
+// starts, so two runs racing for the same GPUs never both start.
+func (p *policy) claimIn(i int, line string, d *decision) {
+	s := &p.state[i]
+	if s.claimed {
+		return
+	}
+	s.claimed, s.line = true, line
+	if p.waiting--; p.waiting > 0 {
+		return
+	}
+	var conflicts, blocked []string
+	for i, s := range p.state {
+		t := p.tasks[i]
+		switch {
+		case s.outcome == OutcomeNoStart:
+		case s.line == claimTaken:
+			conflicts = append(conflicts, fmt.Sprintf("%s %s", t.Host, describeClaims(claimsFor(t))))
+		case strings.HasPrefix(s.line, claimBlocked):
+			blocked = append(blocked, t.Host+": "+strings.TrimPrefix(s.line, claimBlocked))
+		}
+	}
+	for i, s := range p.state {
+		if s.outcome == OutcomeNoStart {
+			t := p.tasks[i]
+			d.say = append(d.say, fmt.Sprintf("tfhive: %s on %s could not start: %s", t.ID, t.Host, s.err))
+			p.decide(d, ResultFailed, 1, i, fmt.Sprintf("%s on %s could not start: %s", t.ID, t.Host, s.err))
+		}
+	}
+	switch {
+	case p.decided():
+	case len(blocked) > 0:
+		p.conflict = &ClaimBlockedError{Blocked: blocked}
+		p.abort(d)
+	case len(conflicts) > 0:
+		p.conflict = &ClaimConflictError{Conflicts: conflicts}
+		p.abort(d)
+	default:
+		d.send, d.to = ctlGo, p.live()
+	}
+}
+
+// abort gives up the start: nothing ran, every supervisor lets go.
+func (p *policy) abort(d *decision) {
+	for i := range p.state {
+		p.state[i].stopped = true
+	}
+	d.send, d.to = ctlAbort, p.live()
+}
+
+func (p *policy) exited(ev event, d *decision) {
+	s := &p.state[ev.task]
+	if s.phase == phaseDone {
+		return
+	}
+	s.phase = phaseDone
+	lost := ev.kind == evLost
+	switch {
+	case lost:
+		s.outcome, s.err = OutcomeLost, ev.err
+	case s.stopped:
+		s.outcome, s.code = OutcomeStopped, intPtr(ev.code)
+	default:
+		s.outcome, s.code = OutcomeExited, intPtr(ev.code)
+	}
+	if p.decided() {
+		return // the rest are being stopped
+	}
+	t := p.tasks[ev.task]
+	label := t.ID + " on " + t.Host
+	code, what := ev.code, describeExit(ev.code)
+	if lost {
+		code, what = ExitHostLost, "was lost: "+ev.err
+	}
+	switch {
+	case (lost || ev.code != 0) && (p.rule.mustFinish(t.Role) || t.Role == schedule.RolePS):
+		// A parameter server that dies leaves the workers waiting forever,
+		// so it fails the run too.
+		d.say = append(d.say, fmt.Sprintf("tfhive: %s %s; stopping the other tasks", label, what))
+		p.decide(d, ResultFailed, code, ev.task, label+" "+what)
+	case lost || ev.code != 0:
+		d.say = append(d.say, fmt.Sprintf("tfhive: %s %s (not fatal for the run)", label, what))
+	case p.rule.mustFinish(t.Role) && p.allSucceeded():
+		p.decide(d, ResultSucceeded, 0, -1, p.rule.reason())
+	}
+}
+
+// allSucceeded: every task the rule waits for has exited 0.
+func (p *policy) allSucceeded() bool {
+	for i, s := range p.state {
+		if p.rule.mustFinish(p.tasks[i].Role) && (s.outcome != OutcomeExited || *s.code != 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// decide fixes the run's result once and stops every task still running:
+// SIGTERM now, SIGKILL after the grace period.
+func (p *policy) decide(d *decision, result string, code, decider int, reason string) {
+	if p.decided() {
+		return
+	}
+	p.result, p.code, p.decider, p.reason = result, code, decider, reason
+	d.send, d.to = ctlTerm, p.stop()
+	d.armKill = len(d.to) > 0
+}
+
+// killNow kills what is left at once, on the caller's word.
+func (p *policy) killNow(d *decision) {
+	d.say = append(d.say, "tfhive: killing every task now")
+	p.kill(d)
+}
+
+func (p *policy) kill(d *decision) {
+	d.send, d.to = ctlKill, p.stop()
+	d.armKill, d.armGiveUp = false, len(d.to) > 0
+}
+
+// stop marks the live tasks stopped by tfhive and lists them.
+func (p *policy) stop() []int {
+	l := p.live()
+	for _, i := range l {
+		p.state[i].stopped = true
+	}
+	return l
+}
+
+// final is the run's result once every task has ended.
+func (p *policy) final() (result string, code int, reason string, decider int) {
+	if p.result == "" {
+		// Every task ended on its own without deciding (e.g. no task the
+		// rule waits for ever ran): not a success.
+		return ResultFailed, 1, "the tasks ended without a successful chief or workers", -1
+	}
+	return p.result, p.code, p.reason, p.decider
+}
+
+// successRule says which tasks' success is the run's success.
+type successRule int
+
+const (
+	chiefDecides     successRule = iota // TensorFlow with a chief: the chief alone
+	workersDecide                       // TensorFlow without one: every worker
+	everyRankDecides                    // torch: every rank, the chief included
+)
+
+func ruleOf(p *schedule.Plan) successRule {
+	switch {
+	case p.Torch():
+		// A collective needs the whole world: one rank missing leaves
+		// the others waiting in it.
+		return everyRankDecides
+	case len(p.Cluster.Chief) > 0:
+		return chiefDecides
+	}
+	return workersDecide
+}
+
+// mustFinish: the tasks whose success is the run's success; any of them
+// failing fails the run.
+func (rule successRule) mustFinish(role string) bool {
+	switch rule {
+	case chiefDecides:
+		return role == schedule.RoleChief
+	case workersDecide:
+		return role == schedule.RoleWorker
+	}
+	return true
+}
+
+func (rule successRule) reason() string {
+	switch rule {
+	case chiefDecides:
+		return "the chief exited 0"
+	case workersDecide:
+		return "every worker exited 0"
+	}
+	return "every rank exited 0"
+}
+
+func describeExit(rc int) string {
+	if rc > 128 && rc < 128+65 {
+		return fmt.Sprintf("was killed by signal %d (exit %d)", rc-128, rc)
+	}
+	return fmt.Sprintf("exited %d", rc)
+}
+
+func sigName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
+}

@@ -1,0 +1,511 @@
+package launcher
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// testPlan builds a plan from task ids with their hosts, "worker:1@h2".
+// A chief makes it a chief-mode TensorFlow plan; framework "torch" makes
+// every task a rank.
+func testPlan(framework string, tasks ...string) *schedule.Plan {
+	p := &schedule.Plan{RunID: "r1", Framework: framework}
+	for i, s := range tasks {
+		id, host, _ := strings.Cut(s, "@")
+		role, idx, _ := strings.Cut(id, ":")
+		n, _ := strconv.Atoi(idx)
+		t := schedule.Task{ID: id, Role: role, Index: n, Host: host, Address: host + ":" + strconv.Itoa(2222+i),
+			Port: 2222 + i, GPUs: []int{n}, GPUUUIDs: []string{"GPU-" + id}, Argv: []string{"train"},
+			Env: map[string]string{"TFHIVE_TASK": id}}
+		if framework == schedule.FrameworkTorch {
+			t.Port, t.Env["RANK"], t.Env["MASTER_PORT"] = 0, strconv.Itoa(i), "29500"
+		}
+		if role == schedule.RoleChief {
+			p.Cluster.Chief = append(p.Cluster.Chief, t.Address)
+		}
+		p.Tasks = append(p.Tasks, t)
+	}
+	return p
+}
+
+func tfPlan(tasks ...string) *schedule.Plan { return testPlan("tensorflow", tasks...) }
+
+// step is an event and the decision it must bring, as render writes it.
+type step struct {
+	ev   event
+	want string
+}
+
+func started(i int) event { return event{kind: evStarted, task: i} }
+func notStarted(i int, err string) event {
+	return event{kind: evNotStarted, task: i, err: err}
+}
+func claimLine(i int, line string) event { return event{kind: evClaim, task: i, line: line} }
+func exited(i, code int) event           { return event{kind: evExited, task: i, code: code} }
+func lost(i int, err string) event       { return event{kind: evLost, task: i, err: err} }
+
+var (
+	interruptINT  = event{kind: evInterrupt, sig: syscall.SIGINT}
+	interruptTERM = event{kind: evInterrupt, sig: syscall.SIGTERM}
+	interruptBare = event{kind: evInterrupt}
+	killNowEv     = event{kind: evKillNow}
+	graceOver     = event{kind: evGraceOver}
+	giveUp        = event{kind: evGiveUp}
+)
+
+func timedOut(d time.Duration) event { return event{kind: evTimeout, after: d} }
+
+// render writes a decision in one line: console lines, the control line
+// and its tasks ("t ps:0,worker:1"), abandoned tasks and timers.
+func render(p *policy, d decision) string {
+	ids := func(l []int) string {
+		var s []string
+		for _, i := range l {
+			s = append(s, p.tasks[i].ID)
+		}
+		return strings.Join(s, ",")
+	}
+	parts := append([]string(nil), d.say...)
+	if d.send != "" && len(d.to) > 0 {
+		parts = append(parts, strings.TrimSuffix(d.send, "\n")+" "+ids(d.to))
+	}
+	if len(d.abandon) > 0 {
+		parts = append(parts, "abandon "+ids(d.abandon))
+	}
+	if d.armKill {
+		parts = append(parts, "kill-timer")
+	}
+	if d.armGiveUp {
+		parts = append(parts, "give-up-timer")
+	}
+	return strings.Join(parts, " | ")
+}
+
+// launched is the claim phase of a run whose every task starts and
+// claims: the last claim brings go for all.
+func launched(p *schedule.Plan) []step {
+	var steps []step
+	var all []string
+	for i, t := range p.Tasks {
+		steps = append(steps, step{started(i), ""})
+		all = append(all, t.ID)
+	}
+	for i := range p.Tasks {
+		steps = append(steps, step{claimLine(i, claimOK), ""})
+	}
+	steps[len(steps)-1].want = "g " + strings.Join(all, ",")
+	return steps
+}
+
+func TestPolicy(t *testing.T) {
+	psWorkers := tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2")
+	withEval := tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2", "evaluator:0@h2")
+	chief := tfPlan("chief:0@h1", "ps:0@h1", "worker:0@h2", "worker:1@h2")
+	torch := testPlan(schedule.FrameworkTorch, "worker:0@h1", "worker:1@h1", "worker:2@h2")
+	for _, c := range []struct {
+		name  string
+		plan  *schedule.Plan
+		claim []step // the claim phase; nil: launched(plan)
+		steps []step
+		// The summary's result, code, reason and deciding task ("" none).
+		result, reason, decider string
+		code                    int
+		// outcomes: every task's "outcome code" or "outcome: error".
+		outcomes []string
+	}{
+		{
+			name: "tf: the workers decide, the ps is stopped",
+			plan: psWorkers,
+			steps: []step{
+				{exited(1, 0), ""},
+				{exited(2, 0), "t ps:0 | kill-timer"},
+				{exited(0, 143), ""},
+			},
+			result: ResultSucceeded, code: 0, reason: "every worker exited 0",
+			outcomes: []string{"stopped 143", "exited 0", "exited 0"},
+		},
+		{
+			name: "tf: a failing worker fails the run",
+			plan: psWorkers,
+			steps: []step{
+				{exited(1, 0), ""},
+				{exited(2, 7), "tfhive: worker:1 on h2 exited 7; stopping the other tasks | t ps:0 | kill-timer"},
+				{exited(0, 143), ""},
+			},
+			result: ResultFailed, code: 7, reason: "worker:1 on h2 exited 7", decider: "worker:1",
+			outcomes: []string{"stopped 143", "exited 0", "exited 7"},
+		},
+		{
+			name: "tf: a worker killed by a signal",
+			plan: psWorkers,
+			steps: []step{
+				{exited(1, 137), "tfhive: worker:0 on h1 was killed by signal 9 (exit 137); stopping the other tasks | t ps:0,worker:1 | kill-timer"},
+				{exited(0, 143), ""},
+				{exited(2, 0), ""},
+			},
+			result: ResultFailed, code: 137, reason: "worker:0 on h1 was killed by signal 9 (exit 137)", decider: "worker:0",
+			outcomes: []string{"stopped 143", "exited 137", "stopped 0"},
+		},
+		{
+			name: "tf: a failing ps fails the run, even with a chief",
+			plan: chief,
+			steps: []step{
+				{exited(1, 1), "tfhive: ps:0 on h1 exited 1; stopping the other tasks | t chief:0,worker:0,worker:1 | kill-timer"},
+				{exited(0, 143), ""},
+				{exited(2, 143), ""},
+				{exited(3, 143), ""},
+			},
+			result: ResultFailed, code: 1, reason: "ps:0 on h1 exited 1", decider: "ps:0",
+			outcomes: []string{"stopped 143", "exited 1", "stopped 143", "stopped 143"},
+		},
+		{
+			name: "tf: a ps ending 0 decides nothing",
+			plan: psWorkers,
+			steps: []step{
+				{exited(0, 0), ""},
+				{exited(1, 0), ""},
+				{exited(2, 0), ""},
+			},
+			result: ResultSucceeded, code: 0, reason: "every worker exited 0",
+			outcomes: []string{"exited 0", "exited 0", "exited 0"},
+		},
+		{
+			name: "tf: a failing evaluator is not fatal",
+			plan: withEval,
+			steps: []step{
+				{exited(3, 2), "tfhive: evaluator:0 on h2 exited 2 (not fatal for the run)"},
+				{exited(1, 0), ""},
+				{exited(2, 0), "t ps:0 | kill-timer"},
+				{exited(0, 143), ""},
+			},
+			result: ResultSucceeded, code: 0, reason: "every worker exited 0",
+			outcomes: []string{"stopped 143", "exited 0", "exited 0", "exited 2"},
+		},
+		{
+			name: "tf: a lost evaluator is not fatal",
+			plan: withEval,
+			steps: []step{
+				{lost(3, "connection lost"), "tfhive: evaluator:0 on h2 was lost: connection lost (not fatal for the run)"},
+				{exited(1, 0), ""},
+				{exited(2, 0), "t ps:0 | kill-timer"},
+				{exited(0, 143), ""},
+			},
+			result: ResultSucceeded, code: 0, reason: "every worker exited 0",
+			outcomes: []string{"stopped 143", "exited 0", "exited 0", "lost: connection lost"},
+		},
+		{
+			name: "chief mode: the chief alone decides",
+			plan: chief,
+			steps: []step{
+				{exited(3, 1), "tfhive: worker:1 on h2 exited 1 (not fatal for the run)"},
+				{exited(2, 0), ""},
+				{exited(0, 0), "t ps:0 | kill-timer"},
+				{exited(1, 143), ""},
+			},
+			result: ResultSucceeded, code: 0, reason: "the chief exited 0",
+			outcomes: []string{"exited 0", "stopped 143", "exited 0", "exited 1"},
+		},
+		{
+			name: "chief mode: the chief failing fails the run",
+			plan: chief,
+			steps: []step{
+				{exited(0, 3), "tfhive: chief:0 on h1 exited 3; stopping the other tasks | t ps:0,worker:0,worker:1 | kill-timer"},
+				{exited(1, 143), ""}, {exited(2, 143), ""}, {exited(3, 143), ""},
+			},
+			result: ResultFailed, code: 3, reason: "chief:0 on h1 exited 3", decider: "chief:0",
+			outcomes: []string{"exited 3", "stopped 143", "stopped 143", "stopped 143"},
+		},
+		{
+			name: "torch: every rank decides",
+			plan: torch,
+			steps: []step{
+				{exited(0, 0), ""},
+				{exited(2, 0), ""},
+				{exited(1, 0), ""},
+			},
+			result: ResultSucceeded, code: 0, reason: "every rank exited 0",
+			outcomes: []string{"exited 0", "exited 0", "exited 0"},
+		},
+		{
+			name: "torch: one rank failing fails the run",
+			plan: torch,
+			steps: []step{
+				{exited(0, 0), ""},
+				{exited(2, 1), "tfhive: worker:2 on h2 exited 1; stopping the other tasks | t worker:1 | kill-timer"},
+				{exited(1, 143), ""},
+			},
+			result: ResultFailed, code: 1, reason: "worker:2 on h2 exited 1", decider: "worker:2",
+			outcomes: []string{"exited 0", "stopped 143", "exited 1"},
+		},
+		{
+			name: "a lost host fails the run with exit 4",
+			plan: psWorkers,
+			steps: []step{
+				{lost(2, "connection lost before the command finished"), "tfhive: worker:1 on h2 was lost: connection lost before the command finished; stopping the other tasks | t ps:0,worker:0 | kill-timer"},
+				{exited(0, 143), ""},
+				{exited(1, 143), ""},
+			},
+			result: ResultFailed, code: ExitHostLost, reason: "worker:1 on h2 was lost: connection lost before the command finished", decider: "worker:1",
+			outcomes: []string{"stopped 143", "stopped 143", "lost: connection lost before the command finished"},
+		},
+		{
+			name: "timeout: SIGTERM, SIGKILL after the grace period, then give up",
+			plan: psWorkers,
+			steps: []step{
+				{timedOut(90 * time.Second), "t ps:0,worker:0,worker:1 | kill-timer"},
+				{exited(0, 143), ""},
+				{graceOver, "k worker:0,worker:1 | give-up-timer"},
+				{exited(1, 137), ""},
+				{giveUp, "abandon worker:1"},
+				{lost(2, "abandoned before the command finished"), ""},
+				{timedOut(time.Second), ""},
+			},
+			result: ResultTimeout, code: ExitTimeout, reason: "timed out after 1m30s",
+			outcomes: []string{"stopped 143", "stopped 137", "lost: abandoned before the command finished"},
+		},
+		{
+			name: "first interrupt: graceful, 130 for SIGINT",
+			plan: psWorkers,
+			steps: []step{
+				{interruptINT, "t ps:0,worker:0,worker:1 | kill-timer"},
+				{exited(0, 143), ""}, {exited(1, 143), ""}, {exited(2, 0), ""},
+			},
+			result: ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
+			outcomes: []string{"stopped 143", "stopped 143", "stopped 0"},
+		},
+		{
+			name: "first interrupt: 143 for SIGTERM",
+			plan: psWorkers,
+			steps: []step{
+				{interruptTERM, "t ps:0,worker:0,worker:1 | kill-timer"},
+				{exited(0, 143), ""}, {exited(1, 143), ""}, {exited(2, 143), ""},
+			},
+			result: ResultInterrupted, code: 143, reason: "interrupted by SIGTERM",
+			outcomes: []string{"stopped 143", "stopped 143", "stopped 143"},
+		},
+		{
+			name: "interrupt naming no signal",
+			plan: psWorkers,
+			steps: []step{
+				{exited(1, 0), ""},
+				{interruptBare, "t ps:0,worker:1 | kill-timer"},
+				{exited(0, 143), ""}, {exited(2, 143), ""},
+			},
+			result: ResultInterrupted, code: 130, reason: "interrupted",
+			outcomes: []string{"stopped 143", "exited 0", "stopped 143"},
+		},
+		{
+			name: "second interrupt: kill now",
+			plan: psWorkers,
+			steps: []step{
+				{interruptINT, "t ps:0,worker:0,worker:1 | kill-timer"},
+				{exited(0, 143), ""},
+				{killNowEv, "tfhive: killing every task now | k worker:0,worker:1 | give-up-timer"},
+				{exited(1, 137), ""}, {exited(2, 137), ""},
+			},
+			result: ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
+			outcomes: []string{"stopped 143", "stopped 137", "stopped 137"},
+		},
+		{
+			name: "kill now before any interrupt",
+			plan: psWorkers,
+			steps: []step{
+				{killNowEv, "tfhive: killing every task now | k ps:0,worker:0,worker:1 | give-up-timer"},
+				{exited(0, 137), ""}, {exited(1, 137), ""}, {exited(2, 137), ""},
+			},
+			result: ResultInterrupted, code: 130, reason: "interrupted",
+			outcomes: []string{"stopped 137", "stopped 137", "stopped 137"},
+		},
+		{
+			name: "an interrupt while stopping after a failure kills now",
+			plan: psWorkers,
+			steps: []step{
+				{exited(1, 2), "tfhive: worker:0 on h1 exited 2; stopping the other tasks | t ps:0,worker:1 | kill-timer"},
+				{interruptTERM, "tfhive: killing every task now | k ps:0,worker:1 | give-up-timer"},
+				{exited(0, 137), ""}, {exited(2, 137), ""},
+			},
+			result: ResultFailed, code: 2, reason: "worker:0 on h1 exited 2", decider: "worker:0",
+			outcomes: []string{"stopped 137", "exited 2", "stopped 137"},
+		},
+		{
+			name: "the tasks end without a decision",
+			plan: tfPlan("ps:0@h1", "evaluator:0@h1"),
+			steps: []step{
+				{exited(0, 0), ""},
+				{exited(1, 0), ""},
+			},
+			result: ResultFailed, code: 1, reason: "the tasks ended without a successful chief or workers",
+			outcomes: []string{"exited 0", "exited 0"},
+		},
+		{
+			name: "a task that cannot start fails the run; the others are stopped before go",
+			plan: psWorkers,
+			claim: []step{
+				{started(0), ""},
+				{notStarted(1, "no connection to h1"), ""},
+				{notStarted(2, "sending the task: EOF"), ""},
+				{claimLine(0, claimOK), "tfhive: worker:0 on h1 could not start: no connection to h1 | tfhive: worker:1 on h2 could not start: sending the task: EOF | t ps:0 | kill-timer"},
+			},
+			steps: []step{
+				{exited(0, exitClaimBusy), ""},
+			},
+			result: ResultFailed, code: 1, reason: "worker:0 on h1 could not start: no connection to h1", decider: "worker:0",
+			outcomes: []string{"stopped 75", "not-started: no connection to h1", "not-started: sending the task: EOF"},
+		},
+		{
+			name: "no task can start",
+			plan: tfPlan("worker:0@h1"),
+			claim: []step{
+				{notStarted(0, "no connection to h1"), "tfhive: worker:0 on h1 could not start: no connection to h1"},
+			},
+			result: ResultFailed, code: 1, reason: "worker:0 on h1 could not start: no connection to h1", decider: "worker:0",
+			outcomes: []string{"not-started: no connection to h1"},
+		},
+		{
+			name: "claims come in any order; a supervisor that ends first is a failure after go",
+			plan: psWorkers,
+			claim: []step{
+				{started(0), ""}, {started(1), ""}, {started(2), ""},
+				{claimLine(2, claimOK), ""},
+				{claimLine(1, ""), ""},
+				{claimLine(1, claimOK), ""}, // a second answer changes nothing
+				{claimLine(0, claimOK), "g ps:0,worker:0,worker:1"},
+			},
+			steps: []step{
+				{exited(1, 127), "tfhive: worker:0 on h1 exited 127; stopping the other tasks | t ps:0,worker:1 | kill-timer"},
+				{exited(1, 0), ""}, // its end told twice: the first counts
+				{exited(0, 143), ""}, {exited(2, 143), ""},
+			},
+			result: ResultFailed, code: 127, reason: "worker:0 on h1 exited 127", decider: "worker:0",
+			outcomes: []string{"stopped 143", "exited 127", "stopped 143"},
+		},
+		{
+			name: "an interrupt during the claim phase: no go",
+			plan: tfPlan("worker:0@h1", "worker:1@h2"),
+			claim: []step{
+				{started(0), ""}, {started(1), ""},
+				{claimLine(0, claimOK), ""},
+				{interruptINT, "t worker:0,worker:1 | kill-timer"},
+				{claimLine(1, claimOK), ""},
+			},
+			steps:  []step{{exited(0, exitClaimBusy), ""}, {exited(1, exitClaimBusy), ""}},
+			result: ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
+			outcomes: []string{"stopped 75", "stopped 75"},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPolicy(c.plan)
+			steps := c.claim
+			if steps == nil {
+				steps = launched(c.plan)
+			}
+			for _, s := range append(steps, c.steps...) {
+				if got := render(p, p.apply(s.ev)); got != s.want {
+					t.Fatalf("after %+v:\n got %q\nwant %q", s.ev, got, s.want)
+				}
+			}
+			if n := p.running(); n != 0 {
+				t.Fatalf("%d tasks still running", n)
+			}
+			result, code, reason, decider := p.final()
+			did := ""
+			if decider >= 0 {
+				did = p.tasks[decider].ID
+			}
+			if result != c.result || code != c.code || reason != c.reason || did != c.decider {
+				t.Errorf("final %s %d %q by %q, want %s %d %q by %q", result, code, reason, did, c.result, c.code, c.reason, c.decider)
+			}
+			if p.conflict != nil {
+				t.Errorf("conflict %v", p.conflict)
+			}
+			for i, want := range c.outcomes {
+				s := p.state[i]
+				got := s.outcome
+				if s.code != nil {
+					got += " " + strconv.Itoa(*s.code)
+				}
+				if s.err != "" {
+					got += ": " + s.err
+				}
+				if got != want {
+					t.Errorf("%s: outcome %q, want %q", p.tasks[i].ID, got, want)
+				}
+			}
+		})
+	}
+}
+
+// A claim taken or blocked on any host: every supervisor is told to give
+// up, nothing runs, and the run is no result but an error.
+func TestPolicyClaimConflicts(t *testing.T) {
+	plan := tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2")
+	for _, c := range []struct {
+		name  string
+		lines []string
+		want  string // the error
+		isBlk bool
+	}{
+		{"taken", []string{claimOK, claimTaken, claimOK},
+			"claimed by another run while starting: h1 (one of gpu 0, port 2223)", false},
+		{"two taken", []string{claimTaken, claimOK, claimTaken},
+			"claimed by another run while starting: h1 (one of gpu 0, port 2222); h2 (one of gpu 1, port 2224)", false},
+		{"blocked wins over taken", []string{claimTaken, claimBlocked + "/tmp/x is not a regular file (owned by eve)", claimOK},
+			"h1: /tmp/x is not a regular file (owned by eve); ask its owner or root to remove it", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPolicy(plan)
+			for i := range plan.Tasks {
+				p.apply(started(i))
+			}
+			var last decision
+			for i, line := range c.lines {
+				last = p.apply(claimLine(i, line))
+			}
+			if got := render(p, last); got != "a ps:0,worker:0,worker:1" {
+				t.Errorf("decision %q, want abort to all", got)
+			}
+			if p.conflict == nil || p.conflict.Error() != c.want {
+				t.Fatalf("conflict %v, want %q", p.conflict, c.want)
+			}
+			var blk *ClaimBlockedError
+			var cfl *ClaimConflictError
+			if errors.As(p.conflict, &blk) != c.isBlk || errors.As(p.conflict, &cfl) == c.isBlk {
+				t.Errorf("conflict %T", p.conflict)
+			}
+			// main maps both kinds to exit 3 (main_test.go).
+			// The supervisors end; an interrupt meanwhile kills them.
+			if got := render(p, p.apply(exited(0, exitClaimBusy))); got != "" {
+				t.Errorf("exit: %q", got)
+			}
+			if got := render(p, p.apply(interruptINT)); got != "tfhive: killing every task now | k worker:0,worker:1 | give-up-timer" {
+				t.Errorf("interrupt: %q", got)
+			}
+			p.apply(exited(1, 137))
+			p.apply(exited(2, 137))
+			if p.running() != 0 || p.state[1].outcome != OutcomeStopped {
+				t.Errorf("state %+v", p.state)
+			}
+		})
+	}
+}
+
+func TestDescribeExit(t *testing.T) {
+	for rc, want := range map[int]string{0: "exited 0", 1: "exited 1", 128: "exited 128", 130: "was killed by signal 2 (exit 130)",
+		192: "was killed by signal 64 (exit 192)", 193: "exited 193", 255: "exited 255"} {
+		if got := describeExit(rc); got != want {
+			t.Errorf("describeExit(%d) = %q, want %q", rc, got, want)
+		}
+	}
+	for sig, want := range map[fmt.Stringer]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"} {
+		if got := sigName(sig.(syscall.Signal)); got != want {
+			t.Errorf("sigName(%v) = %q", sig, got)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// MaxClaimRetries bounds how often a run that lost claims to runs starting
+// at the same moment plans again before giving up (exit 3).
+const MaxClaimRetries = 8
+
+// Retry is when `tfhive run` plans and starts again after an attempt that
+// could not start: a claim lost to a run that started at the same moment
+// is retried soon against fresh claims, after a random, growing delay
+// (runs that lost to each other must not retry in lockstep and collide
+// again); not enough GPUs is retried only under --wait, with backoff,
+// until its deadline. Anything else ends the run.
+type Retry struct {
+	// Wait is --wait: how long to keep trying for enough GPUs; 0, not at
+	// all.
+	Wait time.Duration
+	// Waiting, when set, is told before each pause why, for how long, and
+	// what is left of Wait (never negative).
+	Waiting func(err error, delay, left time.Duration)
+	// Now, Sleep and Rand stand in for the clock, a pause that ends early
+	// with its context, and math/rand/v2's Int64N; nil means the real ones.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+	Rand  func(n int64) int64
+}
+
+// Do calls attempt until it returns an error Retry does not retry (or none)
+// and returns what that attempt returned, or ctx's error when ctx ends a
+// pause.
+func (r Retry) Do(ctx context.Context, attempt func(ctx context.Context) (*Summary, error)) (*Summary, error) {
+	now, sleep := r.Now, r.Sleep
+	if now == nil {
+		now = time.Now
+	}
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	deadline := now().Add(r.Wait)
+	for n := 1; ; n++ {
+		sum, err := attempt(ctx)
+		left := deadline.Sub(now())
+		delay, again := r.next(err, n, left)
+		if !again {
+			return sum, err
+		}
+		if r.Waiting != nil {
+			r.Waiting(err, delay, max(left, 0))
+		}
+		if err := sleep(ctx, delay); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// next decides whether to try again after attempt n failed with err, and
+// after how long; left is what is left of Wait.
+func (r Retry) next(err error, n int, left time.Duration) (time.Duration, bool) {
+	var conflict *ClaimConflictError
+	var capacity *schedule.CapacityError
+	switch {
+	case errors.As(err, &conflict) && n <= MaxClaimRetries:
+		ceiling := min(100*time.Millisecond<<n, 3*time.Second)
+		random := r.Rand
+		if random == nil {
+			random = mrand.Int64N
+		}
+		return time.Duration(random(int64(ceiling))), true
+	case errors.As(err, &conflict), errors.As(err, &capacity):
+		if left <= 0 {
+			return 0, false
+		}
+		return min(time.Second<<min(n-1, 5), 30*time.Second, left), true
+	}
+	return 0, false
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,157 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/schedule"
+)
+
+var (
+	errConflict = &ClaimConflictError{Conflicts: []string{"a (one of gpu 0)"}}
+	errCapacity = &schedule.CapacityError{Msg: "not enough free GPUs"}
+)
+
+func TestRetryNext(t *testing.T) {
+	// Rand answers its ceiling minus one, so the ceiling shows.
+	r := Retry{Rand: func(n int64) int64 { return n - 1 }}
+	ns := time.Nanosecond
+	tests := []struct {
+		name  string
+		err   error
+		n     int
+		left  time.Duration
+		again bool
+		delay time.Duration
+	}{
+		{"success", nil, 1, time.Hour, false, 0},
+		{"other error", errors.New("boom"), 1, time.Hour, false, 0},
+		{"blocked claims never retried", &ClaimBlockedError{Blocked: []string{"x"}}, 1, time.Hour, false, 0},
+		{"interrupted", context.Canceled, 1, time.Hour, false, 0},
+
+		{"conflict 1: random below 200ms", errConflict, 1, 0, true, 200*time.Millisecond - ns},
+		{"conflict 4: below 1.6s", errConflict, 4, 0, true, 1600*time.Millisecond - ns},
+		{"conflict 5: ceiling 3s", errConflict, 5, 0, true, 3*time.Second - ns},
+		{"conflict 8: last quick retry", errConflict, 8, 0, true, 3*time.Second - ns},
+		{"wrapped conflict", fmt.Errorf("start: %w", errConflict), 1, 0, true, 200*time.Millisecond - ns},
+		{"conflict 9 without --wait: give up", errConflict, MaxClaimRetries + 1, 0, false, 0},
+		{"conflict 9 under --wait: backoff", errConflict, MaxClaimRetries + 1, time.Hour, true, 30 * time.Second},
+		{"conflict 9, little --wait left", errConflict, MaxClaimRetries + 1, 10 * time.Second, true, 10 * time.Second},
+
+		{"capacity without --wait", errCapacity, 1, 0, false, 0},
+		{"capacity, --wait over", errCapacity, 3, -time.Second, false, 0},
+		{"capacity 1", errCapacity, 1, time.Hour, true, time.Second},
+		{"capacity 2", errCapacity, 2, time.Hour, true, 2 * time.Second},
+		{"capacity 3", errCapacity, 3, time.Hour, true, 4 * time.Second},
+		{"capacity 6", errCapacity, 6, time.Hour, true, 30 * time.Second},
+		{"capacity 60: no overflow", errCapacity, 60, time.Hour, true, 30 * time.Second},
+		{"capacity, less left than the backoff", errCapacity, 3, 500 * time.Millisecond, true, 500 * time.Millisecond},
+		{"wrapped capacity", fmt.Errorf("plan: %w", errCapacity), 1, time.Hour, true, time.Second},
+	}
+	for _, tt := range tests {
+		delay, again := r.next(tt.err, tt.n, tt.left)
+		if again != tt.again || delay != tt.delay {
+			t.Errorf("%s: next(%v, %d, %s) = %s, %v; want %s, %v", tt.name, tt.err, tt.n, tt.left, delay, again, tt.delay, tt.again)
+		}
+	}
+}
+
+// fakeClock is a clock that only moves when a pause is taken.
+type fakeClock struct {
+	now    time.Time
+	pauses []time.Duration
+	lefts  []time.Duration
+	cancel bool // the next pause ends with the context
+}
+
+func (c *fakeClock) retry(wait time.Duration) Retry {
+	return Retry{
+		Wait: wait,
+		Now:  func() time.Time { return c.now },
+		Sleep: func(_ context.Context, d time.Duration) error {
+			if c.cancel {
+				return context.Canceled
+			}
+			c.now = c.now.Add(d)
+			c.pauses = append(c.pauses, d)
+			return nil
+		},
+		Rand:    func(n int64) int64 { return n / 2 },
+		Waiting: func(_ error, _, left time.Duration) { c.lefts = append(c.lefts, left) },
+	}
+}
+
+// attempts answers with errs in turn, then with a summary.
+func attempts(errs ...error) (func(context.Context) (*Summary, error), *int) {
+	n := 0
+	return func(context.Context) (*Summary, error) {
+		n++
+		if n <= len(errs) {
+			return nil, errs[n-1]
+		}
+		return &Summary{RunID: "r"}, nil
+	}, &n
+}
+
+func TestRetryDo(t *testing.T) {
+	s := time.Second
+	boom := errors.New("boom")
+	tests := []struct {
+		name     string
+		wait     time.Duration
+		errs     []error
+		wantErr  error
+		attempts int
+		pauses   []time.Duration
+		lefts    []time.Duration
+	}{
+		{"first try", 0, nil, nil, 1, nil, nil},
+		{"two lost claims, then started", 0, []error{errConflict, errConflict}, nil, 3,
+			[]time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, []time.Duration{0, 0}},
+		{"claims lost every time: 8 retries", 0, slices.Repeat([]error{errConflict}, 20), errConflict, MaxClaimRetries + 1,
+			[]time.Duration{100e6, 200e6, 400e6, 800e6, 1500e6, 1500e6, 1500e6, 1500e6}, slices.Repeat([]time.Duration{0}, 8)},
+		{"not enough GPUs, no --wait", 0, []error{errCapacity}, errCapacity, 1, nil, nil},
+		{"not enough GPUs until --wait runs out", 5 * s, slices.Repeat([]error{errCapacity}, 20), errCapacity, 4,
+			[]time.Duration{s, 2 * s, 2 * s}, []time.Duration{5 * s, 4 * s, 2 * s}},
+		{"GPUs free up under --wait", time.Minute, []error{errCapacity, errCapacity}, nil, 3,
+			[]time.Duration{s, 2 * s}, []time.Duration{time.Minute, time.Minute - s}},
+		{"another error ends it", time.Minute, []error{errCapacity, boom}, boom, 2,
+			[]time.Duration{s}, []time.Duration{time.Minute}},
+	}
+	for _, tt := range tests {
+		c := &fakeClock{now: time.Unix(1e9, 0)}
+		attempt, n := attempts(tt.errs...)
+		sum, err := c.retry(tt.wait).Do(context.Background(), attempt)
+		if err != tt.wantErr || (err == nil) != (sum != nil) {
+			t.Errorf("%s: got %v, %v; want error %v", tt.name, sum, err, tt.wantErr)
+		}
+		if *n != tt.attempts || !slices.Equal(c.pauses, tt.pauses) || !slices.Equal(c.lefts, tt.lefts) {
+			t.Errorf("%s: %d attempts, pauses %v, --wait left %v; want %d, %v, %v", tt.name, *n, c.pauses, c.lefts, tt.attempts, tt.pauses, tt.lefts)
+		}
+	}
+}
+
+func TestRetryDoInterruptedPause(t *testing.T) {
+	c := &fakeClock{now: time.Unix(1e9, 0), cancel: true}
+	attempt, n := attempts(errConflict)
+	sum, err := c.retry(0).Do(context.Background(), attempt)
+	if sum != nil || !errors.Is(err, context.Canceled) || *n != 1 {
+		t.Errorf("got %v, %v after %d attempts; want context.Canceled after 1", sum, err, *n)
+	}
+}
+
+func TestSleepCtx(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// An hour's pause ends at once with its context.
+	if err := sleepCtx(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("sleepCtx = %v, want context.Canceled", err)
+	}
+	if err := sleepCtx(context.Background(), 0); err != nil {
+		t.Errorf("sleepCtx(0) = %v", err)
+	}
+}

@@ -1,0 +1,73 @@
+# shellcheck shell=bash
+# A supervisor's first stage: it takes the task's claims, then becomes the
+# task's holders:
+#
+#   flock -n -o -E 75 /proc/self/fd/4 flock -n -o -E 75 /proc/self/fd/5 … bash --norc -c READ tfhive-sup DIR RUN TASK CLAIMS
+#
+# Each flock process holds one lock for as long as its command runs, so
+# /proc/locks names a live process whose uid is the task's owner and whose
+# command line carries the label (probe/claim's format); nothing is
+# written into a file. A lock file is created exclusively (noclobber:
+# O_EXCL never follows a symlink) and opened read-only, only once it is a
+# regular file; flock then locks that very file through the descriptor.
+# -o keeps the locks out of the task: killing the holders releases them.
+# The innermost bash reads the second stage, supervisor-run.sh.
+#
+# A lock file it cannot use makes its first output line
+# "@@tfhive-claim blocked WHY" (exit 76); a claim someone else holds ends
+# it with 75 before it says anything.
+#
+# Parameters, set by tfhive ahead of this text:
+#   tfhive_read    read-stage.sh: the innermost bash reads the next stage
+#   tfhive_run     the run id
+#   tfhive_task    the task's id (worker:0)
+#   tfhive_locks   the lock files' names, as shell words; none: no claims
+#   tfhive_labels  the claims as the holders' label lists them
+
+# The run stage needs bash (read -t, process substitution, descriptors
+# above 9) and the claims flock.
+[ -n "${BASH_VERSION-}" ] || { echo 'tfhive: bash not found on this host' >&2; exit 127; }
+: "${tfhive_read?}" "${tfhive_run?}" "${tfhive_task?}" "${tfhive_locks?}" "${tfhive_labels?}"
+tfhive_blocked() { printf '%s%s\n' '@@tfhive-claim blocked ' "$1"; exit 76; }
+if [ -z "$tfhive_locks" ]; then
+	exec bash --norc -c "$tfhive_read" tfhive-sup - "$tfhive_run" "$tfhive_task" -
+fi
+command -v flock >/dev/null 2>&1 || { echo 'tfhive: flock not found on this host (util-linux)' >&2; exit 127; }
+
+# The claims directory: /tmp is root's and sticky on every Linux; a
+# configured one must be owned by root or by the user, and be sticky if
+# others may write to it, or another user could swap the files under us.
+tfhive_dir=/tmp
+if [ -n "${TFHIVE_CLAIMS_DIR-}" ]; then
+	tfhive_dir=$TFHIVE_CLAIMS_DIR
+	{ [ -d "$tfhive_dir" ] && [ ! -L "$tfhive_dir" ]; } || tfhive_blocked "claims dir $tfhive_dir (TFHIVE_CLAIMS_DIR) is not a directory"
+	case $tfhive_dir in /*[[:space:]]* | [!/]*) tfhive_blocked "claims dir $tfhive_dir (TFHIVE_CLAIMS_DIR) must be an absolute path without spaces" ;; esac
+	read -r tfhive_uid tfhive_mode tfhive_owner <<<"$(stat -c '%u %a %U' "$tfhive_dir")"
+	[ "$tfhive_uid" = 0 ] || [ "$tfhive_uid" = "$EUID" ] || tfhive_blocked "claims dir $tfhive_dir (TFHIVE_CLAIMS_DIR) is owned by $tfhive_owner, not by root or you"
+	if [ $((8#$tfhive_mode & 8#022)) != 0 ] && [ $((8#$tfhive_mode & 8#1000)) = 0 ]; then
+		tfhive_blocked "claims dir $tfhive_dir (TFHIVE_CLAIMS_DIR) is writable by others and not sticky"
+	fi
+fi
+tfhive_umask=$(umask)
+umask 022
+# tfhive_open FD NAME opens the lock file NAME on descriptor FD.
+tfhive_open() {
+	tfhive_f=$tfhive_dir/$2
+	[ -e "$tfhive_f" ] || [ -L "$tfhive_f" ] || (set -C; : >"$tfhive_f") 2>/dev/null
+	if [ -L "$tfhive_f" ] || [ ! -f "$tfhive_f" ]; then
+		tfhive_blocked "$tfhive_f is not a regular file (owned by $(stat -c %U "$tfhive_f" 2>/dev/null))"
+	fi
+	eval "exec $1<\"\$tfhive_f\"" 2>/dev/null || tfhive_blocked "$tfhive_f is owned by $(stat -c %U "$tfhive_f" 2>/dev/null) and not readable"
+}
+# Descriptor 3 is taken by the supervisor's copy of stdin: the lock
+# files are on 4, 5, …
+eval "set -- $tfhive_locks"
+tfhive_fd=4
+tfhive_chain=()
+for tfhive_lock; do
+	tfhive_open "$tfhive_fd" "$tfhive_lock"
+	tfhive_chain+=(flock -n -o -E 75 "/proc/self/fd/$tfhive_fd")
+	tfhive_fd=$((tfhive_fd + 1))
+done
+umask "$tfhive_umask"
+exec "${tfhive_chain[@]}" bash --norc -c "$tfhive_read" tfhive-sup "$tfhive_dir" "$tfhive_run" "$tfhive_task" "$tfhive_labels"

@@ -1,0 +1,76 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/inventory"
+)
+
+// With Then, the probe session goes on as a spare that the first Start of
+// that command gets; the next Start opens a session of its own; a later
+// Probe ends a spare that was not taken (remote's TestSparesKeepTheSession
+// checks how it ends).
+func TestFleetKeepsTheProbeSession(t *testing.T) {
+	f := NewFleet([]inventory.Host{{Name: "localhost", Address: "localhost", Local: true}}, Options{CommandTimeout: 10 * time.Second})
+	defer f.Close()
+	eof := filepath.Join(t.TempDir(), "eof")
+	then := `IFS= read -r x || { echo "$$" >> ` + eof + `; exit 3; }; echo "$$ got $x"`
+	f.KeepSessions(then)
+	ctx := context.Background()
+	if inv := f.Probe(ctx); inv.Hosts[0].Err != nil {
+		t.Fatalf("probe: %s", inv.Hosts[0].Err.Message)
+	}
+	if !f.spares.Held(0) {
+		t.Fatal("no spare after the probe")
+	}
+	start := func() (pid string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		p, err := f.Executor(0).Start(ctx, then, &out, &errb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(p.Stdin(), "hello\n")
+		if rc, err := p.Wait(); rc != 0 || err != nil {
+			t.Fatalf("rc %d, err %v, stderr %q", rc, err, errb.String())
+		}
+		pid, rest, _ := strings.Cut(out.String(), " ")
+		if rest != "got hello\n" {
+			t.Fatalf("output %q: the probe's output leaked, or stdin did not arrive", out.String())
+		}
+		return pid
+	}
+	first, second := start(), start()
+	if first == second {
+		t.Fatal("the second Start reused the spare too")
+	}
+	if f.spares.Held(0) {
+		t.Fatal("the spare is still there after being taken")
+	}
+
+	f.Probe(ctx)
+	if !f.spares.Held(0) {
+		t.Fatal("no spare after the second probe")
+	}
+	f.Probe(ctx)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if data, _ := os.ReadFile(eof); len(data) > 0 {
+			if lines := strings.Count(string(data), "\n"); lines != 1 {
+				t.Errorf("%d spares saw EOF, want the one not taken:\n%s", lines, data)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a new probe did not end the spare not taken")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package probe
-
-import "net"
-
-// quickAck is Linux only (TCP_QUICKACK): elsewhere the connection is used
-// as it is.
-func quickAck(c net.Conn) net.Conn { return c }

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tfhive/tfhive/launcher/commands"
+)
+
+// onUsage puts urfave/cli's (and package flag's) parse errors in tfhive's
+// voice; they all mean bad usage, exit 2.
+func onUsage(c *cli.Context, err error, _ bool) error {
+	msg := strings.TrimPrefix(err.Error(), "flag: ")
+	isRoot := c.Command.Name == c.App.Name
+	help := c.App.Name + " --help"
+	if !isRoot {
+		help = c.App.Name + " " + c.Command.Name + " --help"
+	}
+	e := &commands.UsageError{Msg: msg, Fix: "see `" + help + "`"}
+	// This message stays in package flag's words: the e2e tests (and
+	// perhaps scripts) match it.
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		if isRoot && commandFlag(c.App, name) {
+			e.Fix = fmt.Sprintf("%s is a command's flag: put it after the command name", dashed(name))
+		} else if near := closest(name, flagNames(c.Command.Flags)); near != "" {
+			e.Fix = fmt.Sprintf("did you mean %s?", dashed(near))
+		}
+		return e
+	}
+	if m := invalidValueRE.FindStringSubmatch(msg); m != nil {
+		// "parse error" says nothing the value does not; the flag's kind
+		// does.
+		e.Msg = fmt.Sprintf("invalid value %s for %s", m[1], dashed(m[2]))
+		if m[3] != "parse error" {
+			e.Msg += ": " + m[3]
+		}
+		if kind := flagKind(c.Command.Flags, m[2]); kind != "" {
+			e.Fix = dashed(m[2]) + " takes " + kind
+		}
+		return e
+	}
+	if m := twoFormsRE.FindStringSubmatch(msg); m != nil {
+		e.Msg = fmt.Sprintf("%s and %s are the same flag", dashed(m[2]), dashed(m[1]))
+		e.Fix = "use one of them"
+		return e
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		e.Msg = fmt.Sprintf("flag %s needs a value", dashed(name))
+	}
+	return e
+}
+
+var (
+	invalidValueRE = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-(\S+): (.*)$`)
+	twoFormsRE     = regexp.MustCompile(`^Cannot use two forms of the same flag: (\S+) (\S+)$`)
+)
+
+// dashed writes a flag name as it is typed: -H, --host.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+func flagNames(flags []cli.Flag) []string {
+	var names []string
+	for _, f := range flags {
+		names = append(names, f.Names()...)
+	}
+	return names
+}
+
+func commandFlag(app *cli.App, name string) bool {
+	for _, cmd := range app.Commands {
+		if slices.Contains(flagNames(cmd.Flags), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// flagKind names what a flag's value must look like, for the hint.
+func flagKind(flags []cli.Flag, name string) string {
+	for _, f := range flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.DurationFlag:
+			return "a duration such as 500ms, 10s, 2m or 1h30m"
+		case *cli.IntFlag:
+			return "a whole number"
+		case *cli.BoolFlag:
+			return "no value, or =true / =false"
+		}
+	}
+	return ""
+}
+
+// rootCmd runs when no command was named: help, or an unknown command.
+// `help [COMMAND]` works although it is not listed.
+func rootCmd(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return cli.ShowAppHelp(c)
+	}
+	if args[0] != "help" {
+		return unknownCommand(c, args[0])
+	}
+	switch {
+	case len(args) == 1:
+		return cli.ShowAppHelp(c)
+	case c.App.Command(args[1]) == nil:
+		return unknownCommand(c, args[1])
+	case len(args) > 2:
+		return &commands.UsageError{Msg: fmt.Sprintf("unexpected argument %q", args[2]), Fix: "see `" + c.App.Name + " --help`"}
+	}
+	return cli.ShowCommandHelp(c, args[1])
+}
+
+// helpNotFound is the error for a help topic urfave/cli cannot find.
+func helpNotFound(c *cli.Context, name string) error {
+	if c.Command.Name == c.App.Name {
+		return unknownCommand(c, name)
+	}
+	return &commands.UsageError{Msg: fmt.Sprintf("unexpected argument %q", name), Fix: "see `" + c.App.Name + " " + c.Command.Name + " --help`"}
+}
+
+func unknownCommand(c *cli.Context, name string) error {
+	var names []string
+	for _, cmd := range c.App.Commands {
+		if !cmd.Hidden {
+			names = append(names, cmd.Names()...)
+		}
+	}
+	e := &commands.UsageError{Msg: fmt.Sprintf("unknown command %q", name)}
+	if near := closest(name, names); near != "" {
+		e.Fix = fmt.Sprintf("did you mean %q?", near)
+	}
+	return e
+}
+
+// closest returns the candidate a typo most likely meant, or "" when none
+// is close: within two edits (a swap of neighbours counts as one), fewer
+// edits than the word has letters, or the only candidate it begins.
+func closest(word string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, cand := range candidates {
+		if d := editDistance(word, cand); d < bestDist && d < len([]rune(word)) {
+			best, bestDist = cand, d
+		}
+	}
+	if best != "" {
+		return best
+	}
+	var prefixed []string
+	for _, cand := range candidates {
+		if len(word) >= 2 && strings.HasPrefix(cand, word) {
+			prefixed = append(prefixed, cand)
+		}
+	}
+	if len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return ""
+}
+
+// editDistance is the optimal string alignment distance: insertions,
+// deletions, substitutions and transpositions of adjacent letters.
+func editDistance(a, b string) int {
+	s, t := []rune(a), []rune(b)
+	d := make([][]int, len(s)+1)
+	for i := range d {
+		d[i] = make([]int, len(t)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(s); i++ {
+		for j := 1; j <= len(t); j++ {
+			cost := 1
+			if s[i-1] == t[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && s[i-1] == t[j-2] && s[i-2] == t[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(s)][len(t)]
+}
