@@ -16,15 +16,14 @@
 //     namespace (unshare --mount) with /etc/hosts and /etc/slurm bind
 //     mounted over; jobs inherit it from slurmd. This machine's own files
 //     are never touched.
-//   - No slurmdbd, so no sacct: each finished job's record goes to a
-//     jobcomp/filetxt file, and MinJobAge keeps jobs visible to
-//     `scontrol show job`.
+//   - No slurmdbd and no database: each finished job's record goes to a
+//     jobcomp/filetxt file, which `sacct --completion` reads, and
+//     MinJobAge keeps jobs visible to `scontrol show job`.
 //
 // It imports nothing of tfhive.
 package slurmtest
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"fmt"
@@ -45,7 +44,7 @@ import (
 )
 
 // Programs are what the test bed runs; Require checks for them.
-var Programs = []string{"munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo", "srun", "squeue", "scancel", "unshare"}
+var Programs = []string{"munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo", "srun", "squeue", "scancel", "sacct", "unshare", "mount"}
 
 // Require fails (with CI=true) or skips the test when Slurm or munge is
 // not installed: CI installs them (.ci/run), so there a missing program
@@ -77,7 +76,8 @@ type Cluster struct {
 	Dir   string   // the temp dir holding everything
 	Conf  string   // slurm.conf, for SLURM_CONF
 	Nodes []string // node1 … nodeN
-	// JobComp is the jobcomp/filetxt file: one line per finished job.
+	// JobComp is the jobcomp/filetxt file: one line per finished job,
+	// which `sacct --completion` reads.
 	JobComp string
 
 	t     testing.TB
@@ -352,8 +352,9 @@ type Job struct {
 	// ExitCode is the batch script's exit status, from ExitCode=N:S.
 	ExitCode int
 	Output   string // what the job printed (--output)
-	// Record is the job's line in the jobcomp file.
-	Record string
+	// Sacct is what `sacct --completion` says of the job once it has
+	// ended: "STATE EXIT:SIGNAL", e.g. "COMPLETED 0:0", "FAILED 7:0".
+	Sacct string
 }
 
 // Run submits script with sbatch, in env (nil: the test's own environment
@@ -397,7 +398,7 @@ func (c *Cluster) Run(script string, env []string, args ...string) Job {
 	j.ExitCode, _ = strconv.Atoi(code)
 	data, _ := os.ReadFile(strings.ReplaceAll(out, "%j", j.ID))
 	j.Output = string(data)
-	j.Record = c.record(j.ID)
+	j.Sacct = c.sacct(j.ID)
 	return j
 }
 
@@ -407,27 +408,25 @@ var ended = map[string]bool{
 	"OUT_OF_MEMORY": true, "PREEMPTED": true, "BOOT_FAIL": true, "DEADLINE": true,
 }
 
-// record is the job's jobcomp line, which Slurm writes as the job ends.
-func (c *Cluster) record(id string) string {
+// sacct is the job's state and exit code as `sacct --completion` reads
+// them from the jobcomp file, where Slurm writes them as the job ends.
+func (c *Cluster) sacct(id string) string {
 	c.t.Helper()
-	var line string
-	c.waitFor("jobcomp record of job "+id, func() bool {
-		f, err := os.Open(c.JobComp)
+	var got string
+	c.waitFor("sacct to list job "+id, func() bool {
+		out, err := c.Command("sacct", "--completion", "--jobs="+id, "--noheader", "--parsable2", "--format=JobID,State,ExitCode").Output()
 		if err != nil {
 			return false
 		}
-		defer f.Close()
-		s := bufio.NewScanner(f)
-		s.Buffer(nil, 1<<20)
-		for s.Scan() {
-			if strings.HasPrefix(s.Text(), "JobId="+id+" ") {
-				line = s.Text()
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Split(line, "|"); len(f) == 3 && f[0] == id {
+				got = f[1] + " " + f[2]
 				return true
 			}
 		}
 		return false
 	})
-	return line
+	return got
 }
 
 // stop ends the daemons (SIGTERM, then SIGKILL) and removes the temp dir.
