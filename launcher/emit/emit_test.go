@@ -3,7 +3,6 @@ package emit
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,10 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/probe/testkit"
 	"github.com/tfhive/tfhive/schedule"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // job builds Options as `tfhive plan` does from its flags: the request at
 // its defaults, then the case's changes.
@@ -108,19 +106,7 @@ func TestGolden(t *testing.T) {
 
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./launcher/emit -update writes it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file; got:\n%s", name, got)
-	}
+	testkit.Golden(t, filepath.Join("testdata", "golden", name), []byte(got))
 }
 
 // shellcheck lints a whole emitted script, as a user might, for warnings
