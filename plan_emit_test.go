@@ -51,6 +51,12 @@ func TestEmitUsage(t *testing.T) {
 		{[]string{"plan", "--emit", "tfjob", "--strategy", "pack", "--image", "x", "--", "python"}, []string{
 			"tfhive: error: --strategy has no counterpart in --emit tfjob: the Kubernetes scheduler places the pods",
 			`tfhive: hint: drop --strategy; the README's "Moving to Slurm or Kubernetes" maps every flag`}},
+		{[]string{"plan", "--emit", "slurm", "--nic", "auto", "--", "python"}, []string{
+			"tfhive: error: --nic has no counterpart in --emit slurm: the tasks reach each other by node or Service name; to pin NCCL or gloo to an interface, use --env NCCL_SOCKET_IFNAME=NAME --env GLOO_SOCKET_IFNAME=NAME",
+			`tfhive: hint: drop --nic; the README's "Moving to Slurm or Kubernetes" maps every flag`}},
+		{[]string{"plan", "--emit", "slurm", "--check", "--", "python"}, []string{
+			"tfhive: error: flag provided but not defined: -check",
+			"tfhive: hint: see `tfhive plan --help`"}},
 		{[]string{"plan", "--env", "A=1", "-H", addr, "--", "python"}, []string{
 			"tfhive: error: --env only applies with --emit",
 			"tfhive: hint: tfhive run takes it; plan takes it with --emit slurm, tfjob or pytorchjob"}},

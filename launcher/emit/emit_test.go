@@ -152,6 +152,7 @@ func TestRefused(t *testing.T) {
 		{TFJob, []string{"hosts"}, "--hosts has no counterpart in --emit tfjob"},
 		{Slurm, []string{"exclude"}, "--exclude has no counterpart in --emit slurm: the cluster manager decides which GPUs are free"},
 		{Slurm, []string{"json"}, "--json has no counterpart"},
+		{PyTorchJob, []string{"nic"}, "--nic has no counterpart in --emit pytorchjob"},
 		{Slurm, []string{"image"}, "--image has no counterpart in --emit slurm"},
 		{Slurm, []string{"secret"}, "--secret has no counterpart in --emit slurm"},
 		{TFJob, []string{"strategy"}, "--strategy has no counterpart in --emit tfjob: the Kubernetes scheduler places the pods"},
