@@ -10,7 +10,8 @@ import (
 )
 
 // Write checks o, renders the job for o.Target, checks what it rendered
-// and writes it to w. Errors that o could fix have ExitCode 2.
+// and writes it to w. Errors that o could fix are schedule.UsageErrors,
+// which main maps to exit 2.
 func Write(w io.Writer, o Options) error {
 	if err := o.check(); err != nil {
 		return err
