@@ -91,19 +91,38 @@ tfhive_cuda() {
 	echo "$tfhive_out"
 }
 
+# tfhive_unstarted CODE [MESSAGE]: the task cannot start. A stop that
+# came meanwhile is why (it may have killed the setup or scontrol): then
+# it was stopped.
+tfhive_unstarted() {
+	if [ -n "$tfhive_stopped" ]; then
+		echo "tfhive: stopped before it started" >&2
+		return 0
+	fi
+	[ -z "${2-}" ] || echo "$2" >&2
+	return "$1"
+}
+
 # tfhive_task STEP runs task $SLURM_PROCID of step STEP.
 tfhive_task() {
 	local tfhive_nodes tfhive_id='' tfhive_node='' tfhive_gpus='' tfhive_tolerated='' tfhive_workdir='' \
 		tfhive_argv=() tfhive_code tfhive_stopped='' tfhive_prefix
+	# Slurm stops a step by signalling every one of its processes. From
+	# the start the shell notes the SIGTERM instead of dying of it, so that
+	# a task stopped before its command ran still says so. The command
+	# gets SIGTERM's default action (a caught signal is reset by exec);
+	# the subshell that waits for it and this shell both live on to tell
+	# its status and whether it was stopped.
+	trap 'tfhive_stopped=1' TERM
 	mapfile -t tfhive_nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
 	tfhive_layout "$1"
 	if [ -z "$tfhive_id" ]; then
-		echo "tfhive: error: step $1 has no task $SLURM_PROCID" >&2
-		return 70
+		tfhive_unstarted 70 "tfhive: error: step $1 has no task $SLURM_PROCID"
+		return
 	fi
-	if [ "${tfhive_nodes[tfhive_node]}" != "$SLURMD_NODENAME" ]; then
-		echo "tfhive: error: $tfhive_id runs on $SLURMD_NODENAME, but was placed on ${tfhive_nodes[tfhive_node]}" >&2
-		return 70
+	if [ "${tfhive_nodes[tfhive_node]-}" != "$SLURMD_NODENAME" ]; then
+		tfhive_unstarted 70 "tfhive: error: $tfhive_id runs on $SLURMD_NODENAME, but was placed on ${tfhive_nodes[tfhive_node]-}"
+		return
 	fi
 	# The prefixers ignore the SIGTERM that stops the step, so that what
 	# the task says while it stops still reaches the job's output.
@@ -114,24 +133,22 @@ tfhive_task() {
 	exec > >(trap '' TERM && exec sed -u "s|^|$tfhive_prefix|") \
 		2> >(trap '' TERM && exec sed -u "s|^|$tfhive_prefix|" >&2)
 	export TFHIVE_TASK=$tfhive_id
-	CUDA_VISIBLE_DEVICES=$(tfhive_cuda "$tfhive_gpus") || return 70
+	CUDA_VISIBLE_DEVICES=$(tfhive_cuda "$tfhive_gpus") || {
+		tfhive_unstarted 70 # tfhive_cuda said why
+		return
+	}
 	export CUDA_VISIBLE_DEVICES
 	if [ -n "$tfhive_workdir" ] && ! cd "$tfhive_workdir"; then
-		echo "tfhive: cannot cd to $tfhive_workdir" >&2
-		return 126
+		tfhive_unstarted 126 "tfhive: cannot cd to $tfhive_workdir"
+		return
 	fi
 	if declare -F tfhive_setup >/dev/null && ! tfhive_setup; then
-		echo "tfhive: setup failed" >&2
-		return 126
+		tfhive_unstarted 126 "tfhive: setup failed"
+		return
 	fi
-	# Slurm stops a step by signalling every one of its processes. The
-	# task gets SIGTERM's default action (a caught signal is reset by
-	# exec); the subshell that waits for it and this shell both live on
-	# to tell its status and whether it was stopped.
-	trap 'tfhive_stopped=1' TERM
 	if [ -n "$tfhive_stopped" ]; then
-		echo "tfhive: stopped before it started" >&2
-		return 0
+		tfhive_unstarted 0
+		return
 	fi
 	exec 3>&1 4>&2
 	tfhive_code=$(
@@ -202,7 +219,7 @@ tfhive_step() {
 		# shellcheck disable=SC2016 # $1 is bash -c's, not ours
 		SLURM_HOSTFILE=$tfhive_dir/$tfhive_name.hosts srun --job-name="tfhive-$tfhive_name" \
 			--overlap --distribution=arbitrary --ntasks="$#" --kill-on-bad-exit=1 \
-			bash -c "$(declare -f tfhive_layout tfhive_setup tfhive_cuda tfhive_task)"'
+			bash -c "$(declare -f tfhive_layout tfhive_setup tfhive_cuda tfhive_unstarted tfhive_task)"'
 tfhive_task "$1"' tfhive-task "$tfhive_name"
 		echo "$?" >"$tfhive_dir/$tfhive_name.exit"
 	} &
