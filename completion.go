@@ -116,6 +116,7 @@ var valuesOf = map[string]func(ctx context.Context, l *cmdLine, prefix, cur stri
 	"log-dir":    pathValues("dirs"),
 	"framework":  choices(schedule.FrameworkTF, schedule.FrameworkTorch),
 	"strategy":   choices(schedule.StrategySpread, schedule.StrategyPack),
+	"emit":       choices(commands.EmitTargets...),
 }
 
 // complete answers for args, the words after "tfhive": the last one is

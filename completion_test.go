@@ -46,6 +46,7 @@ func TestCompleteCommandsAndFlags(t *testing.T) {
 		{[]string{"status", "--exclude", "a", "--ex"}, []string{"--exclude"}},
 		{[]string{"plan", "--framework", ""}, []string{"tf", "torch"}},
 		{[]string{"plan", "--strategy=p"}, []string{"--strategy=pack"}},
+		{[]string{"plan", "--emit", ""}, []string{"slurm", "tfjob", "pytorchjob"}},
 		{[]string{"run", "--json="}, nil},
 		// After the first argument, everything is the command's.
 		{[]string{"kill", "r1", ""}, nil},

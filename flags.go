@@ -25,7 +25,7 @@ func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 }
 
 func (w wiring) plan(c *cli.Context) (commands.PlanOptions, error) {
-	return commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json")}, nil
+	return commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}, nil
 }
 
 func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {

@@ -6,6 +6,7 @@ require (
 	github.com/alessio/shellescape v1.4.2
 	github.com/kevinburke/ssh_config v1.6.0
 	github.com/olekukonko/tablewriter v1.1.5
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.24.0
@@ -28,4 +29,5 @@ require (
 	github.com/olekukonko/ll v0.1.6 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )

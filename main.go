@@ -2,7 +2,8 @@
 // over SSH: hosts in, probe, plan, run, summary out. This file is the map:
 // the commands and their flags, signals, and the one table from an error's
 // kind to tfhive's exit code. flags.go turns flags into the option structs
-// of launcher/commands, which holds the commands themselves; usage.go puts
+// of launcher/commands, which holds the commands themselves (plan_emit.go:
+// plan's --emit flags); usage.go puts
 // urfave/cli's complaints in tfhive's voice; completion.go reads a command
 // line for the shells' Tab. Package main may import anything of tfhive;
 // nothing imports it.
@@ -168,7 +169,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Name:         "plan",
 				Usage:        "show where every task would run, without starting anything",
 				ArgsUsage:    "-- CMD [ARGS...]",
-				Flags:        join(hostFlags(), jobFlags(), jsonFlag("print the plan as a JSON document")),
+				Flags:        join(hostFlags(), jobFlags(), jsonFlag("print the plan as a JSON document"), emitFlags()),
 				OnUsageError: onUsage,
 				Action:       action(w.plan, commands.Plan),
 			},

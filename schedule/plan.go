@@ -268,22 +268,16 @@ func argv(req *Request, p *Plan, t *Task) ([]string, error) {
 		"port":         strconv.Itoa(t.Port),
 		"gpus":         joinInts(t.GPUs),
 	}
-	out, err := substitute(req.Command, vals)
-	if err != nil {
-		return nil, err
-	}
-	if req.TFFlags {
-		out = append(out,
-			"--ps_hosts="+vals["ps_hosts"],
-			"--worker_hosts="+vals["worker_hosts"],
-			"--job_name="+t.Role,
-			"--task_index="+vals["task_index"])
-	}
-	return out, nil
+	return Substitute(req.Command, vals, req.TFFlags)
 }
 
-// substitute fills the placeholders of every argument from vals.
-func substitute(command []string, vals map[string]string) ([]string, error) {
+// Substitute fills the placeholders of every argument of command from vals
+// (placeholder name → its text), and with tfFlags appends the TF1 flags
+// --ps_hosts --worker_hosts --job_name --task_index from the same values.
+// It is how plans fill a task's command, exported for the emitters of jobs
+// for other launchers (launcher/emit), which fill the same placeholders with
+// their own values: a Kubernetes service name, a shell variable.
+func Substitute(command []string, vals map[string]string, tfFlags bool) ([]string, error) {
 	out := make([]string, 0, len(command)+4)
 	for _, a := range command {
 		s, err := expand(a, func(name string) string { return vals[name] })
@@ -291,6 +285,13 @@ func substitute(command []string, vals map[string]string) ([]string, error) {
 			return nil, err
 		}
 		out = append(out, s)
+	}
+	if tfFlags {
+		out = append(out,
+			"--ps_hosts="+vals["ps_hosts"],
+			"--worker_hosts="+vals["worker_hosts"],
+			"--job_name="+vals["job_name"],
+			"--task_index="+vals["task_index"])
 	}
 	return out, nil
 }

@@ -111,7 +111,7 @@ func torchPlan(inv inventory.Inventory, req *Request, ds []demand, spots []spot,
 		}
 		setNICEnv(t.Env, nics[s.host])
 		var err error
-		if t.Argv, err = substitute(req.Command, map[string]string{
+		if t.Argv, err = Substitute(req.Command, map[string]string{
 			"task_index":  strconv.Itoa(t.Index),
 			"run_id":      req.RunID,
 			"host":        t.Host,
@@ -120,7 +120,7 @@ func torchPlan(inv inventory.Inventory, req *Request, ds []demand, spots []spot,
 			"world_size":  world,
 			"master_addr": masterAddr,
 			"master_port": t.Env["MASTER_PORT"],
-		}); err != nil {
+		}, false); err != nil {
 			return nil, err // unreachable after Validate, kept for safety
 		}
 		p.Tasks = append(p.Tasks, t)

@@ -19,11 +19,15 @@ type PlanOptions struct {
 	Hosts HostOptions
 	Job   Job
 	JSON  bool
+	Emit  EmitOptions // --emit: print the job for a cluster manager instead
 }
 
 // Plan probes the hosts and prints where every task would run, starting
 // nothing.
 func Plan(ctx context.Context, o PlanOptions) error {
+	if handled, err := emitJob(o); handled {
+		return err
+	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
 	if err != nil {
 		return err

@@ -1,0 +1,128 @@
+package emit
+
+import (
+	"bytes"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// TestSlurmLayoutIsThePlan runs the script's tfhive_layout in bash for
+// every task and compares what it sets with the plan schedule.Make made,
+// the nodes' names put where the markers were: the quoting, the shared
+// variables and the node references must give back exactly tfhive's
+// values, for arguments no shell should touch.
+func TestSlurmLayoutIsThePlan(t *testing.T) {
+	hostile := []string{"it's", "$HOME", "a\nb", "`id`", `"q"`, "\\", "tab\there", "*", "~", "a,b", "",
+		"{ps_hosts}", "--w={worker_hosts}", "{tf_config}", "{cluster_spec}", "{host}", "{{job_name}}", "{gpus}", "{port}"}
+	for _, c := range []struct {
+		name string
+		opts Options
+	}{
+		{"tf", job(Slurm, func(o *Options) {
+			o.Request.PS, o.Request.Chief, o.Request.Workers, o.Request.Evaluator = 2, true, 3, true
+			o.Nodes, o.GPUsPerNode = 3, 2
+		}, append([]string{"train"}, hostile...)...)},
+		{"tf1", job(Slurm, func(o *Options) {
+			o.Request.PS, o.Request.Workers, o.Request.TFFlags, o.Request.GPUsPerWorker = 2, 3, true, 0
+		}, append([]string{"train"}, hostile...)...)},
+		{"torch", job(Slurm, func(o *Options) {
+			o.Request.Framework, o.Request.Chief, o.Request.Workers = schedule.FrameworkTorch, true, 4
+			o.Nodes = 2
+		}, "train", "{rank}", "{master_addr}:{master_port}", "{host}", "it's")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := c.opts
+			if err := o.check(); err != nil {
+				t.Fatal(err)
+			}
+			script, err := slurmScript(&o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := planSlurm(o.Request, o.Nodes, o.GPUsPerNode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := []string{"alpha", "beta-2", "gamma.example.org"}
+			real := func(s string) string {
+				return markerRE2.ReplaceAllStringFunc(s, func(m string) string {
+					n, _ := strconv.Atoi(strings.Trim(strings.TrimPrefix(m, markerPrefix), "@"))
+					return names[l.position[n]]
+				})
+			}
+			_, layout, _ := strings.Cut(script, "\ntfhive_layout() {\n")
+			layout, _, _ = strings.Cut(layout, "\n}\n")
+			train, serve := steps(l.plan)
+			for _, st := range []struct {
+				name  string
+				tasks []int
+			}{{"train", train}, {"serve", serve}} {
+				for rank, i := range st.tasks {
+					task := l.plan.Tasks[i]
+					var keys []string
+					for k := range task.Env {
+						if k != "CUDA_VISIBLE_DEVICES" && k != "TFHIVE_TASK" {
+							keys = append(keys, k)
+						}
+					}
+					prog := "tfhive_nodes=(" + strings.Join(names, " ") + ")\ntfhive_layout() {\n" + layout + "\n}\n" +
+						"SLURM_PROCID=" + strconv.Itoa(rank) + " tfhive_layout " + st.name + "\n" +
+						`printf '%s\0' "$tfhive_id" "$tfhive_node" "$tfhive_gpus" "${#tfhive_argv[@]}" "${tfhive_argv[@]}"` + "\n"
+					for _, k := range keys {
+						prog += `printf '%s\0' "$` + k + `"` + "\n"
+					}
+					out, err := exec.Command("bash", "-c", prog).Output()
+					if err != nil {
+						t.Fatalf("%s:%d: %v", st.name, rank, err)
+					}
+					got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+					want := []string{task.ID, strconv.Itoa(l.node[i]), task.Env["CUDA_VISIBLE_DEVICES"], strconv.Itoa(len(task.Argv))}
+					for _, a := range task.Argv {
+						want = append(want, real(a))
+					}
+					for _, k := range keys {
+						want = append(want, real(task.Env[k]))
+					}
+					if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+						t.Errorf("%s:%d (%s):\n got %q\nwant %q", st.name, rank, task.ID, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// markerRE2 finds markers anywhere in a string.
+var markerRE2 = regexp.MustCompile(markerPrefix + `[0-9]+@`)
+
+// TestShellWords covers quoting alone.
+func TestShellWords(t *testing.T) {
+	w := newShellWords(map[int]int{0: 0, 5: 1})
+	w.share("tfhive_x", marker(0)+":1,"+marker(5)+":2")
+	for in, want := range map[string]string{
+		"":                        "''",
+		"plain-word_1.2/x:y=z@%+": "plain-word_1.2/x:y=z@%+",
+		"it's":                    `'it'\''s'`,
+		"a,b":                     `'a,b'`,
+		marker(5):                 `"${tfhive_nodes[1]}"`,
+		"--h=" + marker(0) + ":1": `--h="${tfhive_nodes[0]}":1`,
+		"x" + marker(0) + ":1," + marker(5) + ":2y": `x"$tfhive_x"y`,
+	} {
+		if got := w.word(in); got != want {
+			t.Errorf("word(%q) = %s, want %s", in, got, want)
+		}
+	}
+	var b bytes.Buffer
+	b.WriteString(w.nodesOnly(marker(0) + ":1," + marker(5) + ":2"))
+	if want := `"${tfhive_nodes[0]}"':1,'"${tfhive_nodes[1]}":2`; b.String() != want {
+		t.Errorf("nodesOnly = %s, want %s", b.String(), want)
+	}
+	if got := shellPath("~/my dir"); got != `"$HOME"/'my dir'` {
+		t.Errorf("shellPath = %s", got)
+	}
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tfhive/tfhive/launcher/commands"
+)
+
+// emitFlags are plan's flags for --emit: the target, what only a cluster
+// manager needs, and the run flags that carry over to one.
+func emitFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "emit", Usage: "print the job for `TARGET` (slurm, tfjob, pytorchjob) instead of a plan; nothing is probed"},
+		&cli.StringFlag{Name: "image", Usage: "--emit tfjob/pytorchjob: the container `IMAGE` the pods run (required)"},
+		&cli.StringFlag{Name: "namespace", Usage: "--emit tfjob/pytorchjob: the job's Kubernetes `NAMESPACE`"},
+		&cli.StringFlag{Name: "secret", Usage: "--emit tfjob/pytorchjob: the Kubernetes Secret `NAME` that --env K reads K from"},
+		&cli.IntFlag{Name: "nodes", DefaultText: "as many as tasks", Usage: "--emit slurm: spread the tasks over at most `N` nodes"},
+		&cli.IntFlag{Name: "gpus-per-node", DefaultText: "no limit", Usage: "--emit slurm: the GPUs one node has, `N`"},
+		// tfhive run's flags that carry over to a cluster manager.
+		&cli.StringSliceFlag{Name: "env", Usage: "--emit: set `K=V` in every task, or K to read K where the job runs (sbatch's environment, a Secret)"},
+		&cli.StringFlag{Name: "workdir", Usage: "--emit: the `DIR` tasks start in"},
+		&cli.StringFlag{Name: "setup", Usage: "--emit: shell `SNIPPET` run by bash before each task"},
+		&cli.StringFlag{Name: "log-dir", Usage: "--emit slurm: the `DIR` of the job's output file"},
+		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "--emit: time between SIGTERM and SIGKILL when tasks are stopped"},
+		&cli.DurationFlag{Name: "timeout", Usage: "--emit: the job's time limit"},
+	}
+}
+
+// emitOptions are plan's --emit flags and the names of every flag given.
+func emitOptions(c *cli.Context) commands.EmitOptions {
+	var given []string
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			// $TFHIVE_HOSTS names hosts for every command; only a
+			// --hosts typed here asks --emit for something it cannot do.
+			if c.IsSet(n) && !(n == "hosts" && c.String(n) == os.Getenv("TFHIVE_HOSTS")) {
+				given = append(given, n)
+			}
+		}
+	}
+	return commands.EmitOptions{
+		Target: c.String("emit"),
+		Env:    c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
+		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"),
+		Image: c.String("image"), Namespace: c.String("namespace"), Secret: c.String("secret"),
+		Nodes: c.Int("nodes"), GPUsPerNode: c.Int("gpus-per-node"),
+		Given: given,
+	}
+}
