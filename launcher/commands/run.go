@@ -36,8 +36,8 @@ type RunOptions struct {
 	// Reconnect is --reconnect: how long a dropped host is redialled
 	// while its tasks run on (launcher.RunOptions.Reconnect); 0: never.
 	Reconnect time.Duration
-	Quiet          bool
-	JSON           bool // the summary as JSON on stdout, task output on stderr
+	Quiet     bool
+	JSON      bool // the summary as JSON on stdout, task output on stderr
 	// Check runs doctor's checks on the plan's hosts before claiming
 	// anything, importing Imports too, and refuses to start when they
 	// differ (a *CheckError).
