@@ -126,13 +126,13 @@ func (t *Tree) Send(ctx context.Context, targets []Target, parallel int, progres
 // sink is one host's end of a round: its session and the chunks queued
 // for it.
 type sink struct {
-	res   *Result
-	proc  remote.Started
-	q     chan []byte
-	out   bytes.Buffer
-	errb  bytes.Buffer
-	werr  error       // drain's first failed write: the rest is dropped
-	dead  atomic.Bool // nothing more need be queued for it
+	res  *Result
+	proc remote.Started
+	q    chan []byte
+	out  bytes.Buffer
+	errb bytes.Buffer
+	werr error       // drain's first failed write: the rest is dropped
+	dead atomic.Bool // nothing more need be queued for it
 	// abort, set before q is closed, is why the archive must not be
 	// kept: it was not written whole.
 	abort error
