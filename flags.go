@@ -37,6 +37,10 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 	}, nil
 }
 
+func (w wiring) gc(c *cli.Context) (commands.GCOptions, error) {
+	return commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), OlderThan: c.Duration("older-than"), DryRun: c.Bool("dry-run")}, noArgs(c)
+}
+
 func (w wiring) ps(c *cli.Context) (commands.PsOptions, error) {
 	return commands.PsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
 }
@@ -87,6 +91,8 @@ func job(c *cli.Context) commands.Job {
 		TFFlags:       c.Bool("tf-flags"),
 		Name:          c.String("name"),
 		Command:       c.Args().Slice(),
+		Sync:          c.String("sync"),
+		SyncExclude:   c.StringSlice("sync-exclude"),
 	}
 }
 
@@ -151,4 +157,20 @@ func jobFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "tf-flags", Usage: "append --ps_hosts --worker_hosts --job_name --task_index (TF1 between-graph scripts)"},
 		&cli.StringFlag{Name: "name", Usage: "run id (default: time-based and unique)"},
 	}, availabilityFlags()...)
+}
+
+// syncFlags send a directory to every host used (plan says what would be
+// sent).
+func syncFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "sync", Usage: "make local `DIR`'s content present on every host used (~/.cache/tfhive/code/HASH there), the tasks' default workdir and {code_dir}"},
+		&cli.StringSliceFlag{Name: "sync-exclude", Usage: "leave `GLOB` out of --sync (a name at any depth, or a path with /; repeatable)"},
+	}
+}
+
+func gcFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "older-than", Usage: "keep --sync trees used within `D` (at least 1m)"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "remove nothing; say what would be removed"},
+	}
 }

@@ -44,4 +44,8 @@ type Job struct {
 	TFFlags       bool
 	Name          string   // run id; "" for a new, time-based one
 	Command       []string // after --
+	// Sync is the --sync DIR to make present on every host used ("":
+	// none); SyncExclude its --sync-exclude patterns.
+	Sync        string
+	SyncExclude []string
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -53,7 +54,11 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	req, err := o.Job.request(fleet.Hosts, "run")
+	tree, err := o.Job.prepareSync(o.Stderr)
+	if err != nil {
+		return err
+	}
+	req, err := o.Job.request(fleet.Hosts, "run", tree)
 	if err != nil {
 		return err
 	}
@@ -77,6 +82,12 @@ func Run(ctx context.Context, o RunOptions) error {
 		return err
 	}
 	defer fleet.Close()
+	var sender *syncer
+	if tree != nil {
+		// The probe says which hosts have the tree: those cost nothing more.
+		fleet.LookForCode(tree.Hash)
+		sender = &syncer{tree: tree, fleet: fleet, parallel: o.Hosts.Parallel, stderr: o.Stderr, sent: map[string]codesync.Result{}}
+	}
 	// Each host's probe session goes on as its first task's supervisor,
 	// started before the plan is known: the task then starts without a
 	// session of its own (two round trips, sshd's fork, a login shell).
@@ -105,6 +116,13 @@ func Run(ctx context.Context, o RunOptions) error {
 		plan, err := probeAndPlan(ctx, fleet, req, o.Stderr)
 		if err != nil {
 			return nil, err
+		}
+		if sender != nil {
+			// Hosts without a task need no tree, nor their spare session.
+			fleet.KeepSpares(plan.Hosts())
+			if lo.Code, err = sender.send(ctx, plan); err != nil {
+				return nil, err
+			}
 		}
 		return start(ctx, fleet, plan, lo, sigs)
 	}
