@@ -85,7 +85,9 @@ func TestSyncCode(t *testing.T) {
 		}
 	}
 	for _, step := range []func() error{
-		func() error { return os.WriteFile(filepath.Join(src, "run.sh"), []byte("#!/bin/sh\necho \"run.sh in $(pwd)\"\n"), 0o755) },
+		func() error {
+			return os.WriteFile(filepath.Join(src, "run.sh"), []byte("#!/bin/sh\necho \"run.sh in $(pwd)\"\n"), 0o755)
+		},
 		func() error { return os.MkdirAll(filepath.Join(src, "pkg", "data", "empty"), 0o755) },
 		func() error { return os.Symlink("model.py", filepath.Join(src, "pkg", "latest.py")) },
 		func() error { return os.Symlink("../train.py", filepath.Join(src, "pkg", "train.py")) },
