@@ -70,9 +70,9 @@ type Progress struct {
 }
 
 // chunk is how much of the archive goes to the hosts at a time, and
-// queued is how many chunks a host may lag behind the slowest... the
-// fastest: together they bound memory whatever the number of hosts, as
-// every host's queue holds the same chunks.
+// queued how many chunks a host's queue holds: the slowest host paces
+// the reading, and memory stays under queued × chunk whatever the number
+// of hosts, as every queue holds the same chunks.
 const (
 	chunk  = 64 << 10
 	queued = 16

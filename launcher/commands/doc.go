@@ -1,4 +1,4 @@
-// Package commands holds tfhive's commands (status, plan, run, ps, kill) as
+// Package commands holds tfhive's commands (status, plan, run, ps, kill, gc) as
 // functions over plain option structs: each validates its options, opens the
 // fleet, probes, plans or launches, prints, and returns an error of an
 // exported kind. It must not import urfave/cli or package main, nor choose
