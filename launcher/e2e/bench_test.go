@@ -667,7 +667,7 @@ func (b *bench) targets() {
 		row(fmt.Sprintf("peak RSS ≤ 64 MiB (%d hosts × %d tasks)", b.peakHosts, b.tasksPerHost), fmt.Sprintf("%.1f MiB", float64(b.peakRSS)/1024), b.peakRSS <= 64*1024)
 	}
 	if b.syncRatio > 0 {
-		row(fmt.Sprintf("`run --sync` of %d MB to %d hosts ≤ 1.2× %d parallel `tar c | ssh host tar x`", b.syncMB, b.syncHosts, b.syncHosts),
+		row(fmt.Sprintf("`run --sync` of %d MB to %d hosts ≤ 1.2× %d parallel `tar c \\| ssh host tar x`", b.syncMB, b.syncHosts, b.syncHosts),
 			fmt.Sprintf("%.2f×", b.syncRatio), b.syncRatio <= 1.2)
 		budget := b.rtt + time.Duration(b.syncHosts)*50*time.Millisecond
 		row(fmt.Sprintf("unchanged code: `run --sync` ≤ `run` + 1 RTT + 50 ms per host (%s, %d hosts)", ms(budget), b.syncHosts),
