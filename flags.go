@@ -34,11 +34,19 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
 		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"), Wait: c.Duration("wait"),
 		Quiet: c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
+		Check: c.Bool("check"), Imports: c.StringSlice("import"),
 	}, nil
 }
 
 func (w wiring) gc(c *cli.Context) (commands.GCOptions, error) {
 	return commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), OlderThan: c.Duration("older-than"), DryRun: c.Bool("dry-run")}, noArgs(c)
+}
+
+func (w wiring) doctor(c *cli.Context) (commands.DoctorOptions, error) {
+	return commands.DoctorOptions{
+		Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json"),
+		Workdir: c.String("workdir"), Setup: c.String("setup"), Imports: c.StringSlice("import"),
+	}, noArgs(c)
 }
 
 func (w wiring) ps(c *cli.Context) (commands.PsOptions, error) {
@@ -89,6 +97,7 @@ func job(c *cli.Context) commands.Job {
 		Strategy:      c.String("strategy"),
 		PortRange:     c.String("port-range"),
 		TFFlags:       c.Bool("tf-flags"),
+		NIC:           c.String("nic"),
 		Name:          c.String("name"),
 		Command:       c.Args().Slice(),
 		Sync:          c.String("sync"),
@@ -130,7 +139,22 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show only tfhive's own lines and the summary"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON on stdout (task output goes to stderr)"},
 		&cli.DurationFlag{Name: "wait", Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
+		&cli.BoolFlag{Name: "check", Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
+		importFlag(),
 	}
+}
+
+// doctorFlags are `tfhive doctor`'s own; --import is also run --check's.
+func doctorFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "workdir", Usage: "remote `DIR` to check in (overrides the hosts file)"},
+		&cli.StringFlag{Name: "setup", Usage: "shell `SNIPPET` to run first (overrides the hosts file)"},
+		importFlag(),
+	}
+}
+
+func importFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "import", Usage: "also import Python `MODULE` and show its version (repeatable)"}
 }
 
 // availabilityFlags decide which GPUs count as free, for status and plans.
@@ -156,6 +180,7 @@ func jobFlags() []cli.Flag {
 		&cli.StringFlag{Name: "port-range", Value: schedule.DefaultPortRange, Usage: "`LO-HI` ports for tasks"},
 		&cli.BoolFlag{Name: "tf-flags", Usage: "append --ps_hosts --worker_hosts --job_name --task_index (TF1 between-graph scripts)"},
 		&cli.StringFlag{Name: "name", Usage: "run id (default: time-based and unique)"},
+		&cli.StringFlag{Name: "nic", Usage: "`NAME` of the interface that carries the tasks' traffic on every host, or auto to pick one per host (default: the hosts' cluster addresses, no interface set)"},
 	}, availabilityFlags()...)
 }
 

@@ -3,8 +3,9 @@
 // the commands and their flags, signals, and the one table from an error's
 // kind to tfhive's exit code. flags.go turns flags into the option structs
 // of launcher/commands, which holds the commands themselves; usage.go puts
-// urfave/cli's complaints in tfhive's voice. Package main may import
-// anything of tfhive; nothing imports it.
+// urfave/cli's complaints in tfhive's voice; completion.go reads a command
+// line for the shells' Tab. Package main may import anything of tfhive;
+// nothing imports it.
 package main
 
 import (
@@ -87,6 +88,8 @@ func exitCode(err error) int {
 		conflict    *launcher.ClaimConflictError
 		blocked     *launcher.ClaimBlockedError
 		unreachable *commands.UnreachableError
+		differ      *commands.DifferError
+		check       *commands.CheckError
 	)
 	switch {
 	case err == nil:
@@ -94,12 +97,14 @@ func exitCode(err error) int {
 	case errors.As(err, &runFailed):
 		// The deciding task's own code, 124 timeout, 130/143, 4 host lost.
 		return runFailed.Summary.ExitCode
-	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &request):
+	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &request), errors.As(err, &check):
 		return exitUsage
 	case errors.As(err, &capacity), errors.As(err, &conflict), errors.As(err, &blocked):
 		return exitNoGPUs
 	case errors.As(err, &unreachable):
 		return exitUnreachable
+	case errors.As(err, &differ):
+		return exitFailure
 	case errors.Is(err, errTerminated):
 		return exitTerminated
 	case errors.Is(err, context.Canceled):
@@ -176,6 +181,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.run, commands.Run),
 			},
 			{
+				Name:         "doctor",
+				Usage:        "compare Python, modules, driver and CUDA versions across the hosts",
+				Flags:        join(hostFlags(), doctorFlags(), jsonFlag("print the report as a JSON document")),
+				OnUsageError: onUsage,
+				Action:       action(w.doctor, commands.Doctor),
+			},
+			{
 				Name:         "ps",
 				Usage:        "list the runs holding GPUs and ports on the hosts",
 				Flags:        join(hostFlags(), jsonFlag("print the runs as a JSON document")),
@@ -190,6 +202,8 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				OnUsageError: onUsage,
 				Action:       action(w.kill, commands.Kill),
 			},
+			completionCommand(w),
+			completeCommand(w),
 			{
 				Name:         "gc",
 				Usage:        "remove the --sync trees on the hosts that nothing uses, and say how much space that freed",

@@ -194,6 +194,23 @@ func TestNegativeDurationsRefused(t *testing.T) {
 	}
 }
 
+// Module names travel to the hosts: a bad one is refused first.
+func TestImportsRefusedBeforeAnyHost(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	hint := "tfhive: hint: name a module as Python imports it, e.g. --import numpy or --import torch.distributed"
+	wantUsage(t, []string{"doctor", "-H", addr, "--connect-timeout", "1s", "--import", "numpy", "--import", "os;id"},
+		`tfhive: error: --import "os;id" is not a Python module name`, hint)
+	wantUsage(t, []string{"run", "-H", addr, "--connect-timeout", "1s", "--check", "--import", "$(id)", "--", "true"},
+		`tfhive: error: --import "$(id)" is not a Python module name`, hint)
+	wantUsage(t, []string{"run", "-H", addr, "--connect-timeout", "1s", "--import", "numpy", "--", "true"},
+		"tfhive: error: --import is for --check", "tfhive: hint: add --check, or see tfhive doctor --import")
+	wantUsage(t, []string{"doctor", "-H", addr, "extra"}, `tfhive: error: unexpected argument "extra"`)
+	if !untouched() {
+		t.Error("a host was contacted although --import was refused")
+	}
+}
+
 func TestLogDirRefusedBeforeAnyHost(t *testing.T) {
 	dir := isolate(t)
 	file := filepath.Join(dir, "file")
@@ -335,6 +352,8 @@ func TestExitCodes(t *testing.T) {
 		{&launcher.ClaimConflictError{Conflicts: []string{"a"}}, exitNoGPUs},
 		{&launcher.ClaimBlockedError{Blocked: []string{"a"}}, exitNoGPUs},
 		{&commands.UnreachableError{Bad: 1, Total: 2}, exitUnreachable},
+		{&commands.DifferError{Problems: []launcher.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitFailure},
+		{&commands.CheckError{Problems: []launcher.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitUsage},
 		{run(7), 7},
 		{run(launcher.ExitTimeout), 124},
 		{run(launcher.ExitHostLost), exitUnreachable},
@@ -363,6 +382,10 @@ func TestReport(t *testing.T) {
 			"tfhive: error: 1 of 2 hosts could not be reached\ntfhive:   b: connection refused\n"},
 		{&commands.RunFailedError{Summary: &launcher.Summary{RunID: "r1", Result: "failed", Reason: "worker:1 on gpu02 exited 7", ExitCode: 7}},
 			"tfhive: error: run r1 failed: worker:1 on gpu02 exited 7\n"},
+		{&commands.CheckError{Problems: []launcher.Problem{{Text: "b: torch 2.0, where 2 of 3 hosts have 2.1"}, {Text: "c: setup failed: false"}}},
+			"tfhive: error: --check: b: torch 2.0, where 2 of 3 hosts have 2.1 (and 1 more)\n" +
+				"tfhive:   b: torch 2.0, where 2 of 3 hosts have 2.1\ntfhive:   c: setup failed: false\n" +
+				"tfhive: hint: tfhive doctor shows every host side by side; run without --check to start anyway\n"},
 	}
 	for _, c := range cases {
 		var b bytes.Buffer

@@ -17,7 +17,8 @@ import (
 // WritePlan renders a plan for a person, in four blocks separated by blank
 // lines: a one-line summary, the task table, the resource matrix (host × GPU,
 // each cell the task holding the GPU, "busy", "excl" or "free"; "-" where a
-// host has no such GPU) and every task's TF_CONFIG — for a torch plan, every
+// host has no such GPU; with --nic, a NIC column names the interface each
+// host's tasks use) and every task's TF_CONFIG — for a torch plan, every
 // rank's torchrun variables instead, the master on the summary line. Tables
 // are plain columns so that grep and awk work on them.
 func WritePlan(w io.Writer, p *schedule.Plan) error {
@@ -26,13 +27,17 @@ func WritePlan(w io.Writer, p *schedule.Plan) error {
 		nGPUs += len(t.GPUs)
 	}
 	hosts := p.Hosts()
+	nic := ""
+	if p.NIC != "" {
+		nic = ", nic " + p.NIC
+	}
 	var err error
 	if p.Torch() {
-		_, err = fmt.Fprintf(w, "run %s: torch, %s on %s, %s, strategy %s, master %s\n", p.RunID,
-			wording.Count(len(p.Tasks), "rank"), wording.Count(len(hosts), "host"), wording.Count(nGPUs, "GPU"), p.Strategy, p.Master)
+		_, err = fmt.Fprintf(w, "run %s: torch, %s on %s, %s, strategy %s%s, master %s\n", p.RunID,
+			wording.Count(len(p.Tasks), "rank"), wording.Count(len(hosts), "host"), wording.Count(nGPUs, "GPU"), p.Strategy, nic, p.Master)
 	} else {
-		_, err = fmt.Fprintf(w, "run %s: %s on %s, %s, strategy %s\n", p.RunID,
-			wording.Count(len(p.Tasks), "task"), wording.Count(len(hosts), "host"), wording.Count(nGPUs, "GPU"), p.Strategy)
+		_, err = fmt.Fprintf(w, "run %s: %s on %s, %s, strategy %s%s\n", p.RunID,
+			wording.Count(len(p.Tasks), "task"), wording.Count(len(hosts), "host"), wording.Count(nGPUs, "GPU"), p.Strategy, nic)
 	}
 	if err == nil && p.Code != nil {
 		_, err = io.WriteString(w, codeLine(p.Code)+"\n")
@@ -54,7 +59,7 @@ func WritePlan(w io.Writer, p *schedule.Plan) error {
 	if _, err := io.WriteString(w, "\n"); err != nil {
 		return err
 	}
-	if err := writeMatrix(w, p.Matrix); err != nil {
+	if err := writeMatrix(w, p.Matrix, p.NIC != ""); err != nil {
 		return err
 	}
 	if _, err := io.WriteString(w, "\n"); err != nil {
@@ -86,8 +91,9 @@ func writeRanks(w io.Writer, p *schedule.Plan) error {
 }
 
 // writeMatrix has one column per GPU index seen on any host, so that GPU 3
-// of every host lines up, and a NOTE column for hosts without usable GPUs.
-func writeMatrix(w io.Writer, m []schedule.MatrixHost) error {
+// of every host lines up, and a NOTE column for hosts without usable GPUs;
+// with nics, a NIC column after the address ("-" where none was chosen).
+func writeMatrix(w io.Writer, m []schedule.MatrixHost, nics bool) error {
 	var idx []int
 	for _, h := range m {
 		for _, g := range h.GPUs {
@@ -98,6 +104,9 @@ func writeMatrix(w io.Writer, m []schedule.MatrixHost) error {
 	}
 	slices.Sort(idx)
 	header := []string{"HOST", "ADDRESS"}
+	if nics {
+		header = append(header, "NIC")
+	}
 	for _, i := range idx {
 		header = append(header, "GPU"+strconv.Itoa(i))
 	}
@@ -105,6 +114,9 @@ func writeMatrix(w io.Writer, m []schedule.MatrixHost) error {
 	rows := make([][]string, len(m))
 	for r, h := range m {
 		row := []string{h.Host, h.Address}
+		if nics {
+			row = append(row, viewDash(h.Interface))
+		}
 		for _, i := range idx {
 			cell := "-"
 			for _, g := range h.GPUs {

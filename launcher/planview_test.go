@@ -70,6 +70,24 @@ func planFixtures() map[string]struct {
 		"torch-cpu-pack": {fleet(), func(r *schedule.Request) {
 			r.Framework, r.Workers, r.GPUsPerWorker, r.Strategy = schedule.FrameworkTorch, 3, 0, schedule.StrategyPack
 		}},
+		// A mgmt network per rack, one InfiniBand subnet: auto takes ib0;
+		// cpu01's cluster_address stays, on the interface holding it.
+		"nic-auto": {func() inventory.Inventory {
+			nic := func(iface, addr string, prefix int) inventory.InterfaceAddr {
+				return inventory.InterfaceAddr{Interface: iface, Address: addr, Prefix: prefix, Scope: "global"}
+			}
+			lo := inventory.InterfaceAddr{Interface: "lo", Address: "127.0.0.1", Prefix: 8, Scope: "host"}
+			a := planGPUHost("gpu01", "gpu01.mgmt.example", 2)
+			a.Interfaces = []inventory.InterfaceAddr{lo, nic("eno1", "10.0.1.1", 24), nic("ib0", "192.168.50.1", 24), nic("docker0", "172.17.0.1", 16)}
+			b := planGPUHost("gpu02", "gpu02.mgmt.example", 2)
+			b.Interfaces = []inventory.InterfaceAddr{lo, nic("eno1", "10.0.2.2", 24), nic("ib0", "192.168.50.2", 24), nic("docker0", "172.17.0.1", 16)}
+			c := planGPUHost("cpu01", "10.0.3.4", 0)
+			c.NoNvidiaSMI, c.Host.ClusterAddressSet = true, true
+			c.Interfaces = []inventory.InterfaceAddr{lo, nic("eno1", "10.0.3.4", 24), nic("ib0", "192.168.50.4", 24)}
+			return inventory.Inventory{Hosts: []inventory.HostInventory{a, b, c}}
+		}(), func(r *schedule.Request) {
+			r.PS, r.Workers, r.NIC = 3, 2, schedule.NICAuto
+		}},
 		"local-cpu": {inventory.Inventory{Hosts: []inventory.HostInventory{func() inventory.HostInventory {
 			h := planGPUHost("localhost", "127.0.0.1", 0)
 			h.Host.Local, h.NoNvidiaSMI = true, true
@@ -162,7 +180,7 @@ func TestPlanJSONStreamedAsWhole(t *testing.T) {
 			t.Errorf("%s: streamed JSON differs:\n%s\nwant:\n%s", name, streamed.String(), whole.String())
 		}
 	}
-	if len(plans) < 6 {
+	if len(plans) < 7 {
 		t.Errorf("only %d plans compared", len(plans))
 	}
 }

@@ -25,7 +25,7 @@ func runClaimsScript(t *testing.T, dir string) claimsSection {
 	if err != nil {
 		t.Fatal(err)
 	}
-	po, err := splitProbeOutput([]byte(markSMI + " 0\n" + markPS + "\n" + markTCP + "\n" + string(raw)))
+	po, err := splitProbeOutput([]byte(markSMI + " 0\n" + markPS + "\n" + markTCP + "\n" + markNIC + "\n" + string(raw)))
 	if err != nil {
 		t.Fatal(err)
 	}

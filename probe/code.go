@@ -10,19 +10,19 @@ import (
 // tree is on the host, and where.
 const markCode = "@@tfhive-code"
 
-// cutCode takes the code section off the end of the ports section, where
-// the script prints it (its marker alone when no tree was asked about).
-// Output without the marker leaves the ports as they were.
-func cutCode(tcp []byte) (ports, code []byte) {
-	i := bytes.LastIndex(tcp, []byte("\n"+markCode))
+// cutCode takes the code section off the end of the interfaces section,
+// where the script prints it (its marker alone when no tree was asked
+// about). Output without the marker leaves the interfaces as they were.
+func cutCode(nic []byte) (addrs, code []byte) {
+	i := bytes.LastIndex(nic, []byte("\n"+markCode))
 	if i < 0 {
-		return tcp, nil
+		return nic, nil
 	}
-	rest := tcp[i+1+len(markCode):]
+	rest := nic[i+1+len(markCode):]
 	if len(rest) > 0 && rest[0] != '\n' {
-		return tcp, nil
+		return nic, nil
 	}
-	return tcp[:i], bytes.TrimPrefix(rest, []byte("\n"))
+	return nic[:i], bytes.TrimPrefix(rest, []byte("\n"))
 }
 
 // parseCode reads the code section, "present DIR" or "missing DIR". What

@@ -1,7 +1,7 @@
 // Package probe learns what each host of the fleet has: its GPUs and their
-// processes (nvidia-smi), the TCP ports in use and tfhive's claims, in one
-// remote command per host over the host's one connection (Fleet), and
-// parses what that command prints.
+// processes (nvidia-smi), the TCP ports in use, its network interfaces'
+// addresses and tfhive's claims, in one remote command per host over the
+// host's one connection (Fleet), and parses what that command prints.
 //
 // It must not import the planner or the launcher: data flows probe ->
 // schedule -> launcher. Its sub-packages hold the rest of reaching a host:

@@ -1,6 +1,6 @@
 // Package probe learns what each host has (GPUs, processes, listening
-// ports, claims) over one SSH connection per host, and keeps those
-// connections for the tasks (Fleet). It must not import schedule or
+// ports, network interfaces, claims) over one SSH connection per host, and
+// keeps those connections for the tasks (Fleet). It must not import schedule or
 // launcher: data flows probe → schedule → launcher.
 package probe
 
@@ -232,6 +232,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	if ports := parseListeningPorts(po.tcp); ports != nil {
 		hi.ListeningPorts = ports
 	}
+	hi.Interfaces = parseInterfaces(po.nic)
 	var gpuIndex map[string]int
 	if !f.opts.ClaimsOnly {
 		gpuIndex = map[string]int{}

@@ -17,7 +17,8 @@ import (
 // The probe fetches everything tfhive needs from a host in one round trip
 // and one nvidia-smi run (each run can take seconds on a host without persistence
 // mode): the XML report, the owners of its GPU processes, the listening
-// TCP ports (scripts/probe.sh), and the claims (scripts/claims.sh).
+// TCP ports, the interfaces' addresses (scripts/probe.sh), and the claims
+// (scripts/claims.sh).
 //
 // It travels on the command line (probeCommand), not on stdin: OpenSSH
 // grants a session's window only once its command runs, so a script on
@@ -31,13 +32,13 @@ var scripts embed.FS
 var probeSh = shscript.LoadOneLine(scripts, "scripts/probe.sh", "scripts/code.sh", "scripts/claims.sh")
 
 // probeScript is the probe with its parameters: nvidia-smi's time limit
-// on the host, in whole seconds, whether to skip nvidia-smi, and the
-// content hash of the --sync tree to look for ("": none).
+// on the host, in whole seconds, whether to skip nvidia-smi and ip, and
+// the content hash of the --sync tree to look for ("": none).
 func probeScript(timeout time.Duration, claimsOnly bool, code string) string {
 	secs := int((timeout + time.Second - 1) / time.Second)
 	skip := "0"
 	if claimsOnly {
-		skip = "1" // `tfhive ps` and `kill` need no nvidia-smi run
+		skip = "1" // `tfhive ps` and `kill` need neither
 	}
 	return probeSh.With(shscript.Set("t", strconv.Itoa(secs)), shscript.Set("claims_only", skip), shscript.Set("code", code))
 }
@@ -58,6 +59,7 @@ const (
 	markSMI = "@@tfhive-smi"
 	markPS  = "@@tfhive-ps"
 	markTCP = "@@tfhive-tcp"
+	markNIC = "@@tfhive-nic"
 	markEnd = "@@tfhive-end"
 )
 
@@ -67,6 +69,7 @@ type probeOutput struct {
 	smi     []byte
 	ps      []byte
 	tcp     []byte
+	nic     []byte
 	code    []byte
 	claims  claimsSection
 }
@@ -90,9 +93,9 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	po.smiExit = rc
 	// nvidia-smi's output may be empty, putting the next marker first.
 	rest = append([]byte("\n"), rest...)
-	var sections [6][]byte
+	var sections [7][]byte
 	var claimsLine []string
-	for i, mark := range []string{markPS, markTCP, markClaims, markLocks, markHolders, markEnd} {
+	for i, mark := range []string{markPS, markTCP, markNIC, markClaims, markLocks, markHolders, markEnd} {
 		// The claims marker carries the machine id and the claims dir.
 		m := []byte("\n" + mark + "\n")
 		if mark == markClaims {
@@ -110,9 +113,9 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 		sections[i] = before
 		rest = append([]byte("\n"), after...)
 	}
-	po.smi, po.ps = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1]
-	po.tcp, po.code = cutCode(sections[2])
-	po.claims = claimsSection{files: sections[3], locks: sections[4], holders: sections[5]}
+	po.smi, po.ps, po.tcp = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2]
+	po.nic, po.code = cutCode(sections[3])
+	po.claims = claimsSection{files: sections[4], locks: sections[5], holders: sections[6]}
 	if len(claimsLine) == 2 {
 		po.claims.machineID, po.claims.dir = claimsLine[0], claimsLine[1]
 	}

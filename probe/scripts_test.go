@@ -25,7 +25,7 @@ func TestProbeScriptOneLine(t *testing.T) {
 func TestProbeScriptFormats(t *testing.T) {
 	text := probeSh.Text()
 	at := 0
-	for _, mark := range []string{markSMI, markPS, markTCP, markCode, markClaims, markLocks, markHolders, markEnd} {
+	for _, mark := range []string{markSMI, markPS, markTCP, markNIC, markCode, markClaims, markLocks, markHolders, markEnd} {
 		i := strings.Index(text[at:], "echo "+mark+" ")
 		if i < 0 {
 			i = strings.Index(text[at:], "echo "+mark+";")

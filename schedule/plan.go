@@ -41,6 +41,7 @@ const PlanVersion = 1
 //	  }, …],                               // order: ps, chief, worker, evaluator; by index
 //	  "matrix": [{
 //	    "host": "gpu01", "address": "10.0.0.1", "reachable": true,
+//	    "interface": "eth1",               // with --nic: what carries its tasks' traffic
 //	    "note": "…",                       // why a host has no usable GPUs, if so
 //	    "gpus": [{"index": 0, "uuid": "GPU-…", "state": "free" | "busy" | "excluded",
 //	              "reason": "bob:1234 python train.py", "task": "worker:0"}]
@@ -59,6 +60,11 @@ const PlanVersion = 1
 // there is one), and "master" is where rank 0 serves the rendezvous. Each
 // task's env holds MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK,
 // LOCAL_WORLD_SIZE and GROUP_RANK instead of TF_CONFIG.
+//
+// With --nic (see nic.go), the addresses are those of the interfaces
+// chosen, each task's env also holds NCCL_SOCKET_IFNAME and
+// GLOO_SOCKET_IFNAME naming its host's, and "nic" and the matrix's
+// "interface" say what was chosen.
 type Plan struct {
 	Version int    `json:"version"`
 	RunID   string `json:"run_id"`
@@ -68,7 +74,9 @@ type Plan struct {
 	Cluster   ClusterSpec `json:"cluster,omitzero"`
 	Evaluator string      `json:"evaluator,omitempty"`
 	// Master is a torch plan's MASTER_ADDR:MASTER_PORT (IPv6 bracketed).
-	Master string       `json:"master,omitempty"`
+	Master string `json:"master,omitempty"`
+	// NIC is --nic as asked: "auto" or an interface name; "" without it.
+	NIC    string       `json:"nic,omitempty"`
 	Tasks  []Task       `json:"tasks"`
 	Matrix []MatrixHost `json:"matrix"`
 	// Code is the --sync tree and its directory on each host used.
@@ -100,8 +108,11 @@ type Task struct {
 
 // MatrixHost is one row of the resource matrix.
 type MatrixHost struct {
-	Host      string      `json:"host"`
-	Address   string      `json:"address"`
+	Host    string `json:"host"`
+	Address string `json:"address"`
+	// Interface carries the host's cluster traffic (--nic), "" without
+	// --nic, for hosts without a task, and when none could be told.
+	Interface string      `json:"interface,omitempty"`
 	Reachable bool        `json:"reachable"`
 	Note      string      `json:"note,omitempty"`
 	GPUs      []MatrixGPU `json:"gpus"`
@@ -156,16 +167,20 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 	if req.Framework == FrameworkTorch {
 		spots = ranksByHost(spots)
 	}
-	addrs, err := addresses(inv, ds, spots)
+	nics, err := chooseNICs(inv, spots, req.NIC)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := addresses(inv, ds, spots, nics)
 	if err != nil {
 		return nil, err
 	}
 	if req.Framework == FrameworkTorch {
-		p, err := torchPlan(inv, &req, ds, spots, addrs)
+		p, err := torchPlan(inv, &req, ds, spots, addrs, nics)
 		if err != nil {
 			return nil, err
 		}
-		p.Matrix = matrix(inv, st, p.Tasks)
+		p.Matrix = matrix(inv, st, p.Tasks, nics)
 		return p, withCode(p, inv, req.Code)
 	}
 	ports, err := assignPorts(inv, ds, spots, addrs, req.PortLo, req.PortHi)
@@ -173,7 +188,7 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 		return nil, err
 	}
 
-	p := &Plan{Version: PlanVersion, RunID: req.RunID, Framework: planTensorFlow, Strategy: req.Strategy}
+	p := &Plan{Version: PlanVersion, RunID: req.RunID, Framework: planTensorFlow, Strategy: req.Strategy, NIC: req.NIC}
 	for i, d := range ds {
 		hostport := joinHostPort(addrs[i], ports[i])
 		switch d.role {
@@ -204,12 +219,13 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 			"TFHIVE_RUN_ID":     req.RunID,
 			"TFHIVE_TASK":       t.ID,
 		}
+		setNICEnv(t.Env, nics[spots[i].host])
 		if t.Argv, err = argv(&req, p, &t, h); err != nil {
 			return nil, err // unreachable after Validate, kept for safety
 		}
 		p.Tasks = append(p.Tasks, t)
 	}
-	p.Matrix = matrix(inv, st, p.Tasks)
+	p.Matrix = matrix(inv, st, p.Tasks, nics)
 	return p, withCode(p, inv, req.Code)
 }
 
@@ -314,8 +330,9 @@ func checkExclusions(inv inventory.Inventory, ex Exclusions) error {
 	return nil
 }
 
-// matrix is the host × GPU view: every host, every GPU, who holds it.
-func matrix(inv inventory.Inventory, st [][]GPUStatus, tasks []Task) []MatrixHost {
+// matrix is the host × GPU view: every host, every GPU, who holds it. A
+// host --nic chose an interface for shows that and its address.
+func matrix(inv inventory.Inventory, st [][]GPUStatus, tasks []Task, nics map[int]nicChoice) []MatrixHost {
 	holder := map[string]string{} // "host\x00index" → task id
 	for _, t := range tasks {
 		for _, g := range t.GPUs {
@@ -326,6 +343,9 @@ func matrix(inv inventory.Inventory, st [][]GPUStatus, tasks []Task) []MatrixHos
 	for i := range inv.Hosts {
 		h := &inv.Hosts[i]
 		m := MatrixHost{Host: h.Name, Address: clusterAddress(h), Reachable: h.Reachable(), Note: hostNote(h), GPUs: []MatrixGPU{}}
+		if c, ok := nics[i]; ok {
+			m.Address, m.Interface = c.addr, c.iface
+		}
 		for j, s := range st[i] {
 			m.GPUs = append(m.GPUs, MatrixGPU{
 				Index: s.Index, UUID: h.GPUs[j].UUID, State: s.State, Reason: s.Reason,

@@ -32,12 +32,14 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// addresses gives each task the address its peers dial. A loopback address
+// addresses gives each task the address its peers dial: the address of
+// the interface --nic chose for its host, else the host's cluster address.
+// A loopback address
 // is only right when every task is on that same machine, so a plan that
 // mixes loopback with real addresses is refused: its tasks could never reach
 // each other, and the user has to say which address to use.
-func addresses(inv inventory.Inventory, ds []demand, spots []spot) ([]string, error) {
-	allLocal := true
+func addresses(inv inventory.Inventory, ds []demand, spots []spot, nics map[int]nicChoice) ([]string, error) {
+	allLocal := nics == nil
 	for _, s := range spots {
 		allLocal = allLocal && inv.Hosts[s.host].Host.Local
 	}
@@ -49,6 +51,9 @@ func addresses(inv inventory.Inventory, ds []demand, spots []spot) ([]string, er
 			continue
 		}
 		out[i] = clusterAddress(&inv.Hosts[s.host])
+		if c, ok := nics[s.host]; ok {
+			out[i] = c.addr
+		}
 		if isLoopback(out[i]) {
 			loop = i
 		} else {

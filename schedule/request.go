@@ -54,6 +54,9 @@ type Request struct {
 	// Code, when not nil, is the --sync tree: {code_dir} may be used, and
 	// the plan says where the tree is on each host.
 	Code *Code
+	// NIC is --nic: "" (the hosts' cluster addresses as they are), NICAuto
+	// or an interface name (see nic.go).
+	NIC string
 }
 
 // NewRequest returns a request with every flag at its documented default:
@@ -122,6 +125,9 @@ func (r *Request) Validate() error {
 		return usageErr("use --strategy spread or --strategy pack", "unknown strategy %q", r.Strategy)
 	}
 	if err := checkPortRange(r.PortLo, r.PortHi); err != nil {
+		return err
+	}
+	if err := validNIC(r.NIC); err != nil {
 		return err
 	}
 	if r.TFFlags && (r.Chief || r.Evaluator) {

@@ -61,7 +61,7 @@ func ranksByHost(spots []spot) []spot {
 
 // torchPlan builds the tasks of a torch plan from the placed ranks; ds and
 // spots are in rank order.
-func torchPlan(inv inventory.Inventory, req *Request, ds []demand, spots []spot, addrs []string) (*Plan, error) {
+func torchPlan(inv inventory.Inventory, req *Request, ds []demand, spots []spot, addrs []string, nics map[int]nicChoice) (*Plan, error) {
 	masterAddr := addrs[0]
 	space := portSpaces(inv, spots, addrs, req.PortLo)[masterAddr]
 	port := space.take(req.PortHi)
@@ -74,7 +74,7 @@ func torchPlan(inv inventory.Inventory, req *Request, ds []demand, spots []spot,
 		}
 	}
 	p := &Plan{Version: PlanVersion, RunID: req.RunID, Framework: FrameworkTorch, Strategy: req.Strategy,
-		Master: joinHostPort(masterAddr, port)}
+		Master: joinHostPort(masterAddr, port), NIC: req.NIC}
 
 	group := map[int]int{}     // host position → GROUP_RANK
 	count := map[int]int{}     // host position → LOCAL_WORLD_SIZE
@@ -109,6 +109,7 @@ func torchPlan(inv inventory.Inventory, req *Request, ds []demand, spots []spot,
 			"TFHIVE_RUN_ID":        req.RunID,
 			"TFHIVE_TASK":          t.ID,
 		}
+		setNICEnv(t.Env, nics[s.host])
 		var err error
 		if t.Argv, err = substitute(req.Command, map[string]string{
 			"task_index":  strconv.Itoa(t.Index),

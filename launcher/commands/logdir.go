@@ -11,6 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// logRoot holds the runs' log dirs unless --log-dir says otherwise.
+const logRoot = "tfhive-runs"
+
 // checkLogDir refuses, before any host is contacted, a log dir that run
 // could not create or fill. It creates nothing: the launcher does, once
 // tasks are about to start, so a run that ends earlier leaves no empty

@@ -42,6 +42,7 @@ type Job struct {
 	Strategy      string
 	PortRange     string // LO-HI
 	TFFlags       bool
+	NIC           string   // --nic: "", "auto" or an interface name
 	Name          string   // run id; "" for a new, time-based one
 	Command       []string // after --
 	// Sync is the --sync DIR to make present on every host used ("":

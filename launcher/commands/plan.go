@@ -41,7 +41,7 @@ func Plan(ctx context.Context, o PlanOptions) error {
 	if tree != nil {
 		fleet.LookForCode(tree.Hash)
 	}
-	plan, err := probeAndPlan(ctx, fleet, req, o.Stderr)
+	plan, _, err := probeAndPlan(ctx, fleet, req, o.Stderr)
 	if err != nil {
 		return err
 	}
@@ -77,6 +77,7 @@ func (j Job) request(hosts []inventory.Host, verb string, tree *codesync.Tree) (
 		PortHi:        hi,
 		Command:       j.Command,
 		TFFlags:       j.TFFlags,
+		NIC:           j.NIC,
 		RunID:         j.Name,
 		Code:          codeOf(tree),
 	}
@@ -98,25 +99,26 @@ func newRunID(now time.Time) string {
 }
 
 // probeAndPlan is the shared first half of plan and run: probe every host
-// once, plan, and say which hosts the plan had to do without.
-func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request, stderr io.Writer) (*schedule.Plan, error) {
+// once, plan, and say which hosts the plan had to do without. The
+// inventory is the probe's, for run --check.
+func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request, stderr io.Writer) (*schedule.Plan, inventory.Inventory, error) {
 	inv, err := probeAll(ctx, fleet)
 	if err != nil {
-		return nil, err
+		return nil, inv, err
 	}
 	// With no host reached there is no capacity to speak of: that is
 	// exit 4 with each host's reason, not "not enough GPUs".
 	if e, ok := unreachable(inv).(*UnreachableError); ok && e.Bad == e.Total {
-		return nil, e
+		return nil, inv, e
 	}
 	plan, err := schedule.Make(inv, req)
 	if err != nil {
-		return nil, err
+		return nil, inv, err
 	}
 	for _, h := range inv.Hosts {
 		if h.Err != nil {
 			fmt.Fprintf(stderr, "tfhive: warning: %s not used: %s\n", h.Name, h.Err.Message)
 		}
 	}
-	return plan, nil
+	return plan, inv, nil
 }

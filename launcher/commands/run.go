@@ -33,6 +33,11 @@ type RunOptions struct {
 	Wait           time.Duration // --wait; 0: none
 	Quiet          bool
 	JSON           bool // the summary as JSON on stdout, task output on stderr
+	// Check runs doctor's checks on the plan's hosts before claiming
+	// anything, importing Imports too, and refuses to start when they
+	// differ (a *CheckError).
+	Check   bool
+	Imports []string
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *Signals
@@ -74,9 +79,16 @@ func Run(ctx context.Context, o RunOptions) error {
 			return usagef("--%s must not be negative", d.flag)
 		}
 	}
+	if len(o.Imports) > 0 && !o.Check {
+		return &UsageError{Msg: "--import is for --check", Fix: "add --check, or see tfhive doctor --import"}
+	}
+	mods, err := doctorModules(o.Imports)
+	if err != nil {
+		return err
+	}
 	logDir := o.LogDir
 	if logDir == "" {
-		logDir = filepath.Join("tfhive-runs", req.RunID)
+		logDir = filepath.Join(logRoot, req.RunID)
 	}
 	if err := checkLogDir(logDir, o.LogDir != ""); err != nil {
 		return err
@@ -112,10 +124,20 @@ func Run(ctx context.Context, o RunOptions) error {
 	for _, h := range fleet.Hosts {
 		lo.Hosts[h.Name] = h
 	}
+	check := &planCheck{done: map[string]launcher.DoctorHost{}, opts: launcher.DoctorOptions{
+		Modules: mods, Workdir: o.Workdir, Setup: o.Setup, Env: env,
+		Timeout: o.Hosts.CommandTimeout, Parallel: o.Hosts.Parallel,
+	}}
 	attempt := func(ctx context.Context) (*launcher.Summary, error) {
-		plan, err := probeAndPlan(ctx, fleet, req, o.Stderr)
+		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr)
 		if err != nil {
 			return nil, err
+		}
+		// The check goes first: a refusal then costs no transfer.
+		if o.Check {
+			if err := check.check(ctx, fleet, inv, plan); err != nil {
+				return nil, err
+			}
 		}
 		if sender != nil {
 			// Hosts without a task need no tree, nor their spare session.

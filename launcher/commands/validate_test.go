@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tfhive/tfhive/schedule"
 )
 
 // The commands refuse bad options before any host is dialled: the host
@@ -65,6 +67,17 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 		var ue *UsageError
 		if !errors.As(c.err, &ue) || ue.Msg != c.msg || ue.Hint() != c.hint {
 			t.Errorf("%s: %T %v, want usage error %q (hint %q)", c.name, c.err, c.err, c.msg, c.hint)
+		}
+	}
+	// The planner's own checks of the request come before any host too.
+	for name, err := range map[string]error{
+		"run": run(func(o *RunOptions) { o.Job.NIC = "eth 0" }),
+		"plan": Plan(context.Background(), PlanOptions{Streams: streams, Hosts: hosts,
+			Job: Job{Framework: "tf", Workers: 1, Strategy: "spread", PortRange: "20000-20100", NIC: "eth 0", Command: []string{"true"}}}),
+	} {
+		var se *schedule.UsageError
+		if !errors.As(err, &se) || se.Msg != `bad --nic "eth 0": not an interface name` {
+			t.Errorf("%s --nic 'eth 0': %T %v, want the planner's usage error", name, err, err)
 		}
 	}
 	if out.Len() != 0 || errb.Len() != 0 {

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
-
 	"strings"
+	"time"
 )
 
 // sync: `tfhive run --sync` of syncMB MB of new code to 8 hosts (all,
@@ -29,7 +28,7 @@ func (b *bench) sync() {
 	names := b.names(n)
 	homes := make([]string, n)
 	for i, h := range b.fleet.Hosts[:n] {
-		homes[i] = filepath.Join(h.Dir, "home")
+		homes[i] = h.Home()
 	}
 	clear := func(sub string) {
 		for _, home := range homes {

@@ -72,7 +72,7 @@ func TestBench(t *testing.T) {
 	start := time.Now()
 	var ps []sshtest.Profile
 	for i := range maxN {
-		ps = append(ps, sshtest.Profile{Name: fmt.Sprintf("b%02d", i), GPU: "idle-2gpu.xml", RTT: b.rtt, OwnHome: os.Getenv("TFHIVE_BENCH_OWN_HOME") != "0"})
+		ps = append(ps, sshtest.Profile{Name: fmt.Sprintf("b%02d", i), GPU: "idle-2gpu.xml", RTT: b.rtt, RealHome: os.Getenv("TFHIVE_BENCH_OWN_HOME") == "0"})
 	}
 	b.fleet = sshtest.Start(t, ps...)
 	if hold := os.Getenv("TFHIVE_BENCH_FLEET"); hold != "" {

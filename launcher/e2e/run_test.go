@@ -302,13 +302,13 @@ func TestRunMoreTasksThanMaxSessions(t *testing.T) {
 // gets its spare session ended before the tasks start, not at the end.
 func TestRunReusesTheProbeSession(t *testing.T) {
 	f := sshtest.Start(t,
-		sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml", OwnHome: true},
-		sshtest.Profile{Name: "s2", GPU: "idle-2gpu.xml", OwnHome: true})
+		sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml"},
+		sshtest.Profile{Name: "s2", GPU: "idle-2gpu.xml"})
 	for _, h := range f.Hosts {
 		// bash, the login shell here, sources ~/.bashrc for every session
 		// (and the tasks' shells do too: count only sshd's children).
 		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$HOME/sessions";; esac` + "\n"
-		if err := os.WriteFile(filepath.Join(h.Dir, "home", ".bashrc"), []byte(rc), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(h.Home(), ".bashrc"), []byte(rc), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,17 +14,16 @@ import (
 	"github.com/tfhive/tfhive/schedule"
 )
 
-// syncFleet is three hosts, each with a home of its own: the fake hosts
-// share this machine, and the code cache lives in the home.
+// syncFleet is three hosts; the fake hosts share this machine, and each
+// host's sessions get a home of their own (Host.Home), where the code
+// cache lives.
 func syncFleet(t *testing.T) *sshtest.Fleet {
 	var ps []sshtest.Profile
 	for _, n := range []string{"s1", "s2", "s3"} {
-		ps = append(ps, sshtest.Profile{Name: n, GPU: "idle-2gpu.xml", AliveInterval: 1, OwnHome: true})
+		ps = append(ps, sshtest.Profile{Name: n, GPU: "idle-2gpu.xml", AliveInterval: 1})
 	}
 	return sshtest.Start(t, ps...)
 }
-
-func homeOf(h *sshtest.Host) string { return filepath.Join(h.Dir, "home") }
 
 // describeTree maps every path below dir to what it is: "dir", "-> target"
 // for a symlink, a file's content, with " (exec)" for an executable.
@@ -120,7 +119,7 @@ func TestSyncCode(t *testing.T) {
 	wantCode(t, r, 2)
 	wantContains(t, "stderr", r.stderr, "tfhive: error: --sync: symlink pkg/etc points outside "+src+" (-> ../../etc)", "--sync-exclude pkg/etc")
 	for _, h := range f.Hosts {
-		if _, err := os.Lstat(filepath.Join(homeOf(h), ".cache")); !os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(h.Home(), ".cache")); !os.IsNotExist(err) {
 			t.Errorf("%s: a refused --sync touched the host's cache: %v", h.Name, err)
 		}
 	}
@@ -140,7 +139,7 @@ func TestSyncCode(t *testing.T) {
 	hosts := map[string]bool{}
 	for _, hr := range s.Code.Hosts {
 		h := f.Host(hr.Host)
-		dir := filepath.Join(homeOf(h), ".cache", "tfhive", "code", hash)
+		dir := filepath.Join(h.Home(), ".cache", "tfhive", "code", hash)
 		if hr.Dir != dir || !hr.Sent || hr.BytesSent != s.Code.Bytes {
 			t.Errorf("%s: %+v, want sent to %s", hr.Host, hr, dir)
 		}
@@ -168,7 +167,7 @@ func TestSyncCode(t *testing.T) {
 		t.Errorf("hosts %v", hosts)
 	}
 	for _, tr := range s.Tasks {
-		dir := filepath.Join(homeOf(f.Host(tr.Host)), ".cache", "tfhive", "code", hash)
+		dir := filepath.Join(f.Host(tr.Host).Home(), ".cache", "tfhive", "code", hash)
 		log, _ := os.ReadFile(tr.Log)
 		wantContains(t, tr.ID+"'s log", string(log), "run.sh in "+dir+"\n", "code_dir="+dir+" env="+dir+"\n", "x = 1\n")
 	}
@@ -201,7 +200,7 @@ func TestSyncCode(t *testing.T) {
 	wantContains(t, "gc", r.stdout, "s1: freed 0 B; kept ", ": 1 used in the last 1m0s\n", "tfhive: gc freed 0 B on 3 hosts\n")
 	old := time.Now().Add(-2 * time.Hour)
 	for _, h := range f.Hosts {
-		os.Chtimes(filepath.Join(homeOf(h), ".cache", "tfhive", "code", hash), old, old)
+		os.Chtimes(filepath.Join(h.Home(), ".cache", "tfhive", "code", hash), old, old)
 	}
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "gc", "--dry-run")...)
 	wantCode(t, r, 0)
@@ -210,7 +209,7 @@ func TestSyncCode(t *testing.T) {
 	wantCode(t, r, 0)
 	wantContains(t, "gc", r.stdout, "s3: freed ", " (1 tree)\n")
 	for _, h := range f.Hosts {
-		if _, err := os.Stat(filepath.Join(homeOf(h), ".cache", "tfhive", "code", hash)); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(h.Home(), ".cache", "tfhive", "code", hash)); !os.IsNotExist(err) {
 			t.Errorf("%s: gc left the tree: %v", h.Name, err)
 		}
 	}

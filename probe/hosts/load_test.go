@@ -175,7 +175,7 @@ Host *
 			want: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 2300, User: "yuser",
 				IdentityFiles:   []string{h + "/k"},
 				KnownHostsFiles: []string{h + "/.ssh/kh_gpu01", h + "/other_kh", "/etc/ssh/ssh_known_hosts"},
-				HostKeyAlias:    "gpu01-key", ClusterAddress: "10.9.9.9", GPUs: []int{1}, Source: "HOSTS:2"},
+				HostKeyAlias:    "gpu01-key", ClusterAddress: "10.9.9.9", ClusterAddressSet: true, GPUs: []int{1}, Source: "HOSTS:2"},
 		},
 		{
 			name: "yaml defaults beat ssh_config too; ~ alone",

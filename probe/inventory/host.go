@@ -27,6 +27,9 @@ type Host struct {
 	// ClusterAddress is the address other hosts use to reach this one's
 	// tasks: the hosts file's cluster_address, else Address.
 	ClusterAddress string `json:"cluster_address"`
+	// ClusterAddressSet is true when the hosts file gave cluster_address:
+	// then --nic does not move the host's cluster address.
+	ClusterAddressSet bool `json:"-"`
 	// GPUs, when not nil, are the only GPU indices that may be used.
 	GPUs    []int             `json:"gpus,omitempty"`
 	Workdir string            `json:"workdir,omitempty"`

@@ -46,6 +46,37 @@ type HostInventory struct {
 	// already. Both are empty when no tree was asked about.
 	CodeDir     string `json:"code_dir,omitempty"`
 	CodePresent bool   `json:"code_present,omitempty"`
+	// Interfaces are the host's network addresses, one entry per address
+	// of each interface, in the order the host lists them: what --nic
+	// chooses from. Empty when the host could not list them.
+	Interfaces []InterfaceAddr `json:"interfaces,omitempty"`
+}
+
+// InterfaceAddr is one address of one network interface, as `ip -o addr`
+// lists it.
+type InterfaceAddr struct {
+	Interface string `json:"interface"` // "eth0"
+	Address   string `json:"address"`   // the IP alone: "10.0.0.5", "fd00::5"
+	Prefix    int    `json:"prefix"`    // its subnet's prefix length: 24
+	// Scope is the kernel's: "global" (others may reach it), "link"
+	// (IPv6 fe80::, IPv4 169.254/16: this link only) or "host" (loopback).
+	Scope string `json:"scope"`
+}
+
+// ValidInterfaceName is Linux's rule for interface names (dev_valid_name:
+// 1-15 bytes, no '/', ':' or space, not "." or "..") narrowed to
+// printable ASCII: a name goes into environment variables, plans and
+// messages. The probe keeps no other, and --nic takes no other.
+func ValidInterfaceName(s string) bool {
+	if len(s) == 0 || len(s) > 15 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '/' || c == ':' {
+			return false
+		}
+	}
+	return true
 }
 
 // Reachable reports whether the host answered the probe.

@@ -1,6 +1,7 @@
 # shellcheck shell=sh
 # The probe, first part: nvidia-smi's report, the owners of the GPU
-# processes, the listening TCP ports; claims.sh follows it. Each section
+# processes, the listening TCP ports, the network interfaces' addresses;
+# claims.sh follows it. Each section
 # starts with its marker line (probe/script.go cuts the output there).
 #
 # It travels as one line (probe/script.go): every line ends where a
@@ -12,7 +13,8 @@
 #
 # Parameters, set by tfhive ahead of this text:
 #   t            nvidia-smi's time limit on the host, in seconds
-#   claims_only  1: no nvidia-smi run (`tfhive ps` and `kill` need none)
+#   claims_only  1: no nvidia-smi or ip run (`tfhive ps` and `kill` need
+#                neither)
 : "${t?}" "${claims_only?}";
 if [ "$claims_only" = 1 ]; then
   out=; rc=0;
@@ -43,3 +45,14 @@ echo @@tfhive-tcp;
 # Reading /proc/net/tcp walks that table too: only the fallback for hosts
 # without iproute2.
 ss -tn state listening 2>/dev/null || awk 'FNR == 1 || $4 == "0A"' /proc/net/tcp /proc/net/tcp6 2>/dev/null;
+echo @@tfhive-nic;
+# Every address of every interface, for --nic: one `ip -o addr` (a netlink
+# dump). Hosts without iproute2 get what /proc/net has, a line each, kept
+# short whatever the size of the routing tables: the subnets routed
+# without a gateway ("route IFACE DEST MASK", hex, from route), the local
+# IPv4 addresses ("local ADDR", fib_trie's leaves of type host LOCAL; the
+# kernel lists each twice) and if_inet6's IPv6 addresses ("inet6 LINE").
+# if_inet6 is read last: a kernel without IPv6 lacks it.
+if [ "$claims_only" != 1 ]; then
+  ip -o addr show 2>/dev/null || awk '$1 == "|--" { a = $2 } FILENAME ~ /route$/ && $3 == "00000000" { print "route", $1, $2, $8 } FILENAME ~ /trie$/ && $1 == "/32" && $2 == "host" && $3 == "LOCAL" { print "local", a } FILENAME ~ /inet6$/ { print "inet6", $0 }' /proc/net/route /proc/net/fib_trie /proc/net/if_inet6 2>/dev/null;
+fi;

@@ -1,6 +1,7 @@
 // Package sshtest starts a fleet of real OpenSSH sshd processes on loopback
 // for end-to-end tests: one per fake host, each with its own port, host
-// key, temp dir and fake nvidia-smi serving a GPU inventory, plus the
+// key, temp dir and fake nvidia-smi serving a GPU inventory (and, when
+// asked, a fake ip serving its network interfaces), plus the
 // known_hosts, ssh_config and hosts.yaml a client needs to reach them with
 // strict host-key checking. Only tests may import it, and it imports no
 // other tfhive package, so that it tests tfhive from outside.
@@ -18,6 +19,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -40,10 +42,17 @@ type Profile struct {
 	GPU     string
 	GPUExit int  // nvidia-smi's exit status
 	Hang    bool // nvidia-smi never answers
+	// NIC is a file under testdata/nic served by a fake ip on the host's
+	// PATH as `ip -o addr show`'s output ("fleet-a.txt"): the host's
+	// network interfaces. "" leaves the machine's own ip (and interfaces).
+	NIC string
 	// BusyPIDs replaces the <pid> values of the GPU file, in order of first
 	// appearance, with real processes owned by another user (nobody when
 	// running as root) whose command line is the given string.
 	BusyPIDs []string
+	// Python, when set, puts a fake python3 on the host's PATH
+	// (testdata/fake/python3): the machine's own, claiming this version.
+	Python string
 
 	// Client-side trouble.
 	NotKnown     bool // absent from known_hosts
@@ -63,11 +72,13 @@ type Profile struct {
 	RTT time.Duration
 	// AliveInterval sets ServerAliveInterval (seconds) in the ssh_config.
 	AliveInterval int
-	// OwnHome gives sessions an empty HOME of the host's own, so the login
-	// shell reads none of the test user's rc files (bash sources ~/.bashrc
-	// even for `ssh host cmd`): for benchmarks, where a heavy ~/.bashrc of
-	// the machine would be paid by every session.
-	OwnHome bool
+	// RealHome gives the test user's sessions its real HOME and rc files.
+	// By default they get an empty HOME of the host's own (Host.Home), so
+	// that the login shell (bash sources ~/.bashrc even for `ssh host cmd`)
+	// runs nothing of the machine's: a pyenv or conda init there is slow,
+	// and one killed mid-way can leave a lock that stalls every later login.
+	// Other local users (AddUser) always get their own homes.
+	RealHome bool
 
 	// SameMachineAs names another host of the fleet that this one really
 	// is, reached under a second name through an sshd of its own: its GPUs
@@ -162,7 +173,7 @@ func Start(t testing.TB, profiles ...Profile) *Fleet {
 
 // StartShared starts a fleet that other local users (see AddUser) can log
 // in to with the fleet's client key and use as their own: the fleet's
-// directories down to each host's bin/ and gpu/ are readable by all, the
+// directories down to each host's bin/, gpu/ and nic/ are readable by all, the
 // fake nvidia-smi's call log writable by all, the authorized_keys file
 // readable by all (sshd reads it as the user logging in). Host keys, the
 // sshd configs and the client files stay the test runner's own.
@@ -270,6 +281,10 @@ func (h *Host) Stop() {
 	h.Procs = nil
 }
 
+// Home is the HOME the test user's sessions get on this host (unless
+// RealHome): empty at the start, for a test's own rc files.
+func (h *Host) Home() string { return filepath.Join(h.Dir, "home") }
+
 // ClaimsDir is the host's own claims directory: the fake hosts share one
 // machine, but GPU 0 of one is not GPU 0 of another. A SameMachineAs host
 // has that host's. It exists from the start, owned by the test runner
@@ -349,7 +364,7 @@ func (f *Fleet) share(authorized string) error {
 		if err := os.Chmod(h.Dir, 0o755); err != nil {
 			return err
 		}
-		for _, sub := range []string{"bin", "gpu"} {
+		for _, sub := range []string{"bin", "gpu", "nic"} {
 			err := filepath.WalkDir(filepath.Join(h.Dir, sub), func(path string, d os.DirEntry, err error) error {
 				if err != nil {
 					return err
@@ -432,6 +447,12 @@ func (h *Host) start(t testing.TB, authorized string) error {
 	if err := h.writeGPU(); err != nil {
 		return err
 	}
+	if err := h.writePython(); err != nil {
+		return err
+	}
+	if err := h.writeNIC(); err != nil {
+		return err
+	}
 	h.Key = writeKey(t, filepath.Join(h.Dir, "host_key"))
 	ak := authorized
 	if h.NoAuthorized {
@@ -441,14 +462,20 @@ func (h *Host) start(t testing.TB, authorized string) error {
 			return err
 		}
 	}
-	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_CLAIMS_DIR=%s",
-		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), h.ClaimsDir())
-	if h.OwnHome {
-		home := filepath.Join(h.Dir, "home")
-		if err := os.MkdirAll(home, 0o755); err != nil {
+	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_FAKE_NIC=%s TFHIVE_CLAIMS_DIR=%s",
+		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.ClaimsDir())
+	// sshd keeps the first SetEnv it meets: the test user's Match comes
+	// first, everyone else gets the PATH alone.
+	envCfg := "SetEnv " + setEnv + "\n"
+	if !h.RealHome {
+		if err := os.MkdirAll(h.Home(), 0o755); err != nil {
 			return err
 		}
-		setEnv += " HOME=" + home
+		me, err := user.Current()
+		if err != nil {
+			return err
+		}
+		envCfg = fmt.Sprintf("Match User %s\n\tSetEnv %s HOME=%s\nMatch all\n\tSetEnv %s\n", me.Username, setEnv, h.Home(), setEnv)
 	}
 	pubkey, password := "yes", "no"
 	if h.PasswordOnly {
@@ -479,9 +506,8 @@ KbdInteractiveAuthentication no
 PermitRootLogin yes
 MaxStartups 200
 LogLevel INFO
-SetEnv %s
-`, h.Port, listen, filepath.Join(h.Dir, "host_key"), filepath.Join(h.Dir, "sshd.pid"), ak,
-			pubkey, password, setEnv)
+%s`, h.Port, listen, filepath.Join(h.Dir, "host_key"), filepath.Join(h.Dir, "sshd.pid"), ak,
+			pubkey, password, envCfg)
 		cfgFile := filepath.Join(h.Dir, "sshd_config")
 		if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 			return err
@@ -603,6 +629,47 @@ func (h *Host) writeGPU() error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(h.Dir, "bin", "nvidia-smi"), fake, 0o755)
+}
+
+// writePython installs the fake python3 with the version it claims, for
+// a host whose Profile asks for one.
+func (h *Host) writePython() error {
+	if h.Python == "" {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "python-version"), []byte(h.Python+"\n"), 0o644); err != nil {
+		return err
+	}
+	fake, err := os.ReadFile(filepath.Join(RepoRoot(), "testdata", "fake", "python3"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(h.Dir, "bin", "python3"), fake, 0o755)
+}
+
+// writeNIC puts the fake ip and the host's capture in place, for a host
+// whose Profile names one.
+func (h *Host) writeNIC() error {
+	if h.NIC == "" {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), "testdata", "nic", h.NIC))
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{"nic", "bin"} {
+		if err := os.MkdirAll(filepath.Join(h.Dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h.Dir, "nic", "output"), data, 0o644); err != nil {
+		return err
+	}
+	fake, err := os.ReadFile(filepath.Join(RepoRoot(), "testdata", "fake", "ip"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(h.Dir, "bin", "ip"), fake, 0o755)
 }
 
 var pidRE = regexp.MustCompile(`<pid>\s*(\d+)\s*</pid>`)

@@ -31,10 +31,14 @@ func TestUsersOnSharedFleet(t *testing.T) {
 		if len(u.Name) > 32 || !strings.HasPrefix(u.Name, "th") {
 			t.Errorf("user name %q", u.Name)
 		}
-		out := sshAs(t, f, u.Name, "shared", "id -un; nvidia-smi -q -x")
-		name, xml, _ := strings.Cut(out, "\n")
+		out := sshAs(t, f, u.Name, "shared", "id -un; echo $HOME; nvidia-smi -q -x")
+		name, out, _ := strings.Cut(out, "\n")
+		home, xml, _ := strings.Cut(out, "\n")
 		if name != u.Name {
 			t.Errorf("logged in as %s, id -un says %q", u.Name, name)
+		}
+		if home != u.Home {
+			t.Errorf("%s's HOME is %q, want their own %s", u.Name, home, u.Home)
 		}
 		if got := uuids(xml); len(got) != 2 {
 			t.Errorf("%s's nvidia-smi: %d GPU UUIDs:\n%s", u.Name, len(got), xml)

@@ -1,0 +1,166 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// DoctorOptions are `tfhive doctor`'s.
+type DoctorOptions struct {
+	Streams
+	Hosts          HostOptions
+	Workdir, Setup string   // override the hosts file's when not empty
+	Imports        []string // --import: modules beyond tensorflow and torch
+	JSON           bool
+}
+
+// Doctor checks what a task would meet on every host (Python, modules,
+// driver, CUDA libraries, disk) and prints it as one table, marking what
+// differs from most hosts. Hosts that differ are a *DifferError, after
+// the table.
+func Doctor(ctx context.Context, o DoctorOptions) error {
+	mods, err := doctorModules(o.Imports)
+	if err != nil {
+		return err
+	}
+	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
+	if err != nil {
+		return err
+	}
+	defer fleet.Close()
+	// Each probe session goes on as a supervisor command, of which the
+	// check is then the one stage: it costs a round trip, no session.
+	fleet.KeepSessions(launcher.SupervisorCommand)
+	inv, err := probeAll(ctx, fleet)
+	if err != nil {
+		return err
+	}
+	hosts := launcher.Doctor(ctx, inv.Hosts, executors(fleet), launcher.DoctorOptions{
+		Modules: mods, Workdir: o.Workdir, Setup: o.Setup,
+		Timeout: o.Hosts.CommandTimeout, Parallel: o.Hosts.Parallel,
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rep := launcher.CompareDoctor(hosts, mods)
+	if o.JSON {
+		err = launcher.WriteDoctorJSON(o.Stdout, rep)
+	} else {
+		err = launcher.WriteDoctor(o.Stdout, rep)
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Differs {
+		return &DifferError{Problems: rep.Problems()}
+	}
+	return unreachable(inv)
+}
+
+// doctorModules validates --import before any host is contacted: the
+// names travel to the hosts as Python's arguments.
+func doctorModules(imports []string) ([]string, error) {
+	for _, m := range imports {
+		if !launcher.ValidModule(m) {
+			return nil, &UsageError{Msg: fmt.Sprintf("--import %q is not a Python module name", m), Fix: "name a module as Python imports it, e.g. --import numpy or --import torch.distributed"}
+		}
+	}
+	return launcher.DoctorModules(imports), nil
+}
+
+// executors are the fleet's connections by host name.
+func executors(fleet *probe.Fleet) map[string]remote.Executor {
+	execs := map[string]remote.Executor{}
+	for i, h := range fleet.Hosts {
+		if e := fleet.Executor(i); e != nil {
+			execs[h.Name] = e
+		}
+	}
+	return execs
+}
+
+// planCheck is `run --check`: the plan's hosts are checked before any
+// claim is taken, each once however often the run plans again.
+type planCheck struct {
+	opts launcher.DoctorOptions
+	done map[string]launcher.DoctorHost
+}
+
+// check refuses the plan when its hosts differ, naming host and item.
+func (c *planCheck) check(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, plan *schedule.Plan) error {
+	var todo []inventory.HostInventory
+	for _, name := range plan.Hosts() {
+		if _, ok := c.done[name]; ok {
+			continue
+		}
+		for _, h := range inv.Hosts {
+			if h.Name == name {
+				todo = append(todo, h)
+			}
+		}
+	}
+	for _, d := range launcher.Doctor(ctx, todo, executors(fleet), c.opts) {
+		c.done[d.Host] = d
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var hosts []launcher.DoctorHost
+	for _, name := range plan.Hosts() {
+		hosts = append(hosts, c.done[name])
+	}
+	if rep := launcher.CompareDoctor(hosts, c.opts.Modules); rep.Differs {
+		return &CheckError{Problems: rep.Problems()}
+	}
+	return nil
+}
+
+// DifferError is `tfhive doctor` finding hosts that differ, or that could
+// not be checked; the table, already printed, marks where.
+type DifferError struct{ Problems []launcher.Problem }
+
+func (e *DifferError) Error() string { return "the hosts differ: " + firstProblem(e.Problems) }
+
+// Details lists every problem when there are several.
+func (e *DifferError) Details() []string { return moreProblems(e.Problems) }
+
+// CheckError is `run --check` refusing to start: the plan's hosts differ.
+// Nothing was claimed or started.
+type CheckError struct{ Problems []launcher.Problem }
+
+func (e *CheckError) Error() string { return "--check: " + firstProblem(e.Problems) }
+
+// Details lists every problem when there are several.
+func (e *CheckError) Details() []string { return moreProblems(e.Problems) }
+
+// Hint says how to see more, or go on anyway.
+func (e *CheckError) Hint() string {
+	return "tfhive doctor shows every host side by side; run without --check to start anyway"
+}
+
+func firstProblem(ps []launcher.Problem) string {
+	if len(ps) == 0 {
+		return "no detail"
+	}
+	if len(ps) > 1 {
+		return fmt.Sprintf("%s (and %d more)", ps[0].Text, len(ps)-1)
+	}
+	return ps[0].Text
+}
+
+func moreProblems(ps []launcher.Problem) []string {
+	if len(ps) < 2 {
+		return nil
+	}
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.Text
+	}
+	return lines
+}
