@@ -49,7 +49,9 @@ echo @@tfhive-du;
 for n in * .tmp.*; do
   case " $old $stale " in *" ./$n "*) ;; *) continue ;; esac;
   case " $use " in *" $n "*) continue ;; esac;
-  case $n in .tmp.*) case " $stale " in *" ./$n "*) ;; *) continue ;; esac ;; *[!0-9a-f]*) continue ;; *) [ ${#n} = 64 ] || continue ;; esac;
+  # A run's probe may have found a tree since it was listed (du can take
+  # a while): then it is kept, though listed as removed.
+  case $n in .tmp.*) case " $stale " in *" ./$n "*) ;; *) continue ;; esac ;; *[!0-9a-f]*) continue ;; *) { [ ${#n} = 64 ] && [ -n "$(find "$n" -maxdepth 0 -mmin +"$mins")" ]; } || continue ;; esac;
   { [ -d "$n" ] && [ ! -L "$n" ]; } || continue;
   rm -rf -- "$n" || fail "cannot remove $c/$n";
 done;

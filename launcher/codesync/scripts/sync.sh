@@ -36,5 +36,8 @@ tar -x -m -o -f - -C "$t" || { rm -rf "$t"; fail 'the archive did not arrive who
 m=; if [ -f "$t/done" ]; then read -r m <"$t/done"; fi;
 [ "$m" = "$hash" ] || { rm -rf "$t"; fail 'the archive did not arrive whole (no end marker)'; };
 mv -T "$t/c" "$c/$hash" 2>/dev/null || [ -d "$c/$hash" ] || { rm -rf "$t"; fail "cannot move the tree to $c/$hash"; };
+# Its time is its last use for gc: the arrival, not the start of a
+# transfer that may have taken minutes.
+touch -c "$c/$hash";
 rm -rf "$t";
 echo '@@tfhive-sync sent';
