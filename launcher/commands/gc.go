@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,6 +23,7 @@ type GCOptions struct {
 	// codesync.MinKeep).
 	OlderThan time.Duration
 	DryRun    bool
+	JSON      bool
 }
 
 // GC removes, on every host, the --sync trees nothing uses that were not
@@ -62,23 +64,85 @@ func GC(ctx context.Context, o GCOptions) error {
 	}
 	var total int64
 	var failed []string
+	out := gcJSON{DryRun: o.DryRun, Hosts: []gcHostJSON{}}
 	for i, h := range inv.Hosts {
-		if h.Err != nil {
-			continue
-		}
-		if errs[i] != nil {
+		hj := gcHostJSON{Host: h.Name, Dir: reports[i].Dir, Trees: []gcTreeJSON{}}
+		switch {
+		case h.Err != nil:
+			hj.Error, hj.Unreachable = h.Err.Message, true
+		case errs[i] != nil:
+			hj.Error = errs[i].Error()
 			failed = append(failed, h.Name+": "+errs[i].Error())
-			continue
+		default:
+			hosts++
+			total += reports[i].Freed()
+			if !o.JSON {
+				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(reports[i], freed, max(o.OlderThan, codesync.MinKeep)))
+			}
 		}
-		hosts++
-		total += reports[i].Freed()
-		fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(reports[i], freed, max(o.OlderThan, codesync.MinKeep)))
+		for _, d := range reports[i].Dirs {
+			gone := d.Kind == codesync.Removed || d.Kind == codesync.Stale
+			hj.Trees = append(hj.Trees, gcTreeJSON{Name: d.Name, State: gcStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
+			if gone {
+				hj.FreedBytes += d.KiB * 1024
+			} else {
+				hj.KeptBytes += d.KiB * 1024
+			}
+		}
+		out.Hosts = append(out.Hosts, hj)
 	}
-	fmt.Fprintf(o.Stdout, "tfhive: gc %s %s on %s\n", freed, launcher.Size(total*1024), wording.Count(hosts, "host"))
+	out.FreedBytes = total * 1024
+	if o.JSON {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(o.Stdout, "tfhive: gc %s %s on %s\n", freed, launcher.Size(total*1024), wording.Count(hosts, "host"))
+	}
 	if len(failed) > 0 {
 		return errors.New("gc failed on " + strings.Join(failed, "; "))
 	}
 	return unreachable(inv)
+}
+
+// gcJSON is `tfhive gc --json`'s document: per host what its cache held
+// and what became of it, in bytes (du's, rounded to KiB).
+type gcJSON struct {
+	DryRun     bool         `json:"dry_run"`
+	FreedBytes int64        `json:"freed_bytes"`
+	Hosts      []gcHostJSON `json:"hosts"`
+}
+
+type gcHostJSON struct {
+	Host string `json:"host"`
+	// Dir is the host's cache; "" when gc did not get to say.
+	Dir         string       `json:"dir"`
+	FreedBytes  int64        `json:"freed_bytes"`
+	KeptBytes   int64        `json:"kept_bytes"`
+	Trees       []gcTreeJSON `json:"trees"`
+	Error       string       `json:"error,omitempty"`
+	Unreachable bool         `json:"unreachable,omitempty"`
+}
+
+// gcTreeJSON is one directory of a host's cache: State says why gc
+// removes it (unused, unfinished) or keeps it (in_use, recent,
+// underway); Removed, that it did (never with --dry-run).
+type gcTreeJSON struct {
+	Name    string `json:"name"`
+	State   string `json:"state"`
+	Bytes   int64  `json:"bytes"`
+	Removed bool   `json:"removed"`
+}
+
+// gcStates name codesync's kinds in the JSON.
+var gcStates = map[byte]string{
+	codesync.Removed:  "unused",
+	codesync.Stale:    "unfinished",
+	codesync.InUse:    "in_use",
+	codesync.Recent:   "recent",
+	codesync.Underway: "underway",
 }
 
 // gcLine says what gc did on one host: "freed 1.2 GiB (3 trees); kept 2
