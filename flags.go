@@ -39,13 +39,14 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 }
 
 func (w wiring) gc(c *cli.Context) (commands.GCOptions, error) {
-	return commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), OlderThan: c.Duration("older-than"), DryRun: c.Bool("dry-run")}, noArgs(c)
+	return commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), OlderThan: c.Duration("older-than"), DryRun: c.Bool("dry-run"), JSON: c.Bool("json")}, noArgs(c)
 }
 
 func (w wiring) doctor(c *cli.Context) (commands.DoctorOptions, error) {
 	return commands.DoctorOptions{
 		Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json"),
 		Workdir: c.String("workdir"), Setup: c.String("setup"), Imports: c.StringSlice("import"),
+		Sync: c.String("sync"), SyncExclude: c.StringSlice("sync-exclude"),
 	}, noArgs(c)
 }
 
@@ -185,7 +186,7 @@ func jobFlags() []cli.Flag {
 }
 
 // syncFlags send a directory to every host used (plan says what would be
-// sent).
+// sent; doctor sends it to every host and checks there).
 func syncFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "sync", Usage: "make local `DIR`'s content present on every host used (~/.cache/tfhive/code/HASH there), the tasks' default workdir and {code_dir}"},

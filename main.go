@@ -183,7 +183,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			{
 				Name:         "doctor",
 				Usage:        "compare Python, modules, driver and CUDA versions across the hosts",
-				Flags:        join(hostFlags(), doctorFlags(), jsonFlag("print the report as a JSON document")),
+				Flags:        join(hostFlags(), doctorFlags(), syncFlags(), jsonFlag("print the report as a JSON document")),
 				OnUsageError: onUsage,
 				Action:       action(w.doctor, commands.Doctor),
 			},
@@ -207,7 +207,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			{
 				Name:         "gc",
 				Usage:        "remove the --sync trees on the hosts that nothing uses, and say how much space that freed",
-				Flags:        join(hostFlags(), gcFlags()),
+				Flags:        join(hostFlags(), gcFlags(), jsonFlag("print what gc found and did on each host as a JSON document")),
 				OnUsageError: onUsage,
 				Action:       action(w.gc, commands.GC),
 			},

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -98,7 +97,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if tree != nil {
 		// The probe says which hosts have the tree: those cost nothing more.
 		fleet.LookForCode(tree.Hash)
-		sender = &syncer{tree: tree, fleet: fleet, parallel: o.Hosts.Parallel, stderr: o.Stderr, sent: map[string]codesync.Result{}}
+		sender = newSyncer(tree, fleet, o.Hosts.Parallel, o.Stderr)
 	}
 	// Each host's probe session goes on as its first task's supervisor,
 	// started before the plan is known: the task then starts without a
@@ -133,16 +132,18 @@ func Run(ctx context.Context, o RunOptions) error {
 		if err != nil {
 			return nil, err
 		}
-		// The check goes first: a refusal then costs no transfer.
-		if o.Check {
-			if err := check.check(ctx, fleet, inv, plan); err != nil {
-				return nil, err
-			}
-		}
 		if sender != nil {
 			// Hosts without a task need no tree, nor their spare session.
 			fleet.KeepSpares(plan.Hosts())
-			if lo.Code, err = sender.send(ctx, plan); err != nil {
+			if lo.Code, err = sender.send(ctx, plan.Code); err != nil {
+				return nil, err
+			}
+		}
+		// The check looks where the tasks will be: in the tree, when
+		// there is one.
+		if o.Check {
+			check.opts.Code = codeDirs(plan.Code)
+			if err := check.check(ctx, fleet, inv, plan); err != nil {
 				return nil, err
 			}
 		}

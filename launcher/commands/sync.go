@@ -20,13 +20,17 @@ import (
 // touched: a symlink out of it, an unreadable file or a bad pattern is a
 // usage error. nil without --sync.
 func (j Job) prepareSync(stderr io.Writer) (*codesync.Tree, error) {
-	if j.Sync == "" {
-		if len(j.SyncExclude) > 0 {
+	return prepareSync(j.Sync, j.SyncExclude, stderr)
+}
+
+func prepareSync(dir string, excludes []string, stderr io.Writer) (*codesync.Tree, error) {
+	if dir == "" {
+		if len(excludes) > 0 {
 			return nil, &UsageError{Msg: "--sync-exclude without --sync", Fix: "add --sync DIR: --sync-exclude leaves paths of DIR out"}
 		}
 		return nil, nil
 	}
-	tree, err := codesync.Prepare(j.Sync, j.SyncExclude, func(msg string) { fmt.Fprintf(stderr, "tfhive: warning: %s\n", msg) })
+	tree, err := codesync.Prepare(dir, excludes, func(msg string) { fmt.Fprintf(stderr, "tfhive: warning: %s\n", msg) })
 	var e *codesync.Error
 	if errors.As(err, &e) {
 		return nil, &UsageError{Msg: e.Msg, Fix: e.Fix}
@@ -68,14 +72,21 @@ type syncer struct {
 	parallel int
 	stderr   io.Writer
 	sent     map[string]codesync.Result
+	// failed says why the last send could not reach a host.
+	failed map[string]string
 }
 
-// send makes the tree present on every host of the plan: the probe said
-// which have it; the others get it now, in parallel. The report is the
-// summary's.
-func (s *syncer) send(ctx context.Context, plan *schedule.Plan) (*launcher.CodeReport, error) {
+func newSyncer(tree *codesync.Tree, fleet *probe.Fleet, parallel int, stderr io.Writer) *syncer {
+	return &syncer{tree: tree, fleet: fleet, parallel: parallel, stderr: stderr, sent: map[string]codesync.Result{}}
+}
+
+// send makes the tree present on every host of code (a plan's): the probe
+// said which have it; the others get it now, in parallel. The report is
+// the summary's.
+func (s *syncer) send(ctx context.Context, code *schedule.PlanCode) (*launcher.CodeReport, error) {
 	var targets []codesync.Target
-	for _, h := range plan.Code.Hosts {
+	s.failed = map[string]string{}
+	for _, h := range code.Hosts {
 		if h.Present {
 			continue
 		}
@@ -91,7 +102,7 @@ func (s *syncer) send(ctx context.Context, plan *schedule.Plan) (*launcher.CodeR
 		}
 	}
 	rep := &launcher.CodeReport{Hash: s.tree.Hash, Bytes: s.tree.Bytes, Files: s.tree.Files, Hosts: []launcher.CodeHostReport{}}
-	for _, h := range plan.Code.Hosts {
+	for _, h := range code.Hosts {
 		hr := launcher.CodeHostReport{Host: h.Host, Dir: h.Dir}
 		if r, ok := s.sent[h.Host]; ok {
 			hr.Sent, hr.BytesSent, hr.Duration = true, r.Sent, r.Elapsed
@@ -125,6 +136,7 @@ func (s *syncer) sendTo(ctx context.Context, targets []codesync.Target) error {
 		case r.Err != nil:
 			e.Failed++
 			e.Lines = append(e.Lines, r.Host+": "+r.Err.Error())
+			s.failed[r.Host] = r.Err.Error()
 			var ce *codesync.Error
 			if errors.As(r.Err, &ce) {
 				e.Fix = ce.Fix
@@ -162,4 +174,16 @@ func hostsOf(lines []string) []string {
 		out[i], _, _ = strings.Cut(l, ": ")
 	}
 	return out
+}
+
+// codeDirs is where a plan's tree is, for the doctor's check.
+func codeDirs(code *schedule.PlanCode) *launcher.DoctorCode {
+	if code == nil {
+		return nil
+	}
+	dc := &launcher.DoctorCode{Hash: code.Hash, Dirs: map[string]string{}}
+	for _, h := range code.Hosts {
+		dc.Dirs[h.Host] = h.Dir
+	}
+	return dc
 }
