@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,4 +216,159 @@ func TestSyncCode(t *testing.T) {
 			t.Errorf("%s: gc left the tree: %v", h.Name, err)
 		}
 	}
+}
+
+// gc never takes a tree a live run uses, however old its last use, and
+// takes it once the run is over; --json says the same as the table.
+func TestGCKeepsALiveRunsTree(t *testing.T) {
+	f := sshtest.Start(t, sshtest.Profile{Name: "g1", GPU: "idle-2gpu.xml", AliveInterval: 1})
+	h := f.Host("g1")
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "train.py"), []byte("print('x')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args, logDir := runArgs(t, f, "--sync", src, "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", "echo started; exec sleep 60")
+	cmd, errb := startRun(t, f, args...)
+	code := filepath.Join(h.Home(), ".cache", "tfhive", "code")
+	entries, _ := os.ReadDir(code)
+	if len(entries) != 1 {
+		t.Fatalf("the cache holds %d entries, want the run's tree", len(entries))
+	}
+	live := entries[0].Name()
+	// An old tree nothing uses, beside it; both last used hours ago.
+	unused := strings.Repeat("0", 64)
+	os.MkdirAll(filepath.Join(code, unused), 0o700)
+	os.WriteFile(filepath.Join(code, unused, "big"), make([]byte, 64<<10), 0o600)
+	old := time.Now().Add(-2 * time.Hour)
+	for _, n := range []string{live, unused} {
+		os.Chtimes(filepath.Join(code, n), old, old)
+	}
+
+	type gcTree struct {
+		Name, State string
+		Bytes       int64
+		Removed     bool
+	}
+	type gcDoc struct {
+		DryRun     bool  `json:"dry_run"`
+		FreedBytes int64 `json:"freed_bytes"`
+		Hosts      []struct {
+			Host       string
+			Dir        string
+			FreedBytes int64 `json:"freed_bytes"`
+			KeptBytes  int64 `json:"kept_bytes"`
+			Trees      []gcTree
+		}
+	}
+	gcJSON := func(args ...string) gcDoc {
+		t.Helper()
+		r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, append([]string{"gc", "--json"}, args...)...)...)
+		wantCode(t, r, 0)
+		var doc gcDoc
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Hosts) != 1 || doc.Hosts[0].Host != "g1" || doc.Hosts[0].Dir != code {
+			t.Fatalf("gc --json: %v\n%s", err, r.stdout)
+		}
+		return doc
+	}
+	doc := gcJSON("--dry-run")
+	byName := map[string]gcTree{}
+	for _, tr := range doc.Hosts[0].Trees {
+		byName[tr.Name] = tr
+	}
+	if !doc.DryRun || byName[live].State != "in_use" || byName[unused].State != "unused" || byName[unused].Removed ||
+		byName[unused].Bytes < 64<<10 || doc.FreedBytes != byName[unused].Bytes || doc.Hosts[0].KeptBytes != byName[live].Bytes {
+		t.Errorf("gc --json --dry-run: %+v", doc)
+	}
+	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "gc")...)
+	wantCode(t, r, 0)
+	wantContains(t, "gc", r.stdout, "g1: freed ", " (1 tree); kept ", ": 1 in use\n")
+	if _, err := os.Stat(filepath.Join(code, live)); err != nil {
+		t.Fatalf("gc took the live run's tree: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(code, unused)); !os.IsNotExist(err) {
+		t.Errorf("gc left the unused tree: %v", err)
+	}
+
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("the interrupted run exited 0\n%s", errb.String())
+	}
+	if s := summaryOf(t, logDir); s.Code == nil || s.Code.Hash != live {
+		t.Errorf("summary code %+v, want %s", s.Code, live)
+	}
+	noLeftovers(t, f, 10*time.Second)
+	doc = gcJSON("--older-than", "1h")
+	if tr := doc.Hosts[0].Trees; len(tr) != 1 || tr[0].Name != live || tr[0].State != "unused" || !tr[0].Removed || doc.FreedBytes <= 0 {
+		t.Errorf("gc after the run: %+v", doc)
+	}
+	if _, err := os.Stat(filepath.Join(code, live)); !os.IsNotExist(err) {
+		t.Errorf("gc left the tree of a run that is over: %v", err)
+	}
+}
+
+// doctor --sync sends the tree where it is missing and checks there, as a
+// task would run; a host it cannot be sent to is a row with a note, exit
+// 1. run --check --sync checks in the tree too.
+func TestSyncDoctor(t *testing.T) {
+	f := doctorFleet(t)
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "mymod.py"), []byte("__version__ = '7.0'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ab := []string{"-H", "a", "-H", "b", "--ssh-config", f.SSHConfig}
+	r := tfhive(t, f.Env(), f.Dir, append([]string{"doctor", "--json", "--sync", src, "--import", "mymod"}, ab...)...)
+	wantCode(t, r, 0)
+	wantContains(t, "stderr", r.stderr, "tfhive: sent code ", " to 2 hosts in ")
+	var rep launcher.DoctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Hosts) != 2 {
+		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	}
+	hash := ""
+	for _, h := range rep.Hosts {
+		if h.Code == nil || len(*h.Code) != 64 || h.Modules["mymod"] == nil || *h.Modules["mymod"] != "7.0" || len(h.Differs) != 0 {
+			t.Fatalf("%s: code %v, mymod %v, differs %v\n%s", h.Host, h.Code, h.Modules["mymod"], h.Differs, r.stdout)
+		}
+		hash = *h.Code
+		if _, err := os.Stat(filepath.Join(f.Host(h.Host).Home(), ".cache", "tfhive", "code", hash, "mymod.py")); err != nil {
+			t.Errorf("%s: %v", h.Host, err)
+		}
+	}
+
+	// The odd host cannot take the tree (its cache is a file): it is not
+	// checked, and says why; a and b had it already.
+	if err := os.WriteFile(filepath.Join(f.Host("odd").Home(), ".cache"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "doctor", "--sync", src, "--import", "mymod")...)
+	wantCode(t, r, 1)
+	if strings.Contains(r.stderr, "sent code") {
+		t.Errorf("code sent again:\n%s", r.stderr)
+	}
+	header := splitCols(strings.SplitN(r.stdout, "\n", 2)[0])
+	c := slices.Index(header, "CODE")
+	a, odd := rowsOf(r.stdout, "a"), rowsOf(r.stdout, "odd")
+	if c < 0 || len(a) != 1 || a[0][c] != launcher.ShortHash(hash) || len(odd) != 1 ||
+		!strings.HasPrefix(odd[0][len(odd[0])-1], "--sync: ") || !strings.Contains(odd[0][len(odd[0])-1], "not a directory of yours") {
+		t.Errorf("table:\n%s", r.stdout)
+	}
+	wantContains(t, "stderr", r.stderr, "tfhive: error: the hosts differ: odd: --sync: ")
+
+	// run --check --sync checks in the tree: a module there that reports
+	// its own directory differs on each host, which names the tree.
+	if err := os.WriteFile(filepath.Join(src, "where.py"), []byte("import os\n__version__ = os.path.dirname(os.path.abspath(__file__))\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logDir := filepath.Join(t.TempDir(), "logs")
+	run := func(mod string) result {
+		return tfhive(t, f.Env(), f.Dir, append(append([]string{"run", "--log-dir", logDir, "--check", "--import", mod, "--sync", src, "--workers", "2"}, ab...), "--", "true")...)
+	}
+	r = run("where")
+	wantCode(t, r, 2)
+	wantContains(t, "stderr", r.stderr, "tfhive: error: --check: a: where "+filepath.Join(f.Host("a").Home(), ".cache", "tfhive", "code")+"/")
+	r = run("mymod")
+	wantCode(t, r, 0)
+	if s := summaryOf(t, logDir); s.Result != "succeeded" || s.Code == nil || s.Code.Sent != 0 {
+		t.Errorf("summary %+v, code %+v", s, s.Code)
+	}
+	noLeftovers(t, f, 10*time.Second)
 }
