@@ -114,6 +114,7 @@ var valuesOf = map[string]func(ctx context.Context, l *cmdLine, prefix, cur stri
 	"hosts":      pathValues("files"),
 	"ssh-config": pathValues("files"),
 	"log-dir":    pathValues("dirs"),
+	"sync":       pathValues("dirs"),
 	"framework":  choices(schedule.FrameworkTF, schedule.FrameworkTorch),
 	"strategy":   choices(schedule.StrategySpread, schedule.StrategyPack),
 	"emit":       choices(commands.EmitTargets...),

@@ -48,6 +48,9 @@ func TestCompleteCommandsAndFlags(t *testing.T) {
 		{[]string{"plan", "--strategy=p"}, []string{"--strategy=pack"}},
 		{[]string{"plan", "--emit", ""}, []string{"slurm", "tfjob", "pytorchjob"}},
 		{[]string{"run", "--json="}, nil},
+		{[]string{"gc", "--d"}, []string{"--dry-run"}},
+		{[]string{"run", "--sync-e"}, []string{"--sync-exclude"}},
+		{[]string{"run", "--sync-exclude", ""}, nil},
 		// After the first argument, everything is the command's.
 		{[]string{"kill", "r1", ""}, nil},
 		{[]string{"kill", "r1", "--gr"}, nil},
@@ -85,6 +88,8 @@ func TestCompletePaths(t *testing.T) {
 		{[]string{"ps", "--ssh-config", ""}, "files\t"},
 		{[]string{"run", "--log-dir", ""}, "dirs\t"},
 		{[]string{"run", "--log-dir=x"}, "dirs\t--log-dir="},
+		{[]string{"plan", "--sync", "sr"}, "dirs\t"},
+		{[]string{"doctor", "--sync=sr"}, "dirs\t--sync="},
 		// The tasks' command, once begun: local paths, often.
 		{[]string{"run", "py"}, "files\t"},
 		{[]string{"run", "--", ""}, "files\t"},

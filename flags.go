@@ -39,10 +39,15 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 	}, nil
 }
 
+func (w wiring) gc(c *cli.Context) (commands.GCOptions, error) {
+	return commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), OlderThan: c.Duration("older-than"), DryRun: c.Bool("dry-run"), JSON: c.Bool("json")}, noArgs(c)
+}
+
 func (w wiring) doctor(c *cli.Context) (commands.DoctorOptions, error) {
 	return commands.DoctorOptions{
 		Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json"),
 		Workdir: c.String("workdir"), Setup: c.String("setup"), Imports: c.StringSlice("import"),
+		Sync: c.String("sync"), SyncExclude: c.StringSlice("sync-exclude"),
 	}, noArgs(c)
 }
 
@@ -97,6 +102,8 @@ func job(c *cli.Context) commands.Job {
 		NIC:           c.String("nic"),
 		Name:          c.String("name"),
 		Command:       c.Args().Slice(),
+		Sync:          c.String("sync"),
+		SyncExclude:   c.StringSlice("sync-exclude"),
 	}
 }
 
@@ -178,4 +185,20 @@ func jobFlags() []cli.Flag {
 		&cli.StringFlag{Name: "name", Usage: "run id (default: time-based and unique)"},
 		&cli.StringFlag{Name: "nic", Usage: "`NAME` of the interface that carries the tasks' traffic on every host, or auto to pick one per host (default: the hosts' cluster addresses, no interface set)"},
 	}, availabilityFlags()...)
+}
+
+// syncFlags send a directory to every host used (plan says what would be
+// sent; doctor sends it to every host and checks there).
+func syncFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "sync", Usage: "make local `DIR`'s content present on every host used (~/.cache/tfhive/code/HASH there), the tasks' default workdir and {code_dir}"},
+		&cli.StringSliceFlag{Name: "sync-exclude", Usage: "leave `GLOB` out of --sync (a name at any depth, or a path with /; repeatable)"},
+	}
+}
+
+func gcFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "older-than", Usage: "keep --sync trees used within `D` (at least 1m)"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "remove nothing; say what would be removed"},
+	}
 }

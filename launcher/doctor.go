@@ -82,6 +82,16 @@ type DoctorOptions struct {
 	// Timeout bounds the check on each host.
 	Timeout  time.Duration
 	Parallel int
+	// Code is the --sync tree, present on the hosts it names: there it is
+	// the workdir unless Workdir is set, as for a task, and its hash is
+	// the host's code.
+	Code *DoctorCode
+}
+
+// DoctorCode is a --sync tree and its directory on each host that has it.
+type DoctorCode struct {
+	Hash string
+	Dirs map[string]string // by host name
 }
 
 var moduleRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
@@ -112,6 +122,9 @@ var doctorSh = shscript.Load(scripts, "scripts/doctor.sh")
 // command line.
 func doctorInput(h inventory.Host, o DoctorOptions) string {
 	wd, setup := h.Workdir, h.Setup
+	if o.Code != nil && o.Code.Dirs[h.Name] != "" {
+		wd = o.Code.Dirs[h.Name]
+	}
 	if o.Workdir != "" {
 		wd = o.Workdir
 	}
@@ -178,6 +191,9 @@ const (
 
 func checkHost(ctx context.Context, hi inventory.HostInventory, ex remote.Executor, o DoctorOptions) DoctorHost {
 	d := DoctorHost{Host: hi.Name}
+	if o.Code != nil && o.Code.Dirs[hi.Name] != "" {
+		d.Code = ptr(o.Code.Hash)
+	}
 	switch {
 	case hi.Driver != "":
 		d.Driver = ptr(clip(hi.Driver))

@@ -126,6 +126,22 @@ func TestDoctorScript(t *testing.T) {
 		}
 	}
 
+	// With a --sync tree, the check goes there unless --workdir says
+	// otherwise, and the host's code is the tree's hash.
+	tree := filepath.Join(dir, "code", strings.Repeat("ab", 32))
+	os.MkdirAll(filepath.Join(tree, "pkgs"), 0o755)
+	os.WriteFile(filepath.Join(tree, "pkgs", "fromtree.py"), []byte("__version__ = 'tree'\n"), 0o644)
+	o := opts
+	o.Modules = []string{"fromtree"}
+	o.Code = &DoctorCode{Hash: strings.Repeat("ab", 32), Dirs: map[string]string{"here": tree}}
+	if d := Doctor(ctx, host(nil), execs, o)[0]; d.Error != "" || show(d.Modules["fromtree"]) != "tree" || show(d.Code) != o.Code.Hash {
+		t.Errorf("in the tree: error %q, fromtree %q, code %q", d.Error, show(d.Modules["fromtree"]), show(d.Code))
+	}
+	o.Workdir = dir
+	if d := Doctor(ctx, host(nil), execs, o)[0]; d.Error != "" || d.Modules["fromtree"] != nil || show(d.Code) != o.Code.Hash {
+		t.Errorf("--workdir over the tree: error %q, fromtree %q, code %q", d.Error, show(d.Modules["fromtree"]), show(d.Code))
+	}
+
 	// No Python on the PATH: nothing is installed, and that is no error.
 	d = Doctor(ctx, host(func(h *inventory.Host) { h.Setup = "PATH=/nonexistent" }), execs, opts)[0]
 	if d.Error != "" || d.Python.Executable != nil || d.Modules["torch"] != nil || d.DiskFreeBytes == nil {
@@ -133,7 +149,7 @@ func TestDoctorScript(t *testing.T) {
 	}
 
 	// Python stuck importing is stopped on the host.
-	o := opts
+	o = opts
 	o.Modules, o.Timeout = []string{"slow"}, time.Second
 	if d := Doctor(ctx, host(nil), execs, o)[0]; !strings.HasPrefix(d.Error, "python timed out after 1s importing slow") {
 		t.Errorf("a stuck import: error %q", d.Error)

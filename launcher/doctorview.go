@@ -36,6 +36,9 @@ type doctorItem struct {
 	compared bool
 	// optional columns are left out of the table when no host has a value.
 	optional bool
+	// short, when set, is how a value is shown in the table and messages
+	// (the JSON has it whole).
+	short func(string) string
 }
 
 func doctorItems(modules []string) []doctorItem {
@@ -82,7 +85,7 @@ func doctorItems(modules []string) []doctorItem {
 				return ptr(humanBytes(*d.DiskFreeBytes))
 			}},
 		doctorItem{key: "code", header: "CODE", label: "code hash", none: "none", compared: true, optional: true,
-			get: func(d *DoctorHost) *string { return d.Code }},
+			get: func(d *DoctorHost) *string { return d.Code }, short: ShortHash},
 	)
 }
 
@@ -211,7 +214,14 @@ func (it doctorItem) show(v *string) string {
 	if v == nil {
 		return "(" + it.none + ")"
 	}
-	return *v
+	return it.cell(*v)
+}
+
+func (it doctorItem) cell(v string) string {
+	if it.short != nil {
+		return it.short(v)
+	}
+	return v
 }
 
 // WriteDoctor prints the doctor's table: a row per host, a column per
@@ -245,7 +255,7 @@ func WriteDoctor(w io.Writer, r *DoctorReport) error {
 		for _, it := range items {
 			cell := "-"
 			if v := it.get(h); v != nil {
-				cell = *v
+				cell = it.cell(*v)
 			} else if h.Error != "" {
 				cell = "?"
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/testkit"
@@ -174,6 +175,20 @@ func TestWriteDoctor(t *testing.T) {
 	txt.Reset()
 	WriteDoctor(&txt, CompareDoctor([]DoctorHost{doctorHost("a", plain), doctorHost("b", plain)}, doctorMods))
 	testkit.Golden(t, filepath.Join(doctorGoldenDir, "plain.txt"), txt.Bytes())
+
+	// The code hash: compared whole, shown short in the table and the
+	// messages, whole in the JSON.
+	code := func(h string) func(*DoctorHost) {
+		return func(d *DoctorHost) { plain(d); d.Code = ptr(strings.Repeat(h, 32)) }
+	}
+	r = CompareDoctor([]DoctorHost{doctorHost("a", code("ab")), doctorHost("b", code("ab")), doctorHost("c", code("cd"))}, doctorMods)
+	txt.Reset()
+	WriteDoctor(&txt, r)
+	testkit.Golden(t, filepath.Join(doctorGoldenDir, "code.txt"), txt.Bytes())
+	want := []Problem{{Host: "c", Item: "code hash", Text: "c: code hash cdcdcdcdcdcd, where 2 of 3 hosts have abababababab"}}
+	if !slices.Equal(r.Problems(), want) || *r.Majority["code"] != strings.Repeat("ab", 32) {
+		t.Errorf("problems %q, majority %q", r.Problems(), *r.Majority["code"])
+	}
 }
 
 func TestHumanBytes(t *testing.T) {

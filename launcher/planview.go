@@ -33,11 +33,17 @@ func WritePlan(w io.Writer, p *schedule.Plan) error {
 	}
 	var err error
 	if p.Torch() {
-		_, err = fmt.Fprintf(w, "run %s: torch, %s on %s, %s, strategy %s%s, master %s\n\n", p.RunID,
+		_, err = fmt.Fprintf(w, "run %s: torch, %s on %s, %s, strategy %s%s, master %s\n", p.RunID,
 			wording.Count(len(p.Tasks), "rank"), wording.Count(len(hosts), "host"), wording.Count(nGPUs, "GPU"), p.Strategy, nic, p.Master)
 	} else {
-		_, err = fmt.Fprintf(w, "run %s: %s on %s, %s, strategy %s%s\n\n", p.RunID,
+		_, err = fmt.Fprintf(w, "run %s: %s on %s, %s, strategy %s%s\n", p.RunID,
 			wording.Count(len(p.Tasks), "task"), wording.Count(len(hosts), "host"), wording.Count(nGPUs, "GPU"), p.Strategy, nic)
+	}
+	if err == nil && p.Code != nil {
+		_, err = io.WriteString(w, codeLine(p.Code)+"\n")
+	}
+	if err == nil {
+		_, err = io.WriteString(w, "\n")
 	}
 	if err != nil {
 		return err
@@ -225,3 +231,28 @@ func viewQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// codeLine says what --sync will do: "code 1a2b3c4d5e6f: 12 files,
+// 1.2 MiB; on gpu01; to send to gpu02, gpu03".
+func codeLine(c *schedule.PlanCode) string {
+	var have, send []string
+	for _, h := range c.Hosts {
+		if h.Present {
+			have = append(have, h.Host)
+		} else {
+			send = append(send, h.Host)
+		}
+	}
+	line := fmt.Sprintf("code %s: %s, %s", ShortHash(c.Hash), wording.Count(c.Files, "file"), Size(c.Bytes))
+	if len(have) > 0 {
+		line += "; on " + strings.Join(have, ", ")
+	}
+	if len(send) > 0 {
+		line += "; to send to " + strings.Join(send, ", ")
+	}
+	return line
+}
+
+// ShortHash is how a tree's hash is shown to a person: its first 12
+// digits, as git shortens commits.
+func ShortHash(h string) string { return h[:min(len(h), 12)] }

@@ -58,6 +58,10 @@ type RunOptions struct {
 	Reconnect time.Duration
 	// Redial opens a new connection to the named host, closing the old.
 	Redial func(ctx context.Context, host string) (remote.Executor, error)
+	// Code is what --sync did, for the summary; nil without --sync. The
+	// plan says where the tree is on each host: the tasks' default
+	// workdir.
+	Code *CodeReport
 }
 
 // Outcomes of a task, as shown in the summary.
@@ -101,6 +105,8 @@ type Summary struct {
 	Duration time.Duration `json:"duration_ns"`
 	// Tasks: the task that decided a failure first, then plan order.
 	Tasks []TaskResult `json:"tasks"`
+	// Code is the --sync tree and where it was sent; absent without.
+	Code *CodeReport `json:"code,omitempty"`
 }
 
 // TaskResult is one task's fate.
@@ -520,7 +526,8 @@ func writeChunked(w io.Writer, s string) error {
 }
 
 // taskFor merges the environment: hosts file env < --env < tfhive's own
-// (TF_CONFIG and friends must be what the plan says).
+// (TF_CONFIG and friends must be what the plan says). The workdir is
+// --workdir, else the --sync tree's directory, else the hosts file's.
 func (r *runner) taskFor(t schedule.Task) task {
 	h := r.o.Hosts[t.Host]
 	env := map[string]string{"PYTHONUNBUFFERED": "1"}
@@ -530,6 +537,9 @@ func (r *runner) taskFor(t schedule.Task) task {
 		}
 	}
 	wd, setup := h.Workdir, h.Setup
+	if d := r.o.Plan.Code.Dir(t.Host); d != "" {
+		wd = d
+	}
 	if r.o.Workdir != "" {
 		wd = r.o.Workdir
 	}
@@ -644,7 +654,7 @@ func writeCtl(q <-chan ctlLine) {
 func (r *runner) summary() *Summary {
 	result, code, reason, decider := r.p.final()
 	s := &Summary{RunID: r.o.Plan.RunID, Result: result, ExitCode: code, Reason: reason,
-		LogDir: r.o.LogDir, Started: r.start, Duration: time.Since(r.start)}
+		LogDir: r.o.LogDir, Started: r.start, Duration: time.Since(r.start), Code: r.o.Code}
 	for i, rt := range r.tasks {
 		st := r.p.state[i]
 		rt.res.Outcome, rt.res.ExitCode, rt.res.Error = st.outcome, st.code, st.err

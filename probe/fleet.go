@@ -45,6 +45,9 @@ type Options struct {
 	// running, instead of a new session. A later Probe or Close ends the
 	// spares not taken.
 	Then string
+	// Code, when set, is the content hash of a --sync tree: the probe
+	// also says whether each host has it, and where (CodeDir).
+	Code string
 }
 
 // Fleet holds one connection per host for the whole run: opened by the
@@ -79,6 +82,9 @@ func NewFleet(hs []inventory.Host, o Options) *Fleet {
 
 // KeepSessions sets Options.Then; call it before the first Probe.
 func (f *Fleet) KeepSessions(then string) { f.opts.Then = then }
+
+// LookForCode sets Options.Code; call it before the first Probe.
+func (f *Fleet) LookForCode(hash string) { f.opts.Code = hash }
 
 // Executor returns host i's open connection, or nil if it has none.
 func (f *Fleet) Executor(i int) remote.Executor {
@@ -207,7 +213,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	// waiting for a host whose shell itself is stuck.
 	cctx, cancel := context.WithTimeout(ctx, f.opts.CommandTimeout+5*time.Second)
 	defer cancel()
-	cmd := probeCommand(f.opts.CommandTimeout, f.opts.ClaimsOnly, f.opts.Then)
+	cmd := probeCommand(f.opts.CommandTimeout, f.opts.ClaimsOnly, f.opts.Code, f.opts.Then)
 	var stdout, stderr []byte
 	var rc int
 	var err error
@@ -263,5 +269,6 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		hi.Claims = claims
 	}
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
+	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)
 	return hi
 }

@@ -29,24 +29,25 @@ import (
 //go:embed scripts/*.sh
 var scripts embed.FS
 
-var probeSh = shscript.LoadOneLine(scripts, "scripts/probe.sh", "scripts/claims.sh")
+var probeSh = shscript.LoadOneLine(scripts, "scripts/probe.sh", "scripts/code.sh", "scripts/claims.sh")
 
 // probeScript is the probe with its parameters: nvidia-smi's time limit
-// on the host, in whole seconds, and whether to skip nvidia-smi and ip.
-func probeScript(timeout time.Duration, claimsOnly bool) string {
+// on the host, in whole seconds, whether to skip nvidia-smi and ip, and
+// the content hash of the --sync tree to look for ("": none).
+func probeScript(timeout time.Duration, claimsOnly bool, code string) string {
 	secs := int((timeout + time.Second - 1) / time.Second)
 	skip := "0"
 	if claimsOnly {
 		skip = "1" // `tfhive ps` and `kill` need neither
 	}
-	return probeSh.With(shscript.Set("t", strconv.Itoa(secs)), shscript.Set("claims_only", skip))
+	return probeSh.With(shscript.Set("t", strconv.Itoa(secs)), shscript.Set("claims_only", skip), shscript.Set("code", code))
 }
 
 // probeCommand is the probe's remote command line. then, when set, is
 // a one-line command the session goes on with once the probe's output is
 // complete (see Options.Then).
-func probeCommand(timeout time.Duration, claimsOnly bool, then string) string {
-	script := probeScript(timeout, claimsOnly)
+func probeCommand(timeout time.Duration, claimsOnly bool, code, then string) string {
+	script := probeScript(timeout, claimsOnly, code)
 	if then != "" {
 		script += " " + shscript.OneLine(then)
 	}
@@ -69,6 +70,7 @@ type probeOutput struct {
 	ps      []byte
 	tcp     []byte
 	nic     []byte
+	code    []byte
 	claims  claimsSection
 }
 
@@ -111,7 +113,8 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 		sections[i] = before
 		rest = append([]byte("\n"), after...)
 	}
-	po.smi, po.ps, po.tcp, po.nic = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2], sections[3]
+	po.smi, po.ps, po.tcp = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2]
+	po.nic, po.code = cutCode(sections[3])
 	po.claims = claimsSection{files: sections[4], locks: sections[5], holders: sections[6]}
 	if len(claimsLine) == 2 {
 		po.claims.machineID, po.claims.dir = claimsLine[0], claimsLine[1]

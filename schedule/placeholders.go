@@ -24,6 +24,7 @@ var placeholders = []string{
 	"world_size",   // WORLD_SIZE (torch)
 	"master_addr",  // MASTER_ADDR (torch)
 	"master_port",  // MASTER_PORT (torch)
+	"code_dir",     // the --sync tree's directory on the task's host
 }
 
 // frameworkOnly says which placeholders only one framework has a value
@@ -97,15 +98,18 @@ func expand(arg string, value func(name string) string) (string, error) {
 	return b.String(), nil
 }
 
-// checkCommand finds unknown placeholders, and those the framework has no
-// value for, before any host is touched.
-func checkCommand(argv []string, framework string) error {
+// checkCommand finds unknown placeholders, those the framework has no
+// value for, and {code_dir} without a --sync tree (hasCode), before any
+// host is touched.
+func checkCommand(argv []string, framework string, hasCode bool) error {
 	for _, a := range argv {
 		var wrong string
+		noCode := false
 		_, err := expand(a, func(name string) string {
 			if only, ok := frameworkOnly[name]; ok && only.framework != framework && wrong == "" {
 				wrong = name
 			}
+			noCode = noCode || name == "code_dir" && !hasCode
 			return ""
 		})
 		if err != nil {
@@ -113,6 +117,9 @@ func checkCommand(argv []string, framework string) error {
 		}
 		if wrong != "" {
 			return usageErr(frameworkOnly[wrong].instead, "placeholder {%s} cannot be used with --framework %s", wrong, framework)
+		}
+		if noCode {
+			return usageErr("add --sync DIR to send DIR to every host; {code_dir} is where it is there", "placeholder {code_dir} needs --sync")
 		}
 	}
 	return nil

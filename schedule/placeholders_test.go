@@ -54,7 +54,7 @@ func TestUnknownPlaceholderHint(t *testing.T) {
 	if h := err.(*UsageError).Hint(); strings.Contains(h, "did you mean") {
 		t.Errorf("hint %q", h)
 	}
-	if len(PlaceholderNames()) != 15 {
+	if len(PlaceholderNames()) != 16 {
 		t.Errorf("PlaceholderNames() = %v", PlaceholderNames())
 	}
 }

@@ -45,7 +45,9 @@ const PlanVersion = 1
 //	    "note": "…",                       // why a host has no usable GPUs, if so
 //	    "gpus": [{"index": 0, "uuid": "GPU-…", "state": "free" | "busy" | "excluded",
 //	              "reason": "bob:1234 python train.py", "task": "worker:0"}]
-//	  }, …]                                // every host of the inventory, in its order
+//	  }, …],                               // every host of the inventory, in its order
+//	  "code": {"hash": "…", "bytes": 1234, "files": 12,   // only with --sync
+//	           "hosts": [{"host": "gpu01", "dir": "/home/me/.cache/tfhive/code/…", "present": true}]}
 //	}
 //
 // "cluster" omits empty roles and never holds the evaluator, as TensorFlow
@@ -77,6 +79,8 @@ type Plan struct {
 	NIC    string       `json:"nic,omitempty"`
 	Tasks  []Task       `json:"tasks"`
 	Matrix []MatrixHost `json:"matrix"`
+	// Code is the --sync tree and its directory on each host used.
+	Code *PlanCode `json:"code,omitempty"`
 }
 
 // Framework values of a plan; FrameworkTorch is the other.
@@ -177,7 +181,7 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 			return nil, err
 		}
 		p.Matrix = matrix(inv, st, p.Tasks, nics)
-		return p, nil
+		return p, withCode(p, inv, req.Code)
 	}
 	ports, err := assignPorts(inv, ds, spots, addrs, req.PortLo, req.PortHi)
 	if err != nil {
@@ -216,13 +220,13 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 			"TFHIVE_TASK":       t.ID,
 		}
 		setNICEnv(t.Env, nics[spots[i].host])
-		if t.Argv, err = argv(&req, p, &t); err != nil {
+		if t.Argv, err = argv(&req, p, &t, h); err != nil {
 			return nil, err // unreachable after Validate, kept for safety
 		}
 		p.Tasks = append(p.Tasks, t)
 	}
 	p.Matrix = matrix(inv, st, p.Tasks, nics)
-	return p, nil
+	return p, withCode(p, inv, req.Code)
 }
 
 // joinHostPort brackets IPv6 literals, which TensorFlow's gRPC expects.
@@ -253,8 +257,9 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// argv substitutes the placeholders for task t and appends --tf-flags.
-func argv(req *Request, p *Plan, t *Task) ([]string, error) {
+// argv substitutes the placeholders for task t on host h and appends
+// --tf-flags.
+func argv(req *Request, p *Plan, t *Task, h *inventory.HostInventory) ([]string, error) {
 	vals := map[string]string{
 		"job_name":     t.Role,
 		"task_index":   strconv.Itoa(t.Index),
@@ -267,6 +272,7 @@ func argv(req *Request, p *Plan, t *Task) ([]string, error) {
 		"host":         t.Host,
 		"port":         strconv.Itoa(t.Port),
 		"gpus":         joinInts(t.GPUs),
+		"code_dir":     h.CodeDir,
 	}
 	return Substitute(req.Command, vals, req.TFFlags)
 }

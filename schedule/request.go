@@ -51,6 +51,9 @@ type Request struct {
 	Command                  []string
 	TFFlags                  bool
 	RunID                    string
+	// Code, when not nil, is the --sync tree: {code_dir} may be used, and
+	// the plan says where the tree is on each host.
+	Code *Code
 	// NIC is --nic: "" (the hosts' cluster addresses as they are), NICAuto
 	// or an interface name (see nic.go).
 	NIC string
@@ -143,7 +146,7 @@ func (r *Request) Validate() error {
 		// shell commands.
 		return usageErr("use letters, digits, '.', '_' and '-'", "bad run id %q", r.RunID)
 	}
-	return checkCommand(r.Command, r.Framework)
+	return checkCommand(r.Command, r.Framework, r.Code != nil)
 }
 
 // validateTorch refuses the TensorFlow-only parts of a request: a torch

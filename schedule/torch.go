@@ -120,6 +120,7 @@ func torchPlan(inv inventory.Inventory, req *Request, ds []demand, spots []spot,
 			"world_size":  world,
 			"master_addr": masterAddr,
 			"master_port": t.Env["MASTER_PORT"],
+			"code_dir":    h.CodeDir,
 		}, false); err != nil {
 			return nil, err // unreachable after Validate, kept for safety
 		}

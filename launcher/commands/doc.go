@@ -1,5 +1,5 @@
 // Package commands holds tfhive's commands (status, plan, run, ps, kill,
-// doctor) as functions over plain option structs: each validates its
+// doctor, gc) as functions over plain option structs: each validates its
 // options, opens the fleet, probes, plans or launches, prints, and returns
 // an error of an exported kind. It must not import urfave/cli or package
 // main, nor choose exit codes: flags and the exit-code table are main's. It

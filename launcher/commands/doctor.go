@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tfhive/tfhive/launcher"
@@ -18,6 +19,10 @@ type DoctorOptions struct {
 	Workdir, Setup string   // override the hosts file's when not empty
 	Imports        []string // --import: modules beyond tensorflow and torch
 	JSON           bool
+	// Sync is --sync DIR: the tree is made present on every host, as by
+	// run, and checked there; SyncExclude its --sync-exclude patterns.
+	Sync        string
+	SyncExclude []string
 }
 
 // Doctor checks what a task would meet on every host (Python, modules,
@@ -33,20 +38,52 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	if err != nil {
 		return err
 	}
+	tree, err := prepareSync(o.Sync, o.SyncExclude, o.Stderr)
+	if err != nil {
+		return err
+	}
 	defer fleet.Close()
 	// Each probe session goes on as a supervisor command, of which the
 	// check is then the one stage: it costs a round trip, no session.
 	fleet.KeepSessions(launcher.SupervisorCommand)
+	if tree != nil {
+		fleet.LookForCode(tree.Hash)
+	}
 	inv, err := probeAll(ctx, fleet)
 	if err != nil {
 		return err
 	}
-	hosts := launcher.Doctor(ctx, inv.Hosts, executors(fleet), launcher.DoctorOptions{
+	dopts := launcher.DoctorOptions{
 		Modules: mods, Workdir: o.Workdir, Setup: o.Setup,
 		Timeout: o.Hosts.CommandTimeout, Parallel: o.Hosts.Parallel,
-	})
+	}
+	// A host the tree could not be sent to is not checked: the error says
+	// why, as the run's would.
+	failed := map[string]string{}
+	if tree != nil {
+		dopts.Code, failed, err = syncForDoctor(ctx, newSyncer(tree, fleet, o.Hosts.Parallel, o.Stderr), inv)
+		if err != nil {
+			return err
+		}
+	}
+	var todo []inventory.HostInventory
+	for _, h := range inv.Hosts {
+		if _, ok := failed[h.Name]; !ok {
+			todo = append(todo, h)
+		}
+	}
+	checked := launcher.Doctor(ctx, todo, executors(fleet), dopts)
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	hosts := make([]launcher.DoctorHost, 0, len(inv.Hosts))
+	for _, h := range inv.Hosts {
+		if why, ok := failed[h.Name]; ok {
+			hosts = append(hosts, launcher.DoctorHost{Host: h.Name, Error: "--sync: " + why})
+			continue
+		}
+		hosts = append(hosts, checked[0])
+		checked = checked[1:]
 	}
 	rep := launcher.CompareDoctor(hosts, mods)
 	if o.JSON {
@@ -61,6 +98,41 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 		return &DifferError{Problems: rep.Problems()}
 	}
 	return unreachable(inv)
+}
+
+// syncForDoctor sends the tree to every reachable host that lacks it and
+// says where it is on each, and why it is not on those it could not be
+// sent to. Only an interruption is an error.
+func syncForDoctor(ctx context.Context, s *syncer, inv inventory.Inventory) (*launcher.DoctorCode, map[string]string, error) {
+	failed := map[string]string{}
+	code := &schedule.PlanCode{Code: *codeOf(s.tree)}
+	for _, h := range inv.Hosts {
+		switch {
+		case h.Err != nil:
+		case h.CodeDir == "":
+			failed[h.Name] = "the host did not say where its code cache is"
+		default:
+			code.Hosts = append(code.Hosts, schedule.CodeHost{Host: h.Name, Dir: h.CodeDir, Present: h.CodePresent})
+		}
+	}
+	if _, err := s.send(ctx, code); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, nil, cerr
+		}
+		var se *SyncError
+		if !errors.As(err, &se) {
+			return nil, nil, err
+		}
+	}
+	dc := &launcher.DoctorCode{Hash: s.tree.Hash, Dirs: map[string]string{}}
+	for _, h := range code.Hosts {
+		if why, ok := s.failed[h.Host]; ok {
+			failed[h.Host] = why
+		} else {
+			dc.Dirs[h.Host] = h.Dir
+		}
+	}
+	return dc, failed, nil
 }
 
 // doctorModules validates --import before any host is contacted: the

@@ -45,4 +45,8 @@ type Job struct {
 	NIC           string   // --nic: "", "auto" or an interface name
 	Name          string   // run id; "" for a new, time-based one
 	Command       []string // after --
+	// Sync is the --sync DIR to make present on every host used ("":
+	// none); SyncExclude its --sync-exclude patterns.
+	Sync        string
+	SyncExclude []string
 }

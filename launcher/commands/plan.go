@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
@@ -32,11 +33,18 @@ func Plan(ctx context.Context, o PlanOptions) error {
 	if err != nil {
 		return err
 	}
-	req, err := o.Job.request(fleet.Hosts, "plan")
+	tree, err := o.Job.prepareSync(o.Stderr)
+	if err != nil {
+		return err
+	}
+	req, err := o.Job.request(fleet.Hosts, "plan", tree)
 	if err != nil {
 		return err
 	}
 	defer fleet.Close()
+	if tree != nil {
+		fleet.LookForCode(tree.Hash)
+	}
 	plan, _, err := probeAndPlan(ctx, fleet, req, o.Stderr)
 	if err != nil {
 		return err
@@ -48,8 +56,9 @@ func Plan(ctx context.Context, o PlanOptions) error {
 }
 
 // request builds and validates the job request before any host is
-// touched; verb is the command, for the hint.
-func (j Job) request(hosts []inventory.Host, verb string) (schedule.Request, error) {
+// touched; verb is the command, for the hint; tree is the --sync tree,
+// if any.
+func (j Job) request(hosts []inventory.Host, verb string, tree *codesync.Tree) (schedule.Request, error) {
 	avail, err := j.availability(hosts)
 	if err != nil {
 		return schedule.Request{}, err
@@ -74,6 +83,7 @@ func (j Job) request(hosts []inventory.Host, verb string) (schedule.Request, err
 		TFFlags:       j.TFFlags,
 		NIC:           j.NIC,
 		RunID:         j.Name,
+		Code:          codeOf(tree),
 	}
 	if req.RunID == "" {
 		req.RunID = newRunID(time.Now())

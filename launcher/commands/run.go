@@ -64,7 +64,11 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	req, err := o.Job.request(fleet.Hosts, "run")
+	tree, err := o.Job.prepareSync(o.Stderr)
+	if err != nil {
+		return err
+	}
+	req, err := o.Job.request(fleet.Hosts, "run", tree)
 	if err != nil {
 		return err
 	}
@@ -95,6 +99,12 @@ func Run(ctx context.Context, o RunOptions) error {
 		return err
 	}
 	defer fleet.Close()
+	var sender *syncer
+	if tree != nil {
+		// The probe says which hosts have the tree: those cost nothing more.
+		fleet.LookForCode(tree.Hash)
+		sender = newSyncer(tree, fleet, o.Hosts.Parallel, o.Stderr)
+	}
 	// Each host's probe session goes on as its first task's supervisor,
 	// started before the plan is known: the task then starts without a
 	// session of its own (two round trips, sshd's fork, a login shell).
@@ -129,7 +139,17 @@ func Run(ctx context.Context, o RunOptions) error {
 		if err != nil {
 			return nil, err
 		}
+		if sender != nil {
+			// Hosts without a task need no tree, nor their spare session.
+			fleet.KeepSpares(plan.Hosts())
+			if lo.Code, err = sender.send(ctx, plan.Code); err != nil {
+				return nil, err
+			}
+		}
+		// The check looks where the tasks will be: in the tree, when
+		// there is one.
 		if o.Check {
+			check.opts.Code = codeDirs(plan.Code)
 			if err := check.check(ctx, fleet, inv, plan); err != nil {
 				return nil, err
 			}

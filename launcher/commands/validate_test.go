@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -27,6 +29,10 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 		edit(&o)
 		return Run(context.Background(), o)
 	}
+	tree := t.TempDir()
+	if err := os.Symlink("/etc/passwd", filepath.Join(tree, "passwd")); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, msg, hint string
 		err             error
@@ -45,6 +51,20 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 			Status(context.Background(), StatusOptions{Streams: streams, Hosts: hosts, Availability: Availability{MaxUtilPct: 101}})},
 		{"kill grace", "--grace must not be negative", "",
 			Kill(context.Background(), KillOptions{Streams: streams, Hosts: hosts, RunID: "r1", Grace: -time.Second})},
+		{"sync symlink out", "--sync: symlink passwd points outside " + tree + " (-> /etc/passwd)",
+			"tfhive sends symlinks as they are and never follows one out of the tree: make it relative and inside, copy what it points to into the tree, or leave it out with --sync-exclude passwd",
+			run(func(o *RunOptions) { o.Job.Sync = tree })},
+		{"plan sync not a dir", "--sync " + filepath.Join(tree, "passwd") + ": not a directory", "--sync takes the directory whose content every host should have",
+			Plan(context.Background(), PlanOptions{Streams: streams, Hosts: hosts, Job: Job{Framework: "tf", Workers: 1, Strategy: "spread", PortRange: "20000-20100", Sync: filepath.Join(tree, "passwd"), Command: []string{"true"}}})},
+		{"sync-exclude alone", "--sync-exclude without --sync", "add --sync DIR: --sync-exclude leaves paths of DIR out",
+			run(func(o *RunOptions) { o.Job.SyncExclude = []string{"*.ckpt"} })},
+		{"doctor sync symlink out", "--sync: symlink passwd points outside " + tree + " (-> /etc/passwd)",
+			"tfhive sends symlinks as they are and never follows one out of the tree: make it relative and inside, copy what it points to into the tree, or leave it out with --sync-exclude passwd",
+			Doctor(context.Background(), DoctorOptions{Streams: streams, Hosts: hosts, Sync: tree})},
+		{"doctor sync-exclude alone", "--sync-exclude without --sync", "add --sync DIR: --sync-exclude leaves paths of DIR out",
+			Doctor(context.Background(), DoctorOptions{Streams: streams, Hosts: hosts, SyncExclude: []string{"*.ckpt"}})},
+		{"gc older-than", "--older-than must not be negative", "",
+			GC(context.Background(), GCOptions{Streams: streams, Hosts: hosts, OlderThan: -time.Second})},
 		{"ps connect timeout", "--connect-timeout must be positive", "",
 			Ps(context.Background(), PsOptions{Streams: streams, Hosts: HostOptions{Hosts: hosts.Hosts, CommandTimeout: time.Second, Parallel: 1}})},
 	}

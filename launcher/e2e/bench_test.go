@@ -31,7 +31,8 @@ import (
 //	TFHIVE_BENCH_REPS            measured runs per contender, 5 (after one warm-up round)
 //	TFHIVE_BENCH_STREAM_MB       streaming volume, 200
 //	TFHIVE_BENCH_TASKS_PER_HOST  tasks per host for the footprint, 8
-//	TFHIVE_BENCH_ONLY            comma-separated sections to run (probe,launch,teardown,stream,footprint); all by default
+//	TFHIVE_BENCH_SYNC_MB         size of the --sync tree, 100 (sent to 8 hosts, or all when fewer)
+//	TFHIVE_BENCH_ONLY            comma-separated sections to run (probe,launch,teardown,stream,footprint,sync); all by default
 //	TFHIVE_BENCH_OWN_HOME        0: sessions get the test user's real HOME (and its ~/.bashrc) instead of
 //	                             an empty one per host
 //	TFHIVE_BENCH_FLEET           a file name: start the fleet (largest host count), write shell
@@ -50,6 +51,7 @@ func TestBench(t *testing.T) {
 		reps:         envInts(t, "TFHIVE_BENCH_REPS", []int{5})[0],
 		streamMB:     envInts(t, "TFHIVE_BENCH_STREAM_MB", []int{200})[0],
 		tasksPerHost: envInts(t, "TFHIVE_BENCH_TASKS_PER_HOST", []int{8})[0],
+		syncMB:       envInts(t, "TFHIVE_BENCH_SYNC_MB", []int{100})[0],
 		work:         t.TempDir(),
 	}
 	slices.Sort(b.hosts)
@@ -97,6 +99,9 @@ func TestBench(t *testing.T) {
 	if want("footprint") {
 		b.footprint()
 	}
+	if want("sync") {
+		b.sync()
+	}
 	b.targets()
 }
 
@@ -128,6 +133,7 @@ type bench struct {
 	reps         int
 	streamMB     int
 	tasksPerHost int
+	syncMB       int
 	work         string
 	seq          int // numbers temp dirs
 
@@ -139,6 +145,9 @@ type bench struct {
 	streamOK          bool
 	peakRSS           int64 // KiB
 	peakHosts         int
+	syncRatio         float64       // --sync of new code ÷ parallel tar | ssh
+	syncExtra         time.Duration // run --sync of unchanged code − run
+	syncHosts         int
 }
 
 func (b *bench) printf(format string, args ...any) {
@@ -656,6 +665,13 @@ func (b *bench) targets() {
 	}
 	if b.peakRSS > 0 {
 		row(fmt.Sprintf("peak RSS ≤ 64 MiB (%d hosts × %d tasks)", b.peakHosts, b.tasksPerHost), fmt.Sprintf("%.1f MiB", float64(b.peakRSS)/1024), b.peakRSS <= 64*1024)
+	}
+	if b.syncRatio > 0 {
+		row(fmt.Sprintf("`run --sync` of %d MB to %d hosts ≤ 1.2× %d parallel `tar c \\| ssh host tar x`", b.syncMB, b.syncHosts, b.syncHosts),
+			fmt.Sprintf("%.2f×", b.syncRatio), b.syncRatio <= 1.2)
+		budget := b.rtt + time.Duration(b.syncHosts)*50*time.Millisecond
+		row(fmt.Sprintf("unchanged code: `run --sync` ≤ `run` + 1 RTT + 50 ms per host (%s, %d hosts)", ms(budget), b.syncHosts),
+			"+"+ms(b.syncExtra), b.syncExtra <= budget)
 	}
 }
 

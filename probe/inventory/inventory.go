@@ -41,6 +41,11 @@ type HostInventory struct {
 	// both, and would book its GPUs twice.
 	MachineID string `json:"machine_id,omitempty"`
 	ClaimsDir string `json:"claims_dir,omitempty"`
+	// CodeDir is where the --sync tree the probe asked about lives, or
+	// would, on this host (absolute); CodePresent says it is there
+	// already. Both are empty when no tree was asked about.
+	CodeDir     string `json:"code_dir,omitempty"`
+	CodePresent bool   `json:"code_present,omitempty"`
 	// Interfaces are the host's network addresses, one entry per address
 	// of each interface, in the order the host lists them: what --nic
 	// chooses from. Empty when the host could not list them.

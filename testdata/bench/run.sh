@@ -14,7 +14,8 @@
 # installed here). Parameters (environment; the defaults are the full run):
 #   TFHIVE_BENCH_HOSTS=1,8,32,64  TFHIVE_BENCH_RTT=50ms  TFHIVE_BENCH_REPS=5
 #   TFHIVE_BENCH_STREAM_MB=200    TFHIVE_BENCH_TASKS_PER_HOST=8
-#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint
+#   TFHIVE_BENCH_SYNC_MB=100      (--sync of that much code to 8 hosts)
+#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync
 #   TFHIVE_BENCH_FLEET=FILE       start the fleet and keep it up until FILE is
 #                                 removed; FILE tells how to reach it (profiling)
 set -euo pipefail
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/../.."
 
 if [ "${1-}" = --smoke ]; then
 	export TFHIVE_BENCH_HOSTS=4 TFHIVE_BENCH_RTT=0 TFHIVE_BENCH_REPS=1 \
-		TFHIVE_BENCH_STREAM_MB=5 TFHIVE_BENCH_TASKS_PER_HOST=2
+		TFHIVE_BENCH_STREAM_MB=5 TFHIVE_BENCH_TASKS_PER_HOST=2 TFHIVE_BENCH_SYNC_MB=5
 	timeout=10m
 	shift
 elif [ $# -gt 0 ]; then
@@ -30,8 +31,8 @@ elif [ $# -gt 0 ]; then
 	exit 2
 else
 	: "${TFHIVE_BENCH_HOSTS:=1,8,32,64}" "${TFHIVE_BENCH_RTT:=50ms}" "${TFHIVE_BENCH_REPS:=5}" \
-		"${TFHIVE_BENCH_STREAM_MB:=200}" "${TFHIVE_BENCH_TASKS_PER_HOST:=8}"
-	export TFHIVE_BENCH_HOSTS TFHIVE_BENCH_RTT TFHIVE_BENCH_REPS TFHIVE_BENCH_STREAM_MB TFHIVE_BENCH_TASKS_PER_HOST
+		"${TFHIVE_BENCH_STREAM_MB:=200}" "${TFHIVE_BENCH_TASKS_PER_HOST:=8}" "${TFHIVE_BENCH_SYNC_MB:=100}"
+	export TFHIVE_BENCH_HOSTS TFHIVE_BENCH_RTT TFHIVE_BENCH_REPS TFHIVE_BENCH_STREAM_MB TFHIVE_BENCH_TASKS_PER_HOST TFHIVE_BENCH_SYNC_MB
 	timeout=60m
 fi
 

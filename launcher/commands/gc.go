@@ -1,0 +1,187 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/probe/wording"
+)
+
+// GCOptions are `tfhive gc`'s.
+type GCOptions struct {
+	Streams
+	Hosts HostOptions
+	// OlderThan keeps the trees used more recently than this (at least
+	// codesync.MinKeep).
+	OlderThan time.Duration
+	DryRun    bool
+	JSON      bool
+}
+
+// GC removes, on every host, the --sync trees nothing uses that were not
+// used lately, and says how much space that freed and what it kept.
+func GC(ctx context.Context, o GCOptions) error {
+	if o.OlderThan < 0 {
+		return usagef("--older-than must not be negative")
+	}
+	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
+	if err != nil {
+		return err
+	}
+	defer fleet.Close()
+	inv, err := probeAll(ctx, fleet)
+	if err != nil {
+		return err
+	}
+	reports := make([]codesync.GCReport, len(fleet.Hosts))
+	errs := make([]error, len(fleet.Hosts))
+	var g errgroup.Group
+	g.SetLimit(max(o.Hosts.Parallel, 1))
+	for i, h := range inv.Hosts {
+		if h.Err != nil {
+			continue
+		}
+		g.Go(func() error {
+			reports[i], errs[i] = codesync.GC(ctx, fleet.Executor(i), o.OlderThan, o.DryRun)
+			return nil
+		})
+	}
+	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	freed, hosts := "freed", 0
+	if o.DryRun {
+		freed = "would free"
+	}
+	var total int64
+	var failed []string
+	out := gcJSON{DryRun: o.DryRun, Hosts: []gcHostJSON{}}
+	for i, h := range inv.Hosts {
+		hj := gcHostJSON{Host: h.Name, Dir: reports[i].Dir, Trees: []gcTreeJSON{}}
+		switch {
+		case h.Err != nil:
+			hj.Error, hj.Unreachable = h.Err.Message, true
+		case errs[i] != nil:
+			hj.Error = errs[i].Error()
+			failed = append(failed, h.Name+": "+errs[i].Error())
+		default:
+			hosts++
+			total += reports[i].Freed()
+			if !o.JSON {
+				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(reports[i], freed, max(o.OlderThan, codesync.MinKeep)))
+			}
+		}
+		for _, d := range reports[i].Dirs {
+			gone := d.Kind == codesync.Removed || d.Kind == codesync.Stale
+			hj.Trees = append(hj.Trees, gcTreeJSON{Name: d.Name, State: gcStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
+			if gone {
+				hj.FreedBytes += d.KiB * 1024
+			} else {
+				hj.KeptBytes += d.KiB * 1024
+			}
+		}
+		out.Hosts = append(out.Hosts, hj)
+	}
+	out.FreedBytes = total * 1024
+	if o.JSON {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(o.Stdout, "tfhive: gc %s %s on %s\n", freed, launcher.Size(total*1024), wording.Count(hosts, "host"))
+	}
+	if len(failed) > 0 {
+		return errors.New("gc failed on " + strings.Join(failed, "; "))
+	}
+	return unreachable(inv)
+}
+
+// gcJSON is `tfhive gc --json`'s document: per host what its cache held
+// and what became of it, in bytes (du's, rounded to KiB).
+type gcJSON struct {
+	DryRun     bool         `json:"dry_run"`
+	FreedBytes int64        `json:"freed_bytes"`
+	Hosts      []gcHostJSON `json:"hosts"`
+}
+
+type gcHostJSON struct {
+	Host string `json:"host"`
+	// Dir is the host's cache; "" when gc did not get to say.
+	Dir         string       `json:"dir"`
+	FreedBytes  int64        `json:"freed_bytes"`
+	KeptBytes   int64        `json:"kept_bytes"`
+	Trees       []gcTreeJSON `json:"trees"`
+	Error       string       `json:"error,omitempty"`
+	Unreachable bool         `json:"unreachable,omitempty"`
+}
+
+// gcTreeJSON is one directory of a host's cache: State says why gc
+// removes it (unused, unfinished) or keeps it (in_use, recent,
+// underway); Removed, that it did (never with --dry-run).
+type gcTreeJSON struct {
+	Name    string `json:"name"`
+	State   string `json:"state"`
+	Bytes   int64  `json:"bytes"`
+	Removed bool   `json:"removed"`
+}
+
+// gcStates name codesync's kinds in the JSON.
+var gcStates = map[byte]string{
+	codesync.Removed:  "unused",
+	codesync.Stale:    "unfinished",
+	codesync.InUse:    "in_use",
+	codesync.Recent:   "recent",
+	codesync.Underway: "underway",
+}
+
+// gcLine says what gc did on one host: "freed 1.2 GiB (3 trees); kept 2
+// trees, 240.0 MiB: 1 in use, 1 used in the last 1m0s".
+func gcLine(r codesync.GCReport, freed string, keep time.Duration) string {
+	count := map[byte]int{}
+	var kept int64
+	for _, d := range r.Dirs {
+		count[d.Kind]++
+		if d.Kind != codesync.Removed && d.Kind != codesync.Stale {
+			kept += d.KiB
+		}
+	}
+	line := fmt.Sprintf("%s %s", freed, launcher.Size(r.Freed()*1024))
+	var parts []string
+	if n := count[codesync.Removed]; n > 0 {
+		parts = append(parts, wording.Count(n, "tree"))
+	}
+	if n := count[codesync.Stale]; n > 0 {
+		parts = append(parts, wording.Count(n, "unfinished transfer"))
+	}
+	if len(parts) > 0 {
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	parts = nil
+	if n := count[codesync.InUse]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d in use", n))
+	}
+	if n := count[codesync.Recent]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d used in the last %s", n, keep))
+	}
+	if n := count[codesync.Underway]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%s perhaps under way", wording.Count(n, "transfer")))
+	}
+	if len(parts) > 0 {
+		line += fmt.Sprintf("; kept %s: %s", launcher.Size(kept*1024), strings.Join(parts, ", "))
+	}
+	if len(r.Dirs) == 0 {
+		line += " (nothing in " + r.Dir + ")"
+	}
+	return line
+}
