@@ -43,7 +43,8 @@ const (
 	whyTorch    = "a PyTorchJob is a torch world: ranks only"
 	// --nic picks an interface from what the probe found on each host,
 	// and here nothing is probed.
-	whyNIC = "the tasks reach each other by node or Service name; to pin NCCL or gloo to an interface, use --env NCCL_SOCKET_IFNAME=NAME --env GLOO_SOCKET_IFNAME=NAME"
+	whySync = "nothing is contacted to send it to; put the code on the cluster's shared filesystem (Slurm) or in the image (Kubernetes)"
+	whyNIC  = "the tasks reach each other by node or Service name; to pin NCCL or gloo to an interface, use --env NCCL_SOCKET_IFNAME=NAME --env GLOO_SOCKET_IFNAME=NAME"
 )
 
 // flagRules covers every flag `tfhive plan` accepts besides the job's
@@ -60,6 +61,7 @@ var flagRules = []flagRule{
 	{[]string{"max-mem"}, refused("the cluster manager decides which GPUs are free", Slurm, TFJob, PyTorchJob)},
 	{[]string{"exclude"}, refused("the cluster manager decides which GPUs are free", Slurm, TFJob, PyTorchJob)},
 	{[]string{"nic"}, refused(whyNIC, Slurm, TFJob, PyTorchJob)},
+	{[]string{"sync", "sync-exclude"}, refused(whySync, Slurm, TFJob, PyTorchJob)},
 	{[]string{"json"}, refused("--json prints tfhive's own plan; --emit prints the job", Slurm, TFJob, PyTorchJob)},
 	{[]string{"ps"}, refused(whyTorch, PyTorchJob)},
 	{[]string{"gpus-per-ps"}, refused(whyTorch, PyTorchJob)},
