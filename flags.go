@@ -33,7 +33,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Streams: w.Streams, Hosts: hostOptions(c), Job: job(c),
 		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
 		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"), Wait: c.Duration("wait"),
-		Reconnect: c.Duration("reconnect"),
+		Reconnect: c.Duration("reconnect"), Detach: c.Bool("detach"),
 		Quiet:     c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
 		Check: c.Bool("check"), Imports: c.StringSlice("import"),
 	}, nil
@@ -59,6 +59,19 @@ func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 	o := commands.KillOptions{Streams: w.Streams, Hosts: hostOptions(c), RunID: c.Args().First(), Grace: c.Duration("grace")}
 	if c.NArg() != 1 {
 		return o, &commands.UsageError{Msg: "kill takes one run id", Fix: "tfhive ps lists the runs holding GPUs"}
+	}
+	return o, nil
+}
+
+// follow is wait's, attach's and logs' options: one run id.
+func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
+	o := commands.FollowOptions{Streams: w.Streams, RunID: c.Args().First(), LogDir: c.String("log-dir"),
+		Task: c.String("task"), Follow: c.Bool("follow"), Since: c.Int64("since")}
+	if c.NArg() != 1 {
+		return o, &commands.UsageError{Msg: c.Command.Name + " takes one run id", Fix: "tfhive ps lists the runs holding GPUs; ls tfhive-runs lists this directory's"}
+	}
+	if o.Since < 0 {
+		return o, &commands.UsageError{Msg: "--since must not be negative"}
 	}
 	return o, nil
 }
@@ -139,6 +152,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time between SIGTERM and SIGKILL when stopping tasks"},
 		&cli.DurationFlag{Name: "timeout", Usage: "stop everything after this long (exit 124)"},
 		&cli.DurationFlag{Name: "reconnect", Value: commands.DefaultReconnect, Usage: "redial a host whose link drops for up to `D`, its tasks running on (0: a lost link loses its tasks)"},
+		&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "return once every task has started; a keeper process goes on with the run (see tfhive attach, wait, logs)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show only tfhive's own lines and the summary"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON on stdout (task output goes to stderr)"},
 		&cli.DurationFlag{Name: "wait", Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
@@ -154,6 +168,10 @@ func doctorFlags() []cli.Flag {
 		&cli.StringFlag{Name: "setup", Usage: "shell `SNIPPET` to run first (overrides the hosts file)"},
 		importFlag(),
 	}
+}
+
+func logDirFlag() cli.Flag {
+	return &cli.StringFlag{Name: "log-dir", Usage: "the run's log `DIR`, when not tfhive-runs/RUN_ID"}
 }
 
 func importFlag() cli.Flag {

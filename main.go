@@ -82,6 +82,7 @@ var errTerminated = errors.New("interrupted by SIGTERM")
 func exitCode(err error) int {
 	var (
 		runFailed   *commands.RunFailedError
+		exit        *commands.ExitError
 		usage       *commands.UsageError
 		config      *hosts.ConfigError
 		request     *schedule.UsageError
@@ -95,6 +96,8 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &exit):
+		return exit.Code
 	case errors.As(err, &runFailed):
 		// The deciding task's own code, 124 timeout, 130/143, 4 host lost.
 		return runFailed.Summary.ExitCode
@@ -118,6 +121,10 @@ func exitCode(err error) int {
 func report(w io.Writer, err error) int {
 	code := exitCode(err)
 	if err == nil {
+		return code
+	}
+	var said *commands.ExitError
+	if errors.As(err, &said) {
 		return code
 	}
 	msg := err.Error()
@@ -194,6 +201,31 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Flags:        join(hostFlags(), jsonFlag("print the runs as a JSON document")),
 				OnUsageError: onUsage,
 				Action:       action(w.ps, commands.Ps),
+			},
+			{
+				Name:         "attach",
+				Usage:        "follow a detached run's console from its start, then live, and exit with its code; Ctrl-C only detaches",
+				ArgsUsage:    "RUN_ID",
+				Flags:        []cli.Flag{logDirFlag(), &cli.Int64Flag{Name: "since", Usage: "start at this `BYTE` of the console instead of its start"}},
+				OnUsageError: onUsage,
+				Action:       action(w.follow, commands.Attach),
+			},
+			{
+				Name:         "wait",
+				Usage:        "wait for a run to end and exit with its code",
+				ArgsUsage:    "RUN_ID",
+				Flags:        []cli.Flag{logDirFlag()},
+				OnUsageError: onUsage,
+				Action:       action(w.follow, commands.Wait),
+			},
+			{
+				Name:      "logs",
+				Usage:     "print a detached run's console, or one task's log (--task); -f follows it until the run ends",
+				ArgsUsage: "RUN_ID",
+				Flags: []cli.Flag{logDirFlag(), &cli.StringFlag{Name: "task", Usage: "one task's log: `ROLE:INDEX`, as worker:1"},
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "go on printing what is added until the run ends"}},
+				OnUsageError: onUsage,
+				Action:       action(w.follow, commands.Logs),
 			},
 			{
 				Name:         "kill",

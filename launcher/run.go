@@ -58,6 +58,9 @@ type RunOptions struct {
 	Reconnect time.Duration
 	// Redial opens a new connection to the named host, closing the old.
 	Redial func(ctx context.Context, host string) (remote.Executor, error)
+	// Started, when set, is called once every task has been told to go
+	// (not when the start failed).
+	Started func()
 	// Code is what --sync did, for the summary; nil without --sync. The
 	// plan says where the tree is on each host: the tasks' default
 	// workdir.
@@ -303,6 +306,9 @@ func (r *runner) run(ctx context.Context) *Summary {
 		defer close(r.links.stop)
 	}
 	r.startAll(ctx)
+	if !r.p.decided() && r.o.Started != nil {
+		r.o.Started()
+	}
 	if !r.p.decided() {
 		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
 	}

@@ -36,6 +36,9 @@ type RunOptions struct {
 	// Reconnect is --reconnect: how long a dropped host is redialled
 	// while its tasks run on (launcher.RunOptions.Reconnect); 0: never.
 	Reconnect time.Duration
+	// Detach starts a keeper that runs the job (detach.go) and returns
+	// once every task has started.
+	Detach bool
 	Quiet     bool
 	JSON      bool // the summary as JSON on stdout, task output on stderr
 	// Check runs doctor's checks on the plan's hosts before claiming
@@ -59,6 +62,14 @@ func Run(ctx context.Context, o RunOptions) error {
 	// wins.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
+	}
+	keeper := keeperMode()
+	if o.Detach && !keeper {
+		return detach(o)
+	}
+	if keeper {
+		// The first tfhive chose the run id and made the log dir.
+		o.Job.Name, o.LogDir = os.Getenv(keeperRunEnv), os.Getenv(keeperLogDirEnv)
 	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
 	if err != nil {
@@ -95,8 +106,10 @@ func Run(ctx context.Context, o RunOptions) error {
 	if logDir == "" {
 		logDir = filepath.Join(logRoot, req.RunID)
 	}
-	if err := checkLogDir(logDir, o.LogDir != ""); err != nil {
-		return err
+	if !keeper {
+		if err := checkLogDir(logDir, o.LogDir != ""); err != nil {
+			return err
+		}
 	}
 	defer fleet.Close()
 	var sender *syncer
@@ -122,7 +135,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	lo := launcher.RunOptions{
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
-		Reconnect: o.Reconnect, Redial: fleet.Redial,
+		Reconnect: o.Reconnect, Redial: fleet.Redial, Started: keeperStarted,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Quiet: o.Quiet,
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
@@ -134,6 +147,12 @@ func Run(ctx context.Context, o RunOptions) error {
 		Modules: mods, Workdir: o.Workdir, Setup: o.Setup, Env: env,
 		Timeout: o.Hosts.CommandTimeout, Parallel: o.Hosts.Parallel,
 	}}
+	var release func()
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	attempt := func(ctx context.Context) (*launcher.Summary, error) {
 		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr)
 		if err != nil {
@@ -151,6 +170,11 @@ func Run(ctx context.Context, o RunOptions) error {
 		if o.Check {
 			check.opts.Code = codeDirs(plan.Code)
 			if err := check.check(ctx, fleet, inv, plan); err != nil {
+				return nil, err
+			}
+		}
+		if release == nil {
+			if release, err = holdRunLock(logDir); err != nil {
 				return nil, err
 			}
 		}

@@ -1,0 +1,154 @@
+package commands
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// `tfhive run --detach` starts a keeper: this very tfhive, run again in a
+// session of its own with the same command line, its stdin empty and its
+// output in the run's log dir (console.log, keeper.log). The keeper is an
+// ordinary `tfhive run` with --reconnect: it probes, plans, claims and
+// starts, says "started" on a pipe once every task has been told to go,
+// then enforces the run's lifecycle to its end and writes the summary.
+// The first tfhive waits for that word only: it prints the run id and
+// exits 0, or, when the keeper ended first, exits with the keeper's code
+// after showing what it said. Nothing is handed over: the keeper holds
+// the connections from the start.
+//
+// Every run, kept or not, holds an exclusive lock on keeper.lock in its
+// log dir for as long as it runs: `tfhive wait`, `attach` and `logs -f`
+// learn that it ended from the kernel, not from a pid in a file.
+
+// The keeper's environment: set by the first tfhive, read by the keeper.
+const (
+	keeperEnv       = "TFHIVE_KEEPER"        // the pipe's descriptor, "3"
+	keeperRunEnv    = "TFHIVE_KEEPER_RUN_ID" // the run id chosen for it
+	keeperLogDirEnv = "TFHIVE_KEEPER_LOG_DIR"
+)
+
+// Files of a run's log dir besides the tasks' logs and the JSON documents.
+const (
+	consoleLog = "console.log" // a detached run's console
+	keeperLog  = "keeper.log"  // a detached run's own lines and errors
+	keeperLock = "keeper.lock" // held by the run's tfhive while it runs
+)
+
+// ExitError ends tfhive with Code, having said all there is to say.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
+
+// keeperMode: this tfhive is a detached run's keeper.
+func keeperMode() bool { return os.Getenv(keeperEnv) != "" }
+
+// detach starts the keeper and waits for it to say the tasks started.
+func detach(o RunOptions) error {
+	id := o.Job.Name
+	if id == "" {
+		id = newRunID(time.Now())
+	}
+	dir := o.LogDir
+	if dir == "" {
+		dir = filepath.Join(logRoot, id)
+	}
+	if err := checkLogDir(dir, o.LogDir != ""); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("log dir: %w", err)
+	}
+	console, err := os.OpenFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("log dir: %w", err)
+	}
+	defer console.Close()
+	klog, err := os.OpenFile(filepath.Join(dir, keeperLog), os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("log dir: %w", err)
+	}
+	defer klog.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	cmd := exec.Command(self, os.Args[1:]...)
+	cmd.Env = append(os.Environ(), keeperEnv+"=3", keeperRunEnv+"="+id, keeperLogDirEnv+"="+dir)
+	cmd.Stdout, cmd.Stderr = console, klog
+	cmd.ExtraFiles = []*os.File{pw}
+	// Its own session: no terminal, so no SIGHUP when this one closes, and
+	// no Ctrl-C meant for this tfhive.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return fmt.Errorf("starting the keeper: %w", err)
+	}
+	word, _ := bufio.NewReader(pr).ReadString('\n')
+	if word == "started\n" {
+		cmd.Process.Release()
+		if o.JSON {
+			fmt.Fprintf(o.Stdout, "{\"run_id\": %q, \"log_dir\": %q}\n", id, dir)
+		} else {
+			fmt.Fprintln(o.Stdout, id)
+		}
+		fmt.Fprintf(o.Stderr, "tfhive: run %s started, detached; logs in %s\n", id, dir)
+		fmt.Fprintf(o.Stderr, "tfhive: hint: tfhive attach %s follows it, tfhive wait %s waits for its end, tfhive kill %s stops it\n", id, id, id)
+		return nil
+	}
+	// The keeper ended before its tasks started: its own words say why.
+	werr := cmd.Wait()
+	klog.Seek(0, io.SeekStart)
+	io.Copy(o.Stderr, klog)
+	code := 1
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) && ee.ExitCode() > 0 {
+		code = ee.ExitCode()
+	}
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); errors.Is(err, os.ErrNotExist) {
+		// Nothing ran: no log dir is left behind.
+		os.RemoveAll(dir)
+	}
+	return &ExitError{Code: code}
+}
+
+// keeperStarted tells the first tfhive that every task was told to go.
+func keeperStarted() {
+	if !keeperMode() {
+		return
+	}
+	f := os.NewFile(3, "keeper")
+	f.WriteString("started\n")
+	f.Close()
+}
+
+// holdRunLock takes keeper.lock in the run's log dir for as long as the
+// run goes on; release lets go of it.
+func holdRunLock(dir string) (release func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, keeperLock), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("log dir %s is in use by another run", dir)
+	}
+	return func() { f.Close() }, nil
+}

@@ -1,0 +1,201 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe/claim"
+)
+
+// FollowOptions are `tfhive wait`'s, `attach`'s and `logs`'.
+type FollowOptions struct {
+	Streams
+	RunID  string
+	LogDir string // --log-dir: the run's log dir, if not tfhive-runs/RUN_ID
+	Task   string // logs --task: one task's log (worker:1)
+	Follow bool   // logs -f
+	Since  int64  // attach --since: the console's byte to start at
+}
+
+// NoRunError: no trace of the run where tfhive looked.
+type NoRunError struct{ Msg string }
+
+func (e *NoRunError) Error() string { return e.Msg }
+
+// followPoll is how often a file that grows is read again while its run
+// goes on: a file has no wakeup of its own.
+const followPoll = 100 * time.Millisecond
+
+// runLogDir finds the run's log dir.
+func runLogDir(o FollowOptions) (string, error) {
+	dir := o.LogDir
+	if dir == "" {
+		if !claim.ValidRunID(o.RunID) {
+			return "", usagef("%q is not a run id", o.RunID)
+		}
+		dir = filepath.Join(logRoot, o.RunID)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		where := "in " + logRoot + " here"
+		if o.LogDir != "" {
+			where = "in " + o.LogDir
+		}
+		return "", &NoRunError{Msg: fmt.Sprintf("no run %s %s", o.RunID, where)}
+	}
+	return dir, nil
+}
+
+// runGoesOn says whether the run's tfhive still holds its lock.
+func runGoesOn(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, keeperLock))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil
+}
+
+// waitRunEnd blocks until the run's tfhive lets go of its lock.
+func waitRunEnd(ctx context.Context, dir string) error {
+	f, err := os.Open(filepath.Join(dir, keeperLock))
+	if err != nil {
+		return nil // never started, or an older run: it is not running
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for unix.Flock(int(f.Fd()), unix.LOCK_SH) == unix.EINTR {
+		}
+	}()
+	select {
+	case <-done:
+		f.Close()
+		return nil
+	case <-ctx.Done():
+		// The blocked flock ends with the process.
+		return ctx.Err()
+	}
+}
+
+// runResult is the run's end as its summary says: nil for a success.
+func runResult(dir, id string) error {
+	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return fmt.Errorf("run %s ended without a summary (see %s)", id, filepath.Join(dir, keeperLog))
+	}
+	var s launcher.Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("run %s: %s: %w", id, filepath.Join(dir, "summary.json"), err)
+	}
+	if s.ExitCode != 0 {
+		return &RunFailedError{Summary: &s}
+	}
+	return nil
+}
+
+// Wait blocks until the run ends and returns its result: the run's own
+// exit code, for scripts that start runs with --detach.
+func Wait(ctx context.Context, o FollowOptions) error {
+	dir, err := runLogDir(o)
+	if err != nil {
+		return err
+	}
+	if err := waitRunEnd(ctx, dir); err != nil {
+		return err
+	}
+	return runResult(dir, o.RunID)
+}
+
+// Attach follows a detached run's console from the start (or --since),
+// then live, and returns the run's result once it ends. Ctrl-C (ctx)
+// only detaches: the run goes on.
+func Attach(ctx context.Context, o FollowOptions) error {
+	dir, err := runLogDir(o)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, consoleLog)
+	if _, err := os.Stat(path); err != nil {
+		return &NoRunError{Msg: fmt.Sprintf("run %s was not detached: its console is the terminal that started it", o.RunID)}
+	}
+	if err := follow(ctx, o.Stdout, path, o.Since, dir, true); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(o.Stderr, "tfhive: detached from run %s; it goes on (tfhive attach %s)\n", o.RunID, o.RunID)
+			return &ExitError{Code: 130}
+		}
+		return err
+	}
+	return runResult(dir, o.RunID)
+}
+
+// Logs prints a run's console (a detached run's) or one task's log, and
+// with -f follows it until the run ends.
+func Logs(ctx context.Context, o FollowOptions) error {
+	dir, err := runLogDir(o)
+	if err != nil {
+		return err
+	}
+	name := consoleLog
+	if o.Task != "" {
+		role, index, ok := strings.Cut(o.Task, ":")
+		if !ok || role == "" || strings.ContainsAny(o.Task, "/\x00") {
+			return usagef("--task %q: want ROLE:INDEX, as worker:1", o.Task)
+		}
+		name = role + "-" + index + ".log"
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		if o.Task != "" {
+			return &NoRunError{Msg: fmt.Sprintf("run %s has no task %s (no %s)", o.RunID, o.Task, path)}
+		}
+		return &NoRunError{Msg: fmt.Sprintf("run %s was not detached: give --task ROLE:INDEX for a task's log", o.RunID)}
+	}
+	return follow(ctx, o.Stdout, path, 0, dir, o.Follow)
+}
+
+// follow copies path from offset to w, then, while the run goes on and
+// live is set, what is added to it; on a terminal, sanitised.
+func follow(ctx context.Context, w io.Writer, path string, offset int64, dir string, live bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return err
+	}
+	out := w
+	if isTerminal(w) {
+		rw := launcher.NewReplayWriter(w)
+		defer rw.Close()
+		out = rw
+	}
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	for {
+		// Whether it went on is asked before the last read: what was
+		// written before it ended is then all read.
+		goesOn := live && runGoesOn(dir)
+		if _, err := io.Copy(out, f); err != nil {
+			return err
+		}
+		if !goesOn {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
