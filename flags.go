@@ -34,7 +34,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
 		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"), Wait: c.Duration("wait"),
 		Reconnect: c.Duration("reconnect"), Detach: c.Bool("detach"),
-		Quiet:     c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
+		Quiet: c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
 		Check: c.Bool("check"), Imports: c.StringSlice("import"),
 	}, nil
 }

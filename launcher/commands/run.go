@@ -39,8 +39,8 @@ type RunOptions struct {
 	// Detach starts a keeper that runs the job (detach.go) and returns
 	// once every task has started.
 	Detach bool
-	Quiet     bool
-	JSON      bool // the summary as JSON on stdout, task output on stderr
+	Quiet  bool
+	JSON   bool // the summary as JSON on stdout, task output on stderr
 	// Check runs doctor's checks on the plan's hosts before claiming
 	// anything, importing Imports too, and refuses to start when they
 	// differ (a *CheckError).
