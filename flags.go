@@ -34,7 +34,8 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
 		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"), Wait: c.Duration("wait"),
 		Reconnect: c.Duration("reconnect"), Detach: c.Bool("detach"),
-		Quiet: c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
+		Unattended: unattended(c),
+		Quiet:      c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
 		Check: c.Bool("check"), Imports: c.StringSlice("import"),
 	}, nil
 }
@@ -153,6 +154,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "timeout", Usage: "stop everything after this long (exit 124)"},
 		&cli.DurationFlag{Name: "reconnect", Value: commands.DefaultReconnect, Usage: "redial a host whose link drops for up to `D`, its tasks running on (0: a lost link loses its tasks)"},
 		&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "return once every task has started; a keeper process goes on with the run (see tfhive attach, wait, logs)"},
+		&cli.DurationFlag{Name: "unattended", Value: commands.DefaultUnattended, Usage: "with --detach: stop the tasks once no keeper has been heard from for `D`"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show only tfhive's own lines and the summary"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON on stdout (task output goes to stderr)"},
 		&cli.DurationFlag{Name: "wait", Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
@@ -168,6 +170,15 @@ func doctorFlags() []cli.Flag {
 		&cli.StringFlag{Name: "setup", Usage: "shell `SNIPPET` to run first (overrides the hosts file)"},
 		importFlag(),
 	}
+}
+
+// unattended is --unattended's value: its default only with --detach, so
+// that a foreground run given none is not refused.
+func unattended(c *cli.Context) time.Duration {
+	if c.IsSet("unattended") || c.Bool("detach") {
+		return c.Duration("unattended")
+	}
+	return 0
 }
 
 func logDirFlag() cli.Flag {

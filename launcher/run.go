@@ -58,6 +58,10 @@ type RunOptions struct {
 	Reconnect time.Duration
 	// Redial opens a new connection to the named host, closing the old.
 	Redial func(ctx context.Context, host string) (remote.Executor, error)
+	// Unattended, when set, is how long the supervisors of a detached run
+	// wait for a keeper before they stop their tasks (instead of
+	// Reconnect plus the keepalive period).
+	Unattended time.Duration
 	// Started, when set, is called once every task has been told to go
 	// (not when the start failed).
 	Started func()
@@ -86,6 +90,11 @@ const (
 // DefaultReconnect is --reconnect's default: a laptop's lid closed for a
 // coffee, a VPN that drops and comes back.
 const DefaultReconnect = 5 * time.Minute
+
+// DefaultUnattended is --unattended's default: a detached run whose
+// keeper is gone is stopped after a day, so that a forgotten parameter
+// server does not hold its GPU for ever.
+const DefaultUnattended = 24 * time.Hour
 
 // Exit codes Run chooses for results that no task's own code explains.
 const (
@@ -559,6 +568,11 @@ func (r *runner) taskFor(t schedule.Task) task {
 		// The supervisor waits for the link as long as tfhive redials it,
 		// counted from when tfhive would notice it gone.
 		tk.Keep = r.o.Reconnect + tk.HeartbeatTimeout
+		if r.o.Unattended > 0 {
+			// A detached run: its keeper may be replaced (tfhive attach
+			// from anywhere) for this long.
+			tk.Keep = max(r.o.Unattended, tk.HeartbeatTimeout)
+		}
 	}
 	return tk
 }

@@ -19,7 +19,10 @@ import (
 )
 
 // DefaultReconnect is --reconnect's default.
-const DefaultReconnect = launcher.DefaultReconnect
+const (
+	DefaultReconnect  = launcher.DefaultReconnect
+	DefaultUnattended = launcher.DefaultUnattended
+)
 
 // RunOptions are `tfhive run`'s.
 type RunOptions struct {
@@ -36,6 +39,9 @@ type RunOptions struct {
 	// Reconnect is --reconnect: how long a dropped host is redialled
 	// while its tasks run on (launcher.RunOptions.Reconnect); 0: never.
 	Reconnect time.Duration
+	// Unattended is --unattended: with --detach, how long the tasks run on
+	// with no keeper before their supervisors stop them.
+	Unattended time.Duration
 	// Detach starts a keeper that runs the job (detach.go) and returns
 	// once every task has started.
 	Detach bool
@@ -64,6 +70,12 @@ func Run(ctx context.Context, o RunOptions) error {
 		debug.SetGCPercent(50)
 	}
 	keeper := keeperMode()
+	if o.Detach && o.Reconnect == 0 {
+		return &UsageError{Msg: "--detach needs --reconnect: a detached run's tasks outlive the sessions that started them", Fix: "drop --reconnect 0"}
+	}
+	if !o.Detach && o.Unattended != 0 {
+		return &UsageError{Msg: "--unattended is for --detach", Fix: "a run in the foreground stops its tasks --reconnect after its link is gone"}
+	}
 	if o.Detach && !keeper {
 		return detach(o)
 	}
@@ -90,7 +102,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}, {"reconnect", o.Reconnect}} {
+	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}, {"reconnect", o.Reconnect}, {"unattended", o.Unattended}} {
 		if d.v < 0 {
 			return usagef("--%s must not be negative", d.flag)
 		}
@@ -136,7 +148,8 @@ func Run(ctx context.Context, o RunOptions) error {
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
 		Reconnect: o.Reconnect, Redial: fleet.Redial, Started: keeperStarted,
-		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
+		Unattended: o.Unattended,
+		KeepAlive:  fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Quiet: o.Quiet,
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
 	}

@@ -3,7 +3,9 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -74,4 +76,43 @@ func TestDetachThatCannotStart(t *testing.T) {
 	w := tfhive(t, f.Env(), f.Dir, "wait", "--log-dir", logDir, "nosuchrun")
 	wantCode(t, w, 1)
 	wantContains(t, "stderr", w.stderr, "tfhive: error: no run nosuchrun in "+logDir)
+}
+
+// A detached run whose keeper is gone (killed outright) is stopped by its
+// supervisors once --unattended has passed.
+func TestDetachUnattended(t *testing.T) {
+	f := runFleet(t, "u1")
+	args, logDir := runArgs(t, f, "--detach", "--unattended", "5s", "--workers", "2", "--gpus-per-worker", "0",
+		"--", "sleep", "300")
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	pid := keeperOf(t, logDir)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Host("u1").Leftovers()) == 0 {
+		t.Fatal("the tasks ended with their keeper: they were not kept")
+	}
+	// 5 s, counted from the keeper's last heartbeat, plus the read's own
+	// rounding: 30 s leaves room for a loaded machine.
+	noLeftovers(t, f, 30*time.Second)
+}
+
+// keeperOf finds the keeper of the run whose log dir is logDir, by its
+// environment.
+func keeperOf(t *testing.T, logDir string) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range procs {
+		env, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(env), "\x00TFHIVE_KEEPER_LOG_DIR="+logDir+"\x00") {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err == nil {
+			return pid
+		}
+	}
+	t.Fatalf("no keeper for %s", logDir)
+	return 0
 }
