@@ -3,12 +3,12 @@
 # it follows the task's output files from the given byte offsets, each
 # stream behind a "@@tfhive-stream" line, and feeds its stdin into the
 # task's control FIFO, until the supervisor ends; then it exits with the
-# task's status. A supervisor that ended without one (killed) counts as
-# killed: 137.
+# task's status.
 #
 # Before the markers, a line on stderr and exit 125 say why it cannot:
-# no trace of the run or task here, or a directory that is not the
-# user's own (rundir.sh). The pid file is in that directory, but a pid is
+# no trace of the run or task here, a directory that is not the user's
+# own (rundir.sh), or a supervisor gone without a status (killed, or the
+# host rebooted). One killed while followed counts as killed: 137. The pid file is in that directory, but a pid is
 # only followed (never signalled) once /proc says the process is this
 # user's supervisor of this very task.
 #
@@ -26,7 +26,7 @@ for tfhive_x in out err rc pid; do
 	{ [ -f "$tfhive_f.$tfhive_x" ] && [ ! -L "$tfhive_f.$tfhive_x" ]; } || tfhive_fail "no trace of task $tfhive_task in $tfhive_rd"
 done
 { [ -p "$tfhive_f.ctl" ] && [ ! -L "$tfhive_f.ctl" ]; } || tfhive_fail "no control FIFO for task $tfhive_task in $tfhive_rd"
-read -r tfhive_pid <"$tfhive_f.pid"
+read -r tfhive_pid tfhive_lo tfhive_le <"$tfhive_f.pid"
 tfhive_alive=0
 case $tfhive_pid in
 '' | *[!0-9]*) ;;
@@ -37,15 +37,31 @@ case $tfhive_pid in
 	fi
 	;;
 esac
+# Each tail follows its stream's writer, the supervisor's child, else the
+# supervisor (see supervisor-run.sh).
+tfhive_writer() {
+	tfhive_w=$tfhive_pid
+	case $1 in '' | *[!0-9]*) return ;; esac
+	read -r tfhive_stat <"/proc/$1/stat" 2>/dev/null || return
+	tfhive_stat=${tfhive_stat##*) }
+	tfhive_stat=${tfhive_stat#* }
+	[ "${tfhive_stat%% *}" = "$tfhive_pid" ] && tfhive_w=$1
+}
+read -r tfhive_rc _ <"$tfhive_f.rc"
+if [ "$tfhive_alive" = 0 ] && [ -z "$tfhive_rc" ]; then
+	tfhive_fail "the supervisor of task $tfhive_task is gone without a status (its host rebooted, or it was killed)"
+fi
 printf '%s\n' '@@tfhive-stream'
 printf '%s\n' '@@tfhive-stream' >&2
 if [ "$tfhive_alive" = 1 ]; then
 	exec 6<>"$tfhive_f.ctl"
 	cat >&6 2>/dev/null &
 	tfhive_feed=$!
-	tail -c +$((tfhive_off_out + 1)) --pid="$tfhive_pid" -s 0.2 -f "$tfhive_f.out" 2>/dev/null 6<&- &
+	tfhive_writer "$tfhive_lo"
+	tail -c +$((tfhive_off_out + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.out" 2>/dev/null 6<&- &
 	tfhive_t1=$!
-	tail -c +$((tfhive_off_err + 1)) --pid="$tfhive_pid" -s 0.2 -f "$tfhive_f.err" 2>/dev/null 6<&- >&2 &
+	tfhive_writer "$tfhive_le"
+	tail -c +$((tfhive_off_err + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.err" 2>/dev/null 6<&- >&2 &
 	tfhive_t2=$!
 	exec 2>/dev/null
 	wait "$tfhive_t1" "$tfhive_t2"

@@ -67,7 +67,7 @@ if [ "$tfhive_keep" != 0 ]; then
 	# The status slot is written now, while the disk may have room, and
 	# overwritten in place at the end.
 	{ mkfifo -m 600 "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" && : >"$tfhive_f.out" && : >"$tfhive_f.err" &&
-		printf '%31s\n' '' >"$tfhive_f.rc" && printf '%s\n' "$$" >"$tfhive_f.pid"; } 2>/dev/null ||
+		printf '%31s\n' '' >"$tfhive_f.rc" && printf '%-47s\n' "$$" >"$tfhive_f.pid"; } 2>/dev/null ||
 		{ printf 'tfhive: cannot create the task files in %s\n' "$tfhive_rd" >&2; exit 126; }
 fi
 printf '%s\n' '@@tfhive-claim ok'
@@ -143,6 +143,9 @@ else
 	tfhive_lo=$!
 	tfhive_log "$tfhive_f.err" <"$tfhive_f.epipe" 3<&- 7>&- &
 	tfhive_le=$!
+	# The pid file says who to follow: the supervisor, then each stream's
+	# writer (attach.sh), written in place like the status.
+	printf '%-47s\n' "$$ $tfhive_lo $tfhive_le" 1<>"$tfhive_f.pid"
 	(
 		printf 't %s\n' "$BASHPID" >&7
 		exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 7>&-
@@ -157,9 +160,12 @@ else
 	# stderr get the files from the start.
 	cat <&3 >&6 2>/dev/null 7>&- &
 	tfhive_feed=$!
-	for tfhive_s in out:1 err:2; do
-		{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid=$$ -s 0.2 -f "$tfhive_f.${tfhive_s%:*}" 2>/dev/null; } >&"${tfhive_s#*:}" 3<&- 6<&- 7>&- &
-	done
+	# Each tail follows its stream's writer: once that has ended, the tail
+	# reads the last bytes and ends. New output wakes it at once
+	# (inotify); whether the writer ended is only seen every -s seconds,
+	# hence short: a kill(pid, 0) every 50 ms costs nothing.
+	{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_lo" -s 0.05 -f "$tfhive_f.out" 2>/dev/null; } 3<&- 6<&- 7>&- &
+	{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_le" -s 0.05 -f "$tfhive_f.err" 2>/dev/null; } >&2 3<&- 6<&- 7>&- &
 	# Past the markers, the session's streams carry the files alone: what
 	# bash itself might say (a job's death) must not slip in.
 	exec 2>/dev/null
@@ -188,8 +194,8 @@ if [ "$tfhive_keep" != 0 ]; then
 	# left in the background by the task would hold them, so they get 5 s.
 	tfhive_n=0
 	while kill -0 "$tfhive_lo" 2>/dev/null || kill -0 "$tfhive_le" 2>/dev/null; do
-		[ "$tfhive_n" -lt 50 ] || { kill "$tfhive_lo" "$tfhive_le" 2>/dev/null; break; }
-		sleep 0.1
+		[ "$tfhive_n" -lt 500 ] || { kill "$tfhive_lo" "$tfhive_le" 2>/dev/null; break; }
+		sleep 0.01
 		tfhive_n=$((tfhive_n + 1))
 	done
 	tfhive_trunc=
