@@ -68,6 +68,13 @@ func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 	o := commands.FollowOptions{Streams: w.Streams, RunID: c.Args().First(), LogDir: c.String("log-dir"),
 		Task: c.String("task"), Follow: c.Bool("follow"), Since: c.Int64("since")}
+	if c.Command.Name == "attach" {
+		o.Hosts, o.Grace, o.Reconnect = hostOptions(c), c.Duration("grace"), c.Duration("reconnect")
+		o.Adopt = c.IsSet("host") || c.IsSet("hosts")
+		if o.Grace < 0 || o.Reconnect <= 0 {
+			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
+		}
+	}
 	if c.NArg() != 1 {
 		return o, &commands.UsageError{Msg: c.Command.Name + " takes one run id", Fix: "tfhive ps lists the runs holding GPUs; ls tfhive-runs lists this directory's"}
 	}

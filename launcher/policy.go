@@ -21,16 +21,17 @@ import (
 type eventKind int
 
 const (
-	evStarted    eventKind = iota // the task's supervisor runs; its claim line is to come
-	evNotStarted                  // the task could not start (err)
-	evClaim                       // the task's supervisor answered the claim phase (line)
-	evExited                      // the task ended with status code (128+N for signal N)
-	evLost                        // the task's host or connection was lost (err)
-	evInterrupt                   // the caller stopped the run (sig: which signal, nil if unnamed)
-	evKillNow                     // the caller asked again: kill at once
-	evTimeout                     // the run's --timeout (after) passed
-	evGraceOver                   // the grace period after SIGTERM passed
-	evGiveUp                      // killed, and still not gone a while later
+	evStarted     eventKind = iota // the task's supervisor runs; its claim line is to come
+	evNotStarted                   // the task could not start (err)
+	evClaim                        // the task's supervisor answered the claim phase (line)
+	evExited                       // the task ended with status code (128+N for signal N)
+	evLost                         // the task's host or connection was lost (err)
+	evInterrupt                    // the caller stopped the run (sig: which signal, nil if unnamed)
+	evKillNow                      // the caller asked again: kill at once
+	evTimeout                      // the run's --timeout (after) passed
+	evGraceOver                    // the grace period after SIGTERM passed
+	evGiveUp                       // killed, and still not gone a while later
+	evSteppedDown                  // another keeper adopted the run (err: which)
 )
 
 // event is one thing that happened to the run.
@@ -96,6 +97,15 @@ type policy struct {
 	conflict       error // a claim was taken or blocked: nothing ran
 }
 
+// adopted records that every task already runs, started and told to go
+// by another tfhive: the run's lifecycle goes on from there.
+func (p *policy) adopted() {
+	for i := range p.state {
+		p.state[i] = taskState{phase: phaseStarted, claimed: true, line: claimOK}
+	}
+	p.waiting = 0
+}
+
 func newPolicy(p *schedule.Plan) *policy {
 	return &policy{rule: ruleOf(p), tasks: p.Tasks, state: make([]taskState, len(p.Tasks)),
 		waiting: len(p.Tasks), decider: -1}
@@ -140,6 +150,16 @@ func (p *policy) apply(ev event) decision {
 		p.kill(&d)
 	case evGiveUp:
 		d.abandon = p.live()
+	case evSteppedDown:
+		// Nothing is stopped: the tasks are the other keeper's now.
+		if p.result != ResultSteppedDown {
+			p.result, p.code, p.decider, p.reason = ResultSteppedDown, 1, -1, ev.err
+		}
+		for _, i := range p.live() {
+			s := &p.state[i]
+			s.phase, s.outcome = phaseDone, OutcomeHandedOver
+			d.abandon = append(d.abandon, i)
+		}
 	}
 	return d
 }

@@ -57,11 +57,15 @@ type linkState struct {
 	back  chan hostBack
 	ready chan attached
 	stop  chan struct{} // closed when the run ends: redials give up
+	// replaced hears that a newer keeper adopted the run: what its
+	// supervisors said.
+	replaced chan string
 }
 
 func newLinkState(execs map[string]remote.Executor, hosts int) *linkState {
 	l := &linkState{conn: map[string]remote.Executor{}, redo: map[string]*reconnecting{}, gone: map[string]string{},
-		back: make(chan hostBack, hosts), ready: make(chan attached, 16), stop: make(chan struct{})}
+		back: make(chan hostBack, hosts), ready: make(chan attached, 16), stop: make(chan struct{}),
+		replaced: make(chan string, 1)}
 	for h, e := range execs {
 		l.conn[h] = e
 	}
@@ -181,8 +185,8 @@ func (r *runner) attach(i int) {
 	rt.marked.Store(false)
 	rt.attachNoise.Reset()
 	out := &streamGate{next: rt.out.Stdout(), n: &rt.outN, marked: &rt.marked}
-	errw := &streamGate{next: rt.out.Stderr(), noise: &rt.attachNoise, n: &rt.errN}
-	input := attachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN)
+	errw := &streamGate{next: rt.out.Stderr(), noise: &rt.attachNoise, n: &rt.errN, replaced: r.links.sayReplaced}
+	input := attachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN, r.gen())
 	go func() {
 		proc, err := ex.Start(context.Background(), SupervisorCommand, out, errw)
 		if err == nil {
@@ -226,23 +230,57 @@ func (rt *runTask) attachFailed() string {
 	return why
 }
 
+// gen is this keeper's generation.
+func (r *runner) gen() int { return max(r.o.Gen, 1) }
+
+// sayReplaced passes on, once, that a newer keeper adopted the run.
+func (l *linkState) sayReplaced(why string) {
+	select {
+	case l.replaced <- why:
+	default:
+	}
+}
+
+// stepDown lets go of the run for the keeper that adopted it: nothing is
+// stopped, every session is dropped.
+func (r *runner) stepDown(why string) {
+	r.o.Console.Printf("tfhive: %s; stepping down (the tasks go on)", why)
+	for _, rt := range r.tasks {
+		rt.abandoned = true
+	}
+	d := r.p.apply(event{kind: evSteppedDown, err: why})
+	for _, i := range d.abandon {
+		if rt := r.tasks[i]; rt.proc != nil {
+			rt.proc.Close()
+		}
+	}
+}
+
+// replacedMarker is what a supervisor's session says on stderr, on a line
+// of its own, once a newer keeper adopted the run (scripts/rundir.sh).
+const replacedMarker = "@@tfhive-replaced "
+
 // streamGate passes a kept task's stream on from its marker line, counting
 // the bytes: the offset in the task's output file on the host. What comes
 // before the marker is the login shell's (or, in an attach session, why
-// it failed): it goes to noise, or nowhere.
+// it failed): it goes to noise, or nowhere. On stderr it also watches for
+// replacedMarker (replaced).
 type streamGate struct {
-	next   io.Writer
-	noise  io.Writer
-	n      *int64
-	marked interface{ Store(bool) }
-	buf    []byte
-	passed bool
+	next     io.Writer
+	noise    io.Writer
+	n        *int64
+	marked   interface{ Store(bool) }
+	replaced func(why string)
+	buf      []byte
+	passed   bool
+	seen     []byte // the last bytes passed, for a marker split across writes
 }
 
 func (g *streamGate) Write(p []byte) (int, error) {
 	if g.passed {
 		*g.n += int64(len(p))
 		g.next.Write(p)
+		g.watch(p)
 		return len(p), nil
 	}
 	g.buf = append(g.buf, p...)
@@ -270,6 +308,26 @@ func (g *streamGate) Write(p []byte) (int, error) {
 		}
 		g.buf = g.buf[i+1:]
 	}
+}
+
+// watch looks for replacedMarker in what passed.
+func (g *streamGate) watch(p []byte) {
+	if g.replaced == nil {
+		return
+	}
+	data := append(g.seen, p...)
+	if i := bytes.Index(data, []byte(replacedMarker)); i >= 0 {
+		line := data[i+len(replacedMarker):]
+		if j := bytes.IndexByte(line, '\n'); j >= 0 {
+			g.replaced("keeper generation " + string(line[:j]) + " adopted the run")
+			g.replaced = nil
+			return
+		}
+		g.seen = append([]byte(nil), data[i:]...)
+		return
+	}
+	keep := min(len(data), len(replacedMarker)+24)
+	g.seen = append(g.seen[:0], data[len(data)-keep:]...)
 }
 
 // noiseBuffer keeps the first few hundred bytes written to it.

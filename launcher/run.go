@@ -62,6 +62,12 @@ type RunOptions struct {
 	// wait for a keeper before they stop their tasks (instead of
 	// Reconnect plus the keepalive period).
 	Unattended time.Duration
+	// Adopted: the plan's tasks already run, started by another tfhive
+	// (tfhive attach -H): nothing is started or claimed, every task is
+	// followed from its first byte, and the lifecycle goes on from there.
+	// Gen is this keeper's generation (1 for the run's own tfhive).
+	Adopted bool
+	Gen     int
 	// Started, when set, is called once every task has been told to go
 	// (not when the start failed).
 	Started func()
@@ -77,6 +83,9 @@ const (
 	OutcomeStopped = "stopped" // stopped by tfhive once the run was decided: not a failure
 	OutcomeLost    = "lost"    // its host or connection was lost
 	OutcomeNoStart = "not-started"
+	// OutcomeHandedOver: another keeper adopted the run; this one let go
+	// of the task, still running.
+	OutcomeHandedOver = "handed-over"
 )
 
 // Run results.
@@ -85,6 +94,9 @@ const (
 	ResultFailed      = "failed"
 	ResultTimeout     = "timeout"
 	ResultInterrupted = "interrupted"
+	// ResultSteppedDown: another keeper adopted the run (tfhive attach -H
+	// from elsewhere); this one stopped nothing. Exit 1.
+	ResultSteppedDown = "stepped-down"
 )
 
 // DefaultReconnect is --reconnect's default: a laptop's lid closed for a
@@ -309,12 +321,17 @@ func (r *runner) run(ctx context.Context) *Summary {
 	}
 	var back <-chan hostBack
 	var ready <-chan attached
+	var replaced <-chan string
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
 		r.links = newLinkState(r.o.Execs, len(writers))
-		back, ready = r.links.back, r.links.ready
+		back, ready, replaced = r.links.back, r.links.ready, r.links.replaced
 		defer close(r.links.stop)
 	}
-	r.startAll(ctx)
+	if r.o.Adopted && r.links != nil {
+		r.adoptAll()
+	} else {
+		r.startAll(ctx)
+	}
 	if !r.p.decided() && r.o.Started != nil {
 		r.o.Started()
 	}
@@ -338,7 +355,12 @@ func (r *runner) run(ctx context.Context) *Summary {
 				break
 			}
 			if ev.attach && ev.err == nil && !ev.marked && r.p.state[ev.i].phase == phaseStarted {
-				ev.err = errors.New(r.tasks[ev.i].attachFailed())
+				why := r.tasks[ev.i].attachFailed()
+				if strings.HasPrefix(why, "replaced by keeper generation") {
+					r.stepDown(why)
+					break
+				}
+				ev.err = errors.New(why)
 			}
 			r.tasks[ev.i].res.Duration = time.Since(r.tasks[ev.i].started)
 			if ev.err != nil {
@@ -350,6 +372,9 @@ func (r *runner) run(ctx context.Context) *Summary {
 			r.hostBack(b)
 		case a := <-ready:
 			r.attachedTo(a)
+		case why := <-replaced:
+			replaced = nil
+			r.stepDown(why)
 		case <-heartbeat.C:
 			for _, i := range r.p.live() {
 				r.tasks[i].send(ctlHeartbeat)
@@ -482,7 +507,10 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	var stdout, stderr io.Writer = rt.out.Stdout(), rt.out.Stderr()
 	if tk.Keep > 0 {
 		stdout = &streamGate{next: stdout, noise: stdout, n: &rt.outN}
-		stderr = &streamGate{next: stderr, noise: stderr, n: &rt.errN}
+		stderr = &streamGate{next: stderr, noise: stderr, n: &rt.errN, replaced: r.links.sayReplaced}
+		if r.firstOnHost(i) {
+			tk.RunInfo = runInfoOf(r.o.Plan)
+		}
 	}
 	gate := &claimGate{next: stdout, report: rt.reportClaim}
 	proc, err := ex.Start(ctx, SupervisorCommand, gate, stderr)
@@ -651,6 +679,9 @@ func (r *runner) heartbeatInterval() time.Duration {
 }
 
 func (rt *runTask) send(line string) {
+	if rt.proc == nil {
+		return // adopted, and not attached yet
+	}
 	select {
 	case rt.ctl <- ctlLine{rt.proc, line}:
 	default: // the host's link is stuck; heartbeats may be dropped

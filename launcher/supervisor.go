@@ -33,6 +33,9 @@ type task struct {
 	// scripts/supervisor-run.sh): with no control line for this long it
 	// stops the task. Zero: the end of the session stops it.
 	Keep time.Duration
+	// RunInfo, for a kept run's first task on each host, describes the
+	// run for a keeper that adopts it (RunInfo in adopt.go); "" otherwise.
+	RunInfo string
 }
 
 // Control lines tfhive writes to a supervisor's stdin.
@@ -71,6 +74,7 @@ var (
 	claimSh        = shscript.Load(scripts, "scripts/supervisor-claim.sh")
 	runSh          = shscript.Load(scripts, "scripts/rundir.sh", "scripts/supervisor-run.sh")
 	attachSh       = shscript.Load(scripts, "scripts/rundir.sh", "scripts/attach.sh")
+	findRunSh      = shscript.Load(scripts, "scripts/rundir.sh", "scripts/find-run.sh")
 	taskSh         = shscript.Load(scripts, "scripts/task.sh")
 )
 
@@ -115,6 +119,7 @@ func runStage(t task) string {
 		shscript.Set("tfhive_nclaims", strconv.Itoa(len(t.Claims))),
 		shscript.Set("tfhive_hb_timeout", strconv.Itoa(timeout)),
 		shscript.Set("tfhive_keep", strconv.Itoa(keepSeconds(t.Keep))),
+		shscript.Set("tfhive_runinfo", t.RunInfo),
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
 		vars = append(vars, shscript.Export(k, t.Env[k]))
@@ -136,13 +141,21 @@ func keepSeconds(d time.Duration) int {
 // before the control lines it passes on (scripts/attach.sh): it follows
 // the task's output from the offsets given, bytes of stdout and stderr
 // already received.
-func attachInput(runID, taskID string, outOff, errOff int64) string {
+func attachInput(runID, taskID string, outOff, errOff int64, gen int) string {
 	s := attachSh.With(
 		shscript.Set("tfhive_run", runID),
 		shscript.Set("tfhive_task", taskID),
 		shscript.Set("tfhive_off_out", strconv.FormatInt(outOff, 10)),
 		shscript.Set("tfhive_off_err", strconv.FormatInt(errOff, 10)),
+		shscript.Set("tfhive_gen", strconv.Itoa(gen)),
 	)
+	return strconv.Itoa(len(s)) + "\n" + s
+}
+
+// findRunInput asks a host what it holds of a kept run
+// (scripts/find-run.sh), as a stage for SupervisorCommand.
+func findRunInput(runID string) string {
+	s := findRunSh.With(shscript.Set("tfhive_run", runID))
 	return strconv.Itoa(len(s)) + "\n" + s
 }
 

@@ -24,6 +24,13 @@ type FollowOptions struct {
 	Task   string // logs --task: one task's log (worker:1)
 	Follow bool   // logs -f
 	Since  int64  // attach --since: the console's byte to start at
+	// Adopt (attach with -H or --hosts): find the run on the hosts and
+	// become its keeper (adopt.go), with these hosts, --grace and
+	// --reconnect.
+	Adopt     bool
+	Hosts     HostOptions
+	Grace     time.Duration
+	Reconnect time.Duration
 }
 
 // NoRunError: no trace of the run where tfhive looked.
@@ -120,6 +127,9 @@ func Wait(ctx context.Context, o FollowOptions) error {
 // then live, and returns the run's result once it ends. Ctrl-C (ctx)
 // only detaches: the run goes on.
 func Attach(ctx context.Context, o FollowOptions) error {
+	if o.Adopt {
+		return adopt(ctx, o)
+	}
 	dir, err := runLogDir(o)
 	if err != nil {
 		return err

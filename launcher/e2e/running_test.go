@@ -6,7 +6,9 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
@@ -51,7 +53,14 @@ func startTfhive(t *testing.T, f *sshtest.Fleet, s stream, args ...string) *runn
 	if err := r.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Process.Kill(); r.Wait() })
+	// A run still going at the end of its test is stopped as a user
+	// would (SIGTERM: its tasks stopped on the hosts), killed if it hangs.
+	t.Cleanup(func() {
+		r.Process.Signal(syscall.SIGTERM)
+		t := time.AfterFunc(30*time.Second, func() { r.Process.Kill() })
+		r.Wait()
+		t.Stop()
+	})
 	r.lines = bufio.NewScanner(pipe)
 	return r
 }

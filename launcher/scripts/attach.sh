@@ -17,7 +17,10 @@
 #   tfhive_task     the task's id (worker:0)
 #   tfhive_off_out  bytes of stdout already received
 #   tfhive_off_err  bytes of stderr already received
-: "${tfhive_run?}" "${tfhive_task?}" "${tfhive_off_out?}" "${tfhive_off_err?}"
+#   tfhive_gen      the keeper's generation: 1 for the run's own tfhive,
+#                   one more for each keeper that adopted it (a newer one
+#                   on record refuses this session: "replaced by …")
+: "${tfhive_run?}" "${tfhive_task?}" "${tfhive_off_out?}" "${tfhive_off_err?}" "${tfhive_gen?}"
 tfhive_fail() { printf 'tfhive: %s\n' "$1" >&2; exit 125; }
 tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
 tfhive_rundir "$tfhive_run" 0 || tfhive_fail "$tfhive_why"
@@ -47,6 +50,13 @@ tfhive_writer() {
 	tfhive_stat=${tfhive_stat#* }
 	[ "${tfhive_stat%% *}" = "$tfhive_pid" ] && tfhive_w=$1
 }
+tfhive_g=
+read -r tfhive_g <"$tfhive_rd/keeper.gen" 2>/dev/null
+case $tfhive_g in '' | *[!0-9]*) tfhive_g=1 ;; esac
+[ "$tfhive_g" -le "$tfhive_gen" ] || tfhive_fail "replaced by keeper generation $tfhive_g"
+if [ "$tfhive_g" -lt "$tfhive_gen" ]; then
+	printf '%s\n' "$tfhive_gen" >"$tfhive_rd/keeper.gen.$$" && mv -f "$tfhive_rd/keeper.gen.$$" "$tfhive_rd/keeper.gen"
+fi
 read -r tfhive_rc _ <"$tfhive_f.rc"
 if [ "$tfhive_alive" = 0 ] && [ -z "$tfhive_rc" ]; then
 	tfhive_fail "the supervisor of task $tfhive_task is gone without a status (its host rebooted, or it was killed)"
@@ -55,7 +65,7 @@ printf '%s\n' '@@tfhive-stream'
 printf '%s\n' '@@tfhive-stream' >&2
 if [ "$tfhive_alive" = 1 ]; then
 	exec 6<>"$tfhive_f.ctl"
-	cat >&6 2>/dev/null &
+	tfhive_feed "$tfhive_gen" &
 	tfhive_feed=$!
 	tfhive_writer "$tfhive_lo"
 	tail -c +$((tfhive_off_out + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.out" 2>/dev/null 6<&- &

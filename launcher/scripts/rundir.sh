@@ -33,3 +33,21 @@ tfhive_rundir() {
 		fi
 	done
 }
+
+# tfhive_feed GEN passes control lines from stdin into the task's control
+# FIFO (descriptor 6) for as long as GEN is the run's keeper generation on
+# record (keeper.gen in the run's directory, tfhive_rd): once a newer
+# keeper has adopted the run, it says so on stderr, on a line of its own,
+# and stops, so that the older one steps down.
+tfhive_feed() {
+	while IFS= read -r tfhive_l; do
+		tfhive_g=
+		read -r tfhive_g <"$tfhive_rd/keeper.gen" 2>/dev/null
+		case $tfhive_g in '' | *[!0-9]*) tfhive_g=0 ;; esac
+		if [ "$tfhive_g" -gt "$1" ]; then
+			printf '\n%s %s\n' '@@tfhive-replaced' "$tfhive_g" >&2
+			return
+		fi
+		printf '%s\n' "$tfhive_l" >&6
+	done
+}

@@ -46,8 +46,11 @@
 #   tfhive_keep        0: the supervisor lives and dies with its session;
 #                      otherwise kept, and the seconds without a control
 #                      line after which it stops its task
+#   tfhive_runinfo     kept, the first task on the host: the run's
+#                      description (JSON, one line) for a keeper that adopts
+#                      it (find-run.sh); otherwise empty
 # and, from the holders' command line, $2 the run id and $3 the task's.
-: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}"
+: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}"
 # The lock files' descriptors, opened by the first stage for the holders
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
@@ -67,7 +70,9 @@ if [ "$tfhive_keep" != 0 ]; then
 	# The status slot is written now, while the disk may have room, and
 	# overwritten in place at the end.
 	{ mkfifo -m 600 "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" && : >"$tfhive_f.out" && : >"$tfhive_f.err" &&
-		printf '%31s\n' '' >"$tfhive_f.rc" && printf '%-47s\n' "$$" >"$tfhive_f.pid"; } 2>/dev/null ||
+		printf '%31s\n' '' >"$tfhive_f.rc" && printf '%-47s\n' "$$" >"$tfhive_f.pid" &&
+		{ [ -f "$tfhive_rd/keeper.gen" ] || printf '1\n' >"$tfhive_rd/keeper.gen"; } &&
+		{ [ -z "$tfhive_runinfo" ] || printf '%s\n' "$tfhive_runinfo" >"$tfhive_rd/run.json"; }; } 2>/dev/null ||
 		{ printf 'tfhive: cannot create the task files in %s\n' "$tfhive_rd" >&2; exit 126; }
 fi
 printf '%s\n' '@@tfhive-claim ok'
@@ -108,9 +113,9 @@ tfhive_held() {
 }
 # The watcher starts first. It learns the task's pid from the task's own
 # shell before the task runs (setsid then execs in place: a background
-# subshell leads no process group) and the reader's from us, then waits
-# for EOF on a pipe only the supervisor and, until its exec, the task's
-# shell hold: a supervisor killed at any moment after the fork still has
+# subshell leads no process group) and the reader's from the reader, then
+# waits for EOF on a pipe only the supervisor and, until they have said
+# who they are, the task's shell and the reader hold: a supervisor killed at any moment after the fork still has
 # its task stopped. Lines are tagged: the two writers race.
 exec 7> >(
 	while IFS=' ' read -r tfhive_what tfhive_id; do
@@ -158,7 +163,7 @@ else
 	# This session is the first to follow the task (attach.sh does the
 	# same for later ones): its stdin feeds the FIFO, its stdout and
 	# stderr get the files from the start.
-	cat <&3 >&6 2>/dev/null 7>&- &
+	tfhive_feed 1 <&3 7>&- &
 	tfhive_feed=$!
 	# Each tail follows its stream's writer: once that has ended, the tail
 	# reads the last bytes and ends. New output wakes it at once
@@ -170,7 +175,11 @@ else
 	# bash itself might say (a job's death) must not slip in.
 	exec 2>/dev/null
 fi
+# The reader tells the watcher its pid itself, as the task's shell does:
+# a supervisor killed right after the fork still has its reader stopped.
 (
+	printf 'r %s\n' "$BASHPID" >&7
+	exec 7>&-
 	while IFS= read -r -t "$tfhive_wait" tfhive_c <&"$tfhive_in" && tfhive_held; do
 		case $tfhive_c in
 		t) tfhive_signal TERM ;;
@@ -178,9 +187,8 @@ fi
 		esac
 	done
 	tfhive_abandon
-) 7>&- &
+) &
 tfhive_reader=$!
-printf 'r %s\n' "$tfhive_reader" >&7
 exec 3<&-
 trap tfhive_stop TERM
 tfhive_rc=

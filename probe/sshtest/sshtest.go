@@ -279,6 +279,14 @@ func (h *Host) Stop() {
 		p.Wait()
 	}
 	h.Procs = nil
+	// What the host's sessions left running (a kept supervisor outlives
+	// its session) goes down with it, as on a real host, so that no test
+	// leaves processes behind for the next.
+	for _, l := range h.Leftovers() {
+		if pid, err := strconv.Atoi(strings.Fields(l)[0]); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // Home is the HOME the test user's sessions get on this host (unless

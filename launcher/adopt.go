@@ -1,0 +1,194 @@
+package launcher
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/wording"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// A kept run can be adopted: from any machine that reaches its hosts,
+// `tfhive attach RUN -H …` finds what the hosts hold of it (FindRun),
+// rebuilds the plan the lifecycle needs (AdoptedPlan) and runs it with
+// RunOptions.Adopted: every task followed from its first byte, under a
+// keeper generation one above the newest on record, so that an older
+// keeper that comes back is refused and steps down (scripts/attach.sh,
+// rundir.sh's tfhive_feed).
+
+// RunInfo is what a kept run's hosts keep of it (run.json, written by the
+// first task's supervisor on each host): enough for the lifecycle.
+type RunInfo struct {
+	RunID     string        `json:"run_id"`
+	Framework string        `json:"framework"`
+	Chief     bool          `json:"chief"`
+	Tasks     []RunInfoTask `json:"tasks"`
+}
+
+// RunInfoTask is one task of a RunInfo.
+type RunInfoTask struct {
+	ID   string `json:"id"`
+	GPUs []int  `json:"gpus"`
+}
+
+// runInfoOf is plan's RunInfo, as one line of JSON.
+func runInfoOf(p *schedule.Plan) string {
+	ri := RunInfo{RunID: p.RunID, Framework: p.Framework, Chief: len(p.Cluster.Chief) > 0}
+	for _, t := range p.Tasks {
+		ri.Tasks = append(ri.Tasks, RunInfoTask{ID: t.ID, GPUs: t.GPUs})
+	}
+	b, _ := json.Marshal(ri)
+	return string(b)
+}
+
+// firstOnHost: task i is the first of the plan on its host.
+func (r *runner) firstOnHost(i int) bool {
+	return slices.IndexFunc(r.tasks, func(rt *runTask) bool { return rt.t.Host == r.tasks[i].t.Host }) == i
+}
+
+// adoptAll takes over tasks that already run: each is followed again from
+// its first byte into fresh local logs.
+func (r *runner) adoptAll() {
+	r.p.adopted()
+	for i, rt := range r.tasks {
+		rt.started = time.Now()
+		rt.goSent.Store(true)
+		logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			r.apply(event{kind: evLost, task: i, err: err.Error()})
+			continue
+		}
+		rt.log = logf
+		rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
+		r.attach(i)
+	}
+	r.o.Console.Printf("tfhive: run %s adopted (keeper generation %d): %s on %s, logs in %s", r.o.Plan.RunID, r.gen(),
+		wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
+}
+
+// FoundRun is what one host holds of a run.
+type FoundRun struct {
+	Host string
+	// None says why the host holds nothing of it ("" when it does).
+	None string
+	Info *RunInfo
+	Gen  int
+	// Tasks: each task whose files are on the host, and whether its
+	// supervisor is "alive", "ended" or "gone".
+	Tasks map[string]string
+	Err   error // the host could not be asked
+}
+
+// FindRun asks every host, in parallel and bounded, what it holds of run
+// id (scripts/find-run.sh): one round trip each, over its connection.
+func FindRun(ctx context.Context, execs map[string]remote.Executor, id string, parallel int) []FoundRun {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for h := range execs {
+			if !yield(h) {
+				return
+			}
+		}
+	})
+	found := make([]FoundRun, len(names))
+	var g errgroup.Group
+	g.SetLimit(max(parallel, 1))
+	var mu sync.Mutex
+	for i, h := range names {
+		g.Go(func() error {
+			var out, errb bytes.Buffer
+			rc, err := execs[h].Run(ctx, SupervisorCommand, strings.NewReader(findRunInput(id)), &out, &errb)
+			f := parseFoundRun(h, out.Bytes())
+			if err == nil && rc != 0 {
+				err = fmt.Errorf("exit %d: %s", rc, wording.FirstLine(errb.String()))
+			}
+			f.Err = err
+			mu.Lock()
+			found[i] = f
+			mu.Unlock()
+			return nil
+		})
+	}
+	g.Wait()
+	return found
+}
+
+func parseFoundRun(host string, out []byte) FoundRun {
+	f := FoundRun{Host: host, Tasks: map[string]string{}, Gen: 1}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 2<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "@@tfhive-none "):
+			f.None = strings.TrimPrefix(line, "@@tfhive-none ")
+		case strings.HasPrefix(line, "@@tfhive-run "):
+			var ri RunInfo
+			if json.Unmarshal([]byte(strings.TrimPrefix(line, "@@tfhive-run ")), &ri) == nil {
+				f.Info = &ri
+			}
+		case strings.HasPrefix(line, "@@tfhive-gen "):
+			if n, err := strconv.Atoi(strings.TrimPrefix(line, "@@tfhive-gen ")); err == nil && n > 0 {
+				f.Gen = n
+			}
+		case strings.HasPrefix(line, "@@tfhive-task "):
+			if id, state, ok := strings.Cut(strings.TrimPrefix(line, "@@tfhive-task "), " "); ok {
+				f.Tasks[id] = state
+			}
+		}
+	}
+	if f.None == "" && f.Info == nil && len(f.Tasks) == 0 {
+		f.None = "no answer about the run"
+	}
+	return f
+}
+
+// AdoptedPlan is the plan a keeper that adopts the run follows: each task
+// of the run's description on the host that holds its files, and the
+// newest keeper generation on record. A task no host holds is an error:
+// the run cannot be kept whole.
+func AdoptedPlan(id string, found []FoundRun) (*schedule.Plan, int, error) {
+	var info *RunInfo
+	gen := 0
+	where := map[string]string{}
+	for _, f := range found {
+		if f.Err != nil || f.None != "" {
+			continue
+		}
+		if info == nil && f.Info != nil && f.Info.RunID == id {
+			info = f.Info
+		}
+		gen = max(gen, f.Gen)
+		for t := range f.Tasks {
+			where[t] = f.Host
+		}
+	}
+	if info == nil {
+		return nil, 0, fmt.Errorf("no host holds run %s", id)
+	}
+	p := &schedule.Plan{Version: schedule.PlanVersion, RunID: id, Framework: info.Framework}
+	if info.Chief {
+		p.Cluster.Chief = []string{"chief"}
+	}
+	for _, t := range info.Tasks {
+		host, ok := where[t.ID]
+		if !ok {
+			return nil, 0, fmt.Errorf("run %s: no host holds task %s", id, t.ID)
+		}
+		role, idx, _ := strings.Cut(t.ID, ":")
+		n, _ := strconv.Atoi(idx)
+		p.Tasks = append(p.Tasks, schedule.Task{ID: t.ID, Role: role, Index: n, Host: host, GPUs: t.GPUs})
+	}
+	return p, gen, nil
+}

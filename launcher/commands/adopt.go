@@ -1,0 +1,109 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe/claim"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+)
+
+// adopt is `tfhive attach RUN -H …`: this tfhive finds the run on the
+// hosts and becomes its keeper, in the foreground, with a log dir of its
+// own here. Ctrl-C only detaches: the tasks go on, kept, until another
+// keeper comes or --unattended passes.
+func adopt(ctx context.Context, o FollowOptions) error {
+	if !claim.ValidRunID(o.RunID) {
+		return usagef("%q is not a run id", o.RunID)
+	}
+	dir := o.LogDir
+	if dir == "" {
+		dir = filepath.Join(logRoot, o.RunID)
+	}
+	if err := checkLogDir(dir, o.LogDir != ""); err != nil {
+		return err
+	}
+	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
+	if err != nil {
+		return err
+	}
+	defer fleet.Close()
+	inv, err := probeAll(ctx, fleet)
+	if err != nil {
+		return err
+	}
+	execs := map[string]remote.Executor{}
+	hostOf := map[string]inventory.Host{}
+	var searched []string
+	for i, h := range fleet.Hosts {
+		hostOf[h.Name] = h
+		if inv.Hosts[i].Err == nil {
+			execs[h.Name] = fleet.Executor(i)
+			searched = append(searched, h.Name)
+		}
+	}
+	found := launcher.FindRun(ctx, execs, o.RunID, o.Hosts.Parallel)
+	plan, gen, err := launcher.AdoptedPlan(o.RunID, found)
+	if err != nil {
+		msg := fmt.Sprintf("no run %s on %s", o.RunID, strings.Join(searched, ", "))
+		if strings.Contains(err.Error(), "no host holds task") {
+			msg = err.Error()
+		}
+		if uerr := unreachable(inv); uerr != nil {
+			msg += " (" + uerr.Error() + ")"
+		}
+		return &NoRunError{Msg: msg}
+	}
+	console := launcher.NewConsole(o.Stdout, isTerminal(o.Stdout))
+	lo := launcher.RunOptions{
+		Plan: plan, Hosts: hostOf, Execs: map[string]remote.Executor{},
+		LogDir: dir, Grace: o.Grace, KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
+		Console: console, Reconnect: o.Reconnect, Redial: fleet.Redial,
+		Adopted: true, Gen: gen + 1,
+	}
+	for _, h := range plan.Hosts() {
+		lo.Execs[h] = execs[h]
+	}
+	release, err := holdRunLock(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	type result struct {
+		sum *launcher.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	// The keeper's own lifecycle never ends on Ctrl-C: only this tfhive
+	// does, and its sessions with it.
+	go func() {
+		sum, err := launcher.Run(context.WithoutCancel(ctx), lo)
+		done <- result{sum, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		console.Close()
+		fmt.Fprintf(o.Stderr, "tfhive: detached from run %s; its tasks go on, kept, until a keeper attaches (tfhive attach %s -H …) or --unattended passes\n", o.RunID, o.RunID)
+		return &ExitError{Code: 130}
+	}
+	if cerr := console.Close(); res.err == nil {
+		res.err = cerr
+	}
+	if res.sum == nil {
+		return res.err
+	}
+	launcher.WriteSummary(o.Stdout, res.sum)
+	if res.err != nil {
+		return res.err
+	}
+	if res.sum.ExitCode != 0 {
+		return &RunFailedError{Summary: res.sum}
+	}
+	return nil
+}

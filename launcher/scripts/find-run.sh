@@ -1,0 +1,42 @@
+# shellcheck shell=bash
+# What one host holds of a kept run, for a keeper that adopts it (tfhive
+# attach -H): the run's description, its keeper generation, and each task
+# whose files are here, with whether its supervisor still runs ("alive"),
+# ended ("ended"), or is gone without a status ("gone"). A directory that
+# is not the user's own, or none, says why on one line.
+#
+# Parameters, set by tfhive ahead of this text:
+#   tfhive_run  the run id
+: "${tfhive_run?}"
+tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
+if ! tfhive_rundir "$tfhive_run" 0; then
+	printf '@@tfhive-none %s\n' "$tfhive_why"
+	exit 0
+fi
+tfhive_j=$(head -c 1048576 "$tfhive_rd/run.json" 2>/dev/null | head -n 1)
+printf '@@tfhive-run %s\n' "$tfhive_j"
+tfhive_g=
+read -r tfhive_g <"$tfhive_rd/keeper.gen" 2>/dev/null
+printf '@@tfhive-gen %s\n' "${tfhive_g:-1}"
+for tfhive_p in "$tfhive_rd"/*.pid; do
+	{ [ -f "$tfhive_p" ] && [ ! -L "$tfhive_p" ]; } || continue
+	tfhive_f=${tfhive_p%.pid}
+	tfhive_t=${tfhive_f##*/}
+	tfhive_rc=
+	read -r tfhive_rc _ <"$tfhive_f.rc" 2>/dev/null
+	tfhive_pid=
+	read -r tfhive_pid _ <"$tfhive_p"
+	tfhive_state=gone
+	if [ -n "$tfhive_rc" ]; then
+		tfhive_state=ended
+	else
+		case $tfhive_pid in
+		'' | *[!0-9]*) ;;
+		*) if [ "$(stat -c %u "/proc/$tfhive_pid" 2>/dev/null)" = "$EUID" ] &&
+			tr '\0' ' ' <"/proc/$tfhive_pid/cmdline" 2>/dev/null | grep -q " tfhive-sup .* $tfhive_run "; then
+			tfhive_state=alive
+		fi ;;
+		esac
+	fi
+	printf '@@tfhive-task %s %s\n' "${tfhive_t%-*}:${tfhive_t##*-}" "$tfhive_state"
+done
