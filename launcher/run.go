@@ -335,7 +335,7 @@ func (r *runner) run(ctx context.Context) *Summary {
 	if !r.p.decided() && r.o.Started != nil {
 		r.o.Started()
 	}
-	if !r.p.decided() {
+	if !r.p.decided() && !r.o.Adopted {
 		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
 	}
 

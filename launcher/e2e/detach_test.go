@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -115,4 +117,96 @@ func keeperOf(t *testing.T, logDir string) int {
 	}
 	t.Fatalf("no keeper for %s", logDir)
 	return 0
+}
+
+// A detached run whose keeper stops answering (its laptop asleep: here
+// SIGSTOP) is adopted from a second "machine" (another HOME and log dir)
+// by tfhive attach -H: the adopter follows every task from its first
+// line, carries the run to its end (the parameter server stopped once the
+// workers are done) and exits with its code, as does wait there. The old
+// keeper, woken, finds itself replaced and steps down, stopping nothing.
+func TestDetachAdopted(t *testing.T) {
+	f := runFleet(t, "a1", "a2")
+	flag := filepath.Join(t.TempDir(), "train")
+	script := `if [ "$1" = ps ]; then echo serving; exec sleep 300; fi
+seq 1 100; while [ ! -e "$2" ]; do sleep 0.05; done; seq 101 200`
+	args, logDir := runArgs(t, f, "--detach", "--ps", "1", "--workers", "2", "--gpus-per-worker", "0",
+		"--", "sh", "-c", script, "task", "{job_name}", flag)
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	old := keeperOf(t, logDir)
+	if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(old, syscall.SIGKILL)
+
+	// The second machine: its own HOME and log dir, the same hosts.
+	home2, logDir2 := t.TempDir(), filepath.Join(t.TempDir(), "adopted")
+	env2 := append(f.Env(), "HOME="+home2)
+	a := &running{Cmd: exec.Command(tfhiveBin, "attach", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig,
+		"--log-dir", logDir2, "--grace", "2s", id)}
+	a.Env, a.Dir = env2, home2
+	a.Stderr = &a.other
+	pipe, err := a.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Process.Kill(); a.Wait() })
+	a.lines = bufio.NewScanner(pipe)
+	if !a.readUntil(func(line string) bool { return strings.Contains(line, "tfhive: run "+id+" adopted (keeper generation 2)") }) {
+		a.Wait()
+		t.Fatalf("attach -H did not adopt the run: %s", a.other.String())
+	}
+	// Every task's output from its start, then the old keeper woken.
+	if !a.readUntil(func(line string) bool { return strings.HasPrefix(line, "[worker:1 ") && strings.HasSuffix(line, "] 100") }) {
+		a.Wait()
+		t.Fatalf("the adopter did not show worker:1's first lines: %s", a.other.String())
+	}
+	syscall.Kill(old, syscall.SIGCONT)
+	waitFor(t, 60*time.Second, "the old keeper to step down", func() bool {
+		return syscall.Kill(old, 0) != nil || strings.Contains(readFile(t, filepath.Join(logDir, "console.log")), "stepping down")
+	})
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.readAll()
+	if err := a.Wait(); err != nil {
+		t.Fatalf("attach -H: %v\n%s", err, a.other.String())
+	}
+	s := summaryOf(t, logDir2)
+	if s.Result != "succeeded" || taskByID(s, "ps:0").Outcome != "stopped" {
+		t.Errorf("adopter's summary: %s, ps:0 %s (%s)\n%s", s.Result, taskByID(s, "ps:0").Outcome, taskByID(s, "ps:0").Error, a.read.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(readFile(t, filepath.Join(logDir2, "worker-1.log")), "\n"), "\n")
+	if len(lines) != 200 || lines[0] != "1" || lines[199] != "200" {
+		t.Errorf("adopter's worker-1.log: %d lines", len(lines))
+	}
+	w := tfhive(t, env2, home2, "wait", "--log-dir", logDir2, id)
+	wantCode(t, w, 0)
+	wantContains(t, "old keeper's console", readFile(t, filepath.Join(logDir, "console.log")), "adopted the run; stepping down")
+	noLeftovers(t, f, 10*time.Second)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s after %s", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

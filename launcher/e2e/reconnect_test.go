@@ -17,7 +17,8 @@ import (
 // file named by its last argument, then prints the rest: the test cuts
 // the link between the halves, while the worker still has output to
 // give.
-const halfAndHalf = `n=$1; h=$((n / 2)); seq 1 "$h"; while [ ! -e "$2" ]; do sleep 0.05; done; seq $((h + 1)) "$n"`
+const halfAndHalf = `if [ "$3" = ps ]; then exec sleep 300; fi
+n=$1; h=$((n / 2)); seq 1 "$h"; while [ ! -e "$2" ]; do sleep 0.05; done; seq $((h + 1)) "$n"`
 
 // linkCut is one way a link fails mid-run, and how it comes back.
 type linkCut struct {
@@ -47,11 +48,13 @@ func TestRunReconnects(t *testing.T) {
 func testReconnect(t *testing.T, c linkCut) {
 	const workers, lines = 4, 50000
 	f := sshtest.Start(t,
-		sshtest.Profile{Name: "near", GPU: "idle-2gpu.xml", AliveInterval: 1},
-		sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", AliveInterval: 1, Proxied: true})
+		sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", AliveInterval: 1, Proxied: true},
+		sshtest.Profile{Name: "near", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	flag := filepath.Join(t.TempDir(), "second-half")
-	args, logDir := runArgs(t, f, "--workers", itoa(workers), "--gpus-per-worker", "1", "--reconnect", "2m",
-		"--", "sh", "-c", halfAndHalf, "worker", itoa(lines), flag)
+	// A parameter server on the far host, to be stopped over its new
+	// session once the workers are done.
+	args, logDir := runArgs(t, f, "--ps", "1", "--workers", itoa(workers), "--gpus-per-worker", "1", "--reconnect", "2m",
+		"--", "sh", "-c", halfAndHalf, "task", itoa(lines), flag, "{job_name}")
 	r := startTfhive(t, f, readStdout, args...)
 	// Every worker has printed its first half: cut the link, then let the
 	// workers go on while it is down.
@@ -116,9 +119,16 @@ func testReconnect(t *testing.T, c linkCut) {
 		}
 	}
 	s := summaryOf(t, logDir)
+	if h := taskByID(s, "ps:0").Host; h != "far" {
+		t.Errorf("ps:0 ran on %s: the test means it to be stopped over the far host's new session", h)
+	}
 	for _, tr := range s.Tasks {
-		if tr.Outcome != "exited" || tr.ExitCode == nil || *tr.ExitCode != 0 {
-			t.Errorf("%s on %s: %s", tr.ID, tr.Host, tr.Outcome)
+		want := "exited"
+		if tr.Role == "ps" {
+			want = "stopped"
+		}
+		if tr.Outcome != want || tr.ExitCode == nil || (want == "exited" && *tr.ExitCode != 0) {
+			t.Errorf("%s on %s: %s %v: %s, want %s", tr.ID, tr.Host, tr.Outcome, tr.ExitCode, tr.Error, want)
 		}
 	}
 	noLeftovers(t, f, 10*time.Second)

@@ -65,7 +65,11 @@ printf '%s\n' '@@tfhive-stream'
 printf '%s\n' '@@tfhive-stream' >&2
 if [ "$tfhive_alive" = 1 ]; then
 	exec 6<>"$tfhive_f.ctl"
-	tfhive_feed "$tfhive_gen" &
+	# A background job's stdin would be /dev/null: the session's is passed
+	# on by hand.
+	exec 4<&0
+	tfhive_feed "$tfhive_gen" <&4 &
+	exec 4<&-
 	tfhive_feed=$!
 	tfhive_writer "$tfhive_lo"
 	tail -c +$((tfhive_off_out + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.out" 2>/dev/null 6<&- &
