@@ -157,12 +157,16 @@ seq 1 100; while [ ! -e "$2" ]; do sleep 0.05; done; seq 101 200`
 	}
 	t.Cleanup(func() { a.Process.Kill(); a.Wait() })
 	a.lines = bufio.NewScanner(pipe)
-	if !a.readUntil(func(line string) bool { return strings.Contains(line, "tfhive: run "+id+" adopted (keeper generation 2)") }) {
+	if !a.readUntil(func(line string) bool {
+		return strings.Contains(line, "tfhive: run "+id+" adopted (keeper generation 2)")
+	}) {
 		a.Wait()
 		t.Fatalf("attach -H did not adopt the run: %s", a.other.String())
 	}
 	// Every task's output from its start, then the old keeper woken.
-	if !a.readUntil(func(line string) bool { return strings.HasPrefix(line, "[worker:1 ") && strings.HasSuffix(line, "] 100") }) {
+	if !a.readUntil(func(line string) bool {
+		return strings.HasPrefix(line, "[worker:1 ") && strings.HasSuffix(line, "] 100")
+	}) {
 		a.Wait()
 		t.Fatalf("the adopter did not show worker:1's first lines: %s", a.other.String())
 	}
