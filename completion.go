@@ -88,8 +88,7 @@ func words(cur string, cands []commands.Candidate) completion {
 }
 
 // What a command's arguments are. A command missing here gets no
-// completion for them; one that takes a run id (logs, attach) opts in
-// with a line.
+// completion for them.
 type argKind int
 
 const (
@@ -101,6 +100,9 @@ const (
 
 var argsOf = map[string]argKind{
 	"kill":       liveRunArg,
+	"attach":     anyRunArg,
+	"logs":       anyRunArg,
+	"wait":       anyRunArg,
 	"run":        commandArg,
 	"plan":       commandArg,
 	"completion": shellArg,

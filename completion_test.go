@@ -149,6 +149,12 @@ func TestCompleteRunIDsFromLogRoot(t *testing.T) {
 	if _, got := completeWords(t, "kill", "e"); got != nil {
 		t.Errorf("ended runs offered to kill: %q", got)
 	}
+	// attach, logs and wait take any run with its logs here, ended or not.
+	for _, cmd := range []string{"attach", "logs", "wait"} {
+		if _, got := completeWords(t, cmd, "e"); len(got) != 1 || got[0] != "ended-1" {
+			t.Errorf("%s e: %q, want ended-1", cmd, got)
+		}
+	}
 }
 
 func TestCompletionScriptCommand(t *testing.T) {
