@@ -32,7 +32,8 @@ import (
 //	TFHIVE_BENCH_STREAM_MB       streaming volume, 200
 //	TFHIVE_BENCH_TASKS_PER_HOST  tasks per host for the footprint, 8
 //	TFHIVE_BENCH_SYNC_MB         size of the --sync tree, 100 (sent to 8 hosts, or all when fewer)
-//	TFHIVE_BENCH_ONLY            comma-separated sections to run (probe,launch,teardown,stream,footprint,sync); all by default
+//	TFHIVE_BENCH_ONLY            comma-separated sections to run (probe,launch,teardown,stream,footprint,sync,
+//	                             reconnect,detach); all by default
 //	TFHIVE_BENCH_OWN_HOME        0: sessions get the test user's real HOME (and its ~/.bashrc) instead of
 //	                             an empty one per host
 //	TFHIVE_BENCH_FLEET           a file name: start the fleet (largest host count), write shell
@@ -102,6 +103,12 @@ func TestBench(t *testing.T) {
 	if want("sync") {
 		b.sync()
 	}
+	if want("reconnect") {
+		b.reconnect()
+	}
+	if want("detach") {
+		b.detach()
+	}
 	b.targets()
 }
 
@@ -148,6 +155,8 @@ type bench struct {
 	syncRatio         float64       // --sync of new code ÷ parallel tar | ssh
 	syncExtra         time.Duration // run --sync of unchanged code − run
 	syncHosts         int
+	reconnectCuts     []*reconnectCut
+	detachRatio       map[int]float64 // run --detach returned ÷ foreground run started
 }
 
 func (b *bench) printf(format string, args ...any) {
@@ -672,6 +681,14 @@ func (b *bench) targets() {
 		budget := b.rtt + time.Duration(b.syncHosts)*50*time.Millisecond
 		row(fmt.Sprintf("unchanged code: `run --sync` ≤ `run` + 1 RTT + 50 ms per host (%s, %d hosts)", ms(budget), b.syncHosts),
 			"+"+ms(b.syncExtra), b.syncExtra <= budget)
+	}
+	for _, c := range b.reconnectCuts {
+		limit := 3*b.rtt + c.wait
+		med := medianDur(c.total)
+		row(fmt.Sprintf("reconnect, %s: link back → output ≤ 3 RTT + step (%s)", c.name, ms(limit)), ms(med), med <= limit)
+	}
+	if r, ok := b.detachRatio[big]; ok {
+		row(fmt.Sprintf("`run --detach` returns within a foreground start (%d hosts)", big), fmt.Sprintf("%.2f×", r), r <= 1)
 	}
 }
 

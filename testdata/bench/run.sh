@@ -15,7 +15,7 @@
 #   TFHIVE_BENCH_HOSTS=1,8,32,64  TFHIVE_BENCH_RTT=50ms  TFHIVE_BENCH_REPS=5
 #   TFHIVE_BENCH_STREAM_MB=200    TFHIVE_BENCH_TASKS_PER_HOST=8
 #   TFHIVE_BENCH_SYNC_MB=100      (--sync of that much code to 8 hosts)
-#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync
+#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach
 #   TFHIVE_BENCH_FLEET=FILE       start the fleet and keep it up until FILE is
 #                                 removed; FILE tells how to reach it (profiling)
 set -euo pipefail
