@@ -36,7 +36,7 @@ func TestScriptsFormats(t *testing.T) {
 		want []string
 	}{
 		{claimSh, []string{"'" + claimBlocked + "'", "-E " + busy + " ", " " + claim.HolderMarker + " "}},
-		{runSh, []string{"'" + claimOK + "'", "exit " + busy + "\n", "'" + streamMarker + "'"}},
+		{runSh, []string{"'" + claimOK + "'", "exit " + busy + "\n", "'" + streamMarker + "'", "'" + claimFailed + "'"}},
 		{attachSh, []string{"'" + streamMarker + "'"}},
 		{readStage, []string{"exit " + busy + ";"}},
 		{killSh, []string{`$k == "` + claim.HolderMarker + `"`}},

@@ -55,6 +55,9 @@ const (
 	claimMarker  = "@@tfhive-claim "
 	claimOK      = claimMarker + "ok"
 	claimBlocked = claimMarker + "blocked "
+	// claimFailed: a kept task cannot have its files on the host (its run
+	// directory refused, say); the task could not start.
+	claimFailed = claimMarker + "failed "
 	// exitClaimBusy is the supervisor's status when a claim was taken or
 	// tfhive aborted the start.
 	exitClaimBusy = 75

@@ -58,13 +58,18 @@ while [ "$tfhive_fd" -lt "$((4 + tfhive_nclaims))" ]; do
 	eval "exec $tfhive_fd<&-"
 	tfhive_fd=$((tfhive_fd + 1))
 done
+# A kept task that cannot have its files says why in place of its claim
+# line: the task could not start.
+tfhive_cannot() {
+	printf '%s%s\n' '@@tfhive-claim failed ' "$1"
+	exit 126
+}
 if [ "$tfhive_keep" != 0 ]; then
 	if ! command -v tail >/dev/null 2>&1 || ! command -v mkfifo >/dev/null 2>&1; then
-		echo 'tfhive: tail or mkfifo not found on this host (coreutils)' >&2
-		exit 127
+		tfhive_cannot 'tail or mkfifo not found on this host (coreutils)'
 	fi
 	tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
-	tfhive_rundir "$2" 1 || { printf 'tfhive: %s\n' "$tfhive_why" >&2; exit 126; }
+	tfhive_rundir "$2" 1 || tfhive_cannot "$tfhive_why"
 	tfhive_f=$tfhive_rd/${3//:/-}
 	rm -f "$tfhive_f".*
 	# The status slot is written now, while the disk may have room, and
@@ -73,7 +78,7 @@ if [ "$tfhive_keep" != 0 ]; then
 		printf '%31s\n' '' >"$tfhive_f.rc" && printf '%-47s\n' "$$" >"$tfhive_f.pid" &&
 		{ [ -f "$tfhive_rd/keeper.gen" ] || printf '1\n' >"$tfhive_rd/keeper.gen"; } &&
 		{ [ -z "$tfhive_runinfo" ] || printf '%s\n' "$tfhive_runinfo" >"$tfhive_rd/run.json"; }; } 2>/dev/null ||
-		{ printf 'tfhive: cannot create the task files in %s\n' "$tfhive_rd" >&2; exit 126; }
+		tfhive_cannot "cannot create the task's files in $tfhive_rd"
 fi
 printf '%s\n' '@@tfhive-claim ok'
 # Nothing starts until every task of the run holds its claims.
