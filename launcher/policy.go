@@ -40,8 +40,9 @@ type event struct {
 	task int
 	code int
 	err  string
-	// line is the claim line: claimOK, claimBlocked+why, claimTaken (it
-	// ended with exitClaimBusy first), or "" (it ended otherwise first).
+	// line is the claim line: claimOK, claimBlocked+why, claimFailed+why
+	// (not started), claimTaken (it ended with exitClaimBusy first), or ""
+	// (it ended otherwise first).
 	line  string
 	sig   os.Signal
 	after time.Duration
@@ -122,6 +123,10 @@ func (p *policy) apply(ev event) decision {
 		s.phase, s.outcome, s.err = phaseDone, OutcomeNoStart, ev.err
 		p.claimIn(ev.task, "", &d)
 	case evClaim:
+		if why, ok := strings.CutPrefix(ev.line, claimFailed); ok && !p.state[ev.task].claimed {
+			s := &p.state[ev.task]
+			s.phase, s.outcome, s.err = phaseDone, OutcomeNoStart, why
+		}
 		p.claimIn(ev.task, ev.line, &d)
 	case evExited, evLost:
 		p.exited(ev, &d)

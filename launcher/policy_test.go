@@ -360,6 +360,21 @@ func TestPolicy(t *testing.T) {
 			outcomes: []string{"stopped 75", "not-started: no connection to h1", "not-started: sending the task: EOF"},
 		},
 		{
+			name: "a kept task whose files its host refuses could not start; its supervisor's end changes nothing",
+			plan: tfPlan("worker:0@h1", "worker:1@h2"),
+			claim: []step{
+				{started(0), ""}, {started(1), ""},
+				{claimLine(0, claimFailed+"/h/.tfhive/runs is a symbolic link"), ""},
+				{claimLine(1, claimOK), "tfhive: worker:0 on h1 could not start: /h/.tfhive/runs is a symbolic link | t worker:1 | kill-timer"},
+			},
+			steps: []step{
+				{exited(0, 126), ""},
+				{exited(1, exitClaimBusy), ""},
+			},
+			result: ResultFailed, code: 1, reason: "worker:0 on h1 could not start: /h/.tfhive/runs is a symbolic link", decider: "worker:0",
+			outcomes: []string{"not-started: /h/.tfhive/runs is a symbolic link", "stopped 75"},
+		},
+		{
 			name: "no task can start",
 			plan: tfPlan("worker:0@h1"),
 			claim: []step{

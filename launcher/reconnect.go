@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/tfhive/tfhive/probe/remote"
@@ -185,8 +186,9 @@ func (r *runner) attach(i int) {
 	rt.marked.Store(false)
 	rt.attachNoise.Reset()
 	out := &streamGate{next: rt.out.Stdout(), n: &rt.outN, marked: &rt.marked}
-	errw := &streamGate{next: rt.out.Stderr(), noise: &rt.attachNoise, n: &rt.errN, replaced: r.links.sayReplaced}
-	input := attachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN, r.gen())
+	errw := &streamGate{next: rt.out.Stderr(), noise: &rt.attachNoise, n: &rt.errN, replaced: r.links.sayReplaced,
+		end: r.endLine(), truncated: &rt.truncated}
+	input := attachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN, r.gen(), r.mark)
 	go func() {
 		proc, err := ex.Start(context.Background(), SupervisorCommand, out, errw)
 		if err == nil {
@@ -200,6 +202,9 @@ func (r *runner) attach(i int) {
 		}
 		r.links.ready <- attached{i: i, gen: gen, proc: proc}
 		rc, err := proc.Wait()
+		if err == nil {
+			errw.flush()
+		}
 		r.events <- exitEvent{i: i, rc: rc, err: err, ex: ex, afterGo: true, attach: true, marked: rt.marked.Load()}
 	}()
 }
@@ -229,6 +234,9 @@ func (rt *runTask) attachFailed() string {
 	}
 	return why
 }
+
+// endLine is the truncation line of this tfhive's kept tasks' sessions.
+func (r *runner) endLine() []byte { return []byte(truncatedMarker + r.mark + "\n") }
 
 // gen is this keeper's generation.
 func (r *runner) gen() int { return max(r.o.Gen, 1) }
@@ -264,23 +272,28 @@ const replacedMarker = "@@tfhive-replaced "
 // the bytes: the offset in the task's output file on the host. What comes
 // before the marker is the login shell's (or, in an attach session, why
 // it failed): it goes to noise, or nowhere. On stderr it also watches for
-// replacedMarker (replaced).
+// replacedMarker (replaced), and takes the session's truncation line
+// (end) out of the stream.
 type streamGate struct {
 	next     io.Writer
 	noise    io.Writer
 	n        *int64
 	marked   interface{ Store(bool) }
 	replaced func(why string)
-	buf      []byte
-	passed   bool
-	seen     []byte // the last bytes passed, for a marker split across writes
+	// end is the truncation line (truncatedMarker, the mark, "\n"):
+	// never passed on nor counted, it sets truncated. held are the last
+	// bytes received, when they may be its start.
+	end       []byte
+	truncated *atomic.Bool
+	held      []byte
+	buf       []byte
+	passed    bool
+	seen      []byte // the last bytes passed, for a marker split across writes
 }
 
 func (g *streamGate) Write(p []byte) (int, error) {
 	if g.passed {
-		*g.n += int64(len(p))
-		g.next.Write(p)
-		g.watch(p)
+		g.take(p)
 		return len(p), nil
 	}
 	g.buf = append(g.buf, p...)
@@ -298,8 +311,7 @@ func (g *streamGate) Write(p []byte) (int, error) {
 			rest := g.buf[i+1:]
 			g.buf = nil
 			if len(rest) > 0 {
-				*g.n += int64(len(rest))
-				g.next.Write(rest)
+				g.take(rest)
 			}
 			return len(p), nil
 		}
@@ -308,6 +320,54 @@ func (g *streamGate) Write(p []byte) (int, error) {
 		}
 		g.buf = g.buf[i+1:]
 	}
+}
+
+// take passes p on, but for the truncation line and what may be its start.
+func (g *streamGate) take(p []byte) {
+	if g.end == nil {
+		g.pass(p)
+		return
+	}
+	if len(g.held) > 0 {
+		p = append(g.held, p...)
+		g.held = nil
+	}
+	if i := bytes.Index(p, g.end); i >= 0 {
+		g.pass(p[:i])
+		g.truncated.Store(true)
+		rest := p[i+len(g.end):]
+		g.end = nil
+		g.pass(rest)
+		return
+	}
+	k := len(p)
+	for i := max(0, len(p)-len(g.end)+1); i < len(p); i++ {
+		if p[i] == g.end[0] && bytes.HasPrefix(g.end, p[i:]) {
+			k = i
+			break
+		}
+	}
+	g.pass(p[:k])
+	if k < len(p) {
+		g.held = append([]byte(nil), p[k:]...)
+	}
+}
+
+// flush passes on what was held back as the possible start of the
+// truncation line: the session has ended without it.
+func (g *streamGate) flush() {
+	p := g.held
+	g.held = nil
+	g.pass(p)
+}
+
+func (g *streamGate) pass(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	*g.n += int64(len(p))
+	g.next.Write(p)
+	g.watch(p)
 }
 
 // watch looks for replacedMarker in what passed.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,6 +148,10 @@ type TaskResult struct {
 	Error    string        `json:"error,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
 	Log      string        `json:"log"`
+	// LogTruncated: the task's output files on its host (a kept task's)
+	// could not take all its output, a full disk: the log and the console
+	// have what they took.
+	LogTruncated bool `json:"log_truncated,omitempty"`
 }
 
 // runTask is a task while it runs.
@@ -177,6 +182,9 @@ type runTask struct {
 	abandoned   bool
 	// goSent: the go line was sent; a session lost before it is lost.
 	goSent atomic.Bool
+	// truncated: a session said the host's files could not take all of
+	// the task's output.
+	truncated atomic.Bool
 }
 
 func (rt *runTask) reportClaim(line string) {
@@ -267,7 +275,7 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
 	if err := writeJSONFile(filepath.Join(o.LogDir, "plan.json"), o.Plan); err != nil {
 		return nil, err
 	}
-	r := &runner{o: o, lim: lim, p: newPolicy(o.Plan), events: make(chan exitEvent, len(o.Plan.Tasks)), start: time.Now()}
+	r := &runner{o: o, lim: lim, p: newPolicy(o.Plan), events: make(chan exitEvent, len(o.Plan.Tasks)), start: time.Now(), mark: rand.Text()}
 	sum := r.run(ctx)
 	if r.p.conflict != nil {
 		return nil, r.p.conflict
@@ -292,6 +300,9 @@ type runner struct {
 	giveUpAt <-chan time.Time
 	killed   bool       // the caller asked to kill at once
 	links    *linkState // a kept run's links; nil otherwise
+	// mark is this tfhive's random word for its kept tasks' truncation
+	// lines (truncatedMarker).
+	mark string
 }
 
 func (r *runner) run(ctx context.Context) *Summary {
@@ -505,9 +516,13 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	tk := r.taskFor(rt.t)
 	rt.started = time.Now()
 	var stdout, stderr io.Writer = rt.out.Stdout(), rt.out.Stderr()
+	var errGate *streamGate
 	if tk.Keep > 0 {
 		stdout = &streamGate{next: stdout, noise: stdout, n: &rt.outN}
-		stderr = &streamGate{next: stderr, noise: stderr, n: &rt.errN, replaced: r.links.sayReplaced}
+		errGate = &streamGate{next: stderr, noise: stderr, n: &rt.errN, replaced: r.links.sayReplaced,
+			end: r.endLine(), truncated: &rt.truncated}
+		stderr = errGate
+		tk.Mark = r.mark
 		if r.firstOnHost(i) {
 			tk.RunInfo = runInfoOf(r.o.Plan)
 		}
@@ -543,6 +558,9 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		rc, err := proc.Wait()
 		if silent.Load() {
 			err = fmt.Errorf("no answer from the host within %s", answerWithin)
+		}
+		if err == nil && errGate != nil {
+			errGate.flush()
 		}
 		if err == nil && rc == exitClaimBusy {
 			rt.reportClaim(claimTaken)
@@ -709,6 +727,7 @@ func (r *runner) summary() *Summary {
 	for i, rt := range r.tasks {
 		st := r.p.state[i]
 		rt.res.Outcome, rt.res.ExitCode, rt.res.Error = st.outcome, st.code, st.err
+		rt.res.LogTruncated = rt.truncated.Load()
 	}
 	if decider >= 0 {
 		s.Tasks = append(s.Tasks, r.tasks[decider].res)
@@ -757,6 +776,9 @@ func WriteSummary(w io.Writer, s *Summary) error {
 		}
 		if t.Error != "" {
 			outcome += ": " + t.Error
+		}
+		if t.LogTruncated {
+			outcome += " (host log truncated: disk full)"
 		}
 		rows = append(rows, []string{t.Role, fmt.Sprint(t.Index), t.Host, intList(t.GPUs), outcome, t.Duration.Round(100 * time.Millisecond).String(), t.Log})
 	}

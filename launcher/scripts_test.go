@@ -36,8 +36,9 @@ func TestScriptsFormats(t *testing.T) {
 		want []string
 	}{
 		{claimSh, []string{"'" + claimBlocked + "'", "-E " + busy + " ", " " + claim.HolderMarker + " "}},
-		{runSh, []string{"'" + claimOK + "'", "exit " + busy + "\n", "'" + streamMarker + "'"}},
-		{attachSh, []string{"'" + streamMarker + "'"}},
+		{runSh, []string{"'" + claimOK + "'", "exit " + busy + "\n", "'" + streamMarker + "'", "'" + claimFailed + "'",
+			"printf '%s %s\\n' '" + strings.TrimSpace(truncatedMarker) + "' \"$tfhive_mark\""}},
+		{attachSh, []string{"'" + streamMarker + "'", "printf '%s %s\\n' '" + strings.TrimSpace(truncatedMarker) + "' \"$tfhive_mark\""}},
 		{readStage, []string{"exit " + busy + ";"}},
 		{killSh, []string{`$k == "` + claim.HolderMarker + `"`}},
 	} {

@@ -36,6 +36,9 @@ type task struct {
 	// RunInfo, for a kept run's first task on each host, describes the
 	// run for a keeper that adopts it (RunInfo in adopt.go); "" otherwise.
 	RunInfo string
+	// Mark is this tfhive's random word for a kept task's truncation line
+	// (truncatedMarker).
+	Mark string
 }
 
 // Control lines tfhive writes to a supervisor's stdin.
@@ -55,6 +58,9 @@ const (
 	claimMarker  = "@@tfhive-claim "
 	claimOK      = claimMarker + "ok"
 	claimBlocked = claimMarker + "blocked "
+	// claimFailed: a kept task cannot have its files on the host (its run
+	// directory refused, say); the task could not start.
+	claimFailed = claimMarker + "failed "
 	// exitClaimBusy is the supervisor's status when a claim was taken or
 	// tfhive aborted the start.
 	exitClaimBusy = 75
@@ -120,6 +126,7 @@ func runStage(t task) string {
 		shscript.Set("tfhive_hb_timeout", strconv.Itoa(timeout)),
 		shscript.Set("tfhive_keep", strconv.Itoa(keepSeconds(t.Keep))),
 		shscript.Set("tfhive_runinfo", t.RunInfo),
+		shscript.Set("tfhive_mark", t.Mark),
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
 		vars = append(vars, shscript.Export(k, t.Env[k]))
@@ -140,14 +147,15 @@ func keepSeconds(d time.Duration) int {
 // attachInput is all a later session of a kept supervisor's task is sent
 // before the control lines it passes on (scripts/attach.sh): it follows
 // the task's output from the offsets given, bytes of stdout and stderr
-// already received.
-func attachInput(runID, taskID string, outOff, errOff int64, gen int) string {
+// already received. mark is the word of its truncation line.
+func attachInput(runID, taskID string, outOff, errOff int64, gen int, mark string) string {
 	s := attachSh.With(
 		shscript.Set("tfhive_run", runID),
 		shscript.Set("tfhive_task", taskID),
 		shscript.Set("tfhive_off_out", strconv.FormatInt(outOff, 10)),
 		shscript.Set("tfhive_off_err", strconv.FormatInt(errOff, 10)),
 		shscript.Set("tfhive_gen", strconv.Itoa(gen)),
+		shscript.Set("tfhive_mark", mark),
 	)
 	return strconv.Itoa(len(s)) + "\n" + s
 }
@@ -164,6 +172,14 @@ func findRunInput(runID string) string {
 // before it is not the task's, and the bytes after it are the task's
 // output file from the offset asked for.
 const streamMarker = "@@tfhive-stream"
+
+// truncatedMarker, then the session's mark and a newline, is what a kept
+// task's session says on stderr after the last byte of the task's
+// output, once the task has ended, when the host's files could not take
+// all of it (a full disk). The mark is a random word the task cannot
+// know: bytes of its own output never pass for this line, and the line
+// is never counted as output.
+const truncatedMarker = "@@tfhive-truncated "
 
 // taskShell is what runs inside the task's new session: cd, setup, exec
 // (scripts/task.sh).

@@ -3,7 +3,8 @@
 # it follows the task's output files from the given byte offsets, each
 # stream behind a "@@tfhive-stream" line, and feeds its stdin into the
 # task's control FIFO, until the supervisor ends; then it exits with the
-# task's status.
+# task's status, after a line "@@tfhive-truncated MARK" on stderr if the
+# host's files could not take all the output (supervisor-run.sh).
 #
 # Before the markers, a line on stderr and exit 125 say why it cannot:
 # no trace of the run or task here, a directory that is not the user's
@@ -20,7 +21,9 @@
 #   tfhive_gen      the keeper's generation: 1 for the run's own tfhive,
 #                   one more for each keeper that adopted it (a newer one
 #                   on record refuses this session: "replaced by …")
-: "${tfhive_run?}" "${tfhive_task?}" "${tfhive_off_out?}" "${tfhive_off_err?}" "${tfhive_gen?}"
+#   tfhive_mark     a random word of this session's tfhive: it marks the
+#                   truncation line
+: "${tfhive_run?}" "${tfhive_task?}" "${tfhive_off_out?}" "${tfhive_off_err?}" "${tfhive_gen?}" "${tfhive_mark?}"
 tfhive_fail() { printf 'tfhive: %s\n' "$1" >&2; exit 125; }
 tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
 tfhive_rundir "$tfhive_run" 0 || tfhive_fail "$tfhive_why"
@@ -77,12 +80,20 @@ if [ "$tfhive_alive" = 1 ]; then
 	tfhive_writer "$tfhive_le"
 	tail -c +$((tfhive_off_err + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.err" 2>/dev/null 6<&- >&2 &
 	tfhive_t2=$!
-	exec 2>/dev/null
+	exec 8>&2 2>/dev/null
 	wait "$tfhive_t1" "$tfhive_t2"
 	kill "$tfhive_feed"
+	# The tails end with the loggers; the supervisor writes the status
+	# just after, unless it is gone (dead, or a zombie nobody reaps).
+	while read -r tfhive_rc _ <"$tfhive_f.rc" && [ -z "$tfhive_rc" ] &&
+		read -r tfhive_stat <"/proc/$tfhive_pid/stat" && tfhive_stat=${tfhive_stat##*) } && [ "${tfhive_stat%% *}" != Z ]; do
+		sleep 0.01
+	done
 else
 	tail -c +$((tfhive_off_out + 1)) "$tfhive_f.out" 2>/dev/null
 	tail -c +$((tfhive_off_err + 1)) "$tfhive_f.err" 2>/dev/null >&2
+	exec 8>&2 2>/dev/null
 fi
-read -r tfhive_rc _ <"$tfhive_f.rc"
+read -r tfhive_rc tfhive_trunc <"$tfhive_f.rc"
+[ "$tfhive_trunc" != truncated ] || printf '%s %s\n' '@@tfhive-truncated' "$tfhive_mark" >&8
 exit "${tfhive_rc:-137}"

@@ -22,13 +22,21 @@ tfhive_rundir() {
 			# there then counts.
 			mkdir -m 700 "$tfhive_rd" 2>/dev/null || [ -e "$tfhive_rd" ] || { tfhive_why="cannot create $tfhive_rd"; return 1; }
 		fi
-		if [ -L "$tfhive_rd" ] || [ ! -d "$tfhive_rd" ]; then
-			tfhive_why="$tfhive_rd is not a directory"
-			return 1
+		tfhive_why=
+		if [ -L "$tfhive_rd" ]; then
+			tfhive_why='is a symbolic link'
+		elif [ ! -d "$tfhive_rd" ]; then
+			tfhive_why='is not a directory'
+		else
+			read -r tfhive_uid tfhive_mode tfhive_owner <<<"$(stat -c '%u %a %U' "$tfhive_rd" 2>/dev/null)"
+			if [ "$tfhive_uid" != "$EUID" ]; then
+				tfhive_why="is owned by ${tfhive_owner:-?} (uid ${tfhive_uid:-?}), not by you"
+			elif [ "$tfhive_mode" != 700 ]; then
+				tfhive_why="has mode 0${tfhive_mode:-?}, not 0700"
+			fi
 		fi
-		read -r tfhive_uid tfhive_mode <<<"$(stat -c '%u %a' "$tfhive_rd" 2>/dev/null)"
-		if [ "$tfhive_uid" != "$EUID" ] || [ "$tfhive_mode" != 700 ]; then
-			tfhive_why="$tfhive_rd is not yours with mode 0700 (uid ${tfhive_uid:-?}, mode ${tfhive_mode:-?})"
+		if [ -n "$tfhive_why" ]; then
+			tfhive_why="$tfhive_rd $tfhive_why: tfhive keeps a run's files only in real directories of your own with mode 0700"
 			return 1
 		fi
 	done

@@ -31,7 +31,10 @@
 # the directory too, in place (a full disk cannot refuse it), with
 # "truncated" when a stream's file could not take all the output: its
 # logger then drains the rest, so that the task never blocks or fails on
-# a full disk.
+# a full disk. A session following the task then hears of it after the
+# last byte of stderr, on a line "@@tfhive-truncated MARK" (MARK is
+# tfhive_mark: the task cannot know it, so its own output never passes
+# for that line).
 #
 # A group kill falls back to the pid: right after & the child may not
 # have called setsid yet. Variables are prefixed tfhive_ so as not to meet
@@ -49,8 +52,10 @@
 #   tfhive_runinfo     kept, the first task on the host: the run's
 #                      description (JSON, one line) for a keeper that adopts
 #                      it (find-run.sh); otherwise empty
+#   tfhive_mark        a random word of this session's tfhive, not
+#                      exported: it marks the truncation line
 # and, from the holders' command line, $2 the run id and $3 the task's.
-: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}"
+: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}"
 # The lock files' descriptors, opened by the first stage for the holders
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
@@ -58,13 +63,18 @@ while [ "$tfhive_fd" -lt "$((4 + tfhive_nclaims))" ]; do
 	eval "exec $tfhive_fd<&-"
 	tfhive_fd=$((tfhive_fd + 1))
 done
+# A kept task that cannot have its files says why in place of its claim
+# line: the task could not start.
+tfhive_cannot() {
+	printf '%s%s\n' '@@tfhive-claim failed ' "$1"
+	exit 126
+}
 if [ "$tfhive_keep" != 0 ]; then
 	if ! command -v tail >/dev/null 2>&1 || ! command -v mkfifo >/dev/null 2>&1; then
-		echo 'tfhive: tail or mkfifo not found on this host (coreutils)' >&2
-		exit 127
+		tfhive_cannot 'tail or mkfifo not found on this host (coreutils)'
 	fi
 	tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
-	tfhive_rundir "$2" 1 || { printf 'tfhive: %s\n' "$tfhive_why" >&2; exit 126; }
+	tfhive_rundir "$2" 1 || tfhive_cannot "$tfhive_why"
 	tfhive_f=$tfhive_rd/${3//:/-}
 	rm -f "$tfhive_f".*
 	# The status slot is written now, while the disk may have room, and
@@ -73,7 +83,7 @@ if [ "$tfhive_keep" != 0 ]; then
 		printf '%31s\n' '' >"$tfhive_f.rc" && printf '%-47s\n' "$$" >"$tfhive_f.pid" &&
 		{ [ -f "$tfhive_rd/keeper.gen" ] || printf '1\n' >"$tfhive_rd/keeper.gen"; } &&
 		{ [ -z "$tfhive_runinfo" ] || printf '%s\n' "$tfhive_runinfo" >"$tfhive_rd/run.json"; }; } 2>/dev/null ||
-		{ printf 'tfhive: cannot create the task files in %s\n' "$tfhive_rd" >&2; exit 126; }
+		tfhive_cannot "cannot create the task's files in $tfhive_rd"
 fi
 printf '%s\n' '@@tfhive-claim ok'
 # Nothing starts until every task of the run holds its claims.
@@ -171,9 +181,11 @@ else
 	# hence short: a kill(pid, 0) every 50 ms costs nothing.
 	{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_lo" -s 0.05 -f "$tfhive_f.out" 2>/dev/null; } 3<&- 6<&- 7>&- &
 	{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_le" -s 0.05 -f "$tfhive_f.err" 2>/dev/null; } >&2 3<&- 6<&- 7>&- &
+	tfhive_te=$!
 	# Past the markers, the session's streams carry the files alone: what
-	# bash itself might say (a job's death) must not slip in.
-	exec 2>/dev/null
+	# bash itself might say (a job's death) must not slip in. Descriptor 8
+	# keeps the session's stderr for the truncation line.
+	exec 8>&2 2>/dev/null
 fi
 # The reader tells the watcher its pid itself, as the task's shell does:
 # a supervisor killed right after the fork still has its reader stopped.
@@ -187,7 +199,7 @@ fi
 		esac
 	done
 	tfhive_abandon
-) &
+) 8>&- &
 tfhive_reader=$!
 exec 3<&-
 trap tfhive_stop TERM
@@ -213,6 +225,20 @@ if [ "$tfhive_keep" != 0 ]; then
 	done
 	printf '%-31s\n' "$tfhive_rc$tfhive_trunc" 1<>"$tfhive_f.rc"
 	kill "$tfhive_feed" 2>/dev/null
+	if [ -n "$tfhive_trunc" ]; then
+		# After stderr's last byte: once its tail has ended (or is a
+		# zombie: once this supervisor is gone, its orphans' reaper may
+		# never reap). In the background, as the tails are: a session that
+		# no longer reads must not keep this supervisor, and its claims,
+		# from ending.
+		{
+			while read -r tfhive_s <"/proc/$tfhive_te/stat" && tfhive_s=${tfhive_s##*) } && [ "${tfhive_s%% *}" != Z ]; do
+				sleep 0.01
+			done
+			printf '%s %s\n' '@@tfhive-truncated' "$tfhive_mark" >&8
+		} 2>/dev/null 3<&- 6<&- 7>&- &
+	fi
+	exec 8>&-
 fi
 trap '' TERM
 kill "$tfhive_watch" "$tfhive_reader" 2>/dev/null

@@ -79,6 +79,10 @@ type Profile struct {
 	// and one killed mid-way can leave a lock that stalls every later login.
 	// Other local users (AddUser) always get their own homes.
 	RealHome bool
+	// HomeSize, when set, makes Host.Home a tmpfs of that many bytes (a
+	// disk that fills up), unmounted at the test's end. It needs root:
+	// without, the test skips (fails in CI).
+	HomeSize int64
 
 	// SameMachineAs names another host of the fleet that this one really
 	// is, reached under a second name through an sshd of its own: its GPUs
@@ -199,6 +203,12 @@ func start(t testing.TB, shared bool, profiles []Profile) *Fleet {
 	must(t, os.WriteFile(authorized, ssh.MarshalAuthorizedKey(clientPub), 0o600))
 
 	for _, p := range profiles {
+		if p.HomeSize > 0 && os.Geteuid() != 0 {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("sshtest: HomeSize needs root to mount a tmpfs")
+			}
+			t.Skip("sshtest: HomeSize needs root to mount a tmpfs")
+		}
 		h := &Host{Profile: p, Addr: "127.0.0.1", Dir: filepath.Join(dir, "hosts", p.Name)}
 		if p.Listen != "" {
 			h.Addr = p.Listen
@@ -292,6 +302,19 @@ func (h *Host) Stop() {
 // Home is the HOME the test user's sessions get on this host (unless
 // RealHome): empty at the start, for a test's own rc files.
 func (h *Host) Home() string { return filepath.Join(h.Dir, "home") }
+
+// mountHome puts a tmpfs of HomeSize bytes on Home. It is unmounted after
+// the fleet has stopped (cleanups run last first, and the fleet's is
+// registered after its hosts have started), lazily: a process of the
+// host's that outlived it must not keep the temp dir from going.
+func (h *Host) mountHome(t testing.TB) error {
+	if err := syscall.Mount("tfhive-sshtest", h.Home(), "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV,
+		fmt.Sprintf("size=%d,mode=0755", h.HomeSize)); err != nil {
+		return fmt.Errorf("mounting a tmpfs on %s: %w", h.Home(), err)
+	}
+	t.Cleanup(func() { syscall.Unmount(h.Home(), syscall.MNT_DETACH) })
+	return nil
+}
 
 // ClaimsDir is the host's own claims directory: the fake hosts share one
 // machine, but GPU 0 of one is not GPU 0 of another. A SameMachineAs host
@@ -478,6 +501,11 @@ func (h *Host) start(t testing.TB, authorized string) error {
 	if !h.RealHome {
 		if err := os.MkdirAll(h.Home(), 0o755); err != nil {
 			return err
+		}
+		if h.HomeSize > 0 {
+			if err := h.mountHome(t); err != nil {
+				return err
+			}
 		}
 		me, err := user.Current()
 		if err != nil {
