@@ -10,36 +10,44 @@
 # is missing when CREATE is 1; on refusal it sets tfhive_why and fails.
 # shellcheck disable=SC2034 # tfhive_why is the caller's
 tfhive_rundir() {
-	tfhive_rd=$HOME
-	for tfhive_part in .tfhive runs "$1"; do
-		tfhive_rd=$tfhive_rd/$tfhive_part
-		if [ ! -e "$tfhive_rd" ] && [ ! -L "$tfhive_rd" ]; then
-			if [ "$2" != 1 ]; then
-				tfhive_why="no trace of run $1 in $tfhive_rd"
-				return 1
-			fi
-			# Another task of the run may make it first: only what is
-			# there then counts.
-			mkdir -m 700 "$tfhive_rd" 2>/dev/null || [ -e "$tfhive_rd" ] || { tfhive_why="cannot create $tfhive_rd"; return 1; }
-		fi
-		tfhive_why=
-		if [ -L "$tfhive_rd" ]; then
-			tfhive_why='is a symbolic link'
-		elif [ ! -d "$tfhive_rd" ]; then
-			tfhive_why='is not a directory'
-		else
-			read -r tfhive_uid tfhive_mode tfhive_owner <<<"$(stat -c '%u %a %U' "$tfhive_rd" 2>/dev/null)"
-			if [ "$tfhive_uid" != "$EUID" ]; then
-				tfhive_why="is owned by ${tfhive_owner:-?} (uid ${tfhive_uid:-?}), not by you"
-			elif [ "$tfhive_mode" != 700 ]; then
-				tfhive_why="has mode 0${tfhive_mode:-?}, not 0700"
-			fi
-		fi
-		if [ -n "$tfhive_why" ]; then
-			tfhive_why="$tfhive_rd $tfhive_why: tfhive keeps a run's files only in real directories of your own with mode 0700"
+	tfhive_rd=$HOME/.tfhive/runs/$1
+	tfhive_ds=("$HOME/.tfhive" "$HOME/.tfhive/runs" "$tfhive_rd")
+	tfhive_why=
+	for tfhive_d in "${tfhive_ds[@]}"; do
+		# A symlink is refused before anything is made below it.
+		[ ! -L "$tfhive_d" ] || { tfhive_why="$tfhive_d is a symbolic link"; break; }
+		[ ! -e "$tfhive_d" ] || continue
+		if [ "$2" != 1 ]; then
+			tfhive_why="no trace of run $1 in $tfhive_d"
 			return 1
 		fi
+		# Another task of the run may make it first: only what is there
+		# then counts.
+		mkdir -m 700 "$tfhive_d" 2>/dev/null || [ -e "$tfhive_d" ] || { tfhive_why="cannot create $tfhive_d"; return 1; }
 	done
+	if [ -z "$tfhive_why" ]; then
+		# One stat for the three (it does not follow symlinks: %F says so).
+		tfhive_i=0
+		while read -r tfhive_uid tfhive_mode tfhive_owner tfhive_type; do
+			tfhive_d=${tfhive_ds[tfhive_i]}
+			tfhive_i=$((tfhive_i + 1))
+			if [ "$tfhive_type" != directory ]; then
+				tfhive_why="$tfhive_d is not a directory"
+			elif [ "$tfhive_uid" != "$EUID" ]; then
+				tfhive_why="$tfhive_d is owned by ${tfhive_owner:-?} (uid ${tfhive_uid:-?}), not by you"
+			elif [ "$tfhive_mode" != 700 ]; then
+				tfhive_why="$tfhive_d has mode 0${tfhive_mode:-?}, not 0700"
+			else
+				continue
+			fi
+			break
+		done <<<"$(stat -c '%u %a %U %F' -- "${tfhive_ds[@]}" 2>/dev/null)"
+		[ -n "$tfhive_why" ] || [ "$tfhive_i" = 3 ] || tfhive_why="${tfhive_ds[tfhive_i]} cannot be read"
+	fi
+	if [ -n "$tfhive_why" ]; then
+		tfhive_why="$tfhive_why: tfhive keeps a run's files only in real directories of your own with mode 0700"
+		return 1
+	fi
 }
 
 # tfhive_feed GEN passes control lines from stdin into the task's control

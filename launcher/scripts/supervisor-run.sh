@@ -76,7 +76,10 @@ if [ "$tfhive_keep" != 0 ]; then
 	tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
 	tfhive_rundir "$2" 1 || tfhive_cannot "$tfhive_why"
 	tfhive_f=$tfhive_rd/${3//:/-}
-	rm -f "$tfhive_f".*
+	# A retried start (same run id) finds its earlier files; a glob costs
+	# no process, rm only when there is something to remove.
+	tfhive_old=("$tfhive_f".*)
+	if [ -e "${tfhive_old[0]}" ] || [ -L "${tfhive_old[0]}" ]; then rm -f -- "${tfhive_old[@]}"; fi
 	# The status slot is written now, while the disk may have room, and
 	# overwritten in place at the end.
 	{ mkfifo -m 600 "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" && : >"$tfhive_f.out" && : >"$tfhive_f.err" &&
