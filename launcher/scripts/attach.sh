@@ -68,7 +68,7 @@ if [ "$tfhive_alive" = 1 ]; then
 	# A background job's stdin would be /dev/null: the session's is passed
 	# on by hand.
 	exec 4<&0
-	tfhive_feed "$tfhive_gen" <&4 &
+	tfhive_feed "$tfhive_gen" "$tfhive_f.ctl" <&4 &
 	exec 4<&-
 	tfhive_feed=$!
 	tfhive_writer "$tfhive_lo"
