@@ -75,14 +75,14 @@ if [ "$tfhive_alive" = 1 ]; then
 	tail -c +$((tfhive_off_out + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.out" 2>/dev/null 6<&- &
 	tfhive_t1=$!
 	tfhive_writer "$tfhive_le"
-	tail -c +$((tfhive_off_err + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.err" 2>/dev/null 6<&- >&2 &
+	tail -c +$((tfhive_off_err + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.err" 6<&- >&2 2>/dev/null &
 	tfhive_t2=$!
 	exec 2>/dev/null
 	wait "$tfhive_t1" "$tfhive_t2"
 	kill "$tfhive_feed"
 else
 	tail -c +$((tfhive_off_out + 1)) "$tfhive_f.out" 2>/dev/null
-	tail -c +$((tfhive_off_err + 1)) "$tfhive_f.err" 2>/dev/null >&2
+	tail -c +$((tfhive_off_err + 1)) "$tfhive_f.err" >&2 2>/dev/null
 fi
 read -r tfhive_rc _ <"$tfhive_f.rc"
 exit "${tfhive_rc:-137}"
