@@ -68,6 +68,9 @@ func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 	o := commands.FollowOptions{Streams: w.Streams, RunID: c.Args().First(), LogDir: c.String("log-dir"),
 		Task: c.String("task"), Follow: c.Bool("follow"), Since: c.Int64("since")}
+	if c.Command.Name == "logs" {
+		o.Hosts, o.FromHosts = hostOptions(c), c.IsSet("host") || c.IsSet("hosts")
+	}
 	if c.Command.Name == "attach" {
 		o.Hosts, o.Grace, o.Reconnect = hostOptions(c), c.Duration("grace"), c.Duration("reconnect")
 		o.Adopt = c.IsSet("host") || c.IsSet("hosts")

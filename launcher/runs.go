@@ -30,6 +30,13 @@ type RunOnHost struct {
 	GPUs  []int     `json:"gpus"`
 	Ports []int     `json:"ports"`
 	Since time.Time `json:"since"`
+	// State and Keeper are what the user's own run directory on the host
+	// says of a kept run (RunStarting, …; keeper attached or not); empty
+	// and nil when there is nothing to say: another user's run, one
+	// started with --reconnect 0, or a task whose files are not there yet.
+	State  string `json:"state,omitempty"`
+	Keeper *bool  `json:"keeper,omitempty"`
+	uid    int
 	// Holders are the processes holding the run's claims on the host, as
 	// /proc/locks names them: kill finds the tasks' supervisors from them.
 	Holders []int `json:"-"`
@@ -40,6 +47,7 @@ type RunOnHost struct {
 // user is another row, never part of the first user's run.
 func Runs(inv inventory.Inventory) []RunOnHost {
 	var out []RunOnHost
+	ended := endedRuns(inv)
 	for _, h := range inv.Hosts {
 		byRun := map[[2]string]*RunOnHost{}
 		var order [][2]string
@@ -50,7 +58,7 @@ func Runs(inv inventory.Inventory) []RunOnHost {
 			key := [2]string{c.RunID, c.User}
 			r := byRun[key]
 			if r == nil {
-				r = &RunOnHost{RunID: c.RunID, User: c.User, Host: h.Name, Since: c.Since, Tasks: []string{}, GPUs: []int{}, Ports: []int{}}
+				r = &RunOnHost{RunID: c.RunID, User: c.User, Host: h.Name, Since: c.Since, Tasks: []string{}, GPUs: []int{}, Ports: []int{}, uid: c.UID}
 				byRun[key] = r
 				order = append(order, key)
 			}
@@ -71,7 +79,9 @@ func Runs(inv inventory.Inventory) []RunOnHost {
 			}
 		}
 		for _, key := range order {
-			out = append(out, *byRun[key])
+			r := byRun[key]
+			r.State, r.Keeper = keptState(*r, h.Kept, ended)
+			out = append(out, *r)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -81,6 +91,85 @@ func Runs(inv inventory.Inventory) []RunOnHost {
 		return out[i].RunID < out[j].RunID
 	})
 	return out
+}
+
+// A kept run's states in `tfhive ps`, from its host's run directory.
+const (
+	// RunStarting: the run holds its claims here, and some of its tasks
+	// here have not started (tfhive starts them once every task of the
+	// run holds its claims).
+	RunStarting = "starting"
+	// RunRunning: every task here started, a keeper follows each one that
+	// still runs, and no task of the run has ended on any host probed.
+	RunRunning = "running"
+	// RunFinishing: as running, but some task of the run has ended (here
+	// or on another host probed): the keeper is ending the run.
+	RunFinishing = "finishing"
+	// RunUnattended: every task here started, and one that still runs has
+	// no keeper: nobody follows it, or nobody was heard from within the
+	// keepalive window (a keeper killed, asleep, cut off).
+	RunUnattended = "unattended"
+)
+
+// endedRuns are the runs some task of which ended, by what the hosts'
+// run directories say.
+func endedRuns(inv inventory.Inventory) map[string]bool {
+	ended := map[string]bool{}
+	for _, h := range inv.Hosts {
+		if h.Kept == nil {
+			continue
+		}
+		for _, t := range h.Kept.Tasks {
+			if t.Ended {
+				ended[t.RunID] = true
+			}
+		}
+	}
+	return ended
+}
+
+// keptState is a run's state on one host and whether a keeper follows
+// its tasks there, from the user's own run directory (kept). Only a row
+// whose claims the same user holds is described: a run id is a label
+// anyone may choose. A task is followed when a session's feeder holds its
+// lock on the task's control FIFO and a control line reached it within
+// the keepalive window: a keeper killed loses the first at once (its
+// sessions close), one stopped or cut off the second once the window has
+// passed.
+func keptState(r RunOnHost, kept *inventory.KeptRuns, ended map[string]bool) (string, *bool) {
+	if r.RunID == "" || kept == nil || r.uid != kept.UID {
+		return "", nil
+	}
+	tasks := map[string]inventory.KeptTask{}
+	for _, t := range kept.Tasks {
+		if t.RunID == r.RunID {
+			tasks[t.Task] = t
+		}
+	}
+	if len(tasks) == 0 {
+		return "", nil
+	}
+	followed, running := true, 0
+	for _, id := range r.Tasks {
+		t, ok := tasks[id]
+		if !ok || !t.Started {
+			return RunStarting, nil
+		}
+		if t.Ended {
+			continue
+		}
+		running++
+		followed = followed && t.Followed && t.Fresh
+	}
+	switch {
+	case running == 0: // each task here has ended: its supervisor is going
+		return RunFinishing, nil
+	case !followed:
+		return RunUnattended, &followed
+	case ended[r.RunID]:
+		return RunFinishing, &followed
+	}
+	return RunRunning, &followed
 }
 
 // WriteRuns prints `tfhive ps`: one row per run and host.
@@ -94,10 +183,17 @@ func WriteRuns(w io.Writer, runs []RunOnHost, now time.Time) error {
 		if user == "" {
 			user = "?"
 		}
-		rows[i] = []string{id, user, r.Host, strings.Join(r.Tasks, ","), intList(r.GPUs), intList(r.Ports),
+		state, keeper := r.State, "-"
+		if state == "" {
+			state = "-"
+		}
+		if r.Keeper != nil {
+			keeper = map[bool]string{true: "yes", false: "no"}[*r.Keeper]
+		}
+		rows[i] = []string{id, user, r.Host, state, keeper, strings.Join(r.Tasks, ","), intList(r.GPUs), intList(r.Ports),
 			r.Since.Local().Format("2006-01-02 15:04:05") + " (" + now.Sub(r.Since).Round(time.Second).String() + " ago)"}
 	}
-	return writeTable(w, []string{"RUN", "USER", "HOST", "TASKS", "GPUS", "PORTS", "SINCE"}, rows)
+	return writeTable(w, []string{"RUN", "USER", "HOST", "STATE", "KEEPER", "TASKS", "GPUS", "PORTS", "SINCE"}, rows)
 }
 
 // WriteRunsJSON prints `tfhive ps --json`: {"runs": [...]}.

@@ -18,7 +18,7 @@ func TestScriptsShellcheck(t *testing.T) {
 // command line's scripts joined into one line.
 func TestScriptsSentAsWritten(t *testing.T) {
 	for name, s := range map[string]shscript.Script{"read-stage.sh": readStage, "supervisor-command.sh": supervisorLine,
-		"supervisor-claim.sh": claimSh, "supervisor-run.sh": runSh, "task.sh": taskSh, "attach.sh": attachSh, "find-run.sh": findRunSh, "kill.sh": killSh, "doctor.sh": doctorSh} {
+		"supervisor-claim.sh": claimSh, "supervisor-run.sh": runSh, "task.sh": taskSh, "attach.sh": attachSh, "find-run.sh": findRunSh, "logs.sh": logsSh, "kill.sh": killSh, "doctor.sh": doctorSh} {
 		shscripttest.SameMeaning(t, name, s)
 	}
 	if strings.Contains(SupervisorCommand, "\n") {
@@ -39,6 +39,7 @@ func TestScriptsFormats(t *testing.T) {
 		{runSh, []string{"'" + claimOK + "'", "exit " + busy + "\n", "'" + streamMarker + "'", "'" + claimFailed + "'",
 			"printf '%s %s\\n' '" + strings.TrimSpace(truncatedMarker) + "' \"$tfhive_mark\""}},
 		{attachSh, []string{"'" + streamMarker + "'", "printf '%s %s\\n' '" + strings.TrimSpace(truncatedMarker) + "' \"$tfhive_mark\""}},
+		{logsSh, []string{"'" + streamMarker + "'", "'" + logsMarker + "'", `"` + logMarker + `"`, "'" + noneMarker}},
 		{readStage, []string{"exit " + busy + ";"}},
 		{killSh, []string{`$k == "` + claim.HolderMarker + `"`}},
 	} {

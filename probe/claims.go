@@ -136,7 +136,7 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 		}
 		c.File = e.lf.path
 		if e.vis {
-			c.User, c.PID, c.Since = e.h.user, e.pid, since(e.h)
+			c.User, c.UID, c.PID, c.Since = e.h.user, e.h.uid, e.pid, since(e.h)
 			if dir, run, task, list, ok := claim.ParseHolder(e.h.args); ok && dir == s.dir {
 				c.RunID, c.Task = run, task
 				for _, lc := range list {
@@ -164,7 +164,7 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 			if idx, ok := gpuIndex[c.UUID]; ok && c.Kind == "gpu" {
 				c.ID = idx
 			}
-			c.RunID, c.Task, c.User, c.PID, c.Since = run, task, e.h.user, e.pid, since(e.h)
+			c.RunID, c.Task, c.User, c.UID, c.PID, c.Since = run, task, e.h.user, e.h.uid, e.pid, since(e.h)
 			held[claim.Name(c.Kind, c.ID, c.UUID)] = true
 			add(c)
 		}

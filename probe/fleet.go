@@ -48,6 +48,9 @@ type Options struct {
 	// Code, when set, is the content hash of a --sync tree: the probe
 	// also says whether each host has it, and where (CodeDir).
 	Code string
+	// Runs: the probe also reads what the user's kept runs' directories
+	// say of the runs holding claims (HostInventory.Kept), for tfhive ps.
+	Runs bool
 }
 
 // Fleet holds one connection per host for the whole run: opened by the
@@ -85,6 +88,9 @@ func (f *Fleet) KeepSessions(then string) { f.opts.Then = then }
 
 // LookForCode sets Options.Code; call it before the first Probe.
 func (f *Fleet) LookForCode(hash string) { f.opts.Code = hash }
+
+// LookForRuns sets Options.Runs; call it before the first Probe.
+func (f *Fleet) LookForRuns() { f.opts.Runs = true }
 
 // Executor returns host i's open connection, or nil if it has none.
 func (f *Fleet) Executor(i int) remote.Executor {
@@ -213,7 +219,14 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	// waiting for a host whose shell itself is stuck.
 	cctx, cancel := context.WithTimeout(ctx, f.opts.CommandTimeout+5*time.Second)
 	defer cancel()
-	cmd := probeCommand(f.opts.CommandTimeout, f.opts.ClaimsOnly, f.opts.Code, f.opts.Then)
+	// A keeper heard from within the window tfhive itself gives a silent
+	// link before it takes it as dead is attached.
+	var window time.Duration
+	if f.opts.Runs {
+		every, count := hosts.KeepAlive(h)
+		window = every * time.Duration(max(count, 2))
+	}
+	cmd := probeCommand(f.opts.CommandTimeout, f.opts.ClaimsOnly, f.opts.Code, window, f.opts.Then)
 	var stdout, stderr []byte
 	var rc int
 	var err error
@@ -270,5 +283,8 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	}
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
 	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)
+	if f.opts.Runs {
+		hi.Kept = parseRuns(po.runs, po.claims.locks)
+	}
 	return hi
 }

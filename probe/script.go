@@ -17,8 +17,9 @@ import (
 // The probe fetches everything tfhive needs from a host in one round trip
 // and one nvidia-smi run (each run can take seconds on a host without persistence
 // mode): the XML report, the owners of its GPU processes, the listening
-// TCP ports, the interfaces' addresses (scripts/probe.sh), and the claims
-// (scripts/claims.sh).
+// TCP ports, the interfaces' addresses (scripts/probe.sh), the claims
+// (scripts/claims.sh) and, for `tfhive ps`, what the user's kept runs'
+// directories say of the runs holding them (scripts/runs.sh).
 //
 // It travels on the command line (probeCommand), not on stdin: OpenSSH
 // grants a session's window only once its command runs, so a script on
@@ -29,25 +30,32 @@ import (
 //go:embed scripts/*.sh
 var scripts embed.FS
 
-var probeSh = shscript.LoadOneLine(scripts, "scripts/probe.sh", "scripts/code.sh", "scripts/claims.sh")
+var probeSh = shscript.LoadOneLine(scripts, "scripts/probe.sh", "scripts/code.sh", "scripts/claims.sh", "scripts/runs.sh")
 
 // probeScript is the probe with its parameters: nvidia-smi's time limit
-// on the host, in whole seconds, whether to skip nvidia-smi and ip, and
-// the content hash of the --sync tree to look for ("": none).
-func probeScript(timeout time.Duration, claimsOnly bool, code string) string {
+// on the host, in whole seconds, whether to skip nvidia-smi and ip, the
+// content hash of the --sync tree to look for ("": none), and the
+// keepalive window within which a kept run's keeper was last heard from
+// (0: kept runs are not looked at).
+func probeScript(timeout time.Duration, claimsOnly bool, code string, runs time.Duration) string {
 	secs := int((timeout + time.Second - 1) / time.Second)
 	skip := "0"
 	if claimsOnly {
 		skip = "1" // `tfhive ps` and `kill` need neither
 	}
-	return probeSh.With(shscript.Set("t", strconv.Itoa(secs)), shscript.Set("claims_only", skip), shscript.Set("code", code))
+	window := 0
+	if runs > 0 {
+		window = max(int((runs+time.Second-1)/time.Second), 1)
+	}
+	return probeSh.With(shscript.Set("t", strconv.Itoa(secs)), shscript.Set("claims_only", skip), shscript.Set("code", code),
+		shscript.Set("runs", strconv.Itoa(window)))
 }
 
 // probeCommand is the probe's remote command line. then, when set, is
 // a one-line command the session goes on with once the probe's output is
 // complete (see Options.Then).
-func probeCommand(timeout time.Duration, claimsOnly bool, code, then string) string {
-	script := probeScript(timeout, claimsOnly, code)
+func probeCommand(timeout time.Duration, claimsOnly bool, code string, runs time.Duration, then string) string {
+	script := probeScript(timeout, claimsOnly, code, runs)
 	if then != "" {
 		script += " " + shscript.OneLine(then)
 	}
@@ -72,6 +80,7 @@ type probeOutput struct {
 	nic     []byte
 	code    []byte
 	claims  claimsSection
+	runs    []byte
 }
 
 func splitProbeOutput(out []byte) (probeOutput, error) {
@@ -115,7 +124,9 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	}
 	po.smi, po.ps, po.tcp = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2]
 	po.nic, po.code = cutCode(sections[3])
-	po.claims = claimsSection{files: sections[4], locks: sections[5], holders: sections[6]}
+	holders, runs := cutRuns(sections[6])
+	po.claims = claimsSection{files: sections[4], locks: sections[5], holders: holders}
+	po.runs = runs
 	if len(claimsLine) == 2 {
 		po.claims.machineID, po.claims.dir = claimsLine[0], claimsLine[1]
 	}

@@ -27,7 +27,10 @@ type FollowOptions struct {
 	// Adopt (attach with -H or --hosts): find the run on the hosts and
 	// become its keeper (adopt.go), with these hosts, --grace and
 	// --reconnect.
-	Adopt     bool
+	Adopt bool
+	// FromHosts (logs with -H or --hosts): read the task output from the
+	// hosts' run directories (hostlogs.go), with these hosts.
+	FromHosts bool
 	Hosts     HostOptions
 	Grace     time.Duration
 	Reconnect time.Duration
@@ -149,8 +152,12 @@ func Attach(ctx context.Context, o FollowOptions) error {
 }
 
 // Logs prints a run's console (a detached run's) or one task's log, and
-// with -f follows it until the run ends.
+// with -f follows it until the run ends; with -H or --hosts, from the
+// hosts.
 func Logs(ctx context.Context, o FollowOptions) error {
+	if o.FromHosts {
+		return hostLogs(ctx, o)
+	}
 	dir, err := runLogDir(o)
 	if err != nil {
 		return err

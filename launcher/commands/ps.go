@@ -14,13 +14,17 @@ type PsOptions struct {
 	JSON  bool
 }
 
-// Ps lists the runs holding claims on the hosts.
+// Ps lists the runs holding claims on the hosts, with the state of the
+// user's own kept runs.
 func Ps(ctx context.Context, o PsOptions) error {
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
 		return err
 	}
 	defer fleet.Close()
+	// In the same round trip: what the user's run directories say of the
+	// runs holding claims (their state, whether a keeper follows them).
+	fleet.LookForRuns()
 	inv, err := probeAll(ctx, fleet)
 	if err != nil {
 		return err

@@ -71,14 +71,14 @@ if [ "$tfhive_alive" = 1 ]; then
 	# A background job's stdin would be /dev/null: the session's is passed
 	# on by hand.
 	exec 4<&0
-	tfhive_feed "$tfhive_gen" <&4 &
+	tfhive_feed "$tfhive_gen" "$tfhive_f.ctl" <&4 &
 	exec 4<&-
 	tfhive_feed=$!
 	tfhive_writer "$tfhive_lo"
 	tail -c +$((tfhive_off_out + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.out" 2>/dev/null 6<&- &
 	tfhive_t1=$!
 	tfhive_writer "$tfhive_le"
-	tail -c +$((tfhive_off_err + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.err" 2>/dev/null 6<&- >&2 &
+	tail -c +$((tfhive_off_err + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.err" 6<&- >&2 2>/dev/null &
 	tfhive_t2=$!
 	exec 8>&2 2>/dev/null
 	wait "$tfhive_t1" "$tfhive_t2"
@@ -91,7 +91,7 @@ if [ "$tfhive_alive" = 1 ]; then
 	done
 else
 	tail -c +$((tfhive_off_out + 1)) "$tfhive_f.out" 2>/dev/null
-	tail -c +$((tfhive_off_err + 1)) "$tfhive_f.err" 2>/dev/null >&2
+	tail -c +$((tfhive_off_err + 1)) "$tfhive_f.err" >&2 2>/dev/null
 	exec 8>&2 2>/dev/null
 fi
 read -r tfhive_rc tfhive_trunc <"$tfhive_f.rc"

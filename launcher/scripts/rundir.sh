@@ -50,12 +50,19 @@ tfhive_rundir() {
 	fi
 }
 
-# tfhive_feed GEN passes control lines from stdin into the task's control
-# FIFO (descriptor 6) for as long as GEN is the run's keeper generation on
-# record (keeper.gen in the run's directory, tfhive_rd): once a newer
-# keeper has adopted the run, it says so on stderr, on a line of its own,
-# and stops, so that the older one steps down.
+# tfhive_feed GEN CTL passes control lines from stdin into the task's
+# control FIFO CTL (open on descriptor 6) for as long as GEN is the run's
+# keeper generation on record (keeper.gen in the run's directory,
+# tfhive_rd): once a newer keeper has adopted the run, it says so on
+# stderr, on a line of its own, and stops, so that the older one steps
+# down.
+#
+# While it runs, it holds a shared lock on a descriptor of its own on the
+# FIFO: /proc/locks then says that a session follows the task (tfhive
+# ps), and the lock goes with the feeder whatever ends it (EOF when the
+# session closes, a kill). Without flock, ps says no keeper.
 tfhive_feed() {
+	exec 8<>"$2" && flock -n -s 8 2>/dev/null
 	while IFS= read -r tfhive_l; do
 		tfhive_g=
 		read -r tfhive_g <"$tfhive_rd/keeper.gen" 2>/dev/null

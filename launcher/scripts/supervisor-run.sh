@@ -176,7 +176,7 @@ else
 	# This session is the first to follow the task (attach.sh does the
 	# same for later ones): its stdin feeds the FIFO, its stdout and
 	# stderr get the files from the start.
-	tfhive_feed 1 <&3 7>&- &
+	tfhive_feed 1 "$tfhive_f.ctl" <&3 7>&- &
 	tfhive_feed=$!
 	# Each tail follows its stream's writer: once that has ended, the tail
 	# reads the last bytes and ends. New output wakes it at once

@@ -16,6 +16,9 @@ type Claim struct {
 	// User holds the claim, by the holding process's uid; "" when the
 	// host hides other users' processes.
 	User string `json:"user"`
+	// UID is the holding process's real uid; it means something only
+	// when the holder is known (RunID or User set).
+	UID int `json:"-"`
 	// PID is the holding process.
 	PID   int       `json:"pid,omitempty"`
 	Since time.Time `json:"since"`

@@ -50,6 +50,9 @@ type HostInventory struct {
 	// of each interface, in the order the host lists them: what --nic
 	// chooses from. Empty when the host could not list them.
 	Interfaces []InterfaceAddr `json:"interfaces,omitempty"`
+	// Kept is what the user's own kept run directories say of the runs
+	// whose claims are held here; nil unless asked for (tfhive ps).
+	Kept *KeptRuns `json:"-"`
 }
 
 // InterfaceAddr is one address of one network interface, as `ip -o addr`

@@ -1,0 +1,76 @@
+package launcher
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/inventory"
+)
+
+// A kept run's state on a host, from its run directory there.
+func TestKeptStates(t *testing.T) {
+	const me = 1000
+	started := func(task string) inventory.KeptTask {
+		return inventory.KeptTask{RunID: "r1", Task: task, Started: true, Followed: true, Fresh: true}
+	}
+	with := func(t inventory.KeptTask, f func(*inventory.KeptTask)) inventory.KeptTask { f(&t); return t }
+	tests := []struct {
+		name   string
+		uid    int
+		tasks  []string
+		kept   []inventory.KeptTask
+		other  []inventory.KeptTask // another host's, same run
+		state  string
+		keeper string
+	}{
+		{"followed and heard from", me, []string{"ps:0", "worker:0"}, []inventory.KeptTask{started("ps:0"), started("worker:0")}, nil, RunRunning, "yes"},
+		{"a task not started yet", me, []string{"ps:0", "worker:0"}, []inventory.KeptTask{started("ps:0"), with(started("worker:0"), func(k *inventory.KeptTask) { k.Started = false })}, nil, RunStarting, "-"},
+		{"a task whose files are not there yet", me, []string{"ps:0", "worker:0"}, []inventory.KeptTask{started("ps:0")}, nil, RunStarting, "-"},
+		{"no session follows one", me, []string{"ps:0", "worker:0"}, []inventory.KeptTask{started("ps:0"), with(started("worker:0"), func(k *inventory.KeptTask) { k.Followed = false })}, nil, RunUnattended, "no"},
+		{"nobody heard from lately", me, []string{"ps:0"}, []inventory.KeptTask{with(started("ps:0"), func(k *inventory.KeptTask) { k.Fresh = false })}, nil, RunUnattended, "no"},
+		{"a task ended here", me, []string{"ps:0"}, []inventory.KeptTask{started("ps:0"), with(started("worker:0"), func(k *inventory.KeptTask) { k.Ended, k.Followed = true, false })}, nil, RunFinishing, "yes"},
+		{"a task ended on another host", me, []string{"ps:0"}, []inventory.KeptTask{started("ps:0")}, []inventory.KeptTask{with(started("worker:0"), func(k *inventory.KeptTask) { k.Ended = true })}, RunFinishing, "yes"},
+		{"workers ended, nobody keeps the ps", me, []string{"ps:0"}, []inventory.KeptTask{with(started("ps:0"), func(k *inventory.KeptTask) { k.Followed = false }), with(started("worker:0"), func(k *inventory.KeptTask) { k.Ended = true })}, nil, RunUnattended, "no"},
+		{"another user's claims with the same run id", me + 1, []string{"ps:0"}, []inventory.KeptTask{started("ps:0")}, nil, "", "-"},
+		{"no run directory (--reconnect 0)", me, []string{"ps:0"}, nil, nil, "", "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			since := time.Now().Add(-time.Minute)
+			var claims []inventory.Claim
+			for i, task := range tt.tasks {
+				claims = append(claims, inventory.Claim{Kind: "port", ID: 2000 + i, RunID: "r1", Task: task, User: "u", UID: tt.uid, PID: 10 + i, Since: since})
+			}
+			inv := inventory.Inventory{Hosts: []inventory.HostInventory{
+				{Name: "h1", Claims: claims, Kept: &inventory.KeptRuns{UID: me, Tasks: tt.kept}},
+				{Name: "h2", Kept: &inventory.KeptRuns{UID: me, Tasks: tt.other}},
+			}}
+			runs := Runs(inv)
+			if len(runs) != 1 {
+				t.Fatalf("runs %+v, want one", runs)
+			}
+			keeper := "-"
+			if k := runs[0].Keeper; k != nil {
+				keeper = map[bool]string{true: "yes", false: "no"}[*k]
+			}
+			if runs[0].State != tt.state || keeper != tt.keeper {
+				t.Errorf("state %q, keeper %s; want %q, %s", runs[0].State, keeper, tt.state, tt.keeper)
+			}
+			var table, js strings.Builder
+			WriteRuns(&table, runs, time.Now())
+			WriteRunsJSON(&js, runs)
+			state := tt.state
+			if state == "" {
+				state = "-"
+			}
+			if !strings.Contains(table.String(), "STATE") || !strings.Contains(table.String(), " "+state+" ") {
+				t.Errorf("table:\n%s", table.String())
+			}
+			if (tt.state != "") != strings.Contains(js.String(), `"state": "`+tt.state+`"`) ||
+				(tt.keeper != "-") != strings.Contains(js.String(), `"keeper": `) {
+				t.Errorf("json:\n%s", js.String())
+			}
+		})
+	}
+}

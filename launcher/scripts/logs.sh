@@ -1,0 +1,98 @@
+# shellcheck shell=bash
+# tfhive logs -H …: a kept run's task output, from its files on this host
+# (~/.tfhive/runs/RUN, see rundir.sh), for a run started elsewhere. It
+# only reads: nothing is written there, no control line is fed.
+#
+# One task (tfhive_task set): its stdout file on this session's stdout
+# and its stderr file on stderr, each behind a "@@tfhive-stream" line;
+# with tfhive_follow 1, followed as attach.sh does, from the start, until
+# the task's supervisor ends, or this session's stdin does (tfhive went
+# away: the tails go too). A supervisor is followed, never signalled, and
+# only once /proc says it is this user's supervisor of this very task.
+#
+# Every task (tfhive_task empty): after a "@@tfhive-logs" line, each
+# task's stdout file, then its stderr file, on stdout, each behind a line
+# "@@tfhive-log NAME.out" (or .err) and each of its lines behind "|", so
+# that no line of a task can pass for a marker. One awk reads them all.
+#
+# A line "@@tfhive-none WHY" instead says that the host holds no such run
+# or task, or that its directory is not the user's own (rundir.sh).
+#
+# Parameters, set by tfhive ahead of this text:
+#   tfhive_run     the run id
+#   tfhive_task    the task's id (worker:0), or empty: every task
+#   tfhive_follow  1: follow the one task until it ends
+: "${tfhive_run?}" "${tfhive_task?}" "${tfhive_follow?}"
+tfhive_none() {
+	printf '@@tfhive-none %s\n' "$1"
+	exit 0
+}
+tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
+tfhive_rundir "$tfhive_run" 0 || tfhive_none "$tfhive_why"
+# A task's files count as regular files only, never symlinks.
+tfhive_has() {
+	for tfhive_x in out err pid; do
+		{ [ -f "$1.$tfhive_x" ] && [ ! -L "$1.$tfhive_x" ]; } || return 1
+	done
+}
+if [ -z "$tfhive_task" ]; then
+	export LC_ALL=C
+	set --
+	for tfhive_p in "$tfhive_rd"/*.pid; do
+		tfhive_f=${tfhive_p%.pid}
+		tfhive_has "$tfhive_f" && set -- "$@" "$tfhive_f.out" "$tfhive_f.err"
+	done
+	[ $# -gt 0 ] || tfhive_none "no task of run $tfhive_run in $tfhive_rd"
+	printf '%s\n' '@@tfhive-logs'
+	exec awk 'FNR == 1 { n = FILENAME; sub(/.*\//, "", n); print "@@tfhive-log " n } { print "|" $0 }' "$@"
+fi
+tfhive_f=$tfhive_rd/${tfhive_task//:/-}
+tfhive_has "$tfhive_f" || tfhive_none "no task $tfhive_task of run $tfhive_run in $tfhive_rd"
+printf '%s\n' '@@tfhive-stream'
+printf '%s\n' '@@tfhive-stream' >&2
+tfhive_alive=0
+if [ "$tfhive_follow" = 1 ]; then
+	read -r tfhive_pid tfhive_lo tfhive_le _ <"$tfhive_f.pid"
+	case $tfhive_pid in
+	'' | *[!0-9]*) ;;
+	*)
+		if [ -O "/proc/$tfhive_pid" ]; then
+			tfhive_args=$(tr '\0' ' ' <"/proc/$tfhive_pid/cmdline" 2>/dev/null)
+			case $tfhive_args in *" tfhive-sup "*" $tfhive_run $tfhive_task "*) tfhive_alive=1 ;; esac
+		fi
+		;;
+	esac
+fi
+if [ "$tfhive_alive" = 0 ]; then
+	cat "$tfhive_f.out"
+	exec cat "$tfhive_f.err" >&2
+fi
+# Each tail follows its stream's writer, the supervisor's child, else the
+# supervisor (see supervisor-run.sh).
+tfhive_writer() {
+	tfhive_w=$tfhive_pid
+	case $1 in '' | *[!0-9]*) return ;; esac
+	read -r tfhive_stat <"/proc/$1/stat" 2>/dev/null || return
+	tfhive_stat=${tfhive_stat##*) }
+	tfhive_stat=${tfhive_stat#* }
+	[ "${tfhive_stat%% *}" = "$tfhive_pid" ] && tfhive_w=$1
+}
+exec 4<&0
+tfhive_writer "$tfhive_lo"
+tail -c +1 --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.out" 2>/dev/null 4<&- &
+tfhive_t1=$!
+tfhive_writer "$tfhive_le"
+tail -c +1 --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.err" 4<&- >&2 2>/dev/null &
+tfhive_t2=$!
+# Past the markers, the streams carry the files alone: what bash itself
+# might say (a job's death) must not slip in.
+exec 2>/dev/null
+{
+	IFS= read -r _ <&4
+	kill "$tfhive_t1" "$tfhive_t2"
+} >/dev/null &
+tfhive_eof=$!
+exec 4<&-
+wait "$tfhive_t1" "$tfhive_t2"
+kill "$tfhive_eof"
+exit 0

@@ -1,0 +1,60 @@
+# shellcheck shell=sh
+# The probe, last part, for `tfhive ps` only ($runs not 0): what the
+# user's own kept run directories (~/.tfhive/runs/RUN, see
+# launcher/scripts/rundir.sh and supervisor-run.sh) say of the runs whose
+# claims the holders above carry; probe/runs.go reads it.
+#
+# One find, run only when such a run has a directory here, lists
+# ~/.tfhive and each such run's directory, pruning (never entering) any
+# that is not a directory of the user's own with mode 0700; symlinks are
+# never followed. Of each task it lists the control FIFO, by device and
+# inode (a session's feeder holds a lock on it while it lives: claims.sh
+# listed /proc/locks), with whether a line was written into it within the
+# last $runs seconds (a keeper sends one every keepalive interval), and
+# the pid and status files, whose first line the shell reads itself (no
+# program) once find has printed that their directory and its parents
+# passed. Nothing outside those directories is read, and only the user
+# (or root) can write in them. The end marker closes the probe's output:
+# without it, the output was cut.
+#
+# It travels as one line, after claims.sh, whose $h (the holders' ps
+# lines) it reads: every line ends where a newline could be a space, and
+# comments stand on lines of their own.
+#
+# Parameters, set by tfhive ahead of this text:
+#   runs  0: look at nothing; else the keepalive window, in seconds
+: "${runs?}";
+echo @@tfhive-runs;
+if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d .tfhive/runs ] && [ ! -L .tfhive ] && [ ! -L .tfhive/runs ]; then
+  set -f; set --; s=0;
+  # The run id is the second word after the holder's marker (its label is
+  # "tfhive-sup DIR RUN TASK CLAIMS"); each id once, only with a directory,
+  # never one that could leave .tfhive/runs (probe/runs.go checks the ids
+  # themselves). No "!" but before a space: csh would expand it.
+  for w in $h; do
+    case $s in
+    0) if [ "$w" = tfhive-sup ]; then s=1; fi ;;
+    1) s=2 ;;
+    *) s=0;
+      case $w in
+      '' | .* | */*) ;;
+      *) case " $* " in *" .tfhive/runs/$w "*) ;; *) if [ -d ".tfhive/runs/$w" ]; then set -- "$@" ".tfhive/runs/$w"; fi ;; esac ;;
+      esac ;;
+    esac;
+  done;
+  set +f;
+  u=; while read -r k _ e _; do if [ "$k" = Uid: ]; then u=$e; break; fi; done </proc/self/status;
+  if [ $# -gt 0 ] && [ -n "$u" ]; then
+    echo "u $u"; o=;
+    find .tfhive "$@" -maxdepth 1 \( -type d \( ! -uid "$u" -o ! -perm 700 \) -prune \) -o -type d -printf 'd %p\n' -o -type p -name '*.ctl' \( -newermt "$runs seconds ago" -printf 'p %p %D %i +\n' -o -printf 'p %p %D %i -\n' \) -o -type f \( -name '*.pid' -o -name '*.rc' \) -printf 'f %p\n' 2>/dev/null |
+    while read -r k p x; do
+      case $k in
+      d) o="$o $p "; echo "d $p" ;;
+      *) case $o in *" .tfhive "*" .tfhive/runs "*" ${p%/*} "*)
+          if [ "$k" = p ]; then echo "p $p $x"; else v=; read -r v <"$p"; echo "f $p $v"; fi ;;
+        esac ;;
+      esac;
+    done;
+  fi;
+fi;
+echo @@tfhive-end;
