@@ -119,13 +119,23 @@ func keeperOf(t *testing.T, logDir string) int {
 	return 0
 }
 
-// A detached run whose keeper stops answering (its laptop asleep: here
-// SIGSTOP) is adopted from a second "machine" (another HOME and log dir)
-// by tfhive attach -H: the adopter follows every task from its first
-// line, carries the run to its end (the parameter server stopped once the
-// workers are done) and exits with its code, as does wait there. The old
-// keeper, woken, finds itself replaced and steps down, stopping nothing.
+// A detached run whose keeper is gone (killed outright) or stops
+// answering (its laptop asleep: SIGSTOP) is adopted from a second
+// "machine" (another HOME and log dir) by tfhive attach -H: the adopter
+// follows every task from its first line, carries the run to its end (the
+// parameter server stopped once the workers are done) and exits with its
+// code, as does wait there. The sleeping keeper, woken, finds itself
+// replaced and steps down, stopping nothing.
 func TestDetachAdopted(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			testAdopted(t, sig)
+		})
+	}
+}
+
+func testAdopted(t *testing.T, sig syscall.Signal) {
 	f := runFleet(t, "a1", "a2")
 	flag := filepath.Join(t.TempDir(), "train")
 	script := `if [ "$1" = ps ]; then echo serving; exec sleep 300; fi
@@ -136,7 +146,7 @@ seq 1 100; while [ ! -e "$2" ]; do sleep 0.05; done; seq 101 200`
 	wantCode(t, r, 0)
 	id := strings.TrimSpace(r.stdout)
 	old := keeperOf(t, logDir)
-	if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
+	if err := syscall.Kill(old, sig); err != nil {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(old, syscall.SIGKILL)
@@ -170,7 +180,9 @@ seq 1 100; while [ ! -e "$2" ]; do sleep 0.05; done; seq 101 200`
 		a.Wait()
 		t.Fatalf("the adopter did not show worker:1's first lines: %s", a.other.String())
 	}
-	syscall.Kill(old, syscall.SIGCONT)
+	if sig == syscall.SIGSTOP {
+		syscall.Kill(old, syscall.SIGCONT)
+	}
 	waitFor(t, 60*time.Second, "the old keeper to step down", func() bool {
 		return syscall.Kill(old, 0) != nil || strings.Contains(readFile(t, filepath.Join(logDir, "console.log")), "stepping down")
 	})
@@ -191,7 +203,9 @@ seq 1 100; while [ ! -e "$2" ]; do sleep 0.05; done; seq 101 200`
 	}
 	w := tfhive(t, env2, home2, "wait", "--log-dir", logDir2, id)
 	wantCode(t, w, 0)
-	wantContains(t, "old keeper's console", readFile(t, filepath.Join(logDir, "console.log")), "adopted the run; stepping down")
+	if sig == syscall.SIGSTOP {
+		wantContains(t, "old keeper's console", readFile(t, filepath.Join(logDir, "console.log")), "adopted the run; stepping down")
+	}
 	noLeftovers(t, f, 10*time.Second)
 }
 
