@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,42 +81,7 @@ func testReconnect(t *testing.T, c linkCut) {
 	wantContains(t, "console", r.read.String(), "tfhive: lost the connection to far")
 	wantContains(t, "console", r.read.String(), "tfhive: far is back after")
 
-	perTask := map[string]int{}
-	sc := bufio.NewScanner(strings.NewReader(r.read.String()))
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "[worker:") {
-			continue
-		}
-		label, n, _ := strings.Cut(line, "] ")
-		perTask[label]++
-		if n != itoa(perTask[label]) {
-			t.Fatalf("console: %s line %q out of order or twice (want %d)", label, n, perTask[label])
-		}
-	}
-	if len(perTask) != workers {
-		t.Fatalf("console shows %d tasks, want %d: %v", len(perTask), workers, perTask)
-	}
-	for label, n := range perTask {
-		if n != lines {
-			t.Errorf("console: %s has %d lines, want %d", label, n, lines)
-		}
-	}
-	for i := 0; i < workers; i++ {
-		data, err := os.ReadFile(filepath.Join(logDir, "worker-"+itoa(i)+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-		if len(got) != lines {
-			t.Fatalf("worker-%d.log: %d lines, want %d", i, len(got), lines)
-		}
-		for j, l := range got {
-			if l != itoa(j+1) {
-				t.Fatalf("worker-%d.log line %d is %q", i, j+1, l)
-			}
-		}
-	}
+	wantNumberedLines(t, r.read.String(), logDir, workers, lines)
 	s := summaryOf(t, logDir)
 	if h := taskByID(s, "ps:0").Host; h != "far" {
 		t.Errorf("ps:0 ran on %s: the test means it to be stopped over the far host's new session", h)
