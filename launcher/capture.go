@@ -74,6 +74,15 @@ func (c *Captures) concerns(id string) bool {
 	return c != nil && len(c.List) > 0 && (c.From == "" || c.From == id)
 }
 
+// CaptureError is a --capture that cannot work; InRegex says the REGEX
+// is what is wrong.
+type CaptureError struct {
+	Msg     string
+	InRegex bool
+}
+
+func (e *CaptureError) Error() string { return e.Msg }
+
 var captureNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // ParseCaptures reads --capture NAME=REGEX values. The errors are one line
@@ -84,18 +93,18 @@ func ParseCaptures(specs []string) (*Captures, error) {
 	for _, s := range specs {
 		name, expr, ok := strings.Cut(s, "=")
 		if !ok {
-			return nil, fmt.Errorf("--capture %q: want NAME=REGEX, as loss=loss ([0-9.e+-]+)", s)
+			return nil, &CaptureError{Msg: fmt.Sprintf("--capture %q: want NAME=REGEX, as loss=loss ([0-9.e+-]+)", s)}
 		}
 		if !captureNameRE.MatchString(name) {
-			return nil, fmt.Errorf("--capture %q: %q is not a plain name (letters, digits and _, not starting with a digit, at most 64)", s, name)
+			return nil, &CaptureError{Msg: fmt.Sprintf("--capture %q: %q is not a plain name (letters, digits and _, not starting with a digit, at most 64)", s, name)}
 		}
 		if seen[name] {
-			return nil, fmt.Errorf("--capture %s given twice", name)
+			return nil, &CaptureError{Msg: fmt.Sprintf("--capture %s given twice", name)}
 		}
 		seen[name] = true
 		cp, err := compileCapture(name, expr)
 		if err != nil {
-			return nil, fmt.Errorf("--capture %s: %v", name, err)
+			return nil, &CaptureError{Msg: fmt.Sprintf("--capture %s: %v", name, err), InRegex: true}
 		}
 		c.List = append(c.List, cp)
 	}

@@ -21,7 +21,11 @@ func captures(specs []string, from string, ids []string) (*launcher.Captures, er
 	}
 	c, err := launcher.ParseCaptures(specs)
 	if err != nil {
-		return nil, &UsageError{Msg: err.Error(), Fix: "REGEX is Go's syntax (RE2); its first group is what is recorded"}
+		ue := &UsageError{Msg: err.Error()}
+		if ce, ok := err.(*launcher.CaptureError); ok && ce.InRegex {
+			ue.Fix = "REGEX is Go's syntax (RE2); its first group is what is recorded"
+		}
+		return nil, ue
 	}
 	if from != "" {
 		role, index, ok := strings.Cut(from, ":")

@@ -69,14 +69,18 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 			run(func(o *RunOptions) { o.Capture = []string{"loss=loss ([0-9.]+"} })},
 		{"capture no group", `--capture loss: "loss [0-9.]+" has no group: put what to record in parentheses, as loss=([0-9.]+)`, "REGEX is Go's syntax (RE2); its first group is what is recorded",
 			run(func(o *RunOptions) { o.Capture = []string{"loss=loss [0-9.]+"} })},
-		{"capture name", `--capture "val-loss=(x)": "val-loss" is not a plain name (letters, digits and _, not starting with a digit, at most 64)`, "REGEX is Go's syntax (RE2); its first group is what is recorded",
+		{"capture name", `--capture "val-loss=(x)": "val-loss" is not a plain name (letters, digits and _, not starting with a digit, at most 64)`, "",
 			run(func(o *RunOptions) { o.Capture = []string{"val-loss=(x)"} })},
-		{"capture twice", "--capture loss given twice", "REGEX is Go's syntax (RE2); its first group is what is recorded",
+		{"capture twice", "--capture loss given twice", "",
 			run(func(o *RunOptions) { o.Capture = []string{"loss=(x)", "loss=(y)"} })},
 		{"capture from unknown", "--capture-from worker:2: the run has no such task", "its tasks are ps:0, worker:0 to worker:1",
-			run(func(o *RunOptions) { o.Capture, o.CaptureFrom, o.Job.PS, o.Job.Workers = []string{"loss=(x)"}, "worker:2", 1, 2 })},
+			run(func(o *RunOptions) {
+				o.Capture, o.CaptureFrom, o.Job.PS, o.Job.Workers = []string{"loss=(x)"}, "worker:2", 1, 2
+			})},
 		{"capture from unknown, detached", "--capture-from chief:0: the run has no such task", "its tasks are worker:0",
-			run(func(o *RunOptions) { o.Capture, o.CaptureFrom, o.Detach, o.Reconnect = []string{"loss=(x)"}, "chief:0", true, time.Minute })},
+			run(func(o *RunOptions) {
+				o.Capture, o.CaptureFrom, o.Detach, o.Reconnect = []string{"loss=(x)"}, "chief:0", true, time.Minute
+			})},
 		{"capture from malformed", `--capture-from "worker": want ROLE:INDEX, as worker:0`, "",
 			run(func(o *RunOptions) { o.Capture, o.CaptureFrom = []string{"loss=(x)"}, "worker" })},
 		{"capture from alone", "--capture-from without --capture", "add --capture NAME=REGEX: --capture-from says whose output it reads",
