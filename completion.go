@@ -116,10 +116,17 @@ var valuesOf = map[string]func(ctx context.Context, l *cmdLine, prefix, cur stri
 	"hosts":      pathValues("files"),
 	"ssh-config": pathValues("files"),
 	"log-dir":    pathValues("dirs"),
+	"log-root":   pathValues("dirs"),
 	"sync":       pathValues("dirs"),
 	"framework":  choices(schedule.FrameworkTF, schedule.FrameworkTorch),
 	"strategy":   choices(schedule.StrategySpread, schedule.StrategyPack),
 	"emit":       choices(commands.EmitTargets...),
+	"capture-from": func(_ context.Context, l *cmdLine, prefix, cur string) completion {
+		return withPrefix(prefix+cur, prefix, commands.CompleteTasks(l.job()))
+	},
+	"sort": func(_ context.Context, l *cmdLine, prefix, cur string) completion {
+		return withPrefix(prefix+cur, prefix, commands.CompleteMetrics(l.last("log-root")))
+	},
 }
 
 // complete answers for args, the words after "tfhive": the last one is
@@ -240,6 +247,22 @@ func (l *cmdLine) hostOptions() commands.HostOptions {
 		Hosts: l.values["host"], File: file, SSHConfig: l.last("ssh-config"),
 		ConnectTimeout: duration("connect-timeout"), CommandTimeout: duration("command-timeout"), Parallel: parallel,
 	}
+}
+
+// job is the tasks the line asks for, as far as it says (run's defaults
+// otherwise); for attach -H, which learns them from the hosts, none.
+func (l *cmdLine) job() commands.Job {
+	if l.cmd.Name != "run" {
+		return commands.Job{}
+	}
+	count := func(name string, def int) int {
+		if n, err := strconv.Atoi(l.last(name)); err == nil {
+			return n
+		}
+		return def
+	}
+	on := func(name string) bool { return l.seen[name] && l.last(name) != "false" }
+	return commands.Job{PS: count("ps", 0), Workers: count("workers", schedule.DefaultWorkers), Chief: on("chief"), Evaluator: on("evaluator")}
 }
 
 // arg completes the command's next argument.

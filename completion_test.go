@@ -88,6 +88,7 @@ func TestCompletePaths(t *testing.T) {
 		{[]string{"ps", "--ssh-config", ""}, "files\t"},
 		{[]string{"run", "--log-dir", ""}, "dirs\t"},
 		{[]string{"run", "--log-dir=x"}, "dirs\t--log-dir="},
+		{[]string{"runs", "--log-root", ""}, "dirs\t"},
 		{[]string{"plan", "--sync", "sr"}, "dirs\t"},
 		{[]string{"doctor", "--sync=sr"}, "dirs\t--sync="},
 		// The tasks' command, once begun: local paths, often.
@@ -154,6 +155,40 @@ func TestCompleteRunIDsFromLogRoot(t *testing.T) {
 		if _, got := completeWords(t, cmd, "e"); len(got) != 1 || got[0] != "ended-1" {
 			t.Errorf("%s e: %q, want ended-1", cmd, got)
 		}
+	}
+}
+
+// --capture-from offers the tasks the line asks for; runs --sort the
+// metrics of the log root's runs.
+func TestCompleteCaptureFromAndSort(t *testing.T) {
+	dir := isolate(t)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--capture-from", ""}, []string{"worker:0"}},
+		{[]string{"run", "--ps", "1", "--workers", "2", "--chief", "--evaluator", "--capture-from", ""},
+			[]string{"ps:0", "chief:0", "worker:0", "worker:1", "evaluator:0"}},
+		{[]string{"run", "--workers=3", "--chief=false", "--capture-from=worker:"}, []string{"--capture-from=worker:0", "--capture-from=worker:1", "--capture-from=worker:2"}},
+		// attach -H learns the tasks from the hosts.
+		{[]string{"attach", "-H", "h", "--capture-from", ""}, nil},
+		{[]string{"runs", "--sort", ""}, nil},
+	} {
+		if head, got := completeWords(t, c.args...); head != "words\t" || !slices.Equal(got, c.want) {
+			t.Errorf("%q: %q %q, want %q", c.args, head, got, c.want)
+		}
+	}
+	for id, metrics := range map[string]string{"a": `"loss": "1"`, "b": `"acc": "2"`} {
+		os.MkdirAll(filepath.Join("tfhive-runs", id), 0o755)
+		os.WriteFile(filepath.Join("tfhive-runs", id, "summary.json"), []byte(`{"result": "succeeded", "metrics": {`+metrics+`}}`), 0o644)
+	}
+	os.MkdirAll(filepath.Join(dir, "elsewhere", "c"), 0o755)
+	os.WriteFile(filepath.Join(dir, "elsewhere", "c", "summary.json"), []byte(`{"result": "failed", "metrics": {"lr": "2"}}`), 0o644)
+	if _, got := completeWords(t, "runs", "--sort", ""); !slices.Equal(got, []string{"acc", "loss"}) {
+		t.Errorf("runs --sort: %q", got)
+	}
+	if _, got := completeWords(t, "runs", "--log-root", "elsewhere", "--sort", "l"); !slices.Equal(got, []string{"lr"}) {
+		t.Errorf("runs --log-root elsewhere --sort l: %q", got)
 	}
 }
 

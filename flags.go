@@ -37,6 +37,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Unattended: unattended(c),
 		Quiet:      c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
 		Check: c.Bool("check"), Imports: c.StringSlice("import"),
+		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
 	}, nil
 }
 
@@ -54,6 +55,11 @@ func (w wiring) doctor(c *cli.Context) (commands.DoctorOptions, error) {
 
 func (w wiring) ps(c *cli.Context) (commands.PsOptions, error) {
 	return commands.PsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
+}
+
+func (w wiring) runs(c *cli.Context) (commands.RunsOptions, error) {
+	return commands.RunsOptions{Streams: w.Streams, LogRoot: c.String("log-root"), JSON: c.Bool("json"),
+		Sort: c.String("sort"), Reverse: c.Bool("reverse")}, noArgs(c)
 }
 
 func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
@@ -74,6 +80,7 @@ func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 	if c.Command.Name == "attach" {
 		o.Hosts, o.Grace, o.Reconnect = hostOptions(c), c.Duration("grace"), c.Duration("reconnect")
 		o.Adopt = c.IsSet("host") || c.IsSet("hosts")
+		o.Capture, o.CaptureFrom = c.StringSlice("capture"), c.String("capture-from")
 		if o.Grace < 0 || o.Reconnect <= 0 {
 			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
 		}
@@ -155,7 +162,7 @@ func statusFlags() []cli.Flag {
 }
 
 func runFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in every task, or K to pass this machine's value (repeatable)"},
 		&cli.StringFlag{Name: "workdir", Usage: "remote `DIR` tasks start in (overrides the hosts file)"},
 		&cli.StringFlag{Name: "setup", Usage: "shell `SNIPPET` run before each task (overrides the hosts file)"},
@@ -170,6 +177,15 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "wait", Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
 		&cli.BoolFlag{Name: "check", Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
 		importFlag(),
+	}, captureFlags()...)
+}
+
+// captureFlags record values from the tasks' output in the summary, for
+// run and for attach -H (which keeps the run from then on).
+func captureFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "capture", Usage: "record `NAME=REGEX`: the last match of REGEX's first group in each task's output, as NAME in summary.json (repeatable)"},
+		&cli.StringFlag{Name: "capture-from", Usage: "match --capture in this `TASK`'s output only, as worker:0"},
 	}
 }
 

@@ -72,6 +72,7 @@ func (r *runner) adoptAll() {
 		}
 		rt.log = logf
 		rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
+		rt.out.captureInto(r.o.Captures, rt.t.ID)
 		r.attach(i)
 	}
 	r.o.Console.Printf("tfhive: run %s adopted (keeper generation %d): %s on %s, logs in %s", r.o.Plan.RunID, r.gen(),

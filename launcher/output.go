@@ -254,6 +254,7 @@ type TaskOutput struct {
 	out, err outStream
 	batch    []byte // console lines being built (during Write and Close)
 	closed   bool
+	capture  *taskCapture // --capture's matching, for the tasks concerned
 }
 
 // Stdout is the writer for the task's standard output.
@@ -273,6 +274,9 @@ func (t *TaskOutput) Close() error {
 		return t.logErr
 	}
 	t.closed = true
+	if t.capture != nil {
+		t.capture.flush()
+	}
 	for _, s := range []*outStream{&t.out, &t.err} {
 		if len(s.logPart) > 0 {
 			t.writeLog(s.logPart)
@@ -356,6 +360,9 @@ func (s *outStream) Write(p []byte) (int, error) {
 		return 0, errOutputClosed
 	}
 	s.log(p)
+	if t.capture != nil {
+		t.capture.write(s.index(), p)
+	}
 	if !t.quiet {
 		// The console lines of one Write are built in a pooled buffer:
 		// kept per task, it would hold the largest burst of every task
@@ -371,6 +378,33 @@ func (s *outStream) Write(p []byte) (int, error) {
 		t.batch = nil
 	}
 	return len(p), nil
+}
+
+// index is 0 for stdout, 1 for stderr.
+func (s *outStream) index() int {
+	if s == &s.t.err {
+		return 1
+	}
+	return 0
+}
+
+// captureInto starts matching the task's output for c (--capture), when
+// c concerns the task; before any Write.
+func (t *TaskOutput) captureInto(c *Captures, id string) {
+	if c.concerns(id) {
+		t.capture = newTaskCapture(c)
+	}
+}
+
+// Metrics are the values captured (--capture), by name: nil when the
+// task is not concerned or nothing matched. Read them after Close.
+func (t *TaskOutput) Metrics() map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.capture == nil {
+		return nil
+	}
+	return t.capture.metrics()
 }
 
 // outBatchSize is how much of a task's console lines is queued at a time.

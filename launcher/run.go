@@ -76,6 +76,8 @@ type RunOptions struct {
 	// plan says where the tree is on each host: the tasks' default
 	// workdir.
 	Code *CodeReport
+	// Captures are --capture and --capture-from (capture.go); nil: none.
+	Captures *Captures
 }
 
 // Outcomes of a task, as shown in the summary.
@@ -132,6 +134,10 @@ type Summary struct {
 	Tasks []TaskResult `json:"tasks"`
 	// Code is the --sync tree and where it was sent; absent without.
 	Code *CodeReport `json:"code,omitempty"`
+	// Captures are --capture's regexes by name, Metrics the run's values
+	// (RunMetrics); both absent without --capture.
+	Captures map[string]string `json:"captures,omitempty"`
+	Metrics  map[string]string `json:"metrics,omitempty"`
 }
 
 // TaskResult is one task's fate.
@@ -152,6 +158,8 @@ type TaskResult struct {
 	// could not take all its output, a full disk: the log and the console
 	// have what they took.
 	LogTruncated bool `json:"log_truncated,omitempty"`
+	// Metrics are the values --capture found in its output.
+	Metrics map[string]string `json:"metrics,omitempty"`
 }
 
 // runTask is a task while it runs.
@@ -513,6 +521,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	}
 	rt.log = logf
 	rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
+	rt.out.captureInto(r.o.Captures, rt.t.ID)
 	tk := r.taskFor(rt.t)
 	rt.started = time.Now()
 	var stdout, stderr io.Writer = rt.out.Stdout(), rt.out.Stderr()
@@ -728,6 +737,9 @@ func (r *runner) summary() *Summary {
 		st := r.p.state[i]
 		rt.res.Outcome, rt.res.ExitCode, rt.res.Error = st.outcome, st.code, st.err
 		rt.res.LogTruncated = rt.truncated.Load()
+		if rt.out != nil {
+			rt.res.Metrics = rt.out.Metrics()
+		}
 	}
 	if decider >= 0 {
 		s.Tasks = append(s.Tasks, r.tasks[decider].res)
@@ -736,6 +748,9 @@ func (r *runner) summary() *Summary {
 		if i != decider {
 			s.Tasks = append(s.Tasks, rt.res)
 		}
+	}
+	if c := r.o.Captures; c != nil && len(c.List) > 0 {
+		s.Captures, s.Metrics = c.Regexes(), RunMetrics(s.Tasks, decider >= 0)
 	}
 	return s
 }
@@ -785,8 +800,10 @@ func WriteSummary(w io.Writer, s *Summary) error {
 	if err := writeTable(w, []string{"ROLE", "INDEX", "HOST", "GPUS", "OUTCOME", "DURATION", "LOG"}, rows); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "run %s %s: %s (exit %d)\n", s.RunID, s.Result, s.Reason, s.ExitCode)
-	return err
+	if _, err := fmt.Fprintf(w, "run %s %s: %s (exit %d)\n", s.RunID, s.Result, s.Reason, s.ExitCode); err != nil {
+		return err
+	}
+	return writeMetricsLine(w, s)
 }
 
 // WriteSummaryJSON prints the summary document.

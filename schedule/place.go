@@ -39,6 +39,16 @@ func demands(r *Request) []demand {
 	return ds
 }
 
+// TaskIDs are the ids of the tasks r asks for, in plan order, known
+// before any host is: --capture-from is checked against them.
+func (r *Request) TaskIDs() []string {
+	var ids []string
+	for _, d := range demands(r) {
+		ids = append(ids, d.id())
+	}
+	return ids
+}
+
 // place puts every task on a host. The chief, workers and evaluator all have
 // the same size, so dealing them greedily (round-robin or first-fit) never
 // wastes room among themselves; the only way greed fails is around ps tasks

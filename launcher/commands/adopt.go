@@ -27,6 +27,12 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	if err := checkLogDir(dir, o.LogDir != ""); err != nil {
 		return err
 	}
+	// The tasks are known once the run is found: --capture-from is
+	// checked then.
+	caps, err := captures(o.Capture, o.CaptureFrom, nil)
+	if err != nil {
+		return err
+	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
 		return err
@@ -58,12 +64,17 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		}
 		return &NoRunError{Msg: msg}
 	}
+	if caps != nil && caps.From != "" {
+		if err := knownTask("--capture-from", caps.From, planTaskIDs(plan)); err != nil {
+			return err
+		}
+	}
 	console := launcher.NewConsole(o.Stdout, isTerminal(o.Stdout))
 	lo := launcher.RunOptions{
 		Plan: plan, Hosts: hostOf, Execs: map[string]remote.Executor{},
 		LogDir: dir, Grace: o.Grace, KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Reconnect: o.Reconnect, Redial: fleet.Redial,
-		Adopted: true, Gen: gen + 1,
+		Adopted: true, Gen: gen + 1, Captures: caps,
 	}
 	for _, h := range plan.Hosts() {
 		lo.Execs[h] = execs[h]

@@ -34,6 +34,10 @@ type FollowOptions struct {
 	Hosts     HostOptions
 	Grace     time.Duration
 	Reconnect time.Duration
+	// Capture and CaptureFrom are --capture's, for the adopted run's
+	// summary (see RunOptions).
+	Capture     []string
+	CaptureFrom string
 }
 
 // NoRunError: no trace of the run where tfhive looked.
@@ -67,7 +71,8 @@ func runLogDir(o FollowOptions) (string, error) {
 
 // runGoesOn says whether the run's tfhive still holds its lock.
 func runGoesOn(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, keeperLock))
+	// O_NONBLOCK: a FIFO in its place must not hang tfhive runs.
+	f, err := os.OpenFile(filepath.Join(dir, keeperLock), os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
@@ -132,6 +137,9 @@ func Wait(ctx context.Context, o FollowOptions) error {
 func Attach(ctx context.Context, o FollowOptions) error {
 	if o.Adopt {
 		return adopt(ctx, o)
+	}
+	if len(o.Capture) > 0 || o.CaptureFrom != "" {
+		return &UsageError{Msg: "--capture is for attach -H or --hosts, which keeps the run", Fix: "give --capture to tfhive run: its own tfhive captures"}
 	}
 	dir, err := runLogDir(o)
 	if err != nil {

@@ -52,6 +52,10 @@ type RunOptions struct {
 	// differ (a *CheckError).
 	Check   bool
 	Imports []string
+	// Capture are --capture NAME=REGEX values, CaptureFrom
+	// --capture-from's task ("": every task).
+	Capture     []string
+	CaptureFrom string
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *Signals
@@ -75,6 +79,11 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	if !o.Detach && o.Unattended != 0 {
 		return &UsageError{Msg: "--unattended is for --detach", Fix: "a run in the foreground stops its tasks --reconnect after its link is gone"}
+	}
+	// A keeper reads them again: the first tfhive refuses bad ones.
+	caps, err := captures(o.Capture, o.CaptureFrom, o.Job.taskIDs())
+	if err != nil {
+		return err
 	}
 	if o.Detach && !keeper {
 		return detach(o)
@@ -148,8 +157,8 @@ func Run(ctx context.Context, o RunOptions) error {
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
 		Reconnect: o.Reconnect, Redial: fleet.Redial, Started: keeperStarted,
-		Unattended: o.Unattended,
-		KeepAlive:  fleet.KeepAlive, Parallel: o.Hosts.Parallel,
+		Unattended: o.Unattended, Captures: caps,
+		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Quiet: o.Quiet,
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
 	}

@@ -65,6 +65,28 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 			Doctor(context.Background(), DoctorOptions{Streams: streams, Hosts: hosts, SyncExclude: []string{"*.ckpt"}})},
 		{"gc older-than", "--older-than must not be negative", "",
 			GC(context.Background(), GCOptions{Streams: streams, Hosts: hosts, OlderThan: -time.Second})},
+		{"capture regex", "--capture loss: error parsing regexp: missing closing ): `loss ([0-9.]+`", "REGEX is Go's syntax (RE2); its first group is what is recorded",
+			run(func(o *RunOptions) { o.Capture = []string{"loss=loss ([0-9.]+"} })},
+		{"capture no group", `--capture loss: "loss [0-9.]+" has no group: put what to record in parentheses, as loss=([0-9.]+)`, "REGEX is Go's syntax (RE2); its first group is what is recorded",
+			run(func(o *RunOptions) { o.Capture = []string{"loss=loss [0-9.]+"} })},
+		{"capture name", `--capture "val-loss=(x)": "val-loss" is not a plain name (letters, digits and _, not starting with a digit, at most 64)`, "",
+			run(func(o *RunOptions) { o.Capture = []string{"val-loss=(x)"} })},
+		{"capture twice", "--capture loss given twice", "",
+			run(func(o *RunOptions) { o.Capture = []string{"loss=(x)", "loss=(y)"} })},
+		{"capture from unknown", "--capture-from worker:2: the run has no such task", "its tasks are ps:0, worker:0 to worker:1",
+			run(func(o *RunOptions) {
+				o.Capture, o.CaptureFrom, o.Job.PS, o.Job.Workers = []string{"loss=(x)"}, "worker:2", 1, 2
+			})},
+		{"capture from unknown, detached", "--capture-from chief:0: the run has no such task", "its tasks are worker:0",
+			run(func(o *RunOptions) {
+				o.Capture, o.CaptureFrom, o.Detach, o.Reconnect = []string{"loss=(x)"}, "chief:0", true, time.Minute
+			})},
+		{"capture from malformed", `--capture-from "worker": want ROLE:INDEX, as worker:0`, "",
+			run(func(o *RunOptions) { o.Capture, o.CaptureFrom = []string{"loss=(x)"}, "worker" })},
+		{"capture from alone", "--capture-from without --capture", "add --capture NAME=REGEX: --capture-from says whose output it reads",
+			run(func(o *RunOptions) { o.CaptureFrom = "worker:0" })},
+		{"attach capture without hosts", "--capture is for attach -H or --hosts, which keeps the run", "give --capture to tfhive run: its own tfhive captures",
+			Attach(context.Background(), FollowOptions{Streams: streams, RunID: "r1", Capture: []string{"loss=(x)"}})},
 		{"ps connect timeout", "--connect-timeout must be positive", "",
 			Ps(context.Background(), PsOptions{Streams: streams, Hosts: HostOptions{Hosts: hosts.Hosts, CommandTimeout: time.Second, Parallel: 1}})},
 	}

@@ -149,6 +149,7 @@ type bench struct {
 	runStatus         map[int]time.Duration // status measured alongside run
 	teardownMax       map[int]time.Duration
 	streamRatio       float64
+	captureRatio      float64 // streaming with --capture ÷ without
 	streamOK          bool
 	peakRSS           int64 // KiB
 	peakHosts         int
@@ -532,17 +533,19 @@ func checkSeq(path string, n int) error {
 }
 
 // stream: one task printing streamMB MB of lines through tfhive run vs
-// plain ssh to /dev/null; tfhive's log must hold every line.
+// plain ssh to /dev/null; tfhive's log must hold every line. And the same
+// run with a --capture whose literal (loss) no line holds: what the
+// matching costs a task whose output is mostly not its metric.
 func (b *bench) stream() {
 	n, size := seqFor(b.streamMB)
 	b.printf("\n## streaming: `seq %d` (%d MB, %d lines) from one host\n\n", n, size/1000/1000, n)
-	b.printf("| tfhive run (console to /dev/null) | ssh host 'seq …' > /dev/null | tfhive ÷ ssh | tfhive MB/s | ssh MB/s | every line in tfhive's log |\n|---:|---:|---:|---:|---:|---|\n")
+	b.printf("| tfhive run (console to /dev/null) | ssh host 'seq …' > /dev/null | tfhive ÷ ssh | tfhive MB/s | ssh MB/s | every line in tfhive's log | with --capture | ÷ without |\n|---:|---:|---:|---:|---:|---|---:|---:|\n")
 	cmd := "seq " + itoa(n)
 	b.streamOK = true
-	res := b.race(
-		contender{"tfhive run", func() measured {
-			args, logDir := b.runArgs(1, "--workers", "1", "--", "sh", "-c", cmd)
-			m := b.execute("tfhive run", nil, true, args...)
+	tfhiveRun := func(what string, flags ...string) func() measured {
+		return func() measured {
+			args, logDir := b.runArgs(1, append(flags, "--workers", "1", "--", "sh", "-c", cmd)...)
+			m := b.execute(what, nil, true, args...)
 			b.wantSucceeded("stream run", logDir, 1)
 			log := filepath.Join(logDir, "worker-0.log")
 			if err := checkSeq(log, n); err != nil {
@@ -551,19 +554,23 @@ func (b *bench) stream() {
 			}
 			os.Remove(log)
 			return m
-		}},
+		}
+	}
+	res := b.race(
+		contender{"tfhive run", tfhiveRun("tfhive run")},
 		contender{"ssh", func() measured {
 			return b.execute("ssh", nil, true, append(append([]string{"ssh"}, b.sshArgs()...), b.names(1)[0], cmd)...)
 		}},
+		contender{"tfhive run --capture", tfhiveRun("tfhive run --capture", "--capture", "loss=loss[=: ]+([0-9.e+-]+)")},
 	)
-	tf, sh := medianElapsed(res[0]), medianElapsed(res[1])
-	b.streamRatio = ratio(tf, sh)
+	tf, sh, capt := medianElapsed(res[0]), medianElapsed(res[1]), medianElapsed(res[2])
+	b.streamRatio, b.captureRatio = ratio(tf, sh), ratio(capt, tf)
 	ok := "yes"
 	if !b.streamOK {
 		ok = "NO"
 	}
 	mbps := func(d time.Duration) float64 { return float64(size) / 1e6 / d.Seconds() }
-	b.printf("| %s | %s | %.2f× | %.0f | %.0f | %s |\n", ms(tf), ms(sh), b.streamRatio, mbps(tf), mbps(sh), ok)
+	b.printf("| %s | %s | %.2f× | %.0f | %.0f | %s | %s | %.2f× |\n", ms(tf), ms(sh), b.streamRatio, mbps(tf), mbps(sh), ok, ms(capt), b.captureRatio)
 }
 
 // rssEnv makes the test binary a helper that runs its arguments and
@@ -671,6 +678,7 @@ func (b *bench) targets() {
 	}
 	if b.streamRatio > 0 {
 		row("streaming ≤ 1.2× plain ssh, nothing lost", fmt.Sprintf("%.2f×, lines complete: %v", b.streamRatio, b.streamOK), b.streamRatio <= 1.2 && b.streamOK)
+		row("streaming with --capture ≤ 1.1× without", fmt.Sprintf("%.2f×", b.captureRatio), b.captureRatio <= 1.1)
 	}
 	if b.peakRSS > 0 {
 		row(fmt.Sprintf("peak RSS ≤ 64 MiB (%d hosts × %d tasks)", b.peakHosts, b.tasksPerHost), fmt.Sprintf("%.1f MiB", float64(b.peakRSS)/1024), b.peakRSS <= 64*1024)

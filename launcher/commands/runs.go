@@ -1,0 +1,132 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe/localfile"
+)
+
+// RunsOptions are `tfhive runs`'.
+type RunsOptions struct {
+	Streams
+	LogRoot string // --log-root; "" for tfhive-runs
+	JSON    bool
+	Sort    string // a metric's name; "" for start time
+	Reverse bool
+}
+
+// summaryMax bounds the summary.json read for each run: a thousand
+// tasks' summary is well under a megabyte, and a file that is not one
+// must not fill memory.
+const summaryMax = 16 << 20
+
+// Runs lists the runs recorded in the log root: a sweep's results.
+func Runs(_ context.Context, o RunsOptions) error {
+	if o.Sort != "" && !launcher.ValidCaptureName(o.Sort) {
+		return &UsageError{Msg: fmt.Sprintf("--sort %q: not a metric name", o.Sort), Fix: "--sort takes a NAME given to tfhive run --capture NAME=REGEX"}
+	}
+	root := o.LogRoot
+	if root == "" {
+		root = logRoot
+	}
+	rs, err := listRuns(root, o.Stderr, time.Now())
+	if err != nil {
+		return err
+	}
+	if o.Sort != "" && !slices.Contains(launcher.MetricNames(rs), o.Sort) && len(rs) > 0 {
+		fmt.Fprintf(o.Stderr, "tfhive: warning: no run in %s captured %s; listed by start time\n", root, o.Sort)
+	}
+	launcher.SortRunRecords(rs, o.Sort, o.Reverse)
+	if o.JSON {
+		return launcher.WriteRunRecordsJSON(o.Stdout, rs)
+	}
+	return launcher.WriteRunRecords(o.Stdout, rs)
+}
+
+// listRuns reads every run dir of root. A directory that holds no run
+// (no summary.json, no plan.json, no lock held) is not one and is passed
+// over; a summary.json that cannot be read as one is passed over with a
+// warning. A root that does not exist holds no runs.
+func listRuns(root string, stderr io.Writer, now time.Time) ([]launcher.RunRecord, error) {
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log root %s: %v", root, pathErr(err))
+	}
+	var rs []launcher.RunRecord
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, "summary.json")
+		data, err := localfile.Read(path, summaryMax)
+		switch {
+		case err == nil:
+			r, err := launcher.RunRecordFromSummary(e.Name(), dir, data)
+			if err != nil {
+				// %q: a name in the log root may hold anything.
+				fmt.Fprintf(stderr, "tfhive: warning: %q is not a run summary (%v); skipped\n", path, err)
+				continue
+			}
+			rs = append(rs, r)
+		case errors.Is(err, fs.ErrNotExist):
+			if r, ok := unfinishedRun(e.Name(), dir, now); ok {
+				rs = append(rs, r)
+			}
+		default:
+			fmt.Fprintf(stderr, "tfhive: warning: %q: %v; skipped\n", path, pathErr(err))
+		}
+	}
+	return rs, nil
+}
+
+// unfinishedRun is a run dir without a summary: running while its tfhive
+// holds the lock, else unknown (its tfhive was killed) when a plan says a
+// run started there. It started when its plan was written, or, still
+// probing, when it took its lock.
+func unfinishedRun(id, dir string, now time.Time) (launcher.RunRecord, bool) {
+	r := launcher.RunRecord{RunID: id, LogDir: dir, Result: launcher.ResultUnknown, Metrics: map[string]string{}, Captures: []string{}}
+	plan, planErr := os.Stat(filepath.Join(dir, "plan.json"))
+	if planErr == nil {
+		r.Started = plan.ModTime()
+	}
+	if runGoesOn(dir) {
+		r.Result = launcher.ResultRunning
+		if planErr != nil {
+			if lock, err := os.Stat(filepath.Join(dir, keeperLock)); err == nil {
+				r.Started = lock.ModTime()
+			}
+		}
+		if !r.Started.IsZero() {
+			r.Duration = now.Sub(r.Started)
+		}
+		return r, true
+	}
+	return r, planErr == nil
+}
+
+// CompleteMetrics lists the metric names of the runs in root ("":
+// tfhive-runs), for runs --sort; what cannot be read is left out.
+func CompleteMetrics(root string) []Candidate {
+	if root == "" {
+		root = logRoot
+	}
+	rs, _ := listRuns(root, io.Discard, time.Now())
+	var cands []Candidate
+	for _, n := range launcher.MetricNames(rs) {
+		cands = append(cands, Candidate{Word: n})
+	}
+	return cands
+}

@@ -1,0 +1,223 @@
+package launcher
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// `tfhive runs`: the runs of a local log root, one row each, from their
+// summary.json (reading the directory is the command's; this is the
+// records, their order and their rendering).
+
+// Results `tfhive runs` adds to a summary's.
+const (
+	// ResultRunning: the run's tfhive still holds its lock.
+	ResultRunning = "running"
+	// ResultUnknown: its tfhive is gone and wrote no summary (killed,
+	// or its machine went down).
+	ResultUnknown = "unknown"
+)
+
+// RunRecord is one run of the log root.
+type RunRecord struct {
+	RunID  string `json:"run_id"`
+	LogDir string `json:"log_dir"`
+	// Started and Duration are the summary's; for a run without one, since
+	// its plan was written, and so far (0 when it is unknown).
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
+	Result   string        `json:"result"`
+	// ExitCode is nil while the run goes on or when unknown.
+	ExitCode *int   `json:"exit_code"`
+	Reason   string `json:"reason,omitempty"`
+	// Metrics are the run's values of --capture, a name without one
+	// absent; Captures the names asked for.
+	Metrics  map[string]string `json:"metrics"`
+	Captures []string          `json:"-"`
+}
+
+// RunRecordFromSummary reads a summary.json. Names that --capture could
+// not have given are left out: they would be a column each.
+func RunRecordFromSummary(id, dir string, data []byte) (RunRecord, error) {
+	var s Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		// In the file's terms, not Go's.
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return RunRecord{}, fmt.Errorf("not JSON: %v", se)
+		case errors.As(err, &te) && te.Field == "":
+			return RunRecord{}, fmt.Errorf("a JSON %s, not an object", te.Value)
+		case errors.As(err, &te):
+			return RunRecord{}, fmt.Errorf("a JSON %s in its %s", te.Value, te.Field)
+		}
+		return RunRecord{}, err
+	}
+	if s.Result == "" {
+		return RunRecord{}, errors.New("no result")
+	}
+	r := RunRecord{RunID: id, LogDir: dir, Started: s.Started, Duration: s.Duration, Result: s.Result,
+		ExitCode: intPtr(s.ExitCode), Reason: s.Reason, Metrics: map[string]string{}, Captures: []string{}}
+	for k, v := range s.Metrics {
+		if ValidCaptureName(k) {
+			r.Metrics[k] = v
+		}
+	}
+	for k := range s.Captures {
+		if ValidCaptureName(k) {
+			r.Captures = append(r.Captures, k)
+		}
+	}
+	slices.Sort(r.Captures)
+	return r, nil
+}
+
+// ValidCaptureName: name could be a --capture's.
+func ValidCaptureName(name string) bool { return captureNameRE.MatchString(name) }
+
+// MetricNames are every name the records captured or asked for, sorted.
+func MetricNames(rs []RunRecord) []string {
+	seen := map[string]bool{}
+	for _, r := range rs {
+		for k := range r.Metrics {
+			seen[k] = true
+		}
+		for _, k := range r.Captures {
+			seen[k] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// SortRunRecords orders the records by start (then id), or by metric
+// when it is not "": the values that read as numbers numerically, then
+// the others as text, then the runs without one, each group by start.
+// reverse turns the first two orders around, never the last.
+func SortRunRecords(rs []RunRecord, metric string, reverse bool) {
+	byStart := func(a, b RunRecord) int {
+		if c := a.Started.Compare(b.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(a.RunID, b.RunID)
+	}
+	if metric == "" {
+		slices.SortStableFunc(rs, func(a, b RunRecord) int {
+			if reverse {
+				a, b = b, a
+			}
+			return byStart(a, b)
+		})
+		return
+	}
+	// Each value's rank: 0 a number, 1 text, 2 none.
+	key := func(r RunRecord) (int, float64, string) {
+		v, ok := r.Metrics[metric]
+		if !ok {
+			return 2, 0, ""
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && !math.IsNaN(f) {
+			return 0, f, v
+		}
+		return 1, 0, v
+	}
+	slices.SortStableFunc(rs, func(a, b RunRecord) int {
+		ka, fa, sa := key(a)
+		kb, fb, sb := key(b)
+		if ka != kb {
+			return ka - kb
+		}
+		c := 0
+		switch ka {
+		case 0:
+			c = compareFloat(fa, fb)
+		case 1:
+			c = strings.Compare(sa, sb)
+		}
+		if reverse {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+		return byStart(a, b)
+	})
+}
+
+func compareFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// WriteRunRecords prints `tfhive runs`: a column per metric name after the
+// run's own, "-" where a run has no value.
+func WriteRunRecords(w io.Writer, rs []RunRecord) error {
+	names := MetricNames(rs)
+	header := append([]string{"RUN", "STARTED", "DURATION", "RESULT", "EXIT"}, names...)
+	rows := make([][]string, len(rs))
+	for i, r := range rs {
+		started, duration, code := "-", "-", "-"
+		if !r.Started.IsZero() {
+			started = r.Started.Local().Format("2006-01-02 15:04:05")
+		}
+		if r.Duration > 0 {
+			duration = roundDuration(r.Duration).String()
+		}
+		if r.ExitCode != nil {
+			code = strconv.Itoa(*r.ExitCode)
+		}
+		row := []string{r.RunID, started, duration, r.Result, code}
+		for _, n := range names {
+			v, ok := r.Metrics[n]
+			if !ok {
+				v = "-"
+			}
+			row = append(row, cutCell(v))
+		}
+		rows[i] = row
+	}
+	return writeTable(w, header, rows)
+}
+
+// runsCellMax is the most of a value the table shows (runes); JSON has
+// it all.
+const runsCellMax = 40
+
+func cutCell(v string) string {
+	if utf8.RuneCountInString(v) <= runsCellMax {
+		return v
+	}
+	return string([]rune(v)[:runsCellMax-1]) + "…"
+}
+
+// roundDuration: tenths of a second under a minute, seconds above.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+// WriteRunRecordsJSON prints `tfhive runs --json`: {"runs": [...]}.
+func WriteRunRecordsJSON(w io.Writer, rs []RunRecord) error {
+	if rs == nil {
+		rs = []RunRecord{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"runs": rs})
+}
