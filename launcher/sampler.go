@@ -94,19 +94,31 @@ func (r *runner) startSampler(host string) {
 }
 
 // stopSamplers ends every session: EOF on its stdin ends its loop at
-// once; one whose host does not answer is abandoned after giveUp.
+// once; those whose hosts do not answer within giveUp are abandoned.
 func (r *runner) stopSamplers() {
 	for _, s := range r.samplers {
 		s.proc.Stdin().Close()
 	}
+	deadline := time.NewTimer(r.lim.giveUp)
+	defer deadline.Stop()
+	expired := false
 	for _, s := range r.samplers {
+		if !expired {
+			select {
+			case <-s.done:
+				continue
+			case <-deadline.C:
+				expired = true
+			}
+		}
 		select {
 		case <-s.done:
-		case <-time.After(r.lim.giveUp):
+		default:
 			s.proc.Close()
 			<-s.done
 		}
 	}
+	r.samplers = nil
 	if r.usage != nil {
 		r.usage.close()
 	}
