@@ -21,11 +21,8 @@ var servedUsage = map[string][]string{
 	"g2": {"60 1000", "90 3000", "75 2000", "80 2500", "70 1500", "65 1200", "85 1800", "95 2200"},
 }
 
-// One worker per host, each ending once its host's nvidia-smi served every
-// value: the summary's mean and peak are the samples', the samples are
-// what was served in order (the last repeating), the idle GPU is warned
-// about while the run goes on, and each host had one sampling session.
-func TestRunSamplesGPUUsage(t *testing.T) {
+// sampleFleet serves servedUsage and counts each host's sessions.
+func sampleFleet(t *testing.T) *sshtest.Fleet {
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "g1", GPU: "idle-2gpu.xml", AliveInterval: 1},
 		sshtest.Profile{Name: "g2", GPU: "idle-2gpu.xml", AliveInterval: 1})
@@ -38,12 +35,69 @@ func TestRunSamplesGPUUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wait := `for i in $(seq 600); do [ "$(cat "$TFHIVE_FAKE_GPU/queries" 2>/dev/null | wc -l)" -ge 8 ] && exit 0; sleep 0.05; done; echo "not sampled" >&2; exit 9`
-	args, logDir := runArgs(t, f, "--workers", "2", "--strategy", "spread", "--sample", "200ms", "--", "sh", "-c", wait)
+	return f
+}
+
+// sampleWait: each worker ends once its host's nvidia-smi served every
+// value.
+const sampleWait = `for i in $(seq 600); do [ "$(cat "$TFHIVE_FAKE_GPU/queries" 2>/dev/null | wc -l)" -ge 8 ] && exit 0; sleep 0.05; done; echo "not sampled" >&2; exit 9`
+
+// One worker per host: the summary's mean and peak are the samples', the
+// samples are what was served in order (the last repeating), the idle GPU
+// is warned about while the run goes on, and each host had one sampling
+// session.
+func TestRunSamplesGPUUsage(t *testing.T) {
+	f := sampleFleet(t)
+	args, logDir := runArgs(t, f, "--workers", "2", "--strategy", "spread", "--sample", "200ms", "--", "sh", "-c", sampleWait)
 	env := append(f.Env(), "TFHIVE_TEST_IDLE_AFTER=500ms")
 	r := tfhive(t, env, f.Dir, args...)
 	wantCode(t, r, 0)
+	s := checkSampled(t, logDir)
+	g1 := taskOn(s, "g1")
+	wantContains(t, "console", r.stdout, "tfhive: "+g1.ID+" on g1: GPU idle (", "GPU UTIL", "MEM PEAK", "note: "+g1.ID+" on g1: GPU idle (")
+	if strings.Count(r.stdout, "GPU idle (") != 2 || strings.Contains(r.stdout, " on g2: GPU idle") {
+		t.Errorf("want one warning and one note, for g1 only:\n%s", r.stdout)
+	}
+	// The warning came while the task ran: before the summary.
+	if strings.Index(r.stdout, "tfhive: "+g1.ID+" on g1: GPU idle") > strings.Index(r.stdout, "GPU UTIL") {
+		t.Errorf("the warning came after the summary:\n%s", r.stdout)
+	}
+	for _, h := range f.Hosts {
+		b, _ := os.ReadFile(filepath.Join(h.Home(), "sessions"))
+		if n := strings.Count(string(b), "\n"); n != 2 {
+			t.Errorf("%s: %d sessions, want the task's and the sampler's:\n%s", h.Name, n, b)
+		}
+	}
+	noLeftovers(t, f, 10*time.Second)
 
+	// A --sample too short for nvidia-smi is refused before any host.
+	calls := f.Host("g1").SMICalls()
+	args, _ = runArgs(t, f, "--sample", "10ms", "--", "true")
+	r = tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 2)
+	wantContains(t, "stderr", r.stderr, "tfhive: error: --sample must be 0 (never) or at least 100ms")
+	if f.Host("g1").SMICalls() != calls {
+		t.Error("a bad --sample probed the hosts")
+	}
+}
+
+// A detached run's keeper samples as the foreground run does.
+func TestDetachSamplesGPUUsage(t *testing.T) {
+	f := sampleFleet(t)
+	args, logDir := runArgs(t, f, "--detach", "--workers", "2", "--strategy", "spread", "--sample", "200ms", "--", "sh", "-c", sampleWait)
+	env := append(f.Env(), "TFHIVE_TEST_IDLE_AFTER=500ms")
+	r := tfhive(t, env, f.Dir, args...)
+	wantCode(t, r, 0)
+	w := tfhive(t, f.Env(), f.Dir, "wait", "--log-dir", logDir, strings.TrimSpace(r.stdout))
+	wantCode(t, w, 0)
+	checkSampled(t, logDir)
+	noLeftovers(t, f, 10*time.Second)
+}
+
+// checkSampled checks the summary and gpu-usage.csv against servedUsage:
+// g1's task idle, g2's not.
+func checkSampled(t *testing.T, logDir string) launcher.Summary {
+	t.Helper()
 	rows := readUsageCSV(t, logDir)
 	s := summaryOf(t, logDir)
 	for _, task := range s.Tasks {
@@ -86,32 +140,7 @@ func TestRunSamplesGPUUsage(t *testing.T) {
 			t.Errorf("%s on %s: idle note %q", task.ID, task.Host, u.Idle)
 		}
 	}
-	g1 := taskOn(s, "g1")
-	wantContains(t, "console", r.stdout, "tfhive: "+g1.ID+" on g1: GPU idle (", "GPU UTIL", "MEM PEAK", "note: "+g1.ID+" on g1: GPU idle (")
-	if strings.Count(r.stdout, "GPU idle (") != 2 || strings.Contains(r.stdout, " on g2: GPU idle") {
-		t.Errorf("want one warning and one note, for g1 only:\n%s", r.stdout)
-	}
-	// The warning came while the task ran: before the summary.
-	if strings.Index(r.stdout, "tfhive: "+g1.ID+" on g1: GPU idle") > strings.Index(r.stdout, "GPU UTIL") {
-		t.Errorf("the warning came after the summary:\n%s", r.stdout)
-	}
-	for _, h := range f.Hosts {
-		b, _ := os.ReadFile(filepath.Join(h.Home(), "sessions"))
-		if n := strings.Count(string(b), "\n"); n != 2 {
-			t.Errorf("%s: %d sessions, want the task's and the sampler's:\n%s", h.Name, n, b)
-		}
-	}
-	noLeftovers(t, f, 10*time.Second)
-
-	// A --sample too short for nvidia-smi is refused before any host.
-	calls := f.Host("g1").SMICalls()
-	args, _ = runArgs(t, f, "--sample", "10ms", "--", "true")
-	r = tfhive(t, f.Env(), f.Dir, args...)
-	wantCode(t, r, 2)
-	wantContains(t, "stderr", r.stderr, "tfhive: error: --sample must be 0 (never) or at least 100ms")
-	if f.Host("g1").SMICalls() != calls {
-		t.Error("a bad --sample probed the hosts")
-	}
+	return s
 }
 
 func taskOn(s launcher.Summary, host string) launcher.TaskResult {
