@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/commands"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -38,6 +39,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Quiet:      c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
 		Check: c.Bool("check"), Imports: c.StringSlice("import"),
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
+		Sample: c.Duration("sample"),
 	}, nil
 }
 
@@ -177,6 +179,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "wait", Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
 		&cli.BoolFlag{Name: "check", Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
 		importFlag(),
+		&cli.DurationFlag{Name: "sample", Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
 	}, captureFlags()...)
 }
 

@@ -167,6 +167,7 @@ func (r *runner) hostBack(b hostBack) {
 			r.attach(i)
 		}
 	}
+	r.startSampler(b.host)
 }
 
 // lost reports task i lost, unless it ended meanwhile.

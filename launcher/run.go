@@ -78,6 +78,9 @@ type RunOptions struct {
 	Code *CodeReport
 	// Captures are --capture and --capture-from (capture.go); nil: none.
 	Captures *Captures
+	// Sample is --sample: how often the tasks' GPUs are sampled, by one
+	// session per host (sampler.go); 0: never.
+	Sample time.Duration
 }
 
 // Outcomes of a task, as shown in the summary.
@@ -160,6 +163,8 @@ type TaskResult struct {
 	LogTruncated bool `json:"log_truncated,omitempty"`
 	// Metrics are the values --capture found in its output.
 	Metrics map[string]string `json:"metrics,omitempty"`
+	// GPUUsage is what --sample saw of its GPUs; absent without samples.
+	GPUUsage *GPUUsage `json:"gpu_usage,omitempty"`
 }
 
 // runTask is a task while it runs.
@@ -262,7 +267,12 @@ type exitEvent struct {
 // SIGKILL after the grace period, result "interrupted" (see Interrupt);
 // o.KillNow kills at once. Either, once the run is decided, kills at once.
 func Run(ctx context.Context, o RunOptions) (*Summary, error) {
-	return runWith(ctx, o, defaultLimits)
+	lim := defaultLimits
+	// The e2e tests' way to see an idle warning without idling a minute.
+	if d, err := time.ParseDuration(os.Getenv("TFHIVE_TEST_IDLE_AFTER")); err == nil && d > 0 {
+		lim.idleFor = d
+	}
+	return runWith(ctx, o, lim)
 }
 
 // limits are the run's fixed waits, which tests shorten.
@@ -272,9 +282,12 @@ type limits struct {
 	// giveUp is how long after SIGKILL (and the grace period) a task still
 	// there is abandoned: its host stopped answering.
 	giveUp time.Duration
+	// idleFor is how long a task's GPUs must be idle to be warned about
+	// (gpuusage.go).
+	idleFor time.Duration
 }
 
-var defaultLimits = limits{minAnswer: 10 * time.Second, giveUp: 5 * time.Second}
+var defaultLimits = limits{minAnswer: 10 * time.Second, giveUp: 5 * time.Second, idleFor: time.Minute}
 
 func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
@@ -311,6 +324,9 @@ type runner struct {
 	// mark is this tfhive's random word for its kept tasks' truncation
 	// lines (truncatedMarker).
 	mark string
+	// usage and samplers are --sample's (sampler.go); nil without.
+	usage    *usageBook
+	samplers map[string]*sampler
 }
 
 func (r *runner) run(ctx context.Context) *Summary {
@@ -350,6 +366,9 @@ func (r *runner) run(ctx context.Context) *Summary {
 		r.adoptAll()
 	} else {
 		r.startAll(ctx)
+	}
+	if !r.p.decided() {
+		r.startSamplers()
 	}
 	if !r.p.decided() && r.o.Started != nil {
 		r.o.Started()
@@ -428,6 +447,7 @@ func (r *runner) run(ctx context.Context) *Summary {
 			rt.log.Close()
 		}
 	}
+	r.stopSamplers()
 	return r.summary()
 }
 
@@ -740,6 +760,9 @@ func (r *runner) summary() *Summary {
 		if rt.out != nil {
 			rt.res.Metrics = rt.out.Metrics()
 		}
+		if r.usage != nil {
+			rt.res.GPUUsage = r.usage.usage(i)
+		}
 	}
 	if decider >= 0 {
 		s.Tasks = append(s.Tasks, r.tasks[decider].res)
@@ -797,7 +820,12 @@ func WriteSummary(w io.Writer, s *Summary) error {
 		}
 		rows = append(rows, []string{t.Role, fmt.Sprint(t.Index), t.Host, intList(t.GPUs), outcome, t.Duration.Round(100 * time.Millisecond).String(), t.Log})
 	}
-	if err := writeTable(w, []string{"ROLE", "INDEX", "HOST", "GPUS", "OUTCOME", "DURATION", "LOG"}, rows); err != nil {
+	header := []string{"ROLE", "INDEX", "HOST", "GPUS", "OUTCOME", "DURATION", "LOG"}
+	header, rows = withUsageColumns(s, header, rows)
+	if err := writeTable(w, header, rows); err != nil {
+		return err
+	}
+	if err := writeIdleNotes(w, s); err != nil {
 		return err
 	}
 	if _, err := fmt.Fprintf(w, "run %s %s: %s (exit %d)\n", s.RunID, s.Result, s.Reason, s.ExitCode); err != nil {

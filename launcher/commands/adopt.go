@@ -74,7 +74,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		Plan: plan, Hosts: hostOf, Execs: map[string]remote.Executor{},
 		LogDir: dir, Grace: o.Grace, KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Reconnect: o.Reconnect, Redial: fleet.Redial,
-		Adopted: true, Gen: gen + 1, Captures: caps,
+		Adopted: true, Gen: gen + 1, Captures: caps, Sample: launcher.DefaultSample,
 	}
 	for _, h := range plan.Hosts() {
 		lo.Execs[h] = execs[h]

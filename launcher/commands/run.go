@@ -56,6 +56,8 @@ type RunOptions struct {
 	// --capture-from's task ("": every task).
 	Capture     []string
 	CaptureFrom string
+	// Sample is --sample: how often the tasks' GPUs are sampled; 0: never.
+	Sample time.Duration
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *Signals
@@ -79,6 +81,9 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	if !o.Detach && o.Unattended != 0 {
 		return &UsageError{Msg: "--unattended is for --detach", Fix: "a run in the foreground stops its tasks --reconnect after its link is gone"}
+	}
+	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {
+		return &UsageError{Msg: fmt.Sprintf("--sample must be 0 (never) or at least %s", launcher.MinSample)}
 	}
 	// A keeper reads them again: the first tfhive refuses bad ones.
 	caps, err := captures(o.Capture, o.CaptureFrom, o.Job.taskIDs())
@@ -157,7 +162,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
 		Reconnect: o.Reconnect, Redial: fleet.Redial, Started: keeperStarted,
-		Unattended: o.Unattended, Captures: caps,
+		Unattended: o.Unattended, Captures: caps, Sample: o.Sample,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Quiet: o.Quiet,
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},

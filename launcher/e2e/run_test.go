@@ -323,7 +323,9 @@ func TestRunReusesTheProbeSession(t *testing.T) {
 	// Each task waits (5 s at most) until no process of s2's sessions is
 	// left: s2's spare must end before the tasks start.
 	idle := `for i in $(seq 50); do grep -qa "$0" /proc/[0-9]*/environ 2>/dev/null || exit 0; sleep 0.1; done; echo "s2 still has a session" >&2; exit 9`
-	args, logDir := runArgs(t, f, "--workers", "2", "--strategy", "pack", "--", "sh", "-c", idle,
+	// --sample 0: no sampling session either (TestRunSamplesGPUUsage
+	// counts the one it adds).
+	args, logDir := runArgs(t, f, "--workers", "2", "--strategy", "pack", "--sample", "0", "--", "sh", "-c", idle,
 		"TFHIVE_FAKE_GPU="+filepath.Join(f.Host("s2").Dir, "gpu"))
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)

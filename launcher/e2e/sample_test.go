@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe/sshtest"
+)
+
+// Served per call of the fake nvidia-smi's --query-gpu ("UTIL MEM"): g1's
+// GPU is idle, g2's busy.
+var servedUsage = map[string][]string{
+	"g1": {"2 100", "3 400", "1 200", "4 300", "2 250", "1 100", "0 100", "3 150"},
+	"g2": {"60 1000", "90 3000", "75 2000", "80 2500", "70 1500", "65 1200", "85 1800", "95 2200"},
+}
+
+// sampleFleet serves servedUsage and counts each host's sessions.
+func sampleFleet(t *testing.T) *sshtest.Fleet {
+	f := sshtest.Start(t,
+		sshtest.Profile{Name: "g1", GPU: "idle-2gpu.xml", AliveInterval: 1},
+		sshtest.Profile{Name: "g2", GPU: "idle-2gpu.xml", AliveInterval: 1})
+	for _, h := range f.Hosts {
+		if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "usage"), []byte(strings.Join(servedUsage[h.Name], "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$HOME/sessions";; esac` + "\n"
+		if err := os.WriteFile(filepath.Join(h.Home(), ".bashrc"), []byte(rc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// sampleWait: each worker ends once its host's nvidia-smi served every
+// value.
+const sampleWait = `for i in $(seq 600); do [ "$(cat "$TFHIVE_FAKE_GPU/queries" 2>/dev/null | wc -l)" -ge 8 ] && exit 0; sleep 0.05; done; echo "not sampled" >&2; exit 9`
+
+// One worker per host: the summary's mean and peak are the samples', the
+// samples are what was served in order (the last repeating), the idle GPU
+// is warned about while the run goes on, and each host had one sampling
+// session.
+func TestRunSamplesGPUUsage(t *testing.T) {
+	f := sampleFleet(t)
+	args, logDir := runArgs(t, f, "--workers", "2", "--strategy", "spread", "--sample", "200ms", "--", "sh", "-c", sampleWait)
+	env := append(f.Env(), "TFHIVE_TEST_IDLE_AFTER=500ms")
+	r := tfhive(t, env, f.Dir, args...)
+	wantCode(t, r, 0)
+	s := checkSampled(t, logDir)
+	g1 := taskOn(s, "g1")
+	wantContains(t, "console", r.stdout, "tfhive: "+g1.ID+" on g1: GPU idle (", "GPU UTIL", "MEM PEAK", "note: "+g1.ID+" on g1: GPU idle (")
+	if strings.Count(r.stdout, "GPU idle (") != 2 || strings.Contains(r.stdout, " on g2: GPU idle") {
+		t.Errorf("want one warning and one note, for g1 only:\n%s", r.stdout)
+	}
+	// The warning came while the task ran: before the summary.
+	if strings.Index(r.stdout, "tfhive: "+g1.ID+" on g1: GPU idle") > strings.Index(r.stdout, "GPU UTIL") {
+		t.Errorf("the warning came after the summary:\n%s", r.stdout)
+	}
+	for _, h := range f.Hosts {
+		b, _ := os.ReadFile(filepath.Join(h.Home(), "sessions"))
+		if n := strings.Count(string(b), "\n"); n != 2 {
+			t.Errorf("%s: %d sessions, want the task's and the sampler's:\n%s", h.Name, n, b)
+		}
+	}
+	noLeftovers(t, f, 10*time.Second)
+
+	// A --sample too short for nvidia-smi is refused before any host.
+	calls := f.Host("g1").SMICalls()
+	args, _ = runArgs(t, f, "--sample", "10ms", "--", "true")
+	r = tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 2)
+	wantContains(t, "stderr", r.stderr, "tfhive: error: --sample must be 0 (never) or at least 100ms")
+	if f.Host("g1").SMICalls() != calls {
+		t.Error("a bad --sample probed the hosts")
+	}
+}
+
+// A detached run's keeper samples as the foreground run does.
+func TestDetachSamplesGPUUsage(t *testing.T) {
+	f := sampleFleet(t)
+	args, logDir := runArgs(t, f, "--detach", "--workers", "2", "--strategy", "spread", "--sample", "200ms", "--", "sh", "-c", sampleWait)
+	env := append(f.Env(), "TFHIVE_TEST_IDLE_AFTER=500ms")
+	r := tfhive(t, env, f.Dir, args...)
+	wantCode(t, r, 0)
+	w := tfhive(t, f.Env(), f.Dir, "wait", "--log-dir", logDir, strings.TrimSpace(r.stdout))
+	wantCode(t, w, 0)
+	checkSampled(t, logDir)
+	noLeftovers(t, f, 10*time.Second)
+}
+
+// checkSampled checks the summary and gpu-usage.csv against servedUsage:
+// g1's task idle, g2's not.
+func checkSampled(t *testing.T, logDir string) launcher.Summary {
+	t.Helper()
+	rows := readUsageCSV(t, logDir)
+	s := summaryOf(t, logDir)
+	for _, task := range s.Tasks {
+		served := servedUsage[task.Host]
+		var util, mem []float64
+		for _, row := range rows {
+			if row[1] != task.ID {
+				continue
+			}
+			if row[2] != task.Host || row[3] != strconv.Itoa(task.GPUs[0]) {
+				t.Errorf("row %q for %s on %s GPU %v", row, task.ID, task.Host, task.GPUs)
+			}
+			u, _ := strconv.ParseFloat(row[4], 64)
+			m, _ := strconv.ParseFloat(row[5], 64)
+			util, mem = append(util, u), append(mem, m)
+		}
+		if len(util) < len(served) {
+			t.Fatalf("%s: %d samples, want at least %d:\n%v", task.ID, len(util), len(served), rows)
+		}
+		for i := range util {
+			want := served[min(i, len(served)-1)]
+			if got := strconv.FormatFloat(util[i], 'f', -1, 64) + " " + strconv.FormatFloat(mem[i], 'f', -1, 64); got != want {
+				t.Errorf("%s sample %d: %s, served %s", task.ID, i, got, want)
+			}
+		}
+		var sum float64
+		for _, u := range util {
+			sum += u
+		}
+		u := task.GPUUsage
+		if u == nil {
+			t.Fatalf("%s: no gpu_usage in the summary", task.ID)
+		}
+		if u.Samples != len(util) || u.UtilPeak != slices.Max(util) || u.MemPeak != slices.Max(mem) ||
+			strconv.FormatFloat(u.UtilMean, 'f', 1, 64) != strconv.FormatFloat(sum/float64(len(util)), 'f', 1, 64) {
+			t.Errorf("%s: %+v, samples %v %v", task.ID, u, util, mem)
+		}
+		idle := u.Idle != ""
+		if idle != (task.Host == "g1") {
+			t.Errorf("%s on %s: idle note %q", task.ID, task.Host, u.Idle)
+		}
+	}
+	return s
+}
+
+func taskOn(s launcher.Summary, host string) launcher.TaskResult {
+	for _, t := range s.Tasks {
+		if t.Host == host {
+			return t
+		}
+	}
+	return launcher.TaskResult{}
+}
+
+func readUsageCSV(t *testing.T, logDir string) [][]string {
+	t.Helper()
+	fh, err := os.Open(filepath.Join(logDir, "gpu-usage.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	rows, err := csv.NewReader(fh).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 || strings.Join(rows[0], ",") != "time,task,host,gpu,util_pct,mem_mib" {
+		t.Fatalf("gpu-usage.csv header: %v", rows)
+	}
+	return rows[1:]
+}

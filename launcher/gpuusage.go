@@ -1,0 +1,319 @@
+package launcher
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultSample is --sample's default: GPU usage every 10 s costs the
+// host one nvidia-smi per 10 s, and an idle GPU is seen within a minute.
+const DefaultSample = 10 * time.Second
+
+// MinSample is the shortest --sample: nvidia-smi itself takes tens of
+// milliseconds.
+const MinSample = 100 * time.Millisecond
+
+// idleBelow is the utilisation (%) under which a task's GPUs count as
+// idle.
+const idleBelow = 5
+
+// sampleMarker starts each sample of a host's sampler session
+// (scripts/sample.sh): what a login shell printed before the first one is
+// not a sample.
+const sampleMarker = "@@tfhive-sample"
+
+// GPUUsage is a task's GPU usage over the run, from --sample: utilisation
+// in percent and memory used in MiB, over every sample of every GPU of
+// the task.
+type GPUUsage struct {
+	Samples  int     `json:"samples"`
+	UtilMean float64 `json:"util_mean_pct"`
+	UtilP95  float64 `json:"util_p95_pct"`
+	UtilPeak float64 `json:"util_peak_pct"`
+	MemMean  float64 `json:"mem_mean_mib"`
+	MemP95   float64 `json:"mem_p95_mib"`
+	MemPeak  float64 `json:"mem_peak_mib"`
+	// Idle says how long the task's GPUs were idle, when that lasted long
+	// enough to warn about: "GPU idle (2%) for 3m".
+	Idle string `json:"idle,omitempty"`
+}
+
+// gpuRow is one line of nvidia-smi --query-gpu=index,uuid,
+// utilization.gpu,memory.used --format=csv,noheader,nounits.
+type gpuRow struct {
+	index     int
+	util, mem float64
+}
+
+// parseGPURow reads one CSV line; ok is false for anything else (an
+// error text, "[N/A]" for a MIG device's utilisation).
+func parseGPURow(line string) (gpuRow, bool) {
+	f := strings.Split(line, ",")
+	if len(f) != 4 {
+		return gpuRow{}, false
+	}
+	for i := range f {
+		f[i] = strings.TrimSpace(f[i])
+	}
+	idx, err1 := strconv.Atoi(f[0])
+	util, err2 := strconv.ParseFloat(f[2], 64)
+	mem, err3 := strconv.ParseFloat(f[3], 64)
+	if err1 != nil || err2 != nil || err3 != nil || idx < 0 || util < 0 || mem < 0 ||
+		math.IsNaN(util) || math.IsInf(util, 0) || math.IsNaN(mem) || math.IsInf(mem, 0) {
+		return gpuRow{}, false
+	}
+	return gpuRow{index: idx, util: util, mem: mem}, true
+}
+
+// usageOf aggregates a task's samples; nil when there are none.
+func usageOf(util, mem []float64) *GPUUsage {
+	if len(util) == 0 {
+		return nil
+	}
+	u := &GPUUsage{Samples: len(util)}
+	u.UtilMean, u.UtilP95, u.UtilPeak = stats(util)
+	u.MemMean, u.MemP95, u.MemPeak = stats(mem)
+	return u
+}
+
+// stats: mean, 95th percentile (nearest rank) and maximum, the mean
+// rounded to a tenth.
+func stats(xs []float64) (mean, p95, peak float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	var sum float64
+	for _, x := range s {
+		sum += x
+	}
+	rank := int(math.Ceil(0.95*float64(len(s)))) - 1
+	return math.Round(sum/float64(len(s))*10) / 10, s[max(rank, 0)], s[len(s)-1]
+}
+
+// idleTrack applies the idle rule to one task: its GPUs' mean
+// utilisation under idleBelow in every sample for longer than the window
+// warns once.
+type idleTrack struct {
+	since, last time.Time // the idle stretch; since zero: not idle
+	sum         float64
+	n           int
+	warned      bool
+	// note is the warned stretch, as it ended or goes on (warnedSince).
+	note        string
+	warnedSince time.Time
+}
+
+// add takes one sample's mean at t and returns the warning to print, if
+// this sample makes the stretch long enough.
+func (it *idleTrack) add(t time.Time, mean float64, window time.Duration) (warn string) {
+	if mean >= idleBelow {
+		it.since = time.Time{}
+		return ""
+	}
+	if it.since.IsZero() {
+		it.since, it.sum, it.n = t, 0, 0
+	}
+	it.sum += mean
+	it.n++
+	it.last = t
+	d := t.Sub(it.since)
+	if d < window || d == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("GPU idle (%.0f%%) for %s", it.sum/float64(it.n), shortDuration(d))
+	if !it.warned {
+		it.warned, it.note, it.warnedSince = true, line, it.since
+		return line
+	}
+	if it.since.Equal(it.warnedSince) {
+		it.note = line
+	}
+	return ""
+}
+
+// shortDuration: "3m" from a minute on, "1.2s" below.
+func shortDuration(d time.Duration) string {
+	if d >= time.Minute {
+		return strings.TrimSuffix(d.Truncate(time.Minute).String(), "0s")
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// usageBook collects the samples of every host's sampler: per task, the
+// values, the idle rule, and gpu-usage.csv in the log dir.
+type usageBook struct {
+	mu     sync.Mutex
+	path   string
+	f      *os.File
+	csv    *bufio.Writer
+	err    error
+	window time.Duration
+	say    func(task int, line string)
+	tasks  []taskUsage
+	// byHost: a host's GPU index → the tasks using it.
+	byHost map[string]map[int][]int
+	ids    []string // task ids, for the CSV
+	hosts  []string
+}
+
+type taskUsage struct {
+	util, mem []float64
+	cur       float64 // this sample's sum over the task's GPUs
+	curN      int
+	idle      idleTrack
+}
+
+func newUsageBook(path string, window time.Duration, say func(int, string)) *usageBook {
+	return &usageBook{path: path, window: window, say: say, byHost: map[string]map[int][]int{}}
+}
+
+// addTask registers task i, on host, using gpus.
+func (b *usageBook) addTask(i int, id, host string, gpus []int) {
+	for len(b.tasks) <= i {
+		b.tasks = append(b.tasks, taskUsage{})
+		b.ids = append(b.ids, "")
+		b.hosts = append(b.hosts, "")
+	}
+	b.ids[i], b.hosts[i] = id, host
+	m := b.byHost[host]
+	if m == nil {
+		m = map[int][]int{}
+		b.byHost[host] = m
+	}
+	for _, g := range gpus {
+		m[g] = append(m[g], i)
+	}
+}
+
+// row records one GPU's values of the sample taken at t on host.
+func (b *usageBook) row(host string, t time.Time, r gpuRow) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, i := range b.byHost[host][r.index] {
+		tu := &b.tasks[i]
+		tu.util = append(tu.util, r.util)
+		tu.mem = append(tu.mem, r.mem)
+		tu.cur += r.util
+		tu.curN++
+		b.writeCSV(t, i, host, r)
+	}
+}
+
+// endSample closes host's sample taken at t: the idle rule sees each
+// task's mean over its GPUs.
+func (b *usageBook) endSample(host string, t time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seen := map[int]bool{}
+	for _, tasks := range b.byHost[host] {
+		for _, i := range tasks {
+			tu := &b.tasks[i]
+			if seen[i] || tu.curN == 0 {
+				continue
+			}
+			seen[i] = true
+			mean := tu.cur / float64(tu.curN)
+			tu.cur, tu.curN = 0, 0
+			if warn := tu.idle.add(t, mean, b.window); warn != "" && b.say != nil {
+				b.say(i, warn)
+			}
+		}
+	}
+}
+
+func (b *usageBook) writeCSV(t time.Time, i int, host string, r gpuRow) {
+	if b.err != nil {
+		return
+	}
+	if b.f == nil {
+		b.f, b.err = os.OpenFile(b.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if b.err != nil {
+			return
+		}
+		b.csv = bufio.NewWriter(b.f)
+		b.csv.WriteString("time,task,host,gpu,util_pct,mem_mib\n")
+	}
+	fmt.Fprintf(b.csv, "%s,%s,%s,%d,%s,%s\n", t.UTC().Format("2006-01-02T15:04:05.000Z"), csvField(b.ids[i]), csvField(host),
+		r.index, strconv.FormatFloat(r.util, 'f', -1, 64), strconv.FormatFloat(r.mem, 'f', -1, 64))
+}
+
+// csvField quotes a field holding a comma or quote (host names come from
+// the hosts file).
+func csvField(s string) string {
+	if !strings.ContainsAny(s, ",\"\n\r") {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// close flushes gpu-usage.csv.
+func (b *usageBook) close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.f == nil {
+		return b.err
+	}
+	err := b.csv.Flush()
+	if cerr := b.f.Close(); err == nil {
+		err = cerr
+	}
+	b.f = nil
+	if b.err == nil {
+		b.err = err
+	}
+	return b.err
+}
+
+// usage is task i's aggregate, nil when nothing was sampled.
+func (b *usageBook) usage(i int) *GPUUsage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i >= len(b.tasks) {
+		return nil
+	}
+	tu := &b.tasks[i]
+	u := usageOf(tu.util, tu.mem)
+	if u != nil {
+		u.Idle = tu.idle.note
+	}
+	return u
+}
+
+// withUsageColumns adds GPU UTIL (mean) and MEM PEAK before LOG, when
+// anything was sampled.
+func withUsageColumns(s *Summary, header []string, rows [][]string) ([]string, [][]string) {
+	if !slices.ContainsFunc(s.Tasks, func(t TaskResult) bool { return t.GPUUsage != nil }) {
+		return header, rows
+	}
+	at := len(header) - 1
+	header = slices.Insert(slices.Clone(header), at, "GPU UTIL", "MEM PEAK")
+	for i, t := range s.Tasks {
+		util, mem := "-", "-"
+		if u := t.GPUUsage; u != nil {
+			util = strconv.FormatFloat(u.UtilMean, 'f', -1, 64) + "%"
+			mem = strconv.FormatFloat(u.MemPeak, 'f', -1, 64) + " MiB"
+		}
+		rows[i] = slices.Insert(slices.Clone(rows[i]), at, util, mem)
+	}
+	return header, rows
+}
+
+// writeIdleNotes: one line per task whose GPUs were idle long enough to
+// warn about.
+func writeIdleNotes(w io.Writer, s *Summary) error {
+	for _, t := range s.Tasks {
+		if u := t.GPUUsage; u != nil && u.Idle != "" {
+			if _, err := fmt.Fprintf(w, "note: %s on %s: %s\n", t.ID, sanitizeCells([]string{t.Host})[0], u.Idle); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/remote/shscript"
+)
+
+var sampleSh = shscript.Load(scripts, "scripts/sample.sh")
+
+// sampleInput is a host's sampler (scripts/sample.sh) as a stage for
+// SupervisorCommand: the GPUs of the run's tasks there, every interval.
+func sampleInput(gpus []int, every time.Duration) string {
+	ids := make([]string, len(gpus))
+	for i, g := range gpus {
+		ids[i] = strconv.Itoa(g)
+	}
+	s := sampleSh.With(
+		shscript.Set("tfhive_ids", strings.Join(ids, ",")),
+		shscript.Set("tfhive_every", strconv.FormatFloat(every.Seconds(), 'f', 3, 64)),
+	)
+	return strconv.Itoa(len(s)) + "\n" + s
+}
+
+// sampler is one host's sampling session.
+type sampler struct {
+	proc remote.Started
+	done chan struct{} // closed once its output is read and it ended
+}
+
+// startSamplers starts one sampling session per host with GPU tasks, over
+// the host's connection, once the tasks were told to go (--sample).
+func (r *runner) startSamplers() {
+	if r.o.Sample <= 0 {
+		return
+	}
+	r.usage = newUsageBook(filepath.Join(r.o.LogDir, "gpu-usage.csv"), r.lim.idleFor, func(i int, line string) {
+		t := r.tasks[i].t
+		r.o.Console.Printf("tfhive: %s on %s: %s", t.ID, t.Host, line)
+	})
+	r.samplers = map[string]*sampler{}
+	for i, rt := range r.tasks {
+		if len(rt.t.GPUs) > 0 {
+			r.usage.addTask(i, rt.t.ID, rt.t.Host, rt.t.GPUs)
+		}
+	}
+	for host := range r.usage.byHost {
+		r.startSampler(host)
+	}
+}
+
+// startSampler starts host's session: again after a reconnect, the last
+// one having ended with its link.
+func (r *runner) startSampler(host string) {
+	if r.usage == nil || r.usage.byHost[host] == nil {
+		return
+	}
+	if old := r.samplers[host]; old != nil {
+		select {
+		case <-old.done:
+		default:
+			return
+		}
+	}
+	ex := r.o.Execs[host]
+	if ex == nil {
+		return
+	}
+	gpus := slices.Sorted(mapKeys(r.usage.byHost[host]))
+	lw := &sampleLines{host: host, book: r.usage}
+	proc, err := ex.Start(context.Background(), SupervisorCommand, lw, io.Discard)
+	if err != nil {
+		return
+	}
+	if err := writeChunked(proc.Stdin(), sampleInput(gpus, r.o.Sample)); err != nil {
+		proc.Close()
+		return
+	}
+	s := &sampler{proc: proc, done: make(chan struct{})}
+	r.samplers[host] = s
+	go func() {
+		proc.Wait()
+		lw.end()
+		close(s.done)
+	}()
+}
+
+// stopSamplers ends every session: EOF on its stdin ends its loop at
+// once; those whose hosts do not answer within giveUp are abandoned.
+func (r *runner) stopSamplers() {
+	for _, s := range r.samplers {
+		s.proc.Stdin().Close()
+	}
+	deadline := time.NewTimer(r.lim.giveUp)
+	defer deadline.Stop()
+	expired := false
+	for _, s := range r.samplers {
+		if !expired {
+			select {
+			case <-s.done:
+				continue
+			case <-deadline.C:
+				expired = true
+			}
+		}
+		select {
+		case <-s.done:
+		default:
+			s.proc.Close()
+			<-s.done
+		}
+	}
+	r.samplers = nil
+	if r.usage != nil {
+		r.usage.close()
+	}
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// sampleLines splits a sampler's output into samples: a marker line
+// starts one, stamped with its arrival; the CSV lines after it are its.
+type sampleLines struct {
+	host   string
+	book   *usageBook
+	buf    []byte
+	at     time.Time // the current sample's time; zero before the first marker
+	inside bool
+}
+
+func (w *sampleLines) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.line(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 4096 {
+		w.buf = w.buf[:0] // no line of nvidia-smi's is this long
+	}
+	return len(p), nil
+}
+
+func (w *sampleLines) line(s string) {
+	s = strings.TrimSuffix(s, "\r")
+	if s == sampleMarker {
+		w.end()
+		w.at, w.inside = time.Now(), true
+		return
+	}
+	if !w.inside {
+		return // a login shell's greeting
+	}
+	if row, ok := parseGPURow(s); ok {
+		w.book.row(w.host, w.at, row)
+	}
+}
+
+// end closes the current sample.
+func (w *sampleLines) end() {
+	if w.inside {
+		w.book.endSample(w.host, w.at)
+	}
+	w.inside = false
+}
