@@ -48,8 +48,9 @@ type fakeHost struct {
 	name    string
 	ids     []string // the tasks it runs, told apart by their ids in the input
 	scripts map[string]fakeScript
-	// startErr fails every Start; stdinErr fails every write to stdin.
-	startErr, stdinErr error
+	// startErr fails every Start; stdinErr fails every write to stdin;
+	// stdinErrOnce fails the writes to the first session's stdin only.
+	startErr, stdinErr, stdinErrOnce error
 
 	mu    sync.Mutex
 	procs map[string]*fakeProc // by task id, once identified
@@ -85,7 +86,13 @@ func (h *fakeHost) start(cmd string, stdout, stderr io.Writer) (*fakeProc, error
 		return nil, fmt.Errorf("fake host: not the supervisor: %q", cmd)
 	}
 	pr, pw := io.Pipe()
-	p := &fakeProc{host: h, stdin: pw, stdout: stdout, stderr: stderr,
+	failStdin := h.stdinErr
+	h.mu.Lock()
+	if h.stdinErrOnce != nil {
+		failStdin, h.stdinErrOnce = h.stdinErrOnce, nil
+	}
+	h.mu.Unlock()
+	p := &fakeProc{host: h, stdin: pw, stdout: stdout, stderr: stderr, failStdin: failStdin,
 		ctl: make(chan string, 1024), heard: make(chan struct{}), gotTerm: make(chan struct{}),
 		exited: make(chan struct{}), dropped: make(chan struct{})}
 	go p.read(pr)
@@ -95,6 +102,7 @@ func (h *fakeHost) start(cmd string, stdout, stderr io.Writer) (*fakeProc, error
 // fakeProc is one supervisor.
 type fakeProc struct {
 	host           *fakeHost
+	failStdin      error
 	stdin          *io.PipeWriter
 	stdout, stderr io.Writer
 	id             string
@@ -190,8 +198,8 @@ func (h *fakeHost) identify(input string) string {
 // Started.
 
 func (p *fakeProc) Stdin() io.WriteCloser {
-	if p.host.stdinErr != nil {
-		return failingWriter{p.host.stdinErr}
+	if p.failStdin != nil {
+		return failingWriter{p.failStdin}
 	}
 	return p.stdin
 }

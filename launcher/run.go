@@ -557,15 +557,28 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		}
 	}
 	gate := &claimGate{next: stdout, report: rt.reportClaim}
+	input := supervisorInput(tk)
 	proc, err := ex.Start(ctx, SupervisorCommand, gate, stderr)
 	if err != nil {
 		return err
 	}
-	rt.proc = proc
-	if err := writeChunked(proc.Stdin(), supervisorInput(tk)); err != nil {
+	if err := writeChunked(proc.Stdin(), input); err != nil {
+		// The probe's spare session, handed over as this task's, may
+		// have ended between the probe and now (it was checked, but not
+		// held still): it never got the task, so nothing was claimed.
+		// One fresh session, once; Wait first, so that the old one
+		// writes nothing more into the task's output.
 		proc.Close()
-		return fmt.Errorf("sending the task: %w", err)
+		proc.Wait()
+		if proc, err = ex.Start(ctx, SupervisorCommand, gate, stderr); err != nil {
+			return fmt.Errorf("sending the task: %w", err)
+		}
+		if err := writeChunked(proc.Stdin(), input); err != nil {
+			proc.Close()
+			return fmt.Errorf("sending the task: %w", err)
+		}
 	}
+	rt.proc = proc
 	// The supervisor answers within a round trip or two. A host that
 	// never does (its login shell hangs, say on an NFS home) must not
 	// hold the whole run at the claim phase: after the watchdog's own

@@ -549,6 +549,17 @@ func TestRunTaskCannotStart(t *testing.T) {
 	}
 }
 
+// A session that ends before it gets its task (the probe's spare, ended
+// meanwhile) is replaced by a fresh one, once: the run goes on.
+func TestRunSessionEndedBeforeItsTask(t *testing.T) {
+	f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"))
+	f.host("h2").stdinErrOnce = errors.New("EOF")
+	f.host("h1").script("worker:0", exits(0, ""))
+	f.host("h2").script("worker:1", exits(0, ""))
+	s, _ := f.mustRun(context.Background())
+	wantSummary(t, s, ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
+}
+
 // A host whose supervisor never answers (a hung login shell) is given up
 // after the keepalive period, never holding the run at the claim phase.
 func TestRunHostNeverAnswers(t *testing.T) {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"math/rand/v2"
 	"net"
 	"os"
 	"regexp"
@@ -166,16 +167,26 @@ func wantServerStopped(t *testing.T, output, task, node string) {
 	}
 }
 
-// freePorts is a range of 20 ports from one nothing listened on.
+// freePorts is a range of 20 ports nothing listens on, below the kernel's
+// ephemeral range (where the Slurm test bed's daemons, listening on every
+// address, and every client connection get theirs): each port is tried on
+// every address.
 func freePorts(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for try := 0; try < 100; try++ {
+		base := 20000 + rand.IntN(10000)
+		free := true
+		for p := base; p <= base+20 && free; p++ {
+			l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
+			if err != nil {
+				free = false
+				break
+			}
+			l.Close()
+		}
+		if free {
+			return strconv.Itoa(base) + "-" + strconv.Itoa(base+20)
+		}
 	}
-	p := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	if p > 65515 {
-		p = 65515
-	}
-	return strconv.Itoa(p) + "-" + strconv.Itoa(p+20)
+	t.Fatal("no 20 free ports in 20000-30000")
+	return ""
 }
