@@ -26,33 +26,14 @@
 : "${tfhive_run?}" "${tfhive_task?}" "${tfhive_off_out?}" "${tfhive_off_err?}" "${tfhive_gen?}" "${tfhive_mark?}"
 tfhive_fail() { printf 'tfhive: %s\n' "$1" >&2; exit 125; }
 tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
+tfhive_pid='' tfhive_lo='' tfhive_le='' tfhive_alive=0 tfhive_w='' # set by tfhive_supervisor, tfhive_writer (rundir.sh)
 tfhive_rundir "$tfhive_run" 0 || tfhive_fail "$tfhive_why"
 tfhive_f=$tfhive_rd/${tfhive_task//:/-}
 for tfhive_x in out err rc pid; do
 	{ [ -f "$tfhive_f.$tfhive_x" ] && [ ! -L "$tfhive_f.$tfhive_x" ]; } || tfhive_fail "no trace of task $tfhive_task in $tfhive_rd"
 done
 { [ -p "$tfhive_f.ctl" ] && [ ! -L "$tfhive_f.ctl" ]; } || tfhive_fail "no control FIFO for task $tfhive_task in $tfhive_rd"
-read -r tfhive_pid tfhive_lo tfhive_le <"$tfhive_f.pid"
-tfhive_alive=0
-case $tfhive_pid in
-'' | *[!0-9]*) ;;
-*)
-	if [ "$(stat -c %u "/proc/$tfhive_pid" 2>/dev/null)" = "$EUID" ]; then
-		tfhive_args=$(tr '\0' ' ' <"/proc/$tfhive_pid/cmdline" 2>/dev/null)
-		case $tfhive_args in *" tfhive-sup "*" $tfhive_run $tfhive_task "*) tfhive_alive=1 ;; esac
-	fi
-	;;
-esac
-# Each tail follows its stream's writer, the supervisor's child, else the
-# supervisor (see supervisor-run.sh).
-tfhive_writer() {
-	tfhive_w=$tfhive_pid
-	case $1 in '' | *[!0-9]*) return ;; esac
-	read -r tfhive_stat <"/proc/$1/stat" 2>/dev/null || return
-	tfhive_stat=${tfhive_stat##*) }
-	tfhive_stat=${tfhive_stat#* }
-	[ "${tfhive_stat%% *}" = "$tfhive_pid" ] && tfhive_w=$1
-}
+tfhive_supervisor "$tfhive_f.pid" "$tfhive_run" "$tfhive_task"
 tfhive_g=
 read -r tfhive_g <"$tfhive_rd/keeper.gen" 2>/dev/null
 case $tfhive_g in '' | *[!0-9]*) tfhive_g=1 ;; esac

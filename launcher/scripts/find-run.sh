@@ -9,6 +9,7 @@
 #   tfhive_run  the run id
 : "${tfhive_run?}"
 tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
+tfhive_alive=0 # set by tfhive_supervisor (rundir.sh)
 if ! tfhive_rundir "$tfhive_run" 0; then
 	printf '@@tfhive-none %s\n' "$tfhive_why"
 	exit 0
@@ -24,19 +25,13 @@ for tfhive_p in "$tfhive_rd"/*.pid; do
 	tfhive_t=${tfhive_f##*/}
 	tfhive_rc=
 	read -r tfhive_rc _ <"$tfhive_f.rc" 2>/dev/null
-	tfhive_pid=
-	read -r tfhive_pid _ <"$tfhive_p"
+	tfhive_id=${tfhive_t%-*}:${tfhive_t##*-}
 	tfhive_state=gone
 	if [ -n "$tfhive_rc" ]; then
 		tfhive_state=ended
 	else
-		case $tfhive_pid in
-		'' | *[!0-9]*) ;;
-		*) if [ "$(stat -c %u "/proc/$tfhive_pid" 2>/dev/null)" = "$EUID" ] &&
-			tr '\0' ' ' <"/proc/$tfhive_pid/cmdline" 2>/dev/null | grep -q " tfhive-sup .* $tfhive_run "; then
-			tfhive_state=alive
-		fi ;;
-		esac
+		tfhive_supervisor "$tfhive_p" "$tfhive_run" "$tfhive_id"
+		[ "$tfhive_alive" = 0 ] || tfhive_state=alive
 	fi
-	printf '@@tfhive-task %s %s\n' "${tfhive_t%-*}:${tfhive_t##*-}" "$tfhive_state"
+	printf '@@tfhive-task %s %s\n' "$tfhive_id" "$tfhive_state"
 done

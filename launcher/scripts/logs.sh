@@ -28,6 +28,7 @@ tfhive_none() {
 	exit 0
 }
 tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
+tfhive_lo='' tfhive_le='' tfhive_alive=0 tfhive_w='' # set by tfhive_supervisor, tfhive_writer (rundir.sh)
 tfhive_rundir "$tfhive_run" 0 || tfhive_none "$tfhive_why"
 # A task's files count as regular files only, never symlinks.
 tfhive_has() {
@@ -52,31 +53,12 @@ printf '%s\n' '@@tfhive-stream'
 printf '%s\n' '@@tfhive-stream' >&2
 tfhive_alive=0
 if [ "$tfhive_follow" = 1 ]; then
-	read -r tfhive_pid tfhive_lo tfhive_le _ <"$tfhive_f.pid"
-	case $tfhive_pid in
-	'' | *[!0-9]*) ;;
-	*)
-		if [ -O "/proc/$tfhive_pid" ]; then
-			tfhive_args=$(tr '\0' ' ' <"/proc/$tfhive_pid/cmdline" 2>/dev/null)
-			case $tfhive_args in *" tfhive-sup "*" $tfhive_run $tfhive_task "*) tfhive_alive=1 ;; esac
-		fi
-		;;
-	esac
+	tfhive_supervisor "$tfhive_f.pid" "$tfhive_run" "$tfhive_task"
 fi
 if [ "$tfhive_alive" = 0 ]; then
 	cat "$tfhive_f.out"
 	exec cat "$tfhive_f.err" >&2
 fi
-# Each tail follows its stream's writer, the supervisor's child, else the
-# supervisor (see supervisor-run.sh).
-tfhive_writer() {
-	tfhive_w=$tfhive_pid
-	case $1 in '' | *[!0-9]*) return ;; esac
-	read -r tfhive_stat <"/proc/$1/stat" 2>/dev/null || return
-	tfhive_stat=${tfhive_stat##*) }
-	tfhive_stat=${tfhive_stat#* }
-	[ "${tfhive_stat%% *}" = "$tfhive_pid" ] && tfhive_w=$1
-}
 exec 4<&0
 tfhive_writer "$tfhive_lo"
 tail -c +1 --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.out" 2>/dev/null 4<&- &

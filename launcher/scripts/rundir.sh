@@ -74,3 +74,30 @@ tfhive_feed() {
 		printf '%s\n' "$tfhive_l" >&6
 	done
 }
+
+# tfhive_supervisor PIDFILE RUN TASK reads a task's pid file (the
+# supervisor, then each stream's logger: tfhive_pid, tfhive_lo, tfhive_le)
+# and sets tfhive_alive to 1 only when /proc says that pid is this user's
+# supervisor of this very task: a pid from a file is followed, never
+# signalled, and trusted no further.
+# shellcheck disable=SC2034 # the callers use what they need of it
+tfhive_supervisor() {
+	tfhive_pid='' tfhive_lo='' tfhive_le='' tfhive_alive=0
+	read -r tfhive_pid tfhive_lo tfhive_le _ <"$1" 2>/dev/null
+	case $tfhive_pid in '' | *[!0-9]*) return ;; esac
+	[ -O "/proc/$tfhive_pid" ] || return
+	tfhive_args=$(tr '\0' ' ' <"/proc/$tfhive_pid/cmdline" 2>/dev/null)
+	case $tfhive_args in *" tfhive-sup "*" $2 $3 "*) tfhive_alive=1 ;; esac
+}
+
+# tfhive_writer PID sets tfhive_w to the process a tail of a stream
+# follows: PID, that stream's logger, while it is the supervisor's child
+# (the supervisor-run.sh tails do the same), else the supervisor.
+tfhive_writer() {
+	tfhive_w=$tfhive_pid
+	case $1 in '' | *[!0-9]*) return ;; esac
+	read -r tfhive_stat <"/proc/$1/stat" 2>/dev/null || return
+	tfhive_stat=${tfhive_stat##*) }
+	tfhive_stat=${tfhive_stat#* }
+	[ "${tfhive_stat%% *}" = "$tfhive_pid" ] && tfhive_w=$1
+}
