@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tfhive/tfhive/probe/gpuquery"
 )
 
 // DefaultSample is --sample's default: GPU usage every 10 s costs the
@@ -56,21 +58,8 @@ type gpuRow struct {
 // parseGPURow reads one CSV line; ok is false for anything else (an
 // error text, "[N/A]" for a MIG device's utilisation).
 func parseGPURow(line string) (gpuRow, bool) {
-	f := strings.Split(line, ",")
-	if len(f) != 4 {
-		return gpuRow{}, false
-	}
-	for i := range f {
-		f[i] = strings.TrimSpace(f[i])
-	}
-	idx, err1 := strconv.Atoi(f[0])
-	util, err2 := strconv.ParseFloat(f[2], 64)
-	mem, err3 := strconv.ParseFloat(f[3], 64)
-	if err1 != nil || err2 != nil || err3 != nil || idx < 0 || util < 0 || mem < 0 ||
-		math.IsNaN(util) || math.IsInf(util, 0) || math.IsNaN(mem) || math.IsInf(mem, 0) {
-		return gpuRow{}, false
-	}
-	return gpuRow{index: idx, util: util, mem: mem}, true
+	u, ok := gpuquery.Row(line)
+	return gpuRow{index: u.Index, util: u.Util, mem: u.MemMiB}, ok
 }
 
 // usageOf aggregates a task's samples; nil when there are none.

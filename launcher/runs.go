@@ -36,7 +36,12 @@ type RunOnHost struct {
 	// started with --reconnect 0, or a task whose files are not there yet.
 	State  string `json:"state,omitempty"`
 	Keeper *bool  `json:"keeper,omitempty"`
+	// GPUUse is the live utilisation of the run's GPUs here, in GPUs'
+	// order, matched by the UUID each claim names; nil when the host
+	// could not say (no nvidia-smi, a claims-only probe).
+	GPUUse []inventory.GPUUse `json:"gpu_usage,omitempty"`
 	uid    int
+	uuids  map[int]string // GPU index → the UUID its claim names
 	// Holders are the processes holding the run's claims on the host, as
 	// /proc/locks names them: kill finds the tasks' supervisors from them.
 	Holders []int `json:"-"`
@@ -58,7 +63,7 @@ func Runs(inv inventory.Inventory) []RunOnHost {
 			key := [2]string{c.RunID, c.User}
 			r := byRun[key]
 			if r == nil {
-				r = &RunOnHost{RunID: c.RunID, User: c.User, Host: h.Name, Since: c.Since, Tasks: []string{}, GPUs: []int{}, Ports: []int{}, uid: c.UID}
+				r = &RunOnHost{RunID: c.RunID, User: c.User, Host: h.Name, Since: c.Since, Tasks: []string{}, GPUs: []int{}, Ports: []int{}, uid: c.UID, uuids: map[int]string{}}
 				byRun[key] = r
 				order = append(order, key)
 			}
@@ -74,6 +79,7 @@ func Runs(inv inventory.Inventory) []RunOnHost {
 			switch {
 			case c.Kind == "gpu" && !slices.Contains(r.GPUs, c.ID):
 				r.GPUs = append(r.GPUs, c.ID)
+				r.uuids[c.ID] = c.UUID
 			case c.Kind == "port" && !slices.Contains(r.Ports, c.ID):
 				r.Ports = append(r.Ports, c.ID)
 			}
@@ -81,6 +87,7 @@ func Runs(inv inventory.Inventory) []RunOnHost {
 		for _, key := range order {
 			r := byRun[key]
 			r.State, r.Keeper = keptState(*r, h.Kept, ended)
+			r.GPUUse = liveUse(r.GPUs, r.uuids, h.GPUUse)
 			out = append(out, *r)
 		}
 	}
@@ -90,6 +97,24 @@ func Runs(inv inventory.Inventory) []RunOnHost {
 		}
 		return out[i].RunID < out[j].RunID
 	})
+	return out
+}
+
+// liveUse picks a run's GPUs' rows out of its host's live utilisation,
+// by the UUID the claim names: an index may be renumbered, a UUID never.
+func liveUse(gpus []int, uuids map[int]string, use []inventory.GPUUse) []inventory.GPUUse {
+	var out []inventory.GPUUse
+	for _, g := range gpus {
+		for _, u := range use {
+			if u.UUID != "" && u.UUID == uuids[g] {
+				out = append(out, u)
+				break
+			}
+		}
+	}
+	if len(out) != len(gpus) {
+		return nil // a GPU unaccounted for: no figure rather than a partial one
+	}
 	return out
 }
 
@@ -190,10 +215,23 @@ func WriteRuns(w io.Writer, runs []RunOnHost, now time.Time) error {
 		if r.Keeper != nil {
 			keeper = map[bool]string{true: "yes", false: "no"}[*r.Keeper]
 		}
-		rows[i] = []string{id, user, r.Host, state, keeper, strings.Join(r.Tasks, ","), intList(r.GPUs), intList(r.Ports),
+		rows[i] = []string{id, user, r.Host, state, keeper, strings.Join(r.Tasks, ","), intList(r.GPUs), liveCell(r.GPUUse), intList(r.Ports),
 			r.Since.Local().Format("2006-01-02 15:04:05") + " (" + now.Sub(r.Since).Round(time.Second).String() + " ago)"}
 	}
-	return writeTable(w, []string{"RUN", "USER", "HOST", "STATE", "KEEPER", "TASKS", "GPUS", "PORTS", "SINCE"}, rows)
+	return writeTable(w, []string{"RUN", "USER", "HOST", "STATE", "KEEPER", "TASKS", "GPUS", "GPU UTIL / MEM", "PORTS", "SINCE"}, rows)
+}
+
+// liveCell shows each GPU's utilisation and memory used, in GPUS' order:
+// "97% 10.2G, 3% 0.5G"; "-" when the host could not say.
+func liveCell(use []inventory.GPUUse) string {
+	if len(use) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(use))
+	for i, u := range use {
+		parts[i] = fmt.Sprintf("%.0f%% %.1fG", u.Util, u.MemMiB/1024)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // WriteRunsJSON prints `tfhive ps --json`: {"runs": [...]}.

@@ -74,3 +74,52 @@ func TestKeptStates(t *testing.T) {
 		})
 	}
 }
+
+// ps shows each run's GPUs' live utilisation, matched by the UUID the
+// claim names (indexes may be renumbered), in GPUS' order; a GPU the host
+// did not report leaves the whole cell unknown rather than partial.
+func TestRunsLiveUse(t *testing.T) {
+	since := time.Now().Add(-time.Minute)
+	gpu := func(id int, uuid string) inventory.Claim {
+		return inventory.Claim{Kind: "gpu", ID: id, UUID: uuid, RunID: "r1", Task: "worker:0", User: "u", UID: 1000, PID: 10, Since: since}
+	}
+	use := []inventory.GPUUse{
+		{Index: 0, UUID: "GPU-aaa", Util: 3, MemMiB: 512},
+		{Index: 1, UUID: "GPU-bbb", Util: 97, MemMiB: 10444.8},
+		{Index: 2, UUID: "GPU-ccc", Util: 50, MemMiB: 0},
+	}
+	tests := []struct {
+		name   string
+		claims []inventory.Claim
+		use    []inventory.GPUUse
+		cell   string
+		js     string
+	}{
+		{"matched by uuid, in GPUS' order", []inventory.Claim{gpu(1, "GPU-bbb"), gpu(0, "GPU-aaa")}, use, "97% 10.2G, 3% 0.5G", `"util_pct": 97`},
+		{"index renumbered: the uuid decides", []inventory.Claim{gpu(0, "GPU-ccc")}, use, "50% 0.0G", `"uuid": "GPU-ccc"`},
+		{"a GPU the host did not report", []inventory.Claim{gpu(0, "GPU-aaa"), gpu(3, "GPU-ddd")}, use, "-", ""},
+		{"no nvidia-smi", []inventory.Claim{gpu(0, "GPU-aaa")}, nil, "-", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs := Runs(inventory.Inventory{Hosts: []inventory.HostInventory{{Name: "h1", Claims: tt.claims, GPUUse: tt.use}}})
+			if len(runs) != 1 {
+				t.Fatalf("runs %+v, want one", runs)
+			}
+			var table, js strings.Builder
+			if err := WriteRuns(&table, runs, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteRunsJSON(&js, runs); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(table.String(), "\n")
+			if !strings.Contains(lines[0], "GPU UTIL / MEM") || !strings.Contains(lines[1], "  "+tt.cell+"  ") {
+				t.Errorf("table:\n%s\nwant cell %q", table.String(), tt.cell)
+			}
+			if tt.js == "" && strings.Contains(js.String(), "gpu_usage") || tt.js != "" && !strings.Contains(js.String(), tt.js) {
+				t.Errorf("json:\n%s\nwant %q", js.String(), tt.js)
+			}
+		})
+	}
+}

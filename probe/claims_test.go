@@ -19,7 +19,7 @@ import (
 // cuts its output as the probe does.
 func runClaimsScript(t *testing.T, dir string) claimsSection {
 	t.Helper()
-	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0")))
+	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0"), shscript.Set("t", "5")))
 	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
 	raw, err := script.Output()
 	if err != nil {

@@ -284,7 +284,9 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
 	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)
 	if f.opts.Runs {
-		hi.Kept = parseRuns(po.runs, po.claims.locks)
+		runs, use := cutUtil(po.runs)
+		hi.Kept = parseRuns(runs, po.claims.locks)
+		hi.GPUUse = use
 	}
 	return hi
 }

@@ -48,7 +48,7 @@ func feed(t *testing.T, ctl string) {
 // HOME and dir as the claims dir.
 func runRunsScript(t *testing.T, home, dir string) *inventory.KeptRuns {
 	t.Helper()
-	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "60")))
+	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "60"), shscript.Set("t", "5")))
 	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir, "HOME="+home)
 	raw, err := script.Output()
 	if err != nil {
@@ -153,5 +153,21 @@ func TestKeptFile(t *testing.T) {
 		if run != tt.run || task != tt.task || ext != tt.ext || ok != tt.ok {
 			t.Errorf("keptFile(%q) = %q %q %q %v", tt.path, run, task, ext, ok)
 		}
+	}
+}
+
+// The utilisation rows close runs.sh's section, behind their own marker:
+// a line the section's own parser never sees.
+func TestCutUtil(t *testing.T) {
+	section := []byte("u 1000\nd .tfhive\n@@tfhive-util\n0, GPU-aaa, 40, 100\nnvidia-smi: some error\n1, GPU-bbb, 60, 200\n")
+	rest, use := cutUtil(section)
+	if string(rest) != "u 1000\nd .tfhive\n" {
+		t.Errorf("rest %q", rest)
+	}
+	if len(use) != 2 || use[0].UUID != "GPU-aaa" || use[1].Util != 60 || use[1].MemMiB != 200 {
+		t.Errorf("use %+v", use)
+	}
+	if rest, use := cutUtil([]byte("u 1000\n")); string(rest) != "u 1000\n" || use != nil {
+		t.Errorf("no marker: %q %+v", rest, use)
 	}
 }

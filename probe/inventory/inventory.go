@@ -53,6 +53,9 @@ type HostInventory struct {
 	// Kept is what the user's own kept run directories say of the runs
 	// whose claims are held here; nil unless asked for (tfhive ps).
 	Kept *KeptRuns `json:"-"`
+	// GPUUse is the live utilisation of the host's GPUs when some run
+	// holds GPU claims here; nil unless asked for (tfhive ps).
+	GPUUse []GPUUse `json:"-"`
 }
 
 // InterfaceAddr is one address of one network interface, as `ip -o addr`

@@ -28,3 +28,12 @@ type KeptTask struct {
 	// keepalive interval) reached the FIFO within the keepalive window.
 	Fresh bool
 }
+
+// GPUUse is one GPU's live utilisation, as one row of nvidia-smi
+// --query-gpu=index,uuid,utilization.gpu,memory.used reports it.
+type GPUUse struct {
+	Index  int     `json:"gpu"`
+	UUID   string  `json:"uuid"`
+	Util   float64 `json:"util_pct"`
+	MemMiB float64 `json:"mem_mib"`
+}

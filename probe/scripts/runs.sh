@@ -17,13 +17,19 @@
 # (or root) can write in them. The end marker closes the probe's output:
 # without it, the output was cut.
 #
+# Then, when some holder's label names a GPU (it is only a reason to ask,
+# never taken as fact), the live utilisation of the host's GPUs: one
+# nvidia-smi CSV query, bounded like the report (probe.sh's $t), behind
+# its own marker; probe/runs.go keeps the rows of GPUs claimed.
+#
 # It travels as one line, after claims.sh, whose $h (the holders' ps
 # lines) it reads: every line ends where a newline could be a space, and
 # comments stand on lines of their own.
 #
 # Parameters, set by tfhive ahead of this text:
 #   runs  0: look at nothing; else the keepalive window, in seconds
-: "${runs?}";
+#   t     (probe.sh's) nvidia-smi's time limit, in seconds
+: "${runs?}" "${t?}";
 echo @@tfhive-runs;
 if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d .tfhive/runs ] && [ ! -L .tfhive ] && [ ! -L .tfhive/runs ]; then
   set -f; set --; s=0;
@@ -56,5 +62,14 @@ if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d .tfhive/run
       esac;
     done;
   fi;
+fi;
+echo @@tfhive-util;
+if [ "$runs" != 0 ]; then
+  case $h in *' gpu:'* | *,gpu:*)
+    q='--query-gpu=index,uuid,utilization.gpu,memory.used';
+    if ! command -v nvidia-smi >/dev/null 2>&1; then :;
+    elif command -v timeout >/dev/null 2>&1; then timeout -k 2 "$t" nvidia-smi "$q" --format=csv,noheader,nounits </dev/null 2>/dev/null | head -n 256;
+    else nvidia-smi "$q" --format=csv,noheader,nounits </dev/null 2>/dev/null | head -n 256; fi ;;
+  esac;
 fi;
 echo @@tfhive-end;
