@@ -36,7 +36,10 @@ func TestPsLiveGPUUse(t *testing.T) {
 	}
 	r.discardRest()
 
-	queries := func() int { b, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "queries")); return strings.Count(string(b), "\n") }
+	queries := func() int {
+		b, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "queries"))
+		return strings.Count(string(b), "\n")
+	}
 	js := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "ps", "--json")...)
 	wantCode(t, js, 0)
 	var doc struct {
