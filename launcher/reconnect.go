@@ -227,9 +227,19 @@ func (r *runner) attachedTo(a attached) {
 
 // attachFailed: an attach session that ended before its marker found the
 // task gone from the host, or its directory refused: why is what it
-// said.
+// said, its "tfhive: " line; a login shell may have written to stderr
+// before it (a locale warning, stty), and that is not why.
 func (rt *runTask) attachFailed() string {
-	why := wording.FirstLine(string(bytes.TrimPrefix(bytes.TrimSpace(rt.attachNoise.Bytes()), []byte("tfhive: "))))
+	noise := bytes.TrimSpace(rt.attachNoise.Bytes())
+	why := ""
+	for line := range bytes.Lines(noise) {
+		if s, ok := bytes.CutPrefix(line, []byte("tfhive: ")); ok {
+			why = wording.FirstLine(string(s))
+		}
+	}
+	if why == "" {
+		why = wording.FirstLine(string(noise))
+	}
 	if why == "" {
 		why = "its supervisor could not be found again"
 	}

@@ -66,3 +66,22 @@ func TestStreamGateHoldsBackOnlyAStart(t *testing.T) {
 		t.Fatalf("passed %q, counted %d", out.String(), n)
 	}
 }
+
+// Why an attach session found nothing to follow is its own "tfhive: "
+// line, whatever a login shell wrote to stderr before it: "replaced by
+// keeper generation N" must be seen as such for a keeper to step down.
+func TestAttachFailedSaysWhy(t *testing.T) {
+	for _, c := range []struct{ noise, want string }{
+		{"tfhive: replaced by keeper generation 4\n", "replaced by keeper generation 4"},
+		{"bash: warning: setlocale: LC_ALL: cannot change locale\ntfhive: replaced by keeper generation 4\n", "replaced by keeper generation 4"},
+		{"stty: not a tty\ntfhive: no trace of task worker:0 in /h/.tfhive/runs/r1", "no trace of task worker:0 in /h/.tfhive/runs/r1"},
+		{"  Segmentation fault\nmore\n", "Segmentation fault"},
+		{"", "its supervisor could not be found again"},
+	} {
+		var rt runTask
+		rt.attachNoise.Write([]byte(c.noise))
+		if got := rt.attachFailed(); got != c.want {
+			t.Errorf("%q: %q, want %q", c.noise, got, c.want)
+		}
+	}
+}
