@@ -151,7 +151,9 @@ func (p *fakeProc) read(r *io.PipeReader) {
 		return
 	}
 	p.claimStage, p.runStage = claim, run
-	p.id = p.host.identify(claim + run)
+	// The claim stage: the task stage of a kept run's first task on a
+	// host names every task (run.json).
+	p.id = p.host.identify(claim)
 	p.host.mu.Lock()
 	p.host.procs[p.id] = p
 	script := p.host.scripts[p.id]
@@ -180,8 +182,8 @@ func (p *fakeProc) read(r *io.PipeReader) {
 	}
 }
 
-// identify tells which of the host's tasks the input is for: the only one
-// whose id is in it as a word (the holders' label carries it).
+// identify tells which of the host's tasks the claim stage is for: the
+// only one whose id is in it as a word (the holders' label carries it).
 func (h *fakeHost) identify(input string) string {
 	var found []string
 	for _, id := range h.ids {

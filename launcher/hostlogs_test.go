@@ -2,9 +2,20 @@ package launcher
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/remote/remotetest"
+	"github.com/tfhive/tfhive/probe/testkit"
 )
+
+const hostlogsGoldenDir = "../testdata/hostlogs"
 
 // Every task's output from a host (logs.sh) printed as the console does:
 // what a login shell printed first is dropped, each file's lines get its
@@ -33,5 +44,150 @@ func TestHostLogsLines(t *testing.T) {
 	found, none, _ = p.copyHost(strings.NewReader("motd\n"+noneMarker+"no trace of run r1 in /home/u/.tfhive/runs/r1\n"), "gpu02")
 	if found || none != "no trace of run r1 in /home/u/.tfhive/runs/r1" || out.Len() != 0 {
 		t.Errorf("found %v, none %q, printed %q", found, none, out.String())
+	}
+}
+
+// logsHosts answer logs.sh for run r1 as hosts may: h1 holds it (after a
+// login shell's greeting), h2 does not, h3 has no connection, h4 holds it
+// but fails, h5 cannot start a session.
+func logsHosts(t *testing.T, task, follow string) map[string]remote.Executor {
+	logs := func(out string, rc int) remote.Executor {
+		return stageHost(t, func(s *session) int {
+			if s.kind() != "logs" || s.v("tfhive_run") != "r1" || s.v("tfhive_task") != task || s.v("tfhive_follow") != follow {
+				t.Errorf("logs asked %.300q", s.stage)
+			}
+			s.out(out)
+			return rc
+		})
+	}
+	return map[string]remote.Executor{
+		"h1": logs("Welcome!\n"+logsMarker+"\n"+logMarker+"worker-0.out\n|step 1\n|\x1b]0;pwned\x07 \x1b[32mgreen\n"+
+			logMarker+"worker-0.err\n|warn\n"+logMarker+"ps-0.out\n|serving\n", 0),
+		"h2": logs(noneMarker+"no trace of run r1 in /home/u/.tfhive/runs\n", 0),
+		"h3": nil,
+		"h4": logs(logsMarker+"\n"+logMarker+"worker-1.out\n|half\n", 3),
+		"h5": &remotetest.Fake{},
+	}
+}
+
+// Every task's output, host by host in the order asked, as the console
+// shows it (coloured and sanitised on a terminal); what each host held.
+func TestHostLogsEveryTask(t *testing.T) {
+	order := []string{"h1", "h2", "h3", "h4", "h5"}
+	for _, tty := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		res := HostLogs(context.Background(), order, logsHosts(t, "", "0"),
+			HostLogsOptions{RunID: "r1", Stdout: &out, Stderr: &errOut, TTY: tty, Parallel: 2})
+		name := "every-task.txt"
+		if tty {
+			name = "every-task-tty.txt"
+		}
+		testkit.Golden(t, filepath.Join(hostlogsGoldenDir, name), out.Bytes())
+		if errOut.Len() != 0 {
+			t.Errorf("stderr %q", errOut.String())
+		}
+		wantHostLogs(t, res,
+			"h1 found",
+			"h2 none: no trace of run r1 in /home/u/.tfhive/runs",
+			"h3 error: no connection",
+			"h4 found error: logs failed there (exit 3)",
+			"h5 error: remotetest: no handler for command")
+	}
+}
+
+// One task: its stdout and stderr as they are (sanitised on a terminal),
+// from the host that holds it.
+func TestHostLogsOneTask(t *testing.T) {
+	task := func(h string) remote.Executor {
+		return stageHost(t, func(s *session) int {
+			if s.v("tfhive_task") != "worker:0" || s.v("tfhive_follow") != "0" {
+				t.Errorf("%s: asked %.300q", h, s.stage)
+			}
+			if h == "h2" {
+				s.out("motd\n" + noneMarker + "no trace of task worker:0 in /home/u/.tfhive/runs/r1\n")
+				return 0
+			}
+			s.out("motd\n")
+			s.markers()
+			s.out("step 1\n\x1b]52;c;eA==\x07 clip\nno newline")
+			s.errOut("warn\n")
+			return 0
+		})
+	}
+	execs := map[string]remote.Executor{"h1": task("h1"), "h2": task("h2")}
+	for _, c := range []struct {
+		tty      bool
+		out, err string
+	}{
+		{false, "step 1\n\x1b]52;c;eA==\x07 clip\nno newline", "warn\n"},
+		{true, "step 1\n^[]52;c;eA==^G clip\nno newline", "warn\n"},
+	} {
+		var out, errOut bytes.Buffer
+		res := HostLogs(context.Background(), []string{"h1", "h2"}, execs,
+			HostLogsOptions{RunID: "r1", Task: "worker:0", Stdout: &out, Stderr: &errOut, TTY: c.tty})
+		if out.String() != c.out || errOut.String() != c.err {
+			t.Errorf("tty %v: stdout %q, stderr %q; want %q, %q", c.tty, out.String(), errOut.String(), c.out, c.err)
+		}
+		wantHostLogs(t, res, "h1 found", "h2 none: no trace of task worker:0 in /home/u/.tfhive/runs/r1")
+	}
+}
+
+// Following a task ends when tfhive goes away: the session is dropped.
+func TestHostLogsFollowEndsWithTheCaller(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h1 := stageHost(t, func(s *session) int {
+		if s.v("tfhive_follow") != "1" {
+			t.Errorf("not followed: %.300q", s.stage)
+		}
+		s.markers()
+		s.out("step 1\n")
+		cancel()
+		return s.untilStopped()
+	})
+	var out bytes.Buffer
+	res := HostLogs(ctx, []string{"h1"}, map[string]remote.Executor{"h1": h1},
+		HostLogsOptions{RunID: "r1", Task: "worker:0", Follow: true, Stdout: &out, Stderr: io.Discard})
+	if len(res) != 1 || !res[0].Found || !errors.Is(res[0].Err, context.Canceled) || out.String() != "step 1\n" {
+		t.Errorf("%+v, printed %q", res, out.String())
+	}
+	if pr := h1.Procs(); len(pr) != 1 || pr[0].Killed() {
+		t.Errorf("the session was not closed, or was killed: %v", pr)
+	}
+}
+
+// Output that cannot be printed ends every host's session, and says why.
+func TestHostLogsCannotPrint(t *testing.T) {
+	boom := errors.New("boom")
+	res := HostLogs(context.Background(), []string{"h1", "h2"}, logsHosts(t, "", "0"),
+		HostLogsOptions{RunID: "r1", Stdout: failingWriter{boom}, Stderr: io.Discard})
+	if len(res) != 2 || !errors.Is(res[0].Err, boom) {
+		t.Errorf("%+v", res)
+	}
+}
+
+func wantHostLogs(t *testing.T, res []HostLog, want ...string) {
+	t.Helper()
+	var got []string
+	for _, r := range res {
+		s := r.Host
+		if r.Found {
+			s += " found"
+		}
+		if r.None != "" {
+			s += " none: " + r.None
+		}
+		if r.Err != nil {
+			s += " error: " + r.Err.Error()
+		}
+		got = append(got, s)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("hosts %q, want %q", got, want)
+	}
+	for i := range got {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("host %d: %q, want %q", i, got[i], want[i])
+		}
 	}
 }

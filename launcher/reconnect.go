@@ -61,12 +61,16 @@ type linkState struct {
 	// replaced hears that a newer keeper adopted the run: what its
 	// supervisors said.
 	replaced chan string
+	// now and after are the redials' clock (time.Now, time.After), for
+	// tests to step through the backoff.
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
 }
 
 func newLinkState(execs map[string]remote.Executor, hosts int) *linkState {
 	l := &linkState{conn: map[string]remote.Executor{}, redo: map[string]*reconnecting{}, gone: map[string]string{},
 		back: make(chan hostBack, hosts), ready: make(chan attached, 16), stop: make(chan struct{}),
-		replaced: make(chan string, 1)}
+		replaced: make(chan string, 1), now: time.Now, after: time.After}
 	for h, e := range execs {
 		l.conn[h] = e
 	}
@@ -107,7 +111,7 @@ func (r *runner) sessionLost(ev exitEvent) bool {
 
 // redial dials host again until it answers or Reconnect has passed.
 func (r *runner) redial(host string) {
-	deadline := time.Now().Add(r.o.Reconnect)
+	deadline := r.links.now().Add(r.o.Reconnect)
 	delay := redialFirst
 	for {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -124,12 +128,12 @@ func (r *runner) redial(host string) {
 			r.links.back <- hostBack{host: host, ex: ex}
 			return
 		}
-		if !time.Now().Add(delay).Before(deadline) {
+		if !r.links.now().Add(delay).Before(deadline) {
 			r.links.back <- hostBack{host: host, err: err}
 			return
 		}
 		select {
-		case <-time.After(delay):
+		case <-r.links.after(delay):
 		case <-r.links.stop:
 			r.links.back <- hostBack{host: host, err: errors.New("the run ended")}
 			return
@@ -227,9 +231,19 @@ func (r *runner) attachedTo(a attached) {
 
 // attachFailed: an attach session that ended before its marker found the
 // task gone from the host, or its directory refused: why is what it
-// said.
+// said, its "tfhive: " line; a login shell may have written to stderr
+// before it (a locale warning, stty), and that is not why.
 func (rt *runTask) attachFailed() string {
-	why := wording.FirstLine(string(bytes.TrimPrefix(bytes.TrimSpace(rt.attachNoise.Bytes()), []byte("tfhive: "))))
+	noise := bytes.TrimSpace(rt.attachNoise.Bytes())
+	why := ""
+	for line := range bytes.Lines(noise) {
+		if s, ok := bytes.CutPrefix(line, []byte("tfhive: ")); ok {
+			why = wording.FirstLine(string(s))
+		}
+	}
+	if why == "" {
+		why = wording.FirstLine(string(noise))
+	}
 	if why == "" {
 		why = "its supervisor could not be found again"
 	}

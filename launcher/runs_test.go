@@ -1,12 +1,23 @@
 package launcher
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/remote/remotetest"
+	"github.com/tfhive/tfhive/probe/testkit"
 )
+
+const runsGoldenDir = "../testdata/psview"
 
 // A kept run's state on a host, from its run directory there.
 func TestKeptStates(t *testing.T) {
@@ -121,5 +132,106 @@ func TestRunsLiveUse(t *testing.T) {
 				t.Errorf("json:\n%s\nwant %q", js.String(), tt.js)
 			}
 		})
+	}
+}
+
+// Claims become one row per run, user and host, oldest first: a run id
+// held by another user is another row, a blocked lock file none, a holder
+// that cannot be seen a row of its own.
+func TestRunsGroupsClaims(t *testing.T) {
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.Local)
+	claim := func(kind string, id int, run, task, user string, pid int, since time.Time) inventory.Claim {
+		return inventory.Claim{Kind: kind, ID: id, RunID: run, Task: task, User: user, UID: 1000, PID: pid, Since: since}
+	}
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{
+		{Name: "h1", Claims: []inventory.Claim{
+			claim("gpu", 0, "r1", "worker:0", "alice", 10, t0.Add(time.Minute)),
+			claim("gpu", 1, "r1", "worker:0", "alice", 10, t0.Add(time.Minute)),
+			claim("port", 2222, "r1", "worker:0", "alice", 10, t0.Add(time.Minute)),
+			claim("gpu", 2, "r1", "ps:0", "alice", 11, t0), // the run's oldest claim here
+			claim("gpu", 2, "r1", "ps:0", "alice", 11, t0),
+			claim("gpu", 3, "r1", "worker:0", "bob", 20, t0.Add(2*time.Minute)),
+			{Kind: "gpu", ID: 4, Blocked: "not a regular file"},
+			claim("gpu", 5, "", "", "", 0, t0.Add(3*time.Minute)),
+		}},
+		{Name: "h2", Claims: []inventory.Claim{claim("gpu", 0, "r1", "worker:1", "alice", 30, t0.Add(-time.Minute))}},
+	}}
+	runs := Runs(inv)
+	var got []string
+	for _, r := range runs {
+		got = append(got, r.RunID+"/"+r.User+"@"+r.Host+" tasks "+strings.Join(r.Tasks, ",")+" gpus "+intList(r.GPUs)+
+			" ports "+intList(r.Ports)+" holders "+intList(r.Holders))
+	}
+	want := []string{
+		"r1/alice@h2 tasks worker:1 gpus 0 ports - holders 30",
+		"r1/alice@h1 tasks worker:0,ps:0 gpus 0,1,2 ports 2222 holders 10,11",
+		"r1/bob@h1 tasks worker:0 gpus 3 ports - holders 20",
+		"/@h1 tasks  gpus 5 ports - holders -",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("runs\n %q\nwant\n %q", got, want)
+	}
+	if !runs[1].Since.Equal(t0) {
+		t.Errorf("since %v, want the oldest claim's", runs[1].Since)
+	}
+	var table bytes.Buffer
+	if err := WriteRuns(&table, runs, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Golden(t, filepath.Join(runsGoldenDir, "grouped.txt"), table.Bytes())
+	var js bytes.Buffer
+	if err := WriteRunsJSON(&js, nil); err != nil || js.String() != "{\n  \"runs\": []\n}\n" {
+		t.Errorf("no runs: %q, %v", js.String(), err)
+	}
+}
+
+// kill runs kill.sh on each host where the run holds claims, with the run,
+// its holders and the grace; it reports what each host stopped or why not,
+// a refusal as a refusal.
+func TestKill(t *testing.T) {
+	sh := func(out, errOut string, rc int) remote.Executor {
+		f := &remotetest.Fake{}
+		f.Handle(remotetest.Exact("sh -s"), func(p *remotetest.Proc) int {
+			b, _ := io.ReadAll(p.Stdin)
+			if s := string(b); !strings.Contains(s, "run=r1\n") || !strings.Contains(s, "holders=10,11\n") || !strings.Contains(s, "tenths=25\n") {
+				t.Errorf("kill.sh's parameters: %.200q", s)
+			}
+			io.WriteString(p.Stdout, out)
+			io.WriteString(p.Stderr, errOut)
+			return rc
+		})
+		return f
+	}
+	lost := &remotetest.Fake{}
+	lost.Lose()
+	execs := map[string]remote.Executor{
+		"h1":   sh("signalled 12\nstopped 2\n", "", 0),
+		"h3":   sh("stopped 0\n", "", 3),
+		"h4":   sh("stopped 1\n", "tfhive: kill 14: Operation not permitted\n", 1),
+		"h5":   lost,
+		"h6":   sh("", "", 0),
+		"odd":  sh("", "", 0),
+		"none": sh("", "", 0),
+	}
+	run := func(host string) RunOnHost { return RunOnHost{RunID: "r1", Host: host, Holders: []int{10, 11}} }
+	runs := []RunOnHost{run("h1"), run("h2"), run("h3"), run("h4"), run("h5"),
+		{RunID: "r1", Host: "h6"},                             // no holders yet
+		{RunID: "../r1", Host: "odd", Holders: []int{10, 11}}, // not a run id tfhive makes
+		{Host: "none", Holders: []int{10}}}                    // an unseen holder's
+	res := Kill(context.Background(), runs, execs, 2500*time.Millisecond, 3)
+	var got []string
+	for _, r := range res {
+		s := fmt.Sprintf("%s %d", r.Host, r.Tasks)
+		if r.Err != nil {
+			s += ": " + r.Err.Error()
+		}
+		got = append(got, s)
+	}
+	const starting = "its tasks are still starting; try again in a moment"
+	want := []string{"h1 2", "h2 0: no connection", "h3 0: its tasks are still starting or already gone; try again in a moment",
+		"h4 1: kill 14: Operation not permitted", "h5 0: " + remotetest.ErrLost.Error(),
+		"h6 0: " + starting, "odd 0: " + starting, "none 0: " + starting}
+	if !slices.Equal(got, want) {
+		t.Errorf("results\n %q\nwant\n %q", got, want)
 	}
 }

@@ -1,0 +1,387 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/remote/remotetest"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// adoptPlan is a kept run's plan: ps:0 and worker:0 on h1 (GPUs 0 and
+// 1), worker:1 on h2 (GPU 0).
+func adoptPlan() *schedule.Plan {
+	p := tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2")
+	p.Tasks[0].GPUs, p.Tasks[1].GPUs, p.Tasks[2].GPUs = []int{0}, []int{1}, []int{0}
+	return p
+}
+
+// What a kept run's first supervisor on each host writes as run.json is
+// the plan as the lifecycle needs it, one line of JSON.
+func TestRunInfoOf(t *testing.T) {
+	p := adoptPlan()
+	s := runInfoOf(p)
+	if strings.Contains(s, "\n") {
+		t.Errorf("not one line: %q", s)
+	}
+	var ri RunInfo
+	if err := json.Unmarshal([]byte(s), &ri); err != nil {
+		t.Fatal(err)
+	}
+	want := RunInfo{RunID: "r1", Framework: "tensorflow", Tasks: []RunInfoTask{{"ps:0", []int{0}}, {"worker:0", []int{1}}, {"worker:1", []int{0}}}}
+	if ri.RunID != want.RunID || ri.Framework != want.Framework || ri.Chief || !slices.EqualFunc(ri.Tasks, want.Tasks, func(a, b RunInfoTask) bool {
+		return a.ID == b.ID && slices.Equal(a.GPUs, b.GPUs)
+	}) {
+		t.Errorf("run info %+v, want %+v", ri, want)
+	}
+	c := tfPlan("chief:0@h1", "worker:0@h1")
+	if err := json.Unmarshal([]byte(runInfoOf(c)), &ri); err != nil || !ri.Chief {
+		t.Errorf("a chief's run: chief %v, %v", ri.Chief, err)
+	}
+}
+
+// findRunHosts are what find-run.sh may answer: the run's files (h1, a
+// newer keeper on record; h2, with a login shell's greeting and lines
+// that are not the script's), nothing of the run (h3), a failure (h4), a
+// host that cannot be asked (h5), silence (h6).
+func findRunHosts(t *testing.T, info string) map[string]remote.Executor {
+	answer := func(out, errOut string, rc int) remote.Executor {
+		return stageHost(t, func(s *session) int {
+			if s.kind() != "find-run" || s.v("tfhive_run") != "r1" {
+				t.Errorf("not asked about r1: %.200q", s.stage)
+			}
+			s.out(out)
+			s.errOut(errOut)
+			return rc
+		})
+	}
+	return map[string]remote.Executor{
+		"h1": answer("@@tfhive-run "+info+"\n@@tfhive-gen 2\n@@tfhive-task ps:0 alive\n@@tfhive-task worker:0 ended\n", "", 0),
+		"h2": answer("Welcome to h2\n@@tfhive-run {broken\n@@tfhive-gen x\n@@tfhive-gen 0\n@@tfhive-task worker:1 gone\n@@tfhive-task lonely\n", "", 0),
+		"h3": answer("@@tfhive-none no trace of run r1 in /home/u/.tfhive/runs\n", "", 0),
+		"h4": answer("", "bash: find: command not found\nmore\n", 127),
+		"h5": &remotetest.Fake{}, // accepts no command
+		"h6": answer("", "", 0),
+	}
+}
+
+// FindRun asks every host once and reads what find-run.sh says; the
+// adopted plan puts each task of the run's description on the host that
+// holds its files, under the newest keeper generation on record.
+func TestFindRunAndAdoptedPlan(t *testing.T) {
+	orig := adoptPlan()
+	found := FindRun(context.Background(), findRunHosts(t, runInfoOf(orig)), "r1", 2)
+	var hosts []string
+	for _, f := range found {
+		hosts = append(hosts, f.Host)
+	}
+	if !slices.Equal(hosts, []string{"h1", "h2", "h3", "h4", "h5", "h6"}) {
+		t.Fatalf("hosts %q, want every host in order", hosts)
+	}
+	h1, h2, h3, h4, h5, h6 := found[0], found[1], found[2], found[3], found[4], found[5]
+	if h1.Err != nil || h1.None != "" || h1.Info == nil || h1.Info.RunID != "r1" || h1.Gen != 2 ||
+		len(h1.Tasks) != 2 || h1.Tasks["ps:0"] != "alive" || h1.Tasks["worker:0"] != "ended" {
+		t.Errorf("h1: %+v", h1)
+	}
+	// A run.json that is not JSON is no description; a generation that
+	// is not one leaves the first; a task line without a state is none.
+	if h2.Err != nil || h2.None != "" || h2.Info != nil || h2.Gen != 1 || len(h2.Tasks) != 1 || h2.Tasks["worker:1"] != "gone" {
+		t.Errorf("h2: %+v", h2)
+	}
+	if h3.Err != nil || h3.None != "no trace of run r1 in /home/u/.tfhive/runs" {
+		t.Errorf("h3: %+v", h3)
+	}
+	if h4.Err == nil || h4.Err.Error() != "exit 127: bash: find: command not found" {
+		t.Errorf("h4: %+v", h4)
+	}
+	if h5.Err == nil {
+		t.Errorf("h5: %+v", h5)
+	}
+	if h6.Err != nil || h6.None != "no answer about the run" {
+		t.Errorf("h6: %+v", h6)
+	}
+
+	p, gen, err := AdoptedPlan("r1", found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gen != 2 || p.RunID != "r1" || p.Framework != "tensorflow" || len(p.Cluster.Chief) != 0 || p.Version != schedule.PlanVersion {
+		t.Errorf("plan %+v, gen %d", p, gen)
+	}
+	var got []string
+	for _, tk := range p.Tasks {
+		got = append(got, tk.ID+"="+tk.Role+"/"+string(rune('0'+tk.Index))+"@"+tk.Host+intList(tk.GPUs))
+	}
+	if want := []string{"ps:0=ps/0@h1" + intList([]int{0}), "worker:0=worker/0@h1" + intList([]int{1}), "worker:1=worker/1@h2" + intList([]int{0})}; !slices.Equal(got, want) {
+		t.Errorf("tasks %q, want %q", got, want)
+	}
+
+	// A chief's run keeps its rule: the chief decides.
+	chief := runInfoOf(tfPlan("chief:0@h1", "worker:0@h1"))
+	p, _, err = AdoptedPlan("r1", []FoundRun{{Host: "h1", Gen: 1, Info: mustRunInfo(t, chief), Tasks: map[string]string{"chief:0": "alive", "worker:0": "alive"}}})
+	if err != nil || len(p.Cluster.Chief) != 1 || ruleOf(p) != chiefDecides {
+		t.Errorf("chief: %+v, %v", p, err)
+	}
+
+	for _, c := range []struct {
+		name  string
+		found []FoundRun
+		want  string
+	}{
+		{"nobody holds it", found[2:], "no host holds run r1"},
+		{"only another run's description", []FoundRun{{Host: "h1", Info: &RunInfo{RunID: "r2"}, Tasks: map[string]string{"worker:0": "alive"}}}, "no host holds run r1"},
+		{"a task nowhere", found[:1], "run r1: no host holds task worker:1"},
+		{"a task only on a host that failed", append(found[:1:1], FoundRun{Host: "h2", Err: errors.New("x"), Tasks: map[string]string{"worker:1": "alive"}}), "run r1: no host holds task worker:1"},
+	} {
+		if _, _, err := AdoptedPlan("r1", c.found); err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func mustRunInfo(t *testing.T, s string) *RunInfo {
+	var ri RunInfo
+	if err := json.Unmarshal([]byte(s), &ri); err != nil {
+		t.Fatal(err)
+	}
+	return &ri
+}
+
+// adoptedRun is Run with Adopted on stage hosts: every task is followed
+// by an attach session, from its first byte.
+func adoptedRun(t *testing.T, p *schedule.Plan, gen int, hosts map[string]*remotetest.Fake, opts ...func(*RunOptions)) (*Summary, string, string) {
+	t.Helper()
+	console := &watchWriter{}
+	o := RunOptions{Plan: p, Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
+		LogDir: filepath.Join(t.TempDir(), "logs"), Grace: time.Hour, Parallel: 4, Console: NewConsole(console, false),
+		KeepAlive: func(inventory.Host) (time.Duration, int) { return 10 * time.Millisecond, 3 },
+		Reconnect: time.Minute, Adopted: true, Gen: gen,
+		Redial: func(context.Context, string) (remote.Executor, error) {
+			return nil, errors.New("no redial in this test")
+		}}
+	for name, h := range hosts {
+		o.Hosts[name] = inventory.Host{Name: name}
+		o.Execs[name] = h
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	sum, err := Run(context.Background(), o)
+	if cerr := o.Console.Close(); cerr != nil {
+		t.Fatal(cerr)
+	}
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, console.String())
+	}
+	return sum, console.String(), o.LogDir
+}
+
+// An adopted run follows every task from its first byte under the new
+// generation, goes on with the lifecycle (the workers decide, the ps is
+// stopped) and samples the GPUs as a run of its own does.
+func TestRunAdopted(t *testing.T) {
+	sampled := map[string]chan struct{}{"h1": make(chan struct{}), "h2": make(chan struct{})}
+	var mu sync.Mutex
+	attaches := map[string]*session{}
+	samplerIDs := map[string]string{}
+	host := func(name string) *remotetest.Fake {
+		return stageHost(t, func(s *session) int {
+			switch s.kind() {
+			case "sample":
+				mu.Lock()
+				samplerIDs[name] = s.v("tfhive_ids") + " every " + s.v("tfhive_every")
+				mu.Unlock()
+				s.out("motd\n1, GPU-x, 99, 99\n")
+				if name == "h1" {
+					s.out(sampleMarker + "\n0, GPU-a, 1, 100\n1, GPU-b, 70, 2000\nNVIDIA-SMI couldn't find GPU 9\n" +
+						sampleMarker + "\n0, GPU-a, 1, 100\n1, GPU-b, 90, 3000\n")
+				} else {
+					s.out(sampleMarker + "\n0, GPU-c, 50, 500\n")
+				}
+				close(sampled[name])
+				s.next() // until tfhive closes stdin
+				return 0
+			case "attach":
+				task := s.v("tfhive_task")
+				mu.Lock()
+				attaches[task] = s
+				mu.Unlock()
+				s.out("login shell noise\n")
+				s.markers()
+				if task == "ps:0" {
+					s.out("ps serving\n")
+					return s.untilStopped()
+				}
+				s.out("step 1 of " + task + "\n")
+				s.errOut("warning\n")
+				<-sampled[name]
+				return 0
+			}
+			t.Errorf("%s: unexpected session %s", name, s.kind())
+			return 2
+		})
+	}
+	p := adoptPlan()
+	o := map[string]*remotetest.Fake{"h1": host("h1"), "h2": host("h2")}
+	sum, console, logDir := adoptedRun(t, p, 3, o, func(o *RunOptions) { o.Sample = 50 * time.Millisecond })
+	wantSummary(t, sum, ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
+	wantLines(t, "console", console, "tfhive: run r1 adopted (keeper generation 3): 3 tasks on 2 hosts, logs in "+logDir+"\n",
+		"[worker:1 h2] step 1 of worker:1\n", "[ps:0 h1] ps serving\n")
+	if strings.Contains(console, "noise") || strings.Contains(console, streamMarker) {
+		t.Errorf("what came before the markers reached the console:\n%s", console)
+	}
+	for file, want := range map[string]string{"ps-0.log": "ps serving\n", "worker-0.log": "step 1 of worker:0\nwarning\n"} {
+		if b, err := os.ReadFile(filepath.Join(logDir, file)); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", file, b, err, want)
+		}
+	}
+	// Every session asked for the task from byte 0, under generation 3,
+	// with one mark for the run.
+	mark := ""
+	for _, id := range []string{"ps:0", "worker:0", "worker:1"} {
+		s := attaches[id]
+		if s == nil {
+			t.Fatalf("%s was never followed", id)
+		}
+		if s.v("tfhive_run") != "r1" || s.v("tfhive_off_out") != "0" || s.v("tfhive_off_err") != "0" || s.v("tfhive_gen") != "3" {
+			t.Errorf("%s's attach stage:\n%.400s", id, s.stage)
+		}
+		if mark == "" {
+			mark = s.v("tfhive_mark")
+		}
+		if m := s.v("tfhive_mark"); m == "" || m != mark {
+			t.Errorf("%s: mark %q, another's %q", id, m, mark)
+		}
+	}
+	// One sampler per host, for the run's GPUs there; usage per task.
+	if samplerIDs["h1"] != "0,1 every 0.050" || samplerIDs["h2"] != "0 every 0.050" {
+		t.Errorf("samplers %q", samplerIDs)
+	}
+	usage := map[string]*GPUUsage{}
+	for _, tr := range sum.Tasks {
+		usage[tr.ID] = tr.GPUUsage
+	}
+	if u := usage["worker:0"]; u == nil || u.Samples != 2 || u.UtilMean != 80 || u.UtilPeak != 90 || u.MemPeak != 3000 {
+		t.Errorf("worker:0's usage %+v", u)
+	}
+	if u := usage["worker:1"]; u == nil || u.Samples != 1 || u.UtilMean != 50 || u.MemPeak != 500 {
+		t.Errorf("worker:1's usage %+v", u)
+	}
+	if u := usage["ps:0"]; u == nil || u.Samples != 2 || u.UtilMean != 1 || u.MemPeak != 100 {
+		t.Errorf("ps:0's usage %+v", u)
+	}
+	csv, err := os.ReadFile(filepath.Join(logDir, "gpu-usage.csv"))
+	if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); err != nil || len(lines) != 6 || lines[0] != "time,task,host,gpu,util_pct,mem_mib" {
+		t.Errorf("gpu-usage.csv (%v):\n%s", err, csv)
+	}
+	// Each sampler was told the run is over: its stdin closed.
+	for _, h := range o {
+		for _, pr := range h.Procs() {
+			select {
+			case <-pr.Done():
+			default:
+				t.Errorf("a session still runs: %.100q", pr.Cmd)
+			}
+		}
+	}
+}
+
+// An attach session that ends before its markers found nothing to follow:
+// the task is lost, with what attach.sh said (not what the login shell
+// said before it); the run goes on as for any lost task.
+func TestRunAdoptedTaskGone(t *testing.T) {
+	h1 := stageHost(t, func(s *session) int {
+		s.markers()
+		return s.untilStopped()
+	})
+	h2 := stageHost(t, func(s *session) int {
+		s.out("motd\n")
+		s.errOut("bash: warning: setlocale: LC_ALL: cannot change locale\ntfhive: no trace of task worker:1 in /home/u/.tfhive/runs/r1\n")
+		return 125
+	})
+	sum, console, _ := adoptedRun(t, adoptPlan(), 2, map[string]*remotetest.Fake{"h1": h1, "h2": h2})
+	const why = "no trace of task worker:1 in /home/u/.tfhive/runs/r1"
+	wantSummary(t, sum, ResultFailed, ExitHostLost, "worker:1 on h2 was lost: "+why,
+		"worker:1 lost: "+why, "ps:0 stopped 143", "worker:0 stopped 143")
+	wantLines(t, "console", console, why)
+}
+
+// A newer keeper adopted the run: this one lets go of every task and
+// stops none, whether an attach session is refused for it (before its
+// markers, after whatever the login shell said) or a followed session
+// says so.
+func TestRunAdoptedStepsDown(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ps     func(s *session) int
+		reason string
+	}{
+		{"refused", func(s *session) int {
+			s.errOut("tfhive: replaced by keeper generation 4\n")
+			return 125
+		}, "replaced by keeper generation 4"},
+		{"refused after the login shell's words", func(s *session) int {
+			s.errOut("stty: 'standard input': Inappropriate ioctl for device\ntfhive: replaced by keeper generation 4\n")
+			return 125
+		}, "replaced by keeper generation 4"},
+		{"told while followed", func(s *session) int {
+			s.markers()
+			s.errOut("a line\n@@tfhive-re")
+			s.errOut("placed 4\nmore\n")
+			return s.untilStopped()
+		}, "keeper generation 4 adopted the run"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var attached sync.WaitGroup
+			attached.Add(2)
+			var mu sync.Mutex
+			var stops []string
+			worker := func(s *session) int {
+				s.markers()
+				heard := false
+				for {
+					line, err := s.in.ReadString('\n')
+					if err != nil {
+						break
+					}
+					if line == ctlHeartbeat && !heard {
+						heard = true
+						attached.Done()
+					} else if line != ctlHeartbeat {
+						mu.Lock()
+						stops = append(stops, line)
+						mu.Unlock()
+						return 143
+					}
+				}
+				<-s.over // dropped: its end is never heard of
+				return -1
+			}
+			h1 := stageHost(t, func(s *session) int {
+				if s.v("tfhive_task") == "ps:0" {
+					attached.Wait()
+					return c.ps(s)
+				}
+				return worker(s)
+			})
+			h2 := stageHost(t, worker)
+			sum, console, _ := adoptedRun(t, adoptPlan(), 3, map[string]*remotetest.Fake{"h1": h1, "h2": h2})
+			wantSummary(t, sum, ResultSteppedDown, 1, c.reason,
+				"ps:0 handed-over", "worker:0 handed-over", "worker:1 handed-over")
+			wantLines(t, "console", console, "tfhive: "+c.reason+"; stepping down (the tasks go on)\n")
+			if len(stops) > 0 {
+				t.Errorf("control lines sent to tasks handed over: %q", stops)
+			}
+		})
+	}
+}
