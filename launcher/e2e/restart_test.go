@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/schedule"
 )
 
 // attemptsOf is a task's attempts as "N:outcome:code:why" words.
@@ -56,4 +57,85 @@ func TestRestartAlwaysFailing(t *testing.T) {
 			noLeftovers(t, f, 10e9)
 		})
 	}
+}
+
+// TestRestartWorkerAlone: a worker of a parameter-server run fails on its
+// first attempt and succeeds on its second; the ps is never restarted,
+// and the worker's GPU stays claimed between its attempts: another run
+// started then cannot take it.
+func TestRestartWorkerAlone(t *testing.T) {
+	f := runFleet(t, "w1")
+	script := `if [ "$TFHIVE_TASK" = worker:1 ]; then exec "$0" --fail-at-step 1 --fail-attempts 1; fi; exec "$0"`
+	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "3s", "--ps", "1", "--workers", "2", "--", "sh", "-c", script, trainerBin)
+	r := startTfhive(t, f, readStdout, args...)
+	if !r.readUntil(func(line string) bool { return strings.Contains(line, "tfhive: worker:1 on w1 exited 3; restarting it in 3s (attempt 2 of 2)") }) {
+		r.Wait()
+		t.Fatalf("no restart line:\n%s%s", r.read.String(), r.other.String())
+	}
+	// Another run now: worker:1's GPU is still claimed.
+	args2, logDir2 := runArgs(t, f, "--workers", "1", "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES")
+	r2 := tfhive(t, f.Env(), f.Dir, args2...)
+	r.readAll()
+	if err := r.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s%s", err, r.read.String(), r.other.String())
+	}
+	s := summaryOf(t, logDir)
+	w1 := taskByID(s, "worker:1")
+	wantAttempts(t, w1, "0:exited:3:restarted alone", "1:exited:0:")
+	wantAttempts(t, taskByID(s, "worker:0"), "0:exited:0:")
+	if ps := taskByID(s, "ps:0"); len(ps.Attempts) != 1 || ps.Attempts[0].Outcome != "stopped" {
+		t.Errorf("ps attempts %q, want one, stopped", attemptsOf(ps))
+	}
+	if s.Result != "succeeded" || s.ExitCode != 0 {
+		t.Errorf("result %s exit %d: %s", s.Result, s.ExitCode, s.Reason)
+	}
+	log, _ := os.ReadFile(taskByID(s, "ps:0").Log)
+	if n := strings.Count(string(log), "listening on"); n != 1 {
+		t.Errorf("the ps started %d times:\n%s", n, log)
+	}
+	t.Logf("second run: exit %d\n%s", r2.code, r2.stderr)
+	switch r2.code {
+	case 3: // no free GPU
+	case 0:
+		if got := taskByID(summaryOf(t, logDir2), "worker:0").GPUs; len(w1.GPUs) != 1 || len(got) != 1 || got[0] == w1.GPUs[0] {
+			t.Errorf("the second run got GPUs %v while worker:1 held %v between its attempts", got, w1.GPUs)
+		}
+	default:
+		t.Errorf("second run exit %d:\n%s%s", r2.code, r2.stdout, r2.stderr)
+	}
+	noLeftovers(t, f, 10e9)
+}
+
+// TestRestartTorchWorld: rank 2 fails on its first attempt; every rank
+// restarts (torchrun's semantics), rank 0 keeps MASTER_PORT, and the
+// all-reduce of the second attempt is right.
+func TestRestartTorchWorld(t *testing.T) {
+	requireTorch(t)
+	f := runFleet(t, "p1", "p2", "p3")
+	args, logDir := torchArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--workers", "4", "--gpus-per-worker", "0",
+		"--", python, allreduce, "--fail-rank", "2", "--fail-attempts", "1")
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	s := summaryOf(t, logDir)
+	p := planOf(t, logDir)
+	for _, task := range p.Tasks {
+		tr := taskByID(s, task.ID)
+		if task.Env["RANK"] == "2" {
+			wantAttempts(t, tr, "0:exited:3:restarted every task", "1:exited:0:")
+		} else if len(tr.Attempts) != 2 || tr.Attempts[0].Restart != "restarted with every task: "+taskByRank(p.Tasks, "2")+" exited 3" || tr.Attempts[1].Outcome != "exited" {
+			t.Errorf("%s attempts %q", task.ID, attemptsOf(tr))
+		}
+		log, _ := os.ReadFile(tr.Log)
+		wantContains(t, task.ID+" log", string(log), "rank "+task.Env["RANK"]+" of 4: sum 10 ok")
+	}
+	noLeftovers(t, f, 10e9)
+}
+
+func taskByRank(tasks []schedule.Task, rank string) string {
+	for _, t := range tasks {
+		if t.Env["RANK"] == rank {
+			return t.ID + " on " + t.Host
+		}
+	}
+	return ""
 }
