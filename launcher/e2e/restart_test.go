@@ -68,7 +68,9 @@ func TestRestartWorkerAlone(t *testing.T) {
 	script := `if [ "$TFHIVE_TASK" = worker:1 ]; then exec "$0" --fail-at-step 1 --fail-attempts 1; fi; exec "$0"`
 	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "3s", "--ps", "1", "--workers", "2", "--", "sh", "-c", script, trainerBin)
 	r := startTfhive(t, f, readStdout, args...)
-	if !r.readUntil(func(line string) bool { return strings.Contains(line, "tfhive: worker:1 on w1 exited 3; restarting it in 3s (attempt 2 of 2)") }) {
+	if !r.readUntil(func(line string) bool {
+		return strings.Contains(line, "tfhive: worker:1 on w1 exited 3; restarting it in 3s (attempt 2 of 2)")
+	}) {
 		r.Wait()
 		t.Fatalf("no restart line:\n%s%s", r.read.String(), r.other.String())
 	}
