@@ -78,8 +78,10 @@ func TestAttemptFilter(t *testing.T) {
 	}
 }
 
-func attemptDone(i, code int) event { return event{kind: evAttemptEnd, task: i, code: code, after: time.Second} }
-func backoffOverEv(i int) event    { return event{kind: evBackoffOver, task: i} }
+func attemptDone(i, code int) event {
+	return event{kind: evAttemptEnd, task: i, code: code, after: time.Second}
+}
+func backoffOverEv(i int) event { return event{kind: evBackoffOver, task: i} }
 
 // TestRestartPolicy: which failures restart, who restarts with them, the
 // backoffs, and the run's end.
