@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -169,6 +170,8 @@ func newPolicy(p *schedule.Plan) *policy {
 // a ps or chief holds the others' state, and collectives (torch,
 // MultiWorkerMirroredStrategy) need the whole world to start again.
 func aloneOf(p *schedule.Plan) func(int) bool {
+	// The tasks, not the cluster: an adopted run's plan has no cluster.
+	ps := slices.ContainsFunc(p.Tasks, func(t schedule.Task) bool { return t.Role == schedule.RolePS })
 	return func(i int) bool {
 		if p.Torch() {
 			return false
@@ -177,7 +180,7 @@ func aloneOf(p *schedule.Plan) func(int) bool {
 		case schedule.RoleEvaluator:
 			return true
 		case schedule.RoleWorker:
-			return len(p.Cluster.PS) > 0
+			return ps
 		}
 		return false
 	}

@@ -69,9 +69,11 @@ type RunOptions struct {
 	// Gen is this keeper's generation (1 for the run's own tfhive).
 	Adopted bool
 	Gen     int
-	// Mark, for an adopted run with restarts, is its attempt lines' word
-	// (RunInfo).
-	Mark string
+	// Mark, for an adopted run with restarts, is its attempt lines' word,
+	// and Attempts the attempt each task is at (AdoptedRestart): earlier
+	// attempt lines, replayed from the task's first byte, are history.
+	Mark     string
+	Attempts map[string]int
 	// Started, when set, is called once every task has been told to go
 	// (not when the start failed).
 	Started func()
@@ -607,7 +609,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		stderr = errGate
 		tk.Mark = r.mark
 		if r.firstOnHost(i) {
-			tk.RunInfo = runInfoOf(r.o.Plan)
+			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
 		}
 	}
 	gate := &claimGate{next: stdout, report: rt.reportClaim}

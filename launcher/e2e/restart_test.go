@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/schedule"
@@ -140,4 +145,66 @@ func taskByRank(tasks []schedule.Task, rank string) string {
 		}
 	}
 	return ""
+}
+
+// TestRestartAdopted: a detached run whose keeper dies after a restart is
+// adopted: the attempt lines replayed from the task's first byte are
+// history (the host says the attempt under way), the adopter restarts
+// nothing and ends the run with the attempt's code.
+func TestRestartAdopted(t *testing.T) {
+	f := runFleet(t, "d1")
+	flag := filepath.Join(t.TempDir(), "go")
+	script := `if [ "$TFHIVE_ATTEMPT" = 0 ]; then echo first; exit 3; fi
+echo second; : >"$1.started"; while [ ! -e "$1" ]; do sleep 0.05; done; echo done`
+	args, logDir := runArgs(t, f, "--detach", "--restarts", "2", "--restart-backoff", "100ms", "--workers", "1", "--gpus-per-worker", "0",
+		"--", "sh", "-c", script, "task", flag)
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	waitFor(t, 60*time.Second, "the second attempt", func() bool {
+		_, err := os.Stat(flag + ".started")
+		return err == nil
+	})
+	old := keeperOf(t, logDir)
+	syscall.Kill(old, syscall.SIGKILL)
+
+	home2, logDir2 := t.TempDir(), filepath.Join(t.TempDir(), "adopted")
+	env2 := append(f.Env(), "HOME="+home2)
+	a := &running{Cmd: exec.Command(tfhiveBin, "attach", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig,
+		"--log-dir", logDir2, "--grace", "2s", id)}
+	a.Env, a.Dir = env2, home2
+	a.Stderr = &a.other
+	pipe, err := a.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Process.Kill(); a.Wait() })
+	a.lines = bufio.NewScanner(pipe)
+	if !a.readUntil(func(line string) bool { return strings.HasSuffix(line, "] second") }) {
+		a.Wait()
+		t.Fatalf("the adopter did not follow the task: %s%s", a.read.String(), a.other.String())
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.readAll()
+	if err := a.Wait(); err != nil {
+		t.Fatalf("attach -H: %v\n%s%s", err, a.read.String(), a.other.String())
+	}
+	if strings.Contains(a.read.String(), "restarting") || strings.Contains(a.read.String(), "@@tfhive") {
+		t.Errorf("the adopter restarted, or showed an attempt line:\n%s", a.read.String())
+	}
+	s := summaryOf(t, logDir2)
+	tr := taskByID(s, "worker:0")
+	wantAttempts(t, tr, "1:exited:0:")
+	if s.Result != "succeeded" {
+		t.Errorf("adopter's summary: %s: %s", s.Result, s.Reason)
+	}
+	if log := readFile(t, tr.Log); log != "first\nsecond\ndone\n" {
+		t.Errorf("adopter's log %q", log)
+	}
+	noLeftovers(t, f, 10*time.Second)
 }

@@ -280,6 +280,9 @@ while :; do
 	if [ "$tfhive_st" != 0 ] || [ "$tfhive_stops" != 0 ]; then break; fi
 	tfhive_attempt=$((tfhive_attempt + 1))
 	TFHIVE_ATTEMPT=$tfhive_attempt
+	# A keeper that adopts the run learns the attempt under way here:
+	# attempt lines before it are history (find-run.sh).
+	[ "$tfhive_keep" = 0 ] || printf '%-47s\n' "$$ $tfhive_lo $tfhive_le $tfhive_attempt" 1<>"$tfhive_f.pid"
 	tfhive_spawn
 	tfhive_listen
 done
