@@ -124,7 +124,7 @@ type FoundRun struct {
 	// is at (--restarts).
 	Tasks    map[string]string
 	Attempts map[string]int
-	Err   error // the host could not be asked
+	Err      error // the host could not be asked
 }
 
 // FindRun asks every host, in parallel and bounded, what it holds of run
