@@ -42,9 +42,11 @@
 # partial last line too), and waits for a control line: "r" starts the
 # next attempt, with TFHIVE_ATTEMPT one more, under the same claims (the
 # holders never let go in between); "e" ends the supervisor with RC, as
-# do EOF, silence, a holder gone and SIGTERM. Kept, the supervisor holds
-# the stream FIFOs open between attempts: the loggers, and the tails that
-# follow them, last the whole run, as the pid file says.
+# do EOF, silence, a holder gone and SIGTERM (during an attempt, SIGTERM
+# stops it and ends the supervisor with no attempt line). Kept, the
+# supervisor holds the stream FIFOs open between attempts: the loggers,
+# and the tails that follow them, last the whole run, as the pid file
+# says (with the attempt under way, for find-run.sh).
 #
 # A group kill falls back to the pid: right after & the child may not
 # have called setsid yet. Variables are prefixed tfhive_ so as not to meet
@@ -246,7 +248,8 @@ while :; do
 		tfhive_st=$?
 		kill -0 "$tfhive_pid" 2>/dev/null || tfhive_rc=$tfhive_st
 	done
-	[ "$tfhive_restarts" != 0 ] || break
+	# Stopped by SIGTERM (tfhive kill): no attempt line, no next attempt.
+	if [ "$tfhive_restarts" = 0 ] || [ "$tfhive_stops" != 0 ]; then break; fi
 	kill "$tfhive_reader" 2>/dev/null
 	wait "$tfhive_reader"
 	if [ "$tfhive_keep" = 0 ]; then
