@@ -208,3 +208,31 @@ echo second; : >"$1.started"; while [ ! -e "$1" ]; do sleep 0.05; done; echo don
 	}
 	noLeftovers(t, f, 10*time.Second)
 }
+
+// TestRestartLogsFromHosts: tfhive logs -H shows a restarted task's
+// output without the attempt lines, for one task and for every task.
+func TestRestartLogsFromHosts(t *testing.T) {
+	f := runFleet(t, "g1")
+	args, logDir := runArgs(t, f, "--restarts", "2", "--restart-backoff", "100ms", "--workers", "1", "--gpus-per-worker", "0",
+		"--", "sh", "-c", `echo "line $TFHIVE_ATTEMPT"; printf 'part%s' "$TFHIVE_ATTEMPT"; [ "$TFHIVE_ATTEMPT" = 2 ] || exit 3`)
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	want := "line 0\npart0line 1\npart1line 2\npart2"
+	if log := readFile(t, taskByID(summaryOf(t, logDir), "worker:0").Log); log != want {
+		t.Errorf("local log %q, want %q", log, want)
+	}
+	id := summaryOf(t, logDir).RunID
+	home2 := t.TempDir()
+	env2 := append(f.Env(), "HOME="+home2)
+	hosts := []string{"logs", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig}
+	one := tfhive(t, env2, home2, append(hosts, "--task", "worker:0", id)...)
+	wantCode(t, one, 0)
+	if one.stdout != want {
+		t.Errorf("logs -H --task: %q, want %q", one.stdout, want)
+	}
+	all := tfhive(t, env2, home2, append(hosts, id)...)
+	wantCode(t, all, 0)
+	if want := "[worker:0 g1] line 0\n[worker:0 g1] part0line 1\n[worker:0 g1] part1line 2\n[worker:0 g1] part2\n"; all.stdout != want {
+		t.Errorf("logs -H: %q, want %q", all.stdout, want)
+	}
+}
