@@ -231,6 +231,10 @@ func (r *runner) attachedTo(a attached) {
 	if rt.stopLine != "" {
 		rt.send(rt.stopLine)
 	} else {
+		if rt.restartLine != "" {
+			// Passed over unless the supervisor still waits for it.
+			rt.send(rt.restartLine)
+		}
 		rt.send(ctlHeartbeat)
 	}
 }

@@ -104,11 +104,13 @@ func (rs Restart) backoff(n int) time.Duration {
 	return d
 }
 
-// Control lines for a supervisor between attempts.
-const (
-	ctlRestart = "r\n" // start the next attempt
-	ctlEnd     = "e\n" // no more attempts: exit with the last one's status
-)
+// ctlEnd tells a supervisor between attempts to exit with the last one's
+// status; "r N" (restartLine) to start attempt N, only if N is its next.
+const ctlEnd = "e\n"
+
+// restartLine starts attempt n. The number makes it safe to repeat: a new
+// session repeats it, in case the old one lost it with its link.
+func restartLine(n int) string { return "r " + strconv.Itoa(n) + "\n" }
 
 // attemptMarker, then the run's mark, the attempt's number and its status,
 // is the line a supervisor writes after an attempt's last stdout byte.

@@ -213,6 +213,7 @@ type runTask struct {
 	// and when its current attempt started.
 	filter       *attemptFilter
 	attemptStart time.Time
+	restartLine  string // the last restart line sent
 }
 
 func (rt *runTask) reportClaim(line string) {
@@ -510,7 +511,11 @@ func (r *runner) apply(ev event) {
 		case ctlGo:
 			rt.goSent.Store(true)
 		case ctlTerm, ctlKill:
-			rt.stopLine = d.send
+			// A group restart's stop is for the attempt under way only: a
+			// new session must not repeat it to the next one.
+			if r.p.decided() {
+				rt.stopLine = d.send
+			}
 		}
 		rt.send(d.send)
 	}
@@ -532,8 +537,10 @@ func (r *runner) apply(ev event) {
 		r.tasks[i].send(ctlEnd)
 	}
 	for _, i := range d.restart {
-		r.tasks[i].attemptStart = time.Now()
-		r.tasks[i].send(ctlRestart)
+		rt := r.tasks[i]
+		rt.attemptStart = time.Now()
+		rt.restartLine = restartLine(r.p.state[i].attempt)
+		rt.send(rt.restartLine)
 	}
 	for _, l := range d.later {
 		r.after(l.after, l.ev)

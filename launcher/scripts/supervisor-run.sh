@@ -39,9 +39,10 @@
 # Restarts (tfhive_restarts 1): once an attempt has ended, the supervisor
 # says so after the task's last stdout byte, "@@tfhive-attempt MARK N RC"
 # and a newline (tfhive takes it out of the stream wherever it is, after a
-# partial last line too), and waits for a control line: "r" starts the
-# next attempt, with TFHIVE_ATTEMPT one more, under the same claims (the
-# holders never let go in between); "e" ends the supervisor with RC, as
+# partial last line too), and waits for a control line: "r N+1" starts
+# the next attempt, with TFHIVE_ATTEMPT N+1, under the same claims (the
+# holders never let go in between; any other "r" is one repeated by a new
+# session, and passed over); "e" ends the supervisor with RC, as
 # do EOF, silence, a holder gone and SIGTERM (during an attempt, SIGTERM
 # stops it and ends the supervisor with no attempt line). Kept, the
 # supervisor holds the stream FIFOs open between attempts: the loggers,
@@ -260,12 +261,13 @@ while :; do
 	# The answer is read by a child, as the reader does: a wait, unlike a
 	# read, gives way to SIGTERM's trap, which then ends it.
 	tfhive_asking=1
+	tfhive_next="r $((tfhive_attempt + 1))"
 	(
 		printf 'r %s\n' "$BASHPID" >&7
 		exec 7>&-
 		while IFS= read -r -t "$tfhive_wait" tfhive_c <&"$tfhive_in" && tfhive_held; do
 			case $tfhive_c in
-			r) exit 0 ;;
+			"$tfhive_next") exit 0 ;;
 			e) exit 1 ;;
 			esac
 		done
