@@ -39,7 +39,8 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Quiet:      c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
 		Check: c.Bool("check"), Imports: c.StringSlice("import"),
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
-		Sample: c.Duration("sample"),
+		Sample:   c.Duration("sample"),
+		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
 	}, nil
 }
 
@@ -180,6 +181,9 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "check", Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
 		importFlag(),
 		&cli.DurationFlag{Name: "sample", Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
+		&cli.IntFlag{Name: "restarts", Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
+		&cli.StringFlag{Name: "restart-on", Usage: "restart only on these exit `CODES`, as 1-127,137 (default: any failure)"},
+		&cli.DurationFlag{Name: "restart-backoff", Value: launcher.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
 	}, captureFlags()...)
 }
 

@@ -35,6 +35,30 @@ type RunInfo struct {
 	Framework string        `json:"framework"`
 	Chief     bool          `json:"chief"`
 	Tasks     []RunInfoTask `json:"tasks"`
+	// Restart is the run's --restarts policy and its attempt lines' word;
+	// absent without --restarts.
+	Restart *RunInfoRestart `json:"restart,omitempty"`
+}
+
+// RunInfoRestart is a RunInfo's restart policy.
+type RunInfoRestart struct {
+	Max     int           `json:"max"`
+	On      string        `json:"on,omitempty"`
+	Backoff time.Duration `json:"backoff_ns"`
+	Mark    string        `json:"mark"`
+}
+
+// restartOf is the policy and the mark a RunInfo carries; Max 0 without.
+func (ri *RunInfo) restartOf() (Restart, string) {
+	if ri == nil || ri.Restart == nil {
+		return Restart{}, ""
+	}
+	rs := Restart{Max: ri.Restart.Max, Backoff: ri.Restart.Backoff}
+	if ri.Restart.On != "" {
+		// A description that does not parse restarts on any failure.
+		rs.On, _ = ParseRestartOn(ri.Restart.On)
+	}
+	return rs, ri.Restart.Mark
 }
 
 // RunInfoTask is one task of a RunInfo.
@@ -43,9 +67,16 @@ type RunInfoTask struct {
 	GPUs []int  `json:"gpus"`
 }
 
-// runInfoOf is plan's RunInfo, as one line of JSON.
-func runInfoOf(p *schedule.Plan) string {
+// runInfoOf is plan's RunInfo, as one line of JSON, with the restart
+// policy and mark when rs restarts.
+func runInfoOf(p *schedule.Plan, rs Restart, mark string) string {
 	ri := RunInfo{RunID: p.RunID, Framework: p.Framework, Chief: len(p.Cluster.Chief) > 0}
+	if rs.Max > 0 {
+		ri.Restart = &RunInfoRestart{Max: rs.Max, Backoff: rs.Backoff, Mark: mark}
+		if rs.On != nil {
+			ri.Restart.On = rs.On.text
+		}
+	}
 	for _, t := range p.Tasks {
 		ri.Tasks = append(ri.Tasks, RunInfoTask{ID: t.ID, GPUs: t.GPUs})
 	}
@@ -63,7 +94,9 @@ func (r *runner) firstOnHost(i int) bool {
 func (r *runner) adoptAll() {
 	r.p.adopted()
 	for i, rt := range r.tasks {
+		r.p.state[i].attempt = r.o.Attempts[rt.t.ID]
 		rt.started = time.Now()
+		rt.attemptStart = rt.started
 		rt.goSent.Store(true)
 		logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -87,9 +120,11 @@ type FoundRun struct {
 	Info *RunInfo
 	Gen  int
 	// Tasks: each task whose files are on the host, and whether its
-	// supervisor is "alive", "ended" or "gone".
-	Tasks map[string]string
-	Err   error // the host could not be asked
+	// supervisor is "alive", "ended" or "gone"; Attempts the attempt each
+	// is at (--restarts).
+	Tasks    map[string]string
+	Attempts map[string]int
+	Err      error // the host could not be asked
 }
 
 // FindRun asks every host, in parallel and bounded, what it holds of run
@@ -126,7 +161,7 @@ func FindRun(ctx context.Context, execs map[string]remote.Executor, id string, p
 }
 
 func parseFoundRun(host string, out []byte) FoundRun {
-	f := FoundRun{Host: host, Tasks: map[string]string{}, Gen: 1}
+	f := FoundRun{Host: host, Tasks: map[string]string{}, Attempts: map[string]int{}, Gen: 1}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 2<<20)
 	for sc.Scan() {
@@ -145,7 +180,11 @@ func parseFoundRun(host string, out []byte) FoundRun {
 			}
 		case strings.HasPrefix(line, "@@tfhive-task "):
 			if id, state, ok := strings.Cut(strings.TrimPrefix(line, "@@tfhive-task "), " "); ok {
+				state, at, _ := strings.Cut(state, " ")
 				f.Tasks[id] = state
+				if n, err := strconv.Atoi(at); err == nil && n > 0 {
+					f.Attempts[id] = n
+				}
 			}
 		}
 	}
@@ -192,4 +231,24 @@ func AdoptedPlan(id string, found []FoundRun) (*schedule.Plan, int, error) {
 		p.Tasks = append(p.Tasks, schedule.Task{ID: t.ID, Role: role, Index: n, Host: host, GPUs: t.GPUs})
 	}
 	return p, gen, nil
+}
+
+// AdoptedRestart is the adopted run's restart policy, its attempt lines'
+// word and the attempt each task is at, from what the hosts hold.
+func AdoptedRestart(id string, found []FoundRun) (Restart, string, map[string]int) {
+	attempts := map[string]int{}
+	var info *RunInfo
+	for _, f := range found {
+		if f.Err != nil || f.None != "" {
+			continue
+		}
+		if info == nil && f.Info != nil && f.Info.RunID == id {
+			info = f.Info
+		}
+		for t, n := range f.Attempts {
+			attempts[t] = n
+		}
+	}
+	rs, mark := info.restartOf()
+	return rs, mark, attempts
 }

@@ -140,9 +140,11 @@ func taskLogs(ctx context.Context, hosts []string, execs map[string]remote.Execu
 			}
 			var noise noiseBuffer
 			var n1, n2 int64
-			og := &streamGate{next: out, noise: &noise, n: &n1}
+			marks := &markedFilter{next: out}
+			og := &streamGate{next: marks, noise: io.MultiWriter(&noise, marks.catcher()), n: &n1}
 			eg := &streamGate{next: errw, n: &n2}
 			err := runLogs(ctx, execs[h], input, og, eg)
+			marks.flush()
 			if rout != nil {
 				rout.Close()
 				rerr.Close()
@@ -313,4 +315,47 @@ func (p *linePrinter) emit(text []byte) error {
 	}
 	_, err := p.w.Write(append(b, '\n'))
 	return err
+}
+
+// markLine, before a task's streams, is the run's attempt word (logs.sh).
+const markLine = "@@tfhive-mark "
+
+// markedFilter takes the attempt lines out of a task's stdout file once
+// logs.sh has said the run's word; without one, it passes all.
+type markedFilter struct {
+	next io.Writer
+	mark string
+	f    *attemptFilter
+	set  bool
+}
+
+// catcher is the writer of what comes before the streams, line by line.
+func (w *markedFilter) catcher() io.Writer { return markCatcher{w} }
+
+type markCatcher struct{ w *markedFilter }
+
+func (c markCatcher) Write(p []byte) (int, error) {
+	if m, ok := strings.CutPrefix(strings.TrimSuffix(string(p), "\n"), markLine); ok {
+		c.w.mark = m
+	}
+	return len(p), nil
+}
+
+func (w *markedFilter) Write(p []byte) (int, error) {
+	if !w.set {
+		w.set = true
+		if w.mark != "" {
+			w.f = newAttemptFilter(w.next, w.mark, func(int, int) {})
+		}
+	}
+	if w.f != nil {
+		return w.f.Write(p)
+	}
+	return w.next.Write(p)
+}
+
+func (w *markedFilter) flush() {
+	if w.f != nil {
+		w.f.flush()
+	}
 }

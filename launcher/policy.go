@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,12 @@ const (
 	evGraceOver                    // the grace period after SIGTERM passed
 	evGiveUp                       // killed, and still not gone a while later
 	evSteppedDown                  // another keeper adopted the run (err: which)
+	// Restarts (restart.go): an attempt of the task ended with code after
+	// running for after; the backoff before a restart passed (task -1: the
+	// group's); the grace period of a group restart's SIGTERM passed.
+	evAttemptEnd
+	evBackoffOver
+	evRegroupKill
 )
 
 // event is one thing that happened to the run.
@@ -61,6 +68,19 @@ type decision struct {
 	// armGiveUp: abandon what is left a while after SIGKILL; it replaces
 	// armKill's timer. Neither when nothing is left.
 	armKill, armGiveUp bool
+	// Restarts: ends get ctlEnd (they are between attempts), restart
+	// ctlRestart (their next attempt starts now); later are events the
+	// runner feeds back after their wait (backoffs); armRegroupKill:
+	// evRegroupKill after the grace period.
+	ends, restart  []int
+	later          []delayed
+	armRegroupKill bool
+}
+
+// delayed is an event due after a wait.
+type delayed struct {
+	after time.Duration
+	ev    event
 }
 
 // phase is where a task is in its life.
@@ -81,6 +101,25 @@ type taskState struct {
 	outcome string // OutcomeExited etc., once done
 	code    *int   // its status, nil when unknown
 	err     string
+	// Restarts: the current attempt (TFHIVE_ATTEMPT), whether it has
+	// ended and the supervisor waits for "r" or "e", whether a restart of
+	// its own waits for its backoff, and the attempts that ended.
+	attempt  int
+	between  bool
+	backoff  bool
+	attempts []Attempt
+}
+
+// Attempt is one run of a task (tfhive run --restarts): in the summary,
+// every attempt of every task, the last one included.
+type Attempt struct {
+	Attempt  int           `json:"attempt"`
+	Outcome  string        `json:"outcome"`
+	ExitCode *int          `json:"exit_code"`
+	Duration time.Duration `json:"duration_ns"`
+	// Restart says why the task was started again after it; empty for
+	// the last attempt.
+	Restart string `json:"restart,omitempty"`
 }
 
 // policy holds a run's state between events.
@@ -96,6 +135,18 @@ type policy struct {
 	code           int
 	decider        int   // the task that decided the result, -1 none
 	conflict       error // a claim was taken or blocked: nothing ran
+
+	// restart is the run's restart policy; alone says which tasks restart
+	// by themselves (the others restart with every task); regroup, while
+	// a group restart is under way, lists its tasks, regroupWait the
+	// backoff it takes once all have ended.
+	restart     Restart
+	alone       func(i int) bool
+	regroup     []int
+	regroupWhy  string
+	regroupWait time.Duration
+	// regroupArmed: the group's backoff is under way.
+	regroupArmed bool
 }
 
 // adopted records that every task already runs, started and told to go
@@ -109,7 +160,30 @@ func (p *policy) adopted() {
 
 func newPolicy(p *schedule.Plan) *policy {
 	return &policy{rule: ruleOf(p), tasks: p.Tasks, state: make([]taskState, len(p.Tasks)),
-		waiting: len(p.Tasks), decider: -1}
+		waiting: len(p.Tasks), decider: -1, alone: aloneOf(p)}
+}
+
+// aloneOf says which tasks restart by themselves: with TensorFlow, an
+// evaluator, and a worker when there are parameter servers
+// (ParameterServerStrategy's coordinator, and TF1's between-graph
+// replication, take a worker back). Everything else restarts every task:
+// a ps or chief holds the others' state, and collectives (torch,
+// MultiWorkerMirroredStrategy) need the whole world to start again.
+func aloneOf(p *schedule.Plan) func(int) bool {
+	// The tasks, not the cluster: an adopted run's plan has no cluster.
+	ps := slices.ContainsFunc(p.Tasks, func(t schedule.Task) bool { return t.Role == schedule.RolePS })
+	return func(i int) bool {
+		if p.Torch() {
+			return false
+		}
+		switch p.Tasks[i].Role {
+		case schedule.RoleEvaluator:
+			return true
+		case schedule.RoleWorker:
+			return ps
+		}
+		return false
+	}
 }
 
 // apply takes one event and says what to do about it.
@@ -155,6 +229,19 @@ func (p *policy) apply(ev event) decision {
 		p.kill(&d)
 	case evGiveUp:
 		d.abandon = p.live()
+	case evAttemptEnd:
+		p.attemptEnded(ev, &d)
+	case evBackoffOver:
+		p.backoffOver(ev.task, &d)
+	case evRegroupKill:
+		if p.regroup != nil && !p.decided() {
+			for _, i := range p.regroup {
+				if s := p.state[i]; s.phase == phaseStarted && !s.between {
+					d.to = append(d.to, i)
+				}
+			}
+			d.send = ctlKill
+		}
 	case evSteppedDown:
 		// Nothing is stopped: the tasks are the other keeper's now.
 		if p.result != ResultSteppedDown {
@@ -256,6 +343,8 @@ func (p *policy) exited(ev event, d *decision) {
 	if p.decided() {
 		return // the rest are being stopped
 	}
+	// A group restart waits no longer for a task that is gone.
+	defer p.regroupReady(d)
 	t := p.tasks[ev.task]
 	label := t.ID + " on " + t.Host
 	code, what := ev.code, describeExit(ev.code)
@@ -292,8 +381,9 @@ func (p *policy) decide(d *decision, result string, code, decider int, reason st
 		return
 	}
 	p.result, p.code, p.decider, p.reason = result, code, decider, reason
-	d.send, d.to = ctlTerm, p.stop()
-	d.armKill = len(d.to) > 0
+	l := p.stop()
+	d.send, d.to, d.ends = ctlTerm, p.inAttempt(l), p.between(l)
+	d.armKill = len(l) > 0
 }
 
 // killNow kills what is left at once, on the caller's word.
@@ -303,8 +393,31 @@ func (p *policy) killNow(d *decision) {
 }
 
 func (p *policy) kill(d *decision) {
-	d.send, d.to = ctlKill, p.stop()
-	d.armKill, d.armGiveUp = false, len(d.to) > 0
+	l := p.stop()
+	d.send, d.to, d.ends = ctlKill, p.inAttempt(l), p.between(l)
+	d.armKill, d.armGiveUp = false, len(l) > 0
+}
+
+// between lists those of l that are between attempts (they need ctlEnd,
+// not a signal), inAttempt the others.
+func (p *policy) between(l []int) []int {
+	var b []int
+	for _, i := range l {
+		if p.state[i].between {
+			b = append(b, i)
+		}
+	}
+	return b
+}
+
+func (p *policy) inAttempt(l []int) []int {
+	var r []int
+	for _, i := range l {
+		if !p.state[i].between {
+			r = append(r, i)
+		}
+	}
+	return r
 }
 
 // stop marks the live tasks stopped by tfhive and lists them.

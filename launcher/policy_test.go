@@ -85,6 +85,22 @@ func render(p *policy, d decision) string {
 	if d.armGiveUp {
 		parts = append(parts, "give-up-timer")
 	}
+	if len(d.ends) > 0 {
+		parts = append(parts, "e "+ids(d.ends))
+	}
+	if len(d.restart) > 0 {
+		parts = append(parts, "r "+ids(d.restart))
+	}
+	for _, l := range d.later {
+		who := "all"
+		if l.ev.task >= 0 {
+			who = p.tasks[l.ev.task].ID
+		}
+		parts = append(parts, fmt.Sprintf("backoff %s %s", who, l.after))
+	}
+	if d.armRegroupKill {
+		parts = append(parts, "regroup-kill-timer")
+	}
 	return strings.Join(parts, " | ")
 }
 

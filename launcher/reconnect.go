@@ -190,7 +190,14 @@ func (r *runner) attach(i int) {
 	gen, ex := rt.gen, r.links.conn[rt.t.Host]
 	rt.marked.Store(false)
 	rt.attachNoise.Reset()
-	out := &streamGate{next: rt.out.Stdout(), n: &rt.outN, marked: &rt.marked}
+	var stdout io.Writer = rt.out.Stdout()
+	if r.o.Restart.Max > 0 {
+		if rt.filter == nil {
+			rt.filter = r.attemptFilter(i, stdout)
+		}
+		stdout = rt.filter
+	}
+	out := &streamGate{next: stdout, n: &rt.outN, marked: &rt.marked}
 	errw := &streamGate{next: rt.out.Stderr(), noise: &rt.attachNoise, n: &rt.errN, replaced: r.links.sayReplaced,
 		end: r.endLine(), truncated: &rt.truncated}
 	input := attachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN, r.gen(), r.mark)
@@ -209,6 +216,9 @@ func (r *runner) attach(i int) {
 		rc, err := proc.Wait()
 		if err == nil {
 			errw.flush()
+			if rt.filter != nil {
+				rt.filter.flush()
+			}
 		}
 		r.events <- exitEvent{i: i, rc: rc, err: err, ex: ex, afterGo: true, attach: true, marked: rt.marked.Load()}
 	}()
@@ -225,6 +235,10 @@ func (r *runner) attachedTo(a attached) {
 	if rt.stopLine != "" {
 		rt.send(rt.stopLine)
 	} else {
+		if rt.restartLine != "" {
+			// Passed over unless the supervisor still waits for it.
+			rt.send(rt.restartLine)
+		}
 		rt.send(ctlHeartbeat)
 	}
 }

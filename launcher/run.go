@@ -69,6 +69,11 @@ type RunOptions struct {
 	// Gen is this keeper's generation (1 for the run's own tfhive).
 	Adopted bool
 	Gen     int
+	// Mark, for an adopted run with restarts, is its attempt lines' word,
+	// and Attempts the attempt each task is at (AdoptedRestart): earlier
+	// attempt lines, replayed from the task's first byte, are history.
+	Mark     string
+	Attempts map[string]int
 	// Started, when set, is called once every task has been told to go
 	// (not when the start failed).
 	Started func()
@@ -81,6 +86,8 @@ type RunOptions struct {
 	// Sample is --sample: how often the tasks' GPUs are sampled, by one
 	// session per host (sampler.go); 0: never.
 	Sample time.Duration
+	// Restart is --restarts and its policy (restart.go); Max 0: none.
+	Restart Restart
 }
 
 // Outcomes of a task, as shown in the summary.
@@ -165,6 +172,9 @@ type TaskResult struct {
 	Metrics map[string]string `json:"metrics,omitempty"`
 	// GPUUsage is what --sample saw of its GPUs; absent without samples.
 	GPUUsage *GPUUsage `json:"gpu_usage,omitempty"`
+	// Attempts are its runs, first to last, with --restarts; absent
+	// without.
+	Attempts []Attempt `json:"attempts,omitempty"`
 }
 
 // runTask is a task while it runs.
@@ -198,6 +208,12 @@ type runTask struct {
 	// truncated: a session said the host's files could not take all of
 	// the task's output.
 	truncated atomic.Bool
+	// With --restarts: the filter taking the attempt lines out of its
+	// stdout (one for all its sessions: a line may be split between two),
+	// and when its current attempt started.
+	filter       *attemptFilter
+	attemptStart time.Time
+	restartLine  string // the last restart line sent
 }
 
 func (rt *runTask) reportClaim(line string) {
@@ -297,6 +313,10 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
 		return nil, err
 	}
 	r := &runner{o: o, lim: lim, p: newPolicy(o.Plan), events: make(chan exitEvent, len(o.Plan.Tasks)), start: time.Now(), mark: rand.Text()}
+	r.p.restart = o.Restart
+	if o.Restart.Max > 0 && o.Adopted && o.Mark != "" {
+		r.mark = o.Mark
+	}
 	sum := r.run(ctx)
 	if r.p.conflict != nil {
 		return nil, r.p.conflict
@@ -327,7 +347,15 @@ type runner struct {
 	// usage and samplers are --sample's (sampler.go); nil without.
 	usage    *usageBook
 	samplers map[string]*sampler
+	// With --restarts: attempt ends from the tasks' stdout filters, and
+	// the policy's delayed events (backoffs), until quit is closed.
+	attemptEnds chan attemptEnd
+	later       chan event
+	quit        chan struct{}
 }
+
+// attemptEnd is an attempt line of task i.
+type attemptEnd struct{ i, attempt, rc int }
 
 func (r *runner) run(ctx context.Context) *Summary {
 	// One control-line writer per host, not per task: a goroutine's stack
@@ -348,6 +376,8 @@ func (r *runner) run(ctx context.Context) *Summary {
 			close(q)
 		}
 	}()
+	r.attemptEnds, r.later, r.quit = make(chan attemptEnd, len(r.o.Plan.Tasks)), make(chan event, len(r.o.Plan.Tasks)), make(chan struct{})
+	defer close(r.quit)
 	for _, t := range r.o.Plan.Tasks {
 		r.tasks = append(r.tasks, &runTask{t: t, ctl: writers[t.Host], claim: make(chan string, 1), claimed: make(chan struct{}), res: TaskResult{
 			ID: t.ID, Role: t.Role, Index: t.Index, Host: t.Host, Address: t.Address, GPUs: t.GPUs,
@@ -406,6 +436,13 @@ func (r *runner) run(ctx context.Context) *Summary {
 			} else {
 				r.apply(event{kind: evExited, task: ev.i, code: ev.rc})
 			}
+		case a := <-r.attemptEnds:
+			rt := r.tasks[a.i]
+			if a.attempt == r.p.state[a.i].attempt {
+				r.apply(event{kind: evAttemptEnd, task: a.i, code: a.rc, after: time.Since(rt.attemptStart)})
+			}
+		case ev := <-r.later:
+			r.apply(ev)
 		case b := <-back:
 			r.hostBack(b)
 		case a := <-ready:
@@ -474,7 +511,11 @@ func (r *runner) apply(ev event) {
 		case ctlGo:
 			rt.goSent.Store(true)
 		case ctlTerm, ctlKill:
-			rt.stopLine = d.send
+			// A group restart's stop is for the attempt under way only: a
+			// new session must not repeat it to the next one.
+			if r.p.decided() {
+				rt.stopLine = d.send
+			}
 		}
 		rt.send(d.send)
 	}
@@ -490,6 +531,22 @@ func (r *runner) apply(ev event) {
 		}
 		r.tasks[i].abandoned = true
 		r.tasks[i].proc.Close()
+	}
+	for _, i := range d.ends {
+		r.tasks[i].stopLine = ctlEnd
+		r.tasks[i].send(ctlEnd)
+	}
+	for _, i := range d.restart {
+		rt := r.tasks[i]
+		rt.attemptStart = time.Now()
+		rt.restartLine = restartLine(r.p.state[i].attempt)
+		rt.send(rt.restartLine)
+	}
+	for _, l := range d.later {
+		r.after(l.after, l.ev)
+	}
+	if d.armRegroupKill {
+		r.after(r.o.Grace, event{kind: evRegroupKill})
 	}
 	if d.armKill {
 		r.killAt = time.After(r.o.Grace)
@@ -544,7 +601,13 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	rt.out.captureInto(r.o.Captures, rt.t.ID)
 	tk := r.taskFor(rt.t)
 	rt.started = time.Now()
+	rt.attemptStart = rt.started
 	var stdout, stderr io.Writer = rt.out.Stdout(), rt.out.Stderr()
+	if tk.Restarts {
+		rt.filter = r.attemptFilter(i, stdout)
+		stdout = rt.filter
+		tk.Mark = r.mark
+	}
 	var errGate *streamGate
 	if tk.Keep > 0 {
 		stdout = &streamGate{next: stdout, noise: stdout, n: &rt.outN}
@@ -553,7 +616,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		stderr = errGate
 		tk.Mark = r.mark
 		if r.firstOnHost(i) {
-			tk.RunInfo = runInfoOf(r.o.Plan)
+			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
 		}
 	}
 	gate := &claimGate{next: stdout, report: rt.reportClaim}
@@ -604,6 +667,9 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		if err == nil && errGate != nil {
 			errGate.flush()
 		}
+		if err == nil && rt.filter != nil {
+			rt.filter.flush()
+		}
 		if err == nil && rc == exitClaimBusy {
 			rt.reportClaim(claimTaken)
 		}
@@ -651,7 +717,7 @@ func (r *runner) taskFor(t schedule.Task) task {
 	}
 	every, count := r.o.KeepAlive(h)
 	tk := task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
-		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID}
+		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0}
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
 		// The supervisor waits for the link as long as tfhive redials it,
 		// counted from when tfhive would notice it gone.
@@ -776,6 +842,9 @@ func (r *runner) summary() *Summary {
 		if r.usage != nil {
 			rt.res.GPUUsage = r.usage.usage(i)
 		}
+		if r.o.Restart.Max > 0 {
+			rt.res.Attempts = r.attemptsOf(i)
+		}
 	}
 	if decider >= 0 {
 		s.Tasks = append(s.Tasks, r.tasks[decider].res)
@@ -835,10 +904,14 @@ func WriteSummary(w io.Writer, s *Summary) error {
 	}
 	header := []string{"ROLE", "INDEX", "HOST", "GPUS", "OUTCOME", "DURATION", "LOG"}
 	header, rows = withUsageColumns(s, header, rows)
+	header, rows = withAttemptsColumn(s, header, rows)
 	if err := writeTable(w, header, rows); err != nil {
 		return err
 	}
 	if err := writeIdleNotes(w, s); err != nil {
+		return err
+	}
+	if err := writeRestartNotes(w, s); err != nil {
 		return err
 	}
 	if _, err := fmt.Fprintf(w, "run %s %s: %s (exit %d)\n", s.RunID, s.Result, s.Reason, s.ExitCode); err != nil {

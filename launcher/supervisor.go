@@ -37,8 +37,11 @@ type task struct {
 	// run for a keeper that adopts it (RunInfo in adopt.go); "" otherwise.
 	RunInfo string
 	// Mark is this tfhive's random word for a kept task's truncation line
-	// (truncatedMarker).
+	// (truncatedMarker) and for the attempt lines.
 	Mark string
+	// Restarts: the task may be restarted (restart.go); the supervisor
+	// then reports each attempt's end and waits for "r" or "e".
+	Restarts bool
 }
 
 // Control lines tfhive writes to a supervisor's stdin.
@@ -127,12 +130,20 @@ func runStage(t task) string {
 		shscript.Set("tfhive_keep", strconv.Itoa(keepSeconds(t.Keep))),
 		shscript.Set("tfhive_runinfo", t.RunInfo),
 		shscript.Set("tfhive_mark", t.Mark),
+		shscript.Set("tfhive_restarts", boolDigit(t.Restarts)),
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
 		vars = append(vars, shscript.Export(k, t.Env[k]))
 	}
 	vars = append(vars, shscript.Set("tfhive_cmd", taskShell(t)))
 	return runSh.With(vars...)
+}
+
+func boolDigit(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // keepSeconds is Keep for the script: 0 stays 0 (not kept), anything

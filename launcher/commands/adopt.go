@@ -76,6 +76,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		Console: console, Reconnect: o.Reconnect, Redial: fleet.Redial,
 		Adopted: true, Gen: gen + 1, Captures: caps, Sample: launcher.DefaultSample,
 	}
+	lo.Restart, lo.Mark, lo.Attempts = launcher.AdoptedRestart(o.RunID, found)
 	for _, h := range plan.Hosts() {
 		lo.Execs[h] = execs[h]
 	}

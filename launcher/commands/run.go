@@ -58,6 +58,11 @@ type RunOptions struct {
 	CaptureFrom string
 	// Sample is --sample: how often the tasks' GPUs are sampled; 0: never.
 	Sample time.Duration
+	// Restarts, RestartOn and RestartBackoff are --restarts,
+	// --restart-on and --restart-backoff (launcher.Restart).
+	Restarts       int
+	RestartOn      string
+	RestartBackoff time.Duration
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *Signals
@@ -87,6 +92,10 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	// A keeper reads them again: the first tfhive refuses bad ones.
 	caps, err := captures(o.Capture, o.CaptureFrom, o.Job.taskIDs())
+	if err != nil {
+		return err
+	}
+	restart, err := restartPolicy(o.Restarts, o.RestartOn, o.RestartBackoff)
 	if err != nil {
 		return err
 	}
@@ -162,7 +171,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
 		Reconnect: o.Reconnect, Redial: fleet.Redial, Started: keeperStarted,
-		Unattended: o.Unattended, Captures: caps, Sample: o.Sample,
+		Unattended: o.Unattended, Captures: caps, Sample: o.Sample, Restart: restart,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Quiet: o.Quiet,
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},

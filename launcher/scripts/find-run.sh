@@ -2,7 +2,8 @@
 # What one host holds of a kept run, for a keeper that adopts it (tfhive
 # attach -H): the run's description, its keeper generation, and each task
 # whose files are here, with whether its supervisor still runs ("alive"),
-# ended ("ended"), or is gone without a status ("gone"). A directory that
+# ended ("ended"), or is gone without a status ("gone"), and the attempt
+# it is at (tfhive run --restarts; 0 without). A directory that
 # is not the user's own, or none, says why on one line.
 #
 # Parameters, set by tfhive ahead of this text:
@@ -23,8 +24,10 @@ for tfhive_p in "$tfhive_rd"/*.pid; do
 	{ [ -f "$tfhive_p" ] && [ ! -L "$tfhive_p" ]; } || continue
 	tfhive_f=${tfhive_p%.pid}
 	tfhive_t=${tfhive_f##*/}
-	tfhive_rc=
+	tfhive_rc='' tfhive_at=''
 	read -r tfhive_rc _ <"$tfhive_f.rc" 2>/dev/null
+	read -r _ _ _ tfhive_at _ <"$tfhive_p" 2>/dev/null
+	case $tfhive_at in '' | *[!0-9]*) tfhive_at=0 ;; esac
 	tfhive_id=${tfhive_t%-*}:${tfhive_t##*-}
 	tfhive_state=gone
 	if [ -n "$tfhive_rc" ]; then
@@ -33,5 +36,5 @@ for tfhive_p in "$tfhive_rd"/*.pid; do
 		tfhive_supervisor "$tfhive_p" "$tfhive_run" "$tfhive_id"
 		[ "$tfhive_alive" = 0 ] || tfhive_state=alive
 	fi
-	printf '@@tfhive-task %s %s\n' "$tfhive_id" "$tfhive_state"
+	printf '@@tfhive-task %s %s %s\n' "$tfhive_id" "$tfhive_state" "$tfhive_at"
 done

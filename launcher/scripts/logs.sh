@@ -18,6 +18,12 @@
 # A line "@@tfhive-none WHY" instead says that the host holds no such run
 # or task, or that its directory is not the user's own (rundir.sh).
 #
+# A run with restarts has attempt lines in its tasks' stdout files
+# (supervisor-run.sh), marked with the run's word (run.json): for every
+# task, awk takes them out, joining a partial line before one with the
+# line after it; for one task, a line "@@tfhive-mark MARK" before the
+# streams tells tfhive the word, and tfhive takes them out.
+#
 # Parameters, set by tfhive ahead of this text:
 #   tfhive_run     the run id
 #   tfhive_task    the task's id (worker:0), or empty: every task
@@ -30,6 +36,14 @@ tfhive_none() {
 tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
 tfhive_lo='' tfhive_le='' tfhive_alive=0 tfhive_w='' # set by tfhive_supervisor, tfhive_writer (rundir.sh)
 tfhive_rundir "$tfhive_run" 0 || tfhive_none "$tfhive_why"
+tfhive_mk=
+tfhive_j=$(head -c 1048576 "$tfhive_rd/run.json" 2>/dev/null | head -n 1)
+case $tfhive_j in *'"mark":"'*)
+	tfhive_mk=${tfhive_j##*\"mark\":\"}
+	tfhive_mk=${tfhive_mk%%\"*}
+	case $tfhive_mk in *[!A-Za-z0-9]*) tfhive_mk= ;; esac
+	;;
+esac
 # A task's files count as regular files only, never symlinks.
 tfhive_has() {
 	for tfhive_x in out err pid; do
@@ -45,10 +59,16 @@ if [ -z "$tfhive_task" ]; then
 	done
 	[ $# -gt 0 ] || tfhive_none "no task of run $tfhive_run in $tfhive_rd"
 	printf '%s\n' '@@tfhive-logs'
-	exec awk 'FNR == 1 { n = FILENAME; sub(/.*\//, "", n); print "@@tfhive-log " n } { print "|" $0 }' "$@"
+	exec awk -v mk="$tfhive_mk" '
+		FNR == 1 { if (held != "") print "|" held; held = ""; n = FILENAME; sub(/.*\//, "", n); print "@@tfhive-log " n }
+		{ line = held $0; held = "" }
+		mk != "" && (i = index(line, "@@tfhive-attempt " mk " ")) > 0 && substr(line, i + 18 + length(mk)) ~ /^[0-9]+ [0-9]+$/ { held = substr(line, 1, i - 1); next }
+		{ print "|" line }
+		END { if (held != "") print "|" held }' "$@"
 fi
 tfhive_f=$tfhive_rd/${tfhive_task//:/-}
 tfhive_has "$tfhive_f" || tfhive_none "no task $tfhive_task of run $tfhive_run in $tfhive_rd"
+[ -z "$tfhive_mk" ] || printf '@@tfhive-mark %s\n' "$tfhive_mk"
 printf '%s\n' '@@tfhive-stream'
 printf '%s\n' '@@tfhive-stream' >&2
 tfhive_alive=0

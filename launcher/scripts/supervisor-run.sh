@@ -36,6 +36,19 @@
 # tfhive_mark: the task cannot know it, so its own output never passes
 # for that line).
 #
+# Restarts (tfhive_restarts 1): once an attempt has ended, the supervisor
+# says so after the task's last stdout byte, "@@tfhive-attempt MARK N RC"
+# and a newline (tfhive takes it out of the stream wherever it is, after a
+# partial last line too), and waits for a control line: "r N+1" starts
+# the next attempt, with TFHIVE_ATTEMPT N+1, under the same claims (the
+# holders never let go in between; any other "r" is one repeated by a new
+# session, and passed over); "e" ends the supervisor with RC, as
+# do EOF, silence, a holder gone and SIGTERM (during an attempt, SIGTERM
+# stops it and ends the supervisor with no attempt line). Kept, the
+# supervisor holds the stream FIFOs open between attempts: the loggers,
+# and the tails that follow them, last the whole run, as the pid file
+# says (with the attempt under way, for find-run.sh).
+#
 # A group kill falls back to the pid: right after & the child may not
 # have called setsid yet. Variables are prefixed tfhive_ so as not to meet
 # the user's.
@@ -53,9 +66,12 @@
 #                      description (JSON, one line) for a keeper that adopts
 #                      it (find-run.sh); otherwise empty
 #   tfhive_mark        a random word of this session's tfhive, not
-#                      exported: it marks the truncation line
+#                      exported: it marks the truncation line and the
+#                      attempt lines
+#   tfhive_restarts    0: the task runs once; 1: tfhive may restart it
+#                      (tfhive run --restarts), see below
 # and, from the holders' command line, $2 the run id and $3 the task's.
-: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}"
+: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}"
 # The lock files' descriptors, opened by the first stage for the holders
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
@@ -109,7 +125,9 @@ tfhive_stops=0
 # shellcheck disable=SC2317 # called by the TERM trap below
 tfhive_stop() {
 	tfhive_stops=$((tfhive_stops + 1))
-	if [ "$tfhive_stops" = 1 ]; then tfhive_signal TERM; else tfhive_signal KILL; fi
+	if [ -n "${tfhive_asking-}" ]; then
+		kill "$tfhive_reader" 2>/dev/null
+	elif [ "$tfhive_stops" = 1 ]; then tfhive_signal TERM; else tfhive_signal KILL; fi
 }
 # The claim holders are this shell's flock ancestors: one of them killed
 # has released its claim, so the task must not go on.
@@ -142,12 +160,27 @@ exec 7> >(
 )
 tfhive_watch=$!
 exec 3<&0
-if [ "$tfhive_keep" = 0 ]; then
-	(
-		printf 't %s\n' "$BASHPID" >&7
-		exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&-
-	) &
+# tfhive_spawn starts an attempt of the task.
+tfhive_spawn() {
+	if [ "$tfhive_keep" = 0 ]; then
+		(
+			printf 't %s\n' "$BASHPID" >&7
+			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&-
+		) &
+	else
+		(
+			printf 't %s\n' "$BASHPID" >&7
+			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&-
+		) &
+	fi
 	tfhive_pid=$!
+}
+if [ "$tfhive_restarts" != 0 ]; then
+	tfhive_attempt=0
+	export TFHIVE_ATTEMPT=0
+fi
+if [ "$tfhive_keep" = 0 ]; then
+	tfhive_spawn
 	tfhive_in=3 tfhive_wait=$tfhive_hb_timeout
 else
 	# tfhive_log FILE copies its stdin into FILE; once FILE fails (a full
@@ -161,14 +194,12 @@ else
 	tfhive_lo=$!
 	tfhive_log "$tfhive_f.err" <"$tfhive_f.epipe" 3<&- 7>&- &
 	tfhive_le=$!
+	# Held across attempts: the loggers see EOF only at the very end.
+	[ "$tfhive_restarts" = 0 ] || exec 4<>"$tfhive_f.opipe" 5<>"$tfhive_f.epipe"
 	# The pid file says who to follow: the supervisor, then each stream's
 	# writer (attach.sh), written in place like the status.
 	printf '%-47s\n' "$$ $tfhive_lo $tfhive_le" 1<>"$tfhive_f.pid"
-	(
-		printf 't %s\n' "$BASHPID" >&7
-		exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 7>&-
-	) &
-	tfhive_pid=$!
+	tfhive_spawn
 	# The FIFO is opened for reading and writing: it never blocks, and
 	# never ends when a session's feeder goes.
 	exec 6<>"$tfhive_f.ctl"
@@ -176,42 +207,91 @@ else
 	# This session is the first to follow the task (attach.sh does the
 	# same for later ones): its stdin feeds the FIFO, its stdout and
 	# stderr get the files from the start.
-	tfhive_feed 1 "$tfhive_f.ctl" <&3 7>&- &
+	tfhive_feed 1 "$tfhive_f.ctl" <&3 4>&- 5>&- 7>&- &
 	tfhive_feed=$!
 	# Each tail follows its stream's writer: once that has ended, the tail
 	# reads the last bytes and ends. New output wakes it at once
 	# (inotify); whether the writer ended is only seen every -s seconds,
 	# hence short: a kill(pid, 0) every 50 ms costs nothing.
-	{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_lo" -s 0.05 -f "$tfhive_f.out" 2>/dev/null; } 3<&- 6<&- 7>&- &
-	{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_le" -s 0.05 -f "$tfhive_f.err" 2>/dev/null; } >&2 3<&- 6<&- 7>&- &
+	{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_lo" -s 0.05 -f "$tfhive_f.out" 2>/dev/null; } 3<&- 4>&- 5>&- 6<&- 7>&- &
+	{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_le" -s 0.05 -f "$tfhive_f.err" 2>/dev/null; } >&2 3<&- 4>&- 5>&- 6<&- 7>&- &
 	tfhive_te=$!
 	# Past the markers, the session's streams carry the files alone: what
 	# bash itself might say (a job's death) must not slip in. Descriptor 8
 	# keeps the session's stderr for the truncation line.
 	exec 8>&2 2>/dev/null
 fi
-# The reader tells the watcher its pid itself, as the task's shell does:
-# a supervisor killed right after the fork still has its reader stopped.
-(
-	printf 'r %s\n' "$BASHPID" >&7
-	exec 7>&-
-	while IFS= read -r -t "$tfhive_wait" tfhive_c <&"$tfhive_in" && tfhive_held; do
-		case $tfhive_c in
-		t) tfhive_signal TERM ;;
-		k) tfhive_signal KILL ;;
-		esac
-	done
-	tfhive_abandon
-) 8>&- &
-tfhive_reader=$!
-exec 3<&-
+# tfhive_listen starts the reader of the control lines for an attempt.
+# It tells the watcher its pid itself, as the task's shell does: a
+# supervisor killed right after the fork still has its reader stopped.
+tfhive_listen() {
+	(
+		printf 'r %s\n' "$BASHPID" >&7
+		exec 7>&-
+		while IFS= read -r -t "$tfhive_wait" tfhive_c <&"$tfhive_in" && tfhive_held; do
+			case $tfhive_c in
+			t) tfhive_signal TERM ;;
+			k) tfhive_signal KILL ;;
+			esac
+		done
+		tfhive_abandon
+	) 4>&- 5>&- 8>&- &
+	tfhive_reader=$!
+}
+tfhive_listen
+# Between attempts, this shell reads the control lines itself.
+if [ "$tfhive_restarts" = 0 ] || [ "$tfhive_keep" != 0 ]; then exec 3<&-; fi
 trap tfhive_stop TERM
-tfhive_rc=
-while [ -z "$tfhive_rc" ]; do
-	wait "$tfhive_pid"
+while :; do
+	tfhive_rc=
+	while [ -z "$tfhive_rc" ]; do
+		wait "$tfhive_pid"
+		tfhive_st=$?
+		kill -0 "$tfhive_pid" 2>/dev/null || tfhive_rc=$tfhive_st
+	done
+	# Stopped by SIGTERM (tfhive kill): no attempt line, no next attempt.
+	if [ "$tfhive_restarts" = 0 ] || [ "$tfhive_stops" != 0 ]; then break; fi
+	kill "$tfhive_reader" 2>/dev/null
+	wait "$tfhive_reader"
+	if [ "$tfhive_keep" = 0 ]; then
+		printf '%s %s %s %s\n' '@@tfhive-attempt' "$tfhive_mark" "$tfhive_attempt" "$tfhive_rc"
+	else
+		printf '%s %s %s %s\n' '@@tfhive-attempt' "$tfhive_mark" "$tfhive_attempt" "$tfhive_rc" >&4
+	fi
+	# The answer is read by a child, as the reader does: a wait, unlike a
+	# read, gives way to SIGTERM's trap, which then ends it.
+	tfhive_asking=1
+	tfhive_next="r $((tfhive_attempt + 1))"
+	(
+		printf 'r %s\n' "$BASHPID" >&7
+		exec 7>&-
+		while IFS= read -r -t "$tfhive_wait" tfhive_c <&"$tfhive_in" && tfhive_held; do
+			case $tfhive_c in
+			"$tfhive_next") exit 0 ;;
+			e) exit 1 ;;
+			esac
+		done
+		exit 1
+	) 4>&- 5>&- 8>&- &
+	tfhive_reader=$!
+	[ "$tfhive_stops" = 0 ] || kill "$tfhive_reader" 2>/dev/null
+	wait "$tfhive_reader"
 	tfhive_st=$?
-	kill -0 "$tfhive_pid" 2>/dev/null || tfhive_rc=$tfhive_st
+	while kill -0 "$tfhive_reader" 2>/dev/null; do
+		wait "$tfhive_reader"
+		tfhive_st=$?
+	done
+	tfhive_asking=
+	if [ "$tfhive_st" != 0 ] || [ "$tfhive_stops" != 0 ]; then break; fi
+	tfhive_attempt=$((tfhive_attempt + 1))
+	TFHIVE_ATTEMPT=$tfhive_attempt
+	# A keeper that adopts the run learns the attempt under way here:
+	# attempt lines before it are history (find-run.sh).
+	[ "$tfhive_keep" = 0 ] || printf '%-47s\n' "$$ $tfhive_lo $tfhive_le $tfhive_attempt" 1<>"$tfhive_f.pid"
+	tfhive_spawn
+	tfhive_listen
 done
+[ "$tfhive_restarts" = 0 ] || exec 3<&- 4>&- 5>&-
 if [ "$tfhive_keep" != 0 ]; then
 	# The loggers end when the task's last process closes its output: one
 	# left in the background by the task would hold them, so they get 5 s.

@@ -13,7 +13,9 @@ and exiting 0, or exiting 1 on a wrong sum. A rank that cannot meet the
 others gives up after --timeout seconds (default 60).
 
 --fail-rank R makes rank R exit 3 before joining, as a crashed rank would:
-the others then wait in the rendezvous until tfhive stops them.
+the others then wait in the rendezvous until tfhive stops them. With
+--fail-attempts N it does so only while $TFHIVE_ATTEMPT (tfhive run
+--restarts) is below N.
 """
 
 import argparse
@@ -29,7 +31,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--fail-rank", type=int, default=-1)
+    ap.add_argument("--fail-attempts", type=int, default=0)
     args = ap.parse_args()
+    attempt = int(os.environ.get("TFHIVE_ATTEMPT") or 0)
+    if args.fail_attempts > 0 and attempt >= args.fail_attempts:
+        args.fail_rank = -1
 
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])

@@ -67,6 +67,8 @@
 //	--fail-at-step N     exit with --fail-code at step N (worker, chief; in chief
 //	                     mode a worker counts the gradients it serves); 0 = never
 //	--fail-code C        default 3
+//	--fail-attempts N    --fail-at-step only in the first N attempts ($TFHIVE_ATTEMPT
+//	                     below N, unset counting as 0), to test restarts; 0 = every
 //	--lines N            print N numbered lines ("line 1 of N from worker:0"; the task is
 //	                     from the config if it parses, else $TFHIVE_TASK, else
 //	                     "trainer"), --sleep apart, and exit 0; no cluster needed
@@ -137,6 +139,7 @@ type options struct {
 	sleep          time.Duration
 	failAt         int
 	failCode       int
+	failAttempts   int
 	lines          int
 	dim            int
 	connectTimeout time.Duration
@@ -185,6 +188,12 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer, st
 		return exitBadConfig
 	}
 
+	if o.failAttempts > 0 {
+		// An attempt past the failing ones runs as asked otherwise.
+		if n, _ := strconv.Atoi(getenv("TFHIVE_ATTEMPT")); n >= o.failAttempts {
+			o.failAt = 0
+		}
+	}
 	cfg, cfgErr := loadConfig(o, getenv)
 	if o.lines > 0 {
 		name := "trainer"
@@ -235,6 +244,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sleep, "sleep", 0, "pause per step (and per --lines line)")
 	fs.IntVar(&o.failAt, "fail-at-step", 0, "exit with --fail-code at this step (0: never)")
 	fs.IntVar(&o.failCode, "fail-code", 3, "exit code of --fail-at-step")
+	fs.IntVar(&o.failAttempts, "fail-attempts", 0, "--fail-at-step only while $TFHIVE_ATTEMPT is below this (0: always)")
 	fs.IntVar(&o.lines, "lines", 0, "print this many numbered lines and exit 0 without training")
 	fs.IntVar(&o.dim, "dim", 16, "parameter dimension")
 	fs.DurationVar(&o.connectTimeout, "connect-timeout", 30*time.Second, "how long to retry connecting to a task, and the limit for one RPC")
@@ -266,6 +276,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		{"--sleep must be 0 or more", o.sleep < 0},
 		{"--fail-at-step must be 0 or more", o.failAt < 0},
 		{"--fail-code must be 0-255", o.failCode < 0 || o.failCode > 255},
+		{"--fail-attempts must be 0 or more", o.failAttempts < 0},
 		{"--lines must be 0 or more", o.lines < 0},
 		{"--dim must be 1-1000000", o.dim < 1 || o.dim > 1_000_000},
 		{"--connect-timeout must be more than 0", o.connectTimeout <= 0},
