@@ -30,7 +30,7 @@ func adoptPlan() *schedule.Plan {
 // the plan as the lifecycle needs it, one line of JSON.
 func TestRunInfoOf(t *testing.T) {
 	p := adoptPlan()
-	s := runInfoOf(p)
+	s := runInfoOf(p, Restart{}, "")
 	if strings.Contains(s, "\n") {
 		t.Errorf("not one line: %q", s)
 	}
@@ -45,7 +45,7 @@ func TestRunInfoOf(t *testing.T) {
 		t.Errorf("run info %+v, want %+v", ri, want)
 	}
 	c := tfPlan("chief:0@h1", "worker:0@h1")
-	if err := json.Unmarshal([]byte(runInfoOf(c)), &ri); err != nil || !ri.Chief {
+	if err := json.Unmarshal([]byte(runInfoOf(c, Restart{}, "")), &ri); err != nil || !ri.Chief {
 		t.Errorf("a chief's run: chief %v, %v", ri.Chief, err)
 	}
 }
@@ -80,7 +80,7 @@ func findRunHosts(t *testing.T, info string) map[string]remote.Executor {
 // holds its files, under the newest keeper generation on record.
 func TestFindRunAndAdoptedPlan(t *testing.T) {
 	orig := adoptPlan()
-	found := FindRun(context.Background(), findRunHosts(t, runInfoOf(orig)), "r1", 2)
+	found := FindRun(context.Background(), findRunHosts(t, runInfoOf(orig, Restart{}, "")), "r1", 2)
 	var hosts []string
 	for _, f := range found {
 		hosts = append(hosts, f.Host)
@@ -127,7 +127,7 @@ func TestFindRunAndAdoptedPlan(t *testing.T) {
 	}
 
 	// A chief's run keeps its rule: the chief decides.
-	chief := runInfoOf(tfPlan("chief:0@h1", "worker:0@h1"))
+	chief := runInfoOf(tfPlan("chief:0@h1", "worker:0@h1"), Restart{}, "")
 	p, _, err = AdoptedPlan("r1", []FoundRun{{Host: "h1", Gen: 1, Info: mustRunInfo(t, chief), Tasks: map[string]string{"chief:0": "alive", "worker:0": "alive"}}})
 	if err != nil || len(p.Cluster.Chief) != 1 || ruleOf(p) != chiefDecides {
 		t.Errorf("chief: %+v, %v", p, err)

@@ -95,7 +95,8 @@ func TestPsLiveGPUUse(t *testing.T) {
 	table = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "ps")...)
 	wantCode(t, table, 0)
 	if queries() != before || strings.Contains(table.stdout, "%") {
-		t.Errorf("a run without GPUs: nvidia-smi asked %d times, ps:\n%s", queries()-before, table.stdout)
+		calls, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "calls"))
+		t.Errorf("a run without GPUs: nvidia-smi asked %d times, ps:\n%s\ncalls:\n%s", queries()-before, table.stdout, calls)
 	}
 	os.WriteFile(filepath.Join(dir, "2", "may-end"), nil, 0o644)
 	if err := r.Wait(); err != nil {

@@ -29,6 +29,7 @@
 # Parameters, set by tfhive ahead of this text:
 #   runs  0: look at nothing; else the keepalive window, in seconds
 #   t     (probe.sh's) nvidia-smi's time limit, in seconds
+# and claims.sh's $d (the claims dir) and $h (the holders' ps lines).
 : "${runs?}" "${t?}";
 echo @@tfhive-runs;
 if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d .tfhive/runs ] && [ ! -L .tfhive ] && [ ! -L .tfhive/runs ]; then
@@ -65,11 +66,22 @@ if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d .tfhive/run
 fi;
 echo @@tfhive-util;
 if [ "$runs" != 0 ]; then
-  case $h in *' gpu:'* | *,gpu:*)
-    q='--query-gpu=index,uuid,utilization.gpu,memory.used';
-    if ! command -v nvidia-smi >/dev/null 2>&1; then :;
-    elif command -v timeout >/dev/null 2>&1; then timeout -k 2 "$t" nvidia-smi "$q" --format=csv,noheader,nounits </dev/null 2>/dev/null | head -n 256;
-    else nvidia-smi "$q" --format=csv,noheader,nounits </dev/null 2>/dev/null | head -n 256; fi ;;
-  esac;
+  # A GPU claimed in this claims dir ($d): the label is "tfhive-sup DIR
+  # RUN TASK CLAIMS" (another dir's holders share the kernel, not the GPUs).
+  set -f; g=0; s=0;
+  # shellcheck disable=SC2154 # d: claims.sh's
+  for w in $h; do
+    case $s in
+    0) if [ "$w" = tfhive-sup ]; then s=1; fi ;;
+    1) if [ "$w" = "$d" ]; then s=2; else s=0; fi ;;
+    2 | 3) s=$((s + 1)) ;;
+    *) s=0; case $w in gpu:* | *,gpu:*) g=1 ;; esac ;;
+    esac;
+  done;
+  set +f;
+  q='--query-gpu=index,uuid,utilization.gpu,memory.used';
+  if [ "$g" = 0 ] || ! command -v nvidia-smi >/dev/null 2>&1; then :;
+  elif command -v timeout >/dev/null 2>&1; then timeout -k 2 "$t" nvidia-smi "$q" --format=csv,noheader,nounits </dev/null 2>/dev/null | head -n 256;
+  else nvidia-smi "$q" --format=csv,noheader,nounits </dev/null 2>/dev/null | head -n 256; fi;
 fi;
 echo @@tfhive-end;
