@@ -96,7 +96,7 @@ func AnsweringHosts(t testing.TB, prefix string, n int, rtt time.Duration, src P
 	a := &answering{source: client, recs: map[string]*recording{}}
 
 	dir := t.TempDir()
-	f := &Fleet{Dir: dir, Home: filepath.Join(dir, "home"), byName: map[string]*Host{}}
+	f := &Fleet{Dir: dir, Home: filepath.Join(dir, "home"), byName: map[string]*Host{}, answering: a}
 	must(t, os.MkdirAll(f.Home, 0o700))
 	f.ClientKey = filepath.Join(dir, "client_key")
 	clientPub := writeKey(t, f.ClientKey)
@@ -366,4 +366,15 @@ func ownUUIDs(data []byte, name string) []byte {
 		x := hex.EncodeToString(sum[:16])
 		return []byte("GPU-" + x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:])
 	})
+}
+
+// Recordings is how many distinct commands answering hosts have recorded
+// from their source host (0 for a fleet of sshd).
+func (f *Fleet) Recordings() int {
+	if f.answering == nil {
+		return 0
+	}
+	f.answering.mu.Lock()
+	defer f.answering.mu.Unlock()
+	return len(f.answering.recs)
 }

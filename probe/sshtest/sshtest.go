@@ -140,6 +140,7 @@ type Fleet struct {
 	HostsYAML  string
 	Hosts      []*Host
 	byName     map[string]*Host
+	answering  *answering // AnsweringHosts's
 }
 
 // LoginShell is the path of the named shell, for tests that run remote
