@@ -137,8 +137,8 @@ func (b *bench) answerTargets(row func(target, measured string, ok bool)) {
 			row(fmt.Sprintf("answering hosts: pdsh ÷ tfhive ≥ 4 (%d hosts)", n), fmt.Sprintf("%.1f×", x), x >= 4)
 		}
 		if n > 256 {
-			row(fmt.Sprintf("answering hosts: %d hosts (measured, no target)", n),
-				fmt.Sprintf("status %s (%.2f× status(1)), client CPU %s, peak RSS %.1f MiB", ms(r.status), ratio(r.status, one.status), ms(r.client), float64(r.rss)/1024), true)
+			b.printf("| answering hosts: %d hosts (no target) | status %s (%.2f× status(1)), client CPU %s (%.2f ms per host), peak RSS %.1f MiB | measured |\n",
+				n, ms(r.status), ratio(r.status, one.status), ms(r.client), float64(r.client)/1e6/float64(n), float64(r.rss)/1024)
 		}
 	}
 }
