@@ -31,6 +31,14 @@ func (w firstByteWriter) Write(p []byte) (int, error) {
 	return w.next.Write(p)
 }
 
+// loggedIn notes a session handed over after the probe ran in it: its
+// login is long done (remote's spares).
+func (f *firstByte) loggedIn(p any) {
+	if l, ok := p.(interface{ LoggedIn() bool }); ok && l.LoggedIn() {
+		f.once.Do(func() { close(f.seen) })
+	}
+}
+
 // wait returns 0 once answered is closed, or how long the session was
 // given when it was not: login while it has said nothing, answer from
 // its first byte.

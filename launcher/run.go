@@ -585,6 +585,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		}
 	}
 	rt.proc = proc
+	said.loggedIn(proc)
 	// The supervisor answers within a round trip or two of its login
 	// shell's start. A host that never does must not hold the whole run
 	// at the claim phase: after the watchdog's own period it is lost —
