@@ -153,7 +153,10 @@ func hostFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "accept-new-host-keys", Usage: "trust and record host keys not yet in known_hosts (trust on first use)"},
 		&cli.DurationFlag{Name: "connect-timeout", Value: 10 * time.Second, Usage: "limit for TCP connect plus SSH handshake, per host"},
 		&cli.DurationFlag{Name: "command-timeout", Value: 30 * time.Second, Usage: "limit for the probe (nvidia-smi) on each host"},
-		&cli.IntFlag{Name: "parallel", Value: 64, Usage: "hosts dialled and probed at once"},
+		// 256: a few hundred hosts in one wave (each wave costs a login's
+		// round trips), while the burst of handshakes, descriptors and
+		// memory stays bounded (README, SSH).
+		&cli.IntFlag{Name: "parallel", Value: 256, Usage: "hosts dialled and probed at once"},
 	}
 }
 

@@ -293,8 +293,12 @@ func Run(ctx context.Context, o RunOptions) (*Summary, error) {
 
 // limits are the run's fixed waits, which tests shorten.
 type limits struct {
-	// minAnswer is the least time a supervisor is given to answer.
+	// minAnswer is the least time a supervisor is given to answer,
+	// counted from its session's first byte.
 	minAnswer time.Duration
+	// login is how long a session may say nothing at all: its login
+	// shell is still starting (firstbyte.go).
+	login time.Duration
 	// giveUp is how long after SIGKILL (and the grace period) a task still
 	// there is abandoned: its host stopped answering.
 	giveUp time.Duration
@@ -303,7 +307,7 @@ type limits struct {
 	idleFor time.Duration
 }
 
-var defaultLimits = limits{minAnswer: 10 * time.Second, giveUp: 5 * time.Second, idleFor: time.Minute}
+var defaultLimits = limits{minAnswer: 10 * time.Second, login: 10 * time.Minute, giveUp: 5 * time.Second, idleFor: time.Minute}
 
 func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
@@ -619,7 +623,9 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
 		}
 	}
-	gate := &claimGate{next: stdout, report: rt.reportClaim}
+	said := newFirstByte()
+	gate := said.writer(&claimGate{next: stdout, report: rt.reportClaim})
+	stderr = said.writer(stderr)
 	input := supervisorInput(tk)
 	proc, err := ex.Start(ctx, SupervisorCommand, gate, stderr)
 	if err != nil {
@@ -642,27 +648,28 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		}
 	}
 	rt.proc = proc
-	// The supervisor answers within a round trip or two. A host that
-	// never does (its login shell hangs, say on an NFS home) must not
-	// hold the whole run at the claim phase: after the watchdog's own
-	// period it is lost — but never before minAnswer, as a busy host's
-	// login shell may take seconds while its link is fine.
+	said.loggedIn(proc)
+	// The supervisor answers within a round trip or two of its login
+	// shell's start. A host that never does must not hold the whole run
+	// at the claim phase: after the watchdog's own period it is lost —
+	// but never before minAnswer. The clock starts at the session's first
+	// byte: a login shell that runs conda's init on a host busy with
+	// many logins takes its time while the host and link are fine, and
+	// until it has started nothing can answer. A session that says
+	// nothing at all is given the login limit (a login shell hung on an
+	// NFS home).
 	answerWithin := max(tk.HeartbeatTimeout, r.lim.minAnswer)
-	var silent atomic.Bool
+	var silentFor atomic.Int64
 	go func() {
-		t := time.NewTimer(answerWithin)
-		defer t.Stop()
-		select {
-		case <-rt.claimed:
-		case <-t.C:
-			silent.Store(true)
+		if d := said.wait(rt.claimed, max(answerWithin, r.lim.login), answerWithin); d > 0 {
+			silentFor.Store(int64(d))
 			proc.Kill()
 		}
 	}()
 	go func() {
 		rc, err := proc.Wait()
-		if silent.Load() {
-			err = fmt.Errorf("no answer from the host within %s", answerWithin)
+		if d := silentFor.Load(); d > 0 {
+			err = fmt.Errorf("no answer from the host within %s", time.Duration(d))
 		}
 		if err == nil && errGate != nil {
 			errGate.flush()

@@ -564,7 +564,7 @@ func TestRunSessionEndedBeforeItsTask(t *testing.T) {
 // after the keepalive period, never holding the run at the claim phase.
 func TestRunHostNeverAnswers(t *testing.T) {
 	f := newFakeRun(t, tfPlan("worker:0@h1"))
-	f.lim.minAnswer = 20 * time.Millisecond
+	f.lim.minAnswer, f.lim.login = 20*time.Millisecond, 20*time.Millisecond
 	f.o.KeepAlive = func(inventory.Host) (time.Duration, int) { return time.Millisecond, 1 }
 	f.host("h1").script("worker:0", hangs)
 	s, console := f.mustRun(context.Background())
@@ -574,6 +574,37 @@ func TestRunHostNeverAnswers(t *testing.T) {
 	if !f.proc("worker:0").wasKilled() {
 		t.Error("the silent supervisor was not killed")
 	}
+}
+
+// A host slow to log in (conda's init on a host busy with logins) is
+// not lost while its session has said nothing: the no-answer clock
+// starts at the session's first byte.
+func TestRunSlowLoginIsNotLost(t *testing.T) {
+	f := newFakeRun(t, tfPlan("worker:0@h1"))
+	f.lim.minAnswer, f.lim.login = 20*time.Millisecond, time.Minute
+	f.o.KeepAlive = func(inventory.Host) (time.Duration, int) { return time.Millisecond, 1 }
+	slow := func(p *fakeProc) {
+		time.Sleep(200 * time.Millisecond) // ten times minAnswer, well within login
+		runs(exits(0, "done\n"))(p)
+	}
+	f.host("h1").script("worker:0", slow)
+	s, _ := f.mustRun(context.Background())
+	wantSummary(t, s, ResultSucceeded, 0, "every worker exited 0", "worker:0 exited 0")
+}
+
+// Once a session has said something (its login shell has started), its
+// supervisor has the usual time to answer, however long the login limit.
+func TestRunAnswerCountsFromTheFirstByte(t *testing.T) {
+	f := newFakeRun(t, tfPlan("worker:0@h1"))
+	f.lim.minAnswer, f.lim.login = 20*time.Millisecond, time.Hour
+	f.o.KeepAlive = func(inventory.Host) (time.Duration, int) { return time.Millisecond, 1 }
+	f.host("h1").script("worker:0", func(p *fakeProc) {
+		p.stderr.Write([]byte("conda: environment base\n"))
+		hangs(p)
+	})
+	s, _ := f.mustRun(context.Background())
+	wantSummary(t, s, ResultFailed, ExitHostLost, "worker:0 on h1 was lost: no answer from the host within 20ms",
+		"worker:0 lost: no answer from the host within 20ms")
 }
 
 func TestRunCannotWriteLogs(t *testing.T) {

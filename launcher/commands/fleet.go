@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"syscall"
 
 	"golang.org/x/term"
 
@@ -80,7 +81,24 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 // probeAll probes every host once; an interrupted probe is no inventory.
 func probeAll(ctx context.Context, fleet *probe.Fleet) (inventory.Inventory, error) {
 	inv := fleet.Probe(ctx)
-	return inv, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return inv, err
+	}
+	return inv, outOfDescriptors(inv)
+}
+
+// outOfDescriptors is the error for a probe that ran out of file
+// descriptors on this machine, or nil: one line naming the limit, not a
+// host list of "too many open files".
+func outOfDescriptors(inv inventory.Inventory) error {
+	for _, h := range inv.Hosts {
+		if h.Err != nil && h.Err.Kind == inventory.ErrDescriptors {
+			var rl syscall.Rlimit
+			syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
+			return &DescriptorsError{Limit: rl.Cur, Hosts: len(inv.Hosts)}
+		}
+	}
+	return nil
 }
 
 // unreachable is the error for the hosts inv could not reach, or nil.

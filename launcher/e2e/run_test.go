@@ -428,6 +428,9 @@ func TestRunSupervisorThatNeverAnswers(t *testing.T) {
 	// The supervisor reads its script with dd: this one swallows stdin
 	// instead, so the probe works and the supervisor never answers, and
 	// it ends with the session (sshd, run as root here, may not signal it).
+	// Its session is the probe's, handed over: logged in already, so the
+	// no-answer clock runs from the start (a fresh session's runs from its
+	// first byte: before it, its login shell may still be starting).
 	dd := "#!/bin/sh\nexec cat >/dev/null\n"
 	if err := os.WriteFile(filepath.Join(f.Host("mute").Dir, "bin", "dd"), []byte(dd), 0o755); err != nil {
 		t.Fatal(err)

@@ -126,6 +126,9 @@ const (
 	ErrHostKeyChanged ErrorKind = "host-key-changed"
 	ErrSSH            ErrorKind = "ssh"
 	ErrCommand        ErrorKind = "command"
+	// ErrDescriptors is this machine's fault, not the host's: the client
+	// ran out of file descriptors (EMFILE, ENFILE) reaching it.
+	ErrDescriptors ErrorKind = "descriptors"
 )
 
 // HostError is why a host is unusable, with the host it concerns.

@@ -79,6 +79,11 @@ type Profile struct {
 	// and one killed mid-way can leave a lock that stalls every later login.
 	// Other local users (AddUser) always get their own homes.
 	RealHome bool
+	// LoginCPU, when set, gives the host (without RealHome) a ~/.bashrc
+	// that burns that much CPU in every login shell sshd starts, as
+	// conda's or pyenv's init does on real GPU hosts (100–500 ms).
+	// Host.Sessions counts those logins.
+	LoginCPU time.Duration
 	// HomeSize, when set, makes Host.Home a tmpfs of that many bytes (a
 	// disk that fills up), unmounted at the test's end. It needs root:
 	// without, the test skips (fails in CI).
@@ -121,6 +126,8 @@ type Host struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	ln      net.Listener
+	// answering: served by this process (AnsweringHosts), no sshd.
+	answering bool
 }
 
 // Fleet is a running set of fake hosts and the client files to reach them.
@@ -133,6 +140,7 @@ type Fleet struct {
 	HostsYAML  string
 	Hosts      []*Host
 	byName     map[string]*Host
+	answering  *answering // AnsweringHosts's
 }
 
 // LoginShell is the path of the named shell, for tests that run remote
@@ -289,6 +297,9 @@ func (h *Host) Stop() {
 		p.Wait()
 	}
 	h.Procs = nil
+	if h.answering {
+		return
+	}
 	// What the host's sessions left running (a kept supervisor outlives
 	// its session) goes down with it, as on a real host, so that no test
 	// leaves processes behind for the next.
@@ -507,6 +518,9 @@ func (h *Host) start(t testing.TB, authorized string) error {
 				return err
 			}
 		}
+		if err := h.writeSlowLogin(); err != nil {
+			return err
+		}
 		me, err := user.Current()
 		if err != nil {
 			return err
@@ -541,7 +555,7 @@ PasswordAuthentication %s
 KbdInteractiveAuthentication no
 PermitRootLogin yes
 MaxStartups 200
-LogLevel INFO
+LogLevel VERBOSE
 %s`, h.Port, listen, filepath.Join(h.Dir, "host_key"), filepath.Join(h.Dir, "sshd.pid"), ak,
 			pubkey, password, envCfg)
 		cfgFile := filepath.Join(h.Dir, "sshd_config")

@@ -129,6 +129,9 @@ func (d *Dialer) dialOne(ctx context.Context, h inventory.Host, via *ssh.Client)
 	timeout := d.opts.ConnectTimeout
 	hc, err := d.keys.For(h)
 	if err != nil {
+		if outOfDescriptors(err) {
+			return nil, descriptorsError(err)
+		}
 		return nil, &inventory.HostError{Kind: inventory.ErrSSH, Message: err.Error()}
 	}
 	signers, tried := d.auth.authFor(h)
@@ -216,6 +219,8 @@ func (d *Dialer) dialOne(ctx context.Context, h inventory.Host, via *ssh.Client)
 func classifyDialError(err error, h inventory.Host, timeout time.Duration, ctx context.Context) *inventory.HostError {
 	var dnsErr *net.DNSError
 	switch {
+	case outOfDescriptors(err):
+		return descriptorsError(err)
 	case errors.As(err, &dnsErr):
 		return &inventory.HostError{Kind: inventory.ErrDNS, Message: fmt.Sprintf("cannot resolve %s", h.Address)}
 	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(strings.ToLower(err.Error()), "connection refused"):
@@ -232,4 +237,14 @@ func classifyDialError(err error, h inventory.Host, timeout time.Duration, ctx c
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// outOfDescriptors is an error of this process (EMFILE) or this machine
+// (ENFILE) running out of file descriptors: no fault of the host's.
+func outOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+func descriptorsError(err error) *inventory.HostError {
+	return &inventory.HostError{Kind: inventory.ErrDescriptors, Message: "out of file descriptors on this machine: " + err.Error()}
 }

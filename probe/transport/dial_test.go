@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -276,5 +277,17 @@ func TestDialSkipsMalformedKnownHostsLine(t *testing.T) {
 	want := []string{kh + ":1: the key is not valid base64 (illegal base64 data at input byte 4) (line skipped)"}
 	if got := w.Take(); !reflect.DeepEqual(got, want) {
 		t.Errorf("warnings\n got: %q\nwant: %q", got, want)
+	}
+}
+
+// Running out of file descriptors is this machine's fault, said as such,
+// however deep the errno is wrapped.
+func TestClassifyOutOfDescriptors(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
+		err := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", errno)}
+		he := classifyDialError(err, inventory.Host{Name: "h", Address: "h", Port: 22}, time.Second, context.Background())
+		if he.Kind != inventory.ErrDescriptors || !strings.HasPrefix(he.Message, "out of file descriptors on this machine: ") {
+			t.Errorf("%v: %+v", errno, he)
+		}
 	}
 }

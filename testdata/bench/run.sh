@@ -6,8 +6,10 @@
 # something does not work (a contender fails, a line is lost), not on
 # timing.
 #
-#   testdata/bench/run.sh            # the full run: 1, 8, 32, 64 hosts, RTT 50 ms, 5 runs each (~15 min)
-#   testdata/bench/run.sh --smoke    # CI's quick check that the harness works: 4 hosts, no delay, 1 run
+#   testdata/bench/run.sh            # the full run: 1, 8, 32, 64 sshd hosts, slow logins on 8 and 32,
+#                                    # answering hosts 1 to 1024, RTT 50 ms, 5 runs each (~30 min)
+#   testdata/bench/run.sh --smoke    # CI's quick check that the harness works: 4 hosts, 2 slow-login
+#                                    # hosts, 8 answering hosts, no delay, 1 run
 #   TFHIVE_BENCH_HOSTS=1,8 TFHIVE_BENCH_ONLY=probe testdata/bench/run.sh   # a part of it
 #
 # Needs: apt-get install openssh-server openssh-client pdsh pssh (nothing is
@@ -15,7 +17,10 @@
 #   TFHIVE_BENCH_HOSTS=1,8,32,64  TFHIVE_BENCH_RTT=50ms  TFHIVE_BENCH_REPS=5
 #   TFHIVE_BENCH_STREAM_MB=200    TFHIVE_BENCH_TASKS_PER_HOST=8
 #   TFHIVE_BENCH_SYNC_MB=100      (--sync of that much code to 8 hosts)
-#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach
+#   TFHIVE_BENCH_SLOW_HOSTS=8,32  TFHIVE_BENCH_SLOW_TASKS=1,8   (hosts whose ~/.bashrc costs 200 ms)
+#   TFHIVE_BENCH_ANSWER_HOSTS=1,32,256,1024  TFHIVE_BENCH_ANSWER_PEERS=256   (answering hosts;
+#                                 pdsh and parallel-ssh up to that many)
+#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach,slowlogin,answering
 #   TFHIVE_BENCH_FLEET=FILE       start the fleet and keep it up until FILE is
 #                                 removed; FILE tells how to reach it (profiling)
 set -euo pipefail
@@ -23,7 +28,8 @@ cd "$(dirname "$0")/../.."
 
 if [ "${1-}" = --smoke ]; then
 	export TFHIVE_BENCH_HOSTS=4 TFHIVE_BENCH_RTT=0 TFHIVE_BENCH_REPS=1 \
-		TFHIVE_BENCH_STREAM_MB=5 TFHIVE_BENCH_TASKS_PER_HOST=2 TFHIVE_BENCH_SYNC_MB=5
+		TFHIVE_BENCH_STREAM_MB=5 TFHIVE_BENCH_TASKS_PER_HOST=2 TFHIVE_BENCH_SYNC_MB=5 \
+		TFHIVE_BENCH_SLOW_HOSTS=2 TFHIVE_BENCH_SLOW_TASKS=1,2 TFHIVE_BENCH_ANSWER_HOSTS=1,8
 	timeout=10m
 	shift
 elif [ $# -gt 0 ]; then
@@ -42,7 +48,8 @@ for tool in /usr/sbin/sshd ssh pdsh parallel-ssh; do
 		exit 1
 	fi
 done
-# Many hosts mean many sshd, sessions and descriptors.
+# Many hosts mean many sshd, sessions and descriptors (a thousand answering
+# hosts: five per host in this process, one in tfhive).
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 export TFHIVE_BENCH=1
