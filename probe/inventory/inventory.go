@@ -126,6 +126,8 @@ const (
 	ErrHostKeyChanged ErrorKind = "host-key-changed"
 	ErrSSH            ErrorKind = "ssh"
 	ErrCommand        ErrorKind = "command"
+	// ErrLost: the host was lost during the run, and left out since.
+	ErrLost ErrorKind = "lost"
 )
 
 // HostError is why a host is unusable, with the host it concerns.
