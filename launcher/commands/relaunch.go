@@ -3,6 +3,8 @@ package commands
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -39,12 +41,20 @@ func relaunch(ctx context.Context, sum *launcher.Summary, rs launcher.Restart, l
 		for _, h := range lost {
 			fleet.Leave(h, "lost during the run")
 		}
+		// The run goes on: tfhive runs and attach must not take the
+		// failed start's summary for its end.
+		summaryFile := filepath.Join(lo.LogDir, "summary.json")
+		os.Remove(summaryFile)
 		lo.Relaunch = lo.Relaunch.Carry(sum, lost)
 		// The first start's only: a keeper's word to its tfhive is said once.
 		lo.Started = nil
 		again, err := retry.Do(ctx, start)
 		if err != nil {
 			lo.Console.Printf("tfhive: re-plan without %s %s: %s", without, notFit(err), wording.FirstLine(err.Error()))
+			if f, err := os.Create(summaryFile); err == nil {
+				launcher.WriteSummaryJSON(f, sum)
+				f.Close()
+			}
 			return sum
 		}
 		sum = again

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,8 +55,11 @@ func TestRelaunch(t *testing.T) {
 			fleet := probe.NewFleet(hosts, probe.Options{})
 			defer fleet.Close()
 			var console bytes.Buffer
-			lo := launcher.RunOptions{Console: launcher.NewConsole(&console, false), Started: func() { t.Error("Started called again") }}
-			n := 0
+			lo := launcher.RunOptions{Console: launcher.NewConsole(&console, false), Started: func() { t.Error("Started called again") },
+				LogDir: t.TempDir()}
+			summaryFile := filepath.Join(lo.LogDir, "summary.json")
+			os.WriteFile(summaryFile, []byte("the first start's"), 0o644)
+			n, failed := 0, false
 			start := func(context.Context) (*launcher.Summary, error) {
 				if n >= len(c.starts) {
 					t.Fatalf("started %d times", n+1)
@@ -63,7 +68,12 @@ func TestRelaunch(t *testing.T) {
 				if lo.Relaunch == nil || lo.Started != nil {
 					t.Error("relaunched without its carry, or with Started")
 				}
-				return c.starts[n-1]()
+				if _, err := os.Stat(summaryFile); err == nil {
+					t.Error("the failed start's summary.json is still there while the run goes on")
+				}
+				s, err := c.starts[n-1]()
+				failed = err != nil
+				return s, err
 			}
 			sum := relaunch(context.Background(), lostRun("a", 0), rs, &lo, fleet, launcher.Retry{}, start)
 			lo.Console.Close()
@@ -74,6 +84,10 @@ func TestRelaunch(t *testing.T) {
 				if !strings.Contains(console.String(), l) {
 					t.Errorf("console lacks %q:\n%s", l, console.String())
 				}
+			}
+			// A re-plan that failed leaves the last start's summary.
+			if data, err := os.ReadFile(summaryFile); failed && (err != nil || !strings.Contains(string(data), `"exit_code": 4`)) {
+				t.Errorf("summary.json %q, %v", data, err)
 			}
 			var left []string
 			for _, h := range fleet.Probe(context.Background()).Hosts {
