@@ -101,4 +101,3 @@ func TestRelaunch(t *testing.T) {
 		})
 	}
 }
-
