@@ -49,15 +49,24 @@ func relaunch(ctx context.Context, sum *launcher.Summary, rs launcher.Restart, l
 		// The first start's only: a keeper's word to its tfhive is said once.
 		lo.Started = nil
 		again, err := retry.Do(ctx, start)
-		if err != nil {
-			lo.Console.Printf("tfhive: re-plan without %s %s: %s", without, notFit(err), wording.FirstLine(err.Error()))
-			if f, err := os.Create(summaryFile); err == nil {
-				launcher.WriteSummaryJSON(f, sum)
-				f.Close()
+		if again != nil {
+			// It ran: its summary is the run's, even if writing it failed.
+			sum = again
+			if err != nil {
+				return sum
 			}
-			return sum
+			continue
 		}
-		sum = again
+		how, why := "failed", "nothing started"
+		if err != nil {
+			how, why = notFit(err), wording.FirstLine(err.Error())
+		}
+		lo.Console.Printf("tfhive: re-plan without %s %s: %s", without, how, why)
+		if f, err := os.Create(summaryFile); err == nil {
+			launcher.WriteSummaryJSON(f, sum)
+			f.Close()
+		}
+		return sum
 	}
 }
 
