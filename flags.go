@@ -185,7 +185,7 @@ func runFlags() []cli.Flag {
 		importFlag(),
 		&cli.DurationFlag{Name: "sample", Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
 		&cli.IntFlag{Name: "restarts", Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
-		&cli.StringFlag{Name: "restart-on", Usage: "restart only on these exit `CODES`, as 1-127,137 (default: any failure)"},
+		&cli.StringFlag{Name: "restart-on", Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
 		&cli.DurationFlag{Name: "restart-backoff", Value: launcher.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
 	}, captureFlags()...)
 }

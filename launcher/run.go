@@ -88,6 +88,11 @@ type RunOptions struct {
 	Sample time.Duration
 	// Restart is --restarts and its policy (restart.go); Max 0: none.
 	Restart Restart
+	// Relaunch, for a run started again on a new plan after a lost host
+	// (relaunch.go), is what it carries over: the local logs are
+	// appended to, each task's attempts go on counting and the summary
+	// lists the earlier ones. Nil for a run's first start.
+	Relaunch *Relaunch
 }
 
 // Outcomes of a task, as shown in the summary.
@@ -318,6 +323,9 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
 	}
 	r := &runner{o: o, lim: lim, p: newPolicy(o.Plan), events: make(chan exitEvent, len(o.Plan.Tasks)), start: time.Now(), mark: rand.Text()}
 	r.p.restart = o.Restart
+	if o.Relaunch != nil {
+		r.start = o.Relaunch.Started
+	}
 	if o.Restart.Max > 0 && o.Adopted && o.Mark != "" {
 		r.mark = o.Mark
 	}
@@ -387,6 +395,7 @@ func (r *runner) run(ctx context.Context) *Summary {
 			ID: t.ID, Role: t.Role, Index: t.Index, Host: t.Host, Address: t.Address, GPUs: t.GPUs,
 			Log: filepath.Join(r.o.LogDir, fmt.Sprintf("%s-%d.log", t.Role, t.Index)),
 		}})
+		r.p.state[len(r.tasks)-1].attempt = r.o.Relaunch.firstAttempt(t.ID)
 	}
 	var back <-chan hostBack
 	var ready <-chan attached
@@ -596,7 +605,12 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	if ex == nil {
 		return fmt.Errorf("no connection to %s", rt.t.Host)
 	}
-	logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	mode := os.O_TRUNC
+	if r.o.Relaunch != nil {
+		// The earlier attempts' output stays, as a restart's does.
+		mode = os.O_APPEND
+	}
+	logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
 		return err
 	}
@@ -611,6 +625,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		rt.filter = r.attemptFilter(i, stdout)
 		stdout = rt.filter
 		tk.Mark = r.mark
+		tk.FirstAttempt = r.p.state[i].attempt
 	}
 	var errGate *streamGate
 	if tk.Keep > 0 {

@@ -63,6 +63,8 @@ type Fleet struct {
 
 	mu    sync.Mutex
 	execs []remote.Executor
+	// left are the hosts taken out of later probes (Leave), with why.
+	left map[int]string
 }
 
 // SetDefaults fills in what o leaves unset.
@@ -112,6 +114,28 @@ func (f *Fleet) KeepSpares(keep []string) {
 		if !slices.Contains(keep, h.Name) {
 			f.spares.Drop(i)
 		}
+	}
+}
+
+// Leave takes the named host out of every later Probe, which reports it
+// unusable for why: a host lost during a run is not planned on again,
+// nor waited for. Its connection is closed.
+func (f *Fleet) Leave(name, why string) {
+	i := slices.IndexFunc(f.Hosts, func(h inventory.Host) bool { return h.Name == name })
+	if i < 0 {
+		return
+	}
+	f.mu.Lock()
+	if f.left == nil {
+		f.left = map[int]string{}
+	}
+	f.left[i] = why
+	old := f.execs[i]
+	f.execs[i] = nil
+	f.mu.Unlock()
+	f.spares.Drop(i)
+	if old != nil {
+		old.Close()
 	}
 }
 
@@ -210,6 +234,13 @@ func (f *Fleet) forget(i int, e remote.Executor) {
 func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	h := f.Hosts[i]
 	hi := inventory.HostInventory{Host: h, Name: h.Name, ClusterAddress: h.ClusterAddress, GPUs: []inventory.GPU{}, ListeningPorts: []int{}, Claims: []inventory.Claim{}}
+	f.mu.Lock()
+	why, left := f.left[i]
+	f.mu.Unlock()
+	if left {
+		hi.Err = &inventory.HostError{Kind: inventory.ErrLost, Message: why}
+		return hi
+	}
 	e, herr := f.connect(ctx, i)
 	if herr != nil {
 		hi.Err = herr

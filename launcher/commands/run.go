@@ -227,6 +227,9 @@ func Run(ctx context.Context, o RunOptions) error {
 		},
 	}
 	sum, err := retry.Do(ctx, attempt)
+	if err == nil {
+		sum = relaunch(ctx, sum, restart, &lo, fleet, retry, attempt)
+	}
 	if cerr := console.Close(); err == nil {
 		err = cerr
 	}

@@ -70,8 +70,11 @@
 #                      attempt lines
 #   tfhive_restarts    0: the task runs once; 1: tfhive may restart it
 #                      (tfhive run --restarts), see below
+#   tfhive_attempt0    with restarts, the number of the first attempt: 0,
+#                      or more in a run started again on a new plan after
+#                      a lost host, so that TFHIVE_ATTEMPT keeps counting
 # and, from the holders' command line, $2 the run id and $3 the task's.
-: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}"
+: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}"
 # The lock files' descriptors, opened by the first stage for the holders
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
@@ -176,8 +179,8 @@ tfhive_spawn() {
 	tfhive_pid=$!
 }
 if [ "$tfhive_restarts" != 0 ]; then
-	tfhive_attempt=0
-	export TFHIVE_ATTEMPT=0
+	tfhive_attempt=$tfhive_attempt0
+	export TFHIVE_ATTEMPT=$tfhive_attempt0
 fi
 if [ "$tfhive_keep" = 0 ]; then
 	tfhive_spawn
@@ -198,7 +201,8 @@ else
 	[ "$tfhive_restarts" = 0 ] || exec 4<>"$tfhive_f.opipe" 5<>"$tfhive_f.epipe"
 	# The pid file says who to follow: the supervisor, then each stream's
 	# writer (attach.sh), written in place like the status.
-	printf '%-47s\n' "$$ $tfhive_lo $tfhive_le" 1<>"$tfhive_f.pid"
+	# With restarts, the attempt under way too (find-run.sh).
+	printf '%-47s\n' "$$ $tfhive_lo $tfhive_le ${tfhive_attempt-}" 1<>"$tfhive_f.pid"
 	tfhive_spawn
 	# The FIFO is opened for reading and writing: it never blocks, and
 	# never ends when a session's feeder goes.

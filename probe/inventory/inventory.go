@@ -129,6 +129,8 @@ const (
 	// ErrDescriptors is this machine's fault, not the host's: the client
 	// ran out of file descriptors (EMFILE, ENFILE) reaching it.
 	ErrDescriptors ErrorKind = "descriptors"
+	// ErrLost: the host was lost during the run, and left out since.
+	ErrLost ErrorKind = "lost"
 )
 
 // HostError is why a host is unusable, with the host it concerns.
