@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,5 +100,43 @@ func TestRelaunch(t *testing.T) {
 				t.Errorf("left out %v, want %s", left, c.left)
 			}
 		})
+	}
+}
+
+// A re-plan keeps off every port an earlier plan of the run gave, on the
+// host it gave it: each task's, and a torch world's MASTER_PORT on rank
+// 0's host. An old attempt still running on a host that was only cut off
+// then cannot meet the new one.
+func TestPlanPortsAvoided(t *testing.T) {
+	used := map[string][]int{}
+	planPorts(&schedule.Plan{Tasks: []schedule.Task{
+		{ID: "ps:0", Host: "a", Port: 2222},
+		{ID: "worker:0", Host: "b", Port: 2223},
+	}}, used)
+	planPorts(&schedule.Plan{Master: "10.0.0.1:2300", Tasks: []schedule.Task{
+		{ID: "worker:0", Host: "c", Env: map[string]string{"RANK": "0"}},
+		{ID: "worker:1", Host: "a", Env: map[string]string{"RANK": "1"}},
+	}}, used)
+	want := map[string][]int{"a": {2222}, "b": {2223}, "c": {2300}}
+	if len(used) != len(want) {
+		t.Fatalf("used %v, want %v", used, want)
+	}
+	for h, ports := range want {
+		if !slices.Equal(used[h], ports) {
+			t.Errorf("%s: %v, want %v", h, used[h], ports)
+		}
+	}
+	// What the planner then does with them: a port listed as listening
+	// is never given.
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{{Name: "a", ListeningPorts: used["a"],
+		GPUs: []inventory.GPU{{Index: 0, UUID: "GPU-a0"}}}}}
+	req := schedule.NewRequest()
+	req.GPUsPerWorker, req.RunID, req.Command = 0, "r", []string{"true"}
+	plan, err := schedule.Make(inv, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Tasks[0].Port == 2222 {
+		t.Errorf("the re-plan gave port 2222 again")
 	}
 }

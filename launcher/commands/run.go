@@ -3,10 +3,12 @@ package commands
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -189,11 +191,22 @@ func Run(ctx context.Context, o RunOptions) error {
 			release()
 		}
 	}()
+	// The ports every plan of this run gave, by host: a plan made again
+	// without a lost host keeps off them. A host that was only cut off
+	// may still run its old attempt until its supervisor gives up (for a
+	// detached run, --unattended); on other ports, that attempt cannot
+	// reach, or be reached by, the new one.
+	used := map[string][]int{}
 	attempt := func(ctx context.Context) (*launcher.Summary, error) {
-		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr)
+		var avoid map[string][]int
+		if lo.Relaunch != nil {
+			avoid = used
+		}
+		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr, avoid)
 		if err != nil {
 			return nil, err
 		}
+		planPorts(plan, used)
 		if sender != nil {
 			// Hosts without a task need no tree, nor their spare session.
 			fleet.KeepSpares(plan.Hosts())
@@ -248,6 +261,21 @@ func Run(ctx context.Context, o RunOptions) error {
 		return &RunFailedError{Summary: sum}
 	}
 	return nil
+}
+
+// planPorts adds the ports plan gives to used, by host: each task's, and
+// a torch world's MASTER_PORT on rank 0's host.
+func planPorts(plan *schedule.Plan, used map[string][]int) {
+	for _, t := range plan.Tasks {
+		if t.Port > 0 {
+			used[t.Host] = append(used[t.Host], t.Port)
+		}
+		if _, port, err := net.SplitHostPort(plan.Master); err == nil && t.Env["RANK"] == "0" {
+			if p, err := strconv.Atoi(port); err == nil {
+				used[t.Host] = append(used[t.Host], p)
+			}
+		}
+	}
 }
 
 // start is the one call of launcher.Run: the plan's tasks start over the
