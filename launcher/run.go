@@ -165,6 +165,9 @@ type TaskResult struct {
 	Metrics map[string]string `json:"metrics,omitempty"`
 	// GPUUsage is what --sample saw of its GPUs; absent without samples.
 	GPUUsage *GPUUsage `json:"gpu_usage,omitempty"`
+	// Intruders are the processes --sample saw on the task's GPUs that
+	// were not the run's (intruders.go).
+	Intruders []Intruder `json:"intruders,omitempty"`
 }
 
 // runTask is a task while it runs.
@@ -775,6 +778,7 @@ func (r *runner) summary() *Summary {
 		}
 		if r.usage != nil {
 			rt.res.GPUUsage = r.usage.usage(i)
+			rt.res.Intruders = r.usage.intrudersOf(i)
 		}
 	}
 	if decider >= 0 {

@@ -281,6 +281,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	if claims := parseClaims(po.claims, gpuIndex, time.Now()); claims != nil {
 		hi.Claims = claims
 	}
+	markIntruders(hi.GPUs, hi.Claims, parseAncestors(po.ps))
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
 	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)
 	if f.opts.Runs {

@@ -111,6 +111,10 @@ type Process struct {
 	User          string `json:"user"`
 	Command       string `json:"command"`
 	UsedMemoryMiB *int   `json:"used_memory_mib"`
+	// Intruder: the GPU is held by a tfhive run's claim and this process
+	// does not descend from the claim's holder (another user's job, or
+	// one started by hand beside the run).
+	Intruder bool `json:"intruder,omitempty"`
 }
 
 // ErrorKind classifies why a host could not be probed, so that output and

@@ -938,3 +938,36 @@ func (h *Host) Leftovers() []string {
 	}
 	return out
 }
+
+// ServeProcesses makes the fake nvidia-smi list these pids (real
+// processes of the machine, of any user) on GPU gpu (the capture's
+// order), after the ones it lists already: a process appearing on a GPU
+// while a run holds it. The capture is replaced whole (a rename), so a
+// probe never reads half of it.
+func (h *Host) ServeProcesses(gpu int, pids ...int) error {
+	path := filepath.Join(h.Dir, "gpu", "output")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(data)
+	at := -1
+	for i := 0; i <= gpu; i++ {
+		j := strings.Index(s[at+1:], "</processes>")
+		if j < 0 {
+			return fmt.Errorf("%s: no GPU %d in the capture", h.Name, gpu)
+		}
+		at += 1 + j
+	}
+	var add strings.Builder
+	for _, pid := range pids {
+		fmt.Fprintf(&add, "\t\t\t<process_info>\n\t\t\t\t<gpu_instance_id>N/A</gpu_instance_id>\n\t\t\t\t<compute_instance_id>N/A</compute_instance_id>\n"+
+			"\t\t\t\t<pid>%d</pid>\n\t\t\t\t<type>C</type>\n\t\t\t\t<process_name>python</process_name>\n\t\t\t\t<used_memory>100 MiB</used_memory>\n\t\t\t</process_info>\n", pid)
+	}
+	s = s[:at] + strings.TrimPrefix(add.String(), "\t\t") + "\t\t" + s[at:]
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
