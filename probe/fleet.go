@@ -61,8 +61,24 @@ type Fleet struct {
 	dialer *transport.Dialer
 	spares *remote.Spares
 
-	mu    sync.Mutex
-	execs []remote.Executor
+	mu     sync.Mutex
+	execs  []remote.Executor
+	warned map[string]bool
+}
+
+// warnOnce says whether msg is new: a waiting run probes again and again,
+// and says each thing once.
+func (f *Fleet) warnOnce(msg string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.warned[msg] {
+		return false
+	}
+	if f.warned == nil {
+		f.warned = map[string]bool{}
+	}
+	f.warned[msg] = true
+	return true
 }
 
 // SetDefaults fills in what o leaves unset.
@@ -282,6 +298,10 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		hi.Claims = claims
 	}
 	markIntruders(hi.GPUs, hi.Claims, parseAncestors(po.ps))
+	hi.Policy, hi.PolicyContext, hi.PolicyWarning, hi.PolicyError = policyOf(po.policy)
+	if hi.PolicyWarning != "" && f.opts.SSH.Warn != nil && f.warnOnce(h.Name+hi.PolicyWarning) {
+		f.opts.SSH.Warn(h.Name + ": " + hi.PolicyWarning)
+	}
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
 	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)
 	if f.opts.Runs {

@@ -30,6 +30,9 @@ const (
 	// that is not the run's (probe: not a descendant of the claim's
 	// holder). Reported only: tfhive kills nothing.
 	Intruder GPUState = "intruder"
+	// Refused GPUs are free, but a rule of their host's policy keeps them
+	// from this request (policy.go).
+	Refused GPUState = "policy"
 )
 
 // GPUStatus is one GPU's state and, unless free, why.

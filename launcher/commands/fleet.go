@@ -80,7 +80,17 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 // probeAll probes every host once; an interrupted probe is no inventory.
 func probeAll(ctx context.Context, fleet *probe.Fleet) (inventory.Inventory, error) {
 	inv := fleet.Probe(ctx)
-	return inv, ctx.Err()
+	if ctx.Err() != nil {
+		return inv, ctx.Err()
+	}
+	// A malformed policy is never silently passed over: its admin meant
+	// something by it.
+	for _, h := range inv.Hosts {
+		if h.PolicyError != "" {
+			return inv, &UsageError{Msg: h.Name + ": policy: " + h.PolicyError, Fix: "the host's admin must fix it; tfhive reads it strictly"}
+		}
+	}
+	return inv, nil
 }
 
 // unreachable is the error for the hosts inv could not reach, or nil.

@@ -50,6 +50,15 @@ type HostInventory struct {
 	// of each interface, in the order the host lists them: what --nic
 	// chooses from. Empty when the host could not list them.
 	Interfaces []InterfaceAddr `json:"interfaces,omitempty"`
+	// Policy is the host's fair-sharing policy in force, nil when it has
+	// none (or one that was ignored: PolicyWarning says why).
+	Policy        *Policy `json:"policy,omitempty"`
+	PolicyWarning string  `json:"policy_warning,omitempty"`
+	// PolicyError: the policy file is malformed ("FILE:LINE: why"); no
+	// plan is made with such a host.
+	PolicyError string `json:"policy_error,omitempty"`
+	// PolicyContext is set with Policy.
+	PolicyContext *PolicyContext `json:"-"`
 	// Kept is what the user's own kept run directories say of the runs
 	// whose claims are held here; nil unless asked for (tfhive ps).
 	Kept *KeptRuns `json:"-"`

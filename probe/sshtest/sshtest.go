@@ -323,6 +323,30 @@ func (h *Host) mountHome(t testing.TB) error {
 // have made it.
 func (h *Host) ClaimsDir() string { return filepath.Join(h.machineOf().Dir, "claims") }
 
+// PolicyFile is the host's policy file ($TFHIVE_POLICY in its sessions,
+// standing for /etc/tfhive/policy.yaml), absent unless SetPolicy wrote
+// it. Its directory is root's (when the test runs as root), mode 0755.
+func (h *Host) PolicyFile() string { return filepath.Join(h.machineOf().Dir, "etc", "policy.yaml") }
+
+// SetPolicy writes the host's policy file, mode 0644; "" removes it.
+func (h *Host) SetPolicy(yaml string) error {
+	if yaml == "" {
+		err := os.Remove(h.PolicyFile())
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(h.PolicyFile()), 0o755); err != nil {
+		return err
+	}
+	tmp := h.PolicyFile() + ".new"
+	if err := os.WriteFile(tmp, []byte(yaml), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, h.PolicyFile())
+}
+
 // machineOf is the host that h really is.
 func (h *Host) machineOf() *Host {
 	if h.machine != nil {
@@ -493,8 +517,8 @@ func (h *Host) start(t testing.TB, authorized string) error {
 			return err
 		}
 	}
-	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_FAKE_NIC=%s TFHIVE_CLAIMS_DIR=%s",
-		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.ClaimsDir())
+	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_FAKE_NIC=%s TFHIVE_CLAIMS_DIR=%s TFHIVE_POLICY=%s",
+		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.ClaimsDir(), h.PolicyFile())
 	// sshd keeps the first SetEnv it meets: the test user's Match comes
 	// first, everyone else gets the PATH alone.
 	envCfg := "SetEnv " + setEnv + "\n"
