@@ -59,6 +59,10 @@ func (w wiring) ps(c *cli.Context) (commands.PsOptions, error) {
 	return commands.PsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
 }
 
+func (w wiring) queue(c *cli.Context) (commands.QueueOptions, error) {
+	return commands.QueueOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
+}
+
 func (w wiring) runs(c *cli.Context) (commands.RunsOptions, error) {
 	return commands.RunsOptions{Streams: w.Streams, LogRoot: c.String("log-root"), JSON: c.Bool("json"),
 		Sort: c.String("sort"), Reverse: c.Bool("reverse")}, noArgs(c)

@@ -203,6 +203,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.ps, commands.Ps),
 			},
 			{
+				Name:         "queue",
+				Usage:        "list the runs waiting for GPUs on the hosts (--wait), in the order they will start, and why each waits",
+				Flags:        join(hostFlags(), jsonFlag("print the queue as a JSON document")),
+				OnUsageError: onUsage,
+				Action:       action(w.queue, commands.Queue),
+			},
+			{
 				Name:  "runs",
 				Usage: "list the runs recorded here (tfhive-runs/): start, duration, result, exit code and --capture's metrics",
 				Flags: []cli.Flag{

@@ -303,6 +303,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		f.opts.SSH.Warn(h.Name + ": " + hi.PolicyWarning)
 	}
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
+	hi.Tickets = parseTickets(po.claims)
 	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)
 	if f.opts.Runs {
 		runs, use := cutUtil(po.runs)

@@ -33,6 +33,8 @@ const (
 	// Refused GPUs are free, but a rule of their host's policy keeps them
 	// from this request (policy.go).
 	Refused GPUState = "policy"
+	// Queued GPUs are free, but kept for a run waiting ahead (queue.go).
+	Queued GPUState = "queued"
 )
 
 // GPUStatus is one GPU's state and, unless free, why.

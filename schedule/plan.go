@@ -160,6 +160,7 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 	}
 	st := Classify(inv, req.Availability)
 	applyPolicy(inv, st, &req)
+	applyQueue(inv, st, &req)
 	ds := demands(&req)
 	spots, ok := place(inv, st, ds, req.Strategy, req.GPUsPerWorker, req.GPUsPerPS)
 	if !ok {

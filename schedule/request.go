@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Placement strategies.
@@ -60,6 +61,9 @@ type Request struct {
 	// Priority is --priority: PriorityLow, PriorityNormal ("" too) or
 	// PriorityHigh; the hosts' policies say who may use high.
 	Priority string
+	// QueueSince, when set, is when the run began to wait: runs waiting
+	// since earlier (or at a higher priority) go first (queue.go).
+	QueueSince time.Time
 }
 
 // NewRequest returns a request with every flag at its documented default:

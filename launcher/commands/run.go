@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -180,11 +181,22 @@ func Run(ctx context.Context, o RunOptions) error {
 			release()
 		}
 	}()
+	// The run's place among waiting runs: when it began to wait, held
+	// on the hosts as tickets while it waits (see "Fair sharing").
+	req.QueueSince = time.Now()
+	var tickets *launcher.Tickets
+	defer func() { tickets.Release() }()
 	attempt := func(ctx context.Context) (*launcher.Summary, error) {
 		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr)
 		if err != nil {
+			if o.Wait > 0 && tickets == nil && errors.As(err, new(*schedule.CapacityError)) {
+				tickets = launcher.HoldTickets(ctx, fleetExecs(fleet), req)
+			}
 			return nil, err
 		}
+		// Its claims follow at once: the tickets have done their part.
+		tickets.Release()
+		tickets = nil
 		if sender != nil {
 			// Hosts without a task need no tree, nor their spare session.
 			fleet.KeepSpares(plan.Hosts())
@@ -296,3 +308,12 @@ func parseEnv(specs []string) (map[string]string, error) {
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// fleetExecs are the fleet's open connections, by host.
+func fleetExecs(fleet *probe.Fleet) []remote.Executor {
+	execs := make([]remote.Executor, len(fleet.Hosts))
+	for i := range fleet.Hosts {
+		execs[i] = fleet.Executor(i)
+	}
+	return execs
+}

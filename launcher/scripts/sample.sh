@@ -37,14 +37,18 @@ tfhive_ours() {
 # that is not the run's. ps runs only for an intruder.
 tfhive_intruders() {
 	local -A idx
-	local i u pid g
+	local i u pid g tfhive_who
 	while IFS=', ' read -r i u _; do
 		[[ $i =~ ^[0-9]+$ ]] && [ -n "$u" ] && idx[$u]=$i
 	done <<<"$tfhive_q"
 	[ "${#idx[@]}" -gt 0 ] || return 0
 	while IFS=', ' read -r pid g; do
 		if ! [[ $pid =~ ^[0-9]+$ ]] || [ -z "$g" ] || [ -z "${idx[$g]-}" ] || tfhive_ours "$pid"; then continue; fi
-		printf '@@tfhive-intruder %s %s %s\n' "${idx[$g]}" "$pid" "$(ps -ww -o user:32= -o args= -p "$pid" 2>/dev/null)"
+		# A process gone meanwhile (nvidia-smi lists the dead a while) is
+		# nobody's: only one ps still sees is reported.
+		tfhive_who=$(ps -ww -o user:32= -o args= -p "$pid" 2>/dev/null)
+		if [ -z "$tfhive_who" ]; then continue; fi
+		printf '@@tfhive-intruder %s %s %s\n' "${idx[$g]}" "$pid" "$tfhive_who"
 	done < <(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null | head -n 1024)
 }
 while :; do

@@ -57,6 +57,8 @@ type HostInventory struct {
 	// PolicyError: the policy file is malformed ("FILE:LINE: why"); no
 	// plan is made with such a host.
 	PolicyError string `json:"policy_error,omitempty"`
+	// Tickets are the runs waiting for GPUs here (tfhive run --wait).
+	Tickets []Ticket `json:"tickets,omitempty"`
 	// PolicyContext is set with Policy.
 	PolicyContext *PolicyContext `json:"-"`
 	// Kept is what the user's own kept run directories say of the runs
