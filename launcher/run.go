@@ -81,6 +81,11 @@ type RunOptions struct {
 	// Sample is --sample: how often the tasks' GPUs are sampled, by one
 	// session per host (sampler.go); 0: never.
 	Sample time.Duration
+	// Priority is --priority, which the tasks' claim holders carry.
+	// Preemptible, for a low run, gives by host who may preempt it there
+	// (its policy allows preempt_low: preempt.go); absent: nobody.
+	Priority    string
+	Preemptible map[string]string
 }
 
 // Outcomes of a task, as shown in the summary.
@@ -201,6 +206,8 @@ type runTask struct {
 	// truncated: a session said the host's files could not take all of
 	// the task's output.
 	truncated atomic.Bool
+	// preempted: a session said a high run preempted the task.
+	preempted preemption
 }
 
 func (rt *runTask) reportClaim(line string) {
@@ -549,6 +556,9 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	rt.started = time.Now()
 	var stdout, stderr io.Writer = rt.out.Stdout(), rt.out.Stderr()
 	var errGate *streamGate
+	tap := r.preemptTap(stderr, &rt.preempted)
+	stderr = tap
+	tk.Mark = r.mark
 	if tk.Keep > 0 {
 		stdout = &streamGate{next: stdout, noise: stdout, n: &rt.outN}
 		errGate = &streamGate{next: stderr, noise: stderr, n: &rt.errN, replaced: r.links.sayReplaced,
@@ -604,6 +614,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		if silent.Load() {
 			err = fmt.Errorf("no answer from the host within %s", answerWithin)
 		}
+		tap.flush()
 		if err == nil && errGate != nil {
 			errGate.flush()
 		}
@@ -654,7 +665,8 @@ func (r *runner) taskFor(t schedule.Task) task {
 	}
 	every, count := r.o.KeepAlive(h)
 	tk := task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
-		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID}
+		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID,
+		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace}
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
 		// The supervisor waits for the link as long as tfhive redials it,
 		// counted from when tfhive would notice it gone.
@@ -781,6 +793,7 @@ func (r *runner) summary() *Summary {
 			rt.res.Intruders = r.usage.intrudersOf(i)
 		}
 	}
+	r.preemptedSummary(s)
 	if decider >= 0 {
 		s.Tasks = append(s.Tasks, r.tasks[decider].res)
 	}

@@ -22,6 +22,8 @@ var ticketSh = shscript.Load(scripts, "scripts/ticket.sh")
 // session's input stays open.
 type Tickets struct {
 	procs []remote.Started
+	// asked are the victims asked to be preempted, by host, user and run.
+	asked map[string]bool
 }
 
 // TicketShape is the GPUs each task of a request asks for, as a ticket
@@ -59,10 +61,51 @@ func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Requ
 		words[i] = strconv.Itoa(g)
 	}
 	name := probe.TicketName(schedule.PriorityRank(prio), ms, req.RunID)
-	script := ticketSh.With(shscript.Set("tfhive_name", name),
+	script := ticketSh.With(shscript.Set("tfhive_kind", "ticket"), shscript.Set("tfhive_name", name),
 		shscript.Set("tfhive_label", strings.Join([]string{req.RunID, prio, strconv.FormatInt(ms, 10), strings.Join(words, ",")}, " ")))
+	return &Tickets{procs: holdLocks(ctx, execs, script)}
+}
+
+// Preempt asks each victim's hosts to preempt it for run high (the lock
+// tfhive-preempt.HIGH.LOW.lock, held as a ticket is: scripts/ticket.sh);
+// the victim's own supervisors decide (scripts/preempt-watch.sh). A
+// victim asked already is not asked again. The requests go with the
+// tickets (Release).
+// It returns the victims asked now, with the hosts asked.
+func (t *Tickets) Preempt(ctx context.Context, execs map[string]remote.Executor, high string, vs []schedule.Victim) []schedule.Victim {
+	if t.asked == nil {
+		t.asked = map[string]bool{}
+	}
+	var now []schedule.Victim
+	for _, v := range vs {
+		var hosts []remote.Executor
+		var names []string
+		for _, h := range v.Hosts {
+			if k := h + "\x00" + v.User + "\x00" + v.RunID; !t.asked[k] && execs[h] != nil {
+				t.asked[k] = true
+				hosts = append(hosts, execs[h])
+				names = append(names, h)
+			}
+		}
+		if len(hosts) == 0 {
+			continue
+		}
+		v.Hosts = names
+		now = append(now, v)
+		script := ticketSh.With(shscript.Set("tfhive_kind", "preempt"), shscript.Set("tfhive_name", high+"."+v.RunID),
+			shscript.Set("tfhive_label", high+" "+v.RunID))
+		t.procs = append(t.procs, holdLocks(ctx, hosts, script)...)
+	}
+	return now
+}
+
+// holdLocks runs a ticket.sh script on every executor, in parallel, and
+// returns the sessions of those whose lock is held, once each is held or
+// refused (a host that refuses, or is lost, is simply one where the run
+// holds no place).
+func holdLocks(ctx context.Context, execs []remote.Executor, script string) []remote.Started {
 	input := strconv.Itoa(len(script)) + "\n" + script
-	t := &Tickets{}
+	var procs []remote.Started
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, ex := range execs {
@@ -87,7 +130,7 @@ func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Requ
 			select {
 			case <-held:
 				mu.Lock()
-				t.procs = append(t.procs, proc)
+				procs = append(procs, proc)
 				mu.Unlock()
 			case <-ended:
 			case <-time.After(30 * time.Second):
@@ -96,7 +139,7 @@ func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Requ
 		}()
 	}
 	wg.Wait()
-	return t
+	return procs
 }
 
 // Release gives the tickets up: EOF ends each holder, which removes its

@@ -189,11 +189,15 @@ func Run(ctx context.Context, o RunOptions) error {
 	attempt := func(ctx context.Context) (*launcher.Summary, error) {
 		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr)
 		if err != nil {
-			if o.Wait > 0 && tickets == nil && errors.As(err, new(*schedule.CapacityError)) {
-				tickets = launcher.HoldTickets(ctx, fleetExecs(fleet), req)
+			if o.Wait > 0 && errors.As(err, new(*schedule.CapacityError)) {
+				if tickets == nil {
+					tickets = launcher.HoldTickets(ctx, fleetExecs(fleet), req)
+				}
+				preempt(ctx, fleet, tickets, inv, req, o.Stderr)
 			}
 			return nil, err
 		}
+		lo.Priority, lo.Preemptible = req.Priority, schedule.PreemptibleBy(inv, req.Priority)
 		// Its claims follow at once: the tickets have done their part.
 		tickets.Release()
 		tickets = nil
