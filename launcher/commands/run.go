@@ -198,9 +198,10 @@ func Run(ctx context.Context, o RunOptions) error {
 			return nil, err
 		}
 		lo.Priority, lo.Preemptible = req.Priority, schedule.PreemptibleBy(inv, req.Priority)
-		// Its claims follow at once: the tickets have done their part.
-		tickets.Release()
-		tickets = nil
+		// The tickets are given up once every task holds its claims: a
+		// claim lost to a run ahead (that took other GPUs than the queue
+		// kept for it) keeps this run's place while it plans again.
+		lo.Started = func() { tickets.Release(); keeperStarted() }
 		if sender != nil {
 			// Hosts without a task need no tree, nor their spare session.
 			fleet.KeepSpares(plan.Hosts())
