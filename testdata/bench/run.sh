@@ -15,7 +15,7 @@
 #   TFHIVE_BENCH_HOSTS=1,8,32,64  TFHIVE_BENCH_RTT=50ms  TFHIVE_BENCH_REPS=5
 #   TFHIVE_BENCH_STREAM_MB=200    TFHIVE_BENCH_TASKS_PER_HOST=8
 #   TFHIVE_BENCH_SYNC_MB=100      (--sync of that much code to 8 hosts)
-#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach
+#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach,queue
 #   TFHIVE_BENCH_FLEET=FILE       start the fleet and keep it up until FILE is
 #                                 removed; FILE tells how to reach it (profiling)
 set -euo pipefail
@@ -46,4 +46,5 @@ done
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 export TFHIVE_BENCH=1
-exec go test ./launcher/e2e -run '^TestBench$' -count=1 -v -timeout "$timeout"
+# TestBenchQueue (issue 14's queue handover) follows TestBench, with its own fleet and table.
+exec go test ./launcher/e2e -run '^TestBench(Queue)?$' -count=1 -v -timeout "$timeout"
