@@ -73,7 +73,7 @@ const (
 	exitUnreachable = 4
 	// exitPreempted: a --priority high run preempted the run (a task's
 	// supervisor stopped it); the run's summary carries it.
-	exitPreempted = launcher.ExitPreempted
+	exitPreempted   = launcher.ExitPreempted
 	exitInterrupted = 130
 	exitTerminated  = 143
 )
