@@ -153,6 +153,8 @@ type usageBook struct {
 	byHost map[string]map[int][]int
 	ids    []string // task ids, for the CSV
 	hosts  []string
+	// intruders: each task's, in the order first seen (intruders.go).
+	intruders map[int][]Intruder
 }
 
 type taskUsage struct {
@@ -306,6 +308,9 @@ func withUsageColumns(s *Summary, header []string, rows [][]string) ([]string, [
 // writeIdleNotes: one line per task whose GPUs were idle long enough to
 // warn about.
 func writeIdleNotes(w io.Writer, s *Summary) error {
+	if err := writeIntruderNotes(w, s); err != nil {
+		return err
+	}
 	for _, t := range s.Tasks {
 		if u := t.GPUUsage; u != nil && u.Idle != "" {
 			if _, err := fmt.Fprintf(w, "note: %s on %s: %s\n", t.ID, sanitizeCells([]string{t.Host})[0], u.Idle); err != nil {

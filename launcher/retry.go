@@ -78,7 +78,9 @@ func (r Retry) next(err error, n int, left time.Duration) (time.Duration, bool) 
 		if left <= 0 {
 			return 0, false
 		}
-		return min(time.Second<<min(n-1, 5), 30*time.Second, left), true
+		// Capped at a second: a waiting run learns soon that GPUs were
+		// freed, and one probe a second is cheap.
+		return min(250*time.Millisecond<<min(n-1, 5), time.Second, left), true
 	}
 	return 0, false
 }

@@ -93,6 +93,11 @@ type RunOptions struct {
 	// appended to, each task's attempts go on counting and the summary
 	// lists the earlier ones. Nil for a run's first start.
 	Relaunch *Relaunch
+	// Priority is --priority, which the tasks' claim holders carry.
+	// Preemptible, for a low run, gives by host who may preempt it there
+	// (its policy allows preempt_low: preempt.go); absent: nobody.
+	Priority    string
+	Preemptible map[string]string
 }
 
 // Outcomes of a task, as shown in the summary.
@@ -180,6 +185,9 @@ type TaskResult struct {
 	// Attempts are its runs, first to last, with --restarts; absent
 	// without.
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// Intruders are the processes --sample saw on the task's GPUs that
+	// were not the run's (intruders.go).
+	Intruders []Intruder `json:"intruders,omitempty"`
 }
 
 // runTask is a task while it runs.
@@ -219,6 +227,8 @@ type runTask struct {
 	filter       *attemptFilter
 	attemptStart time.Time
 	restartLine  string // the last restart line sent
+	// preempted: a session said a high run preempted the task.
+	preempted preemption
 }
 
 func (rt *runTask) reportClaim(line string) {
@@ -628,6 +638,9 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		tk.FirstAttempt = r.p.state[i].attempt
 	}
 	var errGate *streamGate
+	tap := r.preemptTap(stderr, &rt.preempted)
+	stderr = tap
+	tk.Mark = r.mark
 	if tk.Keep > 0 {
 		stdout = &streamGate{next: stdout, noise: stdout, n: &rt.outN}
 		errGate = &streamGate{next: stderr, noise: stderr, n: &rt.errN, replaced: r.links.sayReplaced,
@@ -686,6 +699,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		if d := silentFor.Load(); d > 0 {
 			err = fmt.Errorf("no answer from the host within %s", time.Duration(d))
 		}
+		tap.flush()
 		if err == nil && errGate != nil {
 			errGate.flush()
 		}
@@ -739,7 +753,8 @@ func (r *runner) taskFor(t schedule.Task) task {
 	}
 	every, count := r.o.KeepAlive(h)
 	tk := task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
-		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0}
+		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0,
+		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace}
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
 		// The supervisor waits for the link as long as tfhive redials it,
 		// counted from when tfhive would notice it gone.
@@ -863,11 +878,13 @@ func (r *runner) summary() *Summary {
 		}
 		if r.usage != nil {
 			rt.res.GPUUsage = r.usage.usage(i)
+			rt.res.Intruders = r.usage.intrudersOf(i)
 		}
 		if r.o.Restart.Max > 0 {
 			rt.res.Attempts = r.attemptsOf(i)
 		}
 	}
+	r.preemptedSummary(s)
 	if decider >= 0 {
 		s.Tasks = append(s.Tasks, r.tasks[decider].res)
 	}

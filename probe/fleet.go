@@ -64,7 +64,23 @@ type Fleet struct {
 	mu    sync.Mutex
 	execs []remote.Executor
 	// left are the hosts taken out of later probes (Leave), with why.
-	left map[int]string
+	left   map[int]string
+	warned map[string]bool
+}
+
+// warnOnce says whether msg is new: a waiting run probes again and again,
+// and says each thing once.
+func (f *Fleet) warnOnce(msg string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.warned[msg] {
+		return false
+	}
+	if f.warned == nil {
+		f.warned = map[string]bool{}
+	}
+	f.warned[msg] = true
+	return true
 }
 
 // SetDefaults fills in what o leaves unset.
@@ -312,7 +328,13 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	if claims := parseClaims(po.claims, gpuIndex, time.Now()); claims != nil {
 		hi.Claims = claims
 	}
+	markIntruders(hi.GPUs, hi.Claims, parseAncestors(po.ps))
+	hi.Policy, hi.PolicyContext, hi.PolicyWarning, hi.PolicyError = policyOf(po.policy)
+	if hi.PolicyWarning != "" && f.opts.SSH.Warn != nil && f.warnOnce(h.Name+hi.PolicyWarning) {
+		f.opts.SSH.Warn(h.Name + ": " + hi.PolicyWarning)
+	}
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
+	hi.Tickets = parseTickets(po.claims)
 	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)
 	if f.opts.Runs {
 		runs, use := cutUtil(po.runs)

@@ -83,6 +83,7 @@ func (j Job) request(hosts []inventory.Host, verb string, tree *codesync.Tree) (
 		Command:       j.Command,
 		TFFlags:       j.TFFlags,
 		NIC:           j.NIC,
+		Priority:      j.Priority,
 		RunID:         j.Name,
 		Code:          codeOf(tree),
 	}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -197,6 +198,11 @@ func Run(ctx context.Context, o RunOptions) error {
 	// detached run, --unattended); on other ports, that attempt cannot
 	// reach, or be reached by, the new one.
 	used := map[string][]int{}
+	// The run's place among waiting runs: when it began to wait, held
+	// on the hosts as tickets while it waits (see "Fair sharing").
+	req.QueueSince = time.Now()
+	var tickets *launcher.Tickets
+	defer func() { tickets.Release() }()
 	attempt := func(ctx context.Context) (*launcher.Summary, error) {
 		var avoid map[string][]int
 		if lo.Relaunch != nil {
@@ -204,9 +210,20 @@ func Run(ctx context.Context, o RunOptions) error {
 		}
 		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr, avoid)
 		if err != nil {
+			if o.Wait > 0 && errors.As(err, new(*schedule.CapacityError)) {
+				if tickets == nil {
+					tickets = launcher.HoldTickets(ctx, fleetExecs(fleet), req)
+				}
+				preempt(ctx, fleet, tickets, inv, req, o.Stderr)
+			}
 			return nil, err
 		}
 		planPorts(plan, used)
+		lo.Priority, lo.Preemptible = req.Priority, schedule.PreemptibleBy(inv, req.Priority)
+		// The tickets are given up once every task holds its claims: a
+		// claim lost to a run ahead (that took other GPUs than the queue
+		// kept for it) keeps this run's place while it plans again.
+		lo.Started = func() { tickets.Release(); keeperStarted() }
 		if sender != nil {
 			// Hosts without a task need no tree, nor their spare session.
 			fleet.KeepSpares(plan.Hosts())
@@ -336,3 +353,12 @@ func parseEnv(specs []string) (map[string]string, error) {
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// fleetExecs are the fleet's open connections, by host.
+func fleetExecs(fleet *probe.Fleet) []remote.Executor {
+	execs := make([]remote.Executor, len(fleet.Hosts))
+	for i := range fleet.Hosts {
+		execs[i] = fleet.Executor(i)
+	}
+	return execs
+}
