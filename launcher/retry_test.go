@@ -155,3 +155,25 @@ func TestSleepCtx(t *testing.T) {
 		t.Errorf("sleepCtx(0) = %v", err)
 	}
 }
+
+// A --wait pause ends when the tickets' hosts say their locks changed:
+// an hour's pause, woken, returns (else the test would hang).
+func TestSleepWake(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	wake <- struct{}{}
+	done := make(chan error, 1)
+	go func() { done <- sleepWake(context.Background(), time.Hour, wake) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("sleepWake = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a woken pause did not end")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := sleepWake(ctx, time.Hour, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("sleepWake = %v, want context.Canceled", err)
+	}
+}

@@ -49,7 +49,11 @@ func TicketShape(req schedule.Request) []int {
 // HoldTickets takes a ticket on every host of execs that answers, in
 // parallel, and returns once each is held or refused (a host that
 // refuses, or is lost, is simply one where the run holds no place).
-func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Request) *Tickets {
+//
+// While held, a ticket's host says when its locks change (a claim let
+// go): each time, wake gets a value if it has room, so that the waiting
+// run probes again at once (Retry.Wake). nil: nobody listens.
+func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Request, wake chan<- struct{}) *Tickets {
 	prio := req.Priority
 	if prio == "" {
 		prio = schedule.PriorityNormal
@@ -63,7 +67,7 @@ func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Requ
 	name := probe.TicketName(schedule.PriorityRank(prio), ms, req.RunID)
 	script := ticketSh.With(shscript.Set("tfhive_kind", "ticket"), shscript.Set("tfhive_name", name),
 		shscript.Set("tfhive_label", strings.Join([]string{req.RunID, prio, strconv.FormatInt(ms, 10), strings.Join(words, ",")}, " ")))
-	return &Tickets{procs: holdLocks(ctx, execs, script)}
+	return &Tickets{procs: holdLocks(ctx, execs, script, wake)}
 }
 
 // Preempt asks each victim's hosts to preempt it for run high (the lock
@@ -94,7 +98,7 @@ func (t *Tickets) Preempt(ctx context.Context, execs map[string]remote.Executor,
 		now = append(now, v)
 		script := ticketSh.With(shscript.Set("tfhive_kind", "preempt"), shscript.Set("tfhive_name", high+"."+v.RunID),
 			shscript.Set("tfhive_label", high+" "+v.RunID))
-		t.procs = append(t.procs, holdLocks(ctx, hosts, script)...)
+		t.procs = append(t.procs, holdLocks(ctx, hosts, script, nil)...)
 	}
 	return now
 }
@@ -103,7 +107,7 @@ func (t *Tickets) Preempt(ctx context.Context, execs map[string]remote.Executor,
 // returns the sessions of those whose lock is held, once each is held or
 // refused (a host that refuses, or is lost, is simply one where the run
 // holds no place).
-func holdLocks(ctx context.Context, execs []remote.Executor, script string) []remote.Started {
+func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake chan<- struct{}) []remote.Started {
 	input := strconv.Itoa(len(script)) + "\n" + script
 	var procs []remote.Started
 	var mu sync.Mutex
@@ -116,7 +120,7 @@ func holdLocks(ctx context.Context, execs []remote.Executor, script string) []re
 		go func() {
 			defer wg.Done()
 			held := make(chan struct{})
-			w := &ticketLines{held: held}
+			w := &ticketLines{held: held, wake: wake}
 			proc, err := ex.Start(ctx, SupervisorCommand, w, io.Discard)
 			if err != nil {
 				return
@@ -155,23 +159,48 @@ func (t *Tickets) Release() {
 	t.procs = nil
 }
 
-// ticketLines closes held at the holder's "@@tfhive-ticket held" line.
+// ticketLines closes held at the holder's "@@tfhive-ticket held" line,
+// then sends to wake (when it has room) at each "@@tfhive-changed".
 type ticketLines struct {
 	buf  []byte
 	held chan struct{}
 	done bool
+	wake chan<- struct{}
 }
 
+const (
+	ticketHeld    = "@@tfhive-ticket held\n"
+	ticketChanged = "@@tfhive-changed\n"
+)
+
 func (w *ticketLines) Write(p []byte) (int, error) {
-	if w.done {
-		return len(p), nil
-	}
 	w.buf = append(w.buf, p...)
-	if bytes.Contains(w.buf, []byte("@@tfhive-ticket held\n")) {
+	if !w.done {
+		i := bytes.Index(w.buf, []byte(ticketHeld))
+		if i < 0 {
+			if len(w.buf) > 4096 {
+				w.buf = w.buf[len(w.buf)-64:]
+			}
+			return len(p), nil
+		}
 		w.done = true
 		close(w.held)
-		w.buf = nil
-	} else if len(w.buf) > 4096 {
+		w.buf = w.buf[i+len(ticketHeld):]
+	}
+	for {
+		i := bytes.Index(w.buf, []byte(ticketChanged))
+		if i < 0 {
+			break
+		}
+		w.buf = w.buf[i+len(ticketChanged):]
+		if w.wake != nil {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if len(w.buf) > 64 {
 		w.buf = w.buf[len(w.buf)-64:]
 	}
 	return len(p), nil

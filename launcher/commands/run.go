@@ -203,6 +203,9 @@ func Run(ctx context.Context, o RunOptions) error {
 	req.QueueSince = time.Now()
 	var tickets *launcher.Tickets
 	defer func() { tickets.Release() }()
+	// The tickets' hosts say when their locks change: the wait between
+	// probes then ends at once.
+	wake := make(chan struct{}, 1)
 	attempt := func(ctx context.Context) (*launcher.Summary, error) {
 		var avoid map[string][]int
 		if lo.Relaunch != nil {
@@ -212,7 +215,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		if err != nil {
 			if o.Wait > 0 && errors.As(err, new(*schedule.CapacityError)) {
 				if tickets == nil {
-					tickets = launcher.HoldTickets(ctx, fleetExecs(fleet), req)
+					tickets = launcher.HoldTickets(ctx, fleetExecs(fleet), req, wake)
 				}
 				preempt(ctx, fleet, tickets, inv, req, o.Stderr)
 			}
@@ -247,7 +250,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		return start(ctx, fleet, plan, lo, sigs)
 	}
 	retry := launcher.Retry{
-		Wait: o.Wait,
+		Wait: o.Wait, Wake: wake,
 		Waiting: func(err error, delay, left time.Duration) {
 			wait := ""
 			if o.Wait > 0 {

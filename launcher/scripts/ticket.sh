@@ -27,5 +27,24 @@ command -v flock >/dev/null 2>&1 || { echo '@@tfhive-ticket refused no flock'; e
 tfhive_f=$tfhive_dir/tfhive-$tfhive_kind.$tfhive_name.lock
 umask 022
 (set -C; : >"$tfhive_f") 2>/dev/null || { echo '@@tfhive-ticket refused exists'; exit 75; }
+# While it waits, a ticket's holder tells its tfhive when the host's locks
+# change ("@@tfhive-changed": a claim let go, say), so that the run
+# probes again at once rather than at its next backoff step. It reads
+# /proc/locks every 0.1 s with the shell's own read: no program started;
+# the wait is the read of its stdin, which ends it at EOF.
 # shellcheck disable=SC2086,SC2016 # the label's words, split on purpose; $0, $1 and $2 are the inner shell's
-exec flock -n -o -E 75 "$tfhive_f" bash --norc -c 'echo @@tfhive-ticket held; read -r _; rm -f "$1/$0.$2.lock"' "tfhive-$tfhive_kind" "$tfhive_dir" "$tfhive_name" $tfhive_label
+exec flock -n -o -E 75 "$tfhive_f" bash --norc -c '
+echo @@tfhive-ticket held
+p=
+while :; do
+	read -r -t 0.1 _
+	[ $? -gt 128 ] || break
+	[ "$0" = tfhive-ticket ] || continue
+	l=
+	read -r -d "" l </proc/locks
+	if [ "$l" != "$p" ]; then
+		[ -z "$p" ] || echo @@tfhive-changed
+		p=$l
+	fi
+done
+rm -f "$1/$0.$2.lock"' "tfhive-$tfhive_kind" "$tfhive_dir" "$tfhive_name" $tfhive_label
