@@ -322,7 +322,7 @@ type limits struct {
 	idleFor time.Duration
 }
 
-var defaultLimits = limits{minAnswer: 10 * time.Second, login: 10 * time.Minute, giveUp: 5 * time.Second, idleFor: time.Minute}
+var defaultLimits = limits{minAnswer: 10 * time.Second, login: 2 * time.Minute, giveUp: 5 * time.Second, idleFor: time.Minute}
 
 func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
