@@ -94,6 +94,28 @@ func applyPolicy(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 	}
 }
 
+// mayUseHigh says whether user may use --priority high on h: its policy
+// names the user, or a group the host lists the user in (getent's
+// members: a group that is only the user's primary one does not count).
+func mayUseHigh(h *inventory.HostInventory, user string) bool {
+	p, ctx := h.Policy, h.PolicyContext
+	if p == nil || p.High == nil || slices.Contains(p.High.Users, user) {
+		return true
+	}
+	if ctx == nil {
+		return true // as applyPolicy: no context, no rule applied
+	}
+	if user == ctx.User {
+		return ctx.In(p.High.Users, p.High.Groups)
+	}
+	for _, g := range p.High.Groups {
+		if slices.Contains(ctx.Members[g], user) {
+			return true
+		}
+	}
+	return false
+}
+
 // held counts the GPUs of h whose claims users matching mine hold.
 func held(h *inventory.HostInventory, mine func(string) bool) int {
 	n := 0

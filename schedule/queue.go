@@ -69,7 +69,10 @@ func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 }
 
 // fitTicket places a ticket's tasks, largest first, each on the first of
-// its hosts with enough free GPUs; ok false when one does not fit.
+// its hosts with enough free GPUs; ok false when one does not fit. A
+// ticket labelled high counts only where its user may use --priority high:
+// anyone can hold a lock whose label says high, and a run the policy
+// refuses would otherwise keep the GPUs from the runs it allows.
 func fitTicket(inv inventory.Inventory, st [][]GPUStatus, e QueueEntry) (taken [][2]int, ok bool) {
 	used := map[[2]int]bool{}
 	shape := slices.Clone(e.Shape)
@@ -80,7 +83,7 @@ func fitTicket(inv inventory.Inventory, st [][]GPUStatus, e QueueEntry) (taken [
 		}
 		placed := false
 		for i, h := range inv.Hosts {
-			if !slices.Contains(e.Hosts, h.Name) || st[i] == nil {
+			if !slices.Contains(e.Hosts, h.Name) || st[i] == nil || e.Priority == PriorityHigh && !mayUseHigh(&inv.Hosts[i], e.User) {
 				continue
 			}
 			var free [][2]int
