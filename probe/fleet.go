@@ -325,6 +325,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 			}
 		}
 	}
+	po.claims.held = parseHolders(po.claims.holders)
 	if claims := parseClaims(po.claims, gpuIndex, time.Now()); claims != nil {
 		hi.Claims = claims
 	}

@@ -215,7 +215,65 @@ func extractSMIDocument(data []byte) ([]byte, error) {
 	if end := bytes.LastIndex(doc, []byte("</nvidia_smi_log>")); end >= 0 {
 		doc = doc[:end+len("</nvidia_smi_log>")]
 	}
-	return escapeProcessNames([]byte(sanitizeText(string(doc)))), nil
+	// Dropping before sanitizing: sanitizeText walks every rune, and never
+	// makes markup of what was not.
+	return []byte(sanitizeText(string(dropUnread(escapeProcessNames(doc))))), nil
+}
+
+// unreadElements are children of <gpu> that parseNvidiaSMIXML never reads:
+// nine tenths of a GPU's report (supported_clocks alone is a third), which
+// encoding/xml tokenized for nothing, a third of `tfhive status`'s CPU at
+// hundreds of hosts. None nests in itself or holds what is read.
+var unreadElements = map[string]bool{}
+
+func init() {
+	for _, name := range []string{"supported_clocks", "pci", "clocks_event_reasons", "clocks_throttle_reasons",
+		"remapped_rows", "ecc_errors", "retired_pages", "temperature", "gpu_power_readings", "module_power_readings",
+		"power_readings", "clocks", "max_clocks", "max_customer_boost_clocks", "applications_clocks",
+		"default_applications_clocks", "deferred_clocks", "clock_policy", "supported_gpu_target_temp", "voltage",
+		"encoder_stats", "fbc_stats", "inforom_version", "gpu_operation_mode", "gsp_firmware_version", "mig_devices"} {
+		unreadElements[name] = true
+	}
+}
+
+// dropUnread cuts the unread elements out of doc, each from its start tag
+// to its end tag, before the strict decoder sees it. It runs after
+// escapeProcessNames, so every '<' left is markup. An element without its
+// end tag (truncated output) is left for the decoder to refuse; what is
+// malformed inside a dropped element goes unnoticed, and none of it was
+// read.
+func dropUnread(doc []byte) []byte {
+	var out []byte
+	from := 0 // what is kept of doc starts here
+	for i := 0; ; {
+		j := bytes.IndexByte(doc[i:], '<')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+		k := bytes.IndexByte(doc[i:], '>')
+		if k < 0 {
+			break
+		}
+		name := doc[i : i+k]
+		if !unreadElements[string(name)] {
+			continue
+		}
+		end := bytes.Index(doc[i+k:], []byte("</"+string(name)+">"))
+		if end < 0 {
+			break
+		}
+		if out == nil {
+			out = make([]byte, 0, len(doc)/4)
+		}
+		out = append(out, doc[from:i-1]...)
+		i += k + end + len(name) + 3
+		from = i
+	}
+	if out == nil {
+		return doc
+	}
+	return append(out, doc[from:]...)
 }
 
 // escapeProcessNames escapes markup characters inside <process_name>

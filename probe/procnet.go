@@ -17,8 +17,9 @@ const tcpListen = "0A"
 // non-nil.
 func parseListeningPorts(out []byte) []int {
 	ports := []int{}
+	var buf [5]string
 	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
+		f := leadingFields(line, buf[:0])
 		var addr string
 		base := 16
 		switch {
@@ -46,6 +47,25 @@ func parseListeningPorts(out []byte) []int {
 	}
 	slices.Sort(ports)
 	return slices.Compact(ports)
+}
+
+// leadingFields appends line's first cap(dst) space-separated fields to
+// dst: no allocation per line (/proc/net/tcp has a line per socket, and
+// strings.Fields' slices were a tenth of a probe's allocations).
+func leadingFields(line string, dst []string) []string {
+	for len(dst) < cap(dst) {
+		line = strings.TrimLeft(line, " \t\r\n\v\f")
+		if line == "" {
+			break
+		}
+		end := strings.IndexAny(line, " \t\r\n\v\f")
+		if end < 0 {
+			end = len(line)
+		}
+		dst = append(dst, line[:end])
+		line = line[end:]
+	}
+	return dst
 }
 
 func isUint(s string) bool {

@@ -102,7 +102,12 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	}
 	po.smiExit = rc
 	// nvidia-smi's output may be empty, putting the next marker first.
-	rest = append([]byte("\n"), rest...)
+	// rest always begins with the newline that ended the line before, so
+	// that every marker is found at the start of a line; it is a window
+	// on out, not a copy (a copy per section was the probe's largest
+	// allocation at hundreds of hosts), and each section is capped at its
+	// end so that an append to it cannot write over the next.
+	rest = out[len(line):]
 	var sections [7][]byte
 	var claimsLine []string
 	for i, mark := range []string{markPS, markTCP, markNIC, markClaims, markLocks, markHolders, markEnd} {
@@ -111,17 +116,28 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 		if mark == markClaims {
 			m = []byte("\n" + mark + " ")
 		}
-		before, after, found := bytes.Cut(rest, m)
-		if !found {
+		at := bytes.Index(rest, m)
+		if at < 0 {
 			return po, fmt.Errorf("probe output ends early (no %s)", mark)
 		}
+		sections[i] = rest[:at:at]
+		next := at + len(m) - 1 // the marker's closing newline
 		if mark == markClaims {
-			var head []byte
-			head, after, _ = bytes.Cut(after, []byte("\n"))
+			next++
+			head := rest[next:]
+			if nl := bytes.IndexByte(head, '\n'); nl >= 0 {
+				head = head[:nl]
+				next += nl
+			} else {
+				next = -1
+			}
 			claimsLine = strings.Fields(string(head))
 		}
-		sections[i] = before
-		rest = append([]byte("\n"), after...)
+		if next < 0 {
+			rest = []byte("\n")
+			continue
+		}
+		rest = rest[next:]
 	}
 	po.smi, po.ps, po.tcp = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2]
 	po.nic, po.code = cutCode(sections[3])

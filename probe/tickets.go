@@ -17,7 +17,7 @@ const TicketMarker = "tfhive-ticket"
 // a flock process holding a lock (it is in /proc/locks) whose command
 // line ends with a ticket label for this host's claims dir.
 func parseTickets(s claimsSection) []inventory.Ticket {
-	holders := parseHolders(s.holders)
+	holders := s.holderMap()
 	var out []inventory.Ticket
 	seen := map[int]bool{}
 	for line := range strings.Lines(string(s.locks)) {

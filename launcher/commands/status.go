@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -25,6 +27,14 @@ type StatusOptions struct {
 
 // Status probes the hosts and prints every GPU.
 func Status(ctx context.Context, o StatusOptions) error {
+	// Every host's probe output and SSH buffers are live at once, the
+	// garbage of parsing them comes in one burst: at the default 100 the
+	// heap peaks at twice what is live (256 answering hosts: 112 MiB of
+	// peak RSS, 91 MiB at 50, for about the same CPU). GOGC, when set,
+	// wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
 	if err != nil {
 		return err

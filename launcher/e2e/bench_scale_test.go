@@ -34,6 +34,10 @@ func (b *bench) answering() {
 		"as against hosts with CPUs of their own. pdsh and parallel-ssh run up to %d hosts (one ssh process per host). "+
 		"Started in %s.\n\n", maxN, b.rtt, b.answerPeers, time.Since(start).Round(time.Millisecond))
 	ab := b.sub("answering", af, ns)
+	if hold := os.Getenv("TFHIVE_BENCH_FLEET"); hold != "" {
+		ab.holdFleet(hold)
+		return
+	}
 	b.answer = ab.probeTable(ns, b.answerPeers)
 	rec := af.Recordings()
 	b.printf("\n%d distinct commands were recorded from the source host, every other session replayed.\n", rec)

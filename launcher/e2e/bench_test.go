@@ -40,15 +40,21 @@ import (
 //	TFHIVE_BENCH_ANSWER_PEERS    pdsh and parallel-ssh face answering hosts up to this many, 256
 //	TFHIVE_BENCH_OWN_HOME        0: sessions get the test user's real HOME (and its ~/.bashrc) instead of
 //	                             an empty one per host
+//	TFHIVE_BENCH_TFHIVE          a tfhive binary to measure instead of this tree's (before/after
+//	                             figures in one sitting: build the old one, run both)
 //	TFHIVE_BENCH_FLEET           a file name: start the fleet (largest host count), write shell
 //	                             variables to reach it there, and keep it until the file is removed
-//	                             (for profiling by hand)
+//	                             (for profiling by hand; with TFHIVE_BENCH_ONLY=answering, the
+//	                             answering hosts, TFHIVE_BENCH_ANSWER_HOSTS's largest count)
 func TestBench(t *testing.T) {
 	if os.Getenv("TFHIVE_BENCH") == "" {
 		t.Skip("benchmark: set TFHIVE_BENCH=1 (or run testdata/bench/run.sh)")
 	}
 	if raceEnabled {
 		t.Skip("benchmark: not under -race")
+	}
+	if bin := os.Getenv("TFHIVE_BENCH_TFHIVE"); bin != "" {
+		tfhiveBin = bin
 	}
 	b := &bench{t: t,
 		hosts:        envInts(t, "TFHIVE_BENCH_HOSTS", []int{1, 8, 32, 64}),
@@ -88,6 +94,10 @@ func TestBench(t *testing.T) {
 	}
 	b.fleet = sshtest.Start(t, ps...)
 	if hold := os.Getenv("TFHIVE_BENCH_FLEET"); hold != "" {
+		if len(only) == 1 && only["answering"] {
+			b.answering() // holds the answering hosts instead
+			return
+		}
 		b.holdFleet(hold)
 		return
 	}

@@ -64,6 +64,14 @@ func (h *handoff) Write(p []byte) (int, error) {
 		return len(p), nil // not the probe's: nobody reads it
 	}
 	from := max(len(h.buf)-len(h.mark), 0) // the marker may straddle writes
+	if need := len(h.buf) + len(p); need > cap(h.buf) {
+		// Doubling, from 16 KiB: append's own growth (a quarter at a
+		// time past a few kilobytes, the SSH reads being 4 KiB) copied a
+		// probe's output about ten times over, hundreds of hosts at once.
+		grown := make([]byte, len(h.buf), max(need, 2*cap(h.buf), 16<<10))
+		copy(grown, h.buf)
+		h.buf = grown
+	}
 	h.buf = append(h.buf, p...)
 	if h.mark != nil && h.probe == nil {
 		if i := bytes.Index(h.buf[from:], h.mark); i >= 0 {
@@ -82,6 +90,11 @@ func (h *handoff) output() []byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.probe != nil {
+		if len(h.buf) == 0 {
+			// Nothing writes to h.probe again (it is capped and h.buf was
+			// cloned away from it): no copy needed.
+			return h.probe
+		}
 		return append(bytes.Clone(h.probe), h.buf...)
 	}
 	return bytes.Clone(h.buf)

@@ -3,6 +3,7 @@ package sshtest
 import (
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -119,13 +120,26 @@ func (p *Proxy) connect(c net.Conn) {
 	p.mu.Lock()
 	p.conns = append(p.conns, c, up)
 	p.mu.Unlock()
+	pipe := p.pipe
 	if p.Delay > 0 {
-		go p.pipeDelayed(c, up)
-		go p.pipeDelayed(up, c)
-		return
+		pipe = p.pipeDelayed
 	}
-	go p.pipe(c, up)
-	go p.pipe(up, c)
+	// Both sockets are closed once both directions have ended: left
+	// open, every connection ever made kept two descriptors until the
+	// proxy closed, and a few dozen runs on 256 answering hosts ran the
+	// test process out of them.
+	ended := make(chan struct{}, 2)
+	go func() { pipe(c, up); ended <- struct{}{} }()
+	go func() { pipe(up, c); ended <- struct{}{} }()
+	go func() {
+		<-ended
+		<-ended
+		c.Close()
+		up.Close()
+		p.mu.Lock()
+		p.conns = slices.DeleteFunc(p.conns, func(x net.Conn) bool { return x == c || x == up })
+		p.mu.Unlock()
+	}()
 }
 
 // hold blocks while the proxy is paused.
@@ -138,7 +152,9 @@ func (p *Proxy) hold() {
 	}
 }
 
-// pipe copies in chunks, holding each chunk while paused.
+// pipe copies in chunks, holding each chunk while paused. src's EOF is
+// passed on as one; a failed src (reset, closed) closes dst, as a reset
+// ends both directions (the other one's read then fails and it ends).
 func (p *Proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
@@ -151,6 +167,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		}
 		if err != nil {
 			if err != io.EOF {
+				dst.Close()
 				return
 			}
 			closeWrite(dst)
@@ -215,6 +232,7 @@ func (p *Proxy) pipeDelayed(dst, src net.Conn) {
 			return
 		}
 	}
+	dst.Close() // src failed: as pipe does, once what came before is delivered
 }
 
 func closeWrite(c net.Conn) {

@@ -21,6 +21,8 @@
 #   TFHIVE_BENCH_ANSWER_HOSTS=1,32,256,1024  TFHIVE_BENCH_ANSWER_PEERS=256   (answering hosts;
 #                                 pdsh and parallel-ssh up to that many)
 #   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach,slowlogin,answering,queue
+#   TFHIVE_BENCH_TFHIVE=BIN       measure that tfhive binary instead of this tree's
+#                                 (before/after: go build -o /tmp/old . on the old commit)
 #   TFHIVE_BENCH_FLEET=FILE       start the fleet and keep it up until FILE is
 #                                 removed; FILE tells how to reach it (profiling)
 set -euo pipefail
