@@ -31,11 +31,14 @@ umask 022
 # change ("@@tfhive-changed": a claim let go, say), so that the run
 # probes again at once rather than at its next backoff step. It reads
 # /proc/locks every 0.1 s with the shell's own read: no program started;
-# the wait is the read of its stdin, which ends it at EOF.
+# the wait is the read of its stdin, which ends it at EOF. What it
+# compares with is read before it says the ticket is held: a lock taken
+# after that line is a change.
 # shellcheck disable=SC2086,SC2016 # the label's words, split on purpose; $0, $1 and $2 are the inner shell's
 exec flock -n -o -E 75 "$tfhive_f" bash --norc -c '
-echo @@tfhive-ticket held
 p=
+[ "$0" != tfhive-ticket ] || read -r -d "" p </proc/locks
+echo @@tfhive-ticket held
 while :; do
 	read -r -t 0.1 _
 	[ $? -gt 128 ] || break
@@ -43,7 +46,7 @@ while :; do
 	l=
 	read -r -d "" l </proc/locks
 	if [ "$l" != "$p" ]; then
-		[ -z "$p" ] || echo @@tfhive-changed
+		echo @@tfhive-changed
 		p=$l
 	fi
 done
