@@ -42,6 +42,9 @@ type task struct {
 	// Restarts: the task may be restarted (restart.go); the supervisor
 	// then reports each attempt's end and waits for "r" or "e".
 	Restarts bool
+	// Mux: kept, and started by its host's multiplexer (mux.go), which
+	// follows its output files itself.
+	Mux bool
 }
 
 // Control lines tfhive writes to a supervisor's stdin.
@@ -131,6 +134,7 @@ func runStage(t task) string {
 		shscript.Set("tfhive_runinfo", t.RunInfo),
 		shscript.Set("tfhive_mark", t.Mark),
 		shscript.Set("tfhive_restarts", boolDigit(t.Restarts)),
+		shscript.Set("tfhive_mux", boolDigit(t.Mux)),
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
 		vars = append(vars, shscript.Export(k, t.Env[k]))
