@@ -120,6 +120,7 @@ var valuesOf = map[string]func(ctx context.Context, l *cmdLine, prefix, cur stri
 	"sync":       pathValues("dirs"),
 	"framework":  choices(schedule.FrameworkTF, schedule.FrameworkTorch),
 	"strategy":   choices(schedule.StrategySpread, schedule.StrategyPack),
+	"priority":   choices(schedule.PriorityLow, schedule.PriorityNormal, schedule.PriorityHigh),
 	"emit":       choices(commands.EmitTargets...),
 	"capture-from": func(_ context.Context, l *cmdLine, prefix, cur string) completion {
 		return withPrefix(prefix+cur, prefix, commands.CompleteTasks(l.job()))

@@ -60,6 +60,10 @@ func (w wiring) ps(c *cli.Context) (commands.PsOptions, error) {
 	return commands.PsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
 }
 
+func (w wiring) queue(c *cli.Context) (commands.QueueOptions, error) {
+	return commands.QueueOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
+}
+
 func (w wiring) runs(c *cli.Context) (commands.RunsOptions, error) {
 	return commands.RunsOptions{Streams: w.Streams, LogRoot: c.String("log-root"), JSON: c.Bool("json"),
 		Sort: c.String("sort"), Reverse: c.Bool("reverse")}, noArgs(c)
@@ -134,6 +138,7 @@ func job(c *cli.Context) commands.Job {
 		PortRange:     c.String("port-range"),
 		TFFlags:       c.Bool("tf-flags"),
 		NIC:           c.String("nic"),
+		Priority:      c.String("priority"),
 		Name:          c.String("name"),
 		Command:       c.Args().Slice(),
 		Sync:          c.String("sync"),
@@ -185,7 +190,7 @@ func runFlags() []cli.Flag {
 		importFlag(),
 		&cli.DurationFlag{Name: "sample", Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
 		&cli.IntFlag{Name: "restarts", Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
-		&cli.StringFlag{Name: "restart-on", Usage: "restart only on these exit `CODES`, as 1-127,137 (default: any failure)"},
+		&cli.StringFlag{Name: "restart-on", Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
 		&cli.DurationFlag{Name: "restart-backoff", Value: launcher.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
 	}, captureFlags()...)
 }
@@ -248,6 +253,7 @@ func jobFlags() []cli.Flag {
 		&cli.StringFlag{Name: "port-range", Value: schedule.DefaultPortRange, Usage: "`LO-HI` ports for tasks"},
 		&cli.BoolFlag{Name: "tf-flags", Usage: "append --ps_hosts --worker_hosts --job_name --task_index (TF1 between-graph scripts)"},
 		&cli.StringFlag{Name: "name", Usage: "run id (default: time-based and unique)"},
+		&cli.StringFlag{Name: "priority", Value: schedule.PriorityNormal, Usage: "low, normal or high: the order among runs waiting for GPUs (--wait), within what each host's policy allows"},
 		&cli.StringFlag{Name: "nic", Usage: "`NAME` of the interface that carries the tasks' traffic on every host, or auto to pick one per host (default: the hosts' cluster addresses, no interface set)"},
 	}, availabilityFlags()...)
 }

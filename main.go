@@ -71,6 +71,9 @@ const (
 	exitUsage       = 2
 	exitNoGPUs      = 3
 	exitUnreachable = 4
+	// exitPreempted: a --priority high run preempted the run (a task's
+	// supervisor stopped it); the run's summary carries it.
+	exitPreempted   = launcher.ExitPreempted
 	exitInterrupted = 130
 	exitTerminated  = 143
 )
@@ -100,6 +103,9 @@ func exitCode(err error) int {
 		return exit.Code
 	case errors.As(err, &runFailed):
 		// The deciding task's own code, 124 timeout, 130/143, 4 host lost.
+		if runFailed.Summary.Result == launcher.ResultPreempted {
+			return exitPreempted
+		}
 		return runFailed.Summary.ExitCode
 	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &request), errors.As(err, &check):
 		return exitUsage
@@ -201,6 +207,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Flags:        join(hostFlags(), jsonFlag("print the runs as a JSON document")),
 				OnUsageError: onUsage,
 				Action:       action(w.ps, commands.Ps),
+			},
+			{
+				Name:         "queue",
+				Usage:        "list the runs waiting for GPUs on the hosts (--wait), in the order they will start, and why each waits",
+				Flags:        join(hostFlags(), jsonFlag("print the queue as a JSON document")),
+				OnUsageError: onUsage,
+				Action:       action(w.queue, commands.Queue),
 			},
 			{
 				Name:  "runs",

@@ -138,18 +138,23 @@ func shortDuration(d time.Duration) string {
 // usageBook collects the samples of every host's sampler: per task, the
 // values, the idle rule, and gpu-usage.csv in the log dir.
 type usageBook struct {
-	mu     sync.Mutex
-	path   string
-	f      *os.File
-	csv    *bufio.Writer
-	err    error
-	window time.Duration
-	say    func(task int, line string)
-	tasks  []taskUsage
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	csv  *bufio.Writer
+	err  error
+	// appends: a run started again after a lost host adds to the
+	// samples of its earlier starts.
+	appends bool
+	window  time.Duration
+	say     func(task int, line string)
+	tasks   []taskUsage
 	// byHost: a host's GPU index → the tasks using it.
 	byHost map[string]map[int][]int
 	ids    []string // task ids, for the CSV
 	hosts  []string
+	// intruders: each task's, in the order first seen (intruders.go).
+	intruders map[int][]Intruder
 }
 
 type taskUsage struct {
@@ -222,12 +227,18 @@ func (b *usageBook) writeCSV(t time.Time, i int, host string, r gpuRow) {
 		return
 	}
 	if b.f == nil {
-		b.f, b.err = os.OpenFile(b.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		mode := os.O_TRUNC
+		if b.appends {
+			mode = os.O_APPEND
+		}
+		b.f, b.err = os.OpenFile(b.path, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 		if b.err != nil {
 			return
 		}
 		b.csv = bufio.NewWriter(b.f)
-		b.csv.WriteString("time,task,host,gpu,util_pct,mem_mib\n")
+		if fi, err := b.f.Stat(); err != nil || fi.Size() == 0 {
+			b.csv.WriteString("time,task,host,gpu,util_pct,mem_mib\n")
+		}
 	}
 	fmt.Fprintf(b.csv, "%s,%s,%s,%d,%s,%s\n", t.UTC().Format("2006-01-02T15:04:05.000Z"), csvField(b.ids[i]), csvField(host),
 		r.index, strconv.FormatFloat(r.util, 'f', -1, 64), strconv.FormatFloat(r.mem, 'f', -1, 64))
@@ -297,6 +308,9 @@ func withUsageColumns(s *Summary, header []string, rows [][]string) ([]string, [
 // writeIdleNotes: one line per task whose GPUs were idle long enough to
 // warn about.
 func writeIdleNotes(w io.Writer, s *Summary) error {
+	if err := writeIntruderNotes(w, s); err != nil {
+		return err
+	}
 	for _, t := range s.Tasks {
 		if u := t.GPUUsage; u != nil && u.Idle != "" {
 			if _, err := fmt.Fprintf(w, "note: %s on %s: %s\n", t.ID, sanitizeCells([]string{t.Host})[0], u.Idle); err != nil {

@@ -121,6 +121,21 @@ func TestSampleLines(t *testing.T) {
 	if len(lines) != 7 || lines[0] != "time,task,host,gpu,util_pct,mem_mib" || !strings.HasSuffix(lines[6], ",worker:1,h1,2,3,7") {
 		t.Errorf("csv:\n%s", csv)
 	}
+
+	// A run started again after a lost host adds its samples, under the
+	// one header.
+	again := newUsageBook(filepath.Join(dir, "gpu-usage.csv"), 0, nil)
+	again.appends = true
+	again.addTask(0, "worker:0", "h2", []int{0})
+	w = &sampleLines{host: "h2", book: again}
+	w.Write([]byte(sampleMarker + "\n0, G0, 5, 6\n"))
+	w.end()
+	again.close()
+	csv, _ = os.ReadFile(filepath.Join(dir, "gpu-usage.csv"))
+	lines = strings.Split(strings.TrimSpace(string(csv)), "\n")
+	if len(lines) != 8 || strings.Count(string(csv), "time,") != 1 || !strings.HasSuffix(lines[7], ",worker:0,h2,0,5,6") {
+		t.Errorf("csv after a relaunch:\n%s", csv)
+	}
 }
 
 func b2s(i int) string { return string(rune('0'+i)) + " " }

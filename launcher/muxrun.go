@@ -57,13 +57,19 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
 		p       *muxProc
 		input   string
 		said    *firstByte
+		tap     *preemptTap
 		errGate *streamGate
 		tk      task
+	}
+	mode := os.O_TRUNC
+	if r.o.Relaunch != nil {
+		// The earlier attempts' output stays, as a restart's does.
+		mode = os.O_APPEND
 	}
 	var ss []started
 	for _, i := range idx {
 		rt := r.tasks[i]
-		logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 		if err != nil {
 			return err
 		}
@@ -72,6 +78,7 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
 		rt.out.captureInto(r.o.Captures, rt.t.ID)
 		tk := r.taskFor(rt.t)
 		tk.Mux, tk.Mark = true, r.mark
+		tk.FirstAttempt = r.p.state[i].attempt
 		if r.firstOnHost(i) {
 			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
 		}
@@ -84,14 +91,15 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
 		}
 		// Past the claim line, the supervisor's own stdout and stderr
 		// (a replaced keeper's line) are noise on the task's; the task's
-		// files are counted from their first byte.
+		// files are counted from their first byte. The preemption line
+		// comes on the supervisor's stderr (supervisor-run.sh).
 		var noise int64
 		so := &claimGate{next: rt.out.Stdout(), report: rt.reportClaim}
-		se := &streamGate{next: rt.out.Stderr(), n: &noise, replaced: r.links.sayReplaced, passed: true}
+		tap := r.preemptTap(&streamGate{next: rt.out.Stderr(), n: &noise, replaced: r.links.sayReplaced, passed: true}, &rt.preempted)
 		out := &streamGate{next: stdout, n: &rt.outN, passed: true}
 		errGate := &streamGate{next: rt.out.Stderr(), n: &rt.errN, replaced: r.links.sayReplaced, passed: true}
-		p := m.add(rt.t.ID, so, se, out, errGate, &rt.truncated)
-		ss = append(ss, started{i: i, p: p, input: supervisorInput(tk), said: newFirstByte(), errGate: errGate, tk: tk})
+		p := m.add(rt.t.ID, so, tap, out, errGate, &rt.truncated)
+		ss = append(ss, started{i: i, p: p, input: supervisorInput(tk), said: newFirstByte(), tap: tap, errGate: errGate, tk: tk})
 	}
 	if err := m.open(ctx, ex, r.o.Plan.RunID); err != nil {
 		return err
@@ -110,7 +118,7 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
 		rt := r.tasks[s.i]
 		rt.proc = s.p
 		s.said.loggedIn(s.p)
-		r.watch(s.i, rt, s.p, s.said, s.errGate, s.tk.HeartbeatTimeout, ex)
+		r.watch(s.i, rt, s.p, s.said, s.tap, s.errGate, s.tk.HeartbeatTimeout, ex)
 	}
 	return nil
 }

@@ -120,6 +120,9 @@ type Attempt struct {
 	// Restart says why the task was started again after it; empty for
 	// the last attempt.
 	Restart string `json:"restart,omitempty"`
+	// Host is where it ran, when not on the task's host: before a lost
+	// host made tfhive start the run again on a new plan (relaunch.go).
+	Host string `json:"host,omitempty"`
 }
 
 // policy holds a run's state between events.

@@ -200,9 +200,10 @@ func (r *runner) attach(i int) {
 	out := &streamGate{next: stdout, n: &rt.outN, marked: &rt.marked}
 	errw := &streamGate{next: rt.out.Stderr(), noise: &rt.attachNoise, n: &rt.errN, replaced: r.links.sayReplaced,
 		end: r.endLine(), truncated: &rt.truncated}
+	tap := r.preemptTap(errw, &rt.preempted)
 	input := attachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN, r.gen(), r.mark)
 	go func() {
-		proc, err := ex.Start(context.Background(), SupervisorCommand, out, errw)
+		proc, err := ex.Start(context.Background(), SupervisorCommand, out, tap)
 		if err == nil {
 			if err = writeChunked(proc.Stdin(), input); err != nil {
 				proc.Close()
@@ -214,6 +215,7 @@ func (r *runner) attach(i int) {
 		}
 		r.links.ready <- attached{i: i, gen: gen, proc: proc}
 		rc, err := proc.Wait()
+		tap.flush()
 		if err == nil {
 			errw.flush()
 			if rt.filter != nil {

@@ -36,21 +36,22 @@ const DefaultRestartBackoff = 10 * time.Second
 // is used as given, without growing).
 const MaxRestartBackoff = 5 * time.Minute
 
-// RestartOn is --restart-on: exit codes and ranges.
+// RestartOn is --restart-on: exit codes and ranges, and "lost" for a
+// lost host (relaunch.go).
 type RestartOn struct {
 	ranges [][2]int
+	lost   bool
 	text   string
 }
 
-// ParseRestartOn reads "1-127,137".
+// ParseRestartOn reads "1-127,137,lost".
 func ParseRestartOn(s string) (*RestartOn, error) {
 	on := &RestartOn{text: s}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "lost" {
-			// A lost host would need a new plan without it; tfhive does
-			// not make one during a run (yet): refused rather than ignored.
-			return nil, fmt.Errorf("--restart-on: a lost host is not restarted; a run that loses one fails as without --restarts")
+			on.lost = true
+			continue
 		}
 		lo, hi, isRange := strings.Cut(f, "-")
 		a, err1 := strconv.Atoi(lo)
@@ -60,7 +61,7 @@ func ParseRestartOn(s string) (*RestartOn, error) {
 			b, err2 = strconv.Atoi(hi)
 		}
 		if err1 != nil || err2 != nil || a < 1 || b > 255 || a > b {
-			return nil, fmt.Errorf("--restart-on: %q is not an exit code 1-255 or a range of them (1-127)", f)
+			return nil, fmt.Errorf("--restart-on: %q is not an exit code 1-255, a range of them (1-127) or lost", f)
 		}
 		on.ranges = append(on.ranges, [2]int{a, b})
 	}
@@ -74,14 +75,17 @@ func (on *RestartOn) String() string {
 	return on.text
 }
 
-// restarts says whether a task that ended with code (or was lost) may be
-// restarted.
+// restarts says whether a task that ended with code (or whose host was
+// lost) may be restarted.
 func (rs Restart) restarts(code int, lost bool) bool {
-	if rs.Max <= 0 || lost || code == 0 {
+	if rs.Max <= 0 || (code == 0 && !lost) {
 		return false
 	}
 	if rs.On == nil {
 		return true
+	}
+	if lost {
+		return rs.On.lost
 	}
 	for _, r := range rs.On.ranges {
 		if code >= r[0] && code <= r[1] {
@@ -328,7 +332,7 @@ func (r *runner) after(d time.Duration, ev event) {
 // a line of their own, then the last one, however it ended.
 func (r *runner) attemptsOf(i int) []Attempt {
 	s := r.p.state[i]
-	l := slices.Clone(s.attempts)
+	l := append(r.o.Relaunch.earlier(r.tasks[i].t.ID, r.tasks[i].t.Host), s.attempts...)
 	if n := len(l); n == 0 || l[n-1].Attempt != s.attempt {
 		if s.phase == phaseDone && s.outcome == OutcomeNoStart {
 			return l
@@ -365,7 +369,11 @@ func writeRestartNotes(w io.Writer, s *Summary) error {
 			if a.ExitCode != nil {
 				how += " " + strconv.Itoa(*a.ExitCode)
 			}
-			if _, err := fmt.Fprintf(w, "restart: %s on %s: attempt %d %s after %s; %s\n", t.ID, sanitizeCells([]string{t.Host})[0],
+			host := t.Host
+			if a.Host != "" {
+				host = a.Host
+			}
+			if _, err := fmt.Fprintf(w, "restart: %s on %s: attempt %d %s after %s; %s\n", t.ID, sanitizeCells([]string{host})[0],
 				a.Attempt, how, a.Duration.Round(100*time.Millisecond), a.Restart); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +26,23 @@ func TestParseRestartOn(t *testing.T) {
 		}
 	}
 	if rs.restarts(0, true) {
-		t.Error("a lost host restarts: it must not (not supported)")
+		t.Error("a lost host restarts without lost in --restart-on")
 	}
-	for _, bad := range []string{"", "0", "1-", "x", "3-2", "256", "1-300", "-1", "lost"} {
+	on, err = ParseRestartOn("lost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost := (Restart{Max: 1, On: on}); !lost.restarts(0, true) || lost.restarts(1, false) {
+		t.Error("--restart-on lost: a lost host must restart, an exit not")
+	}
+	on, _ = ParseRestartOn("1-127,lost")
+	if both := (Restart{Max: 1, On: on}); !both.restarts(0, true) || !both.restarts(3, false) || both.restarts(137, false) {
+		t.Error("--restart-on 1-127,lost: a lost host and codes 1-127 restart, 137 not")
+	}
+	if (Restart{Max: 1}).restarts(0, true) != true || (Restart{On: on}).restarts(0, true) {
+		t.Error("a lost host restarts by default with --restarts, and never without")
+	}
+	for _, bad := range []string{"", "0", "1-", "x", "3-2", "256", "1-300", "-1", "losts", "lost-1"} {
 		if _, err := ParseRestartOn(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
@@ -263,8 +278,12 @@ func attempting(codes ...int) fakeScript {
 			p.exit(99)
 			return
 		}
-		for n := 0; ; n++ {
-			rc := codes[min(n, len(codes)-1)]
+		first := 0
+		if a := regexp.MustCompile(`tfhive_attempt0='?([0-9]+)`).FindStringSubmatch(p.runStage); a != nil {
+			first, _ = strconv.Atoi(a[1])
+		}
+		for n := first; ; n++ {
+			rc := codes[min(n-first, len(codes)-1)]
 			p.out(fmt.Sprintf("out %d", n))
 			p.out(fmt.Sprintf("%s%s %d %d\n", attemptMarker, m[1], n, rc))
 			for {

@@ -31,6 +31,10 @@ type Retry struct {
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
 	Rand  func(n int64) int64
+	// Wake ends a --wait pause early: the hosts' locks changed (a waiting
+	// run's tickets say so: HoldTickets), so GPUs may have been freed.
+	// Only the real pause listens (Sleep nil).
+	Wake <-chan struct{}
 }
 
 // Do calls attempt until it returns an error Retry does not retry (or none)
@@ -42,7 +46,7 @@ func (r Retry) Do(ctx context.Context, attempt func(ctx context.Context) (*Summa
 		now = time.Now
 	}
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = func(ctx context.Context, d time.Duration) error { return sleepWake(ctx, d, r.Wake) }
 	}
 	deadline := now().Add(r.Wait)
 	for n := 1; ; n++ {
@@ -78,10 +82,40 @@ func (r Retry) next(err error, n int, left time.Duration) (time.Duration, bool) 
 		if left <= 0 {
 			return 0, false
 		}
-		return min(time.Second<<min(n-1, 5), 30*time.Second, left), true
+		// Capped at a second: a waiting run learns soon that GPUs were
+		// freed, and one probe a second is cheap.
+		return min(250*time.Millisecond<<min(n-1, 5), time.Second, left), true
 	}
 	return 0, false
 }
+
+// sleepWake is sleepCtx that also ends when wake gets a value (nil:
+// never), though not before minWakePause: a host whose locks change all
+// the time must not have the run probe back to back.
+func sleepWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	case <-wake:
+	}
+	if rest := minWakePause - time.Since(start); rest > 0 && rest < d-time.Since(start) {
+		t.Reset(rest)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// minWakePause is the least pause between two probes of a waiting run.
+const minWakePause = 100 * time.Millisecond
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

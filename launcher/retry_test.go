@@ -39,18 +39,18 @@ func TestRetryNext(t *testing.T) {
 		{"conflict 8: last quick retry", errConflict, 8, 0, true, 3*time.Second - ns},
 		{"wrapped conflict", fmt.Errorf("start: %w", errConflict), 1, 0, true, 200*time.Millisecond - ns},
 		{"conflict 9 without --wait: give up", errConflict, MaxClaimRetries + 1, 0, false, 0},
-		{"conflict 9 under --wait: backoff", errConflict, MaxClaimRetries + 1, time.Hour, true, 30 * time.Second},
-		{"conflict 9, little --wait left", errConflict, MaxClaimRetries + 1, 10 * time.Second, true, 10 * time.Second},
+		{"conflict 9 under --wait: backoff", errConflict, MaxClaimRetries + 1, time.Hour, true, time.Second},
+		{"conflict 9, little --wait left", errConflict, MaxClaimRetries + 1, 300 * time.Millisecond, true, 300 * time.Millisecond},
 
 		{"capacity without --wait", errCapacity, 1, 0, false, 0},
 		{"capacity, --wait over", errCapacity, 3, -time.Second, false, 0},
-		{"capacity 1", errCapacity, 1, time.Hour, true, time.Second},
-		{"capacity 2", errCapacity, 2, time.Hour, true, 2 * time.Second},
-		{"capacity 3", errCapacity, 3, time.Hour, true, 4 * time.Second},
-		{"capacity 6", errCapacity, 6, time.Hour, true, 30 * time.Second},
-		{"capacity 60: no overflow", errCapacity, 60, time.Hour, true, 30 * time.Second},
-		{"capacity, less left than the backoff", errCapacity, 3, 500 * time.Millisecond, true, 500 * time.Millisecond},
-		{"wrapped capacity", fmt.Errorf("plan: %w", errCapacity), 1, time.Hour, true, time.Second},
+		{"capacity 1", errCapacity, 1, time.Hour, true, 250 * time.Millisecond},
+		{"capacity 2", errCapacity, 2, time.Hour, true, 500 * time.Millisecond},
+		{"capacity 3: capped at 1s", errCapacity, 3, time.Hour, true, time.Second},
+		{"capacity 6", errCapacity, 6, time.Hour, true, time.Second},
+		{"capacity 60: no overflow", errCapacity, 60, time.Hour, true, time.Second},
+		{"capacity, less left than the backoff", errCapacity, 3, 300 * time.Millisecond, true, 300 * time.Millisecond},
+		{"wrapped capacity", fmt.Errorf("plan: %w", errCapacity), 1, time.Hour, true, 250 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		delay, again := r.next(tt.err, tt.n, tt.left)
@@ -115,12 +115,12 @@ func TestRetryDo(t *testing.T) {
 		{"claims lost every time: 8 retries", 0, slices.Repeat([]error{errConflict}, 20), errConflict, MaxClaimRetries + 1,
 			[]time.Duration{100e6, 200e6, 400e6, 800e6, 1500e6, 1500e6, 1500e6, 1500e6}, slices.Repeat([]time.Duration{0}, 8)},
 		{"not enough GPUs, no --wait", 0, []error{errCapacity}, errCapacity, 1, nil, nil},
-		{"not enough GPUs until --wait runs out", 5 * s, slices.Repeat([]error{errCapacity}, 20), errCapacity, 4,
-			[]time.Duration{s, 2 * s, 2 * s}, []time.Duration{5 * s, 4 * s, 2 * s}},
+		{"not enough GPUs until --wait runs out", 3 * s, slices.Repeat([]error{errCapacity}, 20), errCapacity, 6,
+			[]time.Duration{s / 4, s / 2, s, s, s / 4}, []time.Duration{3 * s, 2750 * time.Millisecond, 2250 * time.Millisecond, 1250 * time.Millisecond, s / 4}},
 		{"GPUs free up under --wait", time.Minute, []error{errCapacity, errCapacity}, nil, 3,
-			[]time.Duration{s, 2 * s}, []time.Duration{time.Minute, time.Minute - s}},
+			[]time.Duration{s / 4, s / 2}, []time.Duration{time.Minute, time.Minute - s/4}},
 		{"another error ends it", time.Minute, []error{errCapacity, boom}, boom, 2,
-			[]time.Duration{s}, []time.Duration{time.Minute}},
+			[]time.Duration{s / 4}, []time.Duration{time.Minute}},
 	}
 	for _, tt := range tests {
 		c := &fakeClock{now: time.Unix(1e9, 0)}
@@ -153,5 +153,27 @@ func TestSleepCtx(t *testing.T) {
 	}
 	if err := sleepCtx(context.Background(), 0); err != nil {
 		t.Errorf("sleepCtx(0) = %v", err)
+	}
+}
+
+// A --wait pause ends when the tickets' hosts say their locks changed:
+// an hour's pause, woken, returns (else the test would hang).
+func TestSleepWake(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	wake <- struct{}{}
+	done := make(chan error, 1)
+	go func() { done <- sleepWake(context.Background(), time.Hour, wake) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("sleepWake = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a woken pause did not end")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := sleepWake(ctx, time.Hour, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("sleepWake = %v, want context.Canceled", err)
 	}
 }

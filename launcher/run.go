@@ -88,6 +88,16 @@ type RunOptions struct {
 	Sample time.Duration
 	// Restart is --restarts and its policy (restart.go); Max 0: none.
 	Restart Restart
+	// Relaunch, for a run started again on a new plan after a lost host
+	// (relaunch.go), is what it carries over: the local logs are
+	// appended to, each task's attempts go on counting and the summary
+	// lists the earlier ones. Nil for a run's first start.
+	Relaunch *Relaunch
+	// Priority is --priority, which the tasks' claim holders carry.
+	// Preemptible, for a low run, gives by host who may preempt it there
+	// (its policy allows preempt_low: preempt.go); absent: nobody.
+	Priority    string
+	Preemptible map[string]string
 }
 
 // Outcomes of a task, as shown in the summary.
@@ -175,6 +185,9 @@ type TaskResult struct {
 	// Attempts are its runs, first to last, with --restarts; absent
 	// without.
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// Intruders are the processes --sample saw on the task's GPUs that
+	// were not the run's (intruders.go).
+	Intruders []Intruder `json:"intruders,omitempty"`
 }
 
 // runTask is a task while it runs.
@@ -214,6 +227,8 @@ type runTask struct {
 	filter       *attemptFilter
 	attemptStart time.Time
 	restartLine  string // the last restart line sent
+	// preempted: a session said a high run preempted the task.
+	preempted preemption
 }
 
 func (rt *runTask) reportClaim(line string) {
@@ -318,6 +333,9 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
 	}
 	r := &runner{o: o, lim: lim, p: newPolicy(o.Plan), events: make(chan exitEvent, len(o.Plan.Tasks)), start: time.Now(), mark: rand.Text()}
 	r.p.restart = o.Restart
+	if o.Relaunch != nil {
+		r.start = o.Relaunch.Started
+	}
 	if o.Restart.Max > 0 && o.Adopted && o.Mark != "" {
 		r.mark = o.Mark
 	}
@@ -387,6 +405,7 @@ func (r *runner) run(ctx context.Context) *Summary {
 			ID: t.ID, Role: t.Role, Index: t.Index, Host: t.Host, Address: t.Address, GPUs: t.GPUs,
 			Log: filepath.Join(r.o.LogDir, fmt.Sprintf("%s-%d.log", t.Role, t.Index)),
 		}})
+		r.p.state[len(r.tasks)-1].attempt = r.o.Relaunch.firstAttempt(t.ID)
 	}
 	var back <-chan hostBack
 	var ready <-chan attached
@@ -600,7 +619,12 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	if ex == nil {
 		return fmt.Errorf("no connection to %s", rt.t.Host)
 	}
-	logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	mode := os.O_TRUNC
+	if r.o.Relaunch != nil {
+		// The earlier attempts' output stays, as a restart's does.
+		mode = os.O_APPEND
+	}
+	logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
 		return err
 	}
@@ -615,8 +639,12 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		rt.filter = r.attemptFilter(i, stdout)
 		stdout = rt.filter
 		tk.Mark = r.mark
+		tk.FirstAttempt = r.p.state[i].attempt
 	}
 	var errGate *streamGate
+	tap := r.preemptTap(stderr, &rt.preempted)
+	stderr = tap
+	tk.Mark = r.mark
 	if tk.Keep > 0 {
 		stdout = &streamGate{next: stdout, noise: stdout, n: &rt.outN}
 		errGate = &streamGate{next: stderr, noise: stderr, n: &rt.errN, replaced: r.links.sayReplaced,
@@ -653,13 +681,13 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	}
 	rt.proc = proc
 	said.loggedIn(proc)
-	r.watch(i, rt, proc, said, errGate, tk.HeartbeatTimeout, ex)
+	r.watch(i, rt, proc, said, tap, errGate, tk.HeartbeatTimeout, ex)
 	return nil
 }
 
 // watch gives task i's supervisor, started, its time to answer, and turns
 // its end into an event.
-func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *firstByte, errGate *streamGate, heartbeat time.Duration, ex remote.Executor) {
+func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *firstByte, tap *preemptTap, errGate *streamGate, heartbeat time.Duration, ex remote.Executor) {
 	// The supervisor answers within a round trip or two of its login
 	// shell's start. A host that never does must not hold the whole run
 	// at the claim phase: after the watchdog's own period it is lost —
@@ -682,6 +710,7 @@ func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *firstByte,
 		if d := silentFor.Load(); d > 0 {
 			err = fmt.Errorf("no answer from the host within %s", time.Duration(d))
 		}
+		tap.flush()
 		if err == nil && errGate != nil {
 			errGate.flush()
 		}
@@ -734,7 +763,8 @@ func (r *runner) taskFor(t schedule.Task) task {
 	}
 	every, count := r.o.KeepAlive(h)
 	tk := task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
-		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0}
+		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0,
+		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace}
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
 		// The supervisor waits for the link as long as tfhive redials it,
 		// counted from when tfhive would notice it gone.
@@ -858,11 +888,13 @@ func (r *runner) summary() *Summary {
 		}
 		if r.usage != nil {
 			rt.res.GPUUsage = r.usage.usage(i)
+			rt.res.Intruders = r.usage.intrudersOf(i)
 		}
 		if r.o.Restart.Max > 0 {
 			rt.res.Attempts = r.attemptsOf(i)
 		}
 	}
+	r.preemptedSummary(s)
 	if decider >= 0 {
 		s.Tasks = append(s.Tasks, r.tasks[decider].res)
 	}

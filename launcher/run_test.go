@@ -599,7 +599,7 @@ func TestRunAnswerCountsFromTheFirstByte(t *testing.T) {
 	f.lim.minAnswer, f.lim.login = 20*time.Millisecond, time.Hour
 	f.o.KeepAlive = func(inventory.Host) (time.Duration, int) { return time.Millisecond, 1 }
 	f.host("h1").script("worker:0", func(p *fakeProc) {
-		p.stderr.Write([]byte("conda: environment base\n"))
+		p.errOut("conda: environment base\n")
 		hangs(p)
 	})
 	s, _ := f.mustRun(context.Background())

@@ -18,7 +18,7 @@ var sampleSh = shscript.Load(scripts, "scripts/sample.sh")
 
 // sampleInput is a host's sampler (scripts/sample.sh) as a stage for
 // SupervisorCommand: the GPUs of the run's tasks there, every interval.
-func sampleInput(gpus []int, every time.Duration) string {
+func sampleInput(gpus []int, every time.Duration, run string) string {
 	ids := make([]string, len(gpus))
 	for i, g := range gpus {
 		ids[i] = strconv.Itoa(g)
@@ -26,6 +26,7 @@ func sampleInput(gpus []int, every time.Duration) string {
 	s := sampleSh.With(
 		shscript.Set("tfhive_ids", strings.Join(ids, ",")),
 		shscript.Set("tfhive_every", strconv.FormatFloat(every.Seconds(), 'f', 3, 64)),
+		shscript.Set("tfhive_run", run),
 	)
 	return strconv.Itoa(len(s)) + "\n" + s
 }
@@ -46,6 +47,7 @@ func (r *runner) startSamplers() {
 		t := r.tasks[i].t
 		r.o.Console.Printf("tfhive: %s on %s: %s", t.ID, t.Host, line)
 	})
+	r.usage.appends = r.o.Relaunch != nil
 	r.samplers = map[string]*sampler{}
 	for i, rt := range r.tasks {
 		if len(rt.t.GPUs) > 0 {
@@ -80,7 +82,7 @@ func (r *runner) startSampler(host string) {
 	if err != nil {
 		return
 	}
-	if err := writeChunked(proc.Stdin(), sampleInput(gpus, r.o.Sample)); err != nil {
+	if err := writeChunked(proc.Stdin(), sampleInput(gpus, r.o.Sample, r.o.Plan.RunID)); err != nil {
 		proc.Close()
 		return
 	}
@@ -169,6 +171,12 @@ func (w *sampleLines) line(s string) {
 	}
 	if !w.inside {
 		return // a login shell's greeting
+	}
+	if rest, ok := strings.CutPrefix(s, intruderMarker+" "); ok {
+		if in, ok := parseIntruder(rest); ok {
+			w.book.intruder(w.host, in)
+		}
+		return
 	}
 	if row, ok := parseGPURow(s); ok {
 		w.book.row(w.host, w.at, row)

@@ -67,6 +67,9 @@ func detail(g inventory.GPU, s schedule.GPUStatus) string {
 		return s.Reason
 	}
 	procs := processes(g)
+	if s.State == schedule.Intruder {
+		return s.Reason // the intruders and the run whose GPU it is
+	}
 	if s.State == schedule.Excluded {
 		return s.Reason + "; " + procs
 	}

@@ -37,7 +37,8 @@ type task struct {
 	// run for a keeper that adopts it (RunInfo in adopt.go); "" otherwise.
 	RunInfo string
 	// Mark is this tfhive's random word for a kept task's truncation line
-	// (truncatedMarker) and for the attempt lines.
+	// (truncatedMarker), for the attempt lines and for any task's
+	// preemption line (preemptedMarker).
 	Mark string
 	// Restarts: the task may be restarted (restart.go); the supervisor
 	// then reports each attempt's end and waits for "r" or "e".
@@ -45,6 +46,17 @@ type task struct {
 	// Mux: kept, and started by its host's multiplexer (mux.go), which
 	// follows its output files itself.
 	Mux bool
+	// FirstAttempt is the number of its first attempt (TFHIVE_ATTEMPT):
+	// above 0 in a run started again after a lost host (relaunch.go).
+	FirstAttempt int
+	// Priority is the run's --priority, carried by the holders' label
+	// when low or high.
+	Priority string
+	// Preempt, for a low run on a host whose policy allows preempt_low,
+	// is who may preempt it there (scripts/preempt-watch.sh); "": nobody.
+	Preempt string
+	// Grace is the run's --grace, for a preempted task.
+	Grace time.Duration
 }
 
 // Control lines tfhive writes to a supervisor's stdin.
@@ -84,7 +96,7 @@ var (
 	readStage      = shscript.LoadOneLine(scripts, "scripts/read-stage.sh")
 	supervisorLine = shscript.LoadOneLine(scripts, "scripts/supervisor-command.sh")
 	claimSh        = shscript.Load(scripts, "scripts/supervisor-claim.sh")
-	runSh          = shscript.Load(scripts, "scripts/rundir.sh", "scripts/supervisor-run.sh")
+	runSh          = shscript.Load(scripts, "scripts/rundir.sh", "scripts/preempt-watch.sh", "scripts/supervisor-run.sh")
 	attachSh       = shscript.Load(scripts, "scripts/rundir.sh", "scripts/attach.sh")
 	findRunSh      = shscript.Load(scripts, "scripts/rundir.sh", "scripts/find-run.sh")
 	taskSh         = shscript.Load(scripts, "scripts/task.sh")
@@ -118,6 +130,7 @@ func claimStage(t task) string {
 		shscript.Set("tfhive_task", t.ID),
 		shscript.Set("tfhive_locks", strings.Join(locks, " ")),
 		shscript.Set("tfhive_labels", strings.Join(labels, ",")),
+		shscript.Set("tfhive_prio", labelPriority(t.Priority)),
 	)
 }
 
@@ -135,6 +148,9 @@ func runStage(t task) string {
 		shscript.Set("tfhive_mark", t.Mark),
 		shscript.Set("tfhive_restarts", boolDigit(t.Restarts)),
 		shscript.Set("tfhive_mux", boolDigit(t.Mux)),
+		shscript.Set("tfhive_attempt0", strconv.Itoa(t.FirstAttempt)),
+		shscript.Set("tfhive_preempt", t.Preempt),
+		shscript.Set("tfhive_grace", strconv.Itoa(int(t.Grace/(100*time.Millisecond)))),
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
 		vars = append(vars, shscript.Export(k, t.Env[k]))
@@ -148,6 +164,15 @@ func boolDigit(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// labelPriority is the holders' label's last word: the priority when low
+// or high, nothing when normal.
+func labelPriority(p string) string {
+	if p == "low" || p == "high" {
+		return p
+	}
+	return ""
 }
 
 // keepSeconds is Keep for the script: 0 stays 0 (not kept), anything
@@ -195,6 +220,12 @@ const streamMarker = "@@tfhive-stream"
 // know: bytes of its own output never pass for this line, and the line
 // is never counted as output.
 const truncatedMarker = "@@tfhive-truncated "
+
+// preemptedMarker, then the session's mark, is what a task's session says
+// on stderr after the task's last byte when a high run preempted it
+// (scripts/preempt-watch.sh), followed by " HIGH USER" ("- -" when a
+// later session could not know) and a newline.
+const preemptedMarker = "@@tfhive-preempted "
 
 // taskShell is what runs inside the task's new session: cd, setup, exec
 // (scripts/task.sh).

@@ -82,3 +82,8 @@ func sanitizeCells(cells []string) []string {
 	}
 	return out
 }
+
+// WriteTable is writeTable for the commands' own tables (tfhive queue).
+func WriteTable(w io.Writer, header []string, rows [][]string) error {
+	return writeTable(w, header, rows)
+}

@@ -139,6 +139,9 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 			c.User, c.UID, c.PID, c.Since = e.h.user, e.h.uid, e.pid, since(e.h)
 			if dir, run, task, list, ok := claim.ParseHolder(e.h.args); ok && dir == s.dir {
 				c.RunID, c.Task = run, task
+				if pr := claim.Priority(e.h.args); pr != "normal" {
+					c.Priority = pr
+				}
 				for _, lc := range list {
 					// A claims-only probe knows a GPU by its UUID alone.
 					if c.ID < 0 && lc.Kind == "gpu" && lc.UUID == c.UUID {
@@ -165,6 +168,9 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 				c.ID = idx
 			}
 			c.RunID, c.Task, c.User, c.UID, c.PID, c.Since = run, task, e.h.user, e.h.uid, e.pid, since(e.h)
+			if pr := claim.Priority(e.h.args); pr != "normal" {
+				c.Priority = pr
+			}
 			held[claim.Name(c.Kind, c.ID, c.UUID)] = true
 			add(c)
 		}

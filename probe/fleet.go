@@ -63,6 +63,24 @@ type Fleet struct {
 
 	mu    sync.Mutex
 	execs []remote.Executor
+	// left are the hosts taken out of later probes (Leave), with why.
+	left   map[int]string
+	warned map[string]bool
+}
+
+// warnOnce says whether msg is new: a waiting run probes again and again,
+// and says each thing once.
+func (f *Fleet) warnOnce(msg string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.warned[msg] {
+		return false
+	}
+	if f.warned == nil {
+		f.warned = map[string]bool{}
+	}
+	f.warned[msg] = true
+	return true
 }
 
 // SetDefaults fills in what o leaves unset.
@@ -112,6 +130,28 @@ func (f *Fleet) KeepSpares(keep []string) {
 		if !slices.Contains(keep, h.Name) {
 			f.spares.Drop(i)
 		}
+	}
+}
+
+// Leave takes the named host out of every later Probe, which reports it
+// unusable for why: a host lost during a run is not planned on again,
+// nor waited for. Its connection is closed.
+func (f *Fleet) Leave(name, why string) {
+	i := slices.IndexFunc(f.Hosts, func(h inventory.Host) bool { return h.Name == name })
+	if i < 0 {
+		return
+	}
+	f.mu.Lock()
+	if f.left == nil {
+		f.left = map[int]string{}
+	}
+	f.left[i] = why
+	old := f.execs[i]
+	f.execs[i] = nil
+	f.mu.Unlock()
+	f.spares.Drop(i)
+	if old != nil {
+		old.Close()
 	}
 }
 
@@ -210,6 +250,13 @@ func (f *Fleet) forget(i int, e remote.Executor) {
 func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	h := f.Hosts[i]
 	hi := inventory.HostInventory{Host: h, Name: h.Name, ClusterAddress: h.ClusterAddress, GPUs: []inventory.GPU{}, ListeningPorts: []int{}, Claims: []inventory.Claim{}}
+	f.mu.Lock()
+	why, left := f.left[i]
+	f.mu.Unlock()
+	if left {
+		hi.Err = &inventory.HostError{Kind: inventory.ErrLost, Message: why}
+		return hi
+	}
 	e, herr := f.connect(ctx, i)
 	if herr != nil {
 		hi.Err = herr
@@ -281,7 +328,13 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	if claims := parseClaims(po.claims, gpuIndex, time.Now()); claims != nil {
 		hi.Claims = claims
 	}
+	markIntruders(hi.GPUs, hi.Claims, parseAncestors(po.ps))
+	hi.Policy, hi.PolicyContext, hi.PolicyWarning, hi.PolicyError = policyOf(po.policy)
+	if hi.PolicyWarning != "" && f.opts.SSH.Warn != nil && f.warnOnce(h.Name+hi.PolicyWarning) {
+		f.opts.SSH.Warn(h.Name + ": " + hi.PolicyWarning)
+	}
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
+	hi.Tickets = parseTickets(po.claims)
 	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)
 	if f.opts.Runs {
 		runs, use := cutUtil(po.runs)

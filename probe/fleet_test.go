@@ -74,3 +74,30 @@ func TestFleetKeepsTheProbeSession(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A host left out (a host lost during a run) is not probed again: the
+// probe reports it with the reason, its connection and spare are gone,
+// and the other hosts are probed as before.
+func TestFleetLeave(t *testing.T) {
+	f := NewFleet([]inventory.Host{{Name: "a", Address: "localhost", Local: true}, {Name: "b", Address: "localhost", Local: true}},
+		Options{CommandTimeout: 10 * time.Second, Then: "exec cat"})
+	defer f.Close()
+	ctx := context.Background()
+	for i, h := range f.Probe(ctx).Hosts {
+		if h.Err != nil {
+			t.Fatalf("probe %d: %s", i, h.Err.Message)
+		}
+	}
+	f.Leave("a", "lost during the run")
+	f.Leave("nowhere", "no such host: nothing happens")
+	if f.Executor(0) != nil || f.spares.Held(0) {
+		t.Error("the host left out still has its connection or spare")
+	}
+	inv := f.Probe(ctx)
+	if e := inv.Hosts[0].Err; e == nil || e.Kind != inventory.ErrLost || e.Message != "lost during the run" {
+		t.Errorf("left out: %+v", e)
+	}
+	if e := inv.Hosts[1].Err; e != nil || f.Executor(1) == nil {
+		t.Errorf("the other host: %+v", e)
+	}
+}

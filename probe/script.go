@@ -30,7 +30,7 @@ import (
 //go:embed scripts/*.sh
 var scripts embed.FS
 
-var probeSh = shscript.LoadOneLine(scripts, "scripts/probe.sh", "scripts/code.sh", "scripts/claims.sh", "scripts/runs.sh")
+var probeSh = shscript.LoadOneLine(scripts, "scripts/probe.sh", "scripts/code.sh", "scripts/policy.sh", "scripts/claims.sh", "scripts/runs.sh")
 
 // probeScript is the probe with its parameters: nvidia-smi's time limit
 // on the host, in whole seconds, whether to skip nvidia-smi and ip, the
@@ -79,6 +79,7 @@ type probeOutput struct {
 	tcp     []byte
 	nic     []byte
 	code    []byte
+	policy  []byte
 	claims  claimsSection
 	runs    []byte
 }
@@ -124,6 +125,7 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	}
 	po.smi, po.ps, po.tcp = bytes.TrimPrefix(sections[0], []byte("\n")), sections[1], sections[2]
 	po.nic, po.code = cutCode(sections[3])
+	po.code, po.policy = cutPolicy(po.code)
 	holders, runs := cutRuns(sections[6])
 	po.claims = claimsSection{files: sections[4], locks: sections[5], holders: holders}
 	po.runs = runs

@@ -14,7 +14,7 @@ func TestScriptsShellcheck(t *testing.T) {
 
 // The probe travels as one line: joined, it must mean what its files say.
 func TestProbeScriptOneLine(t *testing.T) {
-	shscripttest.SameMeaning(t, "probe.sh + code.sh + claims.sh + runs.sh", probeSh)
+	shscripttest.SameMeaning(t, "probe.sh + code.sh + policy.sh + claims.sh + runs.sh", probeSh)
 	if strings.Contains(probeSh.Text(), "\n") {
 		t.Errorf("the probe holds a newline: %q", probeSh.Text())
 	}
@@ -25,7 +25,7 @@ func TestProbeScriptOneLine(t *testing.T) {
 func TestProbeScriptFormats(t *testing.T) {
 	text := probeSh.Text()
 	at := 0
-	for _, mark := range []string{markSMI, markPS, markTCP, markNIC, markCode, markClaims, markLocks, markHolders, markRuns, markEnd} {
+	for _, mark := range []string{markSMI, markPS, markTCP, markNIC, markCode, markPolicy, markClaims, markLocks, markHolders, markRuns, markEnd} {
 		i := strings.Index(text[at:], "echo "+mark+" ")
 		if i < 0 {
 			i = strings.Index(text[at:], "echo "+mark+";")

@@ -26,6 +26,15 @@ const (
 	// (another user's unreadable file, a symlink): only its owner or root
 	// can free them.
 	Blocked GPUState = "blocked"
+	// Intruder GPUs are claimed by a tfhive run and also run a process
+	// that is not the run's (probe: not a descendant of the claim's
+	// holder). Reported only: tfhive kills nothing.
+	Intruder GPUState = "intruder"
+	// Refused GPUs are free, but a rule of their host's policy keeps them
+	// from this request (policy.go).
+	Refused GPUState = "policy"
+	// Queued GPUs are free, but kept for a run waiting ahead (queue.go).
+	Queued GPUState = "queued"
 )
 
 // GPUStatus is one GPU's state and, unless free, why.
@@ -91,6 +100,15 @@ func classifyGPU(h *inventory.HostInventory, g *inventory.GPU, a Availability) G
 		s.State, s.Reason = Blocked, claimOf(h, "gpu", g.Index).Blocked+"; ask its owner or root to remove it"
 	case claimOf(h, "gpu", g.Index) != nil:
 		s.State, s.Reason = Claimed, claimReason(claimOf(h, "gpu", g.Index))
+		var in []inventory.Process
+		for _, p := range g.Processes {
+			if p.Intruder {
+				in = append(in, p)
+			}
+		}
+		if len(in) > 0 {
+			s.State, s.Reason = Intruder, processReason(in)+" on the GPU of "+s.Reason
+		}
 	default:
 		var why []string
 		if len(g.Processes) > 0 {

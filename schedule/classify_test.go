@@ -3,6 +3,8 @@ package schedule
 import (
 	"reflect"
 	"testing"
+
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 func TestClassify(t *testing.T) {
@@ -44,5 +46,20 @@ func TestClassify(t *testing.T) {
 	both := Classify(inv(host("a", 1, util(0, 50), memUsed(0, 5000))), Availability{MaxUtilPct: 10, MaxMemMiB: 1024})
 	if r := both[0][0].Reason; r != "util 50% > 10%, mem 5000 MiB > 1024 MiB" {
 		t.Errorf("both thresholds: %q", r)
+	}
+}
+
+func TestClassifyIntruder(t *testing.T) {
+	h := host("a", 2, proc(0, "bob", 10, "python train.py"), proc(0, "eve", 11, "mine"), proc(1, "eve", 12, "x"))
+	h.GPUs[0].Processes[1].Intruder = true
+	h.GPUs[1].Processes[0].Intruder = true // not claimed: only busy
+	h.Claims = []inventory.Claim{{Kind: "gpu", ID: 0, RunID: "r1", User: "bob", Task: "worker:0", PID: 9}}
+	got := Classify(inv(h), Availability{MaxUtilPct: 10, MaxMemMiB: 1024})[0]
+	want := []GPUStatus{
+		{0, Intruder, "eve:11 mine on the GPU of run r1 (bob, worker:0)"},
+		{1, Busy, "eve:12 x"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v\nwant %v", got, want)
 	}
 }

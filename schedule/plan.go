@@ -159,6 +159,8 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 		return nil, err
 	}
 	st := Classify(inv, req.Availability)
+	applyPolicy(inv, st, &req)
+	applyQueue(inv, st, &req)
 	ds := demands(&req)
 	spots, ok := place(inv, st, ds, req.Strategy, req.GPUsPerWorker, req.GPUsPerPS)
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Placement strategies.
@@ -57,6 +58,12 @@ type Request struct {
 	// NIC is --nic: "" (the hosts' cluster addresses as they are), NICAuto
 	// or an interface name (see nic.go).
 	NIC string
+	// Priority is --priority: PriorityLow, PriorityNormal ("" too) or
+	// PriorityHigh; the hosts' policies say who may use high.
+	Priority string
+	// QueueSince, when set, is when the run began to wait: runs waiting
+	// since earlier (or at a higher priority) go first (queue.go).
+	QueueSince time.Time
 }
 
 // NewRequest returns a request with every flag at its documented default:
@@ -92,6 +99,11 @@ func (r *Request) SetDefaults() {
 // typo fails before any SSH connection is made. Empty Command is allowed
 // (`plan` can show placement alone); `run` must check for it itself.
 func (r *Request) Validate() error {
+	switch r.Priority {
+	case "", PriorityLow, PriorityNormal, PriorityHigh:
+	default:
+		return usageErr("", "--priority must be low, normal or high, got %q", r.Priority)
+	}
 	for _, c := range []struct {
 		flag string
 		v    int

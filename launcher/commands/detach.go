@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -131,10 +132,16 @@ func keeperStarted() {
 	if !keeperMode() {
 		return
 	}
-	f := os.NewFile(3, "keeper")
-	f.WriteString("started\n")
-	f.Close()
+	// Once: descriptor 3 is closed after, and its number may then be
+	// any file's (a task's log, a run started again after a lost host).
+	keeperSaid.Do(func() {
+		f := os.NewFile(3, "keeper")
+		f.WriteString("started\n")
+		f.Close()
+	})
 }
+
+var keeperSaid sync.Once
 
 // holdRunLock takes keeper.lock in the run's log dir for as long as the
 // run goes on; release lets go of it.

@@ -84,7 +84,17 @@ func probeAll(ctx context.Context, fleet *probe.Fleet) (inventory.Inventory, err
 	if err := ctx.Err(); err != nil {
 		return inv, err
 	}
-	return inv, outOfDescriptors(inv)
+	if err := outOfDescriptors(inv); err != nil {
+		return inv, err
+	}
+	// A malformed policy is never silently passed over: its admin meant
+	// something by it.
+	for _, h := range inv.Hosts {
+		if h.PolicyError != "" {
+			return inv, &UsageError{Msg: h.Name + ": policy: " + h.PolicyError, Fix: "the host's admin must fix it; tfhive reads it strictly"}
+		}
+	}
+	return inv, nil
 }
 
 // outOfDescriptors is the error for a probe that ran out of file

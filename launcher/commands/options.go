@@ -43,6 +43,7 @@ type Job struct {
 	PortRange     string // LO-HI
 	TFFlags       bool
 	NIC           string   // --nic: "", "auto" or an interface name
+	Priority      string   // --priority: low, normal (""), high
 	Name          string   // run id; "" for a new, time-based one
 	Command       []string // after --
 	// Sync is the --sync DIR to make present on every host used ("":

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
@@ -45,7 +46,7 @@ func Plan(ctx context.Context, o PlanOptions) error {
 	if tree != nil {
 		fleet.LookForCode(tree.Hash)
 	}
-	plan, _, err := probeAndPlan(ctx, fleet, req, o.Stderr)
+	plan, _, err := probeAndPlan(ctx, fleet, req, o.Stderr, nil)
 	if err != nil {
 		return err
 	}
@@ -82,6 +83,7 @@ func (j Job) request(hosts []inventory.Host, verb string, tree *codesync.Tree) (
 		Command:       j.Command,
 		TFFlags:       j.TFFlags,
 		NIC:           j.NIC,
+		Priority:      j.Priority,
 		RunID:         j.Name,
 		Code:          codeOf(tree),
 	}
@@ -105,10 +107,15 @@ func newRunID(now time.Time) string {
 // probeAndPlan is the shared first half of plan and run: probe every host
 // once, plan, and say which hosts the plan had to do without. The
 // inventory is the probe's, for run --check.
-func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request, stderr io.Writer) (*schedule.Plan, inventory.Inventory, error) {
+func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request, stderr io.Writer, avoid map[string][]int) (*schedule.Plan, inventory.Inventory, error) {
 	inv, err := probeAll(ctx, fleet)
 	if err != nil {
 		return nil, inv, err
+	}
+	// Ports to keep off as if something listened there (a re-plan's
+	// earlier ports).
+	for i, h := range inv.Hosts {
+		inv.Hosts[i].ListeningPorts = append(slices.Clone(h.ListeningPorts), avoid[h.Name]...)
 	}
 	// With no host reached there is no capacity to speak of: that is
 	// exit 4 with each host's reason, not "not enough GPUs".

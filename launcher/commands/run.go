@@ -2,11 +2,14 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -189,11 +192,41 @@ func Run(ctx context.Context, o RunOptions) error {
 			release()
 		}
 	}()
+	// The ports every plan of this run gave, by host: a plan made again
+	// without a lost host keeps off them. A host that was only cut off
+	// may still run its old attempt until its supervisor gives up (for a
+	// detached run, --unattended); on other ports, that attempt cannot
+	// reach, or be reached by, the new one.
+	used := map[string][]int{}
+	// The run's place among waiting runs: when it began to wait, held
+	// on the hosts as tickets while it waits (see "Fair sharing").
+	req.QueueSince = time.Now()
+	var tickets *launcher.Tickets
+	defer func() { tickets.Release() }()
+	// The tickets' hosts say when their locks change: the wait between
+	// probes then ends at once.
+	wake := make(chan struct{}, 1)
 	attempt := func(ctx context.Context) (*launcher.Summary, error) {
-		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr)
+		var avoid map[string][]int
+		if lo.Relaunch != nil {
+			avoid = used
+		}
+		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr, avoid)
 		if err != nil {
+			if o.Wait > 0 && errors.As(err, new(*schedule.CapacityError)) {
+				if tickets == nil {
+					tickets = launcher.HoldTickets(ctx, fleetExecs(fleet), req, wake)
+				}
+				preempt(ctx, fleet, tickets, inv, req, o.Stderr)
+			}
 			return nil, err
 		}
+		planPorts(plan, used)
+		lo.Priority, lo.Preemptible = req.Priority, schedule.PreemptibleBy(inv, req.Priority)
+		// The tickets are given up once every task holds its claims: a
+		// claim lost to a run ahead (that took other GPUs than the queue
+		// kept for it) keeps this run's place while it plans again.
+		lo.Started = func() { tickets.Release(); keeperStarted() }
 		if sender != nil {
 			// Hosts without a task need no tree, nor their spare session.
 			fleet.KeepSpares(plan.Hosts())
@@ -217,7 +250,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		return start(ctx, fleet, plan, lo, sigs)
 	}
 	retry := launcher.Retry{
-		Wait: o.Wait,
+		Wait: o.Wait, Wake: wake,
 		Waiting: func(err error, delay, left time.Duration) {
 			wait := ""
 			if o.Wait > 0 {
@@ -227,6 +260,9 @@ func Run(ctx context.Context, o RunOptions) error {
 		},
 	}
 	sum, err := retry.Do(ctx, attempt)
+	if err == nil {
+		sum = relaunch(ctx, sum, restart, &lo, fleet, retry, attempt)
+	}
 	if cerr := console.Close(); err == nil {
 		err = cerr
 	}
@@ -245,6 +281,21 @@ func Run(ctx context.Context, o RunOptions) error {
 		return &RunFailedError{Summary: sum}
 	}
 	return nil
+}
+
+// planPorts adds the ports plan gives to used, by host: each task's, and
+// a torch world's MASTER_PORT on rank 0's host.
+func planPorts(plan *schedule.Plan, used map[string][]int) {
+	for _, t := range plan.Tasks {
+		if t.Port > 0 {
+			used[t.Host] = append(used[t.Host], t.Port)
+		}
+		if _, port, err := net.SplitHostPort(plan.Master); err == nil && t.Env["RANK"] == "0" {
+			if p, err := strconv.Atoi(port); err == nil {
+				used[t.Host] = append(used[t.Host], p)
+			}
+		}
+	}
 }
 
 // start is the one call of launcher.Run: the plan's tasks start over the
@@ -305,3 +356,12 @@ func parseEnv(specs []string) (map[string]string, error) {
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// fleetExecs are the fleet's open connections, by host.
+func fleetExecs(fleet *probe.Fleet) []remote.Executor {
+	execs := make([]remote.Executor, len(fleet.Hosts))
+	for i := range fleet.Hosts {
+		execs[i] = fleet.Executor(i)
+	}
+	return execs
+}

@@ -61,6 +61,7 @@ var flagRules = []flagRule{
 	{[]string{"max-mem"}, refused("the cluster manager decides which GPUs are free", Slurm, TFJob, PyTorchJob)},
 	{[]string{"exclude"}, refused("the cluster manager decides which GPUs are free", Slurm, TFJob, PyTorchJob)},
 	{[]string{"nic"}, refused(whyNIC, Slurm, TFJob, PyTorchJob)},
+	{[]string{"priority"}, refused("the cluster manager orders its own queue (Slurm's --priority/--qos, Kubernetes' PriorityClass)", Slurm, TFJob, PyTorchJob)},
 	{[]string{"sync", "sync-exclude"}, refused(whySync, Slurm, TFJob, PyTorchJob)},
 	{[]string{"json"}, refused("--json prints tfhive's own plan; --emit prints the job", Slurm, TFJob, PyTorchJob)},
 	{[]string{"ps"}, refused(whyTorch, PyTorchJob)},

@@ -75,6 +75,8 @@ else
 	tail -c +$((tfhive_off_err + 1)) "$tfhive_f.err" >&2 2>/dev/null
 	exec 8>&2 2>/dev/null
 fi
-read -r tfhive_rc tfhive_trunc <"$tfhive_f.rc"
-[ "$tfhive_trunc" != truncated ] || printf '%s %s\n' '@@tfhive-truncated' "$tfhive_mark" >&8
+read -r tfhive_rc tfhive_more <"$tfhive_f.rc"
+case " $tfhive_more " in *" truncated "*) printf '%s %s\n' '@@tfhive-truncated' "$tfhive_mark" >&8 ;; esac
+# Who preempted it is not kept: the status file says only that.
+case " $tfhive_more " in *" preempted "*) printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" '- -' >&8 ;; esac
 exit "${tfhive_rc:-137}"

@@ -77,7 +77,7 @@ tfhive_wrap() {
 	trap '' TERM
 	tfhive_t=0 tfhive_trunc=
 	read -r _ tfhive_trunc <"$tfhive_rd/$1.rc"
-	[ "$tfhive_trunc" != truncated ] || tfhive_t=1
+	case " $tfhive_trunc " in *' truncated '*) tfhive_t=1 ;; esac
 	tfhive_sizes=$(stat -c %s -- "$tfhive_md/$1.so" "$tfhive_md/$1.se" "$tfhive_rd/$1.out" "$tfhive_rd/$1.err")
 	printf 'x %s %s %s %s;\n' "$1" "$tfhive_rc" "$tfhive_t" "${tfhive_sizes//$'\n'/ }" >>"$tfhive_md/events"
 	cat >/dev/null

@@ -2,7 +2,7 @@
 # A supervisor's first stage: it takes the task's claims, then becomes the
 # task's holders:
 #
-#   flock -n -o -E 75 /proc/self/fd/4 flock -n -o -E 75 /proc/self/fd/5 … bash --norc -c READ tfhive-sup DIR RUN TASK CLAIMS
+#   flock -n -o -E 75 /proc/self/fd/4 flock -n -o -E 75 /proc/self/fd/5 … bash --norc -c READ tfhive-sup DIR RUN TASK CLAIMS [PRIORITY]
 #
 # Each flock process holds one lock for as long as its command runs, so
 # /proc/locks names a live process whose uid is the task's owner and whose
@@ -23,11 +23,14 @@
 #   tfhive_task    the task's id (worker:0)
 #   tfhive_locks   the lock files' names, as shell words; none: no claims
 #   tfhive_labels  the claims as the holders' label lists them
+#   tfhive_prio    the run's --priority when low or high, else empty: the
+#                  label's last word, how the host knows a low run (one a
+#                  high run may preempt where the policy allows it)
 
 # The run stage needs bash (read -t, process substitution, descriptors
 # above 9) and the claims flock.
 [ -n "${BASH_VERSION-}" ] || { echo 'tfhive: bash not found on this host' >&2; exit 127; }
-: "${tfhive_read?}" "${tfhive_run?}" "${tfhive_task?}" "${tfhive_locks?}" "${tfhive_labels?}"
+: "${tfhive_read?}" "${tfhive_run?}" "${tfhive_task?}" "${tfhive_locks?}" "${tfhive_labels?}" "${tfhive_prio?}"
 tfhive_blocked() { printf '%s%s\n' '@@tfhive-claim blocked ' "$1"; exit 76; }
 if [ -z "$tfhive_locks" ]; then
 	exec bash --norc -c "$tfhive_read" tfhive-sup - "$tfhive_run" "$tfhive_task" -
@@ -70,4 +73,4 @@ for tfhive_lock; do
 	tfhive_fd=$((tfhive_fd + 1))
 done
 umask "$tfhive_umask"
-exec "${tfhive_chain[@]}" bash --norc -c "$tfhive_read" tfhive-sup "$tfhive_dir" "$tfhive_run" "$tfhive_task" "$tfhive_labels"
+exec "${tfhive_chain[@]}" bash --norc -c "$tfhive_read" tfhive-sup "$tfhive_dir" "$tfhive_run" "$tfhive_task" "$tfhive_labels" ${tfhive_prio:+"$tfhive_prio"}

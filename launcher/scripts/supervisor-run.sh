@@ -17,6 +17,11 @@
 #     stops the task at once: a watcher reading a pipe only the supervisor
 #     holds open sees EOF; a holder killed is seen at the next control
 #     line (heartbeats come every keepalive interval);
+#   - a task of a --priority low run, where the host's policy allows
+#     preempt_low, is watched for a high run's request to preempt it
+#     (preempt-watch.sh): then SIGTERM, SIGKILL after the grace, and the
+#     session says "@@tfhive-preempted MARK HIGH USER" on stderr after the
+#     task's last byte (kept: "preempted" in the status file too);
 #   - the supervisor exits with the task's status (128+N for signal N).
 #
 # Kept (tfhive_keep > 0, tfhive run --reconnect): the supervisor outlives
@@ -70,13 +75,18 @@
 #                      attempt lines
 #   tfhive_restarts    0: the task runs once; 1: tfhive may restart it
 #                      (tfhive run --restarts), see below
+#   tfhive_attempt0    with restarts, the number of the first attempt: 0,
+#                      or more in a run started again on a new plan after
+#                      a lost host, so that TFHIVE_ATTEMPT keeps counting
 #   tfhive_mux         1: kept, and started by the host's multiplexer
 #                      (mux.sh), which made the task's output files and
-#                      follows them itself: no tails, no markers, no
+#                      follows them itself, with this supervisor's own
+#                      stdout and stderr: no tails, no markers, no
 #                      truncation line (the multiplexer reads the status
-#                      file); 0: otherwise
+#                      file); the preemption line goes to this stderr at
+#                      once; 0: otherwise
 # and, from the holders' command line, $2 the run id and $3 the task's.
-: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_mux?}"
+: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}" "${tfhive_mux?}"
 # The lock files' descriptors, opened by the first stage for the holders
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
@@ -170,19 +180,19 @@ tfhive_spawn() {
 	if [ "$tfhive_keep" = 0 ]; then
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&-
+			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&-
 		) &
 	else
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&-
+			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&-
 		) &
 	fi
 	tfhive_pid=$!
 }
 if [ "$tfhive_restarts" != 0 ]; then
-	tfhive_attempt=0
-	export TFHIVE_ATTEMPT=0
+	tfhive_attempt=$tfhive_attempt0
+	export TFHIVE_ATTEMPT=$tfhive_attempt0
 fi
 if [ "$tfhive_keep" = 0 ]; then
 	tfhive_spawn
@@ -203,7 +213,8 @@ else
 	[ "$tfhive_restarts" = 0 ] || exec 4<>"$tfhive_f.opipe" 5<>"$tfhive_f.epipe"
 	# The pid file says who to follow: the supervisor, then each stream's
 	# writer (attach.sh), written in place like the status.
-	printf '%-47s\n' "$$ $tfhive_lo $tfhive_le" 1<>"$tfhive_f.pid"
+	# With restarts, the attempt under way too (find-run.sh).
+	printf '%-47s\n' "$$ $tfhive_lo $tfhive_le ${tfhive_attempt-}" 1<>"$tfhive_f.pid"
 	tfhive_spawn
 	# The FIFO is opened for reading and writing: it never blocks, and
 	# never ends when a session's feeder goes.
@@ -228,6 +239,12 @@ else
 	# keeps the session's stderr for the truncation line.
 	exec 8>&2 2>/dev/null
 fi
+# The preemption watch (preempt-watch.sh) reports on descriptor 9.
+tfhive_pw='' tfhive_by=''
+if [ -n "$tfhive_preempt" ] && [ "$1" != - ]; then
+	exec 9< <(tfhive_preempt_watch "$1" "$2" </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 8>&-)
+	tfhive_pw=$!
+fi
 # tfhive_listen starts the reader of the control lines for an attempt.
 # It tells the watcher its pid itself, as the task's shell does: a
 # supervisor killed right after the fork still has its reader stopped.
@@ -242,7 +259,7 @@ tfhive_listen() {
 			esac
 		done
 		tfhive_abandon
-	) 4>&- 5>&- 8>&- &
+	) 4>&- 5>&- 8>&- 9<&- &
 	tfhive_reader=$!
 }
 tfhive_listen
@@ -258,6 +275,9 @@ while :; do
 	done
 	# Stopped by SIGTERM (tfhive kill): no attempt line, no next attempt.
 	if [ "$tfhive_restarts" = 0 ] || [ "$tfhive_stops" != 0 ]; then break; fi
+	# A preempted attempt is not started again: its GPUs are the high
+	# run's now.
+	if [ -n "$tfhive_pw" ] && read -r -t 0.05 -u 9 tfhive_by; then break; fi
 	kill "$tfhive_reader" 2>/dev/null
 	wait "$tfhive_reader"
 	if [ "$tfhive_keep" = 0 ]; then
@@ -299,6 +319,12 @@ while :; do
 	tfhive_listen
 done
 [ "$tfhive_restarts" = 0 ] || exec 3<&- 4>&- 5>&-
+# The watch says who preempted the task before it signals it.
+if [ -n "$tfhive_pw" ]; then
+	[ -n "$tfhive_by" ] || read -r -t 0.05 -u 9 tfhive_by || tfhive_by=
+	kill "$tfhive_pw" 2>/dev/null
+	exec 9<&-
+fi
 if [ "$tfhive_keep" != 0 ]; then
 	# The loggers end when the task's last process closes its output: one
 	# left in the background by the task would hold them, so they get 5 s.
@@ -313,9 +339,13 @@ if [ "$tfhive_keep" != 0 ]; then
 		wait "$tfhive_l"
 		[ $? != 3 ] || tfhive_trunc=' truncated'
 	done
-	printf '%-31s\n' "$tfhive_rc$tfhive_trunc" 1<>"$tfhive_f.rc"
+	printf '%-31s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}" 1<>"$tfhive_f.rc"
 	kill "$tfhive_feed" 2>/dev/null
-	if [ -n "$tfhive_trunc" ] && [ "$tfhive_mux" = 0 ]; then
+	if [ "$tfhive_mux" != 0 ]; then
+		# The multiplexer follows this stderr's file with the task's and
+		# gives the status only once it has them all: no tail to wait for.
+		[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
+	elif [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ]; then
 		# After stderr's last byte: once its tail has ended (or is a
 		# zombie: once this supervisor is gone, its orphans' reaper may
 		# never reap). In the background, as the tails are: a session that
@@ -325,10 +355,13 @@ if [ "$tfhive_keep" != 0 ]; then
 			while read -r tfhive_s <"/proc/$tfhive_te/stat" && tfhive_s=${tfhive_s##*) } && [ "${tfhive_s%% *}" != Z ]; do
 				sleep 0.01
 			done
-			printf '%s %s\n' '@@tfhive-truncated' "$tfhive_mark" >&8
+			[ -z "$tfhive_trunc" ] || printf '%s %s\n' '@@tfhive-truncated' "$tfhive_mark" >&8
+			[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
 		} 2>/dev/null 3<&- 6<&- 7>&- &
 	fi
 	exec 8>&-
+elif [ -n "$tfhive_by" ]; then
+	printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&2
 fi
 trap '' TERM
 kill "$tfhive_watch" "$tfhive_reader" 2>/dev/null

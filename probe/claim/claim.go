@@ -54,10 +54,14 @@ func HolderClaim(kind string, id int, uuid string) string {
 }
 
 // ParseHolder reads a tfhive holder's command line: `flock … bash --norc
-// -c SCRIPT tfhive-sup DIR RUN TASK CLAIMS`. The label is the last five
-// words; anything else is not a tfhive holder.
+// -c SCRIPT tfhive-sup DIR RUN TASK CLAIMS [PRIORITY]`. The label is the
+// last five words, or six for a run of --priority low or high (Priority);
+// anything else is not a tfhive holder.
 func ParseHolder(args string) (dir, run, task string, claims []inventory.Claim, ok bool) {
 	f := strings.Fields(args)
+	if len(f) >= 7 && f[len(f)-6] == HolderMarker && isPriority(f[len(f)-1]) {
+		f = f[:len(f)-1]
+	}
 	if len(f) < 6 || f[len(f)-5] != HolderMarker || !strings.HasSuffix(f[0], "flock") {
 		return "", "", "", nil, false
 	}
@@ -79,6 +83,20 @@ func ParseHolder(args string) (dir, run, task string, claims []inventory.Claim, 
 	}
 	return dir, run, task, claims, true
 }
+
+// Priority is the run's --priority as its holder's label says it: "low"
+// or "high" when the label ends with it, else "normal". The label is the
+// one place a run's priority is known on a host once it holds its GPUs
+// (a high run's waiting for them preempts low runs by it).
+func Priority(args string) string {
+	f := strings.Fields(args)
+	if len(f) >= 7 && f[len(f)-6] == HolderMarker && isPriority(f[len(f)-1]) {
+		return f[len(f)-1]
+	}
+	return "normal"
+}
+
+func isPriority(s string) bool { return s == "low" || s == "high" }
 
 // ValidRunID: run ids appear in command lines, file names and labels, so
 // they are kept to letters, digits and ._- (and start with one of the

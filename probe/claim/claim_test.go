@@ -15,9 +15,23 @@ func TestHolderLabel(t *testing.T) {
 		{"flock x tfhive-sup /tmp r1 worker0 port:1", false},                    // bad task
 		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a;rm", false},           // bad uuid
 		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a,port:1 extra", false}, // label not last
+		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a low", true},
+		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a high", true},
+		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a normal", false}, // normal is said by no word
+		{"flock x tfhive-sup /tmp r1 worker:0 low", false},                // no claims
 	} {
 		if _, _, _, _, ok := ParseHolder(tc.args); ok != tc.ok {
 			t.Errorf("ParseHolder(%q) ok=%v, want %v", tc.args, ok, tc.ok)
+		}
+	}
+	for args, want := range map[string]string{
+		"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a low":  "low",
+		"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a high": "high",
+		"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a":      "normal",
+		"flock x tfhive-sup /tmp r1 worker:0 low":              "normal",
+	} {
+		if got := Priority(args); got != want {
+			t.Errorf("Priority(%q) = %q, want %q", args, got, want)
 		}
 	}
 }

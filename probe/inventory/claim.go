@@ -13,6 +13,9 @@ type Claim struct {
 	// is not a tfhive task's or cannot be read (label unknown).
 	RunID string `json:"run_id"`
 	Task  string `json:"task"`
+	// Priority is the run's --priority, by its holder's label ("low",
+	// "high"; "" when normal or not a tfhive task's).
+	Priority string `json:"priority,omitempty"`
 	// User holds the claim, by the holding process's uid; "" when the
 	// host hides other users' processes.
 	User string `json:"user"`

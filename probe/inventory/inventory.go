@@ -50,6 +50,17 @@ type HostInventory struct {
 	// of each interface, in the order the host lists them: what --nic
 	// chooses from. Empty when the host could not list them.
 	Interfaces []InterfaceAddr `json:"interfaces,omitempty"`
+	// Policy is the host's fair-sharing policy in force, nil when it has
+	// none (or one that was ignored: PolicyWarning says why).
+	Policy        *Policy `json:"policy,omitempty"`
+	PolicyWarning string  `json:"policy_warning,omitempty"`
+	// PolicyError: the policy file is malformed ("FILE:LINE: why"); no
+	// plan is made with such a host.
+	PolicyError string `json:"policy_error,omitempty"`
+	// Tickets are the runs waiting for GPUs here (tfhive run --wait).
+	Tickets []Ticket `json:"tickets,omitempty"`
+	// PolicyContext is set with Policy.
+	PolicyContext *PolicyContext `json:"-"`
 	// Kept is what the user's own kept run directories say of the runs
 	// whose claims are held here; nil unless asked for (tfhive ps).
 	Kept *KeptRuns `json:"-"`
@@ -111,6 +122,10 @@ type Process struct {
 	User          string `json:"user"`
 	Command       string `json:"command"`
 	UsedMemoryMiB *int   `json:"used_memory_mib"`
+	// Intruder: the GPU is held by a tfhive run's claim and this process
+	// does not descend from the claim's holder (another user's job, or
+	// one started by hand beside the run).
+	Intruder bool `json:"intruder,omitempty"`
 }
 
 // ErrorKind classifies why a host could not be probed, so that output and
@@ -129,6 +144,8 @@ const (
 	// ErrDescriptors is this machine's fault, not the host's: the client
 	// ran out of file descriptors (EMFILE, ENFILE) reaching it.
 	ErrDescriptors ErrorKind = "descriptors"
+	// ErrLost: the host was lost during the run, and left out since.
+	ErrLost ErrorKind = "lost"
 )
 
 // HostError is why a host is unusable, with the host it concerns.

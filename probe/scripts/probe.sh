@@ -33,9 +33,23 @@ echo @@tfhive-smi "$rc";
 printf '%s\n' "$out";
 echo @@tfhive-ps;
 case $out in *'<pid>'*)
-  p=;
-  for x in $(printf '%s\n' "$out" | sed -n 's|.*<pid>\([0-9][0-9]*\)</pid>.*|\1|p'); do p=$p${p:+,}$x; done;
-  if [ -n "$p" ]; then ps -o pid= -o user:32= -o args= -p "$p" 2>/dev/null; fi;;
+  p=; q=;
+  for x in $(printf '%s\n' "$out" | sed -n 's|.*<pid>\([0-9][0-9]*\)</pid>.*|\1|p'); do p=$p${p:+,}$x; q="$q $x"; done;
+  if [ -n "$p" ]; then ps -o pid= -o user:32= -o args= -p "$p" 2>/dev/null; fi;
+  # Each GPU process's ancestors ("a PID PARENT GRANDPARENT ..."), read
+  # from /proc/PID/stat by the shell itself (no program): a process on a
+  # claimed GPU with no claim holder among them is an intruder
+  # (probe/intruders.go). The command name in stat may hold spaces and
+  # parentheses: what follows its last ") " is "STATE PPID ...".
+  for x in $q; do
+    c=$x; l="a $x"; n=0;
+    while [ "$n" -lt 64 ] && [ "$c" -gt 1 ] && read -r s 2>/dev/null <"/proc/$c/stat"; do
+      s=${s##*) };
+      # shellcheck disable=SC2086 # split on purpose: stat's fields
+      set -- $s; c=$2; l="$l $c"; n=$((n + 1));
+    done;
+    echo "$l";
+  done;;
 esac;
 echo @@tfhive-tcp;
 # `ss -tn state listening` is a netlink query that walks only the

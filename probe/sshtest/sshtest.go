@@ -334,6 +334,30 @@ func (h *Host) mountHome(t testing.TB) error {
 // have made it.
 func (h *Host) ClaimsDir() string { return filepath.Join(h.machineOf().Dir, "claims") }
 
+// PolicyFile is the host's policy file ($TFHIVE_POLICY in its sessions,
+// standing for /etc/tfhive/policy.yaml), absent unless SetPolicy wrote
+// it. Its directory is root's (when the test runs as root), mode 0755.
+func (h *Host) PolicyFile() string { return filepath.Join(h.machineOf().Dir, "etc", "policy.yaml") }
+
+// SetPolicy writes the host's policy file, mode 0644; "" removes it.
+func (h *Host) SetPolicy(yaml string) error {
+	if yaml == "" {
+		err := os.Remove(h.PolicyFile())
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(h.PolicyFile()), 0o755); err != nil {
+		return err
+	}
+	tmp := h.PolicyFile() + ".new"
+	if err := os.WriteFile(tmp, []byte(yaml), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, h.PolicyFile())
+}
+
 // machineOf is the host that h really is.
 func (h *Host) machineOf() *Host {
 	if h.machine != nil {
@@ -504,8 +528,8 @@ func (h *Host) start(t testing.TB, authorized string) error {
 			return err
 		}
 	}
-	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_FAKE_NIC=%s TFHIVE_CLAIMS_DIR=%s",
-		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.ClaimsDir())
+	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_FAKE_NIC=%s TFHIVE_CLAIMS_DIR=%s TFHIVE_POLICY=%s",
+		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.ClaimsDir(), h.PolicyFile())
 	// sshd keeps the first SetEnv it meets: the test user's Match comes
 	// first, everyone else gets the PATH alone.
 	envCfg := "SetEnv " + setEnv + "\n"
@@ -951,4 +975,37 @@ func (h *Host) Leftovers() []string {
 		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '})))
 	}
 	return out
+}
+
+// ServeProcesses makes the fake nvidia-smi list these pids (real
+// processes of the machine, of any user) on GPU gpu (the capture's
+// order), after the ones it lists already: a process appearing on a GPU
+// while a run holds it. The capture is replaced whole (a rename), so a
+// probe never reads half of it.
+func (h *Host) ServeProcesses(gpu int, pids ...int) error {
+	path := filepath.Join(h.Dir, "gpu", "output")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(data)
+	at := -1
+	for i := 0; i <= gpu; i++ {
+		j := strings.Index(s[at+1:], "</processes>")
+		if j < 0 {
+			return fmt.Errorf("%s: no GPU %d in the capture", h.Name, gpu)
+		}
+		at += 1 + j
+	}
+	var add strings.Builder
+	for _, pid := range pids {
+		fmt.Fprintf(&add, "\t\t\t<process_info>\n\t\t\t\t<gpu_instance_id>N/A</gpu_instance_id>\n\t\t\t\t<compute_instance_id>N/A</compute_instance_id>\n"+
+			"\t\t\t\t<pid>%d</pid>\n\t\t\t\t<type>C</type>\n\t\t\t\t<process_name>python</process_name>\n\t\t\t\t<used_memory>100 MiB</used_memory>\n\t\t\t</process_info>\n", pid)
+	}
+	s = s[:at] + strings.TrimPrefix(add.String(), "\t\t") + "\t\t" + s[at:]
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

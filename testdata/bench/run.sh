@@ -20,7 +20,7 @@
 #   TFHIVE_BENCH_SLOW_HOSTS=8,32  TFHIVE_BENCH_SLOW_TASKS=1,8   (hosts whose ~/.bashrc costs 200 ms)
 #   TFHIVE_BENCH_ANSWER_HOSTS=1,32,256,1024  TFHIVE_BENCH_ANSWER_PEERS=256   (answering hosts;
 #                                 pdsh and parallel-ssh up to that many)
-#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach,slowlogin,answering
+#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach,slowlogin,answering,queue
 #   TFHIVE_BENCH_FLEET=FILE       start the fleet and keep it up until FILE is
 #                                 removed; FILE tells how to reach it (profiling)
 set -euo pipefail
@@ -53,4 +53,5 @@ done
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 export TFHIVE_BENCH=1
-exec go test ./launcher/e2e -run '^TestBench$' -count=1 -v -timeout "$timeout"
+# TestBenchQueue (issue 14's queue handover) follows TestBench, with its own fleet and table.
+exec go test ./launcher/e2e -run '^TestBench(Queue)?$' -count=1 -v -timeout "$timeout"

@@ -1,0 +1,72 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// QueueOptions are `tfhive queue`'s.
+type QueueOptions struct {
+	Streams
+	Hosts HostOptions
+	JSON  bool
+}
+
+// queueEntry is a row of `tfhive queue --json`.
+type queueEntry struct {
+	Position int `json:"position"`
+	schedule.QueueEntry
+	GPUs int `json:"gpus"`
+}
+
+// Queue lists the runs waiting for GPUs on the hosts, in the order every
+// waiter computes, and why each cannot start yet.
+func Queue(ctx context.Context, o QueueOptions) error {
+	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
+	if err != nil {
+		return err
+	}
+	defer fleet.Close()
+	inv, err := probeAll(ctx, fleet)
+	if err != nil {
+		return err
+	}
+	var rows []queueEntry
+	for i, e := range schedule.QueueWhy(inv) {
+		n := 0
+		for _, g := range e.Shape {
+			n += g
+		}
+		rows = append(rows, queueEntry{Position: i + 1, QueueEntry: e, GPUs: n})
+	}
+	if o.JSON {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		if rows == nil {
+			rows = []queueEntry{}
+		}
+		err = enc.Encode(map[string]any{"queue": rows})
+	} else {
+		var table [][]string
+		for _, r := range rows {
+			shape := make([]string, len(r.Shape))
+			for i, g := range r.Shape {
+				shape[i] = strconv.Itoa(g)
+			}
+			table = append(table, []string{strconv.Itoa(r.Position), r.RunID, r.User, r.Priority,
+				fmt.Sprintf("%d (%s)", r.GPUs, strings.Join(shape, "+")), r.Since.Local().Format(time.DateTime), r.Why})
+		}
+		err = launcher.WriteTable(o.Stdout, []string{"POS", "RUN", "USER", "PRIORITY", "GPUS", "WAITING SINCE", "WHY"}, table)
+	}
+	if err != nil {
+		return err
+	}
+	return unreachable(inv)
+}

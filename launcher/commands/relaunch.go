@@ -1,0 +1,94 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/wording"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// relaunch starts a run that failed because a host was lost again, whole,
+// on a new plan of the same request without that host, as long as the
+// restart policy allows (launcher.Relaunchable) and the rest fits: the
+// probe, plan and start are start's (the same as the run's first), with
+// lo.Relaunch carrying the attempts over. Claims are taken anew: the
+// old plan's were let go with its tasks. It returns the run's final
+// summary; when the rest does not fit, the failed run's, after a line
+// saying so.
+func relaunch(ctx context.Context, sum *launcher.Summary, rs launcher.Restart, lo *launcher.RunOptions, fleet *probe.Fleet,
+	retry launcher.Retry, start func(context.Context) (*launcher.Summary, error)) *launcher.Summary {
+	// Only a claim taken meanwhile is tried again: --wait was for the
+	// run's start, not for a host that went away.
+	retry.Wait = 0
+	for {
+		lost, wait, next, ok := launcher.Relaunchable(sum, rs)
+		if !ok {
+			return sum
+		}
+		without := strings.Join(lost, ", ")
+		lo.Console.Printf("tfhive: lost %s; re-planning without it and restarting every task in %s (attempt %d of %d)", without, wait, next+1, rs.Max+1)
+		if err := sleepCtx(ctx, wait); err != nil {
+			lo.Console.Printf("tfhive: re-plan without %s: interrupted", without)
+			return sum
+		}
+		for _, h := range lost {
+			fleet.Leave(h, "lost during the run")
+		}
+		// The run goes on: tfhive runs and attach must not take the
+		// failed start's summary for its end.
+		summaryFile := filepath.Join(lo.LogDir, "summary.json")
+		os.Remove(summaryFile)
+		lo.Relaunch = lo.Relaunch.Carry(sum, lost)
+		// The first start's only: a keeper's word to its tfhive is said once.
+		lo.Started = nil
+		again, err := retry.Do(ctx, start)
+		if again != nil {
+			// It ran: its summary is the run's, even if writing it failed.
+			sum = again
+			if err != nil {
+				return sum
+			}
+			continue
+		}
+		how, why := "failed", "nothing started"
+		if err != nil {
+			how, why = notFit(err), wording.FirstLine(err.Error())
+		}
+		lo.Console.Printf("tfhive: re-plan without %s %s: %s", without, how, why)
+		if f, err := os.Create(summaryFile); err == nil {
+			launcher.WriteSummaryJSON(f, sum)
+			f.Close()
+		}
+		return sum
+	}
+}
+
+// notFit says how a re-plan failed: it "did not fit" (too few GPUs, or no
+// host left), or it "failed" otherwise.
+func notFit(err error) string {
+	var capacity *schedule.CapacityError
+	var unreachable *UnreachableError
+	if errors.As(err, &capacity) || errors.As(err, &unreachable) {
+		return "did not fit"
+	}
+	return "failed"
+}
+
+// sleepCtx waits d, or less if ctx ends first (its error then).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,144 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRelaunchable(t *testing.T) {
+	lost := func(id, host string, attempts ...int) TaskResult {
+		tr := TaskResult{ID: id, Host: host, Outcome: OutcomeLost}
+		for _, a := range attempts {
+			tr.Attempts = append(tr.Attempts, Attempt{Attempt: a, Outcome: OutcomeExited})
+		}
+		return tr
+	}
+	stopped := func(id, host string, attempt int) TaskResult {
+		return TaskResult{ID: id, Host: host, Outcome: OutcomeStopped, Attempts: []Attempt{{Attempt: attempt, Outcome: OutcomeStopped}}}
+	}
+	failed := func(code int, tasks ...TaskResult) *Summary {
+		return &Summary{Result: ResultFailed, ExitCode: code, Tasks: tasks}
+	}
+	onCodes, _ := ParseRestartOn("1-127")
+	onLost, _ := ParseRestartOn("lost")
+	any2 := Restart{Max: 2, Backoff: time.Second}
+	for _, c := range []struct {
+		name string
+		s    *Summary
+		rs   Restart
+		want string // "hosts wait next", or "" for no relaunch
+	}{
+		{"lost worker", failed(4, lost("worker:0", "h2", 0), stopped("worker:1", "h1", 0)), any2, "h2 1s 1"},
+		{"two hosts lost, second restart", failed(4, lost("worker:0", "h3", 0, 1), stopped("ps:0", "h1", 1), lost("worker:1", "h2", 1)), any2, "h2,h3 2s 2"},
+		{"--restart-on lost", failed(4, lost("worker:0", "h2", 0)), Restart{Max: 1, On: onLost}, "h2 0s 1"},
+		{"--restart-on codes only", failed(4, lost("worker:0", "h2", 0)), Restart{Max: 1, On: onCodes}, ""},
+		{"no --restarts", failed(4, lost("worker:0", "h2")), Restart{}, ""},
+		{"out of restarts", failed(4, lost("worker:0", "h2", 0, 1, 2)), any2, ""},
+		{"another task out of restarts", failed(4, lost("worker:0", "h2", 0), stopped("worker:1", "h1", 2)), any2, ""},
+		{"a task exited 4", failed(4, TaskResult{ID: "worker:0", Host: "h1", Outcome: OutcomeExited}), any2, ""},
+		{"a lost task that did not decide", failed(1, lost("worker:0", "h2", 0)), any2, ""},
+		{"succeeded", &Summary{Result: ResultSucceeded, Tasks: []TaskResult{lost("evaluator:0", "h2", 0)}}, any2, ""},
+		{"interrupted", &Summary{Result: ResultInterrupted, ExitCode: 4, Tasks: []TaskResult{lost("worker:0", "h2", 0)}}, any2, ""},
+		{"no summary", nil, any2, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hosts, wait, next, ok := Relaunchable(c.s, c.rs)
+			got := ""
+			if ok {
+				got = fmt.Sprintf("%s %s %d", strings.Join(hosts, ","), wait, next)
+			}
+			if got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestRelaunchCarry(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := &Summary{Started: start, Tasks: []TaskResult{
+		{ID: "worker:0", Host: "h2", Outcome: OutcomeLost, Attempts: []Attempt{{Attempt: 0, Outcome: OutcomeLost}}},
+		{ID: "ps:0", Host: "h1", Outcome: OutcomeStopped, Attempts: []Attempt{
+			{Attempt: 0, Outcome: OutcomeExited, Restart: "restarted every task"}, {Attempt: 1, Outcome: OutcomeStopped}}},
+	}}
+	rl := (*Relaunch)(nil).Carry(s, []string{"h2"})
+	if !rl.Started.Equal(start) {
+		t.Errorf("started %s, want the run's first start %s", rl.Started, start)
+	}
+	if n := rl.firstAttempt("worker:0"); n != 1 {
+		t.Errorf("worker:0 goes on with attempt %d, want 1", n)
+	}
+	if n := rl.firstAttempt("ps:0"); n != 2 {
+		t.Errorf("ps:0 goes on with attempt %d, want 2", n)
+	}
+	// On its new host, the attempt on the lost one names it; ps:0 stays
+	// where it was, so its attempts name no host.
+	if got := fmt.Sprint(rl.earlier("worker:0", "h1")); got != "[{0 lost <nil> 0s host lost: re-planned without h2 h2}]" {
+		t.Errorf("worker:0 earlier %s", got)
+	}
+	if got := fmt.Sprint(rl.earlier("ps:0", "h1")); got != "[{0 exited <nil> 0s restarted every task } {1 stopped <nil> 0s host lost: re-planned without h2 }]" {
+		t.Errorf("ps:0 earlier %s", got)
+	}
+	// A second relaunch keeps the first start, and the attempts before.
+	again := rl.Carry(&Summary{Started: start.Add(time.Hour), Tasks: []TaskResult{{ID: "worker:0", Host: "h1", Attempts: append(rl.earlier("worker:0", "h1"), Attempt{Attempt: 1, Outcome: OutcomeLost})}}}, []string{"h1"})
+	if !again.Started.Equal(start) || again.firstAttempt("worker:0") != 2 || again.Attempts["worker:0"][1].Host != "h1" {
+		t.Errorf("second relaunch: %s %+v", again.Started, again.Attempts)
+	}
+	if (*Relaunch)(nil).firstAttempt("x") != 0 || (*Relaunch)(nil).earlier("x", "h") != nil || rl.firstAttempt("evaluator:0") != 0 {
+		t.Error("a task with no attempts before starts at 0")
+	}
+}
+
+// TestRunRelaunchedInProcess: a run that lost its worker's host, started
+// again on a plan without it: the worker's next attempt is 1, its log
+// keeps the first attempt's output, and the summary lists both attempts.
+func TestRunRelaunchedInProcess(t *testing.T) {
+	f := newFakeRun(t, tfPlan("worker:0@h1"))
+	f.o.Restart = Restart{Max: 1}
+	f.host("h1").script("worker:0", runs(func(p *fakeProc) {
+		p.out("attempt 0\n")
+		p.lose()
+	}))
+	first, _ := f.mustRun(context.Background())
+	wantSummary(t, first, ResultFailed, ExitHostLost, "worker:0 on h1 was lost: connection lost before the command finished",
+		"worker:0 lost: connection lost before the command finished")
+	lost, _, _, ok := Relaunchable(first, f.o.Restart)
+	if !ok {
+		t.Fatal("not relaunchable")
+	}
+
+	g := newFakeRun(t, tfPlan("worker:0@h2"))
+	g.o.LogDir, g.o.Restart = f.o.LogDir, f.o.Restart
+	g.o.Relaunch = (*Relaunch)(nil).Carry(first, lost)
+	g.host("h2").script("worker:0", attempting(0))
+	sum, _ := g.mustRun(context.Background())
+	wantSummary(t, sum, ResultSucceeded, 0, "every worker exited 0", "worker:0 exited 0")
+	if !strings.Contains(g.proc("worker:0").runStage, "tfhive_attempt0=1") {
+		t.Error("the relaunched task's first attempt is not 1")
+	}
+	if !sum.Started.Equal(first.Started) {
+		t.Errorf("started %s, want the first start %s", sum.Started, first.Started)
+	}
+	w := sum.Tasks[0]
+	if w.Host != "h2" {
+		t.Errorf("host %s, want the last one", w.Host)
+	}
+	var got []string
+	for _, a := range w.Attempts {
+		got = append(got, fmt.Sprintf("%d %s %s %s", a.Attempt, a.Outcome, a.Host, a.Restart))
+	}
+	if want := "0 lost h1 host lost: re-planned without h1|1 exited  "; strings.Join(got, "|") != want {
+		t.Errorf("attempts %q, want %q", strings.Join(got, "|"), want)
+	}
+	if log, _ := os.ReadFile(w.Log); string(log) != "attempt 0\nout 1" {
+		t.Errorf("log %q", log)
+	}
+	var table bytes.Buffer
+	WriteSummary(&table, sum)
+	wantLines(t, "summary", table.String(), "restart: worker:0 on h1: attempt 0 lost after ", "; host lost: re-planned without h1\n")
+}

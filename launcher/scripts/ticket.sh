@@ -1,0 +1,50 @@
+# shellcheck shell=bash
+# A waiting run's ticket on one host (tfhive run --wait): a lock file
+# tfhive-ticket.NAME.lock in the claims directory, created exclusively
+# (set -C: O_EXCL, which never follows a symlink) and locked by a flock
+# process whose own command line carries the ticket's label, for as long
+# as this session's stdin stays open: tfhive closes it once the run holds
+# its claims or gives up, sshd when tfhive or its connection dies. So a
+# ticket is a kernel fact (/proc/locks, the holder's uid and command
+# line, as a claim is: probe/claims.go), and a dead waiter's is gone at
+# once. The file is removed on the way out; one left by a holder killed
+# outright is not locked, so it counts for nothing.
+#
+# A high run's request to preempt a low one (preempt-watch.sh) is held
+# the same way, as tfhive-preempt.HIGH.LOW.lock.
+#
+# Parameters, set by tfhive ahead of this text:
+#   tfhive_kind   ticket, or preempt
+#   tfhive_name   the ticket's name: RANK.SINCE.RUN (its order); a
+#                 request's: HIGH.LOW
+#   tfhive_label  RUN PRIORITY SINCE SHAPE, the label's words; a
+#                 request's: HIGH LOW
+: "${tfhive_kind?}" "${tfhive_name?}" "${tfhive_label?}"
+case $tfhive_kind in ticket | preempt) ;; *) exit 2 ;; esac
+tfhive_dir=${TFHIVE_CLAIMS_DIR:-/tmp}
+case $tfhive_dir in /*[[:space:]]* | [!/]*) echo '@@tfhive-ticket refused claims dir'; exit 76 ;; esac
+command -v flock >/dev/null 2>&1 || { echo '@@tfhive-ticket refused no flock'; exit 127; }
+tfhive_f=$tfhive_dir/tfhive-$tfhive_kind.$tfhive_name.lock
+umask 022
+(set -C; : >"$tfhive_f") 2>/dev/null || { echo '@@tfhive-ticket refused exists'; exit 75; }
+# While it waits, a ticket's holder tells its tfhive when the host's locks
+# change ("@@tfhive-changed": a claim let go, say), so that the run
+# probes again at once rather than at its next backoff step. It reads
+# /proc/locks every 0.1 s with the shell's own read: no program started;
+# the wait is the read of its stdin, which ends it at EOF.
+# shellcheck disable=SC2086,SC2016 # the label's words, split on purpose; $0, $1 and $2 are the inner shell's
+exec flock -n -o -E 75 "$tfhive_f" bash --norc -c '
+echo @@tfhive-ticket held
+p=
+while :; do
+	read -r -t 0.1 _
+	[ $? -gt 128 ] || break
+	[ "$0" = tfhive-ticket ] || continue
+	l=
+	read -r -d "" l </proc/locks
+	if [ "$l" != "$p" ]; then
+		[ -z "$p" ] || echo @@tfhive-changed
+		p=$l
+	fi
+done
+rm -f "$1/$0.$2.lock"' "tfhive-$tfhive_kind" "$tfhive_dir" "$tfhive_name" $tfhive_label

@@ -1,0 +1,89 @@
+package launcher
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tfhive/tfhive/probe/remote/shscript"
+)
+
+// The holder's lines, however split: held once, then a wake per change,
+// none lost to a full channel (one pending wake is enough).
+func TestTicketLines(t *testing.T) {
+	held, wake := make(chan struct{}), make(chan struct{}, 1)
+	w := &ticketLines{held: held, wake: wake}
+	out := "noise\n@@tfhive-ticket he" + "ld\n@@tfhive-chan" + "ged\n@@tfhive-changed\n"
+	for _, c := range []string{out[:10], out[10:20], out[20:35], out[35:]} {
+		w.Write([]byte(c))
+	}
+	select {
+	case <-held:
+	default:
+		t.Fatal("held not closed")
+	}
+	select {
+	case <-wake:
+	default:
+		t.Fatal("no wake")
+	}
+	w.Write([]byte("@@tfhive-changed\n"))
+	select {
+	case <-wake:
+	default:
+		t.Fatal("no wake for a later change")
+	}
+}
+
+// ticket.sh's holder, run here: it holds its lock file, says a lock
+// taken on the machine changed things, and removes its file at EOF.
+func TestTicketScriptSaysChanged(t *testing.T) {
+	if _, err := exec.LookPath("flock"); err != nil {
+		t.Skip("no flock")
+	}
+	dir := t.TempDir()
+	script := ticketSh.With(shscript.Set("tfhive_kind", "ticket"), shscript.Set("tfhive_name", "1.2.r1"),
+		shscript.Set("tfhive_label", "r1 normal 2 1"))
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
+	stdin, _ := cmd.StdinPipe()
+	held, wake := make(chan struct{}), make(chan struct{}, 1)
+	cmd.Stdout = &ticketLines{held: held, wake: wake}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the ticket was never held")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tfhive-ticket.1.2.r1.lock")); err != nil {
+		t.Fatal(err)
+	}
+	// A lock taken elsewhere on the machine: /proc/locks changes.
+	f, err := os.Create(filepath.Join(dir, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wake:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no @@tfhive-changed after a lock was taken")
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tfhive-ticket.1.2.r1.lock")); !os.IsNotExist(err) {
+		t.Errorf("the ticket file is still there: %v", err)
+	}
+}

@@ -1,0 +1,67 @@
+package probe
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tfhive/tfhive/probe/sshtest"
+)
+
+func TestParsePolicyExample(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(sshtest.RepoRoot(), "testdata", "policy", "example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParsePolicy("/etc/tfhive/policy.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Limits.Users["*"] != 2 || p.Limits.Groups["students"] != 4 || p.High.Users[0] != "alice" || !p.PreemptLow ||
+		len(p.Reserved) != 1 || p.Reserved[0].GPUs[1] != 1 || p.File != "/etc/tfhive/policy.yaml" {
+		t.Errorf("parsed %+v", p)
+	}
+	if !p.Reserved[0].Active(1, 9*60) || p.Reserved[0].Active(1, 18*60) || p.Reserved[0].Active(6, 10*60) {
+		t.Error("reservation hours")
+	}
+	if p, err := ParsePolicy("f", nil); err != nil || p == nil {
+		t.Errorf("an empty file: %v, %v", p, err)
+	}
+}
+
+func TestParsePolicyErrorsNameTheLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"limits:\n  users:\n    bob: two\n":                                                        "f:3: cannot unmarshal",
+		"limits:\n  user:\n    bob: 2\n":                                                           "f:2: field user not found",
+		"preempt_low: true\nhigh: [\n":                                                             "f:2: did not find",
+		"limits:\n  groups:\n    g: -1\n":                                                          "f:3: limits: groups: g: a limit must be 0 or more",
+		"reserved:\n  - group: g\n    gpus: [0]\n    hours: 9-18\n":                                "f:4: reserved: hours \"9-18\"",
+		"reserved:\n  - group: g\n    gpus: [0]\n    hours: \"22:00-06:00\"\n    days: [monday]\n": "f:5: reserved: day \"monday\"",
+		"reserved:\n  - gpus: [0]\n":                                                               "f:2: reserved: every entry needs a group",
+	} {
+		_, err := ParsePolicy("f", []byte(in))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %q…", in, err, want)
+		}
+	}
+}
+
+func TestPolicyHonouredOnlyFromRoot(t *testing.T) {
+	sec := func(s, d string) []byte {
+		return []byte("p /etc/tfhive/policy.yaml\ns " + s + "\nd " + d + "\nu alice alice ml\nt 1 09 05\n|preempt_low: true\ng ml:x:10:bob,carol\n")
+	}
+	p, ctx, warn, perr := policyOf(sec("0 644 regular file", "0 755 directory"))
+	if p == nil || !p.PreemptLow || warn != "" || perr != "" || ctx.User != "alice" || ctx.Minute != 545 || ctx.Weekday != 1 || len(ctx.Members["ml"]) != 2 {
+		t.Errorf("root's policy: %+v %+v %q %q", p, ctx, warn, perr)
+	}
+	for s, d := range map[string]string{"1000 644 regular file": "0 755 directory", "0 664 regular file": "0 755 directory",
+		"0 644 regular file ": "0 777 directory", "0 777 symbolic link": "0 755 directory"} {
+		if p, _, warn, _ := policyOf(sec(s, d)); p != nil || !strings.HasPrefix(warn, "/etc/tfhive/policy.yaml is ignored: ") {
+			t.Errorf("%s in %s: policy %v, warning %q", s, d, p, warn)
+		}
+	}
+	if p, _, warn, _ := policyOf(nil); p != nil || warn != "" {
+		t.Error("no policy")
+	}
+}

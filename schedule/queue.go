@@ -1,0 +1,147 @@
+package schedule
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/inventory"
+)
+
+// QueueEntry is one waiting run, across the hosts where its ticket is.
+type QueueEntry struct {
+	inventory.Ticket
+	Hosts []string `json:"hosts"`
+	// Why it cannot start yet; "" when the GPUs free now would take it.
+	Why string `json:"why,omitempty"`
+}
+
+// Queue gathers the tickets of every host into one order: priority, then
+// waiting time, then name. Every waiter computes the same order from the
+// same tickets.
+func Queue(inv inventory.Inventory) []QueueEntry {
+	byKey := map[string]int{}
+	var q []QueueEntry
+	for _, h := range inv.Hosts {
+		for _, t := range h.Tickets {
+			k := t.User + "\x00" + t.Name
+			i, ok := byKey[k]
+			if !ok {
+				i = len(q)
+				byKey[k] = i
+				q = append(q, QueueEntry{Ticket: t})
+			}
+			if !slices.Contains(q[i].Hosts, h.Name) {
+				q[i].Hosts = append(q[i].Hosts, h.Name)
+			}
+		}
+	}
+	slices.SortFunc(q, func(a, b QueueEntry) int {
+		return cmp.Or(cmp.Compare(a.Rank, b.Rank), a.Since.Compare(b.Since), cmp.Compare(a.Name, b.Name), cmp.Compare(a.User, b.User))
+	})
+	return q
+}
+
+// applyQueue keeps for the runs waiting ahead of this request the free
+// GPUs they could be placed on now, in their order (state Queued): a run
+// behind may only backfill on what none of them can use. A request
+// without QueueSince ignores the queue.
+func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
+	if req.QueueSince.IsZero() {
+		return
+	}
+	mine := inventory.Ticket{Rank: PriorityRank(req.Priority), Since: req.QueueSince.Truncate(time.Millisecond), Name: "\xff"}
+	for _, e := range Queue(inv) {
+		if e.RunID == req.RunID || cmp.Or(cmp.Compare(e.Rank, mine.Rank), e.Since.Compare(mine.Since)) >= 0 {
+			continue
+		}
+		taken, ok := fitTicket(inv, st, e)
+		if !ok {
+			continue
+		}
+		why := fmt.Sprintf("kept for run %s (%s, %s, waiting since %s)", e.RunID, e.User, e.Priority, e.Since.Format("15:04:05 UTC"))
+		for _, t := range taken {
+			st[t[0]][t[1]] = GPUStatus{Index: st[t[0]][t[1]].Index, State: Queued, Reason: why}
+		}
+	}
+}
+
+// fitTicket places a ticket's tasks, largest first, each on the first of
+// its hosts with enough free GPUs; ok false when one does not fit.
+func fitTicket(inv inventory.Inventory, st [][]GPUStatus, e QueueEntry) (taken [][2]int, ok bool) {
+	used := map[[2]int]bool{}
+	shape := slices.Clone(e.Shape)
+	slices.SortFunc(shape, func(a, b int) int { return cmp.Compare(b, a) })
+	for _, n := range shape {
+		if n == 0 {
+			continue
+		}
+		placed := false
+		for i, h := range inv.Hosts {
+			if !slices.Contains(e.Hosts, h.Name) || st[i] == nil {
+				continue
+			}
+			var free [][2]int
+			for j, s := range st[i] {
+				if s.State == Free && !used[[2]int{i, j}] {
+					free = append(free, [2]int{i, j})
+				}
+			}
+			if len(free) >= n {
+				for _, x := range free[:n] {
+					used[x] = true
+					taken = append(taken, x)
+				}
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			return nil, false
+		}
+	}
+	return taken, true
+}
+
+// QueueWhy is the queue with why each run cannot start yet, as every
+// waiter sees it: the runs ahead take, in turn, the free GPUs they fit on.
+func QueueWhy(inv inventory.Inventory) []QueueEntry {
+	q := Queue(inv)
+	st := Classify(inv, Availability{MaxUtilPct: DefaultMaxUtilPct, MaxMemMiB: DefaultMaxMemMiB})
+	for i := range q {
+		free := 0
+		for hi, h := range inv.Hosts {
+			if slices.Contains(q[i].Hosts, h.Name) {
+				for _, s := range st[hi] {
+					if s.State == Free {
+						free++
+					}
+				}
+			}
+		}
+		taken, ok := fitTicket(inv, st, q[i])
+		if ok {
+			q[i].Why = "GPUs free now: starting at its next probe"
+			for _, t := range taken {
+				st[t[0]][t[1]].State = Queued
+			}
+			continue
+		}
+		need := 0
+		for _, g := range q[i].Shape {
+			need += g
+		}
+		q[i].Why = fmt.Sprintf("needs %d GPUs (%s per task), %d free on its hosts after the runs ahead", need, shapeString(q[i].Shape), free)
+	}
+	return q
+}
+
+func shapeString(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, g := range shape {
+		parts[i] = fmt.Sprint(g)
+	}
+	return strings.Join(parts, "+")
+}
