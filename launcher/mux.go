@@ -55,6 +55,9 @@ type hostMux struct {
 	procs  map[string]*muxProc
 	proc   remote.Started
 	wmu    sync.Mutex // one frame at a time on the session's stdin
+	left   atomic.Int64
+	closed bool          // under wmu
+	exited chan struct{} // closed once the session has ended
 	noise  noiseBuffer
 
 	// The session's stdout, read by its one copying goroutine.
@@ -83,7 +86,7 @@ type muxProc struct {
 }
 
 func newHostMux(mark string) *hostMux {
-	m := &hostMux{mark: mark, prefix: ".mux-" + mark + "/", procs: map[string]*muxProc{}}
+	m := &hostMux{mark: mark, prefix: ".mux-" + mark + "/", procs: map[string]*muxProc{}, exited: make(chan struct{})}
 	m.demux = newTailDemux(m.prefix, m.emit)
 	return m
 }
@@ -95,6 +98,7 @@ func newHostMux(mark string) *hostMux {
 func (m *hostMux) add(id string, so, se, out, errw io.Writer, truncated *atomic.Bool) *muxProc {
 	p := &muxProc{m: m, name: muxName(id), w: [4]io.Writer{so, se, out, errw}, truncated: truncated, done: make(chan struct{})}
 	m.procs[p.name] = p
+	m.left.Add(1)
 	return p
 }
 
@@ -110,7 +114,12 @@ func (m *hostMux) open(ctx context.Context, ex remote.Executor, runID string) er
 			return err
 		}
 		if err = writeChunked(proc.Stdin(), input); err == nil {
+			m.wmu.Lock()
 			m.proc = proc
+			if m.closed {
+				proc.Stdin().Close()
+			}
+			m.wmu.Unlock()
 			go m.wait()
 			return nil
 		}
@@ -133,12 +142,16 @@ func (m *hostMux) wait() {
 	for _, p := range m.procs {
 		p.finish(-1, err)
 	}
+	close(m.exited)
 }
 
 // send writes one frame.
 func (m *hostMux) send(frame string) error {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
+	if m.closed {
+		return errMuxEnded
+	}
 	return writeChunked(m.proc.Stdin(), frame)
 }
 
@@ -272,7 +285,24 @@ func (p *muxProc) finish(rc int, err error) {
 	p.once.Do(func() {
 		p.rc, p.err = rc, err
 		close(p.done)
+		if p.m.left.Add(-1) == 0 {
+			p.m.close()
+		}
 	})
+}
+
+// close ends the multiplexer once all its supervisors have ended (or
+// were let go of): EOF on its stdin ends its loop, its tail reads the
+// last bytes and the session ends. A session not yet handed its stage
+// (m.proc unset: the multiplexer refused the run's directory) ends by
+// itself.
+func (m *hostMux) close() {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	m.closed = true
+	if m.proc != nil {
+		m.proc.Stdin().Close()
+	}
 }
 
 // errMuxKilled, errMuxClosed: Wait's error for a supervisor tfhive
@@ -280,6 +310,7 @@ func (p *muxProc) finish(rc int, err error) {
 var (
 	errMuxKilled = errors.New("killed")
 	errMuxClosed = errors.New("abandoned")
+	errMuxEnded  = errors.New("the host's multiplexer was closed")
 )
 
 func (p *muxProc) Stdin() io.WriteCloser { return muxStdin{p} }

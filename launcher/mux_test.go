@@ -107,4 +107,10 @@ func TestMuxLocal(t *testing.T) {
 	if trunc.Load() {
 		t.Error("truncated")
 	}
+	// Every supervisor ended: the multiplexer's session ends too.
+	select {
+	case <-m.exited:
+	case <-time.After(20 * time.Second):
+		t.Error("the multiplexer's session outlived its supervisors")
+	}
 }

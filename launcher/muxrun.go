@@ -13,10 +13,9 @@ import (
 
 // muxed: the run's tasks start through their hosts' multiplexers
 // (mux.go). Kept runs only: a supervisor that lives and dies with its
-// session needs a session of its own. For now behind TFHIVE_MUX=1, until
-// it covers what a session per task does.
+// session needs a session of its own. An adopted run starts nothing.
 func (r *runner) muxed() bool {
-	return r.links != nil && !r.o.Adopted && os.Getenv("TFHIVE_MUX") == "1"
+	return r.links != nil && !r.o.Adopted && !r.o.SessionPerTask
 }
 
 // startMuxed starts every host's tasks through its multiplexer, hosts in

@@ -93,6 +93,10 @@ type RunOptions struct {
 	// appended to, each task's attempts go on counting and the summary
 	// lists the earlier ones. Nil for a run's first start.
 	Relaunch *Relaunch
+	// SessionPerTask starts a kept run's tasks in a session each, not
+	// through their hosts' multiplexers (muxrun.go): for tests that
+	// compare the two.
+	SessionPerTask bool
 	// Priority is --priority, which the tasks' claim holders carry.
 	// Preemptible, for a low run, gives by host who may preempt it there
 	// (its policy allows preempt_low: preempt.go); absent: nobody.

@@ -17,7 +17,7 @@ func TestRunMuxOneLoginPerHost(t *testing.T) {
 	f := sshtest.Start(t, sshtest.Profile{Name: "solo", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	script := `echo "out of $TF_CONFIG_TASK"; i=0; while [ $i -lt 300 ]; do echo "line $i"; i=$((i+1)); done; printf 'err\n' >&2; printf 'no newline'`
 	args, logDir := runArgs(t, f, "--workers", "8", "--gpus-per-worker", "0", "--sample", "0", "--", "sh", "-c", script)
-	r := tfhive(t, append(f.Env(), "TFHIVE_MUX=1"), f.Dir, args...)
+	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
 	s := summaryOf(t, logDir)
 	if len(s.Tasks) != 8 {

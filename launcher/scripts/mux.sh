@@ -31,6 +31,9 @@
 # no task output passes for such a line by accident. tfhive counts each
 # file's bytes: the offsets a later session follows from (attach.sh).
 #
+# The multiplexer ends when its stdin does (tfhive is done with it) or
+# once every supervisor it started has ended, whichever comes first.
+#
 # A wrapper outlives its supervisor until its stdin ends, reading what
 # comes: a control line sent late never meets a closed pipe (SIGPIPE
 # would end this shell), and its pid, which k signals, stays its own.
@@ -80,7 +83,24 @@ tfhive_wrap() {
 	case " $tfhive_trunc " in *' truncated '*) tfhive_t=1 ;; esac
 	tfhive_sizes=$(stat -c %s -- "$tfhive_md/$1.so" "$tfhive_md/$1.se" "$tfhive_rd/$1.out" "$tfhive_rd/$1.err")
 	printf 'x %s %s %s %s;\n' "$1" "$tfhive_rc" "$tfhive_t" "${tfhive_sizes//$'\n'/ }" >>"$tfhive_md/events"
+	tfhive_ended
 	cat >/dev/null
+}
+# tfhive_ended, once a supervisor's end is in the events file, ends the
+# multiplexer if that was the last of them: tfhive may never close its
+# stdin (its link gone for good), and nothing of it must stay behind. The
+# number of supervisors is known once following began (the file "n");
+# one that ended before then is counted by tfhive_follow, which writes n
+# before it counts: of the two, whichever looks last sees every end.
+tfhive_ended() {
+	tfhive_want=
+	read -r tfhive_want <"$tfhive_md/n" 2>/dev/null
+	[ -n "$tfhive_want" ] || return 0
+	tfhive_k=0
+	while IFS= read -r tfhive_l; do
+		case $tfhive_l in x\ *) tfhive_k=$((tfhive_k + 1)) ;; esac
+	done <"$tfhive_md/events"
+	[ "$tfhive_k" -lt "$tfhive_want" ] || kill -TERM "$tfhive_mux" 2>/dev/null
 }
 # tfhive_start NAME LEN starts NAME's supervisor with the next LEN bytes.
 tfhive_start() {
@@ -102,6 +122,7 @@ tfhive_start() {
 			else
 				printf 'x %s 126 0 0 0 0 0;\n' "$1" >>"$tfhive_md/events"
 			fi
+			tfhive_nx=$((tfhive_nx + 1))
 		fi
 		;;
 	esac
@@ -135,7 +156,13 @@ tfhive_follow() {
 		[ "${#tfhive_ls[@]}" = 0 ] || ln -- "${tfhive_ls[@]}" "$tfhive_m/" 2>/dev/null
 		exec tail -c +1 -s 0.05 -f --pid="$tfhive_mux" -- "${tfhive_files[@]}" "$tfhive_m/events" 2>/dev/null
 	) &
+	printf '%s\n' "$tfhive_nx" >"$tfhive_md/n"
+	tfhive_ended
 }
+tfhive_nx=0
+# The last supervisor's end (tfhive_ended) ends this shell, in its read:
+# its tail then reads the last bytes and ends too.
+trap 'exit 0' TERM
 tfhive_say ok
 while IFS=' ' read -r tfhive_op tfhive_n tfhive_arg; do
 	case $tfhive_op in
