@@ -174,6 +174,8 @@ func keptFakeRun(t *testing.T, plan *schedule.Plan, reconnect time.Duration, red
 	f := newFakeRun(t, plan)
 	var calls atomic.Int32
 	f.o.Reconnect = reconnect
+	// The fake scripts a session per task, not the host's multiplexer.
+	f.o.SessionPerTask = true
 	f.o.Redial = func(ctx context.Context, host string) (remote.Executor, error) {
 		n := calls.Add(1)
 		if ex := redial(host, int(n)); ex != nil {

@@ -93,6 +93,10 @@ type RunOptions struct {
 	// appended to, each task's attempts go on counting and the summary
 	// lists the earlier ones. Nil for a run's first start.
 	Relaunch *Relaunch
+	// SessionPerTask starts a kept run's tasks in a session each, not
+	// through their hosts' multiplexers (muxrun.go): for tests that
+	// compare the two.
+	SessionPerTask bool
 	// Priority is --priority, which the tasks' claim holders carry.
 	// Preemptible, for a low run, gives by host who may preempt it there
 	// (its policy allows preempt_low: preempt.go); absent: nobody.
@@ -587,15 +591,19 @@ func (r *runner) startAll(ctx context.Context) {
 	// The run stops its tasks itself when ctx ends: a start under way
 	// goes on, to be stopped like the others.
 	ctx = context.WithoutCancel(ctx)
-	var g errgroup.Group
-	g.SetLimit(max(r.o.Parallel, 1))
-	for i, rt := range r.tasks {
-		g.Go(func() error {
-			rt.startErr = r.startOne(ctx, i, rt)
-			return nil
-		})
+	if r.muxed() {
+		r.startMuxed(ctx)
+	} else {
+		var g errgroup.Group
+		g.SetLimit(max(r.o.Parallel, 1))
+		for i, rt := range r.tasks {
+			g.Go(func() error {
+				rt.startErr = r.startOne(ctx, i, rt)
+				return nil
+			})
+		}
+		g.Wait()
 	}
-	g.Wait()
 	for i, rt := range r.tasks {
 		if rt.startErr != nil {
 			r.apply(event{kind: evNotStarted, task: i, err: rt.startErr.Error()})
@@ -677,6 +685,13 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	}
 	rt.proc = proc
 	said.loggedIn(proc)
+	r.watch(i, rt, proc, said, tap, errGate, tk.HeartbeatTimeout, ex)
+	return nil
+}
+
+// watch gives task i's supervisor, started, its time to answer, and turns
+// its end into an event.
+func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *firstByte, tap *preemptTap, errGate *streamGate, heartbeat time.Duration, ex remote.Executor) {
 	// The supervisor answers within a round trip or two of its login
 	// shell's start. A host that never does must not hold the whole run
 	// at the claim phase: after the watchdog's own period it is lost —
@@ -686,7 +701,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	// until it has started nothing can answer. A session that says
 	// nothing at all is given the login limit (a login shell hung on an
 	// NFS home).
-	answerWithin := max(tk.HeartbeatTimeout, r.lim.minAnswer)
+	answerWithin := max(heartbeat, r.lim.minAnswer)
 	var silentFor atomic.Int64
 	go func() {
 		if d := said.wait(rt.claimed, max(answerWithin, r.lim.login), answerWithin); d > 0 {
@@ -712,7 +727,6 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		rt.reportClaim("")
 		r.events <- exitEvent{i: i, rc: rc, err: err, ex: ex, afterGo: rt.goSent.Load()}
 	}()
-	return nil
 }
 
 // writeChunked writes s in small pieces: x/crypto keeps, for the life of

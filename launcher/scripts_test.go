@@ -18,7 +18,7 @@ func TestScriptsShellcheck(t *testing.T) {
 // command line's scripts joined into one line.
 func TestScriptsSentAsWritten(t *testing.T) {
 	for name, s := range map[string]shscript.Script{"read-stage.sh": readStage, "supervisor-command.sh": supervisorLine,
-		"supervisor-claim.sh": claimSh, "supervisor-run.sh": runSh, "task.sh": taskSh, "attach.sh": attachSh, "find-run.sh": findRunSh, "sample.sh": sampleSh, "logs.sh": logsSh, "kill.sh": killSh, "doctor.sh": doctorSh} {
+		"supervisor-claim.sh": claimSh, "supervisor-run.sh": runSh, "task.sh": taskSh, "attach.sh": attachSh, "find-run.sh": findRunSh, "sample.sh": sampleSh, "logs.sh": logsSh, "kill.sh": killSh, "doctor.sh": doctorSh, "mux.sh": muxSh} {
 		shscripttest.SameMeaning(t, name, s)
 	}
 	if strings.Contains(SupervisorCommand, "\n") {

@@ -43,6 +43,9 @@ type task struct {
 	// Restarts: the task may be restarted (restart.go); the supervisor
 	// then reports each attempt's end and waits for "r" or "e".
 	Restarts bool
+	// Mux: kept, and started by its host's multiplexer (mux.go), which
+	// follows its output files itself.
+	Mux bool
 	// FirstAttempt is the number of its first attempt (TFHIVE_ATTEMPT):
 	// above 0 in a run started again after a lost host (relaunch.go).
 	FirstAttempt int
@@ -144,6 +147,7 @@ func runStage(t task) string {
 		shscript.Set("tfhive_runinfo", t.RunInfo),
 		shscript.Set("tfhive_mark", t.Mark),
 		shscript.Set("tfhive_restarts", boolDigit(t.Restarts)),
+		shscript.Set("tfhive_mux", boolDigit(t.Mux)),
 		shscript.Set("tfhive_attempt0", strconv.Itoa(t.FirstAttempt)),
 		shscript.Set("tfhive_preempt", t.Preempt),
 		shscript.Set("tfhive_grace", strconv.Itoa(int(t.Grace/(100*time.Millisecond)))),

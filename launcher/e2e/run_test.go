@@ -286,8 +286,10 @@ func wantNumberedLines(t *testing.T, console, logDir string, workers, lines int)
 
 func TestRunMoreTasksThanMaxSessions(t *testing.T) {
 	f := runFleet(t, "solo")
-	// 12 tasks at once on one host; sshd's default MaxSessions is 10.
-	args, logDir := runArgs(t, f, "--workers", "12", "--gpus-per-worker", "0", "--", "sh", "-c", "echo up; sleep 2")
+	// 12 tasks at once on one host; sshd's default MaxSessions is 10. A
+	// session each: --reconnect 0 (a kept run's start through the host's
+	// multiplexer takes one, TestRunMuxOneLoginPerHost).
+	args, logDir := runArgs(t, f, "--reconnect", "0", "--workers", "12", "--gpus-per-worker", "0", "--", "sh", "-c", "echo up; sleep 2")
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
 	s := summaryOf(t, logDir)
@@ -305,10 +307,22 @@ func TestRunMoreTasksThanMaxSessions(t *testing.T) {
 	}
 }
 
-// A host's probe session goes on as its first task's supervisor: a host
-// with two tasks sees two sessions, not three. A host the plan leaves out
-// gets its spare session ended before the tasks start, not at the end.
+// A host's probe session goes on as its first task's supervisor (a
+// session each: --reconnect 0) or as its multiplexer (a kept run): a host
+// with two tasks sees two sessions, not three, or one. A host the plan
+// leaves out gets its spare session ended before the tasks start, not at
+// the end.
 func TestRunReusesTheProbeSession(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		flags []string
+		s1    int
+	}{{"session per task", []string{"--reconnect", "0"}, 2}, {"kept", nil, 1}} {
+		t.Run(c.name, func(t *testing.T) { reusesTheProbeSession(t, c.flags, c.s1) })
+	}
+}
+
+func reusesTheProbeSession(t *testing.T, flags []string, s1 int) {
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml"},
 		sshtest.Profile{Name: "s2", GPU: "idle-2gpu.xml"})
@@ -325,14 +339,14 @@ func TestRunReusesTheProbeSession(t *testing.T) {
 	idle := `for i in $(seq 50); do grep -qa "$0" /proc/[0-9]*/environ 2>/dev/null || exit 0; sleep 0.1; done; echo "s2 still has a session" >&2; exit 9`
 	// --sample 0: no sampling session either (TestRunSamplesGPUUsage
 	// counts the one it adds).
-	args, logDir := runArgs(t, f, "--workers", "2", "--strategy", "pack", "--sample", "0", "--", "sh", "-c", idle,
-		"TFHIVE_FAKE_GPU="+filepath.Join(f.Host("s2").Dir, "gpu"))
+	args, logDir := runArgs(t, f, append(flags, "--workers", "2", "--strategy", "pack", "--sample", "0", "--", "sh", "-c", idle,
+		"TFHIVE_FAKE_GPU="+filepath.Join(f.Host("s2").Dir, "gpu"))...)
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
 	if s := summaryOf(t, logDir); len(s.Tasks) != 2 || s.Tasks[0].Host != "s1" || s.Tasks[1].Host != "s1" {
 		t.Fatalf("tasks %+v, want both on s1", s.Tasks)
 	}
-	for host, want := range map[string]int{"s1": 2, "s2": 1} {
+	for host, want := range map[string]int{"s1": s1, "s2": 1} {
 		b, _ := os.ReadFile(filepath.Join(f.Host(host).Dir, "home", "sessions"))
 		if n := strings.Count(string(b), "\n"); n != want {
 			t.Errorf("%s: %d sessions, want %d:\n%s", host, n, want, b)

@@ -78,8 +78,15 @@
 #   tfhive_attempt0    with restarts, the number of the first attempt: 0,
 #                      or more in a run started again on a new plan after
 #                      a lost host, so that TFHIVE_ATTEMPT keeps counting
+#   tfhive_mux         1: kept, and started by the host's multiplexer
+#                      (mux.sh), which made the task's output files and
+#                      follows them itself, with this supervisor's own
+#                      stdout and stderr: no tails, no markers, no
+#                      truncation line (the multiplexer reads the status
+#                      file); the preemption line goes to this stderr at
+#                      once; 0: otherwise
 # and, from the holders' command line, $2 the run id and $3 the task's.
-: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}"
+: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}" "${tfhive_mux?}"
 # The lock files' descriptors, opened by the first stage for the holders
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
@@ -103,7 +110,7 @@ if [ "$tfhive_keep" != 0 ]; then
 	# A retried start (same run id) finds its earlier files; a glob costs
 	# no process, rm only when there is something to remove.
 	tfhive_old=("$tfhive_f".*)
-	if [ -e "${tfhive_old[0]}" ] || [ -L "${tfhive_old[0]}" ]; then rm -f -- "${tfhive_old[@]}"; fi
+	if [ "$tfhive_mux" = 0 ] && { [ -e "${tfhive_old[0]}" ] || [ -L "${tfhive_old[0]}" ]; }; then rm -f -- "${tfhive_old[@]}"; fi
 	# The status slot is written now, while the disk may have room, and
 	# overwritten in place at the end.
 	{ mkfifo -m 600 "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" && : >"$tfhive_f.out" && : >"$tfhive_f.err" &&
@@ -222,9 +229,11 @@ else
 	# reads the last bytes and ends. New output wakes it at once
 	# (inotify); whether the writer ended is only seen every -s seconds,
 	# hence short: a kill(pid, 0) every 50 ms costs nothing.
-	{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_lo" -s 0.05 -f "$tfhive_f.out" 2>/dev/null; } 3<&- 4>&- 5>&- 6<&- 7>&- &
-	{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_le" -s 0.05 -f "$tfhive_f.err" 2>/dev/null; } >&2 3<&- 4>&- 5>&- 6<&- 7>&- &
-	tfhive_te=$!
+	if [ "$tfhive_mux" = 0 ]; then
+		{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_lo" -s 0.05 -f "$tfhive_f.out" 2>/dev/null; } 3<&- 4>&- 5>&- 6<&- 7>&- &
+		{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_le" -s 0.05 -f "$tfhive_f.err" 2>/dev/null; } >&2 3<&- 4>&- 5>&- 6<&- 7>&- &
+		tfhive_te=$!
+	fi
 	# Past the markers, the session's streams carry the files alone: what
 	# bash itself might say (a job's death) must not slip in. Descriptor 8
 	# keeps the session's stderr for the truncation line.
@@ -332,7 +341,11 @@ if [ "$tfhive_keep" != 0 ]; then
 	done
 	printf '%-31s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}" 1<>"$tfhive_f.rc"
 	kill "$tfhive_feed" 2>/dev/null
-	if [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ]; then
+	if [ "$tfhive_mux" != 0 ]; then
+		# The multiplexer follows this stderr's file with the task's and
+		# gives the status only once it has them all: no tail to wait for.
+		[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
+	elif [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ]; then
 		# After stderr's last byte: once its tail has ended (or is a
 		# zombie: once this supervisor is gone, its orphans' reaper may
 		# never reap). In the background, as the tails are: a session that

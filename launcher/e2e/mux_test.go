@@ -1,0 +1,51 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tfhive/tfhive/probe/sshtest"
+)
+
+// A kept run starts all of a host's tasks through its multiplexer, in the
+// probe's session: 8 tasks on a host cost that host one login, and each
+// task's output comes back whole, stdout and stderr apart.
+func TestRunMuxOneLoginPerHost(t *testing.T) {
+	f := sshtest.Start(t, sshtest.Profile{Name: "solo", GPU: "idle-2gpu.xml", AliveInterval: 1})
+	script := `echo "out of $TF_CONFIG_TASK"; i=0; while [ $i -lt 300 ]; do echo "line $i"; i=$((i+1)); done; printf 'err\n' >&2; printf 'no newline'`
+	args, logDir := runArgs(t, f, "--workers", "8", "--gpus-per-worker", "0", "--sample", "0", "--", "sh", "-c", script)
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	s := summaryOf(t, logDir)
+	if len(s.Tasks) != 8 {
+		t.Fatalf("%d tasks", len(s.Tasks))
+	}
+	for _, tr := range s.Tasks {
+		if tr.Outcome != "exited" || tr.ExitCode == nil || *tr.ExitCode != 0 {
+			t.Errorf("%s: %s %s", tr.ID, tr.Outcome, tr.Error)
+		}
+		b, err := os.ReadFile(tr.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := string(b)
+		for i := range 300 {
+			if !strings.Contains(log, fmt.Sprintf("line %d\n", i)) {
+				t.Errorf("%s: line %d missing from its log:\n%s", tr.ID, i, log)
+				break
+			}
+		}
+		if !strings.Contains(log, "err") || !strings.Contains(log, "no newline") {
+			t.Errorf("%s: its log lacks stderr or its last bytes:\n%.300s", tr.ID, log)
+		}
+	}
+	if n := f.Host("solo").Sessions(); n != 1 {
+		t.Errorf("%d logins for 8 tasks on one host, want 1", n)
+	}
+	if _, err := os.Stat(filepath.Join(f.Host("solo").Home(), ".tfhive")); err != nil {
+		t.Errorf("no run directory: %v", err)
+	}
+}

@@ -1,0 +1,352 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/remote/shscript"
+	"github.com/tfhive/tfhive/probe/wording"
+)
+
+// A kept run starts all of a host's supervisors through one session, the
+// probe's handed over: its multiplexer (scripts/mux.sh). One login per
+// host per run, whatever its number of tasks. Each supervisor is a
+// virtual session (muxProc, a remote.Started) over it, so that the
+// runner treats it as it treats a session of its own. A multiplexer's
+// session that ends (its link dropped) ends all of them without a status:
+// each is then followed again by a session of its own (attach.sh), which
+// costs a login per task, only on a reconnect.
+
+var muxSh = shscript.Load(scripts, "scripts/rundir.sh", "scripts/mux.sh")
+
+// muxMarker starts the multiplexer's first line: "@@tfhive-mux MARK ok",
+// or "… failed WHY".
+const muxMarker = "@@tfhive-mux "
+
+// muxInput is the multiplexer's stage for SupervisorCommand.
+func muxInput(runID, mark string) string {
+	s := muxSh.With(
+		shscript.Set("tfhive_read", readStage.Text()),
+		shscript.Set("tfhive_run", runID),
+		shscript.Set("tfhive_mark", mark),
+	)
+	return strconv.Itoa(len(s)) + "\n" + s
+}
+
+// muxName is the name of a task's files on its host, as supervisor-run.sh
+// makes it from the task's id.
+func muxName(id string) string { return strings.ReplaceAll(id, ":", "-") }
+
+// A supervisor's four files, as the multiplexer's tail names them.
+var muxExts = [4]string{".so", ".se", ".out", ".err"}
+
+// hostMux is a host's multiplexer session.
+type hostMux struct {
+	mark   string
+	prefix string // ".mux-MARK/", what every tail header names
+	procs  map[string]*muxProc
+	proc   remote.Started
+	wmu    sync.Mutex // one frame at a time on the session's stdin
+	left   atomic.Int64
+	closed bool          // under wmu
+	exited chan struct{} // closed once the session has ended
+	noise  noiseBuffer
+
+	// The session's stdout, read by its one copying goroutine.
+	pre    []byte // before the first line was complete
+	ready  bool
+	demux  *tailDemux
+	events []byte
+	nudged bool
+}
+
+// muxProc is one supervisor started by a multiplexer.
+type muxProc struct {
+	m    *hostMux
+	name string
+	w    [4]io.Writer // stdout, stderr, the task's stdout, stderr
+	n    [4]int64     // bytes received of each
+	// From the supervisor's exit event: its status and its files' sizes
+	// then; Wait returns once all those bytes are in.
+	want      *[4]int64
+	rc        int
+	truncated *atomic.Bool
+
+	once sync.Once
+	done chan struct{}
+	err  error
+}
+
+func newHostMux(mark string) *hostMux {
+	m := &hostMux{mark: mark, prefix: ".mux-" + mark + "/", procs: map[string]*muxProc{}, exited: make(chan struct{})}
+	m.demux = newTailDemux(m.prefix, m.emit)
+	return m
+}
+
+// add makes the virtual session of task id, writing its supervisor's
+// output (claim line, errors) to so and se and the task's own to out
+// and errw; truncated is set when the host's files could not take it
+// all.
+func (m *hostMux) add(id string, so, se, out, errw io.Writer, truncated *atomic.Bool) *muxProc {
+	p := &muxProc{m: m, name: muxName(id), w: [4]io.Writer{so, se, out, errw}, truncated: truncated, done: make(chan struct{})}
+	m.procs[p.name] = p
+	m.left.Add(1)
+	return p
+}
+
+// open starts the multiplexer on ex: the probe's spare session if the
+// host has one (it is SupervisorCommand), else a new one. A spare that
+// ended since the probe is replaced by a fresh session, once.
+func (m *hostMux) open(ctx context.Context, ex remote.Executor, runID string) error {
+	input := muxInput(runID, m.mark)
+	var err error
+	for try := 0; try < 2; try++ {
+		var proc remote.Started
+		if proc, err = ex.Start(ctx, SupervisorCommand, m, &m.noise); err != nil {
+			return err
+		}
+		if err = writeChunked(proc.Stdin(), input); err == nil {
+			m.wmu.Lock()
+			m.proc = proc
+			if m.closed {
+				proc.Stdin().Close()
+			}
+			m.wmu.Unlock()
+			go m.wait()
+			return nil
+		}
+		proc.Close()
+		proc.Wait()
+	}
+	return fmt.Errorf("starting the host's multiplexer: %w", err)
+}
+
+// wait ends every supervisor's virtual session not ended when the
+// multiplexer's does: their fate is unknown.
+func (m *hostMux) wait() {
+	rc, err := m.proc.Wait()
+	if err == nil {
+		err = fmt.Errorf("the host's multiplexer ended (status %d)", rc)
+		if why := bytes.TrimSpace(m.noise.Bytes()); len(why) > 0 {
+			err = fmt.Errorf("%w: %s", err, wording.FirstLine(string(why)))
+		}
+	}
+	for _, p := range m.procs {
+		p.finish(-1, err)
+	}
+	close(m.exited)
+}
+
+// send writes one frame.
+func (m *hostMux) send(frame string) error {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if m.closed {
+		return errMuxEnded
+	}
+	return writeChunked(m.proc.Stdin(), frame)
+}
+
+// start sends p's supervisor its input; follow, once every one is
+// started, starts the multiplexer's tail.
+func (m *hostMux) start(p *muxProc, input string) error {
+	return m.send("s " + p.name + " " + strconv.Itoa(len(input)) + "\n" + input)
+}
+
+func (m *hostMux) follow() error { return m.send("f\n") }
+
+// Write takes the session's stdout: the first line, then the tail.
+func (m *hostMux) Write(b []byte) (int, error) {
+	if m.ready {
+		m.demux.Write(b)
+		m.settle()
+		return len(b), nil
+	}
+	m.pre = append(m.pre, b...)
+	for {
+		i := bytes.IndexByte(m.pre, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		line := string(m.pre[:i])
+		rest := m.pre[i+1:]
+		m.pre = rest
+		// A login shell's own lines (a session not from the probe)
+		// come first.
+		what, ok := strings.CutPrefix(line, muxMarker+m.mark+" ")
+		if !ok {
+			continue
+		}
+		m.ready, m.pre = true, nil
+		if what != "ok" {
+			why := strings.TrimPrefix(what, "failed ")
+			for _, p := range m.procs {
+				io.WriteString(p.w[0], claimFailed+why+"\n")
+				p.finish(126, nil)
+			}
+			return len(b), nil
+		}
+		if len(rest) > 0 {
+			m.demux.Write(rest)
+			m.settle()
+		}
+		return len(b), nil
+	}
+}
+
+// emit takes one file's bytes from the tail.
+func (m *hostMux) emit(name string, b []byte) {
+	name = strings.TrimPrefix(name, m.prefix)
+	if name == "events" {
+		m.nudged = false
+		m.events = append(m.events, b...)
+		for {
+			i := bytes.IndexByte(m.events, ';')
+			if i < 0 {
+				break
+			}
+			m.event(strings.Fields(string(m.events[:i])))
+			m.events = m.events[i+1:]
+		}
+		return
+	}
+	for k, ext := range muxExts {
+		if base, ok := strings.CutSuffix(name, ext); ok {
+			if p := m.procs[base]; p != nil {
+				p.n[k] += int64(len(b))
+				p.w[k].Write(b)
+				p.check()
+			}
+			return
+		}
+	}
+}
+
+// event takes "x NAME RC TRUNC SO SE OUT ERR" (or a nudge's "n").
+func (m *hostMux) event(f []string) {
+	if len(f) != 8 || f[0] != "x" {
+		return
+	}
+	p := m.procs[f[1]]
+	if p == nil || p.want != nil {
+		return
+	}
+	rc, err := strconv.Atoi(f[2])
+	if err != nil {
+		return
+	}
+	var want [4]int64
+	for k := range want {
+		want[k], _ = strconv.ParseInt(f[4+k], 10, 64)
+	}
+	p.rc, p.want = rc, &want
+	if f[3] == "1" {
+		p.truncated.Store(true)
+	}
+	p.check()
+}
+
+// settle asks the multiplexer for a header when the demultiplexer holds
+// bytes of a task's file: a last newline may be the file's or the start
+// of tail's next header, and only what follows says which. A claim line
+// or a task's last line would otherwise wait for the next output of any
+// task on the host. One request at a time: its answer, the events
+// file's header and "n;", settles what was held (and ends with a newline
+// of its own, held, which asks for nothing).
+func (m *hostMux) settle() {
+	if m.nudged || len(m.demux.held) == 0 || m.demux.cur == m.prefix+"events" {
+		return
+	}
+	m.nudged = true
+	go m.send("n\n")
+}
+
+func (p *muxProc) check() {
+	if p.want == nil {
+		return
+	}
+	for k := range p.n {
+		if p.n[k] < p.want[k] {
+			return
+		}
+	}
+	p.finish(p.rc, nil)
+}
+
+func (p *muxProc) finish(rc int, err error) {
+	p.once.Do(func() {
+		p.rc, p.err = rc, err
+		close(p.done)
+		if p.m.left.Add(-1) == 0 {
+			p.m.close()
+		}
+	})
+}
+
+// close ends the multiplexer once all its supervisors have ended (or
+// were let go of): EOF on its stdin ends its loop, its tail reads the
+// last bytes and the session ends. A session not yet handed its stage
+// (m.proc unset: the multiplexer refused the run's directory) ends by
+// itself.
+func (m *hostMux) close() {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	m.closed = true
+	if m.proc != nil {
+		m.proc.Stdin().Close()
+	}
+}
+
+// errMuxKilled, errMuxClosed: Wait's error for a supervisor tfhive
+// killed or let go of, as for a session.
+var (
+	errMuxKilled = errors.New("killed")
+	errMuxClosed = errors.New("abandoned")
+	errMuxEnded  = errors.New("the host's multiplexer was closed")
+)
+
+func (p *muxProc) Stdin() io.WriteCloser { return muxStdin{p} }
+
+func (p *muxProc) Wait() (int, error) {
+	<-p.done
+	return p.rc, p.err
+}
+
+func (p *muxProc) Close() error {
+	p.m.send("e " + p.name + "\n")
+	p.finish(-1, errMuxClosed)
+	return nil
+}
+
+func (p *muxProc) Kill() {
+	p.m.send("k " + p.name + "\n")
+	p.finish(-1, errMuxKilled)
+}
+
+// LoggedIn: the multiplexer's session is logged in long before any of
+// its supervisors starts (firstbyte.go).
+func (p *muxProc) LoggedIn() bool { return true }
+
+// muxStdin frames each control line for the supervisor.
+type muxStdin struct{ p *muxProc }
+
+func (s muxStdin) Write(b []byte) (int, error) {
+	var frames strings.Builder
+	for line := range strings.Lines(string(b)) {
+		frames.WriteString("c " + s.p.name + " " + strings.TrimSuffix(line, "\n") + "\n")
+	}
+	if err := s.p.m.send(frames.String()); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (s muxStdin) Close() error { return s.p.m.send("e " + s.p.name + "\n") }

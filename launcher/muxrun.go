@@ -1,0 +1,123 @@
+package launcher
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// muxed: the run's tasks start through their hosts' multiplexers
+// (mux.go). Kept runs only: a supervisor that lives and dies with its
+// session needs a session of its own. An adopted run starts nothing.
+func (r *runner) muxed() bool {
+	return r.links != nil && !r.o.Adopted && !r.o.SessionPerTask
+}
+
+// startMuxed starts every host's tasks through its multiplexer, hosts in
+// parallel but bounded.
+func (r *runner) startMuxed(ctx context.Context) {
+	var hosts []string
+	byHost := map[string][]int{}
+	for i, rt := range r.tasks {
+		if byHost[rt.t.Host] == nil {
+			hosts = append(hosts, rt.t.Host)
+		}
+		byHost[rt.t.Host] = append(byHost[rt.t.Host], i)
+	}
+	var g errgroup.Group
+	g.SetLimit(max(r.o.Parallel, 1))
+	for _, h := range hosts {
+		g.Go(func() error {
+			if err := r.startHost(ctx, h, byHost[h]); err != nil {
+				for _, i := range byHost[h] {
+					r.tasks[i].startErr = err
+				}
+			}
+			return nil
+		})
+	}
+	g.Wait()
+}
+
+// startHost starts host's tasks (their indexes) through one multiplexer.
+func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
+	ex := r.o.Execs[host]
+	if ex == nil {
+		return fmt.Errorf("no connection to %s", host)
+	}
+	m := newHostMux(rand.Text())
+	type started struct {
+		i       int
+		p       *muxProc
+		input   string
+		said    *firstByte
+		tap     *preemptTap
+		errGate *streamGate
+		tk      task
+	}
+	mode := os.O_TRUNC
+	if r.o.Relaunch != nil {
+		// The earlier attempts' output stays, as a restart's does.
+		mode = os.O_APPEND
+	}
+	var ss []started
+	for _, i := range idx {
+		rt := r.tasks[i]
+		logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|mode, 0o644)
+		if err != nil {
+			return err
+		}
+		rt.log = logf
+		rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
+		rt.out.captureInto(r.o.Captures, rt.t.ID)
+		tk := r.taskFor(rt.t)
+		tk.Mux, tk.Mark = true, r.mark
+		tk.FirstAttempt = r.p.state[i].attempt
+		if r.firstOnHost(i) {
+			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
+		}
+		rt.started = time.Now()
+		rt.attemptStart = rt.started
+		var stdout io.Writer = rt.out.Stdout()
+		if tk.Restarts {
+			rt.filter = r.attemptFilter(i, stdout)
+			stdout = rt.filter
+		}
+		// Past the claim line, the supervisor's own stdout and stderr
+		// (a replaced keeper's line) are noise on the task's; the task's
+		// files are counted from their first byte. The preemption line
+		// comes on the supervisor's stderr (supervisor-run.sh).
+		var noise int64
+		so := &claimGate{next: rt.out.Stdout(), report: rt.reportClaim}
+		tap := r.preemptTap(&streamGate{next: rt.out.Stderr(), n: &noise, replaced: r.links.sayReplaced, passed: true}, &rt.preempted)
+		out := &streamGate{next: stdout, n: &rt.outN, passed: true}
+		errGate := &streamGate{next: rt.out.Stderr(), n: &rt.errN, replaced: r.links.sayReplaced, passed: true}
+		p := m.add(rt.t.ID, so, tap, out, errGate, &rt.truncated)
+		ss = append(ss, started{i: i, p: p, input: supervisorInput(tk), said: newFirstByte(), tap: tap, errGate: errGate, tk: tk})
+	}
+	if err := m.open(ctx, ex, r.o.Plan.RunID); err != nil {
+		return err
+	}
+	for _, s := range ss {
+		if err := m.start(s.p, s.input); err != nil {
+			m.proc.Close()
+			return fmt.Errorf("sending the task: %w", err)
+		}
+	}
+	if err := m.follow(); err != nil {
+		m.proc.Close()
+		return fmt.Errorf("sending the task: %w", err)
+	}
+	for _, s := range ss {
+		rt := r.tasks[s.i]
+		rt.proc = s.p
+		s.said.loggedIn(s.p)
+		r.watch(s.i, rt, s.p, s.said, s.tap, s.errGate, s.tk.HeartbeatTimeout, ex)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+# shellcheck shell=bash
+# A host's multiplexer: one session (the probe's, handed over) starts and
+# follows every kept supervisor of the run on its host, so that a run
+# costs one login per host whatever its number of tasks (a login shell
+# that runs conda's init costs hundreds of milliseconds of CPU).
+#
+# It first says, on a line of its own, "@@tfhive-mux MARK ok", or
+# "@@tfhive-mux MARK failed WHY" and exits 126 (the run's directory
+# refused, rundir.sh). Then it reads requests on stdin, one a line:
+#   s NAME LEN  then LEN bytes: start a supervisor for the task whose
+#               files are NAME.* in the run's directory (the task's id,
+#               ':' as '-'), fed those bytes (supervisorInput) first
+#   c NAME LINE a control line for that supervisor
+#   e NAME      EOF on its stdin (a session closed)
+#   k NAME      kill it (SIGKILL: a session killed)
+#   f           follow: from now on stdout is one GNU tail over every
+#               task's files (below); no more s
+#   n           append "n;" to the events file: tail then prints a
+#               header, which settles whether the last bytes it printed
+#               (a newline, say) were a file's or the start of a header
+# Each supervisor's stdin is a pipe from this shell (a process
+# substitution: no FIFO to make), its stdout and stderr the files NAME.so
+# and NAME.se in the directory .mux-MARK of the run's; the task's output
+# files NAME.out and NAME.err get a hard link there. tail then follows
+# those and the file "events", where each supervisor's wrapper appends
+# "x NAME RC TRUNC SO SE OUT ERR;" once it has ended: its status, 1 when
+# its output files could not take all the output (supervisor-run.sh),
+# and the sizes of its four files then. tail names each file, when it
+# switches to it, on a line "==> .mux-MARK/FILE <==" (after a newline but
+# for the first): MARK is a random word of this session's tfhive, so that
+# no task output passes for such a line by accident. tfhive counts each
+# file's bytes: the offsets a later session follows from (attach.sh).
+#
+# The multiplexer ends when its stdin does (tfhive is done with it) or
+# once every supervisor it started has ended, whichever comes first.
+#
+# A wrapper outlives its supervisor until its stdin ends, reading what
+# comes: a control line sent late never meets a closed pipe (SIGPIPE
+# would end this shell), and its pid, which k signals, stays its own.
+#
+# Parameters, set by tfhive ahead of this text:
+#   tfhive_read  read-stage.sh: a supervisor's shell reads its stages
+#   tfhive_run   the run id
+#   tfhive_mark  the session's random word
+: "${tfhive_read?}" "${tfhive_run?}" "${tfhive_mark?}"
+tfhive_say() { printf '%s %s %s\n' '@@tfhive-mux' "$tfhive_mark" "$1"; }
+if ! command -v tail >/dev/null 2>&1 || ! command -v mkfifo >/dev/null 2>&1; then
+	tfhive_say 'failed tail or mkfifo not found on this host (coreutils)'
+	exit 126
+fi
+tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
+tfhive_rundir "$tfhive_run" 1 || { tfhive_say "failed $tfhive_why"; exit 126; }
+tfhive_m=.mux-$tfhive_mark
+tfhive_md=$tfhive_rd/$tfhive_m
+{ mkdir -m 700 "$tfhive_md" && : >"$tfhive_md/events"; } 2>/dev/null || { tfhive_say "failed cannot create $tfhive_md"; exit 126; }
+tfhive_mux=$$
+declare -A tfhive_fds tfhive_pids
+tfhive_names=()
+# A child closes the other supervisors' pipes: one held open elsewhere
+# would never bring EOF to its supervisor.
+tfhive_closeall() {
+	for tfhive_x in "${tfhive_fds[@]}"; do exec {tfhive_x}>&-; done
+}
+# tfhive_wrap NAME runs NAME's supervisor on this stdin and says when it
+# ended.
+tfhive_wrap() {
+	tfhive_closeall
+	exec 4<&0 >/dev/null 2>&1
+	tfhive_sp=
+	trap '[ -z "$tfhive_sp" ] || kill -KILL "$tfhive_sp"' TERM
+	bash --norc -c "$tfhive_read" tfhive-mux-sup <&4 >"$tfhive_md/$1.so" 2>"$tfhive_md/$1.se" 4<&- &
+	tfhive_sp=$!
+	exec 4<&-
+	tfhive_rc=
+	while [ -z "$tfhive_rc" ]; do
+		wait "$tfhive_sp"
+		tfhive_st=$?
+		kill -0 "$tfhive_sp" 2>/dev/null || tfhive_rc=$tfhive_st
+	done
+	trap '' TERM
+	tfhive_t=0 tfhive_trunc=
+	read -r _ tfhive_trunc <"$tfhive_rd/$1.rc"
+	case " $tfhive_trunc " in *' truncated '*) tfhive_t=1 ;; esac
+	tfhive_sizes=$(stat -c %s -- "$tfhive_md/$1.so" "$tfhive_md/$1.se" "$tfhive_rd/$1.out" "$tfhive_rd/$1.err")
+	printf 'x %s %s %s %s;\n' "$1" "$tfhive_rc" "$tfhive_t" "${tfhive_sizes//$'\n'/ }" >>"$tfhive_md/events"
+	tfhive_ended
+	cat >/dev/null
+}
+# tfhive_ended, once a supervisor's end is in the events file, ends the
+# multiplexer if that was the last of them: tfhive may never close its
+# stdin (its link gone for good), and nothing of it must stay behind. The
+# number of supervisors is known once following began (the file "n");
+# one that ended before then is counted by tfhive_follow, which writes n
+# before it counts: of the two, whichever looks last sees every end.
+tfhive_ended() {
+	tfhive_want=
+	read -r tfhive_want <"$tfhive_md/n" 2>/dev/null
+	[ -n "$tfhive_want" ] || return 0
+	tfhive_k=0
+	while IFS= read -r tfhive_l; do
+		case $tfhive_l in x\ *) tfhive_k=$((tfhive_k + 1)) ;; esac
+	done <"$tfhive_md/events"
+	[ "$tfhive_k" -lt "$tfhive_want" ] || kill -TERM "$tfhive_mux" 2>/dev/null
+}
+# tfhive_start NAME LEN starts NAME's supervisor with the next LEN bytes.
+tfhive_start() {
+	tfhive_fd=
+	case $1 in
+	'' | .* | *[!A-Za-z0-9_.-]*) ;;
+	*)
+		if [ -z "${tfhive_fds[$1]-}" ] && [ -z "$tfhive_following" ]; then
+			tfhive_f=$tfhive_rd/$1
+			# A retried start (same run id) finds its earlier files; the
+			# supervisor, told it runs here, leaves the new ones be.
+			tfhive_old=("$tfhive_f".*)
+			if [ -e "${tfhive_old[0]}" ] || [ -L "${tfhive_old[0]}" ]; then rm -f -- "${tfhive_old[@]}"; fi
+			if { : >"$tfhive_f.out" && : >"$tfhive_f.err" && : >"$tfhive_md/$1.so" && : >"$tfhive_md/$1.se"; } 2>/dev/null; then
+				exec {tfhive_fd}> >(tfhive_wrap "$1")
+				tfhive_pids[$1]=$!
+				tfhive_fds[$1]=$tfhive_fd
+				tfhive_names+=("$1")
+			else
+				printf 'x %s 126 0 0 0 0 0;\n' "$1" >>"$tfhive_md/events"
+			fi
+			tfhive_nx=$((tfhive_nx + 1))
+		fi
+		;;
+	esac
+	case $2 in '' | *[!0-9]*) exit 2 ;; esac
+	# As read-stage.sh reads a stage: exactly LEN bytes, never ahead.
+	if [ -n "$tfhive_fd" ]; then
+		{ dd bs="$2" count=1 iflag=fullblock || dd bs=1 count="$2"; } 2>/dev/null 1>&"$tfhive_fd"
+	else
+		{ dd bs="$2" count=1 iflag=fullblock || dd bs=1 count="$2"; } >/dev/null 2>&1
+	fi
+}
+# tfhive_end NAME closes NAME's pipe.
+tfhive_end() {
+	tfhive_fd=${tfhive_fds[$1]-}
+	[ -n "$tfhive_fd" ] || return 0
+	exec {tfhive_fd}>&-
+	unset "tfhive_fds[$1]"
+}
+tfhive_following=
+tfhive_follow() {
+	[ -z "$tfhive_following" ] || return 0
+	tfhive_following=1
+	tfhive_ls=() tfhive_files=()
+	for tfhive_n in "${tfhive_names[@]}"; do
+		tfhive_ls+=("$tfhive_n.out" "$tfhive_n.err")
+		tfhive_files+=("$tfhive_m/$tfhive_n.so" "$tfhive_m/$tfhive_n.se" "$tfhive_m/$tfhive_n.out" "$tfhive_m/$tfhive_n.err")
+	done
+	(
+		tfhive_closeall
+		cd "$tfhive_rd" || exit
+		[ "${#tfhive_ls[@]}" = 0 ] || ln -- "${tfhive_ls[@]}" "$tfhive_m/" 2>/dev/null
+		exec tail -c +1 -s 0.05 -f --pid="$tfhive_mux" -- "${tfhive_files[@]}" "$tfhive_m/events" 2>/dev/null
+	) &
+	printf '%s\n' "$tfhive_nx" >"$tfhive_md/n"
+	tfhive_ended
+}
+tfhive_nx=0
+# The last supervisor's end (tfhive_ended) ends this shell, in its read:
+# its tail then reads the last bytes and ends too.
+trap 'exit 0' TERM
+tfhive_say ok
+while IFS=' ' read -r tfhive_op tfhive_n tfhive_arg; do
+	case $tfhive_op in
+	s) tfhive_start "$tfhive_n" "$tfhive_arg" ;;
+	c) [ -z "${tfhive_fds[$tfhive_n]-}" ] || printf '%s\n' "$tfhive_arg" >&"${tfhive_fds[$tfhive_n]}" ;;
+	e) tfhive_end "$tfhive_n" ;;
+	k)
+		[ -z "${tfhive_pids[$tfhive_n]-}" ] || [ -z "${tfhive_fds[$tfhive_n]-}" ] || kill -TERM "${tfhive_pids[$tfhive_n]}" 2>/dev/null
+		tfhive_end "$tfhive_n"
+		;;
+	f) tfhive_follow ;;
+	n) printf 'n;\n' >>"$tfhive_md/events" ;;
+	esac
+done
