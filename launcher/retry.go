@@ -89,7 +89,7 @@ func (r Retry) next(err error, n int, left time.Duration) (time.Duration, bool) 
 	return 0, false
 }
 
-// sleepWake is sleepCtx that also ends when wake gets a value (nil:
+// sleepWake is Pause that also ends when wake gets a value (nil:
 // never), though not before minWakePause: a host whose locks change all
 // the time must not have the run probe back to back.
 func sleepWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
@@ -117,13 +117,5 @@ func sleepWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error
 // minWakePause is the least pause between two probes of a waiting run.
 const minWakePause = 100 * time.Millisecond
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// Pause waits d, or less if ctx ends first (its error then).
+func Pause(ctx context.Context, d time.Duration) error { return sleepWake(ctx, d, nil) }

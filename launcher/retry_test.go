@@ -144,15 +144,15 @@ func TestRetryDoInterruptedPause(t *testing.T) {
 	}
 }
 
-func TestSleepCtx(t *testing.T) {
+func TestPause(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// An hour's pause ends at once with its context.
-	if err := sleepCtx(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Errorf("sleepCtx = %v, want context.Canceled", err)
+	if err := Pause(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Pause = %v, want context.Canceled", err)
 	}
-	if err := sleepCtx(context.Background(), 0); err != nil {
-		t.Errorf("sleepCtx(0) = %v", err)
+	if err := Pause(context.Background(), 0); err != nil {
+		t.Errorf("Pause(0) = %v", err)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe"
@@ -34,7 +33,7 @@ func relaunch(ctx context.Context, sum *launcher.Summary, rs launcher.Restart, l
 		}
 		without := strings.Join(lost, ", ")
 		lo.Console.Printf("tfhive: lost %s; re-planning without it and restarting every task in %s (attempt %d of %d)", without, wait, next+1, rs.Max+1)
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := launcher.Pause(ctx, wait); err != nil {
 			lo.Console.Printf("tfhive: re-plan without %s: interrupted", without)
 			return sum
 		}
@@ -79,16 +78,4 @@ func notFit(err error) string {
 		return "did not fit"
 	}
 	return "failed"
-}
-
-// sleepCtx waits d, or less if ctx ends first (its error then).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
