@@ -184,7 +184,12 @@ func sameAsHost(t *testing.T, h *sshtest.Host, logDir, console string, n int) {
 		t.Fatalf("the host's file holds %d bytes of the task's %d: the disk did not fill, or filled too early", len(onHost), whole)
 	}
 	if !bytes.Equal(local, onHost) {
-		t.Fatalf("the local log (%d bytes) is not the host's file (%d bytes)", len(local), len(onHost))
+		i := 0
+		for i < len(local) && i < len(onHost) && local[i] == onHost[i] {
+			i++
+		}
+		t.Fatalf("the local log (%d bytes) is not the host's file (%d bytes): from byte %d, the log has %q, the host %q",
+			len(local), len(onHost), i, around(local, i), around(onHost, i))
 	}
 	want := strings.Split(string(onHost), "\n")
 	if want[len(want)-1] == "" {
@@ -205,6 +210,9 @@ func sameAsHost(t *testing.T, h *sshtest.Host, logDir, console string, n int) {
 		t.Errorf("the console shows %d lines of the task, the host's file %d", len(got), len(want))
 	}
 }
+
+// around is up to 200 bytes of b from i.
+func around(b []byte, i int) []byte { return b[i:min(len(b), i+200)] }
 
 func codeOf(tr launcher.TaskResult) string {
 	if tr.ExitCode == nil {

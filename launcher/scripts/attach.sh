@@ -35,7 +35,7 @@ done
 { [ -p "$tfhive_f.ctl" ] && [ ! -L "$tfhive_f.ctl" ]; } || tfhive_fail "no control FIFO for task $tfhive_task in $tfhive_rd"
 tfhive_supervisor "$tfhive_f.pid" "$tfhive_run" "$tfhive_task"
 tfhive_g=
-read -r tfhive_g <"$tfhive_rd/keeper.gen" 2>/dev/null
+read -r tfhive_g 2>/dev/null <"$tfhive_rd/keeper.gen"
 case $tfhive_g in '' | *[!0-9]*) tfhive_g=1 ;; esac
 [ "$tfhive_g" -le "$tfhive_gen" ] || tfhive_fail "replaced by keeper generation $tfhive_g"
 if [ "$tfhive_g" -lt "$tfhive_gen" ]; then

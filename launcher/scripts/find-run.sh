@@ -18,15 +18,15 @@ fi
 tfhive_j=$(head -c 1048576 "$tfhive_rd/run.json" 2>/dev/null | head -n 1)
 printf '@@tfhive-run %s\n' "$tfhive_j"
 tfhive_g=
-read -r tfhive_g <"$tfhive_rd/keeper.gen" 2>/dev/null
+read -r tfhive_g 2>/dev/null <"$tfhive_rd/keeper.gen"
 printf '@@tfhive-gen %s\n' "${tfhive_g:-1}"
 for tfhive_p in "$tfhive_rd"/*.pid; do
 	{ [ -f "$tfhive_p" ] && [ ! -L "$tfhive_p" ]; } || continue
 	tfhive_f=${tfhive_p%.pid}
 	tfhive_t=${tfhive_f##*/}
 	tfhive_rc='' tfhive_at=''
-	read -r tfhive_rc _ <"$tfhive_f.rc" 2>/dev/null
-	read -r _ _ _ tfhive_at _ <"$tfhive_p" 2>/dev/null
+	read -r tfhive_rc _ 2>/dev/null <"$tfhive_f.rc"
+	read -r _ _ _ tfhive_at _ 2>/dev/null <"$tfhive_p"
 	case $tfhive_at in '' | *[!0-9]*) tfhive_at=0 ;; esac
 	tfhive_id=${tfhive_t%-*}:${tfhive_t##*-}
 	tfhive_state=gone

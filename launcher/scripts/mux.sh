@@ -94,7 +94,7 @@ tfhive_wrap() {
 # before it counts: of the two, whichever looks last sees every end.
 tfhive_ended() {
 	tfhive_want=
-	read -r tfhive_want <"$tfhive_md/n" 2>/dev/null
+	read -r tfhive_want 2>/dev/null <"$tfhive_md/n"
 	[ -n "$tfhive_want" ] || return 0
 	tfhive_k=0
 	while IFS= read -r tfhive_l; do

@@ -58,7 +58,7 @@ tfhive_preempt_by() {
 		uid=
 		while read -r k v _; do
 			if [ "$k" = Uid: ]; then uid=$v; break; fi
-		done <"/proc/$pid/status"
+		done 2>/dev/null <"/proc/$pid/status"
 		[ -n "$uid" ] || continue
 		if [ "${a[n - 5]}" = tfhive-preempt ] && [ "${a[n - 4]}" = "$1" ] && [ "${a[n - 3]}" = "${a[n - 2]}.$2" ] && [ "${a[n - 1]}" = "$2" ]; then
 			req["$uid ${a[n - 2]}"]=1

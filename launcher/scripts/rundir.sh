@@ -65,7 +65,7 @@ tfhive_feed() {
 	exec 8<>"$2" && flock -n -s 8 2>/dev/null
 	while IFS= read -r tfhive_l; do
 		tfhive_g=
-		read -r tfhive_g <"$tfhive_rd/keeper.gen" 2>/dev/null
+		read -r tfhive_g 2>/dev/null <"$tfhive_rd/keeper.gen"
 		case $tfhive_g in '' | *[!0-9]*) tfhive_g=0 ;; esac
 		if [ "$tfhive_g" -gt "$1" ]; then
 			printf '\n%s %s\n' '@@tfhive-replaced' "$tfhive_g" >&2
@@ -83,10 +83,10 @@ tfhive_feed() {
 # shellcheck disable=SC2034 # the callers use what they need of it
 tfhive_supervisor() {
 	tfhive_pid='' tfhive_lo='' tfhive_le='' tfhive_alive=0
-	read -r tfhive_pid tfhive_lo tfhive_le _ <"$1" 2>/dev/null
+	read -r tfhive_pid tfhive_lo tfhive_le _ 2>/dev/null <"$1"
 	case $tfhive_pid in '' | *[!0-9]*) return ;; esac
 	[ -O "/proc/$tfhive_pid" ] || return
-	tfhive_args=$(tr '\0' ' ' <"/proc/$tfhive_pid/cmdline" 2>/dev/null)
+	tfhive_args=$(tr '\0' ' ' 2>/dev/null <"/proc/$tfhive_pid/cmdline")
 	case $tfhive_args in *" tfhive-sup "*" $2 $3 "*) tfhive_alive=1 ;; esac
 }
 
@@ -96,7 +96,7 @@ tfhive_supervisor() {
 tfhive_writer() {
 	tfhive_w=$tfhive_pid
 	case $1 in '' | *[!0-9]*) return ;; esac
-	read -r tfhive_stat <"/proc/$1/stat" 2>/dev/null || return
+	read -r tfhive_stat 2>/dev/null <"/proc/$1/stat" || return
 	tfhive_stat=${tfhive_stat##*) }
 	tfhive_stat=${tfhive_stat#* }
 	[ "${tfhive_stat%% *}" = "$tfhive_pid" ] && tfhive_w=$1

@@ -148,7 +148,7 @@ tfhive_stop() {
 # has released its claim, so the task must not go on.
 tfhive_holders=
 tfhive_p=$PPID
-while [ -r "/proc/$tfhive_p/stat" ] && read -r tfhive_stat <"/proc/$tfhive_p/stat" && [ "${tfhive_stat#* (flock) }" != "$tfhive_stat" ]; do
+while [ -r "/proc/$tfhive_p/stat" ] && read -r tfhive_stat 2>/dev/null <"/proc/$tfhive_p/stat" && [ "${tfhive_stat#* (flock) }" != "$tfhive_stat" ]; do
 	tfhive_holders="$tfhive_holders $tfhive_p"
 	tfhive_stat=${tfhive_stat#* (flock) }
 	tfhive_p=${tfhive_stat#* }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -49,6 +50,34 @@ func Shellcheck(t *testing.T, fsys fs.FS) {
 	if out, err := exec.Command("shellcheck", files...).CombinedOutput(); err != nil {
 		t.Errorf("shellcheck %s: %v\n%s", strings.Join(files, " "), err, out)
 	}
+	for _, f := range files {
+		b, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range LateQuiet(string(b)) {
+			t.Errorf("%s:%d: 2>/dev/null after an input from a file: the shell opens that file first, and says on stderr that it cannot (put 2>/dev/null first)", f, l)
+		}
+	}
+}
+
+// lateQuiet is an input redirection from a file, then 2>/dev/null on the
+// same command: redirections apply left to right, so a file that cannot
+// be opened (a process gone from /proc, a file not yet made) is reported
+// on the command's stderr before it is silenced. Where stderr is a task's
+// stream, that line becomes part of the task's output.
+var lateQuiet = regexp.MustCompile(`(^|[\s;(|&])<\s*("[^"]*"|[^\s&(<>;|]+)\s+2>\s*/dev/null`)
+
+// LateQuiet is the lines (from 1) of script that open a file for input
+// before they silence stderr. Here-strings and descriptors are not files.
+func LateQuiet(script string) []int {
+	var lines []int
+	for i, l := range strings.Split(script, "\n") {
+		if m := lateQuiet.FindStringSubmatch(l); m != nil && m[2] != "/dev/null" {
+			lines = append(lines, i+1)
+		}
+	}
+	return lines
 }
 
 // SameMeaning checks that a script's text as sent (comments dropped,

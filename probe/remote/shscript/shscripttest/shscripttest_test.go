@@ -1,6 +1,7 @@
 package shscripttest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/remote/shscript"
@@ -28,5 +29,19 @@ func TestCanonicalCatchesBadJoins(t *testing.T) {
 		if same := err == nil && got == want; same != tt.same {
 			t.Errorf("%q joined: same meaning %v, want %v (%v)\n%s\n%s", tt.src, same, tt.same, err, want, got)
 		}
+	}
+}
+
+func TestLateQuiet(t *testing.T) {
+	script := `read -r a <"/proc/$p/stat" 2>/dev/null || return
+read -r a 2>/dev/null <"/proc/$p/stat"
+x=$(tr '\0' ' ' </proc/1/cmdline 2>/dev/null)
+cat <<<"$x" 2>/dev/null
+nvidia-smi </dev/null 2>/dev/null
+exec 4<&0 2>/dev/null
+while read -r l; do :; done <"$f" 2>/dev/null`
+	got := fmt.Sprint(LateQuiet(script))
+	if got != "[1 3 7]" {
+		t.Errorf("LateQuiet = %s, want [1 3 7]", got)
 	}
 }
