@@ -101,8 +101,8 @@ tfhive_cannot() {
 	exit 126
 }
 if [ "$tfhive_keep" != 0 ]; then
-	if ! command -v tail >/dev/null 2>&1 || ! command -v mkfifo >/dev/null 2>&1; then
-		tfhive_cannot 'tail or mkfifo not found on this host (coreutils)'
+	if ! command -v tail >/dev/null 2>&1 || ! command -v tee >/dev/null 2>&1 || ! command -v mkfifo >/dev/null 2>&1; then
+		tfhive_cannot 'tail, tee or mkfifo not found on this host (coreutils)'
 	fi
 	tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
 	tfhive_rundir "$2" 1 || tfhive_cannot "$tfhive_why"
@@ -198,16 +198,14 @@ if [ "$tfhive_keep" = 0 ]; then
 	tfhive_spawn
 	tfhive_in=3 tfhive_wait=$tfhive_hb_timeout
 else
-	# tfhive_log FILE copies its stdin into FILE; once FILE fails (a full
-	# disk), the rest is read and dropped, and it says so (status 3).
-	tfhive_log() {
-		cat >>"$1" 2>/dev/null && exit 0
-		cat >/dev/null
-		exit 3
-	}
-	tfhive_log "$tfhive_f.out" <"$tfhive_f.opipe" 3<&- 7>&- &
+	# Each stream's logger is a tee into its file: once the file fails (a
+	# full disk), GNU tee drops it and goes on copying into /dev/null, so
+	# the rest is read, and it exits 1 at the end. One process per
+	# stream, no shell around it: a host runs one per stream of every
+	# task.
+	tee -a -- "$tfhive_f.out" <"$tfhive_f.opipe" >/dev/null 2>&1 3<&- 7>&- &
 	tfhive_lo=$!
-	tfhive_log "$tfhive_f.err" <"$tfhive_f.epipe" 3<&- 7>&- &
+	tee -a -- "$tfhive_f.err" <"$tfhive_f.epipe" >/dev/null 2>&1 3<&- 7>&- &
 	tfhive_le=$!
 	# Held across attempts: the loggers see EOF only at the very end.
 	[ "$tfhive_restarts" = 0 ] || exec 4<>"$tfhive_f.opipe" 5<>"$tfhive_f.epipe"
@@ -337,7 +335,7 @@ if [ "$tfhive_keep" != 0 ]; then
 	tfhive_trunc=
 	for tfhive_l in "$tfhive_lo" "$tfhive_le"; do
 		wait "$tfhive_l"
-		[ $? != 3 ] || tfhive_trunc=' truncated'
+		[ $? != 1 ] || tfhive_trunc=' truncated'
 	done
 	printf '%-31s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}" 1<>"$tfhive_f.rc"
 	kill "$tfhive_feed" 2>/dev/null
