@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/tfhive/tfhive/probe/sshtest"
@@ -51,7 +52,9 @@ func (b *bench) answering() {
 // slowResult is one (hosts, tasks per host) cell of the slow-login table.
 type slowResult struct {
 	run    time.Duration
-	logins int // per run (median)
+	logins int           // per run (median)
+	cpu    time.Duration // the machine's, hosts and client (median)
+	client time.Duration // tfhive's own (median)
 }
 
 // slowLogin: tfhive run at 1 and more tasks per host on hosts whose
@@ -68,7 +71,8 @@ func (b *bench) slowLogin() {
 	b.slow = map[[2]int]slowResult{}
 	b.printf("\n## slow logins: `tfhive run` (`true` per task) on hosts whose `~/.bashrc` burns %s of CPU per login\n\n", ms(loginCPU))
 	b.printf("As conda's or pyenv's init does on real GPU hosts. Logins are the sessions the hosts' sshd started during the run (counted in their logs): each pays the `.bashrc`.\n\n")
-	b.printf("| hosts | tasks per host | tfhive run | logins per run | run ÷ run at 1 task per host |\n|---:|---:|---:|---:|---:|\n")
+	b.printf("CPU is the whole machine's during the run (the hosts' sshd, login shells and supervisors, and tfhive), tfhive's own in brackets: the hosts share this machine's %d CPUs, so a run cannot take less than CPU ÷ %d.\n\n", runtime.NumCPU(), runtime.NumCPU())
+	b.printf("| hosts | tasks per host | tfhive run | logins per run | run ÷ run at 1 task per host | CPU: machine (tfhive's) | machine CPU ÷ %d CPUs |\n|---:|---:|---:|---:|---:|---:|---:|\n", runtime.NumCPU())
 	for _, n := range ns {
 		var one time.Duration
 		for _, k := range ks {
@@ -80,12 +84,14 @@ func (b *bench) slowLogin() {
 				m.count = sb.sessions(n) - before
 				return m
 			}})
-			r := slowResult{run: medianElapsed(res[0]), logins: int(medianOf(res[0], func(m measured) float64 { return float64(m.count) }))}
+			r := slowResult{run: medianElapsed(res[0]), logins: int(medianOf(res[0], func(m measured) float64 { return float64(m.count) })),
+				cpu:    time.Duration(medianOf(res[0], func(m measured) float64 { return float64(m.cpu) })),
+				client: time.Duration(medianOf(res[0], func(m measured) float64 { return float64(m.client) }))}
 			if k == ks[0] {
 				one = r.run
 			}
 			b.slow[[2]int{n, k}] = r
-			b.printf("| %d | %d | %s | %d | %.2f× |\n", n, k, ms(r.run), r.logins, ratio(r.run, one))
+			b.printf("| %d | %d | %s | %d | %.2f× | %s (%s) | %s |\n", n, k, ms(r.run), r.logins, ratio(r.run, one), ms(r.cpu), ms(r.client), ms(r.cpu/time.Duration(runtime.NumCPU())))
 		}
 	}
 }
@@ -113,8 +119,16 @@ func (b *bench) slowTargets(row func(target, measured string, ok bool)) {
 		big := b.slow[[2]int{n, kN}]
 		row(fmt.Sprintf("slow logins: logins per run = hosts (%d hosts × %d tasks)", n, kN), fmt.Sprintf("%d", big.logins), big.logins == n)
 		if kN != k1 {
-			r := ratio(big.run, b.slow[[2]int{n, k1}].run)
+			small := b.slow[[2]int{n, k1}].run
+			r := ratio(big.run, small)
 			row(fmt.Sprintf("slow logins: run at %d tasks/host ≤ 1.3 × at %d (%d hosts)", kN, k1, n), fmt.Sprintf("%.2f×", r), r <= 1.3)
+			// Restated as the status targets are: the fleet shares the
+			// client's CPUs, and every task's supervisor is processes of
+			// its own on its host.
+			floor := big.cpu / time.Duration(runtime.NumCPU())
+			x := ratio(big.run, max(small, floor))
+			row(fmt.Sprintf("slow logins: run at %d tasks/host ≤ 1.3 × max(run at %d, machine CPU ÷ %d CPUs) (%d hosts)", kN, k1, runtime.NumCPU(), n),
+				fmt.Sprintf("%s ÷ max(%s, %s) = %.2f×", ms(big.run), ms(small), ms(floor), x), x <= 1.3)
 		}
 	}
 }
