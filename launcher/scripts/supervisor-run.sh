@@ -105,7 +105,14 @@ if [ "$tfhive_keep" != 0 ]; then
 		tfhive_cannot 'tail, tee or mkfifo not found on this host (coreutils)'
 	fi
 	tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
-	tfhive_rundir "$2" 1 || tfhive_cannot "$tfhive_why"
+	if [ "$tfhive_mux" != 0 ]; then
+		# The multiplexer that started this shell checked the directory
+		# (mux.sh) a moment ago, as this user: nobody else can have
+		# changed it since. Its stat is a process per task spared.
+		tfhive_rd=$HOME/.tfhive/runs/$2
+	else
+		tfhive_rundir "$2" 1 || tfhive_cannot "$tfhive_why"
+	fi
 	tfhive_f=$tfhive_rd/${3//:/-}
 	# A retried start (same run id) finds its earlier files; a glob costs
 	# no process, rm only when there is something to remove.
