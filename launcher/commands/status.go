@@ -25,14 +25,6 @@ type StatusOptions struct {
 	Watch time.Duration
 }
 
-// statusMemoryLimit is the soft memory limit of a status of n hosts:
-// what a host's probe holds at its peak (its output, the SSH packets
-// queued, cipher and bufio buffers: about 96 KiB) above a base, so that
-// the garbage GOGC lets through is collected before it grows the heap.
-// Soft: past it the collector works harder, never fails (256 answering
-// hosts: peak RSS 64 → 58 MiB for 2% more CPU; 48 MiB cost 29%).
-func statusMemoryLimit(n int) int64 { return 28<<20 + int64(n)*96<<10 }
-
 // Status probes the hosts and prints every GPU.
 func Status(ctx context.Context, o StatusOptions) error {
 	// Every host's probe output and SSH buffers are live at once, the
@@ -46,9 +38,6 @@ func Status(ctx context.Context, o StatusOptions) error {
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
 	if err != nil {
 		return err
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(statusMemoryLimit(len(fleet.Hosts)))
 	}
 	avail, err := o.Availability.availability(fleet.Hosts)
 	if err != nil {
