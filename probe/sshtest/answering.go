@@ -274,8 +274,48 @@ func (a *answering) record(rec *recording, ch ssh.Channel, cmd string) {
 	add(event{kind: evExit, rc: uint32(rc)})
 	mu.Lock()
 	rec.events = coalesce(rec.events)
+	for i, e := range rec.events {
+		if e.kind == evStdout {
+			rec.events[i].data = hostListening(e.data)
+		}
+	}
 	mu.Unlock()
 	exit(ch, uint32(rc))
+}
+
+// listeningLines is how many listening sockets a replayed probe reports:
+// a GPU host's few dozen (sshd, an exporter, Jupyter, TensorBoard).
+const listeningLines = 40
+
+// hostListening cuts the listening sockets of a probe's output (its
+// "@@tfhive-tcp" section, scripts/probe.sh) to listeningLines. The source
+// host is this machine, whose listing holds every test host's sshd and
+// proxy: thousands of lines with a thousand answering hosts, which every
+// replay would make the client parse, and which no GPU host has.
+func hostListening(data []byte) []byte {
+	const start, end = "\n@@tfhive-tcp\n", "\n@@tfhive-"
+	i := bytes.Index(data, []byte(start))
+	if i < 0 {
+		return data
+	}
+	body := i + len(start)
+	j := bytes.Index(data[body:], []byte(end))
+	if j < 0 {
+		return data
+	}
+	section := data[body : body+j+1]
+	k, n := 0, 0
+	for n <= listeningLines && k < len(section) {
+		nl := bytes.IndexByte(section[k:], '\n')
+		if nl < 0 {
+			break
+		}
+		k += nl + 1
+		n++
+	}
+	out := append([]byte(nil), data[:body]...)
+	out = append(out, section[:k]...)
+	return append(out, data[body+j+1:]...)
 }
 
 // coalesce merges neighbouring output chunks of the same stream: a UUID

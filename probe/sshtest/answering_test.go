@@ -1,6 +1,7 @@
 package sshtest
 
 import (
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -41,5 +42,32 @@ func TestAnsweringHostsReplay(t *testing.T) {
 	out, err = ssh("a0002", "cat; exit 3", "other\n")
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 255 || !strings.Contains(out, "stdin differs") {
 		t.Errorf("replay with other stdin: %v %q", err, out)
+	}
+}
+
+// A replayed probe lists a GPU host's few dozen listening sockets, not
+// this machine's thousands.
+func TestHostListening(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("@@tfhive-ps\n@@tfhive-tcp\nRecv-Q Send-Q Local Address:Port\n")
+	for i := range 3000 {
+		fmt.Fprintf(&b, "0 128 127.0.0.1:%d 0.0.0.0:*\n", 10000+i)
+	}
+	b.WriteString("@@tfhive-nic\n1: lo inet 127.0.0.1/8\n")
+	got := string(hostListening([]byte(b.String())))
+	before, after, ok := strings.Cut(got, "@@tfhive-tcp\n")
+	if !ok || before != "@@tfhive-ps\n" {
+		t.Fatalf("the sections before the listing changed: %q", got[:min(len(got), 80)])
+	}
+	listing, rest, ok := strings.Cut(after, "@@tfhive-nic\n")
+	if !ok || rest != "1: lo inet 127.0.0.1/8\n" {
+		t.Fatalf("the sections after the listing changed: %q", after[max(0, len(after)-80):])
+	}
+	lines := strings.Split(strings.TrimSuffix(listing, "\n"), "\n")
+	if len(lines) != 1+listeningLines || lines[1] != "0 128 127.0.0.1:10000 0.0.0.0:*" {
+		t.Errorf("the listing has %d lines (want its header and %d), the first %q", len(lines), listeningLines, lines[1])
+	}
+	if same := "x\n@@tfhive-smi 0\n"; string(hostListening([]byte(same))) != same {
+		t.Errorf("output without a listing changed")
 	}
 }
