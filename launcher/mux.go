@@ -52,13 +52,15 @@ var muxExts = [4]string{".so", ".se", ".out", ".err"}
 type hostMux struct {
 	mark   string
 	prefix string // ".mux-MARK/", what every tail header names
-	procs  map[string]*muxProc
-	proc   remote.Started
-	wmu    sync.Mutex // one frame at a time on the session's stdin
-	left   atomic.Int64
-	closed bool          // under wmu
-	exited chan struct{} // closed once the session has ended
-	noise  noiseBuffer
+	// eventsFile is the events file as tail's headers name it.
+	eventsFile string
+	procs      map[string]*muxProc
+	proc       remote.Started
+	wmu        sync.Mutex // one frame at a time on the session's stdin
+	left       atomic.Int64
+	closed     bool          // under wmu
+	exited     chan struct{} // closed once the session has ended
+	noise      noiseBuffer
 
 	// The session's stdout, read by its one copying goroutine.
 	pre    []byte // before the first line was complete
@@ -87,6 +89,7 @@ type muxProc struct {
 
 func newHostMux(mark string) *hostMux {
 	m := &hostMux{mark: mark, prefix: ".mux-" + mark + "/", procs: map[string]*muxProc{}, exited: make(chan struct{})}
+	m.eventsFile = m.prefix + "events"
 	m.demux = newTailDemux(m.prefix, m.emit)
 	return m
 }
@@ -106,27 +109,18 @@ func (m *hostMux) add(id string, so, se, out, errw io.Writer, truncated *atomic.
 // host has one (it is SupervisorCommand), else a new one. A spare that
 // ended since the probe is replaced by a fresh session, once.
 func (m *hostMux) open(ctx context.Context, ex remote.Executor, runID string) error {
-	input := muxInput(runID, m.mark)
-	var err error
-	for try := 0; try < 2; try++ {
-		var proc remote.Started
-		if proc, err = ex.Start(ctx, SupervisorCommand, m, &m.noise); err != nil {
-			return err
-		}
-		if err = writeChunked(proc.Stdin(), input); err == nil {
-			m.wmu.Lock()
-			m.proc = proc
-			if m.closed {
-				proc.Stdin().Close()
-			}
-			m.wmu.Unlock()
-			go m.wait()
-			return nil
-		}
-		proc.Close()
-		proc.Wait()
+	proc, err := startFed(ctx, ex, m, &m.noise, muxInput(runID, m.mark), "starting the host's multiplexer")
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("starting the host's multiplexer: %w", err)
+	m.wmu.Lock()
+	m.proc = proc
+	if m.closed {
+		proc.Stdin().Close()
+	}
+	m.wmu.Unlock()
+	go m.wait()
+	return nil
 }
 
 // wait ends every supervisor's virtual session not ended when the
@@ -262,7 +256,7 @@ func (m *hostMux) event(f []string) {
 // file's header and "n;", settles what was held (and ends with a newline
 // of its own, held, which asks for nothing).
 func (m *hostMux) settle() {
-	if m.nudged || len(m.demux.held) == 0 || m.demux.cur == m.prefix+"events" {
+	if m.nudged || len(m.demux.held) == 0 || m.demux.cur == m.eventsFile {
 		return
 	}
 	m.nudged = true

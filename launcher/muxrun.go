@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"os"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -60,29 +58,18 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
 		errGate *streamGate
 		tk      task
 	}
-	mode := os.O_TRUNC
-	if r.o.Relaunch != nil {
-		// The earlier attempts' output stays, as a restart's does.
-		mode = os.O_APPEND
-	}
 	var ss []started
 	for _, i := range idx {
 		rt := r.tasks[i]
-		logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|mode, 0o644)
-		if err != nil {
+		if err := r.openOutput(rt); err != nil {
 			return err
 		}
-		rt.log = logf
-		rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
-		rt.out.captureInto(r.o.Captures, rt.t.ID)
 		tk := r.taskFor(rt.t)
 		tk.Mux, tk.Mark = true, r.mark
 		tk.FirstAttempt = r.p.state[i].attempt
 		if r.firstOnHost(i) {
 			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
 		}
-		rt.started = time.Now()
-		rt.attemptStart = rt.started
 		var stdout io.Writer = rt.out.Stdout()
 		if tk.Restarts {
 			rt.filter = r.attemptFilter(i, stdout)

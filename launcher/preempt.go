@@ -84,13 +84,7 @@ func (t *preemptTap) Write(p []byte) (int, error) {
 			p = data[i+len(t.prefix):]
 			continue
 		}
-		k := len(data)
-		for i := max(0, len(data)-len(t.prefix)+1); i < len(data); i++ {
-			if data[i] == t.prefix[0] && bytes.HasPrefix(t.prefix, data[i:]) {
-				k = i
-				break
-			}
-		}
+		k := len(data) - partialPrefix(data, t.prefix)
 		t.pass(data[:k])
 		if k < len(data) {
 			t.held = append([]byte(nil), data[k:]...)

@@ -371,13 +371,7 @@ func (g *streamGate) take(p []byte) {
 		g.pass(rest)
 		return
 	}
-	k := len(p)
-	for i := max(0, len(p)-len(g.end)+1); i < len(p); i++ {
-		if p[i] == g.end[0] && bytes.HasPrefix(g.end, p[i:]) {
-			k = i
-			break
-		}
-	}
+	k := len(p) - partialPrefix(p, g.end)
 	g.pass(p[:k])
 	if k < len(p) {
 		g.held = append([]byte(nil), p[k:]...)

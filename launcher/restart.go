@@ -143,13 +143,7 @@ func (f *attemptFilter) Write(p []byte) (int, error) {
 		i := bytes.Index(p, f.prefix)
 		if i < 0 {
 			// What may be the start of a marker waits for the next write.
-			k := len(p)
-			for j := max(0, len(p)-len(f.prefix)+1); j < len(p); j++ {
-				if p[j] == f.prefix[0] && bytes.HasPrefix(f.prefix, p[j:]) {
-					k = j
-					break
-				}
-			}
+			k := len(p) - partialPrefix(p, f.prefix)
 			f.pass(p[:k])
 			if k < len(p) {
 				f.held = append([]byte(nil), p[k:]...)

@@ -623,6 +623,44 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	if ex == nil {
 		return fmt.Errorf("no connection to %s", rt.t.Host)
 	}
+	if err := r.openOutput(rt); err != nil {
+		return err
+	}
+	tk := r.taskFor(rt.t)
+	tk.Mark = r.mark
+	var stdout, stderr io.Writer = rt.out.Stdout(), rt.out.Stderr()
+	if tk.Restarts {
+		rt.filter = r.attemptFilter(i, stdout)
+		stdout = rt.filter
+		tk.FirstAttempt = r.p.state[i].attempt
+	}
+	var errGate *streamGate
+	tap := r.preemptTap(stderr, &rt.preempted)
+	stderr = tap
+	if tk.Keep > 0 {
+		stdout = &streamGate{next: stdout, noise: stdout, n: &rt.outN}
+		errGate = &streamGate{next: stderr, noise: stderr, n: &rt.errN, replaced: r.links.sayReplaced,
+			end: r.endLine(), truncated: &rt.truncated}
+		stderr = errGate
+		if r.firstOnHost(i) {
+			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
+		}
+	}
+	said := newFirstByte()
+	gate := said.writer(&claimGate{next: stdout, report: rt.reportClaim})
+	stderr = said.writer(stderr)
+	proc, err := startFed(ctx, ex, gate, stderr, supervisorInput(tk), "sending the task")
+	if err != nil {
+		return err
+	}
+	rt.proc = proc
+	said.loggedIn(proc)
+	r.watch(i, rt, proc, said, tap, errGate, tk.HeartbeatTimeout, ex)
+	return nil
+}
+
+// openOutput opens a task's log and console output and starts its clock.
+func (r *runner) openOutput(rt *runTask) error {
 	mode := os.O_TRUNC
 	if r.o.Relaunch != nil {
 		// The earlier attempts' output stays, as a restart's does.
@@ -635,58 +673,35 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	rt.log = logf
 	rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
 	rt.out.captureInto(r.o.Captures, rt.t.ID)
-	tk := r.taskFor(rt.t)
 	rt.started = time.Now()
 	rt.attemptStart = rt.started
-	var stdout, stderr io.Writer = rt.out.Stdout(), rt.out.Stderr()
-	if tk.Restarts {
-		rt.filter = r.attemptFilter(i, stdout)
-		stdout = rt.filter
-		tk.Mark = r.mark
-		tk.FirstAttempt = r.p.state[i].attempt
-	}
-	var errGate *streamGate
-	tap := r.preemptTap(stderr, &rt.preempted)
-	stderr = tap
-	tk.Mark = r.mark
-	if tk.Keep > 0 {
-		stdout = &streamGate{next: stdout, noise: stdout, n: &rt.outN}
-		errGate = &streamGate{next: stderr, noise: stderr, n: &rt.errN, replaced: r.links.sayReplaced,
-			end: r.endLine(), truncated: &rt.truncated}
-		stderr = errGate
-		tk.Mark = r.mark
-		if r.firstOnHost(i) {
-			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
-		}
-	}
-	said := newFirstByte()
-	gate := said.writer(&claimGate{next: stdout, report: rt.reportClaim})
-	stderr = said.writer(stderr)
-	input := supervisorInput(tk)
-	proc, err := ex.Start(ctx, SupervisorCommand, gate, stderr)
+	return nil
+}
+
+// startFed starts SupervisorCommand on ex and sends it input. The probe's
+// spare session, handed over, may have ended between the probe and now
+// (it was checked, but not held still): it never got the input, so
+// nothing was claimed. One fresh session, once; Wait first, so that the
+// old one writes nothing more into the output. The fresh session's
+// errors say what was being sent.
+func startFed(ctx context.Context, ex remote.Executor, stdout, stderr io.Writer, input, what string) (remote.Started, error) {
+	proc, err := ex.Start(ctx, SupervisorCommand, stdout, stderr)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if err := writeChunked(proc.Stdin(), input); err == nil {
+		return proc, nil
+	}
+	proc.Close()
+	proc.Wait()
+	if proc, err = ex.Start(ctx, SupervisorCommand, stdout, stderr); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if err := writeChunked(proc.Stdin(), input); err != nil {
-		// The probe's spare session, handed over as this task's, may
-		// have ended between the probe and now (it was checked, but not
-		// held still): it never got the task, so nothing was claimed.
-		// One fresh session, once; Wait first, so that the old one
-		// writes nothing more into the task's output.
 		proc.Close()
-		proc.Wait()
-		if proc, err = ex.Start(ctx, SupervisorCommand, gate, stderr); err != nil {
-			return fmt.Errorf("sending the task: %w", err)
-		}
-		if err := writeChunked(proc.Stdin(), input); err != nil {
-			proc.Close()
-			return fmt.Errorf("sending the task: %w", err)
-		}
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	rt.proc = proc
-	said.loggedIn(proc)
-	r.watch(i, rt, proc, said, tap, errGate, tk.HeartbeatTimeout, ex)
-	return nil
+	return proc, nil
 }
 
 // watch gives task i's supervisor, started, its time to answer, and turns
