@@ -385,7 +385,8 @@ func (p *policy) decide(d *decision, result string, code, decider int, reason st
 	}
 	p.result, p.code, p.decider, p.reason = result, code, decider, reason
 	l := p.stop()
-	d.send, d.to, d.ends = ctlTerm, p.inAttempt(l), p.between(l)
+	d.to, d.ends = p.split(l)
+	d.send = ctlTerm
 	d.armKill = len(l) > 0
 }
 
@@ -397,30 +398,22 @@ func (p *policy) killNow(d *decision) {
 
 func (p *policy) kill(d *decision) {
 	l := p.stop()
-	d.send, d.to, d.ends = ctlKill, p.inAttempt(l), p.between(l)
+	d.to, d.ends = p.split(l)
+	d.send = ctlKill
 	d.armKill, d.armGiveUp = false, len(l) > 0
 }
 
-// between lists those of l that are between attempts (they need ctlEnd,
-// not a signal), inAttempt the others.
-func (p *policy) between(l []int) []int {
-	var b []int
+// split parts l into the tasks in an attempt (they get a signal) and
+// those between attempts (they need ctlEnd).
+func (p *policy) split(l []int) (inAttempt, between []int) {
 	for _, i := range l {
 		if p.state[i].between {
-			b = append(b, i)
+			between = append(between, i)
+		} else {
+			inAttempt = append(inAttempt, i)
 		}
 	}
-	return b
-}
-
-func (p *policy) inAttempt(l []int) []int {
-	var r []int
-	for _, i := range l {
-		if !p.state[i].between {
-			r = append(r, i)
-		}
-	}
-	return r
+	return inAttempt, between
 }
 
 // stop marks the live tasks stopped by tfhive and lists them.

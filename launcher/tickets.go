@@ -26,26 +26,6 @@ type Tickets struct {
 	asked map[string]bool
 }
 
-// TicketShape is the GPUs each task of a request asks for, as a ticket
-// says it.
-func TicketShape(req schedule.Request) []int {
-	var shape []int
-	for range req.PS {
-		shape = append(shape, req.GPUsPerPS)
-	}
-	n := req.Workers
-	if req.Chief {
-		n++
-	}
-	if req.Evaluator {
-		n++
-	}
-	for range n {
-		shape = append(shape, req.GPUsPerWorker)
-	}
-	return shape
-}
-
 // HoldTickets takes a ticket on every host of execs that answers, in
 // parallel, and returns once each is held or refused (a host that
 // refuses, or is lost, is simply one where the run holds no place).
@@ -59,7 +39,7 @@ func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Requ
 		prio = schedule.PriorityNormal
 	}
 	ms := req.QueueSince.UnixMilli()
-	shape := TicketShape(req)
+	shape := req.Shape()
 	words := make([]string, len(shape))
 	for i, g := range shape {
 		words[i] = strconv.Itoa(g)

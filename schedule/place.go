@@ -49,6 +49,16 @@ func (r *Request) TaskIDs() []string {
 	return ids
 }
 
+// Shape is the GPUs each task of r asks for, in plan order: what a
+// waiting run's ticket says it needs.
+func (r *Request) Shape() []int {
+	var shape []int
+	for _, d := range demands(r) {
+		shape = append(shape, d.gpus)
+	}
+	return shape
+}
+
 // place puts every task on a host. The chief, workers and evaluator all have
 // the same size, so dealing them greedily (round-robin or first-fit) never
 // wastes room among themselves; the only way greed fails is around ps tasks

@@ -69,13 +69,14 @@ func Preemptions(inv inventory.Inventory, req Request) []Victim {
 		return nil
 	}
 	var chosen []Victim
+	ok := false
 	for _, v := range cands {
 		chosen = append(chosen, v)
-		if fits(chosen) {
+		if ok = fits(chosen); ok {
 			break
 		}
 	}
-	if !fits(chosen) {
+	if !ok {
 		return nil
 	}
 	for i := len(chosen) - 1; i >= 0; i-- {

@@ -136,12 +136,13 @@ func QueueWhy(inv inventory.Inventory) []QueueEntry {
 		for _, g := range q[i].Shape {
 			need += g
 		}
-		q[i].Why = fmt.Sprintf("needs %d GPUs (%s per task), %d free on its hosts after the runs ahead", need, shapeString(q[i].Shape), free)
+		q[i].Why = fmt.Sprintf("needs %d GPUs (%s per task), %d free on its hosts after the runs ahead", need, ShapeString(q[i].Shape), free)
 	}
 	return q
 }
 
-func shapeString(shape []int) string {
+// ShapeString is a run's GPUs per task, as "1+2+2".
+func ShapeString(shape []int) string {
 	parts := make([]string, len(shape))
 	for i, g := range shape {
 		parts[i] = fmt.Sprint(g)

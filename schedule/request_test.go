@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,14 @@ func TestParsePortRange(t *testing.T) {
 		if _, ok := err.(*UsageError); err != nil && !ok {
 			t.Errorf("ParsePortRange(%q): not a usage error", tt.in)
 		}
+	}
+}
+
+// A ticket's shape lists the tasks in plan order: ps, chief, workers,
+// evaluator.
+func TestRequestShape(t *testing.T) {
+	r := Request{PS: 2, GPUsPerPS: 0, Chief: true, Workers: 2, Evaluator: true, GPUsPerWorker: 3}
+	if got := fmt.Sprint(r.Shape()); got != "[0 0 3 3 3 3]" {
+		t.Errorf("Shape = %s, want [0 0 3 3 3 3]", got)
 	}
 }

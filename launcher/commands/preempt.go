@@ -9,7 +9,6 @@ import (
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -23,11 +22,7 @@ func preempt(ctx context.Context, fleet *probe.Fleet, tickets *launcher.Tickets,
 	if len(vs) == 0 {
 		return
 	}
-	execs := map[string]remote.Executor{}
-	for i, h := range fleet.Hosts {
-		execs[h.Name] = fleet.Executor(i)
-	}
-	for _, v := range tickets.Preempt(ctx, execs, req.RunID, vs) {
+	for _, v := range tickets.Preempt(ctx, executors(fleet), req.RunID, vs) {
 		fmt.Fprintf(stderr, "tfhive: preempting run %s of %s (--priority low) on %s for its %s\n", v.RunID, v.User, strings.Join(v.Hosts, ", "), wording.Count(v.GPUs, "GPU"))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
@@ -56,12 +55,8 @@ func Queue(ctx context.Context, o QueueOptions) error {
 	} else {
 		var table [][]string
 		for _, r := range rows {
-			shape := make([]string, len(r.Shape))
-			for i, g := range r.Shape {
-				shape[i] = strconv.Itoa(g)
-			}
 			table = append(table, []string{strconv.Itoa(r.Position), r.RunID, r.User, r.Priority,
-				fmt.Sprintf("%d (%s)", r.GPUs, strings.Join(shape, "+")), r.Since.Local().Format(time.DateTime), r.Why})
+				fmt.Sprintf("%d (%s)", r.GPUs, schedule.ShapeString(r.Shape)), r.Since.Local().Format(time.DateTime), r.Why})
 		}
 		err = launcher.WriteTable(o.Stdout, []string{"POS", "RUN", "USER", "PRIORITY", "GPUS", "WAITING SINCE", "WHY"}, table)
 	}

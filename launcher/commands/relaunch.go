@@ -45,8 +45,6 @@ func relaunch(ctx context.Context, sum *launcher.Summary, rs launcher.Restart, l
 		summaryFile := filepath.Join(lo.LogDir, "summary.json")
 		os.Remove(summaryFile)
 		lo.Relaunch = lo.Relaunch.Carry(sum, lost)
-		// The first start's only: a keeper's word to its tfhive is said once.
-		lo.Started = nil
 		again, err := retry.Do(ctx, start)
 		if again != nil {
 			// It ran: its summary is the run's, even if writing it failed.
