@@ -46,7 +46,7 @@ tfhive_may_preempt() {
 tfhive_preempt_by() {
 	local -a l a
 	local -A req=() tick=()
-	local pid n uid k v who
+	local pid n uid k u v w who
 	while read -r -a l; do
 		# "1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF"; a waiter's
 		# line has "->" second.
@@ -55,16 +55,21 @@ tfhive_preempt_by() {
 		mapfile -d '' -t a 2>/dev/null <"/proc/$pid/cmdline" || continue
 		n=${#a[@]}
 		if [ "$n" -lt 6 ] || [[ ${a[0]} != *flock ]]; then continue; fi
+		# The holder's shape first: most holders are GPU claims, whose
+		# owner is not needed.
+		if [ "${a[n - 5]}" = tfhive-preempt ] && [ "${a[n - 4]}" = "$1" ] && [ "${a[n - 3]}" = "${a[n - 2]}.$2" ] && [ "${a[n - 1]}" = "$2" ]; then
+			v=req w=${a[n - 2]}
+		elif [ "$n" -ge 8 ] && [ "${a[n - 7]}" = tfhive-ticket ] && [ "${a[n - 6]}" = "$1" ] && [ "${a[n - 3]}" = high ]; then
+			v=tick w=${a[n - 4]}
+		else
+			continue
+		fi
 		uid=
-		while read -r k v _; do
-			if [ "$k" = Uid: ]; then uid=$v; break; fi
+		while read -r k u _; do
+			if [ "$k" = Uid: ]; then uid=$u; break; fi
 		done 2>/dev/null <"/proc/$pid/status"
 		[ -n "$uid" ] || continue
-		if [ "${a[n - 5]}" = tfhive-preempt ] && [ "${a[n - 4]}" = "$1" ] && [ "${a[n - 3]}" = "${a[n - 2]}.$2" ] && [ "${a[n - 1]}" = "$2" ]; then
-			req["$uid ${a[n - 2]}"]=1
-		elif [ "$n" -ge 8 ] && [ "${a[n - 7]}" = tfhive-ticket ] && [ "${a[n - 6]}" = "$1" ] && [ "${a[n - 3]}" = high ]; then
-			tick["$uid ${a[n - 4]}"]=1
-		fi
+		if [ "$v" = req ]; then req["$uid $w"]=1; else tick["$uid $w"]=1; fi
 	done </proc/locks
 	for k in "${!req[@]}"; do
 		[ -n "${tick[$k]-}" ] || continue
