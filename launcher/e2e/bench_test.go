@@ -33,7 +33,7 @@ import (
 //	TFHIVE_BENCH_TASKS_PER_HOST  tasks per host for the footprint, 8
 //	TFHIVE_BENCH_SYNC_MB         size of the --sync tree, 100 (sent to 8 hosts, or all when fewer)
 //	TFHIVE_BENCH_ONLY            comma-separated sections to run (probe,launch,teardown,stream,footprint,sync,
-//	                             reconnect,detach,slowlogin,answering); all by default
+//	                             reconnect,detach,slowlogin,answering, and queue for TestBenchQueue); all by default
 //	TFHIVE_BENCH_SLOW_HOSTS      host counts of the slow-login section, "8,32" (hosts of their own)
 //	TFHIVE_BENCH_SLOW_TASKS      tasks per host there, "1,8" (the first is the baseline)
 //	TFHIVE_BENCH_ANSWER_HOSTS    host counts on answering hosts, "1,32,256,1024"
@@ -179,7 +179,6 @@ type bench struct {
 	status, pdsh, run map[int]time.Duration
 	probed            map[int]probeResult // the real-sshd probe table's
 	answer            map[int]probeResult // the answering hosts' probe table's
-	answerParallel    int                 // --parallel's default, for the note
 	slow              map[[2]int]slowResult
 	runStatus         map[int]time.Duration // status measured alongside run
 	teardownMax       map[int]time.Duration
@@ -386,6 +385,7 @@ func (b *bench) sshArgs() []string {
 // loop, the same nvidia-smi query on N hosts.
 func (b *bench) probe() {
 	b.printf("\n## probe: `tfhive status` vs pdsh, parallel-ssh, an ssh loop (`%s` on every host)\n\n", smiQuery)
+	b.status, b.pdsh, b.probed = map[int]time.Duration{}, map[int]time.Duration{}, map[int]probeResult{}
 	b.probeTable(b.hosts, 0)
 	b.printf("\ntfhive's round trip also runs `ps` for the GPU processes' owners (when there are any) and `ss` for the listening ports, and reads the claims: `/proc/locks` with awk, and `ps` for the lock holders when any lock is held on the machine; the others run `%s` alone. pdsh's fanout (`-f`) and parallel-ssh's parallelism (`-p`) are set to N (their defaults are 32). CPU is the whole machine's CPU time during the run (sshd, the hosts' shells and the client together): every fake host shares this machine's %d CPUs, so a run cannot take less than CPU ÷ %d. Client CPU is the command's own (pdsh's includes its ssh processes): what the machine running it pays when the hosts are real.\n", smiQuery, runtime.NumCPU(), runtime.NumCPU())
 }
@@ -406,15 +406,12 @@ type probeResult struct {
 // own CPU are measured by the helper (executeRSS).
 func (b *bench) probeTable(ns []int, peersUpTo int) map[int]probeResult {
 	out := map[int]probeResult{}
-	if b.status == nil {
-		b.status, b.pdsh, b.probed = map[int]time.Duration{}, map[int]time.Duration{}, map[int]probeResult{}
-	}
-	rssCol := ""
+	rssCol, rssAlign := "", ""
 	if peersUpTo > 0 {
-		rssCol = " tfhive peak RSS |"
+		rssCol, rssAlign = " tfhive peak RSS |", "---:|"
 	}
 	b.printf("| hosts | tfhive status | pdsh -R ssh | parallel-ssh | ssh loop | pdsh ÷ tfhive | parallel-ssh ÷ tfhive | ssh loop ÷ tfhive | status(N) ÷ status(1) | CPU tfhive / pdsh | client CPU tfhive / pdsh |%s\n", rssCol)
-	b.printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", strings.Repeat("---:|", strings.Count(rssCol, "|")))
+	b.printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", rssAlign)
 	var status1 time.Duration
 	for _, n := range ns {
 		names := b.names(n)

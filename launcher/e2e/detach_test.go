@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -151,22 +149,8 @@ seq 1 100; while [ ! -e "$2" ]; do sleep 0.05; done; seq 101 200`
 	}
 	defer syscall.Kill(old, syscall.SIGKILL)
 
-	// The second machine: its own HOME and log dir, the same hosts.
-	home2, logDir2 := t.TempDir(), filepath.Join(t.TempDir(), "adopted")
+	a, home2, logDir2 := startAttach(t, f, id)
 	env2 := append(f.Env(), "HOME="+home2)
-	a := &running{Cmd: exec.Command(tfhiveBin, "attach", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig,
-		"--log-dir", logDir2, "--grace", "2s", id)}
-	a.Env, a.Dir = env2, home2
-	a.Stderr = &a.other
-	pipe, err := a.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Process.Kill(); a.Wait() })
-	a.lines = bufio.NewScanner(pipe)
 	if !a.readUntil(func(line string) bool {
 		return strings.Contains(line, "tfhive: run "+id+" adopted (keeper generation 2)")
 	}) {

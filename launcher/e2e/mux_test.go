@@ -27,11 +27,7 @@ func TestRunMuxOneLoginPerHost(t *testing.T) {
 		if tr.Outcome != "exited" || tr.ExitCode == nil || *tr.ExitCode != 0 {
 			t.Errorf("%s: %s %s", tr.ID, tr.Outcome, tr.Error)
 		}
-		b, err := os.ReadFile(tr.Log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log := string(b)
+		log := readFile(t, tr.Log)
 		for i := range 300 {
 			if !strings.Contains(log, fmt.Sprintf("line %d\n", i)) {
 				t.Errorf("%s: line %d missing from its log:\n%s", tr.ID, i, log)

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -50,9 +48,9 @@ func TestRestartAlwaysFailing(t *testing.T) {
 			s := summaryOf(t, logDir)
 			tr := taskByID(s, "worker:0")
 			wantAttempts(t, tr, "0:exited:3:restarted every task", "1:exited:3:restarted every task", "2:exited:3:")
-			log, _ := os.ReadFile(tr.Log)
+			log := readFile(t, tr.Log)
 			// The attempt lines are taken out, after a partial line too.
-			if string(log) != "attempt 0attempt 1attempt 2" {
+			if log != "attempt 0attempt 1attempt 2" {
 				t.Errorf("log %q", log)
 			}
 			wantContains(t, "summary", r.stdout, "ATTEMPTS", "restart: worker:0 on a1: attempt 0 exited 3 after", "restart: worker:0 on a1: attempt 1 exited 3 after")
@@ -96,8 +94,8 @@ func TestRestartWorkerAlone(t *testing.T) {
 	if s.Result != "succeeded" || s.ExitCode != 0 {
 		t.Errorf("result %s exit %d: %s", s.Result, s.ExitCode, s.Reason)
 	}
-	log, _ := os.ReadFile(taskByID(s, "ps:0").Log)
-	if n := strings.Count(string(log), "listening on"); n != 1 {
+	log := readFile(t, taskByID(s, "ps:0").Log)
+	if n := strings.Count(log, "listening on"); n != 1 {
 		t.Errorf("the ps started %d times:\n%s", n, log)
 	}
 	t.Logf("second run: exit %d\n%s", r2.code, r2.stderr)
@@ -132,8 +130,7 @@ func TestRestartTorchWorld(t *testing.T) {
 		} else if len(tr.Attempts) != 2 || tr.Attempts[0].Restart != "restarted with every task: "+taskByRank(p.Tasks, "2")+" exited 3" || tr.Attempts[1].Outcome != "exited" {
 			t.Errorf("%s attempts %q", task.ID, attemptsOf(tr))
 		}
-		log, _ := os.ReadFile(tr.Log)
-		wantContains(t, task.ID+" log", string(log), "rank "+task.Env["RANK"]+" of 4: sum 10 ok")
+		wantContains(t, task.ID+" log", readFile(t, tr.Log), "rank "+task.Env["RANK"]+" of 4: sum 10 ok")
 	}
 	noLeftovers(t, f, 10e9)
 }
@@ -168,21 +165,7 @@ echo second; : >"$1.started"; while [ ! -e "$1" ]; do sleep 0.05; done; echo don
 	old := keeperOf(t, logDir)
 	syscall.Kill(old, syscall.SIGKILL)
 
-	home2, logDir2 := t.TempDir(), filepath.Join(t.TempDir(), "adopted")
-	env2 := append(f.Env(), "HOME="+home2)
-	a := &running{Cmd: exec.Command(tfhiveBin, "attach", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig,
-		"--log-dir", logDir2, "--grace", "2s", id)}
-	a.Env, a.Dir = env2, home2
-	a.Stderr = &a.other
-	pipe, err := a.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Process.Kill(); a.Wait() })
-	a.lines = bufio.NewScanner(pipe)
+	a, _, logDir2 := startAttach(t, f, id)
 	if !a.readUntil(func(line string) bool { return strings.HasSuffix(line, "] second") }) {
 		a.Wait()
 		t.Fatalf("the adopter did not follow the task: %s%s", a.read.String(), a.other.String())

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,6 +35,27 @@ type running struct {
 
 // startTfhive starts tfhive with f's environment in f's directory. The
 // test's end kills it if it still runs.
+// startAttach starts `tfhive attach RUN` as from a second machine: a HOME
+// and log dir of its own, the same hosts. It is killed at the test's end.
+func startAttach(t *testing.T, f *sshtest.Fleet, id string) (a *running, home, logDir string) {
+	t.Helper()
+	home, logDir = t.TempDir(), filepath.Join(t.TempDir(), "adopted")
+	a = &running{Cmd: exec.Command(tfhiveBin, "attach", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig,
+		"--log-dir", logDir, "--grace", "2s", id)}
+	a.Env, a.Dir = append(f.Env(), "HOME="+home), home
+	a.Stderr = &a.other
+	pipe, err := a.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Process.Kill(); a.Wait() })
+	a.lines = bufio.NewScanner(pipe)
+	return a, home, logDir
+}
+
 func startTfhive(t *testing.T, f *sshtest.Fleet, s stream, args ...string) *running {
 	t.Helper()
 	r := &running{Cmd: exec.Command(tfhiveBin, args...)}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -402,9 +400,7 @@ var anyUUIDRE = regexp.MustCompile(`GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 // same for the same UUID, whatever chunk it is in).
 func ownUUIDs(data []byte, name string) []byte {
 	return anyUUIDRE.ReplaceAllFunc(data, func(b []byte) []byte {
-		sum := sha256.Sum256([]byte(name + "\x00" + string(b)))
-		x := hex.EncodeToString(sum[:16])
-		return []byte("GPU-" + x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:])
+		return []byte(fakeUUID(name + "\x00" + string(b)))
 	})
 }
 

@@ -763,10 +763,15 @@ func gpuUUIDs(data []byte, machine string) []byte {
 			i = len(index)
 			index[old] = i
 		}
-		sum := sha256.Sum256([]byte(machine + "\x00" + strconv.Itoa(i)))
-		x := hex.EncodeToString(sum[:16])
-		return []byte("<uuid>GPU-" + x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:] + "</uuid>")
+		return []byte("<uuid>" + fakeUUID(machine+"\x00"+strconv.Itoa(i)) + "</uuid>")
 	})
+}
+
+// fakeUUID is a GPU UUID derived from seed, in nvidia-smi's form.
+func fakeUUID(seed string) string {
+	sum := sha256.Sum256([]byte(seed))
+	x := hex.EncodeToString(sum[:16])
+	return "GPU-" + x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
 }
 
 // startBusy starts one long-lived process per distinct pid of the capture
