@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Separate test hosts see the binaries behind their private /tmp, as a
+	// lab's hosts see the programs a user installed.
+	sshtest.KeepVisible(dir)
 	tfhiveBin = filepath.Join(dir, "tfhive")
 	args := []string{"build", "-o", tfhiveBin}
 	if raceEnabled {

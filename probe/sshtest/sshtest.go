@@ -128,6 +128,11 @@ type Host struct {
 	ln      net.Listener
 	// answering: served by this process (AnsweringHosts), no sshd.
 	answering bool
+	// bed is the fleet's; home is the test user's HOME on the host; keep
+	// are the directories a separate host still sees under its /tmp.
+	bed  Bed
+	home string
+	keep []string
 }
 
 // Fleet is a running set of fake hosts and the client files to reach them.
@@ -141,6 +146,8 @@ type Fleet struct {
 	Hosts      []*Host
 	byName     map[string]*Host
 	answering  *answering // AnsweringHosts's
+	// Bed is how separate the hosts are.
+	Bed Bed
 }
 
 // LoginShell is the path of the named shell, for tests that run remote
@@ -177,10 +184,17 @@ func Require(t testing.TB) {
 	}
 }
 
-// Start starts the fleet; everything is stopped and removed at test end.
+// Start starts the fleet on the default bed (DefaultBed); everything is
+// stopped and removed at test end.
 func Start(t testing.TB, profiles ...Profile) *Fleet {
 	t.Helper()
-	return start(t, false, profiles)
+	return start(t, DefaultBed(t), false, profiles)
+}
+
+// StartOn starts the fleet on the given bed.
+func StartOn(t testing.TB, bed Bed, profiles ...Profile) *Fleet {
+	t.Helper()
+	return start(t, bed, false, profiles)
 }
 
 // StartShared starts a fleet that other local users (see AddUser) can log
@@ -191,19 +205,32 @@ func Start(t testing.TB, profiles ...Profile) *Fleet {
 // sshd configs and the client files stay the test runner's own.
 func StartShared(t testing.TB, profiles ...Profile) *Fleet {
 	t.Helper()
-	return start(t, true, profiles)
+	return start(t, DefaultBed(t), true, profiles)
 }
 
-func start(t testing.TB, shared bool, profiles []Profile) *Fleet {
+// StartSharedOn starts a fleet as StartShared does, on the given bed.
+func StartSharedOn(t testing.TB, bed Bed, profiles ...Profile) *Fleet {
+	t.Helper()
+	return start(t, bed, true, profiles)
+}
+
+func start(t testing.TB, bed Bed, shared bool, profiles []Profile) *Fleet {
 	t.Helper()
 	Require(t)
+	if bed.Separate() {
+		RequireSeparate(t)
+	}
 	if os.Geteuid() == 0 {
 		// sshd's privilege separation needs this directory when run as root.
 		os.MkdirAll("/run/sshd", 0o755)
 	}
 	dir := t.TempDir()
-	f := &Fleet{Dir: dir, Home: filepath.Join(dir, "home"), byName: map[string]*Host{}}
+	f := &Fleet{Dir: dir, Home: filepath.Join(dir, "home"), byName: map[string]*Host{}, Bed: bed}
 	must(t, os.MkdirAll(f.Home, 0o700))
+	var keep []string
+	if bed.Separate() {
+		keep = keepUnderTmp(dir)
+	}
 
 	f.ClientKey = filepath.Join(dir, "client_key")
 	clientPub := writeKey(t, f.ClientKey)
@@ -217,7 +244,13 @@ func start(t testing.TB, shared bool, profiles []Profile) *Fleet {
 			}
 			t.Skip("sshtest: HomeSize needs root to mount a tmpfs")
 		}
-		h := &Host{Profile: p, Addr: "127.0.0.1", Dir: filepath.Join(dir, "hosts", p.Name)}
+		h := &Host{Profile: p, Addr: "127.0.0.1", Dir: filepath.Join(dir, "hosts", p.Name), bed: bed, keep: keep}
+		// One home for every host (NFS) on a SharedHome bed; a home of
+		// each host's own on the others.
+		h.home = filepath.Join(h.Dir, "home")
+		if bed == SharedHome {
+			h.home = filepath.Join(dir, "hosthome")
+		}
 		if p.Listen != "" {
 			h.Addr = p.Listen
 		}
@@ -226,16 +259,23 @@ func start(t testing.TB, shared bool, profiles []Profile) *Fleet {
 		f.byName[p.Name] = h
 	}
 	must(t, f.resolveMachines())
-	var wg sync.WaitGroup
 	errs := make([]error, len(profiles))
-	for i, h := range f.Hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = h.start(t, authorized)
-		}()
+	// A separate host that is another's machine enters that one's
+	// namespaces, so machines start first.
+	for _, second := range []bool{false, true} {
+		var wg sync.WaitGroup
+		for i, h := range f.Hosts {
+			if (h.machine != nil) != second {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = h.start(t, authorized)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	t.Cleanup(f.Stop)
 	for i, err := range errs {
 		if err != nil {
@@ -280,10 +320,12 @@ func (f *Fleet) Stop() {
 // Stop stops the host's sshd (or listener) and its busy processes.
 func (h *Host) Stop() {
 	if h.cmd != nil {
+		down := h.initGone()
 		// The whole group: the listener and its per-connection children,
 		// as when a host goes down.
 		syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 		<-h.exited
+		down()
 		h.cmd = nil
 	}
 	if h.ln != nil {
@@ -297,6 +339,7 @@ func (h *Host) Stop() {
 		p.Wait()
 	}
 	h.Procs = nil
+	hostStopped(h)
 	if h.answering {
 		return
 	}
@@ -311,8 +354,9 @@ func (h *Host) Stop() {
 }
 
 // Home is the HOME the test user's sessions get on this host (unless
-// RealHome): empty at the start, for a test's own rc files.
-func (h *Host) Home() string { return filepath.Join(h.Dir, "home") }
+// RealHome): empty at the start, for a test's own rc files. On a
+// SharedHome bed it is the same directory for every host of the fleet.
+func (h *Host) Home() string { return h.home }
 
 // mountHome puts a tmpfs of HomeSize bytes on Home. It is unmounted after
 // the fleet has stopped (cleanups run last first, and the fleet's is
@@ -533,11 +577,17 @@ func (h *Host) start(t testing.TB, authorized string) error {
 	// sshd keeps the first SetEnv it meets: the test user's Match comes
 	// first, everyone else gets the PATH alone.
 	envCfg := "SetEnv " + setEnv + "\n"
-	if !h.RealHome {
-		if err := os.MkdirAll(h.Home(), 0o755); err != nil {
+	if h.bed == PrivateHomes {
+		if err := h.makePrivateHomes(); err != nil {
 			return err
 		}
-		if h.HomeSize > 0 {
+	}
+	if !h.RealHome {
+		if err := os.Mkdir(h.Home(), 0o755); err != nil && !os.IsExist(err) {
+			return err
+		} else if err == nil && h.HomeSize > 0 {
+			// Mounted once, by the host that made it (a shared home is
+			// the fleet's).
 			if err := h.mountHome(t); err != nil {
 				return err
 			}
@@ -554,6 +604,11 @@ func (h *Host) start(t testing.TB, authorized string) error {
 	pubkey, password := "yes", "no"
 	if h.PasswordOnly {
 		pubkey, password = "no", "yes"
+	}
+	pidFile := filepath.Join(h.Dir, "sshd.pid")
+	if h.bed.Separate() {
+		// sshd would write the pid it sees there: 1.
+		pidFile = "none"
 	}
 	listen := "ListenAddress " + h.Addr
 	for _, a := range h.ExtraAddrs {
@@ -580,7 +635,7 @@ KbdInteractiveAuthentication no
 PermitRootLogin yes
 MaxStartups 200
 LogLevel VERBOSE
-%s`, h.Port, listen, filepath.Join(h.Dir, "host_key"), filepath.Join(h.Dir, "sshd.pid"), ak,
+%s`, h.Port, listen, filepath.Join(h.Dir, "host_key"), pidFile, ak,
 			pubkey, password, envCfg)
 		cfgFile := filepath.Join(h.Dir, "sshd_config")
 		if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
@@ -602,7 +657,14 @@ var (
 // addresses: no sleeps, and a bind failure is seen at once (sshd carries on
 // when only some of its addresses fail).
 func (h *Host) runSSHD(cfgFile string, addrs int) error {
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", cfgFile)
+	sshd := []string{"/usr/sbin/sshd", "-D", "-e", "-f", cfgFile}
+	cmd := exec.Command(sshd[0], sshd[1:]...)
+	if h.bed.Separate() {
+		var err error
+		if cmd, err = h.separateCommand(sshd); err != nil {
+			return err
+		}
+	}
 	logFile, err := os.Create(filepath.Join(h.Dir, "sshd.log"))
 	if err != nil {
 		return err

@@ -88,6 +88,10 @@ func AddUser(t testing.TB, role string) *User {
 	if u.GID, err = strconv.Atoi(pw.Gid); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { userRemoved(name) })
+	if err := userAdded(u); err != nil {
+		t.Fatal(err)
+	}
 	return u
 }
 

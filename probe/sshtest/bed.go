@@ -1,0 +1,342 @@
+package sshtest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bed says how separate the fake hosts of a fleet are from each other and
+// from the test.
+type Bed int
+
+const (
+	// Plain hosts are sshd processes of this machine: one process table,
+	// one /proc/locks, one /tmp and one machine-id for all of them and the
+	// test. The test user gets a HOME of each host's own; other users
+	// share their real homes. It needs nothing but sshd.
+	Plain Bed = iota + 1
+	// SharedHome hosts are as separate as a lab's machines: each sshd is
+	// PID 1 of a PID, mount and UTS namespace of its own (its own /proc and
+	// /proc/locks, a private /tmp, its own machine-id and hostname), and
+	// every user has one home on all of them, as an NFS-mounted /home
+	// gives. It needs root.
+	SharedHome
+	// PrivateHomes hosts are separate as SharedHome ones, and every user
+	// has a home of each host's own.
+	PrivateHomes
+)
+
+// String is the bed's name as TFHIVE_TEST_BED takes it.
+func (b Bed) String() string {
+	switch b {
+	case Plain:
+		return "plain"
+	case SharedHome:
+		return "shared-home"
+	case PrivateHomes:
+		return "private-homes"
+	}
+	return fmt.Sprintf("Bed(%d)", int(b))
+}
+
+// Separate says whether the bed's hosts have namespaces of their own.
+func (b Bed) Separate() bool { return b == SharedHome || b == PrivateHomes }
+
+// BedEnv names the environment variable that chooses the bed of fleets
+// started without one (Start, StartShared): plain, shared-home or
+// private-homes. Unset, it is shared-home when the test runs as root
+// (what a lab's hosts are like, and what CI runs), plain otherwise.
+const BedEnv = "TFHIVE_TEST_BED"
+
+// DefaultBed is the bed that Start and StartShared use.
+func DefaultBed(t testing.TB) Bed {
+	t.Helper()
+	switch v := os.Getenv(BedEnv); v {
+	case "":
+		if os.Geteuid() == 0 {
+			return SharedHome
+		}
+		return Plain
+	case "plain":
+		return Plain
+	case "shared-home":
+		return SharedHome
+	case "private-homes":
+		return PrivateHomes
+	default:
+		t.Fatalf("sshtest: %s=%q: want plain, shared-home or private-homes", BedEnv, v)
+		return 0
+	}
+}
+
+// RequireSeparate fails (in CI) or skips (elsewhere) unless separate hosts
+// can be made: that takes root and util-linux's unshare.
+func RequireSeparate(t testing.TB) {
+	t.Helper()
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "separate test hosts need root (PID and mount namespaces)"
+	} else if _, err := exec.LookPath("unshare"); err != nil {
+		why = "separate test hosts need unshare (apt-get install -y util-linux)"
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
+var (
+	keepMu    sync.Mutex
+	keepPaths []string
+)
+
+// KeepVisible names directories of this machine under /tmp that separate
+// hosts must still see behind their private /tmp, as a lab's hosts see
+// the same programs: the binaries a test package built for its tasks. The
+// fleet's own directory is always kept.
+func KeepVisible(dirs ...string) {
+	keepMu.Lock()
+	defer keepMu.Unlock()
+	keepPaths = append(keepPaths, dirs...)
+}
+
+// separateScript runs as root in the host's new namespaces, before sshd:
+// it names the host, gives it a machine-id and a private /tmp that still
+// shows the directories the test keeps, and, for private homes, binds the
+// host's own /home. Arguments: HOSTNAME MACHINE_ID_FILE HOMES STAGING
+// KEEP... -- SSHD ARGS... (HOMES empty: /home stays the machine's).
+const separateScript = `set -eu
+name=$1 mid=$2 homes=$3 stage=$4
+shift 4
+mount --make-rprivate /
+hostname "$name"
+mount --bind "$mid" /etc/machine-id
+if [ -n "$homes" ]; then mount --bind "$homes" /home; fi
+mount -t tmpfs -o mode=0700 sshtest-stage "$stage"
+i=0
+for d in "$@"; do
+	[ "$d" != -- ] || break
+	i=$((i + 1))
+	mkdir "$stage/$i"
+	mount --bind "$d" "$stage/$i"
+done
+mount -t tmpfs -o mode=1777,nosuid,nodev sshtest-tmp /tmp
+i=0
+while [ "$1" != -- ]; do
+	i=$((i + 1))
+	mkdir -p "$1"
+	mount --bind "$stage/$i" "$1"
+	shift
+done
+shift
+umount -l "$stage"
+exec "$@"
+`
+
+// stageDir is an empty directory of the machine that each separate host
+// covers, in its own mount namespace only, with a tmpfs to stage the
+// directories it keeps visible.
+const stageDir = "/run/tfhive-sshtest"
+
+// separateCommand wraps sshd's command line for a separate host: unshare
+// makes the namespaces and, killed (Host.Stop), takes PID 1 of the
+// namespace, and so every process of the host, with it.
+func (h *Host) separateCommand(sshd []string) (*exec.Cmd, error) {
+	if m := h.machine; m != nil {
+		// Another name for m: its sshd runs in m's namespaces.
+		init, err := m.InitPID()
+		if err != nil {
+			return nil, err
+		}
+		args := append([]string{"--target", strconv.Itoa(init), "--pid", "--mount", "--uts", "--"}, sshd...)
+		return exec.Command("nsenter", args...), nil
+	}
+	if err := os.MkdirAll(stageDir, 0o755); err != nil {
+		return nil, err
+	}
+	mid := filepath.Join(h.Dir, "machine-id")
+	if _, err := os.Stat(mid); err != nil {
+		sum := sha256.Sum256([]byte("sshtest machine " + h.Dir))
+		if err := os.WriteFile(mid, []byte(hex.EncodeToString(sum[:16])+"\n"), 0o444); err != nil {
+			return nil, err
+		}
+	}
+	homes := ""
+	if h.bed == PrivateHomes {
+		homes = h.homesDir()
+	}
+	args := []string{"--pid", "--fork", "--mount-proc", "--mount", "--uts", "--kill-child=SIGKILL", "--",
+		"/bin/sh", "-c", separateScript, "sshtest-host", h.Name, mid, homes, stageDir}
+	args = append(args, h.keep...)
+	args = append(args, "--")
+	args = append(args, sshd...)
+	return exec.Command("unshare", args...), nil
+}
+
+// InitPID is the pid, as this machine's test sees it, of a separate
+// host's PID 1: the process that unshare forked.
+func (h *Host) InitPID() (int, error) {
+	if !h.bed.Separate() || h.cmd == nil {
+		return 0, fmt.Errorf("sshtest: %s is not a separate host that is up", h.Name)
+	}
+	if h.machine != nil {
+		return h.machine.InitPID()
+	}
+	pid := h.cmd.Process.Pid
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 1 {
+		return 0, fmt.Errorf("sshtest: %s: unshare has children %q, want one", h.Name, f)
+	}
+	return strconv.Atoi(f[0])
+}
+
+// initGone returns a function that waits until a separate host's PID 1,
+// and so every process of the host, has died (it dies of its parent's
+// death, a moment after unshare does): a host that Stop returned from is
+// off. For other hosts it returns at once.
+func (h *Host) initGone() func() {
+	if !h.bed.Separate() || h.machine != nil {
+		return func() {}
+	}
+	pid, err := h.InitPID()
+	if err != nil {
+		return func() {}
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return func() {}
+	}
+	return func() {
+		defer unix.Close(fd)
+		// Readable once the process has exited; bounded all the same.
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, 10_000); err != unix.EINTR {
+				return
+			}
+		}
+	}
+}
+
+// keepUnderTmp is the fleet's directory and the ones KeepVisible named,
+// those of them under /tmp (the rest are seen anyway), without one that
+// lies under another.
+func keepUnderTmp(fleetDir string) []string {
+	keepMu.Lock()
+	dirs := append([]string{filepath.Dir(fleetDir)}, keepPaths...)
+	keepMu.Unlock()
+	var out []string
+	for _, d := range dirs {
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			continue // gone: a test's kept directory outlives no test
+		}
+		d = real
+		if !strings.HasPrefix(d, "/tmp/") {
+			continue
+		}
+		out = append(out, d)
+	}
+	var keep []string
+	for _, d := range out {
+		inside := false
+		for _, o := range out {
+			if o != d && strings.HasPrefix(d, o+"/") {
+				inside = true
+			}
+		}
+		if !inside && !containsString(keep, d) {
+			keep = append(keep, d)
+		}
+	}
+	return keep
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// homesDir is what a PrivateHomes host has as /home: a directory of its
+// own with a home for every user AddUser made.
+func (h *Host) homesDir() string { return filepath.Join(h.Dir, "homes") }
+
+var (
+	privateMu    sync.Mutex
+	privateHosts = map[*Host]bool{}
+	localUsers   = map[string]*User{}
+)
+
+// makePrivateHomes gives a PrivateHomes host its /home, with a home of its
+// own for each user made so far; AddUser adds later users' to every such
+// host still up.
+func (h *Host) makePrivateHomes() error {
+	if err := os.MkdirAll(h.homesDir(), 0o755); err != nil {
+		return err
+	}
+	privateMu.Lock()
+	defer privateMu.Unlock()
+	for _, u := range localUsers {
+		if err := h.addHome(u); err != nil {
+			return err
+		}
+	}
+	privateHosts[h] = true
+	return nil
+}
+
+// addHome makes u's home on a PrivateHomes host, empty, u's own, 0700.
+func (h *Host) addHome(u *User) error {
+	home := filepath.Join(h.homesDir(), filepath.Base(u.Home))
+	if err := os.Mkdir(home, 0o700); err != nil && !os.IsExist(err) {
+		return err
+	}
+	return os.Chown(home, u.UID, u.GID)
+}
+
+// userAdded records u for the PrivateHomes hosts, those up now and later
+// ones, until forget.
+func userAdded(u *User) error {
+	privateMu.Lock()
+	defer privateMu.Unlock()
+	localUsers[u.Name] = u
+	for h := range privateHosts {
+		if err := h.addHome(u); err != nil {
+			return fmt.Errorf("sshtest: a home for %s on %s: %w", u.Name, h.Name, err)
+		}
+	}
+	return nil
+}
+
+func userRemoved(name string) {
+	privateMu.Lock()
+	defer privateMu.Unlock()
+	delete(localUsers, name)
+}
+
+func hostStopped(h *Host) {
+	privateMu.Lock()
+	defer privateMu.Unlock()
+	delete(privateHosts, h)
+}
