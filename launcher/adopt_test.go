@@ -68,7 +68,7 @@ func findRunHosts(t *testing.T, info string) map[string]remote.Executor {
 	return map[string]remote.Executor{
 		"h1": answer("@@tfhive-run "+info+"\n@@tfhive-gen 2\n@@tfhive-task ps:0 alive\n@@tfhive-task worker:0 ended\n", "", 0),
 		"h2": answer("Welcome to h2\n@@tfhive-run {broken\n@@tfhive-gen x\n@@tfhive-gen 0\n@@tfhive-task worker:1 gone\n@@tfhive-task lonely\n", "", 0),
-		"h3": answer("@@tfhive-none no trace of run r1 in /home/u/.tfhive/runs\n", "", 0),
+		"h3": answer("@@tfhive-none no trace of run r1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef\n", "", 0),
 		"h4": answer("", "bash: find: command not found\nmore\n", 127),
 		"h5": &remotetest.Fake{}, // accepts no command
 		"h6": answer("", "", 0),
@@ -98,7 +98,7 @@ func TestFindRunAndAdoptedPlan(t *testing.T) {
 	if h2.Err != nil || h2.None != "" || h2.Info != nil || h2.Gen != 1 || len(h2.Tasks) != 1 || h2.Tasks["worker:1"] != "gone" {
 		t.Errorf("h2: %+v", h2)
 	}
-	if h3.Err != nil || h3.None != "no trace of run r1 in /home/u/.tfhive/runs" {
+	if h3.Err != nil || h3.None != "no trace of run r1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef" {
 		t.Errorf("h3: %+v", h3)
 	}
 	if h4.Err == nil || h4.Err.Error() != "exit 127: bash: find: command not found" {
@@ -306,11 +306,11 @@ func TestRunAdoptedTaskGone(t *testing.T) {
 	})
 	h2 := stageHost(t, func(s *session) int {
 		s.out("motd\n")
-		s.errOut("bash: warning: setlocale: LC_ALL: cannot change locale\ntfhive: no trace of task worker:1 in /home/u/.tfhive/runs/r1\n")
+		s.errOut("bash: warning: setlocale: LC_ALL: cannot change locale\ntfhive: no trace of task worker:1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1\n")
 		return 125
 	})
 	sum, console, _ := adoptedRun(t, adoptPlan(), 2, map[string]*remotetest.Fake{"h1": h1, "h2": h2})
-	const why = "no trace of task worker:1 in /home/u/.tfhive/runs/r1"
+	const why = "no trace of task worker:1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1"
 	wantSummary(t, sum, ResultFailed, ExitHostLost, "worker:1 on h2 was lost: "+why,
 		"worker:1 lost: "+why, "ps:0 stopped 143", "worker:0 stopped 143")
 	wantLines(t, "console", console, why)

@@ -41,8 +41,8 @@ func TestHostLogsLines(t *testing.T) {
 	}
 
 	out.Reset()
-	found, none, _ = p.copyHost(strings.NewReader("motd\n"+noneMarker+"no trace of run r1 in /home/u/.tfhive/runs/r1\n"), "gpu02")
-	if found || none != "no trace of run r1 in /home/u/.tfhive/runs/r1" || out.Len() != 0 {
+	found, none, _ = p.copyHost(strings.NewReader("motd\n"+noneMarker+"no trace of run r1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1\n"), "gpu02")
+	if found || none != "no trace of run r1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1" || out.Len() != 0 {
 		t.Errorf("found %v, none %q, printed %q", found, none, out.String())
 	}
 }
@@ -63,7 +63,7 @@ func logsHosts(t *testing.T, task, follow string) map[string]remote.Executor {
 	return map[string]remote.Executor{
 		"h1": logs("Welcome!\n"+logsMarker+"\n"+logMarker+"worker-0.out\n|step 1\n|\x1b]0;pwned\x07 \x1b[32mgreen\n"+
 			logMarker+"worker-0.err\n|warn\n"+logMarker+"ps-0.out\n|serving\n", 0),
-		"h2": logs(noneMarker+"no trace of run r1 in /home/u/.tfhive/runs\n", 0),
+		"h2": logs(noneMarker+"no trace of run r1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef\n", 0),
 		"h3": nil,
 		"h4": logs(logsMarker+"\n"+logMarker+"worker-1.out\n|half\n", 3),
 		"h5": &remotetest.Fake{},
@@ -88,7 +88,7 @@ func TestHostLogsEveryTask(t *testing.T) {
 		}
 		wantHostLogs(t, res,
 			"h1 found",
-			"h2 none: no trace of run r1 in /home/u/.tfhive/runs",
+			"h2 none: no trace of run r1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef",
 			"h3 error: no connection",
 			"h4 found error: logs failed there (exit 3)",
 			"h5 error: remotetest: no handler for command")
@@ -104,7 +104,7 @@ func TestHostLogsOneTask(t *testing.T) {
 				t.Errorf("%s: asked %.300q", h, s.stage)
 			}
 			if h == "h2" {
-				s.out("motd\n" + noneMarker + "no trace of task worker:0 in /home/u/.tfhive/runs/r1\n")
+				s.out("motd\n" + noneMarker + "no trace of task worker:0 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1\n")
 				return 0
 			}
 			s.out("motd\n")
@@ -128,7 +128,7 @@ func TestHostLogsOneTask(t *testing.T) {
 		if out.String() != c.out || errOut.String() != c.err {
 			t.Errorf("tty %v: stdout %q, stderr %q; want %q, %q", c.tty, out.String(), errOut.String(), c.out, c.err)
 		}
-		wantHostLogs(t, res, "h1 found", "h2 none: no trace of task worker:0 in /home/u/.tfhive/runs/r1")
+		wantHostLogs(t, res, "h1 found", "h2 none: no trace of task worker:0 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1")
 	}
 }
 

@@ -31,12 +31,19 @@ var muxSh = shscript.Load(scripts, "scripts/rundir.sh", "scripts/mux.sh")
 // or "… failed WHY".
 const muxMarker = "@@tfhive-mux "
 
-// muxInput is the multiplexer's stage for SupervisorCommand.
-func muxInput(runID, mark string) string {
+// muxInput is the multiplexer's stage for SupervisorCommand. fresh: the
+// run's first start, which empties what an ended run of the same id left
+// in its directory (a re-plan's start keeps the run's files).
+func muxInput(runID, mark string, fresh bool) string {
+	f := "0"
+	if fresh {
+		f = "1"
+	}
 	s := muxSh.With(
 		shscript.Set("tfhive_read", readStage.Text()),
 		shscript.Set("tfhive_run", runID),
 		shscript.Set("tfhive_mark", mark),
+		shscript.Set("tfhive_fresh", f),
 	)
 	return strconv.Itoa(len(s)) + "\n" + s
 }
@@ -108,8 +115,8 @@ func (m *hostMux) add(id string, so, se, out, errw io.Writer, truncated *atomic.
 // open starts the multiplexer on ex: the probe's spare session if the
 // host has one (it is SupervisorCommand), else a new one. A spare that
 // ended since the probe is replaced by a fresh session, once.
-func (m *hostMux) open(ctx context.Context, ex remote.Executor, runID string) error {
-	proc, err := startFed(ctx, ex, m, &m.noise, muxInput(runID, m.mark), "starting the host's multiplexer")
+func (m *hostMux) open(ctx context.Context, ex remote.Executor, runID string, fresh bool) error {
+	proc, err := startFed(ctx, ex, m, &m.noise, muxInput(runID, m.mark, fresh), "starting the host's multiplexer")
 	if err != nil {
 		return err
 	}

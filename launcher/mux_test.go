@@ -53,7 +53,7 @@ func TestMuxLocal(t *testing.T) {
 		x.p = m.add(fmt.Sprintf("worker:%d", i), gate, x.se, x.out, x.errw, &trunc)
 		ts = append(ts, x)
 	}
-	if err := m.open(context.Background(), remote.Local{}, "20260101-000000-mux"); err != nil {
+	if err := m.open(context.Background(), remote.Local{}, "20260101-000000-mux", true); err != nil {
 		t.Fatal(err)
 	}
 	defer m.proc.Close()

@@ -87,7 +87,7 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
 		p := m.add(rt.t.ID, so, tap, out, errGate, &rt.truncated)
 		ss = append(ss, started{i: i, p: p, input: supervisorInput(tk), said: newFirstByte(), tap: tap, errGate: errGate, tk: tk})
 	}
-	if err := m.open(ctx, ex, r.o.Plan.RunID); err != nil {
+	if err := m.open(ctx, ex, r.o.Plan.RunID, r.o.Relaunch == nil); err != nil {
 		return err
 	}
 	for _, s := range ss {

@@ -44,17 +44,17 @@ func TestRunDir(t *testing.T) {
 	}{
 		{name: "made when missing", create: true},
 		{name: "taken when there", prepare: func(t *testing.T, home, _ string) {
-			mkdirs(t, filepath.Join(home, ".tfhive", "runs", run))
+			mkdirs(t, filepath.Join(home, ".tfhive", hostRuns, run))
 		}},
 		{name: "no trace", why: "no trace of run " + run + " in ", path: ".tfhive"},
 		{name: "runs a symbolic link", create: true, prepare: func(t *testing.T, home, elsewhere string) {
 			mkdirs(t, filepath.Join(home, ".tfhive"))
-			symlink(t, elsewhere, filepath.Join(home, ".tfhive", "runs"))
-		}, why: " is a symbolic link: tfhive keeps a run's files only in real directories of your own with mode 0700", path: ".tfhive/runs"},
+			symlink(t, elsewhere, filepath.Join(home, ".tfhive", hostRuns))
+		}, why: " is a symbolic link: tfhive keeps a run's files only in real directories of your own with mode 0700", path: ".tfhive/" + hostRuns},
 		{name: "the run's directory a symbolic link", create: true, prepare: func(t *testing.T, home, elsewhere string) {
-			mkdirs(t, filepath.Join(home, ".tfhive", "runs"))
-			symlink(t, elsewhere, filepath.Join(home, ".tfhive", "runs", run))
-		}, why: " is a symbolic link", path: ".tfhive/runs/" + run},
+			mkdirs(t, filepath.Join(home, ".tfhive", hostRuns))
+			symlink(t, elsewhere, filepath.Join(home, ".tfhive", hostRuns, run))
+		}, why: " is a symbolic link", path: ".tfhive/" + hostRuns + "/" + run},
 		{name: "a dangling symbolic link", create: true, prepare: func(t *testing.T, home, elsewhere string) {
 			symlink(t, filepath.Join(elsewhere, "nothing"), filepath.Join(home, ".tfhive"))
 		}, why: " is a symbolic link", path: ".tfhive"},
@@ -63,17 +63,17 @@ func TestRunDir(t *testing.T) {
 			os.Chmod(filepath.Join(home, ".tfhive"), 0o755)
 		}, why: " has mode 0755, not 0700", path: ".tfhive"},
 		{name: "a file", create: true, prepare: func(t *testing.T, home, _ string) {
-			mkdirs(t, filepath.Join(home, ".tfhive", "runs"))
-			os.WriteFile(filepath.Join(home, ".tfhive", "runs", run), nil, 0o600)
-		}, why: " is not a directory", path: ".tfhive/runs/" + run},
+			mkdirs(t, filepath.Join(home, ".tfhive", hostRuns))
+			os.WriteFile(filepath.Join(home, ".tfhive", hostRuns, run), nil, 0o600)
+		}, why: " is not a directory", path: ".tfhive/" + hostRuns + "/" + run},
 		{name: "another user's", create: true, prepare: func(t *testing.T, home, _ string) {
 			if os.Geteuid() != 0 {
 				t.Skip("giving a directory away needs root")
 			}
-			dir := filepath.Join(home, ".tfhive", "runs", run)
+			dir := filepath.Join(home, ".tfhive", hostRuns, run)
 			mkdirs(t, dir)
 			os.Chown(dir, 65534, 65534)
-		}, why: " is owned by ", path: ".tfhive/runs/" + run},
+		}, why: " is owned by ", path: ".tfhive/" + hostRuns + "/" + run},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			home, elsewhere := t.TempDir(), t.TempDir()
@@ -82,11 +82,11 @@ func TestRunDir(t *testing.T) {
 			}
 			got, ok := runDir(t, home, run, c.create)
 			if c.why == "" {
-				want := filepath.Join(home, ".tfhive", "runs", run)
+				want := filepath.Join(home, ".tfhive", hostRuns, run)
 				if !ok || got != want {
 					t.Fatalf("got %q (ok %v), want %s", got, ok, want)
 				}
-				for _, d := range []string{".tfhive", ".tfhive/runs", ".tfhive/runs/" + run} {
+				for _, d := range []string{".tfhive", ".tfhive/" + hostRuns, ".tfhive/" + hostRuns + "/" + run} {
 					if fi, err := os.Lstat(filepath.Join(home, d)); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 						t.Errorf("%s: %v %v", d, fi.Mode(), err)
 					}
@@ -102,6 +102,18 @@ func TestRunDir(t *testing.T) {
 		})
 	}
 }
+
+// hostRuns is this machine's directory of runs under ~/.tfhive, as
+// rundir.sh's tfhive_runsdir names it: runs-MACHINEID.
+var hostRuns = func() string {
+	id, _ := os.ReadFile("/etc/machine-id")
+	k := strings.TrimSpace(string(id))
+	if len(k) != 32 || strings.Trim(k, "0123456789abcdef") != "" {
+		name, _ := os.Hostname()
+		k = "host-" + name
+	}
+	return "runs-" + k
+}()
 
 func mkdirs(t *testing.T, dir string) {
 	t.Helper()

@@ -17,8 +17,12 @@ import (
 const markRuns = "@@tfhive-runs"
 
 // runsRoot is where runs.sh's paths start: the run directories are
-// runsRoot/runs/RUN, relative to the home directory.
+// runsRoot/runs-KEY/RUN, relative to the home directory, KEY naming the
+// machine (launcher/scripts/rundir.sh).
 const runsRoot = ".tfhive"
+
+// runsPrefix starts the name of a machine's directory of runs.
+const runsPrefix = "runs-"
 
 // cutRuns takes runs.sh's section off the end of the holders' section,
 // where the script prints it.
@@ -67,8 +71,8 @@ func parseRuns(section, locks []byte) *inventory.KeptRuns {
 			dirs[f[0]] = true
 			continue
 		}
-		run, task, ext, ok := keptFile(f[0])
-		if !ok || kept == nil || !dirs[runsRoot] || !dirs[runsRoot+"/runs"] || !dirs[runsRoot+"/runs/"+run] {
+		runs, run, task, ext, ok := keptFile(f[0])
+		if !ok || kept == nil || !dirs[runsRoot] || !dirs[runsRoot+"/"+runs] || !dirs[runsRoot+"/"+runs+"/"+run] {
 			continue
 		}
 		key := [2]string{run, task}
@@ -103,19 +107,20 @@ func parseRuns(section, locks []byte) *inventory.KeptRuns {
 	return kept
 }
 
-// keptFile splits .tfhive/runs/RUN/ROLE-INDEX.EXT into its run id, task
-// (ROLE:INDEX) and EXT.
-func keptFile(path string) (run, task, ext string, ok bool) {
+// keptFile splits .tfhive/runs-KEY/RUN/ROLE-INDEX.EXT into the machine's
+// directory of runs (runs-KEY), its run id, task (ROLE:INDEX) and EXT.
+func keptFile(path string) (runs, run, task, ext string, ok bool) {
 	parts := strings.Split(path, "/")
-	if len(parts) != 4 || parts[0] != runsRoot || parts[1] != "runs" || !claim.ValidRunID(parts[2]) {
-		return "", "", "", false
+	if len(parts) != 4 || parts[0] != runsRoot || !strings.HasPrefix(parts[1], runsPrefix) ||
+		len(parts[1]) == len(runsPrefix) || !claim.ValidRunID(parts[2]) {
+		return "", "", "", "", false
 	}
 	base, ext, ok := strings.Cut(parts[3], ".")
 	i := strings.LastIndexByte(base, '-')
 	if !ok || i <= 0 || !allDigits(base[i+1:]) || !lowerWord(base[:i]) {
-		return "", "", "", false
+		return "", "", "", "", false
 	}
-	return parts[2], base[:i] + ":" + base[i+1:], ext, true
+	return parts[1], parts[2], base[:i] + ":" + base[i+1:], ext, true
 }
 
 func allDigits(ss ...string) bool {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +62,27 @@ func runRunsScript(t *testing.T, home, dir string) *inventory.KeptRuns {
 	return parseRuns(po.runs, po.claims.locks)
 }
 
+// machineKey is this machine's key in its directory of runs (runs-KEY),
+// as rundir.sh and runs.sh make it.
+func machineKey(t *testing.T) string {
+	t.Helper()
+	id, _ := os.ReadFile("/etc/machine-id")
+	k := strings.TrimSpace(string(id))
+	if len(k) == 32 && strings.Trim(k, "0123456789abcdef") == "" {
+		return k
+	}
+	name, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "host-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r) {
+			return r
+		}
+		return '_'
+	}, name)
+}
+
 func mkdirs(t *testing.T, mode os.FileMode, dirs ...string) {
 	t.Helper()
 	for _, d := range dirs {
@@ -78,8 +100,13 @@ func mkdirs(t *testing.T, mode os.FileMode, dirs ...string) {
 func TestKeptRuns(t *testing.T) {
 	requireFlock(t)
 	home, dir := t.TempDir(), t.TempDir()
-	runs := filepath.Join(home, ".tfhive", "runs")
+	runs := filepath.Join(home, ".tfhive", "runs-"+machineKey(t))
 	mkdirs(t, 0o700, filepath.Join(home, ".tfhive"), runs, filepath.Join(runs, "r1"), filepath.Join(runs, "r2"))
+	// Another machine's runs in a home shared with it (NFS), one of them
+	// holding a claim here under the same run id: none of its tasks counts.
+	elsewhere := filepath.Join(home, ".tfhive", "runs-0123456789abcdef0123456789abcdef")
+	mkdirs(t, 0o700, elsewhere, filepath.Join(elsewhere, "r2"))
+	keptTask(t, filepath.Join(elsewhere, "r2"), "worker-7", "120 121 122", "")
 	mkdirs(t, 0o755, filepath.Join(runs, "open"))
 	other := t.TempDir()
 	os.Chmod(other, 0o700)
@@ -140,18 +167,20 @@ func TestKeptFile(t *testing.T) {
 		path, run, task, ext string
 		ok                   bool
 	}{
-		{".tfhive/runs/r1/worker-0.ctl", "r1", "worker:0", "ctl", true},
-		{".tfhive/runs/2024-01-01.x_y/ps-12.rc", "2024-01-01.x_y", "ps:12", "rc", true},
-		{".tfhive/runs/r1/worker-x.rc", "", "", "", false},
-		{".tfhive/runs/../worker-0.rc", "", "", "", false},
-		{".tfhive/runs/r1/sub/worker-0.rc", "", "", "", false},
+		{".tfhive/runs-k1/r1/worker-0.ctl", "r1", "worker:0", "ctl", true},
+		{".tfhive/runs-host-gpu01/2024-01-01.x_y/ps-12.rc", "2024-01-01.x_y", "ps:12", "rc", true},
+		{".tfhive/runs-k1/r1/worker-x.rc", "", "", "", false},
+		{".tfhive/runs-k1/../worker-0.rc", "", "", "", false},
+		{".tfhive/runs-k1/r1/sub/worker-0.rc", "", "", "", false},
 		{".tfhive/other/r1/worker-0.rc", "", "", "", false},
-		{".tfhive/runs/r1/Worker-0.rc", "", "", "", false},
-		{".tfhive/runs/r1/keeper.gen", "", "", "", false},
+		{".tfhive/runs/r1/worker-0.rc", "", "", "", false},
+		{".tfhive/runs-/r1/worker-0.rc", "", "", "", false},
+		{".tfhive/runs-k1/r1/Worker-0.rc", "", "", "", false},
+		{".tfhive/runs-k1/r1/keeper.gen", "", "", "", false},
 	} {
-		run, task, ext, ok := keptFile(tt.path)
-		if run != tt.run || task != tt.task || ext != tt.ext || ok != tt.ok {
-			t.Errorf("keptFile(%q) = %q %q %q %v", tt.path, run, task, ext, ok)
+		runs, run, task, ext, ok := keptFile(tt.path)
+		if run != tt.run || task != tt.task || ext != tt.ext || ok != tt.ok || ok && !strings.HasPrefix(runs, "runs-") {
+			t.Errorf("keptFile(%q) = %q %q %q %q %v", tt.path, runs, run, task, ext, ok)
 		}
 	}
 }

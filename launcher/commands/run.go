@@ -206,12 +206,19 @@ func Run(ctx context.Context, o RunOptions) error {
 	// The tickets' hosts say when their locks change: the wait between
 	// probes then ends at once.
 	wake := make(chan struct{}, 1)
+	startedOnce := false
 	attempt := func(ctx context.Context) (*launcher.Summary, error) {
 		var avoid map[string][]int
 		if lo.Relaunch != nil {
 			avoid = used
 		}
 		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr, avoid)
+		if !startedOnce {
+			// Once this run has started, its id's claims may be its own.
+			if used := nameInUse(inv, req.RunID); used != nil {
+				return nil, used
+			}
+		}
 		if err != nil {
 			if o.Wait > 0 && errors.As(err, new(*schedule.CapacityError)) {
 				if tickets == nil {
@@ -247,6 +254,7 @@ func Run(ctx context.Context, o RunOptions) error {
 				return nil, err
 			}
 		}
+		startedOnce = true
 		return start(ctx, fleet, plan, lo, sigs)
 	}
 	retry := launcher.Retry{

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
 // readJSON decodes the JSON file name in dir.
@@ -42,4 +45,21 @@ func containsInt(list []int, n int) bool {
 		}
 	}
 	return false
+}
+
+// waitHostPID is what host h calls the process pid of this machine (one
+// its Command started), once the host has it: nsenter starts it a moment
+// after its own start.
+func waitHostPID(t *testing.T, h *sshtest.Host, pid int) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if n := h.HostPID(pid); n > 0 {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no pid there for process %d", h.Name, pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -52,20 +52,21 @@ func (s *sharedHost) lockFile(name string) string {
 	return filepath.Join(s.h.ClaimsDir(), "tfhive-claim."+name+".lock")
 }
 
-// mallorySh runs a shell command as mallory on the machine.
+// mallorySh runs a shell command as mallory on the host.
 func (s *sharedHost) mallorySh(t *testing.T, script string) string {
 	t.Helper()
-	out, err := s.mallory.Command("/bin/sh", "-c", script).CombinedOutput()
+	out, err := s.h.Command(s.mallory, "/bin/sh", "-c", script).CombinedOutput()
 	if err != nil {
 		t.Fatalf("as mallory: %s: %v\n%s", script, err, out)
 	}
 	return string(out)
 }
 
-// background starts a long-lived command as u that prints "ready" first.
-func background(t *testing.T, u *sshtest.User, script string) *exec.Cmd {
+// background starts a long-lived command as u on host h that prints
+// "ready" first.
+func background(t *testing.T, h *sshtest.Host, u *sshtest.User, script string) *exec.Cmd {
 	t.Helper()
-	cmd := u.Command("/bin/bash", "-c", script)
+	cmd := h.Command(u, "/bin/bash", "-c", script)
 	cmd.SysProcAttr.Setpgid = true
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -153,7 +154,7 @@ func TestHostileUnreadableLock(t *testing.T) {
 func TestHostileForgedClaims(t *testing.T) {
 	s := newSharedHost(t)
 	// Alice's bystander process: kill -TERM -1 or a wrong group would end it.
-	bystander := background(t, s.alice, "echo ready; exec sleep 300")
+	bystander := background(t, s.h, s.alice, "echo ready; exec sleep 300")
 	runArgv, logDir := runArgs(t, s.f, "--name", "victim", "--workers", "1", "--", "sh", "-c", "echo started; exec sleep 300")
 	runArgv[2] = s.aliceHosts
 	run, runErr := startRun(t, s.f, runArgv...)
@@ -165,11 +166,11 @@ func TestHostileForgedClaims(t *testing.T) {
 			continue // the GPU alice's run does not use
 		}
 		// Her text in alice's files: she cannot write them.
-		if err := s.mallory.Command("/bin/sh", "-c", "echo pgid=1 >"+f).Run(); err == nil {
+		if err := s.h.Command(s.mallory, "/bin/sh", "-c", "echo pgid=1 >"+f).Run(); err == nil {
 			t.Errorf("mallory could write %s", f)
 		}
 	}
-	fake := background(t, s.mallory, "exec 4<"+forged+"; echo ready; exec flock -n -o /proc/self/fd/4 bash --norc -c 'sleep 300' tfhive-sup "+
+	fake := background(t, s.h, s.mallory, "exec 4<"+forged+"; echo ready; exec flock -n -o /proc/self/fd/4 bash --norc -c 'sleep 300' tfhive-sup "+
 		s.h.ClaimsDir()+" victim worker:7 port:39999")
 
 	ps := tfhive(t, s.f.Env(), s.f.Dir, s.as("ps", "--json")...)
@@ -223,7 +224,7 @@ func TestHostileDeletedLock(t *testing.T) {
 	runArgv[2] = s.aliceHosts
 	run, _ := startRun(t, s.f, runArgv...)
 
-	if err := s.mallory.Command("rm", "-f", s.lockFile("gpu-"+s.uuids[1])).Run(); err == nil {
+	if err := s.h.Command(s.mallory, "rm", "-f", s.lockFile("gpu-"+s.uuids[1])).Run(); err == nil {
 		if _, err := os.Stat(s.lockFile("gpu-" + s.uuids[1])); err != nil {
 			t.Fatal("mallory deleted alice's lock file")
 		}

@@ -29,11 +29,12 @@ func TestIntruderShown(t *testing.T) {
 	}
 	taskPID, _ := os.ReadFile(filepath.Join(gdir, "taskpid"))
 
-	intruder := mallory.Command("/bin/sleep", "100001")
+	intruder := h.Command(mallory, "/bin/sleep", "100001")
 	if err := intruder.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { intruder.Process.Kill(); intruder.Wait() })
+	intruderPID := waitHostPID(t, h, intruder.Process.Pid)
 
 	// The GPU the run holds, as status says.
 	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "status", "--json")...)
@@ -64,10 +65,10 @@ func TestIntruderShown(t *testing.T) {
 	if gpu < 0 {
 		t.Fatalf("no GPU claimed:\n%s", r.stdout)
 	}
-	if err := h.ServeProcesses(gpu, atoi(strings.TrimSpace(string(taskPID))), intruder.Process.Pid); err != nil {
+	if err := h.ServeProcesses(gpu, atoi(strings.TrimSpace(string(taskPID))), intruderPID); err != nil {
 		t.Fatal(err)
 	}
-	who := mallory.Name + ":" + strconv.Itoa(intruder.Process.Pid) + " /bin/sleep 100001"
+	who := mallory.Name + ":" + strconv.Itoa(intruderPID) + " /bin/sleep 100001"
 
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "status")...)
 	wantCode(t, r, 0)
@@ -99,7 +100,7 @@ func TestIntruderShown(t *testing.T) {
 		t.Errorf("want one warning and one note:\n%s", run.read.String())
 	}
 	s := summaryOf(t, logDir)
-	if in := s.Tasks[0].Intruders; len(in) != 1 || in[0].PID != intruder.Process.Pid || in[0].User != mallory.Name || in[0].GPU != gpu {
+	if in := s.Tasks[0].Intruders; len(in) != 1 || in[0].PID != intruderPID || in[0].User != mallory.Name || in[0].GPU != gpu {
 		t.Errorf("summary.json intruders: %+v", in)
 	}
 }

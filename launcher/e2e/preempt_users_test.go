@@ -128,9 +128,9 @@ func TestPreemptForgedRequest(t *testing.T) {
 
 	dir := p.f.Host("h1").ClaimsDir()
 	hold := func(file string, label ...string) {
-		background(t, forger, "exec flock -n -o "+dir+"/"+file+" bash --norc -c 'echo ready; exec sleep 300' "+strings.Join(label, " "))
+		background(t, p.f.Host("h1"), forger, "exec flock -n -o "+dir+"/"+file+" bash --norc -c 'echo ready; exec sleep 300' "+strings.Join(label, " "))
 	}
-	background(t, forger, "exec flock "+dir+"/tfhive-preempt.crude.low-a.lock sh -c 'echo ready; exec sleep 300'")
+	background(t, p.f.Host("h1"), forger, "exec flock "+dir+"/tfhive-preempt.crude.low-a.lock sh -c 'echo ready; exec sleep 300'")
 	hold("tfhive-ticket.0.1000.forged.lock", "tfhive-ticket", dir, "0.1000.forged", "forged", "high", "1000", "2")
 	hold("tfhive-preempt.forged.low-a.lock", "tfhive-preempt", dir, "forged.low-a", "forged", "low-a")
 

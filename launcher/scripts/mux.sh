@@ -42,14 +42,39 @@
 #   tfhive_read  read-stage.sh: a supervisor's shell reads its stages
 #   tfhive_run   the run id
 #   tfhive_mark  the session's random word
-: "${tfhive_read?}" "${tfhive_run?}" "${tfhive_mark?}"
+#   tfhive_fresh 1: the run's first start, not a re-plan's (what a
+#                directory of that run id holds is an ended earlier run's)
+: "${tfhive_read?}" "${tfhive_run?}" "${tfhive_mark?}" "${tfhive_fresh?}"
 tfhive_say() { printf '%s %s %s\n' '@@tfhive-mux' "$tfhive_mark" "$1"; }
 if ! command -v tail >/dev/null 2>&1 || ! command -v mkfifo >/dev/null 2>&1; then
 	tfhive_say 'failed tail or mkfifo not found on this host (coreutils)'
 	exit 126
 fi
 tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
+tfhive_pid='' tfhive_alive=0 # set by tfhive_supervisor (rundir.sh)
 tfhive_rundir "$tfhive_run" 1 || { tfhive_say "failed $tfhive_why"; exit 126; }
+if [ "$tfhive_fresh" = 1 ]; then
+	# A run id used again (--name): an earlier run of that name left its
+	# files, keeper generation and multiplexers' directories here. One of
+	# its supervisors still alive refuses the start (tfhive checked the
+	# claims first; a task holding none is only seen here); else the
+	# new run starts from an empty directory, its keeper generation 1.
+	tfhive_old=("$tfhive_rd"/* "$tfhive_rd"/.mux-*)
+	for tfhive_p in "${tfhive_old[@]}"; do
+		case $tfhive_p in *.pid) ;; *) continue ;; esac
+		tfhive_t=${tfhive_p##*/}
+		tfhive_t=${tfhive_t%.pid}
+		tfhive_t=${tfhive_t%-*}:${tfhive_t##*-}
+		tfhive_supervisor "$tfhive_p" "$tfhive_run" "$tfhive_t"
+		if [ "$tfhive_alive" = 1 ]; then
+			tfhive_say "failed run $tfhive_run is still running here: its $tfhive_t (pid $tfhive_pid) has not ended"
+			exit 126
+		fi
+	done
+	if [ -e "${tfhive_old[0]}" ] || [ -L "${tfhive_old[0]}" ] || [ -e "${tfhive_old[-1]}" ]; then
+		rm -rf -- "${tfhive_old[@]}" 2>/dev/null
+	fi
+fi
 tfhive_m=.mux-$tfhive_mark
 tfhive_md=$tfhive_rd/$tfhive_m
 { mkdir -m 700 "$tfhive_md" && : >"$tfhive_md/events"; } 2>/dev/null || { tfhive_say "failed cannot create $tfhive_md"; exit 126; }

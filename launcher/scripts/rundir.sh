@@ -1,17 +1,34 @@
 # shellcheck shell=bash
 # The run's directory on a host, where a kept supervisor (--reconnect)
 # leaves what outlives a session: each task's output and status, its pid,
-# its control FIFO. It is ~/.tfhive/runs/RUN, and it and its two parents
-# must be real directories (not symlinks) of this user's own with mode
-# 0700: nobody else could have prepared anything in them, so tfhive may
-# create, read and write there; anything else is refused, never followed.
-#
+# its control FIFO. It is ~/.tfhive/runs-KEY/RUN, KEY naming this machine
+# (tfhive_runsdir), and it and its two parents must be real directories
+# (not symlinks) of this user's own with mode 0700: nobody else could have
+# prepared anything in them, so tfhive may create, read and write there;
+# anything else is refused, never followed.
+# shellcheck disable=SC2034 # tfhive_why, tfhive_w…: the callers'
+
+# tfhive_runsdir sets tfhive_runs to this machine's directory of runs,
+# ~/.tfhive/runs-KEY. KEY is the machine's /etc/machine-id, or, on a
+# machine without a valid one, "host-" and its hostname: a home shared by
+# many hosts (NFS) keeps each host's runs apart, as separate machines'
+# processes, FIFOs and locks are. probe/scripts/runs.sh and probe/runs.go
+# find the same directory.
+tfhive_runsdir() {
+	tfhive_key=
+	read -r tfhive_key 2>/dev/null </etc/machine-id
+	case $tfhive_key in
+	'' | *[!0-9a-f]*) tfhive_key=host-${HOSTNAME//[!A-Za-z0-9._-]/_} ;;
+	esac
+	tfhive_runs=$HOME/.tfhive/runs-$tfhive_key
+}
+
 # tfhive_rundir RUN CREATE sets tfhive_rd to the directory, creating what
 # is missing when CREATE is 1; on refusal it sets tfhive_why and fails.
-# shellcheck disable=SC2034 # tfhive_why is the caller's
 tfhive_rundir() {
-	tfhive_rd=$HOME/.tfhive/runs/$1
-	tfhive_ds=("$HOME/.tfhive" "$HOME/.tfhive/runs" "$tfhive_rd")
+	tfhive_runsdir
+	tfhive_rd=$tfhive_runs/$1
+	tfhive_ds=("$HOME/.tfhive" "$tfhive_runs" "$tfhive_rd")
 	tfhive_why=
 	for tfhive_d in "${tfhive_ds[@]}"; do
 		# A symlink is refused before anything is made below it.

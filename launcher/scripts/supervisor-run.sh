@@ -109,7 +109,9 @@ if [ "$tfhive_keep" != 0 ]; then
 		# The multiplexer that started this shell checked the directory
 		# (mux.sh) a moment ago, as this user: nobody else can have
 		# changed it since. Its stat is a process per task spared.
-		tfhive_rd=$HOME/.tfhive/runs/$2
+		tfhive_runsdir
+		# shellcheck disable=SC2154 # tfhive_runs: tfhive_runsdir's
+		tfhive_rd=$tfhive_runs/$2
 	else
 		tfhive_rundir "$2" 1 || tfhive_cannot "$tfhive_why"
 	fi

@@ -1,7 +1,7 @@
 # shellcheck shell=sh
 # The probe, last part, for `tfhive ps` only ($runs not 0): what the
-# user's own kept run directories (~/.tfhive/runs/RUN, see
-# launcher/scripts/rundir.sh and supervisor-run.sh) say of the runs whose
+# user's own kept run directories (~/.tfhive/runs-KEY/RUN, KEY naming
+# this machine: see launcher/scripts/rundir.sh and supervisor-run.sh) say of the runs whose
 # claims the holders above carry; probe/runs.go reads it.
 #
 # One find, run only when such a run has a directory here, lists
@@ -32,11 +32,17 @@
 # and claims.sh's $d (the claims dir) and $h (the holders' ps lines).
 : "${runs?}" "${t?}";
 echo @@tfhive-runs;
-if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d .tfhive/runs ] && [ ! -L .tfhive ] && [ ! -L .tfhive/runs ]; then
+# This machine's runs: KEY is claims.sh's machine id when it is 32 hex
+# digits (machine-id(5)), else "host-" and the hostname, as rundir.sh's
+# tfhive_runsdir says (its pattern built without a "!", csh's).
+x='[0-9a-f]'; x=$x$x; x=$x$x; x=$x$x; x=$x$x; x=$x$x;
+# shellcheck disable=SC2254,SC2154 # $x is the pattern; m: claims.sh's
+case $m in $x) r=.tfhive/runs-$m ;; *) r=.tfhive/runs-host-$(uname -n | tr -c 'A-Za-z0-9._-' _) ;; esac;
+if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d "$r" ] && [ ! -L .tfhive ] && [ ! -L "$r" ]; then
   set -f; set --; s=0;
   # The run id is the second word after the holder's marker (its label is
   # "tfhive-sup DIR RUN TASK CLAIMS"); each id once, only with a directory,
-  # never one that could leave .tfhive/runs (probe/runs.go checks the ids
+  # never one that could leave $r (probe/runs.go checks the ids
   # themselves). No "!" but before a space: csh would expand it.
   for w in $h; do
     case $s in
@@ -45,7 +51,7 @@ if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d .tfhive/run
     *) s=0;
       case $w in
       '' | .* | */*) ;;
-      *) case " $* " in *" .tfhive/runs/$w "*) ;; *) if [ -d ".tfhive/runs/$w" ]; then set -- "$@" ".tfhive/runs/$w"; fi ;; esac ;;
+      *) case " $* " in *" $r/$w "*) ;; *) if [ -d "$r/$w" ]; then set -- "$@" "$r/$w"; fi ;; esac ;;
       esac ;;
     esac;
   done;
@@ -57,7 +63,7 @@ if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d .tfhive/run
     while read -r k p x; do
       case $k in
       d) o="$o $p "; echo "d $p" ;;
-      *) case $o in *" .tfhive "*" .tfhive/runs "*" ${p%/*} "*)
+      *) case $o in *" .tfhive "*" $r "*" ${p%/*} "*)
           if [ "$k" = p ]; then echo "p $p $x"; else v=; read -r v <"$p"; echo "f $p $v"; fi ;;
         esac ;;
       esac;

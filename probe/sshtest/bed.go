@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -339,4 +340,70 @@ func hostStopped(h *Host) {
 	privateMu.Lock()
 	defer privateMu.Unlock()
 	delete(privateHosts, h)
+}
+
+// Command runs a program on the host as u (nil: the test's own user), the
+// way a colleague's shell there would: in the host's namespaces on a
+// separate bed, so that its processes, locks and /tmp are the host's, and
+// with u's credentials, HOME and a login's PATH. On a Plain bed it is
+// u.Command. Its pid (Process.Pid) is nsenter's, on this machine; HostPID
+// says what the host calls the program.
+func (h *Host) Command(u *User, name string, args ...string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if u != nil {
+		cmd = u.Command(name, args...)
+	} else {
+		cmd = exec.Command(name, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	if !h.bed.Separate() {
+		return cmd
+	}
+	init, err := h.InitPID()
+	if err != nil {
+		// The command fails to start, saying why.
+		return exec.Command("/bin/sh", "-c", "echo \"$1\" >&2; exit 127", "sshtest", err.Error())
+	}
+	ns := []string{"--target", strconv.Itoa(init), "--pid", "--mount", "--uts"}
+	if u != nil {
+		ns = append(ns, "--setuid", strconv.Itoa(u.UID), "--setgid", strconv.Itoa(u.GID))
+	}
+	if cmd.Dir != "" && h.bed == PrivateHomes && strings.HasPrefix(cmd.Dir, "/home/") {
+		ns = append(ns, "--wdns", cmd.Dir)
+		cmd.Dir = ""
+	}
+	wrapped := exec.Command("nsenter", append(append(ns, "--", cmd.Path), args...)...)
+	wrapped.Env, wrapped.Dir = cmd.Env, cmd.Dir
+	// nsenter needs root to enter; it drops to u itself.
+	wrapped.SysProcAttr = &syscall.SysProcAttr{}
+	return wrapped
+}
+
+// HostPID is what the host calls the process pid of this machine (as
+// Command's Process.Pid, or the program nsenter started for it): the
+// same pid on a Plain bed; 0 when it is not the host's.
+func (h *Host) HostPID(pid int) int {
+	if !h.bed.Separate() {
+		return pid
+	}
+	for range 2 {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return 0
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(l); len(f) == 3 && f[0] == "NSpid:" {
+				n, _ := strconv.Atoi(f[2])
+				return n
+			}
+		}
+		// nsenter itself, outside: its child is the program.
+		kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		if f := strings.Fields(string(kids)); err != nil || len(f) != 1 {
+			return 0
+		} else if pid, err = strconv.Atoi(f[0]); err != nil {
+			return 0
+		}
+	}
+	return 0
 }
