@@ -269,7 +269,7 @@ func syncFlags() []cli.Flag {
 
 func gcFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.DurationFlag{Name: "older-than", Usage: "keep --sync trees used within `D` (at least 1m)"},
+		&cli.DurationFlag{Name: "older-than", Usage: "keep --sync trees used within `D` (at least 1m) and ended runs' host files touched within D (default: trees unused now, run files 7d)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "remove nothing; say what would be removed"},
 	}
 }

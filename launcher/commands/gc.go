@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,7 +28,9 @@ type GCOptions struct {
 }
 
 // GC removes, on every host, the --sync trees nothing uses that were not
-// used lately, and says how much space that freed and what it kept.
+// used lately, and the files of this user's runs that ended longer ago
+// than --older-than (launcher.RunRetention without it), never a running
+// run's; it says how much space that freed and what it kept.
 func GC(ctx context.Context, o GCOptions) error {
 	if o.OlderThan < 0 {
 		return usagef("--older-than must not be negative")
@@ -42,6 +45,7 @@ func GC(ctx context.Context, o GCOptions) error {
 		return err
 	}
 	reports := make([]codesync.GCReport, len(fleet.Hosts))
+	runs := make([]launcher.RunsGCReport, len(fleet.Hosts))
 	errs := make([]error, len(fleet.Hosts))
 	var g errgroup.Group
 	g.SetLimit(max(o.Hosts.Parallel, 1))
@@ -51,6 +55,9 @@ func GC(ctx context.Context, o GCOptions) error {
 		}
 		g.Go(func() error {
 			reports[i], errs[i] = codesync.GC(ctx, fleet.Executor(i), o.OlderThan, o.DryRun)
+			if errs[i] == nil {
+				runs[i], errs[i] = launcher.GCRuns(ctx, fleet.Executor(i), o.OlderThan, o.DryRun)
+			}
 			return nil
 		})
 	}
@@ -75,9 +82,20 @@ func GC(ctx context.Context, o GCOptions) error {
 			failed = append(failed, h.Name+": "+errs[i].Error())
 		default:
 			hosts++
-			total += reports[i].Freed()
+			total += reports[i].Freed() + runs[i].Freed()
 			if !o.JSON {
 				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(reports[i], freed, max(o.OlderThan, codesync.MinKeep)))
+				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, runs[i].Line(freed, cmp.Or(o.OlderThan, launcher.RunRetention)))
+			}
+		}
+		hj.RunsDir, hj.Runs = runs[i].Dir, []gcRunJSON{}
+		for _, d := range runs[i].Runs {
+			gone := d.Kind == launcher.RunGone
+			hj.Runs = append(hj.Runs, gcRunJSON{RunID: d.Run, State: gcRunStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
+			if gone {
+				hj.FreedBytes += d.KiB * 1024
+			} else {
+				hj.KeptBytes += d.KiB * 1024
 			}
 		}
 		for _, d := range reports[i].Dirs {
@@ -118,12 +136,34 @@ type gcJSON struct {
 type gcHostJSON struct {
 	Host string `json:"host"`
 	// Dir is the host's cache; "" when gc did not get to say.
-	Dir         string       `json:"dir"`
-	FreedBytes  int64        `json:"freed_bytes"`
-	KeptBytes   int64        `json:"kept_bytes"`
-	Trees       []gcTreeJSON `json:"trees"`
-	Error       string       `json:"error,omitempty"`
-	Unreachable bool         `json:"unreachable,omitempty"`
+	Dir        string       `json:"dir"`
+	FreedBytes int64        `json:"freed_bytes"`
+	KeptBytes  int64        `json:"kept_bytes"`
+	Trees      []gcTreeJSON `json:"trees"`
+	// RunsDir is the machine's directory of runs (~/.tfhive/runs-KEY);
+	// Runs, the ended and running runs' files there.
+	RunsDir     string      `json:"runs_dir"`
+	Runs        []gcRunJSON `json:"runs"`
+	Error       string      `json:"error,omitempty"`
+	Unreachable bool        `json:"unreachable,omitempty"`
+}
+
+// gcRunJSON is one run's files on a host: State says why gc removes
+// them (ended) or keeps them (running, recent, not_own); Removed, that
+// it did (never with --dry-run).
+type gcRunJSON struct {
+	RunID   string `json:"run_id"`
+	State   string `json:"state"`
+	Bytes   int64  `json:"bytes"`
+	Removed bool   `json:"removed"`
+}
+
+// gcRunStates name the launcher's kinds of run directory in the JSON.
+var gcRunStates = map[byte]string{
+	launcher.RunGone:   "ended",
+	launcher.RunLive:   "running",
+	launcher.RunNew:    "recent",
+	launcher.RunNotOwn: "not_own",
 }
 
 // gcTreeJSON is one directory of a host's cache: State says why gc

@@ -18,10 +18,14 @@ import (
 // host's own empty HOME, so the test user's rc files (a pyenv on the PATH)
 // stay out of them.
 func doctorFleet(t *testing.T) *sshtest.Fleet {
+	return doctorFleetOn(t, sshtest.DefaultBed(t))
+}
+
+func doctorFleetOn(t *testing.T, bed sshtest.Bed) *sshtest.Fleet {
 	p := func(name, python string) sshtest.Profile {
 		return sshtest.Profile{Name: name, GPU: "idle-2gpu.xml", AliveInterval: 1, Python: python}
 	}
-	return sshtest.Start(t, p("a", ""), p("b", ""), p("odd", "3.99.0"))
+	return sshtest.StartOn(t, bed, p("a", ""), p("b", ""), p("odd", "3.99.0"))
 }
 
 func TestDoctor(t *testing.T) {
@@ -30,7 +34,7 @@ func TestDoctor(t *testing.T) {
 	// Sessions are counted as in TestRunReusesTheProbeSession: the check
 	// goes on in the probe's session.
 	for _, h := range f.Hosts {
-		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$HOME/sessions";; esac` + "\n"
+		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$TFHIVE_FAKE_GPU/sessions";; esac` + "\n"
 		if err := os.WriteFile(filepath.Join(h.Home(), ".bashrc"), []byte(rc), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +44,7 @@ func TestDoctor(t *testing.T) {
 	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "doctor")...)
 	wantCode(t, r, 1)
 	for _, h := range f.Hosts {
-		b, _ := os.ReadFile(filepath.Join(h.Dir, "home", "sessions"))
+		b, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "sessions"))
 		if n := strings.Count(string(b), "\n"); n != 1 {
 			t.Errorf("%s: %d sessions, want 1:\n%s", h.Name, n, b)
 		}

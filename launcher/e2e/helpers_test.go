@@ -63,3 +63,19 @@ func waitHostPID(t *testing.T, h *sshtest.Host, pid int) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// hostRunDir is run id's directory on host h: ~/.tfhive/runs-KEY/ID, KEY
+// the machine's id (launcher/scripts/rundir.sh).
+func hostRunDir(h *sshtest.Host, id string) string {
+	return filepath.Join(h.Home(), ".tfhive", "runs-"+h.MachineID(), id)
+}
+
+// privateBed is the bed for a test whose hosts must not share a home:
+// private homes where hosts are separate, else plain (whose hosts give the
+// test user a home each).
+func privateBed(t *testing.T) sshtest.Bed {
+	if sshtest.DefaultBed(t).Separate() {
+		return sshtest.PrivateHomes
+	}
+	return sshtest.Plain
+}

@@ -58,9 +58,9 @@ func TestLogsFromHosts(t *testing.T) {
 	// The keeper's session follows worker:0 (on l1, or l2) through the
 	// host's multiplexer, whose one tail follows all the host's files:
 	// none is worker:0's alone.
-	out0 := filepath.Join(f.Host("l1").Home(), ".tfhive", "runs", id, "worker-0.out")
+	out0 := filepath.Join(hostRunDir(f.Host("l1"), id), "worker-0.out")
 	if _, err := os.Stat(out0); err != nil {
-		out0 = filepath.Join(f.Host("l2").Home(), ".tfhive", "runs", id, "worker-0.out")
+		out0 = filepath.Join(hostRunDir(f.Host("l2"), id), "worker-0.out")
 	}
 	if n := tailsOf(out0); n != 0 {
 		t.Errorf("%d tails of worker:0's output alone before logs -f, want 0 (the multiplexer's follows it)", n)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -154,7 +155,7 @@ func TestPreemptForgedRequest(t *testing.T) {
 		t.Fatalf("the low run ended:\n%s%s", low.read.String(), low.other.String())
 	default:
 	}
-	if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err != nil || !strings.Contains(string(st), "\nUid:\t"+strconv.Itoa(p.low.UID)+"\t") {
+	if st, err := os.ReadFile(filepath.Join(p.f.Host("h1").Proc(), strconv.Itoa(pid), "status")); err != nil || !strings.Contains(string(st), "\nUid:\t"+strconv.Itoa(p.low.UID)+"\t") {
 		t.Fatalf("the low run's task %d is gone: %v", pid, err)
 	}
 

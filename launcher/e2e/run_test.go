@@ -323,13 +323,14 @@ func TestRunReusesTheProbeSession(t *testing.T) {
 }
 
 func reusesTheProbeSession(t *testing.T, flags []string, s1 int) {
-	f := sshtest.Start(t,
+	// Plain hosts: s1's tasks look at s2's processes.
+	f := sshtest.StartOn(t, sshtest.Plain,
 		sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml"},
 		sshtest.Profile{Name: "s2", GPU: "idle-2gpu.xml"})
 	for _, h := range f.Hosts {
 		// bash, the login shell here, sources ~/.bashrc for every session
 		// (and the tasks' shells do too: count only sshd's children).
-		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$HOME/sessions";; esac` + "\n"
+		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$TFHIVE_FAKE_GPU/sessions";; esac` + "\n"
 		if err := os.WriteFile(filepath.Join(h.Home(), ".bashrc"), []byte(rc), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +348,7 @@ func reusesTheProbeSession(t *testing.T, flags []string, s1 int) {
 		t.Fatalf("tasks %+v, want both on s1", s.Tasks)
 	}
 	for host, want := range map[string]int{"s1": s1, "s2": 1} {
-		b, _ := os.ReadFile(filepath.Join(f.Host(host).Dir, "home", "sessions"))
+		b, _ := os.ReadFile(filepath.Join(f.Host(host).Dir, "gpu", "sessions"))
 		if n := strings.Count(string(b), "\n"); n != want {
 			t.Errorf("%s: %d sessions, want %d:\n%s", host, n, want, b)
 		}

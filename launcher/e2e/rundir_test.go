@@ -21,25 +21,25 @@ func TestRunDirRefused(t *testing.T) {
 		name string
 		// prepare readies the host's HOME and says which path is to be
 		// named, and what about it.
-		prepare func(t *testing.T, home, elsewhere string) (path, why string)
+		prepare func(t *testing.T, h *sshtest.Host, elsewhere string) (path, why string)
 	}{
-		{"runs a symbolic link", func(t *testing.T, home, elsewhere string) (string, string) {
-			mkdir(t, filepath.Join(home, ".tfhive"), 0o700)
-			runs := filepath.Join(home, ".tfhive", "runs")
+		{"runs a symbolic link", func(t *testing.T, h *sshtest.Host, elsewhere string) (string, string) {
+			mkdir(t, filepath.Join(h.Home(), ".tfhive"), 0o700)
+			runs := filepath.Dir(hostRunDir(h, "x"))
 			if err := os.Symlink(elsewhere, runs); err != nil {
 				t.Fatal(err)
 			}
 			return runs, "is a symbolic link"
 		}},
-		{".tfhive with mode 0755", func(t *testing.T, home, _ string) (string, string) {
-			dir := filepath.Join(home, ".tfhive")
+		{".tfhive with mode 0755", func(t *testing.T, h *sshtest.Host, _ string) (string, string) {
+			dir := filepath.Join(h.Home(), ".tfhive")
 			mkdir(t, dir, 0o755)
 			return dir, "has mode 0755, not 0700"
 		}},
-		{"runs another user's", func(t *testing.T, home, _ string) (string, string) {
+		{"runs another user's", func(t *testing.T, h *sshtest.Host, _ string) (string, string) {
 			other := sshtest.AddUser(t, "other")
-			mkdir(t, filepath.Join(home, ".tfhive"), 0o700)
-			runs := filepath.Join(home, ".tfhive", "runs")
+			mkdir(t, filepath.Join(h.Home(), ".tfhive"), 0o700)
+			runs := filepath.Dir(hostRunDir(h, "x"))
 			mkdir(t, runs, 0o700)
 			if err := os.Chown(runs, other.UID, other.GID); err != nil {
 				t.Fatal(err)
@@ -52,7 +52,7 @@ func TestRunDirRefused(t *testing.T) {
 			f := runFleet(t, "rd")
 			elsewhere := t.TempDir()
 			os.Chmod(elsewhere, 0o700)
-			path, why := c.prepare(t, f.Host("rd").Home(), elsewhere)
+			path, why := c.prepare(t, f.Host("rd"), elsewhere)
 			args, _ := runArgs(t, f, "--workers", "1", "--gpus-per-worker", "0", "--", "echo", "ran")
 			r := tfhive(t, f.Env(), f.Dir, args...)
 			wantCode(t, r, 1)
@@ -125,7 +125,7 @@ func TestRunDiskFullAcrossReconnect(t *testing.T) {
 			}
 			end()
 			waitFor(t, 30*time.Second, "the task's status on the host", func() bool {
-				rc, _ := filepath.Glob(filepath.Join(h.Home(), ".tfhive", "runs", "*", "worker-0.rc"))
+				rc, _ := filepath.Glob(filepath.Join(hostRunDir(h, "*"), "worker-0.rc"))
 				return len(rc) == 1 && strings.TrimSpace(readFile(t, rc[0])) == "0 truncated"
 			})
 			h.Proxy.Resume()
@@ -167,7 +167,7 @@ func TestRunDiskFullAcrossReconnect(t *testing.T) {
 // cut where the disk filled).
 func sameAsHost(t *testing.T, h *sshtest.Host, logDir, console string, n int) {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(h.Home(), ".tfhive", "runs", "*", "worker-0.out"))
+	files, _ := filepath.Glob(filepath.Join(hostRunDir(h, "*"), "worker-0.out"))
 	if len(files) != 1 {
 		t.Fatalf("the task's file on the host: %v", files)
 	}

@@ -30,7 +30,7 @@ func sampleFleet(t *testing.T) *sshtest.Fleet {
 		if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "usage"), []byte(strings.Join(servedUsage[h.Name], "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$HOME/sessions";; esac` + "\n"
+		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$TFHIVE_FAKE_GPU/sessions";; esac` + "\n"
 		if err := os.WriteFile(filepath.Join(h.Home(), ".bashrc"), []byte(rc), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestRunSamplesGPUUsage(t *testing.T) {
 		t.Errorf("the warning came after the summary:\n%s", r.stdout)
 	}
 	for _, h := range f.Hosts {
-		b, _ := os.ReadFile(filepath.Join(h.Home(), "sessions"))
+		b, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "sessions"))
 		if n := strings.Count(string(b), "\n"); n != 2 {
 			t.Errorf("%s: %d sessions, want the task's and the sampler's:\n%s", h.Name, n, b)
 		}

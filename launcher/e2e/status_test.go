@@ -57,8 +57,8 @@ func TestStatusMixedFleet(t *testing.T) {
 			t.Errorf("gpu-busy GPU %d: state %q, want %q (row %v)", i, row[5], wantState[i], row)
 		}
 	}
-	wantContains(t, "gpu-busy GPU 1", strings.Join(busy[1], " "), owner+":"+itoa(h.Procs[0].Pid)+" python train.py")
-	wantContains(t, "gpu-busy GPU 2", strings.Join(busy[2], " "), owner+":"+itoa(h.Procs[1].Pid), owner+":"+itoa(h.Procs[2].Pid)+" ray::RolloutWorker.sample(batch=512")
+	wantContains(t, "gpu-busy GPU 1", strings.Join(busy[1], " "), owner+":"+itoa(h.Busy[0])+" python train.py")
+	wantContains(t, "gpu-busy GPU 2", strings.Join(busy[2], " "), owner+":"+itoa(h.Busy[1]), owner+":"+itoa(h.Busy[2])+" ray::RolloutWorker.sample(batch=512")
 	wantContains(t, "gpu-busy GPU 3", strings.Join(busy[3], " "), "85%", "util 85% > 10%")
 
 	if rows := rowsOf(r.stdout, "gpu-nodriver"); len(rows) != 1 || rows[0][5] != "driver-error" || !strings.Contains(rows[0][6], "couldn't communicate with the NVIDIA driver") {
@@ -113,7 +113,7 @@ func TestStatusJSON(t *testing.T) {
 		t.Fatalf("gpu-busy: %+v", busy.GPUs)
 	}
 	p := busy.GPUs[1].Processes[0]
-	if p.PID != f.Host("gpu-busy").Procs[0].Pid || p.Command != "python train.py --lr 0.1 100000" || p.User == "" {
+	if p.PID != f.Host("gpu-busy").Busy[0] || p.Command != "python train.py --lr 0.1 100000" || p.User == "" {
 		t.Errorf("gpu-busy GPU 1 process: %+v", p)
 	}
 	if g := busy.GPUs[3]; g.UtilizationPct == nil || *g.UtilizationPct != 85 || g.State != "busy" {
@@ -284,8 +284,8 @@ func TestStatusBadInput(t *testing.T) {
 // normalizePIDs replaces the busy processes' pids (they differ each run)
 // so the table can be compared with a golden file.
 func normalizePIDs(s string, f *sshtest.Fleet) string {
-	for i, p := range f.Host("gpu-busy").Procs {
-		s = strings.ReplaceAll(s, ":"+itoa(p.Pid)+" ", ":PID"+itoa(i)+" ")
+	for i, p := range f.Host("gpu-busy").Busy {
+		s = strings.ReplaceAll(s, ":"+itoa(p)+" ", ":PID"+itoa(i)+" ")
 	}
 	if os.Geteuid() != 0 {
 		s = strings.ReplaceAll(s, os.Getenv("USER")+":PID", "nobody:PID")

@@ -310,7 +310,8 @@ func TestGCKeepsALiveRunsTree(t *testing.T) {
 // task would run; a host it cannot be sent to is a row with a note, exit
 // 1. run --check --sync checks in the tree too.
 func TestSyncDoctor(t *testing.T) {
-	f := doctorFleet(t)
+	// One host's cache broken alone: homes of each host's own.
+	f := doctorFleetOn(t, privateBed(t))
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "mymod.py"), []byte("__version__ = '7.0'\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -74,12 +74,17 @@ tfhive_rundir() {
 # stderr, on a line of its own, and stops, so that the older one steps
 # down.
 #
-# While it runs, it holds a shared lock on a descriptor of its own on the
-# FIFO: /proc/locks then says that a session follows the task (tfhive
-# ps), and the lock goes with the feeder whatever ends it (EOF when the
-# session closes, a kill). Without flock, ps says no keeper.
+# While it runs, a shared lock on the FIFO says so: /proc/locks then
+# says that a session follows the task (tfhive ps). The lock's holder is
+# a flock process that lives as long as this feeder (a tail following its
+# pid), whatever ends it (EOF when the session closes, a kill): a lock
+# whose taker has exited is listed only in the machine's first PID
+# namespace, and a host that is a container (or a PID namespace of its
+# own) would never show it. Without flock, ps says no keeper.
 tfhive_feed() {
-	exec 8<>"$2" && flock -n -s 8 2>/dev/null
+	# (BASHPID is read here: in the background command, it would be its own.)
+	tfhive_fpid=$BASHPID
+	flock -n -s -o "$2" tail --pid="$tfhive_fpid" -s 1 -f /dev/null </dev/null >/dev/null 2>&1 &
 	while IFS= read -r tfhive_l; do
 		tfhive_g=
 		read -r tfhive_g 2>/dev/null <"$tfhive_rd/keeper.gen"

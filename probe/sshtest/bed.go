@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -132,14 +133,14 @@ for d in "$@"; do
 	[ "$d" != -- ] || break
 	i=$((i + 1))
 	mkdir "$stage/$i"
-	mount --bind "$d" "$stage/$i"
+	mount --rbind "$d" "$stage/$i"
 done
 mount -t tmpfs -o mode=1777,nosuid,nodev sshtest-tmp /tmp
 i=0
 while [ "$1" != -- ]; do
 	i=$((i + 1))
 	mkdir -p "$1"
-	mount --bind "$stage/$i" "$1"
+	mount --rbind "$stage/$i" "$1"
 	shift
 done
 shift
@@ -404,6 +405,64 @@ func (h *Host) HostPID(pid int) int {
 		} else if pid, err = strconv.Atoi(f[0]); err != nil {
 			return 0
 		}
+	}
+	return 0
+}
+
+// MachineID is the host's /etc/machine-id as its sessions read it: one of
+// its own on a separate bed, the test machine's on a Plain one.
+func (h *Host) MachineID() string {
+	path := "/etc/machine-id"
+	if h.bed.Separate() {
+		path = filepath.Join(h.machineOf().Dir, "machine-id")
+	}
+	data, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(data))
+}
+
+// Proc is the host's /proc as the test can read it: the test machine's on
+// a Plain bed; on a separate one the host's own (its pids), seen through
+// its PID 1's root.
+func (h *Host) Proc() string {
+	if !h.bed.Separate() {
+		return "/proc"
+	}
+	init, err := h.InitPID()
+	if err != nil {
+		return filepath.Join(h.Dir, "no-proc") // reads fail, saying so
+	}
+	return fmt.Sprintf("/proc/%d/root/proc", init)
+}
+
+// nobody is the user busy processes run as on a separate host.
+var nobody = &User{Name: "nobody", UID: 65534, GID: 65534, Home: "/"}
+
+// startBusyLater starts a separate host's busy processes in its
+// namespaces, now that it is up, and serves the capture with their pids.
+func (h *Host) startBusyLater() error {
+	if h.capture == nil {
+		return nil
+	}
+	data, err := h.startBusy(h.capture)
+	h.capture = nil
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(h.Dir, "gpu", "output")
+	if err := os.WriteFile(path+".new", data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".new", path)
+}
+
+// waitHostPID is HostPID once the host has the process: nsenter starts
+// it a moment after its own start. 0 after 10 s.
+func (h *Host) waitHostPID(pid int) int {
+	for range 1000 {
+		if n := h.HostPID(pid); n > 0 {
+			return n
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	return 0
 }

@@ -113,8 +113,10 @@ type Host struct {
 	Port int
 	Dir  string
 	Key  ssh.PublicKey
-	// Procs are the busy processes started for BusyPIDs.
+	// Procs are the busy processes started for BusyPIDs; Busy their pids
+	// as the host sees them (its nvidia-smi lists those).
 	Procs []*os.Process
+	Busy  []int
 	// Proxy is set for Proxied hosts; clients reach sshd through it.
 	Proxy *Proxy
 	// ExtraAddrs are the Profile's ExtraListen: sshd listens there too, at
@@ -128,6 +130,9 @@ type Host struct {
 	ln      net.Listener
 	// answering: served by this process (AnsweringHosts), no sshd.
 	answering bool
+	// capture is a separate host's GPU capture until its busy processes
+	// run (startBusyLater).
+	capture []byte
 	// bed is the fleet's; home is the test user's HOME on the host; keep
 	// are the directories a separate host still sees under its /tmp.
 	bed  Bed
@@ -642,7 +647,10 @@ LogLevel VERBOSE
 			return err
 		}
 		err = h.runSSHD(cfgFile, 1+len(h.ExtraAddrs))
-		if err == nil || attempt == 5 {
+		if err == nil {
+			return h.startBusyLater()
+		}
+		if attempt == 5 {
 			return err
 		}
 	}
@@ -743,7 +751,11 @@ func (h *Host) writeGPU() error {
 		return err
 	}
 	data = gpuUUIDs(data, h.machineOf().Name)
-	if data, err = h.startBusy(data); err != nil {
+	if h.bed.Separate() {
+		// Its busy processes are the host's: started in its namespaces
+		// once it is up (startBusyLater).
+		h.capture = data
+	} else if data, err = h.startBusy(data); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(gdir, "output"), data, 0o644); err != nil {
@@ -856,16 +868,30 @@ func (h *Host) startBusy(data []byte) ([]byte, error) {
 			mapping[old] = strconv.Itoa(5000000 + i)
 			continue
 		}
-		cmd := &exec.Cmd{Path: "/bin/sleep", Args: []string{h.BusyPIDs[i], "100000"}}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if os.Geteuid() == 0 {
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
+		var cmd *exec.Cmd
+		if h.bed.Separate() {
+			// exec -a names the process as the capture has it.
+			cmd = h.Command(nobody, "/bin/bash", "-c", `exec -a "$1" /bin/sleep 100000`, "sshtest", h.BusyPIDs[i])
+		} else {
+			cmd = &exec.Cmd{Path: "/bin/sleep", Args: []string{h.BusyPIDs[i], "100000"}}
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+			if os.Geteuid() == 0 {
+				cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
+			}
 		}
+		cmd.SysProcAttr.Setpgid = true
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
 		h.Procs = append(h.Procs, cmd.Process)
-		mapping[old] = strconv.Itoa(cmd.Process.Pid)
+		pid := cmd.Process.Pid
+		if h.bed.Separate() {
+			if pid = h.waitHostPID(pid); pid == 0 {
+				return nil, fmt.Errorf("busy process %q: no pid on the host", h.BusyPIDs[i])
+			}
+		}
+		h.Busy = append(h.Busy, pid)
+		mapping[old] = strconv.Itoa(pid)
 	}
 	return pidRE.ReplaceAllFunc(data, func(b []byte) []byte {
 		old := pidRE.FindSubmatch(b)[1]
