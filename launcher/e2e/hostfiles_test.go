@@ -103,7 +103,9 @@ echo working; while [ ! -e "$2" ]; do sleep 0.05; done; echo done`
 		keeper := keeperOf(t, logDir)
 		syscall.Kill(keeper, syscall.SIGKILL)
 		a, _, logDir2 := startAttach(t, f, "again")
-		if !a.readUntil(func(line string) bool { return strings.Contains(line, "tfhive: run again adopted (keeper generation 2)") }) {
+		if !a.readUntil(func(line string) bool {
+			return strings.Contains(line, "tfhive: run again adopted (keeper generation 2)")
+		}) {
 			a.Wait()
 			t.Fatalf("attach -H did not adopt the run: %s", a.other.String())
 		}
