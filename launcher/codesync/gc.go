@@ -36,7 +36,10 @@ type GCDir struct {
 
 // GCReport is what GC found, and removed, in one host's cache.
 type GCReport struct {
-	Dir  string // the host's cache (code/); "" if it could not say
+	Dir string // the host's cache (code/); "" if it could not say
+	// Home names the cache itself (its .id): hosts that report the same
+	// share one cache (one home over NFS). "" when it has none yet.
+	Home string
 	Dirs []GCDir
 }
 
@@ -54,14 +57,19 @@ func (r GCReport) Freed() int64 {
 // GC removes, on one host, the trees no process uses that were last used
 // more than keep ago (at least MinKeep), and the directories of
 // transfers that ended unfinished; dry removes nothing and reports the
-// same.
-func GC(ctx context.Context, ex remote.Executor, keep time.Duration, dry bool) (GCReport, error) {
+// same. only, when not nil, narrows what may go to those names: what no
+// host sharing the cache uses (Shared).
+func GC(ctx context.Context, ex remote.Executor, keep time.Duration, dry bool, only []string) (GCReport, error) {
 	mins := max(int((keep+time.Minute-1)/time.Minute), int(MinKeep/time.Minute))
 	d := "0"
 	if dry {
 		d = "1"
 	}
-	cmd := "exec sh -c " + shellescape.Quote(gcSh.With(shscript.Set("mins", strconv.Itoa(mins)), shscript.Set("dry", d)))
+	o := "-"
+	if only != nil {
+		o = strings.Join(only, " ")
+	}
+	cmd := "exec sh -c " + shellescape.Quote(gcSh.With(shscript.Set("mins", strconv.Itoa(mins)), shscript.Set("dry", d), shscript.Set("only", o)))
 	var out, errb bytes.Buffer
 	rc, err := ex.Run(ctx, cmd, nil, &out, &errb)
 	rep := parseGC(out.String())
@@ -91,6 +99,10 @@ func parseGC(out string) GCReport {
 		switch {
 		case strings.HasPrefix(line, "@@tfhive-gc "):
 			r.Dir = strings.TrimPrefix(line, "@@tfhive-gc ")
+		case strings.HasPrefix(line, "@@tfhive-home "):
+			if id := strings.TrimPrefix(line, "@@tfhive-home "); len(id) == 32 && strings.Trim(id, "0123456789abcdef") == "" {
+				r.Home = id
+			}
 		case line == "@@tfhive-du":
 			sizes = true
 		case sizes:
@@ -106,3 +118,48 @@ func parseGC(out string) GCReport {
 	}
 	return r
 }
+
+// Shared decides for hosts that share one cache (reports of the same
+// Home, from a dry GC each): the names that may go, those every host
+// would remove (nothing there uses them, or a transfer's that ended
+// unfinished), and the report to show once for all of them, each tree
+// under the reason to keep it that some host gave.
+func Shared(reports []GCReport) (only []string, merged GCReport) {
+	merged = GCReport{Dir: reports[0].Dir, Home: reports[0].Home}
+	idx := map[string]int{}
+	for _, r := range reports {
+		for _, d := range r.Dirs {
+			i, seen := idx[d.Name]
+			if !seen {
+				idx[d.Name] = len(merged.Dirs)
+				merged.Dirs = append(merged.Dirs, d)
+				continue
+			}
+			// A host that keeps it (in use, recent, under way) wins.
+			if m := &merged.Dirs[i]; removable(m.Kind) && !removable(d.Kind) {
+				m.Kind = d.Kind
+			}
+		}
+	}
+	only = []string{}
+	for i, d := range merged.Dirs {
+		seenAll := true
+		for _, r := range reports {
+			found := false
+			for _, x := range r.Dirs {
+				found = found || x.Name == d.Name
+			}
+			seenAll = seenAll && found
+		}
+		if !seenAll && removable(d.Kind) {
+			// A tree one host does not list (it arrived since): kept.
+			merged.Dirs[i].Kind = Recent
+		}
+		if removable(merged.Dirs[i].Kind) {
+			only = append(only, d.Name)
+		}
+	}
+	return only, merged
+}
+
+func removable(k byte) bool { return k == Removed || k == Stale }

@@ -271,17 +271,35 @@ func TestGC(t *testing.T) {
 	}
 	want := map[string]byte{tr.Hash: Removed, hex('a'): Removed, hex('b'): InUse, hex('c'): InUse, hex('d'): Recent, ".tmp.old": Stale, ".tmp.new": Underway}
 	before := len(snapshot(t, code))
-	dry, err := GC(context.Background(), ex, 0, true)
-	if err != nil || dry.Dir != code {
+	dry, err := GC(context.Background(), ex, 0, true, nil)
+	if err != nil || dry.Dir != code || len(dry.Home) != 32 {
 		t.Fatalf("dry: %v, %+v", err, dry)
 	}
 	if got := kinds(dry); !mapsEqual(got, want) {
 		t.Errorf("dry: %q, want %q", got, want)
 	}
-	if len(snapshot(t, code)) != before {
-		t.Errorf("dry run removed something")
+	// The one thing a dry run may add: the cache's name (.id).
+	if after := snapshot(t, code); len(after) != before+1 || after[".id"] == "" {
+		t.Errorf("dry run changed the cache: %d entries, %d before", len(after), before)
 	}
-	rep, err := GC(context.Background(), ex, 0, false)
+	// Narrowed to one name (what no host sharing the cache uses): only
+	// that one goes, though more are unused here.
+	part, err := GC(context.Background(), ex, 0, false, []string{hex('a'), hex('b')})
+	if err != nil || part.Home != dry.Home {
+		t.Fatalf("gc of a and b: %v, %+v (home %s, was %s)", err, part, part.Home, dry.Home)
+	}
+	if _, err := os.Stat(filepath.Join(code, hex('a'))); !os.IsNotExist(err) {
+		t.Errorf("a, named and unused, is still there: %v", err)
+	}
+	for _, keep := range []string{hex('b'), tr.Hash} {
+		if _, err := os.Stat(filepath.Join(code, keep)); err != nil {
+			t.Errorf("%s went: %v", keep, err)
+		}
+	}
+	os.MkdirAll(filepath.Join(code, hex('a'), "sub"), 0o700)
+	os.WriteFile(filepath.Join(code, hex('a'), "sub", "f"), []byte(strings.Repeat("z", 20000)), 0o600)
+	os.Chtimes(filepath.Join(code, hex('a')), old, old)
+	rep, err := GC(context.Background(), ex, 0, false, nil)
 	if err != nil || !mapsEqual(kinds(rep), want) || rep.Freed() != dry.Freed() || rep.Freed() < 3*20 {
 		t.Fatalf("gc: %v, %+v, freed %d KiB (dry %d)", err, rep, rep.Freed(), dry.Freed())
 	}
@@ -292,14 +310,39 @@ func TestGC(t *testing.T) {
 		}
 	}
 	// --older-than keeps what was used since.
-	rep, err = GC(context.Background(), ex, 3*time.Hour, true)
+	rep, err = GC(context.Background(), ex, 3*time.Hour, true, nil)
 	if err != nil || rep.Freed() != 0 {
 		t.Errorf("keep 3h: %v, %+v", err, rep)
 	}
 	// No cache at all is nothing to do.
-	rep, err = GC(context.Background(), cacheExec{cache: t.TempDir()}, 0, false)
+	rep, err = GC(context.Background(), cacheExec{cache: t.TempDir()}, 0, false, nil)
 	if err != nil || len(rep.Dirs) != 0 || rep.Dir == "" {
 		t.Errorf("no cache: %v, %+v", err, rep)
+	}
+}
+
+// Hosts sharing one cache: a tree goes only when every one of them would
+// remove it; one that some host uses, or has not listed (it arrived
+// since), is kept, under that host's reason.
+func TestGCShared(t *testing.T) {
+	a := GCReport{Dir: "/c", Home: "h", Dirs: []GCDir{{Removed, "t1", 10}, {Removed, "t2", 20}, {Stale, ".tmp.x", 5}, {Removed, "t4", 1}}}
+	b := GCReport{Dir: "/c", Home: "h", Dirs: []GCDir{{Removed, "t1", 10}, {InUse, "t2", 20}, {Stale, ".tmp.x", 5}, {Recent, "t3", 7}}}
+	only, merged := Shared([]GCReport{a, b})
+	if strings.Join(only, " ") != "t1 .tmp.x" {
+		t.Errorf("only %q, want t1 and .tmp.x", only)
+	}
+	got := map[string]byte{}
+	for _, d := range merged.Dirs {
+		got[d.Name] = d.Kind
+	}
+	if want := map[string]byte{"t1": Removed, "t2": InUse, ".tmp.x": Stale, "t4": Recent, "t3": Recent}; !mapsEqual(got, want) {
+		t.Errorf("merged %q, want %q", got, want)
+	}
+	if merged.Freed() != 15 {
+		t.Errorf("freed %d KiB, want 15", merged.Freed())
+	}
+	if only, _ := Shared([]GCReport{{Dir: "/c"}}); only == nil || len(only) != 0 {
+		t.Errorf("an empty cache: only %q, want none (not nil: nil means all)", only)
 	}
 }
 

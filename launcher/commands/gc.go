@@ -54,9 +54,56 @@ func GC(ctx context.Context, o GCOptions) error {
 			continue
 		}
 		g.Go(func() error {
-			reports[i], errs[i] = codesync.GC(ctx, fleet.Executor(i), o.OlderThan, o.DryRun)
+			// First only what each host sees: hosts that share one cache
+			// (one home) each see only their own processes.
+			reports[i], errs[i] = codesync.GC(ctx, fleet.Executor(i), o.OlderThan, true, nil)
 			if errs[i] == nil {
 				runs[i], errs[i] = launcher.GCRuns(ctx, fleet.Executor(i), o.OlderThan, o.DryRun)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// One cache, one verdict: a tree goes only if no host sharing the
+	// cache uses it, removed by the first of them; the others' lines
+	// say whose cache it is.
+	sharedWith := make([]string, len(fleet.Hosts))
+	first := map[string]int{}
+	groups := map[int][]int{}
+	for i, h := range inv.Hosts {
+		if h.Err != nil || errs[i] != nil {
+			continue
+		}
+		key := reports[i].Home
+		if key == "" {
+			key = "host " + h.Name
+		}
+		f, seen := first[key]
+		if !seen {
+			first[key], f = i, i
+		} else {
+			sharedWith[i] = inv.Hosts[f].Name
+		}
+		groups[f] = append(groups[f], i)
+	}
+	for f, members := range groups {
+		g.Go(func() error {
+			var rs []codesync.GCReport
+			for _, i := range members {
+				rs = append(rs, reports[i])
+			}
+			only, merged := codesync.Shared(rs)
+			if !o.DryRun && len(only) > 0 {
+				if _, err := codesync.GC(ctx, fleet.Executor(f), o.OlderThan, false, only); err != nil {
+					errs[f] = err
+				}
+			}
+			reports[f] = merged
+			for _, i := range members[1:] {
+				reports[i] = codesync.GCReport{Dir: merged.Dir, Home: merged.Home}
 			}
 			return nil
 		})
@@ -73,7 +120,7 @@ func GC(ctx context.Context, o GCOptions) error {
 	var failed []string
 	out := gcJSON{DryRun: o.DryRun, Hosts: []gcHostJSON{}}
 	for i, h := range inv.Hosts {
-		hj := gcHostJSON{Host: h.Name, Dir: reports[i].Dir, Trees: []gcTreeJSON{}}
+		hj := gcHostJSON{Host: h.Name, Dir: reports[i].Dir, CacheOf: sharedWith[i], Trees: []gcTreeJSON{}}
 		switch {
 		case h.Err != nil:
 			hj.Error, hj.Unreachable = h.Err.Message, true
@@ -84,7 +131,11 @@ func GC(ctx context.Context, o GCOptions) error {
 			hosts++
 			total += reports[i].Freed() + runs[i].Freed()
 			if !o.JSON {
-				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(reports[i], freed, max(o.OlderThan, codesync.MinKeep)))
+				if sharedWith[i] != "" {
+					fmt.Fprintf(o.Stdout, "%s: its --sync cache is %s's (one home): counted there\n", h.Name, sharedWith[i])
+				} else {
+					fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(reports[i], freed, max(o.OlderThan, codesync.MinKeep)))
+				}
 				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, runs[i].Line(freed, cmp.Or(o.OlderThan, launcher.RunRetention)))
 			}
 		}
@@ -135,8 +186,11 @@ type gcJSON struct {
 
 type gcHostJSON struct {
 	Host string `json:"host"`
-	// Dir is the host's cache; "" when gc did not get to say.
+	// Dir is the host's cache; "" when gc did not get to say. CacheOf
+	// names the host whose entry counts the cache when this one shares
+	// it (one home): its trees are listed there only.
 	Dir        string       `json:"dir"`
+	CacheOf    string       `json:"cache_of,omitempty"`
 	FreedBytes int64        `json:"freed_bytes"`
 	KeptBytes  int64        `json:"kept_bytes"`
 	Trees      []gcTreeJSON `json:"trees"`

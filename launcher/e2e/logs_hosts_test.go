@@ -93,11 +93,18 @@ func TestLogsFromHosts(t *testing.T) {
 	// Every task, run over: task by task, stdout then stderr, prefixed.
 	all := logs(id)
 	wantCode(t, all, 0)
+	sum := summaryOf(t, logDir)
 	for _, task := range []string{"worker:0", "worker:1"} {
+		// Each task once, under the host it ran on (a home shared by the
+		// hosts holds each host's files apart).
 		var got []string
+		host := taskByID(sum, task).Host
 		for _, line := range strings.Split(all.stdout, "\n") {
 			if strings.HasPrefix(line, "["+task+" ") {
-				_, text, _ := strings.Cut(line, "] ")
+				prefix, text, _ := strings.Cut(line, "] ")
+				if prefix != "["+task+" "+host {
+					t.Errorf("logs %s: a line of %s under %s, not %s", id, task, prefix, host)
+				}
 				got = append(got, text)
 			}
 		}

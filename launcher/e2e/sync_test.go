@@ -207,15 +207,61 @@ func TestSyncCode(t *testing.T) {
 	}
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "gc", "--dry-run")...)
 	wantCode(t, r, 0)
-	wantContains(t, "gc --dry-run", r.stdout, "s2: would free ", " (1 tree)\n", "tfhive: gc would free ")
+	// One home: one cache, counted once, on the first host.
+	counter := map[bool]string{true: "s1", false: "s2"}[f.Bed == sshtest.SharedHome]
+	wantContains(t, "gc --dry-run", r.stdout, counter+": would free ", " (1 tree)\n", "tfhive: gc would free ")
+	if f.Bed == sshtest.SharedHome {
+		wantContains(t, "gc --dry-run", r.stdout, "s2: its --sync cache is s1's (one home): counted there\n")
+	}
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "gc")...)
 	wantCode(t, r, 0)
-	wantContains(t, "gc", r.stdout, "s3: freed ", " (1 tree)\n")
+	counter = map[bool]string{true: "s1", false: "s3"}[f.Bed == sshtest.SharedHome]
+	wantContains(t, "gc", r.stdout, counter+": freed ", " (1 tree)\n")
 	for _, h := range f.Hosts {
 		if _, err := os.Stat(filepath.Join(h.Home(), ".cache", "tfhive", "code", hash)); !os.IsNotExist(err) {
 			t.Errorf("%s: gc left the tree: %v", h.Name, err)
 		}
 	}
+}
+
+// On hosts that share one home (and so one cache), gc never takes a tree
+// a task on another of them uses: each host sees only its own processes,
+// so the tree goes only once no host uses it, removed once.
+func TestGCSharedHomeKeepsAnotherHostsTree(t *testing.T) {
+	sshtest.RequireSeparate(t)
+	f := sshtest.StartOn(t, sshtest.SharedHome, sshtest.Profile{Name: "g1", GPU: "idle-2gpu.xml", AliveInterval: 1},
+		sshtest.Profile{Name: "g2", GPU: "idle-2gpu.xml", AliveInterval: 1})
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "train.py"), []byte("print('x')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := runArgs(t, f, "--sync", src, "--exclude", "g1", "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", "echo started; exec sleep 60")
+	cmd, _ := startRun(t, f, args...)
+	code := filepath.Join(f.Host("g1").Home(), ".cache", "tfhive", "code")
+	entries, _ := os.ReadDir(code)
+	if len(entries) != 1 {
+		t.Fatalf("the cache holds %d entries, want the run's tree", len(entries))
+	}
+	tree := filepath.Join(code, entries[0].Name())
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(tree, old, old)
+	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "gc")...)
+	wantCode(t, r, 0)
+	if _, err := os.Stat(tree); err != nil {
+		t.Fatalf("gc took the tree a task on g2 uses: %v\n%s", err, r.stdout)
+	}
+	wantContains(t, "gc", r.stdout, "g1: freed 0 B; kept ", ": 1 in use\n", "g2: its --sync cache is g1's (one home): counted there\n")
+
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	os.Chtimes(tree, old, old)
+	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "gc")...)
+	wantCode(t, r, 0)
+	wantContains(t, "gc", r.stdout, "g1: freed ", " (1 tree)\n")
+	if _, err := os.Stat(tree); !os.IsNotExist(err) {
+		t.Errorf("gc left the unused tree: %v", err)
+	}
+	noLeftovers(t, f, 10*time.Second)
 }
 
 // gc never takes a tree a live run uses, however old its last use, and

@@ -9,7 +9,14 @@
 # transfer's directory (.tmp.*) is left alone for a day: it may be under
 # way.
 #
-# Output: "@@tfhive-gc DIR", then a line per directory, "R NAME"
+# A home shared by many hosts (NFS) has one cache for all of them, and
+# each host sees only its own processes: the cache holds a random name of
+# its own, .id (made by the first gc, never changed), printed on a line
+# "@@tfhive-home ID", so that tfhive can tell the hosts that share it. It
+# then asks each of them what it sees ($dry 1), and has one of them
+# remove only the trees that none uses ($only: their names).
+#
+# Output: "@@tfhive-gc DIR", "@@tfhive-home ID", then a line per directory, "R NAME"
 # (removed), "T NAME" (an unfinished transfer's, removed), "U NAME" (in
 # use), "N NAME" (used lately), "W NAME" (a transfer perhaps under way),
 # then "@@tfhive-du" and du -sk's lines for them, taken before anything
@@ -20,11 +27,19 @@
 # Parameters, set by tfhive ahead of this text:
 #   mins  keep trees used less than this many minutes ago (at least 1)
 #   dry   1: remove nothing, only say what would go
-: "${mins?}" "${dry?}" "${b?}" "${c?}";
+#   only  "-": remove what this host sees as unused; else remove only
+#         these names (space-separated), if this host sees them unused
+: "${mins?}" "${dry?}" "${only?}" "${b?}" "${c?}";
 echo "@@tfhive-gc $c";
 [ -e "$c" ] || [ -L "$c" ] || exit 0;
 { [ ! -L "$c" ] && [ ! -L "$b/tfhive" ] && safe "$c"; } || fail "$c is not a directory of yours that only you may write to (a symlink, or another user's)";
 cd "$c" || exit 1;
+if [ ! -f .id ] || [ -L .id ]; then
+  i=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n');
+  printf '%s\n' "$i" >".id.$i" && { ln ".id.$i" .id 2>/dev/null; rm -f ".id.$i"; };
+fi;
+i=; if [ -f .id ] && [ ! -L .id ]; then read -r i <.id; fi;
+echo "@@tfhive-home $i";
 use=$( { cat /proc/[0-9]*/environ 2>/dev/null | tr '\000' '\n'; ls -l /proc/[0-9]*/cwd 2>/dev/null; } | awk -v p="$c/" '{ s = $0; sub(/^TFHIVE_CODE_DIR=/, "", s); sub(/^.* -> /, "", s); if (index(s, p) == 1) { s = substr(s, length(p) + 1); sub(/\/.*/, "", s); print s } }' | tr '\n' ' ');
 old=$(find . -mindepth 1 -maxdepth 1 -type d -mmin +"$mins" | tr '\n' ' ');
 stale=$(find . -mindepth 1 -maxdepth 1 -type d -name '.tmp.*' -mmin +1440 | tr '\n' ' ');
@@ -48,6 +63,7 @@ echo @@tfhive-du;
 [ "$dry" = 1 ] && exit 0;
 for n in * .tmp.*; do
   case " $old $stale " in *" ./$n "*) ;; *) continue ;; esac;
+  case $only in -) ;; *) case " $only " in *" $n "*) ;; *) continue ;; esac ;; esac;
   case " $use " in *" $n "*) continue ;; esac;
   # A run's probe may have found a tree since it was listed (du can take
   # a while): then it is kept, though listed as removed.
