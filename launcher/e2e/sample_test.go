@@ -222,3 +222,87 @@ func TestRunSampleOneLoginPerHost(t *testing.T) {
 	}
 	noLeftovers(t, f, 10*time.Second)
 }
+
+// A kept run's sampler rides its host's multiplexer, which ends with the
+// link: once the host is back, each task is followed by a session of its
+// own and so is the sampler, and samples taken after the reconnect reach
+// gpu-usage.csv. That costs one login per task, as a reconnect did, and
+// one for the sampler.
+func TestRunSamplesAcrossReconnect(t *testing.T) {
+	f := sshtest.Start(t, sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", AliveInterval: 1, Proxied: true})
+	h := f.Host("far")
+	usage := filepath.Join(h.Dir, "gpu", "usage")
+	if err := os.WriteFile(usage, []byte("5 50\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flag := filepath.Join(t.TempDir(), "done")
+	task := `echo ready; while [ ! -e "$0" ]; do sleep 0.05; done`
+	args, logDir := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "1", "--sample", "200ms", "--reconnect", "1m", "--", "sh", "-c", task, flag)
+	r := startTfhive(t, f, readStdout, args...)
+	ready := 0
+	if !r.readUntil(func(l string) bool {
+		if strings.HasSuffix(l, "ready") {
+			ready++
+		}
+		return ready == 2
+	}) {
+		r.Wait()
+		t.Fatalf("the tasks did not start:\n%s%s", r.read.String(), r.other.String())
+	}
+	queries := func() int { b, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "queries")); return strings.Count(string(b), "\n") }
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no", what)
+			}
+		}
+	}
+	waitFor("sampled before the cut", func() bool { return queries() >= 2 })
+	if n := h.Sessions(); n != 1 {
+		t.Errorf("%d sessions before the cut, want 1", n)
+	}
+	h.Proxy.Reset()
+	if !r.readUntil(func(l string) bool { return strings.HasPrefix(l, "tfhive: far is back after") }) {
+		r.Wait()
+		t.Fatalf("far never came back:\n%s%s", r.read.String(), r.other.String())
+	}
+	// From now on every sample says 77 %.
+	if err := os.WriteFile(usage, []byte("77 770\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := queries()
+	waitFor("sampled after the reconnect", func() bool { return queries() >= after+3 })
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.readAll()
+	if err := r.Wait(); err != nil {
+		t.Fatalf("tfhive: %v\n%s%s", err, r.read.String(), r.other.String())
+	}
+	rows := readUsageCSV(t, logDir)
+	s := summaryOf(t, logDir)
+	for _, task := range s.Tasks {
+		before, later := 0, 0
+		for _, row := range rows {
+			if row[1] != task.ID {
+				continue
+			}
+			switch row[4] {
+			case "5":
+				before++
+			case "77":
+				later++
+			default:
+				t.Errorf("%s: row %q", task.ID, row)
+			}
+		}
+		if before == 0 || later < 2 {
+			t.Errorf("%s: %d rows before the reconnect and %d after, want some of each:\n%v", task.ID, before, later, rows)
+		}
+	}
+	if n := h.Sessions(); n != 1+len(s.Tasks)+1 {
+		t.Errorf("%d sessions, want the probe's, one per task after the reconnect and the sampler's", n)
+	}
+	noLeftovers(t, f, 10*time.Second)
+}
