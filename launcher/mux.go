@@ -213,10 +213,9 @@ func (m *hostMux) Write(b []byte) (int, error) {
 
 // sample starts the run's sampler on the multiplexer's host, fed input
 // (sampleInput, tagged with muxSampleTag and the mark), its samples to
-// lw; m.sampled says when it has ended. errMuxEnded: tfhive closed the
-// multiplexer, every supervisor it started having ended (nothing is
-// left to sample there); any other error: its session has ended or
-// cannot be written to, and the sampler needs a session of its own.
+// lw; m.sampled says when it has ended. An error: the multiplexer was
+// closed (every supervisor it started has ended) or its session has
+// ended or cannot be written to.
 func (m *hostMux) sample(lw *sampleLines, input string) error {
 	if !m.stderr.take(lw) {
 		return errMuxGone

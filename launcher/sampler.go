@@ -3,7 +3,6 @@ package launcher
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"path/filepath"
 	"slices"
@@ -88,15 +87,14 @@ func (r *runner) startSampler(host string) {
 	gpus := slices.Sorted(mapKeys(r.usage.byHost[host]))
 	lw := &sampleLines{host: host, book: r.usage}
 	if m := r.muxes[host]; m != nil {
+		// A multiplexer that cannot take it has ended: with every task
+		// it started (nothing left to sample there), or with its link,
+		// and then the host's return starts the sampler again.
 		delete(r.muxes, host)
-		err := m.sample(lw, sampleInput(gpus, r.o.Sample, r.o.Plan.RunID, m.sampleTag()))
-		if err == nil {
+		if m.sample(lw, sampleInput(gpus, r.o.Sample, r.o.Plan.RunID, m.sampleTag())) == nil {
 			r.samplers[host] = &sampler{stop: m.stopSample, kill: func() { m.proc.Close() }, done: m.sampled}
-			return
 		}
-		if errors.Is(err, errMuxEnded) {
-			return // every task there has ended already
-		}
+		return
 	}
 	proc, err := ex.Start(context.Background(), SupervisorCommand, lw, io.Discard)
 	if err != nil {

@@ -249,7 +249,10 @@ func TestRunSamplesAcrossReconnect(t *testing.T) {
 		r.Wait()
 		t.Fatalf("the tasks did not start:\n%s%s", r.read.String(), r.other.String())
 	}
-	queries := func() int { b, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "queries")); return strings.Count(string(b), "\n") }
+	queries := func() int {
+		b, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "queries"))
+		return strings.Count(string(b), "\n")
+	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
