@@ -18,7 +18,9 @@ import (
 
 // A kept run starts all of a host's supervisors through one session, the
 // probe's handed over: its multiplexer (scripts/mux.sh). One login per
-// host per run, whatever its number of tasks. Each supervisor is a
+// host per run, whatever its number of tasks; the run's GPU sampler
+// (--sample) is its child too, its lines on the session's stderr
+// (muxStderr). Each supervisor is a
 // virtual session (muxProc, a remote.Started) over it, so that the
 // runner treats it as it treats a session of its own. A multiplexer's
 // session that ends (its link dropped) ends all of them without a status:
@@ -30,6 +32,11 @@ var muxSh = shscript.Load(scripts, "scripts/rundir.sh", "scripts/mux.sh")
 // muxMarker starts the multiplexer's first line: "@@tfhive-mux MARK ok",
 // or "… failed WHY".
 const muxMarker = "@@tfhive-mux "
+
+// muxSampleTag starts each line of the run's sampler when the host's
+// multiplexer runs it (sample.sh, mux.sh): on the multiplexer's stderr,
+// followed by the session's mark and a space.
+const muxSampleTag = "@@tfhive-sampler "
 
 // muxInput is the multiplexer's stage for SupervisorCommand. fresh: the
 // run's first start, which empties what an ended run of the same id left
@@ -68,6 +75,11 @@ type hostMux struct {
 	closed     bool          // under wmu
 	exited     chan struct{} // closed once the session has ended
 	noise      noiseBuffer
+	stderr     muxStderr
+	// sampled is closed once the session has ended, before its
+	// supervisors' virtual sessions end: the sampler it ran, if any,
+	// ended with it (its last sample closed).
+	sampled chan struct{}
 
 	// The session's stdout, read by its one copying goroutine.
 	pre    []byte // before the first line was complete
@@ -95,8 +107,9 @@ type muxProc struct {
 }
 
 func newHostMux(mark string) *hostMux {
-	m := &hostMux{mark: mark, prefix: ".mux-" + mark + "/", procs: map[string]*muxProc{}, exited: make(chan struct{})}
+	m := &hostMux{mark: mark, prefix: ".mux-" + mark + "/", procs: map[string]*muxProc{}, exited: make(chan struct{}), sampled: make(chan struct{})}
 	m.eventsFile = m.prefix + "events"
+	m.stderr = muxStderr{tag: []byte(muxSampleTag + mark + " "), noise: &m.noise}
 	m.demux = newTailDemux(m.prefix, m.emit)
 	return m
 }
@@ -116,7 +129,7 @@ func (m *hostMux) add(id string, so, se, out, errw io.Writer, truncated *atomic.
 // host has one (it is SupervisorCommand), else a new one. A spare that
 // ended since the probe is replaced by a fresh session, once.
 func (m *hostMux) open(ctx context.Context, ex remote.Executor, runID string, fresh bool) error {
-	proc, err := startFed(ctx, ex, m, &m.noise, muxInput(runID, m.mark, fresh), "starting the host's multiplexer")
+	proc, err := startFed(ctx, ex, m, &m.stderr, muxInput(runID, m.mark, fresh), "starting the host's multiplexer")
 	if err != nil {
 		return err
 	}
@@ -134,6 +147,8 @@ func (m *hostMux) open(ctx context.Context, ex remote.Executor, runID string, fr
 // multiplexer's does: their fate is unknown.
 func (m *hostMux) wait() {
 	rc, err := m.proc.Wait()
+	m.stderr.end()
+	close(m.sampled)
 	if err == nil {
 		err = fmt.Errorf("the host's multiplexer ended (status %d)", rc)
 		if why := bytes.TrimSpace(m.noise.Bytes()); len(why) > 0 {
@@ -200,6 +215,98 @@ func (m *hostMux) Write(b []byte) (int, error) {
 			m.settle()
 		}
 		return len(b), nil
+	}
+}
+
+// sample starts the run's sampler on the multiplexer's host, fed input
+// (sampleInput, tagged with muxSampleTag and the mark), its samples to
+// lw; m.sampled says when it has ended. An error: the multiplexer was
+// closed (every supervisor it started has ended) or its session has
+// ended or cannot be written to.
+func (m *hostMux) sample(lw *sampleLines, input string) error {
+	if !m.stderr.take(lw) {
+		return errMuxGone
+	}
+	err := m.send("u " + strconv.Itoa(len(input)) + "\n" + input)
+	if err != nil {
+		m.stderr.take(nil)
+	}
+	return err
+}
+
+// stopSample ends the sampler: EOF on its stdin ends its loop at once.
+func (m *hostMux) stopSample() { m.send("e .sample\n") }
+
+// sampleTag is what starts each of the sampler's lines here.
+func (m *hostMux) sampleTag() string { return string(m.stderr.tag) }
+
+// muxStderr takes the multiplexer's stderr: the lines that start with
+// tag (its sampler's) go, untagged, to lines; the rest, the login
+// shell's and the multiplexer's own, to noise. Nothing of a task's comes
+// there: their output is in files, read through tail on stdout.
+type muxStderr struct {
+	tag   []byte
+	noise io.Writer
+	mu    sync.Mutex
+	buf   []byte
+	lines *sampleLines
+	ended bool // the session has ended: no sampler any more
+}
+
+func (e *muxStderr) Write(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.buf = append(e.buf, p...)
+	for {
+		i := bytes.IndexByte(e.buf, '\n')
+		if i < 0 {
+			break
+		}
+		e.line(e.buf[:i+1])
+		e.buf = e.buf[i+1:]
+	}
+	if len(e.buf) > 4096 {
+		e.noise.Write(e.buf) // no line of the sampler's is this long
+		e.buf = e.buf[:0]
+	}
+	return len(p), nil
+}
+
+func (e *muxStderr) line(l []byte) {
+	if rest, ok := bytes.CutPrefix(l, e.tag); ok {
+		if e.lines != nil {
+			e.lines.line(string(rest[:len(rest)-1]))
+		}
+		return
+	}
+	e.noise.Write(l)
+}
+
+// take sets where the sampler's lines go (nil: nowhere); false once the
+// session has ended.
+func (e *muxStderr) take(lw *sampleLines) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ended {
+		return false
+	}
+	e.lines = lw
+	return true
+}
+
+// end, once the session has ended, passes a last line without its
+// newline on to noise (a sampler's, cut short, is no sample) and closes
+// the sampler's last sample.
+func (e *muxStderr) end() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.buf) > 0 && !bytes.HasPrefix(e.buf, e.tag) {
+		e.noise.Write(e.buf)
+	}
+	e.buf = nil
+	e.ended = true
+	if e.lines != nil {
+		e.lines.end()
 	}
 }
 
@@ -312,6 +419,7 @@ var (
 	errMuxKilled = errors.New("killed")
 	errMuxClosed = errors.New("abandoned")
 	errMuxEnded  = errors.New("the host's multiplexer was closed")
+	errMuxGone   = errors.New("the host's multiplexer's session has ended")
 )
 
 func (p *muxProc) Stdin() io.WriteCloser { return muxStdin{p} }

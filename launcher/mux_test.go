@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -112,5 +114,101 @@ func TestMuxLocal(t *testing.T) {
 	case <-m.exited:
 	case <-time.After(20 * time.Second):
 		t.Error("the multiplexer's session outlived its supervisors")
+	}
+}
+
+// The multiplexer's stderr: its sampler's lines, by their tag, are
+// samples, cut anywhere across writes (none before the sampler was
+// started); the login shell's lines and a line that lacks the session's
+// very tag are noise, never samples; a last line cut short is neither.
+func TestMuxStderr(t *testing.T) {
+	b := newUsageBook(filepath.Join(t.TempDir(), "gpu-usage.csv"), 0, nil)
+	b.addTask(0, "worker:0", "h1", []int{0})
+	m := newHostMux("T3STMARK")
+	tag := m.sampleTag()
+	if tag != "@@tfhive-sampler T3STMARK " {
+		t.Fatalf("tag %q", tag)
+	}
+	m.stderr.Write([]byte("Welcome to h1\n" + tag + "0, G0, 1, 1\n"))
+	if !m.stderr.take(&sampleLines{host: "h1", book: b}) {
+		t.Fatal("take refused before the session ended")
+	}
+	out := tag + sampleMarker + "\n" + tag + "0, G0, 10, 100\n" + "stty: not a tty\n" +
+		"@@tfhive-sampler OTHERMARK 0, G0, 99, 999\n" + tag + sampleMarker + "\n" + sampleMarker + "\n0, G0, 98, 998\n" +
+		tag + "0, G0, 30, 300\n" + tag + "0, G0, 5"
+	for _, c := range bytes.SplitAfter([]byte(out), []byte("G")) {
+		m.stderr.Write(c)
+	}
+	m.stderr.end()
+	if m.stderr.take(nil) {
+		t.Error("take accepted after the session ended")
+	}
+	b.close()
+	u := b.usage(0)
+	if u == nil || u.Samples != 2 || u.UtilMean != 20 || u.MemPeak != 300 {
+		t.Errorf("usage %+v, want the two tagged rows", u)
+	}
+	noise := m.noise.String()
+	if !strings.HasPrefix(noise, "Welcome to h1\nstty: not a tty\n@@tfhive-sampler OTHERMARK 0, G0, 99, 999\n") ||
+		strings.Contains(noise, "0, G0, 1,") || strings.Contains(noise, "0, G0, 10, 100") || strings.Contains(noise, "0, G0, 5") {
+		t.Errorf("noise %q", noise)
+	}
+}
+
+// The multiplexer run here by bash runs the sampler as its child: its
+// samples come back on the session's stderr, "e .sample" stops it while
+// the multiplexer goes on, and the session ends (m.sampled) once the
+// multiplexer is closed.
+func TestMuxSampleLocal(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	smi := "#!/bin/sh\ncase \"$*\" in *--query-gpu*) echo x >>" + calls + "; echo '0, GPU-a, 42, 100'; echo '1, GPU-b, 7, 200';; esac\n"
+	if err := os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte(smi), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	b := newUsageBook(filepath.Join(t.TempDir(), "gpu-usage.csv"), 0, nil)
+	b.addTask(0, "worker:0", "local", []int{1})
+	m := newHostMux("T3STMARK")
+	if err := m.open(context.Background(), remote.Local{}, "20260101-000000-smp", true); err != nil {
+		t.Fatal(err)
+	}
+	defer m.proc.Close()
+	if err := m.sample(&sampleLines{host: "local", book: b}, sampleInput([]int{1}, 50*time.Millisecond, "20260101-000000-smp", m.sampleTag())); err != nil {
+		t.Fatal(err)
+	}
+	n := func() int { c, _ := os.ReadFile(calls); return strings.Count(string(c), "\n") }
+	deadline := time.Now().Add(20 * time.Second)
+	for n() < 4 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n() < 4 {
+		t.Fatalf("%d samples; noise %q", n(), m.noise.String())
+	}
+	m.stopSample()
+	time.Sleep(200 * time.Millisecond)
+	stopped := n()
+	time.Sleep(300 * time.Millisecond)
+	if n() != stopped {
+		t.Errorf("the sampler went on after e .sample: %d samples, then %d", stopped, n())
+	}
+	select {
+	case <-m.sampled:
+		t.Fatal("the session ended with its sampler")
+	default:
+	}
+	m.close()
+	select {
+	case <-m.sampled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the session outlived its multiplexer")
+	}
+	b.close()
+	if u := b.usage(0); u == nil || u.Samples < 3 || u.UtilMean != 7 || u.MemPeak != 200 {
+		t.Errorf("usage %+v, want GPU 1's rows only", u)
+	}
+	if noise := m.noise.String(); strings.Contains(noise, "@@tfhive") {
+		t.Errorf("noise %q", noise)
 	}
 }

@@ -29,24 +29,34 @@ func (r *runner) startMuxed(ctx context.Context) {
 	}
 	var g errgroup.Group
 	g.SetLimit(max(r.o.Parallel, 1))
-	for _, h := range hosts {
+	ms := make([]*hostMux, len(hosts))
+	for k, h := range hosts {
 		g.Go(func() error {
-			if err := r.startHost(ctx, h, byHost[h]); err != nil {
+			m, err := r.startHost(ctx, h, byHost[h])
+			if err != nil {
 				for _, i := range byHost[h] {
 					r.tasks[i].startErr = err
 				}
 			}
+			ms[k] = m
 			return nil
 		})
 	}
 	g.Wait()
+	r.muxes = map[string]*hostMux{}
+	for k, m := range ms {
+		if m != nil {
+			r.muxes[hosts[k]] = m
+		}
+	}
 }
 
-// startHost starts host's tasks (their indexes) through one multiplexer.
-func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
+// startHost starts host's tasks (their indexes) through one multiplexer,
+// which it returns once they are.
+func (r *runner) startHost(ctx context.Context, host string, idx []int) (*hostMux, error) {
 	ex := r.o.Execs[host]
 	if ex == nil {
-		return fmt.Errorf("no connection to %s", host)
+		return nil, fmt.Errorf("no connection to %s", host)
 	}
 	m := newHostMux(rand.Text())
 	type started struct {
@@ -62,7 +72,7 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
 	for _, i := range idx {
 		rt := r.tasks[i]
 		if err := r.openOutput(rt); err != nil {
-			return err
+			return nil, err
 		}
 		tk := r.taskFor(rt.t)
 		tk.Mux, tk.Mark = true, r.mark
@@ -88,17 +98,17 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
 		ss = append(ss, started{i: i, p: p, input: supervisorInput(tk), said: newFirstByte(), tap: tap, errGate: errGate, tk: tk})
 	}
 	if err := m.open(ctx, ex, r.o.Plan.RunID, r.o.Relaunch == nil); err != nil {
-		return err
+		return nil, err
 	}
 	for _, s := range ss {
 		if err := m.start(s.p, s.input); err != nil {
 			m.proc.Close()
-			return fmt.Errorf("sending the task: %w", err)
+			return nil, fmt.Errorf("sending the task: %w", err)
 		}
 	}
 	if err := m.follow(); err != nil {
 		m.proc.Close()
-		return fmt.Errorf("sending the task: %w", err)
+		return nil, fmt.Errorf("sending the task: %w", err)
 	}
 	for _, s := range ss {
 		rt := r.tasks[s.i]
@@ -106,5 +116,5 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) error {
 		s.said.loggedIn(s.p)
 		r.watch(s.i, rt, s.p, s.said, s.tap, s.errGate, s.tk.HeartbeatTimeout, ex)
 	}
-	return nil
+	return m, nil
 }

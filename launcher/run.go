@@ -83,8 +83,9 @@ type RunOptions struct {
 	Code *CodeReport
 	// Captures are --capture and --capture-from (capture.go); nil: none.
 	Captures *Captures
-	// Sample is --sample: how often the tasks' GPUs are sampled, by one
-	// session per host (sampler.go); 0: never.
+	// Sample is --sample: how often the tasks' GPUs are sampled, on each
+	// host by its multiplexer, or in a session of its own where the
+	// tasks have a session each (sampler.go); 0: never.
 	Sample time.Duration
 	// Restart is --restarts and its policy (restart.go); Max 0: none.
 	Restart Restart
@@ -373,6 +374,9 @@ type runner struct {
 	// usage and samplers are --sample's (sampler.go); nil without.
 	usage    *usageBook
 	samplers map[string]*sampler
+	// muxes are the hosts' multiplexers (muxrun.go), for the samplers'
+	// first start; nil for a run whose tasks have a session each.
+	muxes map[string]*hostMux
 	// With --restarts: attempt ends from the tasks' stdout filters, and
 	// the policy's delayed events (backoffs), until quit is closed.
 	attemptEnds chan attemptEnd

@@ -10,15 +10,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 )
 
 var sampleSh = shscript.Load(scripts, "scripts/sample.sh")
 
 // sampleInput is a host's sampler (scripts/sample.sh) as a stage for
-// SupervisorCommand: the GPUs of the run's tasks there, every interval.
-func sampleInput(gpus []int, every time.Duration, run string) string {
+// SupervisorCommand or the host's multiplexer: the GPUs of the run's
+// tasks there, every interval, each line behind tag (empty in a session
+// of its own).
+func sampleInput(gpus []int, every time.Duration, run, tag string) string {
 	ids := make([]string, len(gpus))
 	for i, g := range gpus {
 		ids[i] = strconv.Itoa(g)
@@ -27,18 +28,23 @@ func sampleInput(gpus []int, every time.Duration, run string) string {
 		shscript.Set("tfhive_ids", strings.Join(ids, ",")),
 		shscript.Set("tfhive_every", strconv.FormatFloat(every.Seconds(), 'f', 3, 64)),
 		shscript.Set("tfhive_run", run),
+		shscript.Set("tfhive_tag", tag),
 	)
 	return strconv.Itoa(len(s)) + "\n" + s
 }
 
-// sampler is one host's sampling session.
+// sampler is one host's sampler: in the host's multiplexer (a kept
+// run's, mux.go), else in a session of its own.
 type sampler struct {
-	proc remote.Started
-	done chan struct{} // closed once its output is read and it ended
+	stop func()          // EOF on its stdin: it ends at once
+	kill func()          // its session closed
+	done <-chan struct{} // closed once its output is read and it ended
 }
 
-// startSamplers starts one sampling session per host with GPU tasks, over
-// the host's connection, once the tasks were told to go (--sample).
+// startSamplers starts one sampler per host with GPU tasks, once the
+// tasks were told to go (--sample): in the host's multiplexer, which
+// costs no login, or over the host's connection in a session of its own
+// (a run whose tasks have a session each: --reconnect 0, an adopted run).
 func (r *runner) startSamplers() {
 	if r.o.Sample <= 0 {
 		return
@@ -59,8 +65,10 @@ func (r *runner) startSamplers() {
 	}
 }
 
-// startSampler starts host's session: again after a reconnect, the last
-// one having ended with its link.
+// startSampler starts host's sampler: again after a reconnect, the last
+// one having ended with its link. Only the first start may be the
+// multiplexer's: after a reconnect each task is followed by a session of
+// its own (attach.sh), and so is the sampler.
 func (r *runner) startSampler(host string) {
 	if r.usage == nil || r.usage.byHost[host] == nil {
 		return
@@ -78,28 +86,38 @@ func (r *runner) startSampler(host string) {
 	}
 	gpus := slices.Sorted(mapKeys(r.usage.byHost[host]))
 	lw := &sampleLines{host: host, book: r.usage}
+	if m := r.muxes[host]; m != nil {
+		// A multiplexer that cannot take it has ended: with every task
+		// it started (nothing left to sample there), or with its link,
+		// and then the host's return starts the sampler again.
+		delete(r.muxes, host)
+		if m.sample(lw, sampleInput(gpus, r.o.Sample, r.o.Plan.RunID, m.sampleTag())) == nil {
+			r.samplers[host] = &sampler{stop: m.stopSample, kill: func() { m.proc.Close() }, done: m.sampled}
+		}
+		return
+	}
 	proc, err := ex.Start(context.Background(), SupervisorCommand, lw, io.Discard)
 	if err != nil {
 		return
 	}
-	if err := writeChunked(proc.Stdin(), sampleInput(gpus, r.o.Sample, r.o.Plan.RunID)); err != nil {
+	if err := writeChunked(proc.Stdin(), sampleInput(gpus, r.o.Sample, r.o.Plan.RunID, "")); err != nil {
 		proc.Close()
 		return
 	}
-	s := &sampler{proc: proc, done: make(chan struct{})}
-	r.samplers[host] = s
+	done := make(chan struct{})
+	r.samplers[host] = &sampler{stop: func() { proc.Stdin().Close() }, kill: func() { proc.Close() }, done: done}
 	go func() {
 		proc.Wait()
 		lw.end()
-		close(s.done)
+		close(done)
 	}()
 }
 
-// stopSamplers ends every session: EOF on its stdin ends its loop at
+// stopSamplers ends every sampler: EOF on its stdin ends its loop at
 // once; those whose hosts do not answer within giveUp are abandoned.
 func (r *runner) stopSamplers() {
 	for _, s := range r.samplers {
-		s.proc.Stdin().Close()
+		s.stop()
 	}
 	deadline := time.NewTimer(r.lim.giveUp)
 	defer deadline.Stop()
@@ -116,7 +134,7 @@ func (r *runner) stopSamplers() {
 		select {
 		case <-s.done:
 		default:
-			s.proc.Close()
+			s.kill()
 			<-s.done
 		}
 	}

@@ -21,17 +21,13 @@ var servedUsage = map[string][]string{
 	"g2": {"60 1000", "90 3000", "75 2000", "80 2500", "70 1500", "65 1200", "85 1800", "95 2200"},
 }
 
-// sampleFleet serves servedUsage and counts each host's sessions.
+// sampleFleet serves servedUsage.
 func sampleFleet(t *testing.T) *sshtest.Fleet {
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "g1", GPU: "idle-2gpu.xml", AliveInterval: 1},
 		sshtest.Profile{Name: "g2", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	for _, h := range f.Hosts {
 		if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "usage"), []byte(strings.Join(servedUsage[h.Name], "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		rc := `case $(cat /proc/$PPID/comm) in sshd*) echo "${BASH_EXECUTION_STRING:0:60}" >>"$TFHIVE_FAKE_GPU/sessions";; esac` + "\n"
-		if err := os.WriteFile(filepath.Join(h.Home(), ".bashrc"), []byte(rc), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,8 +40,8 @@ const sampleWait = `for i in $(seq 600); do [ "$(cat "$TFHIVE_FAKE_GPU/queries" 
 
 // One worker per host: the summary's mean and peak are the samples', the
 // samples are what was served in order (the last repeating), the idle GPU
-// is warned about while the run goes on, and each host had one sampling
-// session.
+// is warned about while the run goes on, and each host had one session,
+// the probe's, which ran the task and the sampler (its multiplexer).
 func TestRunSamplesGPUUsage(t *testing.T) {
 	f := sampleFleet(t)
 	args, logDir := runArgs(t, f, "--workers", "2", "--strategy", "spread", "--sample", "200ms", "--", "sh", "-c", sampleWait)
@@ -63,9 +59,8 @@ func TestRunSamplesGPUUsage(t *testing.T) {
 		t.Errorf("the warning came after the summary:\n%s", r.stdout)
 	}
 	for _, h := range f.Hosts {
-		b, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "sessions"))
-		if n := strings.Count(string(b), "\n"); n != 2 {
-			t.Errorf("%s: %d sessions, want the task's and the sampler's:\n%s", h.Name, n, b)
+		if n := h.Sessions(); n != 1 {
+			t.Errorf("%s: %d sessions, want one, the task's and the sampler's", h.Name, n)
 		}
 	}
 	noLeftovers(t, f, 10*time.Second)
@@ -167,4 +162,150 @@ func readUsageCSV(t *testing.T, logDir string) [][]string {
 		t.Fatalf("gpu-usage.csv header: %v", rows)
 	}
 	return rows[1:]
+}
+
+// A run of several GPU tasks per host on hosts whose login is slow
+// (conda's init) costs each host one login, the probe's, with --sample
+// on: the sampler rides the host's multiplexer. Every task's GPUs are
+// still sampled, each row with its own host's values, and no sample line
+// leaks into a task's log.
+func TestRunSampleOneLoginPerHost(t *testing.T) {
+	f := sshtest.Start(t,
+		sshtest.Profile{Name: "l1", GPU: "idle-4gpu.xml", AliveInterval: 1, LoginCPU: 50 * time.Millisecond},
+		sshtest.Profile{Name: "l2", GPU: "idle-4gpu.xml", AliveInterval: 1, LoginCPU: 50 * time.Millisecond})
+	served := map[string][]string{"l1": {"11 110", "12 120", "13 130"}, "l2": {"21 210", "22 220", "23 230"}}
+	for _, h := range f.Hosts {
+		if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "usage"), []byte(strings.Join(served[h.Name], "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each worker ends once its host's GPUs were sampled three times.
+	wait := `for i in $(seq 600); do [ "$(cat "$TFHIVE_FAKE_GPU/queries" 2>/dev/null | wc -l)" -ge 3 ] && exit 0; sleep 0.05; done; echo "not sampled" >&2; exit 9`
+	args, logDir := runArgs(t, f, "--workers", "8", "--gpus-per-worker", "1", "--sample", "1s", "--", "sh", "-c", wait)
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	for _, h := range f.Hosts {
+		if n := h.Sessions(); n != 1 {
+			t.Errorf("%s: %d sessions for 4 tasks and the sampler, want 1", h.Name, n)
+		}
+	}
+	rows := readUsageCSV(t, logDir)
+	s := summaryOf(t, logDir)
+	perHost := map[string]int{}
+	for _, task := range s.Tasks {
+		perHost[task.Host]++
+		if len(task.GPUs) != 1 {
+			t.Fatalf("%s: GPUs %v", task.ID, task.GPUs)
+		}
+		n := 0
+		for _, row := range rows {
+			if row[1] != task.ID {
+				continue
+			}
+			n++
+			if row[2] != task.Host || row[3] != strconv.Itoa(task.GPUs[0]) || !slices.Contains(served[task.Host], row[4]+" "+strings.TrimSuffix(row[5], ".0")) {
+				t.Errorf("%s on %s GPU %d: row %q", task.ID, task.Host, task.GPUs[0], row)
+			}
+		}
+		if n < 2 {
+			t.Errorf("%s: %d rows in gpu-usage.csv, want 2 or more:\n%v", task.ID, n, rows)
+		}
+		if task.GPUUsage == nil || task.GPUUsage.Samples != n {
+			t.Errorf("%s: gpu_usage %+v, want %d samples", task.ID, task.GPUUsage, n)
+		}
+		if log := readFile(t, task.Log); strings.Contains(log, "@@tfhive") || strings.Contains(log, "GPU-") {
+			t.Errorf("%s: a sample in its log:\n%s", task.ID, log)
+		}
+	}
+	if perHost["l1"] != 4 || perHost["l2"] != 4 {
+		t.Errorf("tasks per host %v, want 4 on each", perHost)
+	}
+	noLeftovers(t, f, 10*time.Second)
+}
+
+// A kept run's sampler rides its host's multiplexer, which ends with the
+// link: once the host is back, each task is followed by a session of its
+// own and so is the sampler, and samples taken after the reconnect reach
+// gpu-usage.csv. That costs one login per task, as a reconnect did, and
+// one for the sampler.
+func TestRunSamplesAcrossReconnect(t *testing.T) {
+	f := sshtest.Start(t, sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", AliveInterval: 1, Proxied: true})
+	h := f.Host("far")
+	usage := filepath.Join(h.Dir, "gpu", "usage")
+	if err := os.WriteFile(usage, []byte("5 50\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flag := filepath.Join(t.TempDir(), "done")
+	task := `echo ready; while [ ! -e "$0" ]; do sleep 0.05; done`
+	args, logDir := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "1", "--sample", "200ms", "--reconnect", "1m", "--", "sh", "-c", task, flag)
+	r := startTfhive(t, f, readStdout, args...)
+	ready := 0
+	if !r.readUntil(func(l string) bool {
+		if strings.HasSuffix(l, "ready") {
+			ready++
+		}
+		return ready == 2
+	}) {
+		r.Wait()
+		t.Fatalf("the tasks did not start:\n%s%s", r.read.String(), r.other.String())
+	}
+	queries := func() int {
+		b, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "queries"))
+		return strings.Count(string(b), "\n")
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no", what)
+			}
+		}
+	}
+	waitFor("sampled before the cut", func() bool { return queries() >= 2 })
+	if n := h.Sessions(); n != 1 {
+		t.Errorf("%d sessions before the cut, want 1", n)
+	}
+	h.Proxy.Reset()
+	if !r.readUntil(func(l string) bool { return strings.HasPrefix(l, "tfhive: far is back after") }) {
+		r.Wait()
+		t.Fatalf("far never came back:\n%s%s", r.read.String(), r.other.String())
+	}
+	// From now on every sample says 77 %.
+	if err := os.WriteFile(usage, []byte("77 770\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := queries()
+	waitFor("sampled after the reconnect", func() bool { return queries() >= after+3 })
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.readAll()
+	if err := r.Wait(); err != nil {
+		t.Fatalf("tfhive: %v\n%s%s", err, r.read.String(), r.other.String())
+	}
+	rows := readUsageCSV(t, logDir)
+	s := summaryOf(t, logDir)
+	for _, task := range s.Tasks {
+		before, later := 0, 0
+		for _, row := range rows {
+			if row[1] != task.ID {
+				continue
+			}
+			switch row[4] {
+			case "5":
+				before++
+			case "77":
+				later++
+			default:
+				t.Errorf("%s: row %q", task.ID, row)
+			}
+		}
+		if before == 0 || later < 2 {
+			t.Errorf("%s: %d rows before the reconnect and %d after, want some of each:\n%v", task.ID, before, later, rows)
+		}
+	}
+	if n := h.Sessions(); n != 1+len(s.Tasks)+1 {
+		t.Errorf("%d sessions, want the probe's, one per task after the reconnect and the sampler's", n)
+	}
+	noLeftovers(t, f, 10*time.Second)
 }

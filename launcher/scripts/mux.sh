@@ -18,6 +18,14 @@
 #   n           append "n;" to the events file: tail then prints a
 #               header, which settles whether the last bytes it printed
 #               (a newline, say) were a file's or the start of a header
+#   u LEN       then LEN bytes: start the run's GPU sampler on this host
+#               (sample.sh, a stage as read-stage.sh reads it), once;
+#               "e .sample" ends it (a name no task's can be)
+# The sampler's lines go to this session's stderr, each behind the tag
+# "@@tfhive-sampler MARK " (sample.sh): no task writes there (their
+# output is in files, read through tail on stdout), and what the login
+# shell or this shell may say there never passes for a sample. So --sample
+# costs no session of its own: one login per host still.
 # Each supervisor's stdin is a pipe from this shell (a process
 # substitution: no FIFO to make), its stdout and stderr the files NAME.so
 # and NAME.se in the directory .mux-MARK of the run's; the task's output
@@ -126,6 +134,36 @@ tfhive_ended() {
 	tfhive_k=$(grep -c '^x ' "$tfhive_md/events")
 	[ "${tfhive_k:-0}" -lt "$tfhive_want" ] || kill -TERM "$tfhive_mux" 2>/dev/null
 }
+# tfhive_sampler runs the sampler on this stdin, its stdout this shell's
+# stderr, then reads what still comes (as a wrapper does, for the same
+# reason) with that stderr let go of: the session ends with this shell.
+tfhive_sampler() {
+	tfhive_closeall
+	exec 4<&0 5>&2 >/dev/null 2>&1
+	bash --norc -c "$tfhive_read" tfhive-mux-sample <&4 >&5 4<&- 5>&-
+	exec 4<&- 5>&-
+	cat >/dev/null
+}
+# tfhive_sample LEN starts the sampler with the next LEN bytes, once.
+tfhive_sample() {
+	case $1 in '' | *[!0-9]*) exit 2 ;; esac
+	tfhive_fd=
+	if [ -z "${tfhive_fds[.sample]-}" ] && [ -z "${tfhive_pids[.sample]-}" ]; then
+		exec {tfhive_fd}> >(tfhive_sampler)
+		tfhive_pids[.sample]=$!
+		tfhive_fds[.sample]=$tfhive_fd
+	fi
+	tfhive_feed "$1"
+}
+# tfhive_feed LEN passes the next LEN bytes to $tfhive_fd, or nowhere if
+# unset: as read-stage.sh reads a stage, exactly LEN bytes, never ahead.
+tfhive_feed() {
+	if [ -n "$tfhive_fd" ]; then
+		{ dd bs="$1" count=1 iflag=fullblock || dd bs=1 count="$1"; } 2>/dev/null 1>&"$tfhive_fd"
+	else
+		{ dd bs="$1" count=1 iflag=fullblock || dd bs=1 count="$1"; } >/dev/null 2>&1
+	fi
+}
 # tfhive_start NAME LEN starts NAME's supervisor with the next LEN bytes.
 tfhive_start() {
 	tfhive_fd=
@@ -151,12 +189,7 @@ tfhive_start() {
 		;;
 	esac
 	case $2 in '' | *[!0-9]*) exit 2 ;; esac
-	# As read-stage.sh reads a stage: exactly LEN bytes, never ahead.
-	if [ -n "$tfhive_fd" ]; then
-		{ dd bs="$2" count=1 iflag=fullblock || dd bs=1 count="$2"; } 2>/dev/null 1>&"$tfhive_fd"
-	else
-		{ dd bs="$2" count=1 iflag=fullblock || dd bs=1 count="$2"; } >/dev/null 2>&1
-	fi
+	tfhive_feed "$2"
 }
 # tfhive_end NAME closes NAME's pipe.
 tfhive_end() {
@@ -199,5 +232,6 @@ while IFS=' ' read -r tfhive_op tfhive_n tfhive_arg; do
 		;;
 	f) tfhive_follow ;;
 	n) printf 'n;\n' >>"$tfhive_md/events" ;;
+	u) tfhive_sample "$tfhive_n" ;;
 	esac
 done

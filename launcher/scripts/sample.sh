@@ -6,11 +6,18 @@
 # ends, and sshd when the connection goes, so the loop ends at once then
 # and never outlives the run. A line read takes a sample at once.
 #
+# In a session of its own, stdout is the sampler's alone. Run by a host's
+# multiplexer (mux.sh), it writes to the multiplexer's stderr, where the
+# login shell's lines and any error of the multiplexer's may come too:
+# there every line of its starts with tfhive_tag, which holds the
+# multiplexer's random word.
+#
 # Parameters, set by tfhive ahead of this text:
 #   tfhive_ids    the GPUs' indexes, comma-separated
 #   tfhive_every  seconds between samples (a decimal fraction allowed)
 #   tfhive_run    the run id
-: "${tfhive_ids?}" "${tfhive_every?}" "${tfhive_run?}"
+#   tfhive_tag    what starts each line: empty in a session of its own
+: "${tfhive_ids?}" "${tfhive_every?}" "${tfhive_run?}" "${tfhive_tag?}"
 # tfhive_ours PID: the process descends from one of this user's processes
 # whose command line carries the run's label ("tfhive-sup DIR RUN ...",
 # the claim holders' and supervisors'). Parents come from /proc/PID/stat
@@ -48,13 +55,15 @@ tfhive_intruders() {
 		# nobody's: only one ps still sees is reported.
 		tfhive_who=$(ps -ww -o user:32= -o args= -p "$pid" 2>/dev/null)
 		if [ -z "$tfhive_who" ]; then continue; fi
-		printf '@@tfhive-intruder %s %s %s\n' "${idx[$g]}" "$pid" "$tfhive_who"
+		printf '%s@@tfhive-intruder %s %s %s\n' "$tfhive_tag" "${idx[$g]}" "$pid" "$tfhive_who"
 	done < <(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null | head -n 1024)
 }
 while :; do
-	printf '%s\n' '@@tfhive-sample'
+	printf '%s%s\n' "$tfhive_tag" '@@tfhive-sample'
 	tfhive_q=$(nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits -i "$tfhive_ids" 2>&1 | head -n 256)
-	printf '%s\n' "$tfhive_q"
+	# One printf: the sample's rows in one write, each line tagged.
+	mapfile -t tfhive_l <<<"$tfhive_q"
+	printf '%s\n' "${tfhive_l[@]/#/"$tfhive_tag"}"
 	tfhive_intruders
 	read -r -t "$tfhive_every" _
 	tfhive_rc=$?
