@@ -153,14 +153,14 @@ func GC(ctx context.Context, o GCOptions) error {
 			gone := d.Kind == codesync.Removed || d.Kind == codesync.Stale
 			hj.Trees = append(hj.Trees, gcTreeJSON{Name: d.Name, State: gcStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
 			if gone {
-				hj.FreedBytes += d.KiB * 1024
+				hj.RunsFreedBytes += d.KiB * 1024
 			} else {
-				hj.KeptBytes += d.KiB * 1024
+				hj.RunsKeptBytes += d.KiB * 1024
 			}
 		}
 		out.Hosts = append(out.Hosts, hj)
 	}
-	out.FreedBytes = total * 1024
+	out.FreedBytes = total * 1024 // trees and run files
 	if o.JSON {
 		enc := json.NewEncoder(o.Stdout)
 		enc.SetIndent("", "  ")
@@ -196,10 +196,12 @@ type gcHostJSON struct {
 	Trees      []gcTreeJSON `json:"trees"`
 	// RunsDir is the machine's directory of runs (~/.tfhive/runs-KEY);
 	// Runs, the ended and running runs' files there.
-	RunsDir     string      `json:"runs_dir"`
-	Runs        []gcRunJSON `json:"runs"`
-	Error       string      `json:"error,omitempty"`
-	Unreachable bool        `json:"unreachable,omitempty"`
+	RunsDir        string      `json:"runs_dir"`
+	RunsFreedBytes int64       `json:"runs_freed_bytes"`
+	RunsKeptBytes  int64       `json:"runs_kept_bytes"`
+	Runs           []gcRunJSON `json:"runs"`
+	Error          string      `json:"error,omitempty"`
+	Unreachable    bool        `json:"unreachable,omitempty"`
 }
 
 // gcRunJSON is one run's files on a host: State says why gc removes
