@@ -35,16 +35,21 @@ func main() {
 // Main runs tfhive with injectable streams and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	// SIGPIPE is asked for only so that Go does not die of it: a write to
 	// stdout or stderr whose reader left then fails with EPIPE, which
-	// commands.Stdout turns into a stop. The signal itself says nothing:
-	// it comes for any pipe or socket, an SSH connection's too. Unlike
-	// signal.Ignore, this leaves SIGPIPE as it was for the programs
-	// tfhive starts (a detached run's keeper).
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
+	// commands.Stdout, for stdout, turns into a stop. The signal itself
+	// says nothing (it comes for any pipe or socket, an SSH connection's
+	// too) and is never read: its own channel, once full, drops the rest,
+	// and ch never fills with it. Unlike signal.Ignore, this leaves
+	// SIGPIPE as it was for the programs tfhive starts (a detached run's
+	// keeper).
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
 	// Closing ends the goroutine below: Main may run many times in one
 	// process (the tests), and signal.Stop guarantees no later sends.
 	defer func() {
+		signal.Stop(pipe)
 		signal.Stop(ch)
 		close(ch)
 	}()
@@ -53,9 +58,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sigs := commands.NewSignals(cancel)
 	go func() {
 		for sig := range ch {
-			if sig != syscall.SIGPIPE {
-				sigs.Deliver(sig)
-			}
+			sigs.Deliver(sig)
 		}
 	}()
 	out := commands.WatchStdout(stdout, sigs)
