@@ -36,24 +36,36 @@ func main() {
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	// SIGPIPE is asked for only so that Go does not die of it: a write to
+	// stdout or stderr whose reader left then fails with EPIPE, which
+	// commands.Stdout, for stdout, turns into a stop. The signal itself
+	// says nothing (it comes for any pipe or socket, an SSH connection's
+	// too) and is never read: its own channel, once full, drops the rest,
+	// and ch never fills with it. Unlike signal.Ignore, this leaves
+	// SIGPIPE as it was for the programs tfhive starts (a detached run's
+	// keeper).
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
 	// Closing ends the goroutine below: Main may run many times in one
 	// process (the tests), and signal.Stop guarantees no later sends.
 	defer func() {
+		signal.Stop(pipe)
 		signal.Stop(ch)
 		close(ch)
 	}()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	sigs := commands.NewSignals(cancel)
 	go func() {
 		for sig := range ch {
 			sigs.Deliver(sig)
 		}
 	}()
+	out := commands.WatchStdout(stdout, sigs)
 	// urfave/cli reports a help topic it cannot find only through
 	// CommandNotFound, which returns nothing: the error waits here.
 	var notFound error
-	w := wiring{Streams: commands.Streams{Stdout: stdout, Stderr: stderr}, sigs: sigs}
+	w := wiring{Streams: commands.Streams{Stdout: out, Stderr: stderr}, sigs: sigs}
 	err := newApp(stdin, w, &notFound).RunContext(ctx, args)
 	if err == nil {
 		err = notFound
@@ -61,7 +73,27 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.Is(err, context.Canceled) && sigs.Last() == syscall.SIGTERM {
 		err = errTerminated
 	}
+	if out.Closed() {
+		err = afterStdoutClosed(err)
+	}
 	return report(stderr, err)
+}
+
+// afterStdoutClosed is a command's end once its stdout closed: like a
+// program of coreutils under `| head`, tfhive then ends quietly with
+// 141 (128 + SIGPIPE), having written what it could; `run` has stopped
+// its run and said so. Errors of their own, not of the closing (a run
+// that failed before it, hosts that could not be reached), are reported
+// as ever: stderr still has a reader.
+func afterStdoutClosed(err error) error {
+	var runFailed *commands.RunFailedError
+	switch {
+	case err == nil, errors.Is(err, syscall.EPIPE), errors.Is(err, context.Canceled):
+	case errors.As(err, &runFailed) && runFailed.Summary.Result == launcher.ResultStdoutClosed:
+	default:
+		return err
+	}
+	return commands.ErrStdoutClosed
 }
 
 // Exit codes, documented in README.md.
@@ -75,7 +107,13 @@ const (
 	// supervisor stopped it); the run's summary carries it.
 	exitPreempted   = launcher.ExitPreempted
 	exitInterrupted = 130
-	exitTerminated  = 143
+	// exitStdoutClosed: stdout's reader left (`| head`); a run was
+	// stopped as by Ctrl-C. 128 + SIGPIPE, as 130 and 143 are 128 +
+	// SIGINT and SIGTERM: what a shell shows for any producer whose
+	// reader left, under `set -o pipefail` too, and nothing a task's own
+	// code or tfhive's other codes mean, unlike 130.
+	exitStdoutClosed = launcher.ExitStdoutClosed
+	exitTerminated   = 143
 )
 
 // errTerminated is a command that SIGTERM stopped before any task ran.
@@ -117,6 +155,8 @@ func exitCode(err error) int {
 		return exitFailure
 	case errors.Is(err, errTerminated):
 		return exitTerminated
+	case errors.Is(err, commands.ErrStdoutClosed):
+		return exitStdoutClosed
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
 	}
@@ -130,7 +170,7 @@ func report(w io.Writer, err error) int {
 		return code
 	}
 	var said *commands.ExitError
-	if errors.As(err, &said) {
+	if errors.As(err, &said) || errors.Is(err, commands.ErrStdoutClosed) {
 		return code
 	}
 	msg := err.Error()

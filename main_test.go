@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -361,6 +362,7 @@ func TestExitCodes(t *testing.T) {
 		{context.Canceled, exitInterrupted},
 		{fmt.Errorf("probe: %w", context.Canceled), exitInterrupted},
 		{errTerminated, exitTerminated},
+		{commands.ErrStdoutClosed, 141},
 	}
 	for _, c := range cases {
 		if got := exitCode(c.err); got != c.code {
@@ -386,12 +388,58 @@ func TestReport(t *testing.T) {
 			"tfhive: error: --check: b: torch 2.0, where 2 of 3 hosts have 2.1 (and 1 more)\n" +
 				"tfhive:   b: torch 2.0, where 2 of 3 hosts have 2.1\ntfhive:   c: setup failed: false\n" +
 				"tfhive: hint: tfhive doctor shows every host side by side; run without --check to start anyway\n"},
+		// Said already, where it was said at all (run's stop).
+		{commands.ErrStdoutClosed, ""},
 	}
 	for _, c := range cases {
 		var b bytes.Buffer
 		report(&b, c.err)
 		if b.String() != c.want {
 			t.Errorf("report(%v):\n%s\nwant:\n%s", c.err, b.String(), c.want)
+		}
+	}
+}
+
+// Once stdout closed, what the closing caused ends quietly with 141;
+// errors of their own still speak.
+func TestAfterStdoutClosed(t *testing.T) {
+	run := func(result string, code int) error {
+		return &commands.RunFailedError{Summary: &launcher.Summary{RunID: "r", Result: result, ExitCode: code}}
+	}
+	failed := run(launcher.ResultFailed, 7)
+	unreachable := &commands.UnreachableError{Bad: 1, Total: 2}
+	for _, c := range []struct {
+		err, want error
+	}{
+		{nil, commands.ErrStdoutClosed},
+		{&os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}, commands.ErrStdoutClosed},
+		{fmt.Errorf("probe: %w", context.Canceled), commands.ErrStdoutClosed},
+		{run(launcher.ResultStdoutClosed, launcher.ExitStdoutClosed), commands.ErrStdoutClosed},
+		{commands.ErrStdoutClosed, commands.ErrStdoutClosed},
+		{failed, failed},
+		{unreachable, unreachable},
+	} {
+		if got := afterStdoutClosed(c.err); got != c.want {
+			t.Errorf("afterStdoutClosed(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// A command whose stdout's reader left ends quietly with 141 instead of
+// dying of SIGPIPE: a real pipe, closed before tfhive writes.
+func TestClosedStdoutEndsQuietly(t *testing.T) {
+	isolate(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r.Close()
+	for _, args := range [][]string{{"version"}, {"--help"}, {"runs", "--log-root", t.TempDir()}} {
+		var errb bytes.Buffer
+		code := Main(append([]string{"tfhive"}, args...), strings.NewReader(""), w, &errb)
+		if code != exitStdoutClosed || errb.Len() != 0 {
+			t.Errorf("%v: exit %d, want %d; stderr (want none):\n%s", args, code, exitStdoutClosed, errb.String())
 		}
 	}
 }

@@ -209,8 +209,15 @@ func (p *policy) apply(ev event) decision {
 		p.exited(ev, &d)
 	case evInterrupt:
 		if p.decided() {
-			// Already stopping: asking again kills at once.
-			p.killNow(&d)
+			// Already stopping: asking again kills at once. A closed
+			// stdout asks nothing: the run stops as it was stopping.
+			if ev.sig != StdoutClosed {
+				p.killNow(&d)
+			}
+			break
+		}
+		if ev.sig == StdoutClosed {
+			p.decide(&d, ResultStdoutClosed, ExitStdoutClosed, -1, StdoutClosed.String())
 			break
 		}
 		code, reason := 130, "interrupted"

@@ -55,6 +55,7 @@ var (
 	interruptINT  = event{kind: evInterrupt, sig: syscall.SIGINT}
 	interruptTERM = event{kind: evInterrupt, sig: syscall.SIGTERM}
 	interruptBare = event{kind: evInterrupt}
+	interruptPipe = event{kind: evInterrupt, sig: StdoutClosed}
 	killNowEv     = event{kind: evKillNow}
 	graceOver     = event{kind: evGraceOver}
 	giveUp        = event{kind: evGiveUp}
@@ -349,6 +350,38 @@ func TestPolicy(t *testing.T) {
 			},
 			result: ResultFailed, code: 2, reason: "worker:0 on h1 exited 2", decider: "worker:0",
 			outcomes: []string{"stopped 137", "exited 2", "stopped 137"},
+		},
+		{
+			name: "a closed stdout stops the run as an interrupt does, with its own result and 141",
+			plan: psWorkers,
+			steps: []step{
+				{interruptPipe, "t ps:0,worker:0,worker:1 | kill-timer"},
+				{exited(0, 143), ""}, {exited(1, 143), ""}, {exited(2, 143), ""},
+			},
+			result: ResultStdoutClosed, code: ExitStdoutClosed, reason: "standard output closed (a pipe reader such as head ended)",
+			outcomes: []string{"stopped 143", "stopped 143", "stopped 143"},
+		},
+		{
+			name: "a closed stdout while stopping after a failure kills nothing sooner",
+			plan: psWorkers,
+			steps: []step{
+				{exited(1, 2), "tfhive: worker:0 on h1 exited 2; stopping the other tasks | t ps:0,worker:1 | kill-timer"},
+				{interruptPipe, ""},
+				{exited(0, 143), ""}, {exited(2, 143), ""},
+			},
+			result: ResultFailed, code: 2, reason: "worker:0 on h1 exited 2", decider: "worker:0",
+			outcomes: []string{"stopped 143", "exited 2", "stopped 143"},
+		},
+		{
+			name: "a second Ctrl-C after a closed stdout kills now",
+			plan: psWorkers,
+			steps: []step{
+				{interruptPipe, "t ps:0,worker:0,worker:1 | kill-timer"},
+				{interruptINT, "tfhive: killing every task now | k ps:0,worker:0,worker:1 | give-up-timer"},
+				{exited(0, 137), ""}, {exited(1, 137), ""}, {exited(2, 137), ""},
+			},
+			result: ResultStdoutClosed, code: ExitStdoutClosed, reason: "standard output closed (a pipe reader such as head ended)",
+			outcomes: []string{"stopped 137", "stopped 137", "stopped 137"},
 		},
 		{
 			name: "the tasks end without a decision",

@@ -275,13 +275,19 @@ func describeClaims(cs []inventory.Claim) string {
 
 // Interrupt is the cause to cancel Run's context with
 // (context.WithCancelCause) when a signal stops the run, so that the
-// summary names it and the exit code follows it: 143 for SIGTERM, 130
-// otherwise (as for a context cancelled without this cause).
+// summary names it and the exit code follows it: 143 for SIGTERM, 141
+// (result stdout-closed) for StdoutClosed, 130 otherwise (as for a
+// context cancelled without this cause).
 func Interrupt(sig os.Signal) error { return &interruptError{sig} }
 
 type interruptError struct{ sig os.Signal }
 
-func (e *interruptError) Error() string { return "interrupted by " + sigName(e.sig) }
+func (e *interruptError) Error() string {
+	if e.sig == StdoutClosed {
+		return StdoutClosed.String()
+	}
+	return "interrupted by " + sigName(e.sig)
+}
 
 type exitEvent struct {
 	i   int

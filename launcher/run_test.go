@@ -401,13 +401,15 @@ func TestRunInterrupted(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		cause  error
+		result string
 		code   int
 		reason string
 	}{
-		{"SIGINT", Interrupt(syscall.SIGINT), 130, "interrupted by SIGINT"},
-		{"SIGTERM", Interrupt(syscall.SIGTERM), 143, "interrupted by SIGTERM"},
-		{"no signal named", nil, 130, "interrupted"},
-		{"another cause", errors.New("shutting down"), 130, "interrupted"},
+		{"SIGINT", Interrupt(syscall.SIGINT), ResultInterrupted, 130, "interrupted by SIGINT"},
+		{"SIGTERM", Interrupt(syscall.SIGTERM), ResultInterrupted, 143, "interrupted by SIGTERM"},
+		{"no signal named", nil, ResultInterrupted, 130, "interrupted"},
+		{"another cause", errors.New("shutting down"), ResultInterrupted, 130, "interrupted"},
+		{"stdout closed", Interrupt(StdoutClosed), ResultStdoutClosed, ExitStdoutClosed, "standard output closed (a pipe reader such as head ended)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"))
@@ -420,7 +422,7 @@ func TestRunInterrupted(t *testing.T) {
 				cancel(c.cause)
 			}()
 			s, console := f.mustRun(ctx)
-			wantSummary(t, s, ResultInterrupted, c.code, c.reason, "ps:0 stopped 143", "worker:0 stopped 143", "worker:1 stopped 143")
+			wantSummary(t, s, c.result, c.code, c.reason, "ps:0 stopped 143", "worker:0 stopped 143", "worker:1 stopped 143")
 			if strings.Contains(console, "killing") {
 				t.Errorf("a first interrupt kills nothing:\n%s", console)
 			}
@@ -622,6 +624,9 @@ func TestRunCannotWriteLogs(t *testing.T) {
 
 func TestInterruptNamesTheSignal(t *testing.T) {
 	if got := Interrupt(syscall.SIGTERM).Error(); got != "interrupted by SIGTERM" {
+		t.Errorf("%q", got)
+	}
+	if got := Interrupt(StdoutClosed).Error(); got != "standard output closed (a pipe reader such as head ended)" {
 		t.Errorf("%q", got)
 	}
 }

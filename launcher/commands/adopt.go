@@ -14,8 +14,8 @@ import (
 
 // adopt is `tfhive attach RUN -H …`: this tfhive finds the run on the
 // hosts and becomes its keeper, in the foreground, with a log dir of its
-// own here. Ctrl-C only detaches: the tasks go on, kept, until another
-// keeper comes or --unattended passes.
+// own here. Ctrl-C, or its stdout closing, only detaches: the tasks go
+// on, kept, until another keeper comes or --unattended passes.
 func adopt(ctx context.Context, o FollowOptions) error {
 	if !claim.ValidRunID(o.RunID) {
 		return usagef("%q is not a run id", o.RunID)
@@ -102,6 +102,12 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	case <-ctx.Done():
 		console.Close()
 		fmt.Fprintf(o.Stderr, "tfhive: detached from run %s; its tasks go on, kept, until a keeper attaches (tfhive attach %s -H …) or --unattended passes\n", o.RunID, o.RunID)
+		// A closed stdout detaches as Ctrl-C does (the line above says
+		// where the run stands: no longer kept here), exiting as every
+		// command does then.
+		if stdoutClosed(ctx) {
+			return ErrStdoutClosed
+		}
 		return &ExitError{Code: 130}
 	}
 	if cerr := console.Close(); res.err == nil {

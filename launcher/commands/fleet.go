@@ -162,6 +162,9 @@ func localUser() string {
 }
 
 func isTerminal(w io.Writer) bool {
+	if s, ok := w.(*Stdout); ok {
+		w = s.w
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

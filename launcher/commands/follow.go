@@ -150,6 +150,11 @@ func Attach(ctx context.Context, o FollowOptions) error {
 		return &NoRunError{Msg: fmt.Sprintf("run %s was not detached: its console is the terminal that started it", o.RunID)}
 	}
 	if err := follow(ctx, o.Stdout, path, o.Since, dir, true); err != nil {
+		// Its reader gone, a follower has nothing to say: the run never
+		// depended on it.
+		if stdoutClosed(ctx) {
+			return ErrStdoutClosed
+		}
 		if ctx.Err() != nil {
 			fmt.Fprintf(o.Stderr, "tfhive: detached from run %s; it goes on (tfhive attach %s)\n", o.RunID, o.RunID)
 			return &ExitError{Code: 130}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -168,7 +169,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	console := launcher.NewConsole(out, isTerminal(out))
 	sigs := o.Signals
 	if sigs == nil {
-		sigs = NewSignals(func() {})
+		sigs = NewSignals(func(error) {})
 	}
 	lo := launcher.RunOptions{
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
@@ -255,7 +256,7 @@ func Run(ctx context.Context, o RunOptions) error {
 			}
 		}
 		startedOnce = true
-		return start(ctx, fleet, plan, lo, sigs)
+		return start(ctx, fleet, plan, lo, sigs, o.Stderr)
 	}
 	retry := launcher.Retry{
 		Wait: o.Wait, Wake: wake,
@@ -308,7 +309,7 @@ func planPorts(plan *schedule.Plan, used map[string][]int) {
 
 // start is the one call of launcher.Run: the plan's tasks start over the
 // probe's connections, and signals go to the launcher while they run.
-func start(ctx context.Context, fleet *probe.Fleet, plan *schedule.Plan, o launcher.RunOptions, sigs *Signals) (*launcher.Summary, error) {
+func start(ctx context.Context, fleet *probe.Fleet, plan *schedule.Plan, o launcher.RunOptions, sigs *Signals, stderr io.Writer) (*launcher.Summary, error) {
 	fleet.KeepSpares(plan.Hosts())
 	o.Plan = plan
 	for i, h := range fleet.Hosts {
@@ -319,7 +320,10 @@ func start(ctx context.Context, fleet *probe.Fleet, plan *schedule.Plan, o launc
 	}
 	defer sigs.toContext()
 	// While tasks run, the first signal stops the run gracefully (the
-	// cause says which signal), a second one kills at once.
+	// cause says which signal), a second one kills at once. A closed
+	// stdout is said here, on stderr, as the stop begins: the console,
+	// where the run says what it does, is gone, and the stop may take
+	// --grace. It never counts as the second signal: it asks nothing.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	kill := make(chan struct{})
@@ -329,14 +333,23 @@ func start(ctx context.Context, fleet *probe.Fleet, plan *schedule.Plan, o launc
 	go func() {
 		select {
 		case sig := <-sigs.run:
+			if sig == launcher.StdoutClosed {
+				fmt.Fprintf(stderr, "tfhive: error: %s: stopping the run\n", launcher.StdoutClosed)
+			}
 			stop(launcher.Interrupt(sig))
 		case <-done:
 			return
 		}
-		select {
-		case <-sigs.run:
-			close(kill)
-		case <-done:
+		for {
+			select {
+			case sig := <-sigs.run:
+				if sig == launcher.StdoutClosed {
+					continue
+				}
+				close(kill)
+			case <-done:
+			}
+			return
 		}
 	}()
 	return launcher.Run(ctx, o)

@@ -4,22 +4,26 @@ import (
 	"context"
 	"os"
 	"sync"
+
+	"github.com/tfhive/tfhive/launcher"
 )
 
-// Signals routes SIGINT/SIGTERM: before tasks run they cancel the
-// command's context (probing stops at once); once tasks run they go to the
-// launcher, which stops the tasks gracefully and kills them on a second
-// signal.
+// Signals routes SIGINT/SIGTERM, and launcher.StdoutClosed (Stdout):
+// before tasks run they cancel the command's context (probing stops at
+// once); once tasks run they go to the launcher, which stops the tasks
+// gracefully and kills them on a second signal.
 type Signals struct {
 	mu      sync.Mutex
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	running bool
 	last    os.Signal
 	run     chan os.Signal
 }
 
-// NewSignals routes signals that arrive before tasks run to cancel.
-func NewSignals(cancel context.CancelFunc) *Signals {
+// NewSignals routes signals that arrive before tasks run to cancel: with
+// ErrStdoutClosed as the cause for launcher.StdoutClosed, so that a
+// command can tell it from Ctrl-C; nil (context.Canceled) for the others.
+func NewSignals(cancel context.CancelCauseFunc) *Signals {
 	return &Signals{cancel: cancel, run: make(chan os.Signal, 4)}
 }
 
@@ -35,7 +39,11 @@ func (s *Signals) Deliver(sig os.Signal) {
 		}
 		return
 	}
-	s.cancel()
+	var cause error
+	if sig == launcher.StdoutClosed {
+		cause = ErrStdoutClosed
+	}
+	s.cancel(cause)
 }
 
 // Last is the last signal delivered, or nil.

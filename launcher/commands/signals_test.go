@@ -1,14 +1,17 @@
 package commands
 
 import (
+	"context"
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/tfhive/tfhive/launcher"
 )
 
 func TestSignalsRouting(t *testing.T) {
 	cancelled := 0
-	s := NewSignals(func() { cancelled++ })
+	s := NewSignals(func(error) { cancelled++ })
 
 	// Tasks running: signals go to the launcher, the context lives on.
 	if !s.toLauncher() {
@@ -29,7 +32,7 @@ func TestSignalsRouting(t *testing.T) {
 
 	// Between attempts: a signal cancels the context, and the next
 	// attempt does not start.
-	s = NewSignals(func() { cancelled++ })
+	s = NewSignals(func(error) { cancelled++ })
 	s.toLauncher()
 	s.toContext()
 	s.Deliver(syscall.SIGTERM)
@@ -38,5 +41,33 @@ func TestSignalsRouting(t *testing.T) {
 	}
 	if s.toLauncher() {
 		t.Error("toLauncher = true after a signal cancelled the run")
+	}
+}
+
+// A closed stdout cancels with a cause of its own, so that a command
+// tells it from Ctrl-C; while tasks run it goes to the launcher as a
+// signal does.
+func TestSignalsStdoutClosed(t *testing.T) {
+	for _, c := range []struct {
+		sig  os.Signal
+		want error
+	}{
+		{launcher.StdoutClosed, ErrStdoutClosed},
+		{os.Interrupt, context.Canceled},
+	} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		NewSignals(cancel).Deliver(c.sig)
+		if got := context.Cause(ctx); got != c.want {
+			t.Errorf("%v: cause %v, want %v", c.sig, got, c.want)
+		}
+		if got := stdoutClosed(ctx); got != (c.want == ErrStdoutClosed) {
+			t.Errorf("%v: stdoutClosed = %v", c.sig, got)
+		}
+	}
+	s := NewSignals(func(error) { t.Error("cancelled while tasks run") })
+	s.toLauncher()
+	s.Deliver(launcher.StdoutClosed)
+	if len(s.run) != 1 || <-s.run != launcher.StdoutClosed {
+		t.Error("a closed stdout did not reach the launcher")
 	}
 }

@@ -30,6 +30,13 @@ func TestDetach(t *testing.T) {
 	if len(f.Host("d1").Leftovers())+len(f.Host("d2").Leftovers()) == 0 {
 		t.Fatal("no task runs on the hosts after --detach returned")
 	}
+	// Its reader gone (`| head`), attach ends quietly, and -f logs too;
+	// the run, never theirs to stop, goes on (wait's 0 below).
+	for _, args := range [][]string{{"attach", "--log-dir", logDir, id}, {"logs", "-f", "--log-dir", logDir, id}} {
+		if code, stderr := tfhiveToClosedPipe(t, f.Env(), f.Dir, args...); code != 141 || stderr != "" {
+			t.Errorf("%s to a closed pipe: exit %d, want 141; stderr (want none):\n%s", args[0], code, stderr)
+		}
+	}
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,30 @@
+package launcher
+
+// A closed stdout (`tfhive run … | head -3`: the pipe's reader ended)
+// stops the run as Ctrl-C does, with a result of its own: whoever lists
+// the runs later sees why it ended, and nobody is left reading a run
+// that goes on. The caller notices the closing (a write's EPIPE) and
+// cancels Run's context with Interrupt(StdoutClosed).
+
+// StdoutClosed stands for the closing of tfhive's stdout where a signal
+// is expected (Interrupt, the caller's signal routing). The kernel's own
+// SIGPIPE cannot serve: it comes for any pipe or socket written after
+// its reader left, an SSH connection's too, and names none.
+var StdoutClosed stdoutClosed
+
+type stdoutClosed struct{}
+
+func (stdoutClosed) String() string {
+	return "standard output closed (a pipe reader such as head ended)"
+}
+
+// Signal makes it an os.Signal.
+func (stdoutClosed) Signal() {}
+
+// ResultStdoutClosed: the run was stopped because its stdout closed.
+const ResultStdoutClosed = "stdout-closed"
+
+// ExitStdoutClosed is 128 + SIGPIPE: what a shell shows for a producer
+// whose reader left (`yes | head`), in the family of 130 and 143 for
+// SIGINT and SIGTERM. main's exit-code table names it.
+const ExitStdoutClosed = 141
