@@ -144,18 +144,18 @@ func GC(ctx context.Context, o GCOptions) error {
 			gone := d.Kind == launcher.RunGone
 			hj.Runs = append(hj.Runs, gcRunJSON{RunID: d.Run, State: gcRunStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
 			if gone {
-				hj.FreedBytes += d.KiB * 1024
+				hj.RunsFreedBytes += d.KiB * 1024
 			} else {
-				hj.KeptBytes += d.KiB * 1024
+				hj.RunsKeptBytes += d.KiB * 1024
 			}
 		}
 		for _, d := range reports[i].Dirs {
 			gone := d.Kind == codesync.Removed || d.Kind == codesync.Stale
 			hj.Trees = append(hj.Trees, gcTreeJSON{Name: d.Name, State: gcStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
 			if gone {
-				hj.RunsFreedBytes += d.KiB * 1024
+				hj.FreedBytes += d.KiB * 1024
 			} else {
-				hj.RunsKeptBytes += d.KiB * 1024
+				hj.KeptBytes += d.KiB * 1024
 			}
 		}
 		out.Hosts = append(out.Hosts, hj)

@@ -254,6 +254,7 @@ func TestGCSharedHomeKeepsAnotherHostsTree(t *testing.T) {
 
 	cmd.Process.Signal(os.Interrupt)
 	cmd.Wait()
+	noLeftovers(t, f, 10*time.Second)
 	os.Chtimes(tree, old, old)
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "gc")...)
 	wantCode(t, r, 0)

@@ -82,9 +82,16 @@ tfhive_rundir() {
 # namespace, and a host that is a container (or a PID namespace of its
 # own) would never show it. Without flock, ps says no keeper.
 tfhive_feed() {
-	# (BASHPID is read here: in the background command, it would be its own.)
+	# (BASHPID is read here: in the background command, it would be its
+	# own.) The holder outlives the feeder by up to a second: it works in
+	# / and without the task's TFHIVE_CODE_DIR, so that gc never takes it
+	# for a user of a --sync tree.
 	tfhive_fpid=$BASHPID
-	flock -n -s -o "$2" tail --pid="$tfhive_fpid" -s 1 -f /dev/null </dev/null >/dev/null 2>&1 &
+	(
+		cd / || exit
+		unset TFHIVE_CODE_DIR
+		exec flock -n -s -o "$2" tail --pid="$tfhive_fpid" -s 1 -f /dev/null
+	) </dev/null >/dev/null 2>&1 &
 	while IFS= read -r tfhive_l; do
 		tfhive_g=
 		read -r tfhive_g 2>/dev/null <"$tfhive_rd/keeper.gen"
