@@ -303,6 +303,15 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: err.Error()}
 		return hi
 	}
+	if po.claims.overflow {
+		// Some GPU's claim may be among the names not listed: none of
+		// them may be taken as free.
+		f.spares.Drop(i)
+		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: fmt.Sprintf(
+			"claims dir %s holds more than %d tfhive-claim lock files: its claims are unknown, so none of its GPUs is used",
+			po.claims.dir, MaxLockFiles)}
+		return hi
+	}
 	var smi smiFacts
 	if !f.opts.ClaimsOnly {
 		smi = parseSMI(po.smiExit, po.smi, f.opts.CommandTimeout)
