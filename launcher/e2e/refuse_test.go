@@ -14,7 +14,8 @@ import (
 // a run id that kill, wait, attach or logs would refuse (run --name
 // included: a run started under one could not be found again), and an
 // identity file or known_hosts that no dial could read (not the exit 4
-// of hosts that "could not be reached").
+// of hosts that "could not be reached"), a known placeholder whose brace
+// is not closed (it passed through literally).
 func TestCLIRefusedBeforeAnyHost(t *testing.T) {
 	f := sshtest.Start(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml"})
 	h := f.Host("h1")
@@ -47,6 +48,8 @@ func TestCLIRefusedBeforeAnyHost(t *testing.T) {
 		{fleetArgs(f, "run", "--detach", "--name", "..", "--", "true"), `tfhive: error: --name ".." ` + notID},
 		{fleetArgs(f, "kill", "../../x"), `tfhive: error: "../../x" ` + notID},
 		{fleetArgs(f, "kill", long), `tfhive: error: "` + long + `" ` + notID},
+		{fleetArgs(f, "run", "--", "python", "train.py", "--task_index={task_index"),
+			`tfhive: error: placeholder {task_index is not closed in "--task_index={task_index"` + "\ntfhive: hint: write {task_index}, or {{task_index for a literal {task_index\n"},
 		{[]string{"status", "--hosts", idZero, "--ssh-config", f.SSHConfig}, "tfhive: error: h1: identity file /dev/zero: not a regular file (a character device)\n"},
 		{[]string{"status", "--hosts", f.HostsYAML, "--ssh-config", khFIFO}, "tfhive: error: h1: known_hosts: " + fifo + ": not a regular file (a FIFO)\n"},
 		{[]string{"run", "--hosts", f.HostsYAML, "--ssh-config", khZero, "--", "true"}, "tfhive: error: h1: known_hosts: /dev/zero: not a regular file (a character device)\n"},
