@@ -28,12 +28,18 @@ type fileID struct {
 	ino          uint64
 }
 
-// lockFile is one lock file as stat saw it.
+// MaxLockFiles bounds the lock files a probe lists (scripts/claims.sh's
+// $cmax): a host keeps one per GPU and per port ever claimed there (2222-2400
+// by default). A claims dir holding more claim-shaped names is someone's
+// flood: the host's claims are unknown, and it fails closed.
+const MaxLockFiles = 16384
+
+// lockFile is one lock file as find saw it.
 type lockFile struct {
 	name   string // the claim name: gpu-UUID, port-N
 	path   string
 	owner  string
-	mode   uint32
+	kind   byte // find's %y: f regular, l symlink, p FIFO, d directory…
 	noRead bool // tfhive may not open it, or it is a symlink
 }
 
@@ -49,8 +55,10 @@ type holder struct {
 type claimsSection struct {
 	machineID, dir string
 	files          []byte
-	locks          []byte
-	holders        []byte
+	// overflow: the claims dir lists more than MaxLockFiles lock files.
+	overflow bool
+	locks    []byte
+	holders  []byte
 	// held is holders parsed, when the caller did it once for both
 	// parseClaims and parseTickets (nil: each parses holders itself).
 	held map[int]holder
@@ -77,23 +85,23 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "F "):
+			// "F DEV INODE OWNER TYPE NAME", the name in the claims dir.
 			f := strings.SplitN(line[2:], " ", 5)
-			if len(f) != 5 {
+			if len(f) != 5 || len(f[3]) != 1 {
 				continue
 			}
 			dev, err1 := strconv.ParseUint(f[0], 10, 64)
 			ino, err2 := strconv.ParseUint(f[1], 10, 64)
-			mode, err3 := strconv.ParseUint(f[3], 16, 32)
 			name, ok := claimFileName(f[4])
-			if err1 != nil || err2 != nil || err3 != nil || !ok {
+			if err1 != nil || err2 != nil || !ok {
 				continue
 			}
-			lf := &lockFile{name: name, path: f[4], owner: f[2], mode: uint32(mode)}
+			lf := &lockFile{name: name, path: lockPath(s.dir, f[4]), owner: f[2], kind: f[3][0]}
 			files[fileID{unix.Major(dev), unix.Minor(dev), ino}] = lf
 			all = append(all, lf)
 			byPath[lf.path] = lf
 		case strings.HasPrefix(line, "U "):
-			if lf := byPath[line[2:]]; lf != nil {
+			if lf := byPath[lockPath(s.dir, line[2:])]; lf != nil {
 				lf.noRead = true
 			}
 		}
@@ -208,9 +216,9 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 // can.
 func blockReason(lf *lockFile) string {
 	switch {
-	case lf.mode&unix.S_IFMT == unix.S_IFLNK:
+	case lf.kind == 'l':
 		return fmt.Sprintf("%s is a symbolic link owned by %s", lf.path, lf.owner)
-	case lf.mode&unix.S_IFMT != unix.S_IFREG:
+	case lf.kind != 'f':
 		return fmt.Sprintf("%s is not a regular file (owned by %s)", lf.path, lf.owner)
 	case lf.noRead:
 		return fmt.Sprintf("%s is owned by %s and not readable", lf.path, lf.owner)
@@ -252,6 +260,11 @@ func parseHolders(out []byte) map[int]holder {
 		hs[pid] = holder{pid: pid, uid: uid, user: f[2], age: time.Duration(age) * time.Second, args: strings.Join(f[4:], " ")}
 	}
 	return hs
+}
+
+// lockPath is the path of the lock file name in the claims dir dir.
+func lockPath(dir, name string) string {
+	return strings.TrimSuffix(dir, "/") + "/" + name
 }
 
 // claimFileName is the claim name of a lock file's path, if it is one.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +20,13 @@ import (
 // cuts its output as the probe does.
 func runClaimsScript(t *testing.T, dir string) claimsSection {
 	t.Helper()
-	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0"), shscript.Set("t", "5")))
+	return runClaimsScriptMax(t, dir, MaxLockFiles)
+}
+
+// runClaimsScriptMax is runClaimsScript listing at most max lock files.
+func runClaimsScriptMax(t *testing.T, dir string, max int) claimsSection {
+	t.Helper()
+	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0"), shscript.Set("t", "5"), shscript.Set("cmax", strconv.Itoa(max))))
 	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
 	raw, err := script.Output()
 	if err != nil {
@@ -153,4 +160,48 @@ func currentUserName(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// A claims dir of any size is read without an argument list: 30,000
+// long names beside them (a glob passed to stat failed, and every GPU
+// showed free) leave a held GPU held and a planted symlink blocked.
+// Names that cannot be claims are not listed at all.
+func TestClaimsFloodedDir(t *testing.T) {
+	requireFlock(t)
+	dir := t.TempDir()
+	junk := strings.Repeat("x", 200)
+	for i := range 30000 {
+		f, err := os.Create(filepath.Join(dir, claim.FilePrefix+junk+strconv.Itoa(i)+claim.FileSuffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	os.WriteFile(filepath.Join(dir, claim.FilePrefix+"gpu-GPU-aaaa.lock"), nil, 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(dir, claim.FilePrefix+"gpu-GPU-bbbb.lock"))
+	hold(t, dir, "tfhive-sup-like label", claim.FilePrefix+"gpu-GPU-aaaa.lock")
+	s := runClaimsScript(t, dir)
+	if s.overflow || len(s.files) > 1000 {
+		t.Fatalf("the junk names were listed (%d bytes, overflow %v)", len(s.files), s.overflow)
+	}
+	got := parseClaims(s, map[string]int{"GPU-aaaa": 0, "GPU-bbbb": 1}, time.Now())
+	if len(got) != 2 || got[0].ID != 0 || got[0].PID == 0 || got[0].Blocked != "" ||
+		got[1].ID != 1 || !strings.Contains(got[1].Blocked, "gpu-GPU-bbbb.lock is a symbolic link") {
+		t.Fatalf("claims %+v, want GPU 0 held and GPU 1 blocked", got)
+	}
+}
+
+// Past the cap on lock files listed, the list ends with the overflow
+// mark: the host's claims are unknown (probeHost fails it closed).
+func TestClaimsOverflow(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 11 {
+		os.WriteFile(filepath.Join(dir, claim.FilePrefix+"port-"+strconv.Itoa(30000+i)+claim.FileSuffix), nil, 0o644)
+	}
+	if s := runClaimsScriptMax(t, dir, 11); s.overflow || strings.Count(string(s.files), "\nF ") != 11 {
+		t.Errorf("11 files, cap 11: overflow %v, files %q", s.overflow, s.files)
+	}
+	if s := runClaimsScriptMax(t, dir, 10); !s.overflow || strings.Count(string(s.files), "\nF ") != 10 {
+		t.Errorf("11 files, cap 10: overflow %v, files %q", s.overflow, s.files)
+	}
 }

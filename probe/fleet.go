@@ -7,6 +7,7 @@ package probe
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -278,13 +279,27 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	var rc int
 	var err error
 	if f.opts.Then == "" {
-		var o, e2 bytes.Buffer
-		rc, err = e.Run(cctx, cmd, nil, &o, &e2)
-		stdout, stderr = o.Bytes(), e2.Bytes()
+		// Bounded as RunKeeping's: a host printing without end (200 MB
+		// of nvidia-smi, a 3M-line ss) is stopped at the bound.
+		rctx, stop := context.WithCancel(cctx)
+		o := &boundedBuffer{max: remote.MaxHeld, over: stop}
+		e2 := &boundedBuffer{max: 64 << 10}
+		rc, err = e.Run(rctx, cmd, nil, o, e2)
+		stop()
+		if o.overflowed() {
+			err = remote.ErrTooMuchOutput
+		}
+		stdout, stderr = o.bytes(), e2.bytes()
 	} else {
 		rc, stdout, stderr, err = f.spares.RunKeeping(cctx, i, e, cmd, markEnd, f.opts.Then)
 	}
 	switch {
+	case errors.Is(err, remote.ErrTooMuchOutput):
+		// The host's output is unknown past the bound: it fails closed.
+		f.spares.Drop(i)
+		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: fmt.Sprintf(
+			"probe output passed %d MiB (a tool on the host printing without end?): the host is not used", remote.MaxHeld>>20)}
+		return hi
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		f.forget(i, e)
 		hi.Err = &inventory.HostError{Kind: inventory.ErrTimeout, Message: fmt.Sprintf("probe timed out after %s", f.opts.CommandTimeout+5*time.Second)}
@@ -301,6 +316,15 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	if err != nil {
 		f.spares.Drop(i)
 		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: err.Error()}
+		return hi
+	}
+	if po.claims.overflow {
+		// Some GPU's claim may be among the names not listed: none of
+		// them may be taken as free.
+		f.spares.Drop(i)
+		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: fmt.Sprintf(
+			"claims dir %s holds more than %d tfhive-claim lock files: its claims are unknown, so none of its GPUs is used",
+			po.claims.dir, MaxLockFiles)}
 		return hi
 	}
 	var smi smiFacts
@@ -343,4 +367,44 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		hi.GPUUse = use
 	}
 	return hi
+}
+
+// boundedBuffer keeps what is written up to max bytes. Past it, it keeps
+// nothing more and calls over (when set) once; it never fails a write,
+// so that the stream is still read.
+type boundedBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	max  int
+	over func()
+	past bool
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.past {
+		return len(p), nil
+	}
+	if b.buf.Len()+len(p) > b.max {
+		b.past = true
+		if b.over != nil {
+			b.over()
+		}
+		return len(p), nil
+	}
+	b.buf.Write(p)
+	return len(p), nil
+}
+
+func (b *boundedBuffer) overflowed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.past
+}
+
+func (b *boundedBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Bytes()
 }

@@ -41,9 +41,15 @@ func cutPolicy(code []byte) (rest, policy []byte) {
 	return code[:i+1], code[i+1+len(markPolicy)+1:]
 }
 
+// MaxPolicySize bounds a policy file (scripts/policy.sh's $pbytes): one
+// over it is refused whole, never read in part (a rule past a cut would be
+// lost, and the host's rules fail open).
+const MaxPolicySize = 256 << 10
+
 // policySection is the policy section, read.
 type policySection struct {
 	path      string
+	size      int64 // -1: unknown
 	file, dir statLine
 	ctx       inventory.PolicyContext
 	text      []string
@@ -67,7 +73,7 @@ func parseStat(s string) statLine {
 }
 
 func readPolicySection(b []byte) (policySection, bool) {
-	var ps policySection
+	ps := policySection{size: -1}
 	ps.ctx.Members = map[string][]string{}
 	for line := range strings.Lines(string(b)) {
 		line = strings.TrimSuffix(line, "\n")
@@ -81,6 +87,10 @@ func readPolicySection(b []byte) (policySection, bool) {
 			ps.path = v
 		case "s":
 			ps.file = parseStat(v)
+		case "z":
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+				ps.size = n
+			}
 		case "d":
 			ps.dir = parseStat(v)
 		case "u":
@@ -117,6 +127,14 @@ func policyOf(b []byte) (p *inventory.Policy, ctx *inventory.PolicyContext, warn
 	}
 	if why := untrusted(ps); why != "" {
 		return nil, nil, ps.path + " is ignored: " + why, ""
+	}
+	if ps.size < 0 || ps.size > MaxPolicySize {
+		// Root's file, not read whole: its rules are unknown.
+		what := "its size is unknown"
+		if ps.size > MaxPolicySize {
+			what = fmt.Sprintf("it is %d bytes, more than the %d KiB a policy file may have", ps.size, MaxPolicySize>>10)
+		}
+		return nil, nil, "", ps.path + ": " + what + "; it is refused whole, never read in part"
 	}
 	pol, err := ParsePolicy(ps.path, []byte(strings.Join(ps.text, "\n")+"\n"))
 	if err != nil {

@@ -1,10 +1,16 @@
 package probe
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tfhive/tfhive/probe/remote/shscript"
 
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
@@ -49,7 +55,7 @@ func TestParsePolicyErrorsNameTheLine(t *testing.T) {
 
 func TestPolicyHonouredOnlyFromRoot(t *testing.T) {
 	sec := func(s, d string) []byte {
-		return []byte("p /etc/tfhive/policy.yaml\ns " + s + "\nd " + d + "\nu alice alice ml\nt 1 09 05\n|preempt_low: true\ng ml:x:10:bob,carol\n")
+		return []byte("p /etc/tfhive/policy.yaml\ns " + s + "\nz 18\nd " + d + "\nu alice alice ml\nt 1 09 05\n|preempt_low: true\ng ml:x:10:bob,carol\n")
 	}
 	p, ctx, warn, perr := policyOf(sec("0 644 regular file", "0 755 directory"))
 	if p == nil || !p.PreemptLow || warn != "" || perr != "" || ctx.User != "alice" || ctx.Minute != 545 || ctx.Weekday != 1 || len(ctx.Members["ml"]) != 2 {
@@ -64,4 +70,54 @@ func TestPolicyHonouredOnlyFromRoot(t *testing.T) {
 	if p, _, warn, _ := policyOf(nil); p != nil || warn != "" {
 		t.Error("no policy")
 	}
+}
+
+// A policy file is read whole or refused, never cut: one over the size
+// limit (or whose size is unknown) is a policy error, which no plan
+// passes over, not a policy of the lines read.
+func TestPolicyReadWholeOrRefused(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "policy.yaml")
+	// 2100 lines, then a rule: no line of it may be dropped.
+	text := strings.Repeat("# a comment line\n", 2100) + "high:\n  users: [alice]\n"
+	os.WriteFile(f, []byte(text), 0o644)
+	sec := runPolicyScript(t, f)
+	p, _, warn, perr := policyOf(sec)
+	if os.Getuid() == 0 {
+		if p == nil || perr != "" || len(p.High.Users) != 1 || p.High.Users[0] != "alice" {
+			t.Errorf("2102 lines: policy %+v, warning %q, error %q; want high: alice", p, warn, perr)
+		}
+	}
+	ps, _ := readPolicySection(sec)
+	if ps.size != int64(len(text)) || strings.Join(ps.text, "\n")+"\n" != text {
+		t.Errorf("read %d lines of size %d, want the whole file (%d bytes)", len(ps.text), ps.size, len(text))
+	}
+
+	big := text + strings.Repeat("#", MaxPolicySize)
+	os.WriteFile(f, []byte(big), 0o644)
+	sec = runPolicyScript(t, f)
+	ps, _ = readPolicySection(sec)
+	if ps.size != int64(len(big)) || len(strings.Join(ps.text, "\n")) > MaxPolicySize {
+		t.Errorf("size %d, %d lines read", ps.size, len(ps.text))
+	}
+	// As root's file would be: trusted, and refused for its size alone.
+	trusted := regexp.MustCompile(`(?m)^s \d+ \d+`).ReplaceAll(sec, []byte("s 0 644"))
+	trusted = regexp.MustCompile(`(?m)^d \d+ \d+`).ReplaceAll(trusted, []byte("d 0 755"))
+	want := fmt.Sprintf("%s: it is %d bytes, more than the 256 KiB a policy file may have; it is refused whole, never read in part", f, len(big))
+	if p, _, warn, perr := policyOf(trusted); p != nil || warn != "" || perr != want {
+		t.Errorf("a policy over the limit: %+v %q %q, want error %q", p, warn, perr, want)
+	}
+}
+
+// runPolicyScript runs the policy part of the probe on file f.
+func runPolicyScript(t *testing.T, f string) []byte {
+	t.Helper()
+	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/policy.sh").With(shscript.Set("claims_only", "0"), shscript.Set("pbytes", strconv.Itoa(MaxPolicySize))))
+	script.Env = append(os.Environ(), "TFHIVE_POLICY="+f)
+	out, err := script.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec := cutPolicy(out)
+	return sec
 }

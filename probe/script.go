@@ -48,7 +48,7 @@ func probeScript(timeout time.Duration, claimsOnly bool, code string, runs time.
 		window = max(int((runs+time.Second-1)/time.Second), 1)
 	}
 	return probeSh.With(shscript.Set("t", strconv.Itoa(secs)), shscript.Set("claims_only", skip), shscript.Set("code", code),
-		shscript.Set("runs", strconv.Itoa(window)))
+		shscript.Set("runs", strconv.Itoa(window)), shscript.Set("cmax", strconv.Itoa(MaxLockFiles)), shscript.Set("pbytes", strconv.Itoa(MaxPolicySize)))
 }
 
 // probeCommand is the probe's remote command line. then, when set, is
@@ -143,12 +143,22 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	po.nic, po.code = cutCode(sections[3])
 	po.code, po.policy = cutPolicy(po.code)
 	holders, runs := cutRuns(sections[6])
-	po.claims = claimsSection{files: sections[4], locks: sections[5], holders: holders}
+	files, overflow := cutOverflow(sections[4])
+	po.claims = claimsSection{files: files, overflow: overflow, locks: sections[5], holders: holders}
 	po.runs = runs
 	if len(claimsLine) == 2 {
 		po.claims.machineID, po.claims.dir = claimsLine[0], claimsLine[1]
 	}
 	return po, nil
+}
+
+// cutOverflow takes the line "X" off the end of the lock files' list:
+// claims.sh's word that the list was cut at MaxLockFiles.
+func cutOverflow(files []byte) ([]byte, bool) {
+	if rest, ok := bytes.CutSuffix(files, []byte("\nX")); ok {
+		return rest, true
+	}
+	return files, bytes.Equal(files, []byte("X"))
 }
 
 // excerpt is what an error message quotes of output the probe did not

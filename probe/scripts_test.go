@@ -35,7 +35,7 @@ func TestProbeScriptFormats(t *testing.T) {
 		}
 		at += i + 1
 	}
-	for _, want := range []string{"${TFHIVE_CLAIMS_DIR:-" + claim.DirDefault + "}", `"$d"/` + claim.FilePrefix + "*" + claim.FileSuffix} {
+	for _, want := range []string{"${TFHIVE_CLAIMS_DIR:-" + claim.DirDefault + "}", `'.*/` + strings.ReplaceAll(claim.FilePrefix, ".", "[.]") + "(gpu|port)-[A-Za-z0-9-]{1,80}" + strings.ReplaceAll(claim.FileSuffix, ".", "[.]") + "'"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the claims script does not hold %q", want)
 		}

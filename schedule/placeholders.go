@@ -78,6 +78,13 @@ func expand(arg string, value func(name string) string) (string, error) {
 				n++
 			}
 			if n == 1 || n == len(rest) || rest[n] != '}' {
+				// Not a placeholder: a brace of the command's own (JSON,
+				// a Python dict, {a,b}) stays as it is; but a known name
+				// whose brace is not closed is a typo, not a literal.
+				if name := rest[1:n]; n > 1 && slices.Contains(placeholders, name) && (n == len(rest) || !isWordByte(rest[n])) {
+					return "", usageErr(fmt.Sprintf("write {%s}, or {{%s for a literal {%s", name, name, name),
+						"placeholder {%s is not closed in %q", name, arg)
+				}
 				b.WriteByte('{')
 				i++
 				continue
@@ -101,6 +108,11 @@ func expand(arg string, value func(name string) string) (string, error) {
 // checkCommand finds unknown placeholders, those the framework has no
 // value for, and {code_dir} without a --sync tree (hasCode), before any
 // host is touched.
+// isWordByte: c goes on a word (a name longer than a placeholder's).
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+}
+
 func checkCommand(argv []string, framework string, hasCode bool) error {
 	for _, a := range argv {
 		var wrong string

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tfhive/tfhive/probe/claim"
 )
 
 // Placement strategies.
@@ -153,10 +155,11 @@ func (r *Request) Validate() error {
 	if r.RunID == "" {
 		return usageErr("", "no run id")
 	}
-	if strings.Trim(r.RunID, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" {
-		// It ends up in environment variables, log file names and remote
-		// shell commands.
-		return usageErr("use letters, digits, '.', '_' and '-'", "bad run id %q", r.RunID)
+	if !claim.ValidRunID(r.RunID) {
+		// It ends up in environment variables, log file names, remote
+		// shell commands and claim labels: a run that kill, wait, attach
+		// or logs would refuse must not start.
+		return usageErr(claim.RunIDRule, "bad run id %q", r.RunID)
 	}
 	return checkCommand(r.Command, r.Framework, r.Code != nil)
 }

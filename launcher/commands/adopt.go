@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 )
@@ -17,8 +16,8 @@ import (
 // own here. Ctrl-C, or its stdout closing, only detaches: the tasks go
 // on, kept, until another keeper comes or --unattended passes.
 func adopt(ctx context.Context, o FollowOptions) error {
-	if !claim.ValidRunID(o.RunID) {
-		return usagef("%q is not a run id", o.RunID)
+	if err := checkRunID("", o.RunID); err != nil {
+		return err
 	}
 	dir := o.LogDir
 	if dir == "" {

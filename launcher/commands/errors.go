@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/probe/claim"
 )
 
 // The kinds of error a command returns besides those of probe, schedule and
@@ -23,6 +24,16 @@ func (e *UsageError) Error() string { return e.Msg }
 func (e *UsageError) Hint() string { return e.Fix }
 
 func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+
+// checkRunID applies probe/claim's one rule for run ids to one given on
+// the command line (what, as "--name ", or "" for an argument): every
+// command refuses the same ids, before any host is touched.
+func checkRunID(what, id string) error {
+	if claim.ValidRunID(id) {
+		return nil
+	}
+	return &UsageError{Msg: fmt.Sprintf("%s%q is not a run id", what, id), Fix: claim.RunIDRule}
+}
 
 // UnreachableError is returned, after the output was printed, when some
 // hosts could not be probed; by plan and run only when none could.

@@ -49,6 +49,9 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 	if err != nil {
 		return nil, err
 	}
+	if err := transport.CheckLocalFiles(hosts); err != nil {
+		return nil, &UsageError{Msg: err.Error(), Fix: "point identity_file (or IdentityFile) at a private key and UserKnownHostsFile at a known_hosts file; /dev/null for none"}
+	}
 	opts := probe.Options{
 		SSH: transport.Options{
 			ConnectTimeout:    h.ConnectTimeout,

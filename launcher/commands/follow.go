@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/probe/claim"
 )
 
 // FollowOptions are `tfhive wait`'s, `attach`'s and `logs`'.
@@ -53,8 +52,8 @@ const followPoll = 100 * time.Millisecond
 func runLogDir(o FollowOptions) (string, error) {
 	dir := o.LogDir
 	if dir == "" {
-		if !claim.ValidRunID(o.RunID) {
-			return "", usagef("%q is not a run id", o.RunID)
+		if err := checkRunID("", o.RunID); err != nil {
+			return "", err
 		}
 		dir = filepath.Join(logRoot, o.RunID)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/remote"
 )
 
@@ -16,8 +15,8 @@ import (
 // after the probe. Every check of the command line comes before a host is
 // dialled.
 func hostLogs(ctx context.Context, o FollowOptions) error {
-	if !claim.ValidRunID(o.RunID) {
-		return usagef("%q is not a run id", o.RunID)
+	if err := checkRunID("", o.RunID); err != nil {
+		return err
 	}
 	if o.LogDir != "" {
 		return &UsageError{Msg: "--log-dir and -H or --hosts: logs reads this machine's log dir or the hosts, not both"}

@@ -26,6 +26,9 @@ func Kill(ctx context.Context, o KillOptions) error {
 	if o.Grace < 0 {
 		return usagef("--grace must not be negative")
 	}
+	if err := checkRunID("", o.RunID); err != nil {
+		return err
+	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
 		return err

@@ -85,6 +85,12 @@ func Run(ctx context.Context, o RunOptions) error {
 		debug.SetGCPercent(50)
 	}
 	keeper := keeperMode()
+	if o.Job.Name != "" && !keeper {
+		// Before --detach's log dir (tfhive-runs/NAME) is made.
+		if err := checkRunID("--name ", o.Job.Name); err != nil {
+			return err
+		}
+	}
 	if o.Detach && o.Reconnect == 0 {
 		return &UsageError{Msg: "--detach needs --reconnect: a detached run's tasks outlive the sessions that started them", Fix: "drop --reconnect 0"}
 	}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -95,6 +97,16 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 			run(func(o *RunOptions) { o.CaptureFrom = "worker:0" })},
 		{"attach capture without hosts", "--capture is for attach -H or --hosts, which keeps the run", "give --capture to tfhive run: its own tfhive captures",
 			Attach(context.Background(), FollowOptions{Streams: streams, RunID: "r1", Capture: []string{"loss=(x)"}})},
+		{"run name too long", `--name "` + strings.Repeat("x", 65) + `" is not a run id`, claim.RunIDRule,
+			run(func(o *RunOptions) { o.Job.Name = strings.Repeat("x", 65) })},
+		{"run name dash", `--name "-x" is not a run id`, claim.RunIDRule, run(func(o *RunOptions) { o.Job.Name = "-x" })},
+		{"run name dot", `--name "." is not a run id`, claim.RunIDRule, run(func(o *RunOptions) { o.Job.Name = "." })},
+		{"run name dot dot, detached", `--name ".." is not a run id`, claim.RunIDRule,
+			run(func(o *RunOptions) { o.Job.Name, o.Detach, o.Reconnect = "..", true, time.Minute })},
+		{"kill path", `"../../x" is not a run id`, claim.RunIDRule,
+			Kill(context.Background(), KillOptions{Streams: streams, Hosts: hosts, RunID: "../../x"})},
+		{"logs -H dot", `"." is not a run id`, claim.RunIDRule,
+			Logs(context.Background(), FollowOptions{Streams: streams, Hosts: hosts, FromHosts: true, RunID: "."})},
 		{"ps connect timeout", "--connect-timeout must be positive", "",
 			Ps(context.Background(), PsOptions{Streams: streams, Hosts: HostOptions{Hosts: hosts.Hosts, CommandTimeout: time.Second, Parallel: 1}})},
 	}

@@ -242,3 +242,42 @@ func TestHostileDeletedLock(t *testing.T) {
 	run.Process.Signal(os.Interrupt)
 	run.Wait()
 }
+
+// A claims dir flooded with long names (30,000 of them: a glob of them
+// passed to stat failed, and every GPU showed free): the GPU mallory
+// holds with a plain flock stays claimed and the one she blocked with a
+// symlink stays blocked. Past the cap on claim-shaped names the host
+// fails closed, its GPUs never free.
+func TestHostileFloodedClaimsDir(t *testing.T) {
+	s := newSharedHost(t)
+	dir := s.h.ClaimsDir()
+	s.mallorySh(t, "cd "+dir+" && seq 1 30000 | sed 's/^/tfhive-claim."+strings.Repeat("x", 200)+"/; s/$/.lock/' | xargs touch")
+	s.mallorySh(t, "ln -s /etc/passwd "+s.lockFile("gpu-"+s.uuids[1]))
+	held := s.lockFile("gpu-" + s.uuids[0])
+	// A label like a supervisor's, one word short: only the lock file
+	// says the GPU is held.
+	background(t, s.h, s.mallory, ": >"+held+"; exec 4<"+held+"; exec flock -n -o /proc/self/fd/4 bash --norc -c 'echo ready; exec sleep 300' tfhive-sup "+dir+" evil worker:0")
+
+	st := tfhive(t, s.f.Env(), s.f.Dir, fleetArgs(s.f, "status")...)
+	wantCode(t, st, 0)
+	rows := rowsOf(st.stdout, "h1")
+	if len(rows) != 2 || rows[0][5] != "claimed" || rows[1][5] != "blocked" || !strings.Contains(rows[1][6], "is a symbolic link owned by "+s.mallory.Name) {
+		t.Fatalf("status of a flooded claims dir: %q\n%s", rows, st.stdout)
+	}
+	args, _ := runArgs(t, s.f, "--workers", "1", "--", "true")
+	r := tfhive(t, s.f.Env(), s.f.Dir, args...)
+	wantCode(t, r, 3)
+
+	// 16,385 names that could be claims: more than a probe lists.
+	s.mallorySh(t, "cd "+dir+" && seq 100000 116384 | sed 's/^/tfhive-claim.port-/; s/$/.lock/' | xargs touch")
+	st = tfhive(t, s.f.Env(), s.f.Dir, fleetArgs(s.f, "status")...)
+	wantCode(t, st, 4)
+	wantContains(t, "status", st.stdout+st.stderr, "claims dir "+dir+" holds more than 16384 tfhive-claim lock files")
+	for _, row := range rowsOf(st.stdout, "h1") {
+		if row[5] == "free" {
+			t.Errorf("a host whose claims could not be read shows free GPUs:\n%s", st.stdout)
+		}
+	}
+	r = tfhive(t, s.f.Env(), s.f.Dir, args...)
+	wantCode(t, r, 4)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -93,4 +94,34 @@ func TestPolicyOnTheHost(t *testing.T) {
 		t.Errorf("want one warning:\n%s", r.stderr)
 	}
 	wantContains(t, "stderr", r.stderr, "tfhive: warning: h1: "+h.PolicyFile()+" is ignored: group or others may write it (mode 666)")
+}
+
+// A policy file is read whole or refused, never cut: a rule after line
+// 2000 holds (it was dropped, and the host failed open); a file over the
+// size limit is exit 2 naming it, before any plan, on every command that
+// plans or shows the host.
+func TestPolicyReadWholeOrRefused(t *testing.T) {
+	f := sshtest.Start(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml"})
+	h := f.Host("h1")
+	long := strings.Repeat("# the lab's notes\n", 2100)
+	if err := h.SetPolicy(long + "limits:\n  users:\n    \"*\": 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := runArgs(t, f, "--workers", "2", "--", "true")
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 3)
+	wantContains(t, "stderr", r.stderr, "policy of h1: each user may hold 1 GPUs at once")
+
+	if err := h.SetPolicy(long + strings.Repeat("#", 256<<10) + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	size := len(long) + 256<<10 + 1
+	want := "tfhive: error: h1: policy: " + h.PolicyFile() + ": it is " + strconv.Itoa(size) + " bytes, more than the 256 KiB a policy file may have; it is refused whole, never read in part\n"
+	for _, cmd := range [][]string{fleetArgs(f, "status"), args} {
+		r = tfhive(t, f.Env(), f.Dir, cmd...)
+		wantCode(t, r, 2)
+		if !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "tfhive: error:") != 1 {
+			t.Errorf("%s: stderr %q, want %q", cmd[0], r.stderr, want)
+		}
+	}
 }

@@ -98,11 +98,17 @@ func Priority(args string) string {
 
 func isPriority(s string) bool { return s == "low" || s == "high" }
 
-// ValidRunID: run ids appear in command lines, file names and labels, so
-// they are kept to letters, digits and ._- (and start with one of the
-// first two).
+// RunIDRule says what ValidRunID accepts, for the hint of every command
+// that refuses a run id.
+const RunIDRule = "a run id is letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters"
+
+// ValidRunID is the one rule for run ids, wherever one comes in (run
+// --name, kill, wait, attach, logs) or is read from a host: run ids
+// appear in command lines, file names and labels, so they are kept to
+// letters, digits and ._- (and start with one of the first two: never
+// "-x", "." or "..").
 func ValidRunID(s string) bool {
-	if s == "" || len(s) > 64 || !isAlnum(s[0]) {
+	if s == "" || len(s) > maxRunID || !isAlnum(s[0]) {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -112,6 +118,10 @@ func ValidRunID(s string) bool {
 	}
 	return true
 }
+
+// maxRunID is the longest run id: it is part of a holder's label and of
+// host file names (~/.tfhive/runs-KEY/RUN/...).
+const maxRunID = 64
 
 func validTask(s string) bool {
 	role, idx, ok := strings.Cut(s, ":")

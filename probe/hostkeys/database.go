@@ -28,6 +28,18 @@ const maxKnownHostsLine = 32 << 10
 // more room than other files: 64 MiB is about 100,000 hosts.
 const maxKnownHostsSize = 64 << 20
 
+// CheckFiles refuses, before any host is dialled, a known_hosts file that
+// every dial would refuse: a FIFO, a device (os.DevNull aside), one over
+// the cap. A file that does not exist is no error (none trusted yet).
+func CheckFiles(files []string) error {
+	for _, f := range files {
+		if err := localfile.Check(f, maxKnownHostsSize); err != nil {
+			return fmt.Errorf("known_hosts: %w", localfile.Describe(err))
+		}
+	}
+	return nil
+}
+
 // maxWarningsPerFile: a file that is not known_hosts at all (a binary, a
 // wrong path) would otherwise print a warning per line.
 const maxWarningsPerFile = 5

@@ -85,6 +85,24 @@ func Read(name string, max int64) ([]byte, error) {
 	return data, nil
 }
 
+// Check says, without opening it, whether Read would refuse the file
+// for what it is: nil for a regular file of at most max bytes, for
+// os.DevNull and for a file that does not exist or cannot be looked at
+// (the caller's Read says why later, as it always did); else the error
+// Read would return. A command checks the files it will read at each
+// dial before it dials any host: a path that can never work is the
+// user's to fix, not one host's failure.
+func Check(name string, max int64) error {
+	st, err := os.Stat(name)
+	if err != nil || isDevNull(st) {
+		return nil
+	}
+	if err := checkRegular(st, max); err != nil {
+		return &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	return nil
+}
+
 func checkRegular(st fs.FileInfo, max int64) error {
 	m := st.Mode()
 	switch {

@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"sync"
 )
@@ -38,16 +39,24 @@ type handoff struct {
 	buf   []byte
 	mark  []byte        // the end marker line, nil for stderr
 	ended chan struct{} // closed once mark has arrived
-	probe []byte        // the output up to and including mark (the probe's)
-	next  io.Writer
+	over  chan struct{} // closed once MaxHeld passed before mark
+	// overflowed: over is closed, and nothing more is kept.
+	overflowed bool
+	probe      []byte // the output up to and including mark (the probe's)
+	next       io.Writer
 }
 
-// maxHeld bounds what a handoff keeps: a probe's output is a few hundred
-// kilobytes at most (nvidia-smi's XML for 16 GPUs with processes).
-const maxHeld = 8 << 20
+// MaxHeld bounds what a handoff keeps: a probe's output is a few hundred
+// kilobytes at most (nvidia-smi's XML for 16 GPUs with processes). Output
+// that passes it before its end marker is ErrTooMuchOutput.
+const MaxHeld = 8 << 20
+
+// ErrTooMuchOutput is a command whose output passed its bound before it was
+// complete: it was stopped, and what it printed is dropped.
+var ErrTooMuchOutput = errors.New("output too large")
 
 func newHandoff(mark string) *handoff {
-	h := &handoff{ended: make(chan struct{})}
+	h := &handoff{ended: make(chan struct{}), over: make(chan struct{})}
 	if mark != "" {
 		h.mark = []byte("\n" + mark + "\n")
 	}
@@ -60,8 +69,17 @@ func (h *handoff) Write(p []byte) (int, error) {
 	if h.next != nil {
 		return h.next.Write(p)
 	}
-	if len(h.buf) >= maxHeld {
-		return len(p), nil // not the probe's: nobody reads it
+	if h.overflowed {
+		return len(p), nil
+	}
+	if len(h.buf)+len(p) > MaxHeld {
+		if h.mark != nil && h.probe == nil {
+			// The probe's own output, past its bound: nothing of it is
+			// kept, and RunKeeping stops the command.
+			h.buf, h.overflowed = nil, true
+			close(h.over)
+		}
+		return len(p), nil // else not the probe's: nobody reads it
 	}
 	from := max(len(h.buf)-len(h.mark), 0) // the marker may straddle writes
 	if need := len(h.buf) + len(p); need > cap(h.buf) {
@@ -135,6 +153,15 @@ func (s *Spares) RunKeeping(ctx context.Context, i int, e Executor, cmd, mark, n
 		s.mu.Unlock()
 		return 0, out.output(), nil, nil
 	case <-w.done:
+		select {
+		case <-out.over:
+			return -1, nil, nil, ErrTooMuchOutput
+		default:
+		}
+	case <-out.over:
+		p.Kill()
+		<-w.done
+		return -1, nil, nil, ErrTooMuchOutput
 	case <-ctx.Done():
 		p.Kill()
 		<-w.done

@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -148,4 +149,33 @@ func TestSpareThatEndedIsNotTaken(t *testing.T) {
 	if rc, err := p.Wait(); rc != 0 || err != nil || out.String() != "fresh\n" {
 		t.Errorf("got exit %d, %v, %q: want a fresh session", rc, err, out.String())
 	}
+}
+
+// A command whose output passes MaxHeld before its end marker is stopped
+// and is ErrTooMuchOutput, at once (not when the command ends, nor at the
+// caller's timeout), and keeps nothing of it; one that ends past it
+// without the marker is the same error.
+func TestRunKeepingBoundsOutput(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := NewSpares(1)
+	start := time.Now()
+	// Endless output, then (never reached) the marker.
+	rc, out, _, err := s.RunKeeping(ctx, 0, Local{}, "yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; echo "+markEnd+"; cat", markEnd, "cat")
+	if !errors.Is(err, ErrTooMuchOutput) || rc != -1 || out != nil || s.Held(0) {
+		t.Errorf("endless output: rc %d, %d bytes, err %v, held %v", rc, len(out), err, s.Held(0))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stopped after %v", d)
+	}
+	rc, out, _, err = s.RunKeeping(ctx, 0, Local{}, "head -c 9000000 /dev/zero", markEnd, "cat")
+	if !errors.Is(err, ErrTooMuchOutput) || out != nil {
+		t.Errorf("9 MB then the end: rc %d, %d bytes, err %v", rc, len(out), err)
+	}
+	// Under the bound, as before.
+	rc, out, _, err = s.RunKeeping(ctx, 0, Local{}, "head -c 7000000 /dev/zero; echo; echo "+markEnd+"; cat", markEnd, "cat")
+	if err != nil || rc != 0 || len(out) != 7000001+len(markEnd)+1 {
+		t.Errorf("7 MB: rc %d, %d bytes, err %v", rc, len(out), err)
+	}
+	s.DropAll()
 }

@@ -1,6 +1,6 @@
 # shellcheck shell=sh
 # The probe, after code.sh: the claims (probe/claims.go parses them). It lists
-# the lock files (device, inode, owner, mode, name) and the ones tfhive
+# the lock files (device, inode, owner, type, name) and the ones tfhive
 # could not open, then every flock held on the host with its holder's
 # pid, then those holders as ps sees them: real uid and command line.
 # Holders are read from /proc/locks, never by trying a lock (a probe that
@@ -8,17 +8,24 @@
 # machine id goes first: two names of one machine share it. The holders'
 # lines stay in $h for runs.sh, which follows and closes the output.
 #
+# The claims dir is anyone's to fill (/tmp): it is read by one find, never
+# through an argument list (a glob of 30,000 long names passed to stat
+# failed, and every GPU showed free), and only names that can be a claim
+# (probe/claim's: gpu-UUID, gpu-N, port-N) are listed, at most $cmax
+# of them: past that a line "X" ends the list and the host fails closed
+# (probe/claims.go), its claims unknown.
+#
 # It travels as one line, after probe.sh and code.sh: every line ends
 # where a newline could be a space, and comments stand on lines of their
 # own. The lock files' directory and names are probe/claim's format.
+#
+# Parameters, set by tfhive ahead of this text:
+#   cmax  the most lock files listed
+: "${cmax?}";
 d=${TFHIVE_CLAIMS_DIR:-/tmp};
 m=-; if [ -r /etc/machine-id ]; then read -r m </etc/machine-id; fi;
 echo @@tfhive-claims "${m:--}" "$d";
-set -- "$d"/tfhive-claim.*.lock;
-if [ -e "$1" ] || [ -L "$1" ]; then
-  stat -c 'F %d %i %U %f %n' "$@" 2>/dev/null;
-  for f; do if [ -L "$f" ] || [ ! -r "$f" ]; then echo "U $f"; fi; done;
-fi;
+find -H "$d" -mindepth 1 -maxdepth 1 -regextype posix-extended -regex '.*/tfhive-claim[.](gpu|port)-[A-Za-z0-9-]{1,80}[.]lock' -printf 'F %D %i %u %y %f\n' \( -type l -o ! -readable \) -printf 'U %f\n' 2>/dev/null | awk -v n="$cmax" '/^F / && ++c > n { print "X"; exit } { print }';
 echo @@tfhive-locks;
 l=$(awk '$2 == "FLOCK" && $5 > 0 { print $6, $5 }' /proc/locks 2>/dev/null);
 printf '%s\n' "$l";

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/tfhive/tfhive/probe/hostkeys"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/localfile"
@@ -61,6 +63,40 @@ func (k *keyring) agentKeys() []ssh.Signer {
 		}
 	})
 	return k.agentSigners
+}
+
+// CheckLocalFiles refuses, before any host is dialled, the identity files
+// and known_hosts files the hosts name that no dial could read: a FIFO or
+// a device (an identity_file: /dev/zero), one over its cap. Each dial
+// would otherwise fail on it alone, and the command report every host
+// unreachable (exit 4) for what is the user's configuration (exit 2).
+// Missing files are no error here: OpenSSH's defaults name files one may
+// not have.
+func CheckLocalFiles(hs []inventory.Host) error {
+	seen := map[string]bool{}
+	for _, h := range hs {
+		if h.Local {
+			continue
+		}
+		for _, path := range h.IdentityFiles {
+			if seen[path] {
+				continue
+			}
+			seen[path] = true
+			if err := localfile.Check(path, maxIdentityFileSize); err != nil {
+				return fmt.Errorf("%s: identity file %w", h.Name, localfile.Describe(err))
+			}
+		}
+		key := strings.Join(h.KnownHostsFiles, "\x00")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if err := hostkeys.CheckFiles(h.KnownHostsFiles); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+	}
+	return nil
 }
 
 func (k *keyring) file(path string) fileKey {
