@@ -369,8 +369,10 @@ func (h *Host) Command(u *User, name string, args ...string) *exec.Cmd {
 	if u != nil {
 		ns = append(ns, "--setuid", strconv.Itoa(u.UID), "--setgid", strconv.Itoa(u.GID))
 	}
-	if cmd.Dir != "" && h.bed == PrivateHomes && strings.HasPrefix(cmd.Dir, "/home/") {
-		ns = append(ns, "--wdns", cmd.Dir)
+	if cmd.Dir != "" {
+		// Entering a mount namespace moves to its root: the directory is
+		// taken again there (a private home is the host's own).
+		ns = append(ns, "--wdns="+cmd.Dir)
 		cmd.Dir = ""
 	}
 	wrapped := exec.Command("nsenter", append(append(ns, "--", cmd.Path), args...)...)

@@ -96,6 +96,12 @@ func TestSeparateHosts(t *testing.T) {
 					}
 				}
 			}
+			// A colleague's program on the host: in its namespaces, as her,
+			// in her home there.
+			out, err := f.Host("h2").Command(alice, "/bin/sh", "-c", "id -un; pwd; hostname; cat ~/homes").CombinedOutput()
+			if want := alice.Name + "\n" + alice.Home + "\nh2\n" + map[bool]string{true: "h2\n", false: "h1\nh2\n"}[bed == sshtest.PrivateHomes]; err != nil || string(out) != want {
+				t.Errorf("Command as %s on h2: %q (%v), want %q", alice.Name, out, err, want)
+			}
 			if bed == sshtest.SharedHome && f.Host("h1").Home() != f.Host("h2").Home() {
 				t.Errorf("shared home: Home() %s and %s", f.Host("h1").Home(), f.Host("h2").Home())
 			}
