@@ -402,6 +402,31 @@ func TestMakePortsExhausted(t *testing.T) {
 	}
 }
 
+// A port nothing listens on is never said to listen: one held by a lock
+// of somebody's (not a tfhive run's) and one whose lock file blocks it are
+// named as such, with whose they are.
+func TestMakePortsClaimedAndBlocked(t *testing.T) {
+	h := host("a", 4, addr("127.0.0.1"), listening(2222))
+	h.Claims = []inventory.Claim{
+		{Kind: "port", ID: 2223, User: "mallory"},
+		{Kind: "port", ID: 2224, User: "mallory", Blocked: "/tmp/tfhive-claim.port-2224.lock is a FIFO owned by mallory"},
+		{Kind: "port", ID: 2225, User: "bob", RunID: "r1"},
+	}
+	_, err := Make(inv(h), req(func(r *Request) { r.Workers, r.PortLo, r.PortHi = 1, 2222, 2225 }))
+	ce := assertCapacity(t, err)
+	want := "no free port for worker:0 on 127.0.0.1: --port-range 2222-2225 has 4 ports, 1 listening there, 2 claimed, 1 blocked and 0 given to other tasks"
+	if ce.Error() != want {
+		t.Errorf("got  %s\nwant %s", ce.Error(), want)
+	}
+	details := []string{"127.0.0.1: hosts a",
+		"127.0.0.1: port 2223 claimed: its lock is held by mallory, not by a tfhive run",
+		"127.0.0.1: port 2224 blocked: /tmp/tfhive-claim.port-2224.lock is a FIFO owned by mallory",
+		"127.0.0.1: port 2225 claimed: run r1 of bob"}
+	if !slices.Equal(ce.Details(), details) {
+		t.Errorf("details\n got %q\nwant %q", ce.Details(), details)
+	}
+}
+
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false

@@ -70,13 +70,23 @@ func addresses(inv inventory.Inventory, ds []demand, spots []spot, nics map[int]
 	return out, nil
 }
 
-// portSpace is the ports of one address: what listens there (pooled over
-// every host name planned on it) and what tfhive has handed out so far.
+// portSpace is the ports of one address: what uses them there (pooled
+// over every host name planned on it) and what tfhive has handed out so
+// far.
 type portSpace struct {
-	hosts     []string
-	listening map[int]bool
-	given     map[int]bool
-	next      int
+	hosts []string
+	used  map[int]portUse
+	given map[int]bool
+	next  int
+}
+
+// portUse says why a port is not free: something listens there, a claim
+// holds it (a run's, or a lock somebody holds by hand), or its lock file
+// blocks it. Messages say which, as the kernel and the file system told
+// the probe, so that a port nothing listens on is never said to listen.
+type portUse struct {
+	kind string // "listening", "claimed", "blocked"
+	why  string // for claimed and blocked: whose, and what
 }
 
 // portSpaces groups the planned hosts by address. Ports are unique per
@@ -88,19 +98,23 @@ func portSpaces(inv inventory.Inventory, spots []spot, addrs []string, lo int) m
 	for i, s := range spots {
 		ps := spaces[addrs[i]]
 		if ps == nil {
-			ps = &portSpace{listening: map[int]bool{}, given: map[int]bool{}, next: lo}
+			ps = &portSpace{used: map[int]portUse{}, given: map[int]bool{}, next: lo}
 			spaces[addrs[i]] = ps
 		}
 		if h := &inv.Hosts[s.host]; !slices.Contains(ps.hosts, h.Name) {
 			ps.hosts = append(ps.hosts, h.Name)
 			for _, p := range h.ListeningPorts {
-				ps.listening[p] = true
+				ps.used[p] = portUse{kind: "listening"}
 			}
 			// A claimed port may not listen yet (its task is starting).
 			for _, c := range h.Claims {
-				if c.Kind == "port" {
-					ps.listening[c.ID] = true
+				if c.Kind != "port" {
+					continue
 				}
+				if _, listens := ps.used[c.ID]; listens {
+					continue
+				}
+				ps.used[c.ID] = claimUse(h.Name, c)
 			}
 		}
 	}
@@ -111,7 +125,7 @@ func portSpaces(inv inventory.Inventory, spots []spot, addrs []string, lo int) m
 // when [next, hi] has none left.
 func (ps *portSpace) take(hi int) int {
 	p := ps.next
-	for p <= hi && ps.listening[p] {
+	for _, used := ps.used[p]; p <= hi && used; _, used = ps.used[p] {
 		p++
 	}
 	if p > hi {
@@ -124,11 +138,67 @@ func (ps *portSpace) take(hi int) int {
 
 func (ps *portSpace) exhausted(what, addr string, lo, hi int) error {
 	return &CapacityError{
-		Msg: fmt.Sprintf("no free port for %s on %s: --port-range %d-%d has %d ports, %d listening there and %d given to other tasks",
-			what, addr, lo, hi, hi-lo+1, hi-lo+1-len(ps.given), len(ps.given)),
+		Msg: fmt.Sprintf("no free port for %s on %s: --port-range %d-%d has %d ports, %s and %d given to other tasks",
+			what, addr, lo, hi, hi-lo+1, ps.usedWords(lo, hi), len(ps.given)),
 		Fix:   "widen --port-range, or put fewer tasks on one host",
-		Lines: []string{fmt.Sprintf("%s: hosts %s", addr, strings.Join(ps.hosts, ", "))},
+		Lines: ps.lines(addr, lo, hi),
 	}
+}
+
+// claimUse describes a port claim as the probe saw it: a run's, a lock
+// held by something that is not a tfhive task (its holder's user), or a
+// lock file that blocks the port.
+func claimUse(host string, c inventory.Claim) portUse {
+	who := c.User
+	if who == "" {
+		who = "an unknown user"
+	}
+	switch {
+	case c.Blocked != "":
+		return portUse{kind: "blocked", why: c.Blocked}
+	case c.RunID != "":
+		return portUse{kind: "claimed", why: fmt.Sprintf("run %s of %s", c.RunID, who)}
+	default:
+		return portUse{kind: "claimed", why: fmt.Sprintf("its lock is held by %s, not by a tfhive run", who)}
+	}
+}
+
+// usedWords counts the range's ports in use by kind: "1 listening there",
+// "1 listening there, 2 claimed, 1 blocked".
+func (ps *portSpace) usedWords(lo, hi int) string {
+	n := map[string]int{}
+	for p := lo; p <= hi; p++ {
+		if u, ok := ps.used[p]; ok && !ps.given[p] {
+			n[u.kind]++
+		}
+	}
+	words := []string{fmt.Sprintf("%d listening there", n["listening"])}
+	for _, k := range []string{"claimed", "blocked"} {
+		if n[k] > 0 {
+			words = append(words, fmt.Sprintf("%d %s", n[k], k))
+		}
+	}
+	return strings.Join(words, ", ")
+}
+
+// lines are the detail lines under a port error: the hosts of the
+// address, then each claimed or blocked port of the range (at most 8),
+// saying whose.
+func (ps *portSpace) lines(addr string, lo, hi int) []string {
+	out := []string{fmt.Sprintf("%s: hosts %s", addr, strings.Join(ps.hosts, ", "))}
+	shown := 0
+	for p := lo; p <= hi; p++ {
+		u, ok := ps.used[p]
+		if !ok || u.kind == "listening" || ps.given[p] {
+			continue
+		}
+		if shown++; shown > 8 {
+			out = append(out, "…")
+			break
+		}
+		out = append(out, fmt.Sprintf("%s: port %d %s: %s", addr, p, u.kind, u.why))
+	}
+	return out
 }
 
 // assignPorts gives every task the lowest port in [lo, hi] that nothing

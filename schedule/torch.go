@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/tfhive/tfhive/probe/inventory"
 )
@@ -67,10 +66,10 @@ func torchPlan(inv inventory.Inventory, req *Request, ds []demand, spots []spot,
 	port := space.take(req.PortHi)
 	if port == 0 {
 		return nil, &CapacityError{
-			Msg: fmt.Sprintf("no free port for MASTER_PORT on %s: every port of --port-range %d-%d is listening there",
-				masterAddr, req.PortLo, req.PortHi),
+			Msg: fmt.Sprintf("no free port for MASTER_PORT on %s: every port of --port-range %d-%d is in use: %s",
+				masterAddr, req.PortLo, req.PortHi, space.usedWords(req.PortLo, req.PortHi)),
 			Fix:   "widen --port-range, or choose a range nothing listens on",
-			Lines: []string{fmt.Sprintf("%s: hosts %s", masterAddr, strings.Join(space.hosts, ", "))},
+			Lines: space.lines(masterAddr, req.PortLo, req.PortHi),
 		}
 	}
 	p := &Plan{Version: PlanVersion, RunID: req.RunID, Framework: FrameworkTorch, Strategy: req.Strategy,

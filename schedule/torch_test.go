@@ -296,7 +296,7 @@ func TestTorchMasterPortExhausted(t *testing.T) {
 	in := inv(host("a", 1, addr("127.0.0.1"), listening(2222)), host("b", 1, addr("127.0.0.1"), listening(2223, 2224)))
 	_, err := Make(in, torchReq(func(r *Request) { r.Workers, r.PortLo, r.PortHi = 2, 2222, 2224 }))
 	ce := assertCapacity(t, err)
-	want := "no free port for MASTER_PORT on 127.0.0.1: every port of --port-range 2222-2224 is listening there"
+	want := "no free port for MASTER_PORT on 127.0.0.1: every port of --port-range 2222-2224 is in use: 3 listening there"
 	if ce.Error() != want {
 		t.Errorf("got  %s\nwant %s", ce.Error(), want)
 	}

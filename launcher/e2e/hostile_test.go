@@ -281,3 +281,24 @@ func TestHostileFloodedClaimsDir(t *testing.T) {
 	r = tfhive(t, s.f.Env(), s.f.Dir, args...)
 	wantCode(t, r, 4)
 }
+
+// Ports that nothing listens on are never said to listen: one whose lock
+// mallory holds by hand and one whose lock file is her FIFO leave a
+// two-port range empty, and the error names each, with her name, and
+// counts no port as listening.
+func TestHostilePortLocks(t *testing.T) {
+	s := newSharedHost(t)
+	held, fifo := s.lockFile("port-41001"), s.lockFile("port-41002")
+	s.mallorySh(t, "mkfifo -m 644 "+fifo)
+	background(t, s.h, s.mallory, "exec flock -n -o "+held+" sh -c 'echo ready; exec sleep 300'")
+	args, _ := runArgs(t, s.f, "--workers", "1", "--gpus-per-worker", "0", "--port-range", "41001-41002", "--", "true")
+	r := tfhive(t, s.f.Env(), s.f.Dir, args...)
+	wantCode(t, r, 3)
+	wantContains(t, "stderr", r.stderr,
+		"--port-range 41001-41002 has 2 ports, 0 listening there, 1 claimed, 1 blocked and 0 given to other tasks",
+		"port 41001 claimed: its lock is held by "+s.mallory.Name+", not by a tfhive run",
+		"port 41002 blocked: "+fifo)
+	if strings.Contains(r.stderr, "1 listening") || strings.Contains(r.stderr, "2 listening") {
+		t.Errorf("a port nothing listens on was said to listen:\n%s", r.stderr)
+	}
+}
