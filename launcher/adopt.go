@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -112,13 +113,20 @@ func (r *runner) adoptAll() {
 		wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
 }
 
+// ErrNoSuchRun: no host holds anything of the run (AdoptedPlan); its
+// other errors say what the hosts hold and why it cannot be kept.
+var ErrNoSuchRun = errors.New("no such run")
+
 // FoundRun is what one host holds of a run.
 type FoundRun struct {
 	Host string
 	// None says why the host holds nothing of it ("" when it does).
 	None string
 	Info *RunInfo
-	Gen  int
+	// BadInfo says why the host's description of the run (run.json)
+	// could not be read: garbled, or another run's.
+	BadInfo string
+	Gen     int
 	// Tasks: each task whose files are on the host, and whether its
 	// supervisor is "alive", "ended" or "gone"; Attempts the attempt each
 	// is at (--restarts).
@@ -171,8 +179,11 @@ func parseFoundRun(host string, out []byte) FoundRun {
 			f.None = strings.TrimPrefix(line, "@@tfhive-none ")
 		case strings.HasPrefix(line, "@@tfhive-run "):
 			var ri RunInfo
-			if json.Unmarshal([]byte(strings.TrimPrefix(line, "@@tfhive-run ")), &ri) == nil {
+			text := strings.TrimPrefix(line, "@@tfhive-run ")
+			if err := json.Unmarshal([]byte(text), &ri); err == nil {
 				f.Info = &ri
+			} else if text != "" {
+				f.BadInfo = "its run.json is not a run's description (" + wording.FirstLine(err.Error()) + ")"
 			}
 		case strings.HasPrefix(line, "@@tfhive-gen "):
 			if n, err := strconv.Atoi(strings.TrimPrefix(line, "@@tfhive-gen ")); err == nil && n > 0 {
@@ -202,9 +213,16 @@ func AdoptedPlan(id string, found []FoundRun) (*schedule.Plan, int, error) {
 	var info *RunInfo
 	gen := 0
 	where := map[string]string{}
+	var bad []string
 	for _, f := range found {
 		if f.Err != nil || f.None != "" {
 			continue
+		}
+		switch {
+		case f.Info != nil && f.Info.RunID != id:
+			bad = append(bad, fmt.Sprintf("%s: its run.json describes run %q", f.Host, f.Info.RunID))
+		case f.BadInfo != "":
+			bad = append(bad, f.Host+": "+f.BadInfo)
 		}
 		if info == nil && f.Info != nil && f.Info.RunID == id {
 			info = f.Info
@@ -214,8 +232,13 @@ func AdoptedPlan(id string, found []FoundRun) (*schedule.Plan, int, error) {
 			where[t] = f.Host
 		}
 	}
+	if info == nil && len(bad) > 0 {
+		// The run's files are there, its description is not what tfhive
+		// wrote: say so, not that there is no such run.
+		return nil, 0, fmt.Errorf("run %s: no host holds a description of it that tfhive can read: %s", id, strings.Join(bad, "; "))
+	}
 	if info == nil {
-		return nil, 0, fmt.Errorf("no host holds run %s", id)
+		return nil, 0, fmt.Errorf("no host holds run %s: %w", id, ErrNoSuchRun)
 	}
 	p := &schedule.Plan{Version: schedule.PlanVersion, RunID: id, Framework: info.Framework}
 	if info.Chief {

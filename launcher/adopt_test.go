@@ -138,8 +138,11 @@ func TestFindRunAndAdoptedPlan(t *testing.T) {
 		found []FoundRun
 		want  string
 	}{
-		{"nobody holds it", found[2:], "no host holds run r1"},
-		{"only another run's description", []FoundRun{{Host: "h1", Info: &RunInfo{RunID: "r2"}, Tasks: map[string]string{"worker:0": "alive"}}}, "no host holds run r1"},
+		{"nobody holds it", found[2:], "no host holds run r1: no such run"},
+		{"only another run's description", []FoundRun{{Host: "h1", Info: &RunInfo{RunID: "r2"}, Tasks: map[string]string{"worker:0": "alive"}}},
+			`run r1: no host holds a description of it that tfhive can read: h1: its run.json describes run "r2"`},
+		{"a garbled description", []FoundRun{parseFoundRun("h1", []byte("@@tfhive-run {\"run_id\": \"r1\", garbled\n@@tfhive-gen 1\n@@tfhive-task worker:0 alive 0\n"))},
+			"run r1: no host holds a description of it that tfhive can read: h1: its run.json is not a run's description (invalid character 'g' looking for beginning of object key string)"},
 		{"a task nowhere", found[:1], "run r1: no host holds task worker:1"},
 		{"a task only on a host that failed", append(found[:1:1], FoundRun{Host: "h2", Err: errors.New("x"), Tasks: map[string]string{"worker:1": "alive"}}), "run r1: no host holds task worker:1"},
 	} {

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -54,9 +55,9 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	found := launcher.FindRun(ctx, execs, o.RunID, o.Hosts.Parallel)
 	plan, gen, err := launcher.AdoptedPlan(o.RunID, found)
 	if err != nil {
-		msg := fmt.Sprintf("no run %s on %s", o.RunID, strings.Join(searched, ", "))
-		if strings.Contains(err.Error(), "no host holds task") {
-			msg = err.Error()
+		msg := err.Error()
+		if errors.Is(err, launcher.ErrNoSuchRun) {
+			msg = fmt.Sprintf("no run %s on %s", o.RunID, strings.Join(searched, ", "))
 		}
 		if uerr := unreachable(inv); uerr != nil {
 			msg += " (" + uerr.Error() + ")"

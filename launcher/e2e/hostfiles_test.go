@@ -232,3 +232,24 @@ func TestGCRunFiles(t *testing.T) {
 		noLeftovers(t, f, 10*time.Second)
 	})
 }
+
+// A run whose description on its host (run.json) is garbled is not "no
+// run": attach -H says which host's file it cannot read, and why.
+func TestAttachGarbledRunInfo(t *testing.T) {
+	f := runFleet(t, "j1")
+	args, logDir := runArgs(t, f, "--detach", "--name", "garbled", "--workers", "1", "--gpus-per-worker", "0", "--", "sleep", "300")
+	wantCode(t, tfhive(t, f.Env(), f.Dir, args...), 0)
+	syscall.Kill(keeperOf(t, logDir), syscall.SIGKILL)
+	if err := os.WriteFile(filepath.Join(hostRunDir(f.Host("j1"), "garbled"), "run.json"), []byte("{\"run_id\": garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	r := tfhive(t, append(f.Env(), "HOME="+home), home, "attach", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig, "garbled")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.stderr, "run garbled: no host holds a description of it that tfhive can read: j1: its run.json is not a run's description (")
+	if strings.Contains(r.stderr, "no host holds run garbled") {
+		t.Errorf("said there is no such run:\n%s", r.stderr)
+	}
+	wantCode(t, tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "--grace", "2s", "garbled")...), 0)
+	noLeftovers(t, f, 10*time.Second)
+}
