@@ -354,3 +354,74 @@ func TestHostileSwappedLockFiles(t *testing.T) {
 		t.Logf("mallory swapped %d locked files", n)
 	}
 }
+
+// sharedDir is a directory like /tmp: root's, world-writable and sticky,
+// where alice, mallory and root all may work.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tfhive-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777|os.ModeSticky)
+	return dir
+}
+
+// A log dir that mallory prepared in a shared directory is refused
+// before any host is contacted, exit 2, in one line naming the path and
+// its owner; nothing is written there, and the files her links lead to
+// stay as they were. The trap: tfhive-runs/exp1 a link to an empty
+// directory of hers, where links to the victim's files appear as soon
+// as the run writes its plan there (or, the other way, a tfhive-runs of
+// her own, where she could put them later).
+func TestHostilePlantedLogDir(t *testing.T) {
+	s := newSharedHost(t)
+	for _, tc := range []struct {
+		name, plant, want string
+	}{
+		{"a link to her directory", `mkdir -m 777 tfhive-runs trap && ln -s "$PWD/trap" tfhive-runs/exp1 && echo ready &&
+			while [ ! -e trap/plan.json ]; do sleep 0.01; done &&
+			for f in worker-0.log worker-1.log summary.json gpu-usage.csv; do ln -s "$1" trap/$f; done`,
+			"tfhive-runs/exp1 is a symbolic link owned by " + s.mallory.Name},
+		{"a directory of hers", `mkdir -m 777 tfhive-runs && echo ready && exec sleep 300`,
+			"tfhive-runs is owned by " + s.mallory.Name + ", not by you or root"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shared := sharedDir(t)
+			precious := filepath.Join(sharedDir(t), "precious")
+			os.WriteFile(precious, []byte("root's own\n"), 0o644)
+			plant := s.mallory.Command("/bin/sh", "-c", tc.plant, "sh", precious)
+			plant.Dir = shared
+			plant.SysProcAttr.Setpgid = true
+			out, _ := plant.StdoutPipe()
+			if err := plant.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Kill(-plant.Process.Pid, syscall.SIGKILL); plant.Wait() })
+			if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+				t.Fatalf("mallory's plant: %q", line)
+			}
+			calls := s.h.SMICalls()
+			// Root, the strongest victim: it may write anywhere.
+			r := tfhive(t, s.f.Env(), shared, fleetArgs(s.f, "run", "--name", "exp1", "--workers", "2", "--sample", "100ms", "--",
+				"sh", "-c", "echo overwritten by $TFHIVE_TASK_INDEX")...)
+			want := "tfhive: error: log dir tfhive-runs/exp1 refused: " + tc.want + "\n"
+			if r.code != 2 || r.stderr != want {
+				t.Errorf("exit %d, stderr %q; want 2, %q", r.code, r.stderr, want)
+			}
+			if data, _ := os.ReadFile(precious); string(data) != "root's own\n" {
+				t.Errorf("the file mallory's link leads to was written: %q", data)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(shared, "tfhive-runs")); tc.name != "a link to her directory" && len(entries) != 0 {
+				t.Errorf("files written in mallory's tfhive-runs: %v", entries)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(shared, "trap")); len(entries) != 0 {
+				t.Errorf("files written in mallory's trap: %v", entries)
+			}
+			if n := s.h.SMICalls(); n != calls {
+				t.Errorf("the host was probed %d times although the log dir was refused", n-calls)
+			}
+		})
+	}
+}
