@@ -43,8 +43,9 @@ tfhive_check_claims() {
 		{ [ "$kind" = FLOCK ] && [ "$pid" != 0 ]; } || continue
 		case $own in *" $pid "*) continue ;; esac
 		own+="$pid "
+		# Its arguments, NUL-separated (read -d '': bash 3 and later).
 		args=()
-		{ mapfile -d '' args <"/proc/$pid/cmdline"; } 2>/dev/null || continue
+		{ while IFS= read -r -d '' c; do args+=("$c"); done <"/proc/$pid/cmdline"; } 2>/dev/null || continue
 		n=${#args[@]}
 		[ "$n" -ge 6 ] || continue
 		case ${args[n - 1]} in low | high) n=$((n - 1)) ;; esac
