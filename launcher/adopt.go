@@ -99,7 +99,7 @@ func (r *runner) adoptAll() {
 		rt.started = time.Now()
 		rt.attemptStart = rt.started
 		rt.goSent.Store(true)
-		logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		logf, err := OpenLogFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC)
 		if err != nil {
 			r.apply(event{kind: evLost, task: i, err: err.Error()})
 			continue

@@ -231,7 +231,7 @@ func (b *usageBook) writeCSV(t time.Time, i int, host string, r gpuRow) {
 		if b.appends {
 			mode = os.O_APPEND
 		}
-		b.f, b.err = os.OpenFile(b.path, os.O_CREATE|os.O_WRONLY|mode, 0o644)
+		b.f, b.err = OpenLogFile(b.path, os.O_CREATE|os.O_WRONLY|mode)
 		if b.err != nil {
 			return
 		}

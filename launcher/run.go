@@ -336,7 +336,7 @@ type limits struct {
 var defaultLimits = limits{minAnswer: 10 * time.Second, login: 2 * time.Minute, giveUp: 5 * time.Second, idleFor: time.Minute}
 
 func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
-	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+	if err := MakeLogDir(o.LogDir); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
 	if err := writeJSONFile(filepath.Join(o.LogDir, "plan.json"), o.Plan); err != nil {
@@ -676,7 +676,7 @@ func (r *runner) openOutput(rt *runTask) error {
 		// The earlier attempts' output stays, as a restart's does.
 		mode = os.O_APPEND
 	}
-	logf, err := os.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|mode, 0o644)
+	logf, err := OpenLogFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|mode)
 	if err != nil {
 		return err
 	}
@@ -943,7 +943,7 @@ func intPtr(n int) *int { return &n }
 // writeJSONFile writes v indented, encoded straight into the file (the
 // plan through WritePlanJSON, which holds no copy of the whole document).
 func writeJSONFile(path string, v any) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := OpenLogFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ var (
 	readStage      = shscript.LoadOneLine(scripts, "scripts/read-stage.sh")
 	supervisorLine = shscript.LoadOneLine(scripts, "scripts/supervisor-command.sh")
 	claimSh        = shscript.Load(scripts, "scripts/supervisor-claim.sh")
-	runSh          = shscript.Load(scripts, "scripts/rundir.sh", "scripts/preempt-watch.sh", "scripts/supervisor-run.sh")
+	runSh          = shscript.Load(scripts, "scripts/claim-check.sh", "scripts/rundir.sh", "scripts/preempt-watch.sh", "scripts/supervisor-run.sh")
 	attachSh       = shscript.Load(scripts, "scripts/rundir.sh", "scripts/attach.sh")
 	findRunSh      = shscript.Load(scripts, "scripts/rundir.sh", "scripts/find-run.sh")
 	taskSh         = shscript.Load(scripts, "scripts/task.sh")

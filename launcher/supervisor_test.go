@@ -173,6 +173,38 @@ func TestSupervisorClaims(t *testing.T) {
 	}
 }
 
+// A lock file unlinked under its holder and made again (as its owner may
+// in sticky /tmp): the next supervisor locks the new file, finds the
+// first one's holder claiming the same GPU in /proc/locks and ends as
+// taken (75) before it says anything; its other claims are not taken
+// either, and a claim nobody else names goes through.
+func TestSupervisorClaimTakenWhateverTheFile(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777|os.ModeSticky)
+	t.Setenv("TFHIVE_CLAIMS_DIR", dir)
+	gpu := inventory.Claim{Kind: "gpu", ID: 0, UUID: "GPU-a"}
+	a := supervise(t, task{Argv: []string{"sleep", "60"}, Claims: []inventory.Claim{gpu}, RunID: "run-a", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	if got := a.line(t); got != claimOK {
+		t.Fatalf("a: %q (stderr %s)", got, a.errb.String())
+	}
+	lock := filepath.Join(dir, "tfhive-claim.gpu-GPU-a.lock")
+	os.Remove(lock)
+	os.WriteFile(lock, nil, 0o644)
+	b := supervise(t, task{Argv: []string{"true"}, Claims: []inventory.Claim{{Kind: "port", ID: 2222}, gpu}, RunID: "run-b", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	if rc := b.wait(t, 5*time.Second); rc != exitClaimBusy {
+		t.Errorf("b exit %d, want %d (stderr %s)", rc, exitClaimBusy, b.errb.String())
+	}
+	if held := heldClaims(t, dir); len(held) != 1 || held[0].RunID != "run-a" || held[0].UUID != "GPU-a" {
+		t.Errorf("claims after b: %+v, want a's GPU alone", held)
+	}
+	c := supervise(t, task{Argv: []string{"true"}, Claims: []inventory.Claim{{Kind: "port", ID: 2222}, {Kind: "gpu", ID: 1, UUID: "GPU-b"}}, RunID: "run-c", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	if got := c.line(t); got != claimOK {
+		t.Errorf("c, whose claims nobody holds: %q (stderr %s)", got, c.errb.String())
+	}
+	c.send(t, ctlAbort)
+	a.send(t, ctlAbort)
+}
+
 // A lock file someone else prepared is never written through: a symlink
 // or a FIFO blocks the claim, named, and the target is untouched.
 func TestSupervisorRefusesPreparedLockFiles(t *testing.T) {

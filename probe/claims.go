@@ -77,7 +77,7 @@ func (s claimsSection) holderMap() map[int]holder {
 // (nil in a claims-only probe: the holders' labels give the index then).
 // now dates the holders.
 func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inventory.Claim {
-	files := map[fileID]*lockFile{}
+	files := map[fileID][]*lockFile{} // an inode may have many names
 	var all []*lockFile
 	byPath := map[string]*lockFile{}
 	sc := bufio.NewScanner(bytes.NewReader(s.files))
@@ -97,7 +97,8 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 				continue
 			}
 			lf := &lockFile{name: name, path: lockPath(s.dir, f[4]), owner: f[2], kind: f[3][0]}
-			files[fileID{unix.Major(dev), unix.Minor(dev), ino}] = lf
+			id := fileID{unix.Major(dev), unix.Minor(dev), ino}
+			files[id] = append(files[id], lf)
 			all = append(all, lf)
 			byPath[lf.path] = lf
 		case strings.HasPrefix(line, "U "):
@@ -109,12 +110,22 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 	holders := s.holderMap()
 
 	held := map[string]bool{} // claim names some holder holds
+	// locked: the lock a labelled claim's holder took on the file of that
+	// claim's name, by add's key: the file and the holder of that lock.
+	type lock struct {
+		path string
+		pid  int
+	}
+	locked := map[string]lock{}
 	seen := map[string]bool{} // one claim per holder label and name
 	var claims []inventory.Claim
 	add := func(c inventory.Claim) {
 		// One claim per thing held and holder label (a task's label is
 		// in each of its holders' command lines).
 		key := fmt.Sprint(claim.Name(c.Kind, c.ID, c.UUID), c.User, c.RunID, c.Task)
+		if l, ok := locked[key]; ok && c.File == "" {
+			c.File, c.PID = l.path, l.pid
+		}
 		if !seen[key] {
 			seen[key] = true
 			claims = append(claims, c)
@@ -122,7 +133,7 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 	}
 	type lockEntry struct {
 		pid int
-		lf  *lockFile
+		lfs []*lockFile
 		h   holder
 		vis bool
 	}
@@ -142,35 +153,33 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 		entries = append(entries, lockEntry{pid, files[id], h, visible})
 	}
 	since := func(h holder) time.Time { return now.Add(-h.age).Truncate(time.Second) }
-	// First each lock on one of our files, as the claim of that file; then
-	// the rest of each tfhive holder's label, so that a claim whose lock
-	// file was deleted under its holder still counts.
+	// A tfhive holder's claims are what its label says, never a file's
+	// name: a lock file's owner can unlink it under its holder, or link
+	// the locked inode under another name. So first each lock on one of
+	// our files whose holder's label does not name that file's claim (a
+	// holder with no label, another user's flock), as held by that user,
+	// label unknown; then each tfhive holder's label, whatever file it
+	// locked (one deleted under it included).
 	for _, e := range entries {
-		if e.lf == nil {
-			continue
-		}
-		c, ok := claimFromName(e.lf.name, gpuIndex)
-		if !ok {
-			continue
-		}
-		c.File = e.lf.path
-		if e.vis {
-			c.User, c.UID, c.PID, c.Since = e.h.user, e.h.uid, e.pid, since(e.h)
-			if dir, run, task, list, ok := claim.ParseHolder(e.h.args); ok && dir == s.dir {
-				c.RunID, c.Task = run, task
-				if pr := claim.Priority(e.h.args); pr != "normal" {
-					c.Priority = pr
-				}
-				for _, lc := range list {
-					// A claims-only probe knows a GPU by its UUID alone.
-					if c.ID < 0 && lc.Kind == "gpu" && lc.UUID == c.UUID {
-						c.ID = lc.ID
-					}
+		for _, lf := range e.lfs {
+			c, ok := claimFromName(lf.name, gpuIndex)
+			if !ok {
+				continue
+			}
+			if e.vis {
+				if run, task, ok := labelNames(e.h.args, s.dir, lf.name); ok {
+					// The label's claim, with the file it locked.
+					locked[fmt.Sprint(lf.name, e.h.user, run, task)] = lock{lf.path, e.pid}
+					continue
 				}
 			}
+			c.File = lf.path
+			if e.vis {
+				c.User, c.UID, c.PID, c.Since = e.h.user, e.h.uid, e.pid, since(e.h)
+			}
+			held[lf.name] = true
+			add(c)
 		}
-		held[e.lf.name] = true
-		add(c)
 	}
 	for _, e := range entries {
 		if !e.vis {
@@ -210,6 +219,22 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID), strings.Compare(a.RunID, b.RunID))
 	})
 	return claims
+}
+
+// labelNames: args is a tfhive holder's command line for claims dir dir
+// whose label claims name (gpu-UUID, gpu-INDEX, port-N); run and task
+// are the label's.
+func labelNames(args, dir, name string) (run, task string, ok bool) {
+	d, run, task, list, ok := claim.ParseHolder(args)
+	if !ok || d != dir {
+		return "", "", false
+	}
+	for _, c := range list {
+		if claim.Name(c.Kind, c.ID, c.UUID) == name {
+			return run, task, true
+		}
+	}
+	return "", "", false
 }
 
 // blockReason says why a lock file cannot be used by tfhive, "" when it

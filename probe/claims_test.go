@@ -205,3 +205,28 @@ func TestClaimsOverflow(t *testing.T) {
 		t.Errorf("11 files, cap 10: overflow %v, files %q", s.overflow, s.files)
 	}
 }
+
+// A holder's claims are its label's, not its files' names: the locked
+// inode linked again under another claim's name (as the owner of a lock
+// file may) makes that claim held by the holder's user, label unknown,
+// never the run's; the label's own claim keeps the file it locked.
+func TestClaimsByLabelNotByName(t *testing.T) {
+	requireFlock(t)
+	dir := t.TempDir()
+	f := filepath.Join(dir, claim.FilePrefix+"gpu-GPU-aaaa.lock")
+	os.WriteFile(f, nil, 0o644)
+	hold(t, dir, claim.HolderMarker+" "+dir+" r1 worker:0 gpu:1:GPU-aaaa", claim.FilePrefix+"gpu-GPU-aaaa.lock")
+	if err := os.Link(f, filepath.Join(dir, claim.FilePrefix+"port-2300.lock")); err != nil {
+		t.Fatal(err)
+	}
+	got := parseClaims(runClaimsScript(t, dir), map[string]int{"GPU-aaaa": 1}, time.Now())
+	if len(got) != 2 {
+		t.Fatalf("claims %+v, want 2", got)
+	}
+	if g := got[0]; g.Kind != "gpu" || g.ID != 1 || g.RunID != "r1" || g.Task != "worker:0" || g.File != f {
+		t.Errorf("gpu claim %+v, want r1's, from %s", g, f)
+	}
+	if g := got[1]; g.Kind != "port" || g.ID != 2300 || g.RunID != "" || g.User != currentUserName(t) {
+		t.Errorf("port claim %+v, want held by %s, label unknown", g, currentUserName(t))
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tfhive/tfhive/launcher"
 )
 
 // `tfhive run --detach` starts a keeper: this very tfhive, run again in a
@@ -69,15 +71,15 @@ func detach(o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := launcher.MakeLogDir(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
-	console, err := os.OpenFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+	console, err := launcher.OpenLogFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_EXCL)
 	if err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
 	defer console.Close()
-	klog, err := os.OpenFile(filepath.Join(dir, keeperLog), os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o644)
+	klog, err := launcher.OpenLogFile(filepath.Join(dir, keeperLog), os.O_CREATE|os.O_RDWR|os.O_EXCL)
 	if err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
@@ -146,10 +148,10 @@ var keeperSaid sync.Once
 // holdRunLock takes keeper.lock in the run's log dir for as long as the
 // run goes on; release lets go of it.
 func holdRunLock(dir string) (release func(), err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := launcher.MakeLogDir(dir); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, keeperLock), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := launcher.OpenLogFile(filepath.Join(dir, keeperLock), os.O_CREATE|os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}

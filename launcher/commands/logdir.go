@@ -9,16 +9,33 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tfhive/tfhive/launcher"
 )
 
 // logRoot holds the runs' log dirs unless --log-dir says otherwise.
 const logRoot = "tfhive-runs"
 
 // checkLogDir refuses, before any host is contacted, a log dir that run
-// could not create or fill. It creates nothing: the launcher does, once
-// tasks are about to start, so a run that ends earlier leaves no empty
-// directory behind. given says the user chose dir, for the hint.
+// could not create or fill, or one that another user could have made or
+// could swap (launcher.CheckLogDirPath: a link, a directory of theirs on
+// the way, one that others may write to): one line, naming the path and
+// its owner. It creates nothing: the launcher does, once tasks are about
+// to start, so a run that ends earlier leaves no empty directory behind.
+// given says the user chose dir, for the hint.
 func checkLogDir(dir string, given bool) error {
+	if err := checkLogDirUse(dir, given); err != nil {
+		return err
+	}
+	if err := launcher.CheckLogDirPath(dir); err != nil {
+		return &UsageError{Msg: "log dir " + dir + " refused: " + err.Error()}
+	}
+	return nil
+}
+
+// checkLogDirUse: dir can be created, or is an empty directory, and can
+// be written to.
+func checkLogDirUse(dir string, given bool) error {
 	hint := "choose another --log-dir"
 	if !given {
 		hint = "give --log-dir DIR, or start tfhive in a directory you can write to"

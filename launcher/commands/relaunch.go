@@ -59,7 +59,7 @@ func relaunch(ctx context.Context, sum *launcher.Summary, rs launcher.Restart, l
 			how, why = notFit(err), wording.FirstLine(err.Error())
 		}
 		lo.Console.Printf("tfhive: re-plan without %s %s: %s", without, how, why)
-		if f, err := os.Create(summaryFile); err == nil {
+		if f, err := launcher.OpenLogFile(summaryFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC); err == nil {
 			launcher.WriteSummaryJSON(f, sum)
 			f.Close()
 		}

@@ -3,10 +3,12 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -300,5 +302,186 @@ func TestHostilePortLocks(t *testing.T) {
 		"port 41002 blocked: "+fifo)
 	if strings.Contains(r.stderr, "1 listening") || strings.Contains(r.stderr, "2 listening") {
 		t.Errorf("a port nothing listens on was said to listen:\n%s", r.stderr)
+	}
+}
+
+// swapLocks is mallory's loop: it makes the claim files named on its
+// command line (hers, mode 0644, usable by all), says ready, then, as
+// soon as /proc/locks shows one of them locked, unlinks it and makes a
+// new one under the same name, counting the swaps in the file $SWAPS.
+const swapLocks = `$| = 1;
+sub make { my $p = shift; unlink $p; open(my $h, ">", $p) or die "$p: $!"; close $h; }
+make($_) for @ARGV;
+print "ready\n";
+my $n = 0;
+while (1) {
+	my %held;
+	open(my $l, "<", "/proc/locks") or die "/proc/locks: $!";
+	while (<$l>) { my @w = split; $held{(split /:/, $w[5])[2]} = 1 if $w[1] eq "FLOCK"; }
+	close $l;
+	for my $p (@ARGV) {
+		my @st = lstat $p;
+		next unless @st && $held{$st[1]};
+		make($p);
+		$n++;
+		open(my $c, ">", $ENV{SWAPS}) or die; print $c "$n\n"; close $c;
+	}
+	select(undef, undef, undef, 0.002);
+}`
+
+// Mallory's own lock files, unlinked and made again as soon as they are
+// locked: a run that locks the new file must still never get a GPU or a
+// port another run holds. Each trial starts two of alice's runs at once
+// for both GPUs (and ports of a range of 4, whose files mallory made
+// too), --wait so that both run; no GPU and no address may be used by
+// both at the same time.
+func TestHostileSwappedLockFiles(t *testing.T) {
+	s := newSharedHost(t)
+	var files []string
+	for _, u := range s.uuids {
+		files = append(files, s.lockFile("gpu-"+u))
+	}
+	for p := 2300; p <= 2303; p++ {
+		files = append(files, s.lockFile("port-"+itoa(p)))
+	}
+	swaps := filepath.Join(s.h.ClaimsDir(), "mallory-swaps")
+	background(t, s.h, s.mallory, "SWAPS="+swaps+" exec perl -e '"+swapLocks+"' "+strings.Join(files, " "))
+
+	type use struct {
+		run        string
+		start, end int64
+	}
+	doubled := 0
+	for trial := range 10 {
+		results := make([]result, 2)
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				args, _ := runArgs(t, s.f, "--name", fmt.Sprintf("swap-%d-%d", trial, i), "--workers", "2", "--port-range", "2300-2303",
+					"--wait", "60s", "--", "sh", "-c", usageScript, "sh", "1")
+				args[2] = s.aliceHosts
+				results[i] = tfhive(t, s.f.Env(), s.f.Dir, args...)
+			}()
+		}
+		wg.Wait()
+		uses := map[string][]use{}
+		for i, r := range results {
+			wantCode(t, r, 0)
+			n := 0
+			for _, line := range strings.Split(r.stdout, "\n") {
+				_, usage, ok := strings.Cut(line, "] USAGE ")
+				if !ok {
+					continue
+				}
+				n++
+				f := strings.SplitN(usage, " ", 6)
+				u := use{run: f[0], start: atoi64(f[3]), end: atoi64(f[4])}
+				var tc struct {
+					Cluster map[string][]string
+					Task    struct {
+						Type  string
+						Index int
+					}
+				}
+				if err := json.Unmarshal([]byte(f[5]), &tc); err != nil {
+					t.Fatalf("trial %d run %d: TF_CONFIG %q: %v", trial, i, f[5], err)
+				}
+				for _, key := range []string{"gpu " + strings.TrimPrefix(f[2], "gpus="), "address " + tc.Cluster[tc.Task.Type][tc.Task.Index]} {
+					for _, o := range uses[key] {
+						if o.run != u.run && u.start < o.end && o.start < u.end {
+							t.Errorf("trial %d: %s held by %s and %s at the same time", trial, key, o.run, u.run)
+							doubled++
+						}
+					}
+					uses[key] = append(uses[key], u)
+				}
+			}
+			if n != 2 {
+				t.Errorf("trial %d run %d: %d tasks reported their usage, want 2:\n%s%s", trial, i, n, r.stdout, r.stderr)
+			}
+		}
+	}
+	if doubled > 0 {
+		t.Errorf("%d GPUs or addresses double-booked in 10 trials", doubled)
+	}
+	// The attack took place: mallory swapped files that were locked.
+	data, _ := os.ReadFile(swaps)
+	if n := atoi(strings.TrimSpace(string(data))); n == 0 {
+		t.Error("mallory never swapped a locked file: the trials proved nothing")
+	} else {
+		t.Logf("mallory swapped %d locked files", n)
+	}
+}
+
+// sharedDir is a directory like /tmp: root's, world-writable and sticky,
+// where alice, mallory and root all may work.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tfhive-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777|os.ModeSticky)
+	return dir
+}
+
+// A log dir that mallory prepared in a shared directory is refused
+// before any host is contacted, exit 2, in one line naming the path and
+// its owner; nothing is written there, and the files her links lead to
+// stay as they were. The trap: tfhive-runs/exp1 a link to an empty
+// directory of hers, where links to the victim's files appear as soon
+// as the run writes its plan there (or, the other way, a tfhive-runs of
+// her own, where she could put them later).
+func TestHostilePlantedLogDir(t *testing.T) {
+	s := newSharedHost(t)
+	for _, tc := range []struct {
+		name, plant, want string
+	}{
+		{"a link to her directory", `mkdir -m 777 tfhive-runs trap && ln -s "$PWD/trap" tfhive-runs/exp1 && echo ready &&
+			while [ ! -e trap/plan.json ]; do sleep 0.01; done &&
+			for f in worker-0.log worker-1.log summary.json gpu-usage.csv; do ln -s "$1" trap/$f; done`,
+			"tfhive-runs/exp1 is a symbolic link owned by " + s.mallory.Name},
+		{"a directory of hers", `mkdir -m 777 tfhive-runs && echo ready && exec sleep 300`,
+			"tfhive-runs is owned by " + s.mallory.Name + ", not by you or root"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shared := sharedDir(t)
+			precious := filepath.Join(sharedDir(t), "precious")
+			os.WriteFile(precious, []byte("root's own\n"), 0o644)
+			plant := s.mallory.Command("/bin/sh", "-c", tc.plant, "sh", precious)
+			plant.Dir = shared
+			plant.SysProcAttr.Setpgid = true
+			out, _ := plant.StdoutPipe()
+			if err := plant.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Kill(-plant.Process.Pid, syscall.SIGKILL); plant.Wait() })
+			if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+				t.Fatalf("mallory's plant: %q", line)
+			}
+			calls := s.h.SMICalls()
+			// Root, the strongest victim: it may write anywhere.
+			r := tfhive(t, s.f.Env(), shared, fleetArgs(s.f, "run", "--name", "exp1", "--workers", "2", "--sample", "100ms", "--",
+				"sh", "-c", "echo overwritten by $TFHIVE_TASK_INDEX")...)
+			want := "tfhive: error: log dir tfhive-runs/exp1 refused: " + tc.want + "\n"
+			if r.code != 2 || r.stderr != want {
+				t.Errorf("exit %d, stderr %q; want 2, %q", r.code, r.stderr, want)
+			}
+			if data, _ := os.ReadFile(precious); string(data) != "root's own\n" {
+				t.Errorf("the file mallory's link leads to was written: %q", data)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(shared, "tfhive-runs")); tc.name != "a link to her directory" && len(entries) != 0 {
+				t.Errorf("files written in mallory's tfhive-runs: %v", entries)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(shared, "trap")); len(entries) != 0 {
+				t.Errorf("files written in mallory's trap: %v", entries)
+			}
+			if n := s.h.SMICalls(); n != calls {
+				t.Errorf("the host was probed %d times although the log dir was refused", n-calls)
+			}
+		})
 	}
 }

@@ -11,7 +11,10 @@
 # O_EXCL never follows a symlink) and opened read-only, only once it is a
 # regular file; flock then locks that very file through the descriptor.
 # -o keeps the locks out of the task: killing the holders releases them.
-# The innermost bash reads the second stage, supervisor-run.sh.
+# The innermost bash reads the second stage, supervisor-run.sh, which
+# first checks the claims against every other holder's label
+# (claim-check.sh): a lock file's owner may have swapped the file under
+# another run's lock, so the name we locked proves nothing by itself.
 #
 # A lock file it cannot use makes its first output line
 # "@@tfhive-claim blocked WHY" (exit 76); a claim someone else holds ends

@@ -85,8 +85,12 @@
 #                      truncation line (the multiplexer reads the status
 #                      file); the preemption line goes to this stderr at
 #                      once; 0: otherwise
-# and, from the holders' command line, $2 the run id and $3 the task's.
+# and, from the holders' command line, $1 the claims dir, $2 the run id,
+# $3 the task's and $4 its claims.
 : "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}" "${tfhive_mux?}"
+# Another live holder's label names one of our claims (claim-check.sh):
+# the claim is taken, whatever file we locked.
+tfhive_check_claims "$1" "$4" "$tfhive_nclaims" || exit 75
 # The lock files' descriptors, opened by the first stage for the holders
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
