@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -355,10 +356,24 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
 		return nil, r.p.conflict
 	}
 	if err := writeJSONFile(filepath.Join(o.LogDir, "summary.json"), sum); err != nil {
-		return sum, err
+		return sum, &RecordError{Result: sum.Result, Err: err}
 	}
 	return sum, nil
 }
+
+// RecordError: the run ended (Result) but its log dir could not take its
+// record, summary.json. The run's own outcome stands; tfhive exits 1,
+// saying both.
+type RecordError struct {
+	Result string
+	Err    error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("the run %s, but its log dir could not take its record: %v", e.Result, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
 
 // runner carries out the policy's decisions: it starts the tasks, turns
 // what happens into events and sends the control lines.
@@ -942,11 +957,29 @@ func intPtr(n int) *int { return &n }
 
 // writeJSONFile writes v indented, encoded straight into the file (the
 // plan through WritePlanJSON, which holds no copy of the whole document).
-func writeJSONFile(path string, v any) error {
-	f, err := OpenLogFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC)
+func writeJSONFile(path string, v any) (err error) {
+	// Whole or not at all: written beside it and renamed over it, so that
+	// a full disk leaves no empty or cut record (runs, wait and attach
+	// read it).
+	tmp := path + ".new"
+	os.Remove(tmp)
+	f, err := OpenLogFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err == nil {
+			err = os.Rename(tmp, path)
+		}
+		if err != nil {
+			os.Remove(tmp)
+			// Named as the file it stands for, not the one beside it.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = fmt.Errorf("%s: %w", path, pe.Err)
+			}
+		}
+	}()
 	w := bufio.NewWriter(f)
 	if p, ok := v.(*schedule.Plan); ok {
 		err = WritePlanJSON(w, p)

@@ -289,6 +289,13 @@ func Run(ctx context.Context, o RunOptions) error {
 	} else {
 		launcher.WriteSummary(o.Stdout, sum)
 	}
+	var record *launcher.RecordError
+	if errors.As(err, &record) && sum.ExitCode != 0 {
+		// A failed run keeps its own exit code: what the task said
+		// matters more to a script than the local record.
+		fmt.Fprintf(o.Stderr, "tfhive: error: %v\n", err)
+		err = nil
+	}
 	if err != nil {
 		return err
 	}
