@@ -94,6 +94,10 @@ func classifyGPU(h *inventory.HostInventory, g *inventory.GPU, a Availability) G
 		s.Reason = ReasonMIG
 	case h.Host.GPUs != nil && !slices.Contains(h.Host.GPUs, g.Index):
 		s.Reason = ReasonNotListed
+	case sameUUID(h, g) >= 0:
+		// Claims are named by UUID: two GPUs under one would share one
+		// claim, each run's claim of one failing as "taken" by the other.
+		s.Reason = fmt.Sprintf("nvidia-smi gives GPU %d the same UUID (%s): a claim could not tell them apart", sameUUID(h, g), g.UUID)
 	case a.Exclude.Has(h.Name, g.Index):
 		s.Reason = ReasonExcluded
 	case claimOf(h, "gpu", g.Index) != nil && claimOf(h, "gpu", g.Index).Blocked != "":
@@ -128,6 +132,20 @@ func classifyGPU(h *inventory.HostInventory, g *inventory.GPU, a Availability) G
 		s.State, s.Reason = Busy, strings.Join(why, ", ")
 	}
 	return s
+}
+
+// sameUUID is the index of another GPU of h that nvidia-smi reports
+// with g's UUID, or -1.
+func sameUUID(h *inventory.HostInventory, g *inventory.GPU) int {
+	if g.UUID == "" {
+		return -1
+	}
+	for _, o := range h.GPUs {
+		if o.Index != g.Index && o.UUID == g.UUID {
+			return o.Index
+		}
+	}
+	return -1
 }
 
 // processReason names the first process as user:pid command, which is what

@@ -63,3 +63,19 @@ func TestClassifyIntruder(t *testing.T) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}
 }
+
+// Two GPUs that nvidia-smi gives one UUID are both excluded, saying so:
+// claims, named by UUID, could not tell them apart.
+func TestClassifySameUUID(t *testing.T) {
+	h := host("a", 3)
+	h.GPUs[0].UUID, h.GPUs[1].UUID, h.GPUs[2].UUID = "GPU-same", "GPU-same", "GPU-other"
+	got := Classify(inv(h), Availability{MaxUtilPct: 10, MaxMemMiB: 1024})[0]
+	want := []GPUStatus{
+		{0, Excluded, "nvidia-smi gives GPU 1 the same UUID (GPU-same): a claim could not tell them apart"},
+		{1, Excluded, "nvidia-smi gives GPU 0 the same UUID (GPU-same): a claim could not tell them apart"},
+		{2, Free, ""},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v\nwant %v", got, want)
+	}
+}

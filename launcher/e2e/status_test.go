@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -291,4 +293,34 @@ func normalizePIDs(s string, f *sshtest.Fleet) string {
 		s = strings.ReplaceAll(s, os.Getenv("USER")+":PID", "nobody:PID")
 	}
 	return s
+}
+
+// A host whose nvidia-smi gives two GPUs one UUID: both are excluded,
+// status and run say why once, and no run tries to claim them (claims
+// are named by UUID and would collide: "claimed by another run", again
+// and again).
+func TestSameUUIDExcluded(t *testing.T) {
+	f := sshtest.Start(t, sshtest.Profile{Name: "dup", GPU: "idle-2gpu.xml"})
+	out := filepath.Join(f.Host("dup").Dir, "gpu", "output")
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuids := regexp.MustCompile(`<uuid>(GPU-[^<]*)</uuid>`).FindAllSubmatch(data, -1)
+	if len(uuids) != 2 {
+		t.Fatalf("capture has %d UUIDs", len(uuids))
+	}
+	if err := os.WriteFile(out, bytes.ReplaceAll(data, uuids[1][1], uuids[0][1]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "status")...)
+	wantCode(t, st, 0)
+	wantContains(t, "status", st.stdout, "excluded", "the same UUID ("+string(uuids[0][1])+"): a claim could not tell them apart")
+	args, _ := runArgs(t, f, "--workers", "1", "--", "true")
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 3)
+	wantContains(t, "run", r.stderr, "the same UUID")
+	if strings.Contains(r.stderr, "claimed by another run") || strings.Contains(r.stderr, "trying again") {
+		t.Errorf("run tried to claim them:\n%s", r.stderr)
+	}
 }
