@@ -64,15 +64,15 @@ var muxExts = [4]string{".so", ".se", ".out", ".err"}
 
 // hostMux is a host's multiplexer session.
 type hostMux struct {
-	mark  string
-	procs map[string]*muxProc
-	proc       remote.Started
-	wmu        sync.Mutex // one frame at a time on the session's stdin
-	left       atomic.Int64
-	closed     bool          // under wmu
-	exited     chan struct{} // closed once the session has ended
-	noise      noiseBuffer
-	stderr     muxStderr
+	mark   string
+	procs  map[string]*muxProc
+	proc   remote.Started
+	wmu    sync.Mutex // one frame at a time on the session's stdin
+	left   atomic.Int64
+	closed bool          // under wmu
+	exited chan struct{} // closed once the session has ended
+	noise  noiseBuffer
+	stderr muxStderr
 	// sampled is closed once the session has ended, before its
 	// supervisors' virtual sessions end: the sampler it ran, if any,
 	// ended with it (its last sample closed).

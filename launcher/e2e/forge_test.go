@@ -74,4 +74,3 @@ i=0; while [ $i -lt 50 ]; do echo "victim $i"; i=$((i+1)); sleep 0.1; done; echo
 		t.Errorf("victim: %s %s after %s, want exited 0 after 5s", victim.Outcome, code, victim.Duration)
 	}
 }
-
