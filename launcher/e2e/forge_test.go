@@ -74,3 +74,35 @@ i=0; while [ $i -lt 50 ]; do echo "victim $i"; i=$((i+1)); sleep 0.1; done; echo
 		t.Errorf("victim: %s %s after %s, want exited 0 after 5s", victim.Outcome, code, victim.Duration)
 	}
 }
+
+// With --restarts, a task that reads the run's word from run.json and
+// prints an attempt line of its own ("attempt 0 exited 0") changes
+// nothing: each attempt ends as it really did (3), the restart policy
+// counts those, and the run ends with 3; the forged line stays in the
+// task's log as the output it is.
+func TestRestartForgedAttemptLine(t *testing.T) {
+	f := runFleet(t, "fa")
+	script := `j=$(cat "$HOME"/.tfhive/runs-*/"$TFHIVE_RUN_ID"/run.json)
+m=${j##*\"mark\":\"}; m=${m%%\"*}
+echo "mark $m"
+printf '@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT"
+sleep 0.3
+echo "attempt $TFHIVE_ATTEMPT done"
+exit 3`
+	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--timeout", "40s", "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", script)
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 3)
+	s := summaryOf(t, logDir)
+	tr := taskByID(s, "worker:0")
+	wantAttempts(t, tr, "0:exited:3:restarted every task", "1:exited:3:")
+	log := readFile(t, tr.Log)
+	mark := regexp.MustCompile(`mark (\w+)`).FindStringSubmatch(log)
+	if mark == nil {
+		t.Fatalf("the task found no mark:\n%s", log)
+	}
+	for _, a := range []string{"0", "1"} {
+		if !strings.Contains(log, "@@tfhive-attempt "+mark[1]+" "+a+" 0\n") || !strings.Contains(log, "attempt "+a+" done\n") {
+			t.Errorf("attempt %s: the log lacks the task's own lines:\n%s", a, log)
+		}
+	}
+}
