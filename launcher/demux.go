@@ -2,70 +2,60 @@ package launcher
 
 import (
 	"bytes"
+	"strconv"
+	"strings"
 )
 
-// tailDemux takes apart what one GNU tail following many files prints
-// (scripts/mux.sh): each file's bytes, behind a line "==> NAME <==" when
-// tail switches to it, after a newline of tail's own but for the first.
-// Every NAME starts with prefix, which holds the session's random word:
-// task output never passes for a header by accident. emit gets each
-// file's bytes in order, as they come; bytes that may be the start of a
-// header are held until the next write says.
-type tailDemux struct {
-	head []byte // "\n==> " + prefix
-	emit func(name string, p []byte)
-	cur  string // the file being printed; "" before the first header
-	held []byte
+// muxFrames takes apart the multiplexer's stdout past its first line
+// (scripts/mux.sh): frames, each a line "FILE LEN" and then exactly LEN
+// bytes of that file. A frame's line is looked for only where the
+// previous frame's bytes end: the bytes themselves are never read for
+// one, so nothing a task prints (a frame's line, a GNU tail header, any
+// word it learnt from ps or the run's files) can pass for one, or make
+// its bytes another file's. emit gets each file's bytes in order, as
+// they come, a frame cut across writes included.
+//
+// A line that is not a frame's (the stream is not what the multiplexer
+// writes) stops it: what follows is nobody's, and broken is set.
+type muxFrames struct {
+	emit   func(name string, p []byte)
+	line   []byte // a frame's line so far
+	cur    string // the frame's file
+	left   int64  // its bytes still to come
+	broken bool
 }
 
-// maxHeaderName bounds a header's name: more without " <==\n" is not a
-// header tail printed.
-const maxHeaderName = 512
+// maxFrameLine bounds a frame's line: a file's name, a space, a length.
+const maxFrameLine = 256
 
-func newTailDemux(prefix string, emit func(name string, p []byte)) *tailDemux {
-	// tail's first header has no newline before it: one is supposed.
-	return &tailDemux{head: []byte("\n==> " + prefix), emit: emit, held: []byte("\n")}
-}
-
-func (d *tailDemux) Write(p []byte) (int, error) {
-	buf := p
-	if len(d.held) > 0 {
-		buf = append(d.held, p...)
-		d.held = nil
-	}
-	for len(buf) > 0 {
-		i := bytes.Index(buf, d.head)
-		if i < 0 {
-			k := len(buf) - partialPrefix(buf, d.head)
-			d.pass(buf[:k])
-			if k < len(buf) {
-				d.held = append([]byte(nil), buf[k:]...)
-			}
-			break
-		}
-		d.pass(buf[:i])
-		rest := buf[i+len(d.head):]
-		end := bytes.Index(rest, []byte(" <==\n"))
-		if end < 0 && len(rest) <= maxHeaderName && bytes.IndexByte(rest, '\n') < 0 {
-			d.held = append([]byte(nil), buf[i:]...)
-			break
-		}
-		if end < 0 || end > maxHeaderName || bytes.IndexByte(rest[:end], '\n') >= 0 {
-			// Not tail's: the file's own bytes.
-			d.pass(buf[i : i+len(d.head)])
-			buf = rest
+func (d *muxFrames) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 && !d.broken {
+		if d.left > 0 {
+			k := int(min(int64(len(p)), d.left))
+			d.emit(d.cur, p[:k])
+			d.left -= int64(k)
+			p = p[k:]
 			continue
 		}
-		d.cur = string(d.head[len("\n==> "):]) + string(rest[:end])
-		buf = rest[end+len(" <==\n"):]
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			d.line = append(d.line, p...)
+			d.broken = len(d.line) > maxFrameLine
+			break
+		}
+		d.line = append(d.line, p[:i]...)
+		p = p[i+1:]
+		name, l, ok := strings.Cut(string(d.line), " ")
+		d.line = d.line[:0]
+		ln, err := strconv.ParseInt(l, 10, 64)
+		if !ok || err != nil || ln <= 0 || name == "" || len(name)+len(l)+1 > maxFrameLine {
+			d.broken = true
+			break
+		}
+		d.cur, d.left = name, ln
 	}
-	return len(p), nil
-}
-
-func (d *tailDemux) pass(p []byte) {
-	if len(p) > 0 && d.cur != "" {
-		d.emit(d.cur, p)
-	}
+	return n, nil
 }
 
 // partialPrefix is the length of the longest end of buf that is a proper

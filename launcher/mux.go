@@ -65,17 +65,14 @@ var muxExts = [4]string{".so", ".se", ".out", ".err"}
 // hostMux is a host's multiplexer session.
 type hostMux struct {
 	mark   string
-	prefix string // ".mux-MARK/", what every tail header names
-	// eventsFile is the events file as tail's headers name it.
-	eventsFile string
-	procs      map[string]*muxProc
-	proc       remote.Started
-	wmu        sync.Mutex // one frame at a time on the session's stdin
-	left       atomic.Int64
-	closed     bool          // under wmu
-	exited     chan struct{} // closed once the session has ended
-	noise      noiseBuffer
-	stderr     muxStderr
+	procs  map[string]*muxProc
+	proc   remote.Started
+	wmu    sync.Mutex // one frame at a time on the session's stdin
+	left   atomic.Int64
+	closed bool          // under wmu
+	exited chan struct{} // closed once the session has ended
+	noise  noiseBuffer
+	stderr muxStderr
 	// sampled is closed once the session has ended, before its
 	// supervisors' virtual sessions end: the sampler it ran, if any,
 	// ended with it (its last sample closed).
@@ -84,9 +81,8 @@ type hostMux struct {
 	// The session's stdout, read by its one copying goroutine.
 	pre    []byte // before the first line was complete
 	ready  bool
-	demux  *tailDemux
+	demux  *muxFrames
 	events []byte
-	nudged bool
 }
 
 // muxProc is one supervisor started by a multiplexer.
@@ -107,10 +103,9 @@ type muxProc struct {
 }
 
 func newHostMux(mark string) *hostMux {
-	m := &hostMux{mark: mark, prefix: ".mux-" + mark + "/", procs: map[string]*muxProc{}, exited: make(chan struct{}), sampled: make(chan struct{})}
-	m.eventsFile = m.prefix + "events"
+	m := &hostMux{mark: mark, procs: map[string]*muxProc{}, exited: make(chan struct{}), sampled: make(chan struct{})}
 	m.stderr = muxStderr{tag: []byte(muxSampleTag + mark + " "), noise: &m.noise}
-	m.demux = newTailDemux(m.prefix, m.emit)
+	m.demux = &muxFrames{emit: m.emit}
 	return m
 }
 
@@ -179,11 +174,10 @@ func (m *hostMux) start(p *muxProc, input string) error {
 
 func (m *hostMux) follow() error { return m.send("f\n") }
 
-// Write takes the session's stdout: the first line, then the tail.
+// Write takes the session's stdout: the first line, then the frames.
 func (m *hostMux) Write(b []byte) (int, error) {
 	if m.ready {
 		m.demux.Write(b)
-		m.settle()
 		return len(b), nil
 	}
 	m.pre = append(m.pre, b...)
@@ -212,7 +206,6 @@ func (m *hostMux) Write(b []byte) (int, error) {
 		}
 		if len(rest) > 0 {
 			m.demux.Write(rest)
-			m.settle()
 		}
 		return len(b), nil
 	}
@@ -310,11 +303,9 @@ func (e *muxStderr) end() {
 	}
 }
 
-// emit takes one file's bytes from the tail.
+// emit takes one file's bytes from a frame.
 func (m *hostMux) emit(name string, b []byte) {
-	name = strings.TrimPrefix(name, m.prefix)
 	if name == "events" {
-		m.nudged = false
 		m.events = append(m.events, b...)
 		for {
 			i := bytes.IndexByte(m.events, ';')
@@ -338,7 +329,7 @@ func (m *hostMux) emit(name string, b []byte) {
 	}
 }
 
-// event takes "x NAME RC TRUNC SO SE OUT ERR" (or a nudge's "n").
+// event takes "x NAME RC TRUNC SO SE OUT ERR".
 func (m *hostMux) event(f []string) {
 	if len(f) != 8 || f[0] != "x" {
 		return
@@ -360,21 +351,6 @@ func (m *hostMux) event(f []string) {
 		p.truncated.Store(true)
 	}
 	p.check()
-}
-
-// settle asks the multiplexer for a header when the demultiplexer holds
-// bytes of a task's file: a last newline may be the file's or the start
-// of tail's next header, and only what follows says which. A claim line
-// or a task's last line would otherwise wait for the next output of any
-// task on the host. One request at a time: its answer, the events
-// file's header and "n;", settles what was held (and ends with a newline
-// of its own, held, which asks for nothing).
-func (m *hostMux) settle() {
-	if m.nudged || len(m.demux.held) == 0 || m.demux.cur == m.eventsFile {
-		return
-	}
-	m.nudged = true
-	go m.send("n\n")
 }
 
 func (p *muxProc) check() {

@@ -80,17 +80,21 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) (*hostMu
 		if r.firstOnHost(i) {
 			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
 		}
-		var stdout io.Writer = rt.out.Stdout()
+		var stdout, soNext io.Writer = rt.out.Stdout(), rt.out.Stdout()
 		if tk.Restarts {
+			// The attempt lines in the task's stdout count only where
+			// the supervisor's records, on its own stdout, put them.
 			rt.filter = r.attemptFilter(i, stdout)
+			rt.filter.placed = true
 			stdout = rt.filter
+			soNext = &attemptRecords{next: soNext, prefix: attemptMarker + r.mark + " ", f: rt.filter}
 		}
 		// Past the claim line, the supervisor's own stdout and stderr
 		// (a replaced keeper's line) are noise on the task's; the task's
 		// files are counted from their first byte. The preemption line
 		// comes on the supervisor's stderr (supervisor-run.sh).
 		var noise int64
-		so := &claimGate{next: rt.out.Stdout(), report: rt.reportClaim}
+		so := &claimGate{next: soNext, report: rt.reportClaim}
 		tap := r.preemptTap(&streamGate{next: rt.out.Stderr(), n: &noise, replaced: r.links.sayReplaced, passed: true}, &rt.preempted)
 		out := &streamGate{next: stdout, n: &rt.outN, passed: true}
 		errGate := &streamGate{next: rt.out.Stderr(), n: &rt.errN, replaced: r.links.sayReplaced, passed: true}

@@ -195,6 +195,8 @@ func (r *runner) attach(i int) {
 		if rt.filter == nil {
 			rt.filter = r.attemptFilter(i, stdout)
 		}
+		// attach.sh sends no records: the lines go by their text again.
+		rt.filter.loose()
 		stdout = rt.filter
 	}
 	out := &streamGate{next: stdout, n: &rt.outN, marked: &rt.marked}

@@ -122,16 +122,46 @@ const attemptMarker = "@@tfhive-attempt "
 
 // attemptFilter takes the attempt lines out of a task's stdout, wherever
 // they are (after a partial last line too), and reports each.
+//
+// Placed (the task started by its host's multiplexer), it takes out only
+// a line at an offset of the stream that its supervisor gave first, on
+// its own stdout (expect): the line's text alone proves nothing, since
+// the task can read the run's word from run.json and print the line
+// itself; such a line is the task's output. A later session (attach.sh)
+// has no such records: the filter is then loose again, as for a task
+// with a session of its own.
 type attemptFilter struct {
 	next   io.Writer
 	prefix []byte // attemptMarker, the mark, " "
 	report func(attempt, rc int)
 	held   []byte
+
+	placed bool
+	pos    int64          // the stream's bytes before held's first one
+	at     map[int64]bool // offsets of attempt lines, from the records
+	anyAt  int            // records without an offset: take the next lines
 }
 
 func newAttemptFilter(next io.Writer, mark string, report func(attempt, rc int)) *attemptFilter {
 	return &attemptFilter{next: next, prefix: []byte(attemptMarker + mark + " "), report: report}
 }
+
+// expect says that an attempt line starts at offset off of the stream
+// (-1: somewhere), and makes the filter placed.
+func (f *attemptFilter) expect(off int64) {
+	f.placed = true
+	if off < 0 {
+		f.anyAt++
+		return
+	}
+	if f.at == nil {
+		f.at = map[int64]bool{}
+	}
+	f.at[off] = true
+}
+
+// loose: the stream now comes from a session that has no records.
+func (f *attemptFilter) loose() { f.placed = false }
 
 func (f *attemptFilter) Write(p []byte) (int, error) {
 	n := len(p)
@@ -150,31 +180,80 @@ func (f *attemptFilter) Write(p []byte) (int, error) {
 			}
 			return n, nil
 		}
+		at := f.pos + int64(i)
+		if f.placed && !f.at[at] && f.anyAt == 0 {
+			// No record put a line here: the task's own bytes.
+			f.pass(p[:i+1])
+			p = p[i+1:]
+			continue
+		}
 		f.pass(p[:i])
-		rest := p[i+len(f.prefix):]
+		p = p[i:]
+		rest := p[len(f.prefix):]
 		j := bytes.IndexByte(rest, '\n')
 		if j < 0 {
 			if len(rest) > 32 {
 				// Not a line of ours after all.
-				f.pass(p[i : i+1])
-				p = p[i+1:]
+				f.pass(p[:1])
+				p = p[1:]
 				continue
 			}
-			f.held = append([]byte(nil), p[i:]...)
+			f.held = append([]byte(nil), p...)
 			return n, nil
 		}
 		a, rc, ok := strings.Cut(string(rest[:j]), " ")
 		an, err1 := strconv.Atoi(a)
 		rn, err2 := strconv.Atoi(rc)
 		if !ok || err1 != nil || err2 != nil {
-			f.pass(p[i : i+1])
-			p = p[i+1:]
+			f.pass(p[:1])
+			p = p[1:]
 			continue
 		}
+		if f.at[at] {
+			delete(f.at, at)
+		} else if f.anyAt > 0 {
+			f.anyAt--
+		}
+		f.pos += int64(len(f.prefix) + j + 1)
 		f.report(an, rn)
 		p = rest[j+1:]
 	}
 	return n, nil
+}
+
+// attemptRecords takes a supervisor's own stdout past its claim line:
+// its records "@@tfhive-attempt MARK N RC OFFSET" go to the task's
+// stdout filter (expect), the rest to next. One line at a time: the
+// supervisor writes whole lines.
+type attemptRecords struct {
+	next   io.Writer
+	prefix string // attemptMarker, the mark, " "
+	f      *attemptFilter
+	buf    []byte
+}
+
+func (r *attemptRecords) Write(p []byte) (int, error) {
+	r.buf = append(r.buf, p...)
+	for {
+		i := bytes.IndexByte(r.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := r.buf[:i+1]
+		r.buf = r.buf[i+1:]
+		if rest, ok := strings.CutPrefix(string(line[:i]), r.prefix); ok {
+			if w := strings.Fields(rest); len(w) == 3 {
+				off, err := strconv.ParseInt(w[2], 10, 64)
+				if err != nil {
+					off = -1
+				}
+				r.f.expect(off)
+				continue
+			}
+		}
+		r.next.Write(line)
+	}
+	return len(p), nil
 }
 
 // flush passes on what was held: the stream has ended.
@@ -186,6 +265,7 @@ func (f *attemptFilter) flush() {
 
 func (f *attemptFilter) pass(p []byte) {
 	if len(p) > 0 {
+		f.pos += int64(len(p))
 		f.next.Write(p)
 	}
 }

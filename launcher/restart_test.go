@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -338,5 +339,25 @@ func TestRunRestartsInProcess(t *testing.T) {
 	wantLines(t, "summary", table.String(), "restart: worker:1 on h2: attempt 0 exited 5 after ", "restart: worker:1 on h2: attempt 1 exited 5 after ", "; restarted alone\n")
 	if !strings.Contains(table.String(), "ATTEMPTS") {
 		t.Errorf("no ATTEMPTS column:\n%s", table.String())
+	}
+}
+
+// Placed, the filter takes out only the attempt lines at the offsets the
+// records gave: one the task printed, mark and all, is output.
+func TestAttemptFilterPlaced(t *testing.T) {
+	var out bytes.Buffer
+	var got []string
+	f := newAttemptFilter(&out, "MK", func(a, rc int) { got = append(got, fmt.Sprint(a, rc)) })
+	f.placed = true
+	forged := "x@@tfhive-attempt MK 0 0\n"
+	real := "@@tfhive-attempt MK 0 3\n"
+	recs := &attemptRecords{next: io.Discard, prefix: "@@tfhive-attempt MK ", f: f}
+	recs.Write([]byte("@@tfhive-attempt MK 0 3 " + fmt.Sprint(len(forged)+4) + "\n"))
+	for _, c := range []byte(forged + "tail" + real + "next") {
+		f.Write([]byte{c})
+	}
+	f.flush()
+	if want := forged + "tailnext"; out.String() != want || fmt.Sprint(got) != "[0 3]" {
+		t.Errorf("out %q, reports %v; want %q, [0 3]", out.String(), got, want)
 	}
 }

@@ -13,30 +13,34 @@
 #   c NAME LINE a control line for that supervisor
 #   e NAME      EOF on its stdin (a session closed)
 #   k NAME      kill it (SIGKILL: a session killed)
-#   f           follow: from now on stdout is one GNU tail over every
-#               task's files (below); no more s
-#   n           append "n;" to the events file: tail then prints a
-#               header, which settles whether the last bytes it printed
-#               (a newline, say) were a file's or the start of a header
+#   f           follow: from now on stdout is frames of every task's
+#               files (below); no more s
 #   u LEN       then LEN bytes: start the run's GPU sampler on this host
 #               (sample.sh, a stage as read-stage.sh reads it), once;
 #               "e .sample" ends it (a name no task's can be)
 # The sampler's lines go to this session's stderr, each behind the tag
 # "@@tfhive-sampler MARK " (sample.sh): no task writes there (their
-# output is in files, read through tail on stdout), and what the login
+# output is in files, framed on stdout), and what the login
 # shell or this shell may say there never passes for a sample. So --sample
 # costs no session of its own: one login per host still.
 # Each supervisor's stdin is a pipe from this shell (a process
 # substitution: no FIFO to make), its stdout and stderr the files NAME.so
 # and NAME.se in the directory .mux-MARK of the run's; the task's output
-# files NAME.out and NAME.err get a hard link there. tail then follows
-# those and the file "events", where each supervisor's wrapper appends
-# "x NAME RC TRUNC SO SE OUT ERR;" once it has ended: its status, 1 when
-# its output files could not take all the output (supervisor-run.sh),
-# and the sizes of its four files then. tail names each file, when it
-# switches to it, on a line "==> .mux-MARK/FILE <==" (after a newline but
-# for the first): MARK is a random word of this session's tfhive, so that
-# no task output passes for such a line by accident. tfhive counts each
+# files NAME.out and NAME.err get a hard link there. The pump
+# (tfhive_pump) then follows those and the file "events", where each
+# supervisor's wrapper appends "x NAME RC TRUNC SO SE OUT ERR;" once it
+# has ended: its status, 1 when its output files could not take all the
+# output (supervisor-run.sh), and the sizes of its four files then.
+#
+# Frames, not text, say whose bytes are whose: each is a line "FILE LEN"
+# (FILE: NAME.so, NAME.se, NAME.out, NAME.err or events) and then exactly
+# LEN bytes of that file, the next frame's line right after them. tfhive
+# finds each line where the previous frame's length ends, and nowhere
+# else: whatever a task prints (a line that looks like a frame's, or like
+# GNU tail's "==> FILE <==" headers, which this multiplexer used to follow
+# the files with) is LEN bytes of its own file and nothing more. No word
+# need be kept from the task for that: a task runs as this user and can
+# read every command line (ps) and file of the run. tfhive counts each
 # file's bytes: the offsets a later session follows from (attach.sh).
 #
 # The multiplexer ends when its stdin does (tfhive is done with it) or
@@ -54,8 +58,8 @@
 #                directory of that run id holds is an ended earlier run's)
 : "${tfhive_read?}" "${tfhive_run?}" "${tfhive_mark?}" "${tfhive_fresh?}"
 tfhive_say() { printf '%s %s %s\n' '@@tfhive-mux' "$tfhive_mark" "$1"; }
-if ! command -v tail >/dev/null 2>&1 || ! command -v mkfifo >/dev/null 2>&1; then
-	tfhive_say 'failed tail or mkfifo not found on this host (coreutils)'
+if ! command -v head >/dev/null 2>&1 || ! command -v stat >/dev/null 2>&1 || ! command -v mkfifo >/dev/null 2>&1; then
+	tfhive_say 'failed head, stat or mkfifo not found on this host (coreutils)'
 	exit 126
 fi
 tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
@@ -129,8 +133,7 @@ tfhive_ended() {
 	tfhive_want=
 	read -r tfhive_want 2>/dev/null <"$tfhive_md/n"
 	[ -n "$tfhive_want" ] || return 0
-	# The file grows by a line per nudge ("n;") for as long as the run
-	# lasts: grep counts the ends, not a shell loop over every line.
+	# grep counts the ends, not a shell loop over every line.
 	tfhive_k=$(grep -c '^x ' "$tfhive_md/events")
 	[ "${tfhive_k:-0}" -lt "$tfhive_want" ] || kill -TERM "$tfhive_mux" 2>/dev/null
 }
@@ -198,6 +201,57 @@ tfhive_end() {
 	exec {tfhive_fd}>&-
 	unset "tfhive_fds[$1]"
 }
+# tfhive_pump FILE... writes frames of the FILEs (paths from the run's
+# directory) on stdout, every byte of each once, in order, until this
+# multiplexer has ended; then one last look, as tail --pid did.
+#
+# Each look costs one stat for all the files, and one head per file that
+# grew: a process per file and look, never per line (a task that prints
+# 10,000 lines in 50 ms costs one head). The sizes come first and head
+# copies exactly that many bytes from a descriptor that stays where the
+# last frame ended: a frame's length is known before its first byte is
+# sent, whatever the task writes meanwhile (the file only grows). The
+# wait between looks is a read with a timeout on a FIFO nobody writes: no
+# sleep process. 50 ms while the files grow, 200 ms after a second with
+# nothing new (the first bytes after a pause come within that).
+tfhive_pump() {
+	tfhive_pin=() tfhive_pat=() tfhive_pnm=() tfhive_pdev=()
+	for tfhive_x in "$@"; do
+		exec {tfhive_y}<"$tfhive_x" || exit 1
+		tfhive_pin+=("$tfhive_y")
+		tfhive_pat+=(0)
+		tfhive_pnm+=("${tfhive_x##*/}")
+		tfhive_pdev+=("/dev/fd/$tfhive_y")
+	done
+	mkfifo -m 600 "$tfhive_md/tick" 2>/dev/null
+	exec {tfhive_z}<>"$tfhive_md/tick" || exit 1
+	tfhive_last=0 tfhive_idle=0
+	while :; do
+		kill -0 "$tfhive_mux" 2>/dev/null || tfhive_last=1
+		# The open files themselves (/dev/fd): the sizes are those of what
+		# head reads.
+		# shellcheck disable=SC2207 # sizes: digits only
+		tfhive_sz=($(stat -L -c %s -- "${tfhive_pdev[@]}" 2>/dev/null))
+		tfhive_any=
+		if [ "${#tfhive_sz[@]}" = "${#tfhive_pin[@]}" ]; then
+			for tfhive_i in "${!tfhive_sz[@]}"; do
+				tfhive_l=$((tfhive_sz[tfhive_i] - tfhive_pat[tfhive_i]))
+				[ "$tfhive_l" -gt 0 ] || continue
+				printf '%s %s\n' "${tfhive_pnm[tfhive_i]}" "$tfhive_l"
+				head -c "$tfhive_l" <&"${tfhive_pin[tfhive_i]}" || exit 1
+				tfhive_pat[tfhive_i]=${tfhive_sz[tfhive_i]}
+				tfhive_any=1
+			done
+		fi
+		[ "$tfhive_last" = 0 ] || exit 0
+		if [ -n "$tfhive_any" ]; then tfhive_idle=0; else tfhive_idle=$((tfhive_idle + 1)); fi
+		if [ "$tfhive_idle" -lt 20 ]; then
+			read -r -t 0.05 -u "$tfhive_z" _
+		else
+			read -r -t 0.2 -u "$tfhive_z" _
+		fi
+	done
+}
 tfhive_following=
 tfhive_follow() {
 	[ -z "$tfhive_following" ] || return 0
@@ -211,14 +265,15 @@ tfhive_follow() {
 		tfhive_closeall
 		cd "$tfhive_rd" || exit
 		[ "${#tfhive_ls[@]}" = 0 ] || ln -- "${tfhive_ls[@]}" "$tfhive_m/" 2>/dev/null
-		exec tail -c +1 -s 0.05 -f --pid="$tfhive_mux" -- "${tfhive_files[@]}" "$tfhive_m/events" 2>/dev/null
+		exec 2>/dev/null
+		tfhive_pump "${tfhive_files[@]}" "$tfhive_m/events"
 	) &
 	printf '%s\n' "$tfhive_nx" >"$tfhive_md/n"
 	tfhive_ended
 }
 tfhive_nx=0
 # The last supervisor's end (tfhive_ended) ends this shell, in its read:
-# its tail then reads the last bytes and ends too.
+# its pump then sends the last bytes and ends too.
 trap 'exit 0' TERM
 tfhive_say ok
 while IFS=' ' read -r tfhive_op tfhive_n tfhive_arg; do
@@ -231,7 +286,6 @@ while IFS=' ' read -r tfhive_op tfhive_n tfhive_arg; do
 		tfhive_end "$tfhive_n"
 		;;
 	f) tfhive_follow ;;
-	n) printf 'n;\n' >>"$tfhive_md/events" ;;
 	u) tfhive_sample "$tfhive_n" ;;
 	esac
 done

@@ -49,10 +49,16 @@
 # holders never let go in between; any other "r" is one repeated by a new
 # session, and passed over); "e" ends the supervisor with RC, as
 # do EOF, silence, a holder gone and SIGTERM (during an attempt, SIGTERM
-# stops it and ends the supervisor with no attempt line). Kept, the
-# supervisor holds the stream FIFOs open between attempts: the loggers,
-# and the tails that follow them, last the whole run, as the pid file
-# says (with the attempt under way, for find-run.sh).
+# stops it and ends the supervisor with no attempt line). Kept, each
+# attempt has loggers of its own, and the attempt line is appended to the
+# stdout file once they have ended, at the offset where the attempt's
+# output ends; started by the multiplexer, the supervisor first writes
+# "@@tfhive-attempt MARK N RC OFFSET" on its own stdout, which the task
+# cannot write to, and tfhive takes a line out of the task's stdout only
+# at an offset so given (the run's word is in run.json, which the task
+# can read). The tails follow the supervisor then, not a logger (the pid
+# file says "-" for the loggers, and the attempt under way, for
+# find-run.sh).
 #
 # A group kill falls back to the pid: right after & the child may not
 # have called setsid yet. Variables are prefixed tfhive_ so as not to meet
@@ -215,17 +221,43 @@ else
 	# full disk), GNU tee drops it and goes on copying into /dev/null, so
 	# the rest is read, and it exits 1 at the end. One process per
 	# stream, no shell around it: a host runs one per stream of every
-	# task.
-	tee -a -- "$tfhive_f.out" <"$tfhive_f.opipe" >/dev/null 2>&1 3<&- 7>&- &
-	tfhive_lo=$!
-	tee -a -- "$tfhive_f.err" <"$tfhive_f.epipe" >/dev/null 2>&1 3<&- 7>&- &
-	tfhive_le=$!
-	# Held across attempts: the loggers see EOF only at the very end.
-	[ "$tfhive_restarts" = 0 ] || exec 4<>"$tfhive_f.opipe" 5<>"$tfhive_f.epipe"
+	# task. With restarts, a pair per attempt: an attempt's loggers end
+	# with its output, and then the size of the stdout file is exactly
+	# where its output ended (the attempt's record, below).
+	tfhive_loggers() {
+		tee -a -- "$tfhive_f.out" <"$tfhive_f.opipe" >/dev/null 2>&1 3<&- 6<&- 7>&- 8>&- 9<&- &
+		tfhive_lo=$!
+		tee -a -- "$tfhive_f.err" <"$tfhive_f.epipe" >/dev/null 2>&1 3<&- 6<&- 7>&- 8>&- 9<&- &
+		tfhive_le=$!
+	}
+	# tfhive_drain waits until the loggers have ended (5 s at most: a
+	# process the task left in the background may hold its output; they
+	# are then killed) and notes whether a file could not take it all.
+	tfhive_trunc=
+	tfhive_drain() {
+		tfhive_n=0
+		while kill -0 "$tfhive_lo" 2>/dev/null || kill -0 "$tfhive_le" 2>/dev/null; do
+			[ "$tfhive_n" -lt 500 ] || { kill "$tfhive_lo" "$tfhive_le" 2>/dev/null; break; }
+			sleep 0.01
+			tfhive_n=$((tfhive_n + 1))
+		done
+		for tfhive_l in "$tfhive_lo" "$tfhive_le"; do
+			wait "$tfhive_l"
+			[ $? != 1 ] || tfhive_trunc=' truncated'
+		done
+	}
+	tfhive_loggers
 	# The pid file says who to follow: the supervisor, then each stream's
-	# writer (attach.sh), written in place like the status.
-	# With restarts, the attempt under way too (find-run.sh).
-	printf '%-47s\n' "$$ $tfhive_lo $tfhive_le ${tfhive_attempt-}" 1<>"$tfhive_f.pid"
+	# writer (attach.sh), written in place like the status. With
+	# restarts, the writers change with each attempt: "-", the supervisor
+	# is followed; and the attempt under way (find-run.sh).
+	if [ "$tfhive_restarts" = 0 ]; then
+		tfhive_wo=$tfhive_lo tfhive_we=$tfhive_le
+		printf '%-47s\n' "$$ $tfhive_lo $tfhive_le" 1<>"$tfhive_f.pid"
+	else
+		tfhive_wo=$$ tfhive_we=$$
+		printf '%-47s\n' "$$ - - $tfhive_attempt" 1<>"$tfhive_f.pid"
+	fi
 	tfhive_spawn
 	# The FIFO is opened for reading and writing: it never blocks, and
 	# never ends when a session's feeder goes.
@@ -241,8 +273,8 @@ else
 	# (inotify); whether the writer ended is only seen every -s seconds,
 	# hence short: a kill(pid, 0) every 50 ms costs nothing.
 	if [ "$tfhive_mux" = 0 ]; then
-		{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_lo" -s 0.05 -f "$tfhive_f.out" 2>/dev/null; } 3<&- 4>&- 5>&- 6<&- 7>&- &
-		{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_le" -s 0.05 -f "$tfhive_f.err" 2>/dev/null; } >&2 3<&- 4>&- 5>&- 6<&- 7>&- &
+		{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_wo" -s 0.05 -f "$tfhive_f.out" 2>/dev/null; } 3<&- 4>&- 5>&- 6<&- 7>&- &
+		{ printf '%s\n' '@@tfhive-stream'; exec tail -c +1 --pid="$tfhive_we" -s 0.05 -f "$tfhive_f.err" 2>/dev/null; } >&2 3<&- 4>&- 5>&- 6<&- 7>&- &
 		tfhive_te=$!
 	fi
 	# Past the markers, the session's streams carry the files alone: what
@@ -294,7 +326,20 @@ while :; do
 	if [ "$tfhive_keep" = 0 ]; then
 		printf '%s %s %s %s\n' '@@tfhive-attempt' "$tfhive_mark" "$tfhive_attempt" "$tfhive_rc"
 	else
-		printf '%s %s %s %s\n' '@@tfhive-attempt' "$tfhive_mark" "$tfhive_attempt" "$tfhive_rc" >&4
+		# Once the attempt's loggers have ended, the stdout file ends
+		# where its output does: the record says that offset, and the
+		# attempt line goes there, appended by this shell (no task's
+		# process can write the file any more). Started by the
+		# multiplexer, the record goes on this supervisor's own stdout
+		# first, a file the task never writes to: tfhive takes an attempt
+		# line out of the task's stdout only at an offset a record gave,
+		# so one the task printed (the run's word is in run.json) is
+		# output like any other. A later session (attach.sh) and logs -H
+		# still go by the line alone.
+		tfhive_drain
+		tfhive_size=$(stat -c %s -- "$tfhive_f.out" 2>/dev/null)
+		[ "$tfhive_mux" = 0 ] || printf '%s %s %s %s %s\n' '@@tfhive-attempt' "$tfhive_mark" "$tfhive_attempt" "$tfhive_rc" "${tfhive_size:--}"
+		printf '%s %s %s %s\n' '@@tfhive-attempt' "$tfhive_mark" "$tfhive_attempt" "$tfhive_rc" >>"$tfhive_f.out"
 	fi
 	# The answer is read by a child, as the reader does: a wait, unlike a
 	# read, gives way to SIGTERM's trap, which then ends it.
@@ -325,7 +370,10 @@ while :; do
 	TFHIVE_ATTEMPT=$tfhive_attempt
 	# A keeper that adopts the run learns the attempt under way here:
 	# attempt lines before it are history (find-run.sh).
-	[ "$tfhive_keep" = 0 ] || printf '%-47s\n' "$$ $tfhive_lo $tfhive_le $tfhive_attempt" 1<>"$tfhive_f.pid"
+	if [ "$tfhive_keep" != 0 ]; then
+		printf '%-47s\n' "$$ - - $tfhive_attempt" 1<>"$tfhive_f.pid"
+		tfhive_loggers
+	fi
 	tfhive_spawn
 	tfhive_listen
 done
@@ -337,19 +385,8 @@ if [ -n "$tfhive_pw" ]; then
 	exec 9<&-
 fi
 if [ "$tfhive_keep" != 0 ]; then
-	# The loggers end when the task's last process closes its output: one
-	# left in the background by the task would hold them, so they get 5 s.
-	tfhive_n=0
-	while kill -0 "$tfhive_lo" 2>/dev/null || kill -0 "$tfhive_le" 2>/dev/null; do
-		[ "$tfhive_n" -lt 500 ] || { kill "$tfhive_lo" "$tfhive_le" 2>/dev/null; break; }
-		sleep 0.01
-		tfhive_n=$((tfhive_n + 1))
-	done
-	tfhive_trunc=
-	for tfhive_l in "$tfhive_lo" "$tfhive_le"; do
-		wait "$tfhive_l"
-		[ $? != 1 ] || tfhive_trunc=' truncated'
-	done
+	# The loggers end when the task's last process closes its output.
+	tfhive_drain
 	printf '%-31s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}" 1<>"$tfhive_f.rc"
 	kill "$tfhive_feed" 2>/dev/null
 	if [ "$tfhive_mux" != 0 ]; then
