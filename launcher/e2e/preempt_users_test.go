@@ -217,3 +217,50 @@ func dirOpens(t *testing.T, dir string) <-chan struct{} {
 	}()
 	return ch
 }
+
+// A colleague makes the request's file first (its name, HIGH.LOW, is
+// anyone's to guess once the high run's ticket and the low run's claims
+// are there; the test makes it before, so that it is there when the
+// ticket appears): the high run says whose it is, asks under a name
+// nobody could make ahead of it, and the low run is preempted all the
+// same; the colleague's file is left as it was.
+func TestPreemptPremadeRequest(t *testing.T) {
+	p := newPreemptHost(t)
+	mallory := sshtest.AddUser(t, "mallory")
+	low, _, gpus := p.startLow(t)
+	dir := p.f.Host("h1").ClaimsDir()
+	premade := dir + "/tfhive-preempt.high-b.low-a.lock"
+	out, err := p.f.Host("h1").Command(mallory, "/bin/sh", "-c", ": >"+premade).CombinedOutput()
+	if err != nil {
+		t.Fatalf("as mallory: %v\n%s", err, out)
+	}
+
+	args := p.runAs(t, p.high, "--workers", "1", "--gpus-per-worker", "2", "--priority", "high", "--wait", "15s",
+		"--name", "high-b", "--", "sh", "-c", "echo high-ran gpus=$CUDA_VISIBLE_DEVICES")
+	high := startTfhive(t, p.f, readStdout, args...)
+	lowDone, highDone := make(chan struct{}), make(chan struct{})
+	go func() { low.readAll(); low.Wait(); close(lowDone) }()
+	go func() { high.readAll(); high.Wait(); close(highDone) }()
+	select {
+	case <-lowDone:
+	case <-highDone:
+		t.Fatalf("the high run ended, the low run still runs:\n%s%s", high.read.String(), high.other.String())
+	}
+	if code := low.ProcessState.ExitCode(); code != 5 {
+		t.Fatalf("low run: exit %d, want 5\n%s%s", code, low.read.String(), low.other.String())
+	}
+	wantContains(t, "low run's output", low.read.String(), "preempted by run high-b of "+p.high.Name+" (--priority high)",
+		"term from uid="+strconv.Itoa(p.low.UID)+" ")
+	<-highDone
+	if code := high.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("high run: exit %d\n%s%s", code, high.read.String(), high.other.String())
+	}
+	wantContains(t, "high run's output", high.read.String(), "high-ran gpus="+gpus+"\n")
+	wantContains(t, "high run's stderr", high.other.String(),
+		"tfhive: warning: h1: tfhive-preempt.high-b.low-a.lock was made by "+mallory.Name+", not by this run",
+		"tfhive: preempting run low-a of "+p.low.Name+" (--priority low) on h1 for its 2 GPUs")
+	var st syscall.Stat_t
+	if err := syscall.Stat(premade, &st); err != nil || int(st.Uid) != mallory.UID {
+		t.Errorf("mallory's file: %v, uid %d", err, st.Uid)
+	}
+}

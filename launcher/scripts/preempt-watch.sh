@@ -3,8 +3,9 @@
 # user's processes, so a high run cannot stop a low one itself: it asks,
 # and the low run's own supervisor stops its task. The ask is a lock the
 # high run's waiting tfhive holds in the claims directory
-# (tfhive-preempt.HIGH.LOW.lock, ticket.sh), whose holder's command line
-# ends with "tfhive-preempt DIR HIGH.LOW HIGH LOW". As for claims and tickets, only
+# (tfhive-preempt.HIGH.LOW.lock, or tfhive-preempt.HIGH.WORD.LOW.lock
+# when another user made that name first: ticket.sh), whose holder's
+# command line ends with "tfhive-preempt DIR NAME HIGH LOW". As for claims and tickets, only
 # the kernel is believed: the lock must be in /proc/locks, its holder a
 # flock whose uid /proc gives, and the same uid must hold a ticket of
 # priority high for run HIGH (ticket.sh). A file alone asks nothing.
@@ -41,6 +42,14 @@ tfhive_may_preempt() {
 	return 1
 }
 
+# tfhive_request_name NAME HIGH LOW: NAME is a request's, HIGH.LOW or
+# HIGH.WORD.LOW (WORD 16 hex digits).
+tfhive_request_name() {
+	local r=${1#"$2".}
+	r=${r%."$3"}
+	[ "$1" = "$2.$3" ] || { [ "$1" = "$2.$r.$3" ] && [[ $r =~ ^[0-9a-f]{16}$ ]]; }
+}
+
 # tfhive_preempt_by DIR RUN prints "HIGH USER" for a live request to
 # preempt RUN by a high run whose user may, and fails when there is none.
 tfhive_preempt_by() {
@@ -57,7 +66,9 @@ tfhive_preempt_by() {
 		if [ "$n" -lt 6 ] || [[ ${a[0]} != *flock ]]; then continue; fi
 		# The holder's shape first: most holders are GPU claims, whose
 		# owner is not needed.
-		if [ "${a[n - 5]}" = tfhive-preempt ] && [ "${a[n - 4]}" = "$1" ] && [ "${a[n - 3]}" = "${a[n - 2]}.$2" ] && [ "${a[n - 1]}" = "$2" ]; then
+		# A request is named HIGH.LOW, or HIGH.WORD.LOW when another user
+		# made that name first (ticket.sh).
+		if [ "${a[n - 5]}" = tfhive-preempt ] && [ "${a[n - 4]}" = "$1" ] && [ "${a[n - 1]}" = "$2" ] && tfhive_request_name "${a[n - 3]}" "${a[n - 2]}" "$2"; then
 			v=req w=${a[n - 2]}
 		elif [ "$n" -ge 8 ] && [ "${a[n - 7]}" = tfhive-ticket ] && [ "${a[n - 6]}" = "$1" ] && [ "${a[n - 3]}" = high ]; then
 			v=tick w=${a[n - 4]}
