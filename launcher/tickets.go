@@ -3,6 +3,9 @@ package launcher
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -47,7 +50,8 @@ func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Requ
 	name := probe.TicketName(schedule.PriorityRank(prio), ms, req.RunID)
 	script := ticketSh.With(shscript.Set("tfhive_kind", "ticket"), shscript.Set("tfhive_name", name),
 		shscript.Set("tfhive_label", strings.Join([]string{req.RunID, prio, strconv.FormatInt(ms, 10), strings.Join(words, ",")}, " ")))
-	return &Tickets{procs: holdLocks(ctx, execs, script, wake)}
+	procs, _ := holdLocks(ctx, execs, script, wake)
+	return &Tickets{procs: procs}
 }
 
 // Preempt asks each victim's hosts to preempt it for run high (the lock
@@ -55,8 +59,13 @@ func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Requ
 // the victim's own supervisors decide (scripts/preempt-watch.sh). A
 // victim asked already is not asked again. The requests go with the
 // tickets (Release).
+//
+// The name is anyone's to guess from the high run's ticket and the low
+// run's claims: where another made it first, warn names its owner and
+// the request is held again as tfhive-preempt.HIGH.WORD.LOW.lock, WORD
+// random, which nobody can make ahead of it.
 // It returns the victims asked now, with the hosts asked.
-func (t *Tickets) Preempt(ctx context.Context, execs map[string]remote.Executor, high string, vs []schedule.Victim) []schedule.Victim {
+func (t *Tickets) Preempt(ctx context.Context, execs map[string]remote.Executor, high string, vs []schedule.Victim, warn func(string)) []schedule.Victim {
 	if t.asked == nil {
 		t.asked = map[string]bool{}
 	}
@@ -76,23 +85,52 @@ func (t *Tickets) Preempt(ctx context.Context, execs map[string]remote.Executor,
 		}
 		v.Hosts = names
 		now = append(now, v)
-		script := ticketSh.With(shscript.Set("tfhive_kind", "preempt"), shscript.Set("tfhive_name", high+"."+v.RunID),
-			shscript.Set("tfhive_label", high+" "+v.RunID))
-		t.procs = append(t.procs, holdLocks(ctx, hosts, script, nil)...)
+		procs, taken := holdLocks(ctx, hosts, preemptScript(high+"."+v.RunID, high, v.RunID), nil)
+		t.procs = append(t.procs, procs...)
+		var again []remote.Executor
+		for i, owner := range taken {
+			if owner == "" {
+				continue
+			}
+			if warn != nil {
+				warn(fmt.Sprintf("%s: tfhive-preempt.%s.%s.lock was made by %s, not by this run: asking run %s to stop under another name", names[i], high, v.RunID, owner, v.RunID))
+			}
+			again = append(again, hosts[i])
+		}
+		if len(again) > 0 {
+			procs, _ := holdLocks(ctx, again, preemptScript(high+"."+randomWord()+"."+v.RunID, high, v.RunID), nil)
+			t.procs = append(t.procs, procs...)
+		}
 	}
 	return now
+}
+
+// preemptScript is ticket.sh holding the request name for run high to
+// preempt run low.
+func preemptScript(name, high, low string) string {
+	return ticketSh.With(shscript.Set("tfhive_kind", "preempt"), shscript.Set("tfhive_name", name),
+		shscript.Set("tfhive_label", high+" "+low))
+}
+
+// randomWord is 16 random hex digits.
+func randomWord() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // holdLocks runs a ticket.sh script on every executor, in parallel, and
 // returns the sessions of those whose lock is held, once each is held or
 // refused (a host that refuses, or is lost, is simply one where the run
-// holds no place).
-func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake chan<- struct{}) []remote.Started {
+// holds no place), and, by executor, the owner of the file where the
+// name was taken already ("" elsewhere; "-" when the host could not say).
+func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake chan<- struct{}) ([]remote.Started, []string) {
 	input := strconv.Itoa(len(script)) + "\n" + script
 	var procs []remote.Started
+	taken := make([]string, len(execs))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, ex := range execs {
+	for i, ex := range execs {
 		if ex == nil {
 			continue
 		}
@@ -117,13 +155,14 @@ func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake
 				procs = append(procs, proc)
 				mu.Unlock()
 			case <-ended:
+				taken[i] = w.takenBy()
 			case <-time.After(30 * time.Second):
 				proc.Close()
 			}
 		}()
 	}
 	wg.Wait()
-	return procs
+	return procs, taken
 }
 
 // Release gives the tickets up: EOF ends each holder, which removes its
@@ -140,12 +179,34 @@ func (t *Tickets) Release() {
 }
 
 // ticketLines closes held at the holder's "@@tfhive-ticket held" line,
-// then sends to wake (when it has room) at each "@@tfhive-changed".
+// then sends to wake (when it has room) at each "@@tfhive-changed". The
+// script's "@@tfhive-ticket refused exists OWNER" is kept (takenBy).
 type ticketLines struct {
 	buf  []byte
 	held chan struct{}
 	done bool
 	wake chan<- struct{}
+	mu   sync.Mutex
+	all  []byte // the output before "held", up to 4 KiB
+}
+
+const ticketExists = "@@tfhive-ticket refused exists "
+
+// takenBy is the owner the script named when the lock's name was taken
+// already, "" when it said nothing of it. Call it once the session ended.
+func (w *ticketLines) takenBy() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := bytes.Index(w.all, []byte(ticketExists))
+	if i < 0 {
+		return ""
+	}
+	line, _, _ := bytes.Cut(w.all[i+len(ticketExists):], []byte("\n"))
+	owner := strings.TrimSpace(string(line))
+	if owner == "" || len(owner) > 64 || strings.ContainsFunc(owner, func(r rune) bool { return r < ' ' || r > '~' }) {
+		return "-"
+	}
+	return owner
 }
 
 const (
@@ -156,6 +217,11 @@ const (
 func (w *ticketLines) Write(p []byte) (int, error) {
 	w.buf = append(w.buf, p...)
 	if !w.done {
+		w.mu.Lock()
+		if len(w.all) < 4096 {
+			w.all = append(w.all, p[:min(len(p), 4096-len(w.all))]...)
+		}
+		w.mu.Unlock()
 		i := bytes.Index(w.buf, []byte(ticketHeld))
 		if i < 0 {
 			if len(w.buf) > 4096 {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +86,70 @@ func TestTicketScriptSaysChanged(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tfhive-ticket.1.2.r1.lock")); !os.IsNotExist(err) {
 		t.Errorf("the ticket file is still there: %v", err)
+	}
+}
+
+// A request's name taken already: the script names the file's owner; a
+// name that is no login name reads "-"; a lock held says nothing of it.
+func TestTicketLinesTakenBy(t *testing.T) {
+	for out, want := range map[string]string{
+		"@@tfhive-ticket refused exists mallory\n":   "mallory",
+		"@@tfhive-ticket refused exists \x1b[2J\n":   "-",
+		"@@tfhive-ticket refused exists\n":           "",
+		"@@tfhive-ticket held\n":                     "",
+		"banner\n@@tfhive-ticket refused exists -\n": "-",
+	} {
+		w := &ticketLines{held: make(chan struct{})}
+		w.Write([]byte(out))
+		if got := w.takenBy(); got != want {
+			t.Errorf("%q: taken by %q, want %q", out, got, want)
+		}
+	}
+}
+
+// A name made first by anyone: the script takes nothing and says whose
+// the file is.
+func TestTicketScriptNamesPremadeOwner(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tfhive-preempt.h.l.lock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := ticketSh.With(shscript.Set("tfhive_kind", "preempt"), shscript.Set("tfhive_name", "h.l"), shscript.Set("tfhive_label", "h l"))
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
+	w := &ticketLines{held: make(chan struct{})}
+	cmd.Stdout = w
+	err := cmd.Run()
+	if cmd.ProcessState.ExitCode() != 75 {
+		t.Fatalf("exit: %v", err)
+	}
+	me, _ := exec.Command("id", "-un").Output()
+	if got := w.takenBy(); got != strings.TrimSpace(string(me)) {
+		t.Errorf("taken by %q, want %q", got, me)
+	}
+}
+
+// The low run's watch takes a request named HIGH.LOW, or HIGH.WORD.LOW
+// with WORD 16 hex digits, for the runs its label names, and no other.
+func TestPreemptWatchRequestNames(t *testing.T) {
+	src, err := scripts.ReadFile("scripts/preempt-watch.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{
+		"hi.lo":                     true,
+		"hi.0123456789abcdef.lo":    true,
+		"hi.0123456789abcde.lo":     false,
+		"hi.0123456789ABCDEF.lo":    false,
+		"hi.x.0123456789abcdef.lo":  false,
+		"hi.lo.0123456789abcdef":    false,
+		"other.0123456789abcdef.lo": false,
+		"hi.lo2":                    false,
+	} {
+		cmd := exec.Command("bash", "-c", "tfhive_preempt= tfhive_grace=1\n"+string(src)+"\ntfhive_request_name \"$1\" hi lo", "-", name)
+		err := cmd.Run()
+		if got := err == nil; got != want {
+			t.Errorf("%s: taken %v, want %v (%v)", name, got, want, err)
+		}
 	}
 }

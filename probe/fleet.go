@@ -350,7 +350,8 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		}
 	}
 	po.claims.held = parseHolders(po.claims.holders)
-	if claims := parseClaims(po.claims, gpuIndex, time.Now()); claims != nil {
+	now := time.Now()
+	if claims := parseClaims(po.claims, gpuIndex, now); claims != nil {
 		hi.Claims = claims
 	}
 	markIntruders(hi.GPUs, hi.Claims, parseAncestors(po.ps))
@@ -359,7 +360,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		f.opts.SSH.Warn(h.Name + ": " + hi.PolicyWarning)
 	}
 	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
-	hi.Tickets = parseTickets(po.claims)
+	hi.Tickets = parseTickets(po.claims, now)
 	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)
 	if f.opts.Runs {
 		runs, use := cutUtil(po.runs)

@@ -15,8 +15,11 @@ const TicketMarker = "tfhive-ticket"
 
 // parseTickets finds the waiting runs' tickets among the lock holders:
 // a flock process holding a lock (it is in /proc/locks) whose command
-// line ends with a ticket label for this host's claims dir.
-func parseTickets(s claimsSection) []inventory.Ticket {
+// line ends with a ticket label for this host's claims dir. A ticket
+// waits since its holder started, as the kernel dates it (its age, now
+// being when the probe answered), whatever its label says: the label is
+// anyone's to write, and one saying 1970 went ahead of every waiter.
+func parseTickets(s claimsSection, now time.Time) []inventory.Ticket {
 	holders := s.holderMap()
 	var out []inventory.Ticket
 	seen := map[int]bool{}
@@ -33,13 +36,16 @@ func parseTickets(s claimsSection) []inventory.Ticket {
 		seen[pid] = true
 		if t, ok := ParseTicketLabel(h.args, s.dir); ok {
 			t.User, t.PID = h.user, pid
+			t.Since = now.Add(-h.age).Truncate(time.Millisecond).UTC()
 			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// ParseTicketLabel reads a ticket holder's command line.
+// ParseTicketLabel reads a ticket holder's command line. Its Since is
+// the label's, which only names the ticket's file: parseTickets dates a
+// ticket by its holder.
 func ParseTicketLabel(args, dir string) (inventory.Ticket, bool) {
 	f := strings.Fields(args)
 	n := len(f)

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"cmp"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -138,7 +139,9 @@ func without(inv inventory.Inventory, vs []Victim) inventory.Inventory {
 // each host: only a low run, only where the policy allows preempt_low;
 // "*" when the policy lets anyone use --priority high, else the users
 // ("u:NAME") and groups ("g:NAME") it names (a name that is not a plain
-// word is left out: the host's shell reads these as words).
+// word is left out: the host's shell reads these as words); then "n:GPUS",
+// the host's GPUs (scripts/preempt-watch.sh stops the run only for a high
+// run that asks more GPUs than are free there).
 func PreemptibleBy(inv inventory.Inventory, prio string) map[string]string {
 	if prio != PriorityLow {
 		return nil
@@ -149,8 +152,11 @@ func PreemptibleBy(inv inventory.Inventory, prio string) map[string]string {
 		if p == nil || !p.PreemptLow {
 			continue
 		}
+		// The host's GPUs, for the watch to see whether a high run that
+		// asks really needs this run's: more than are free.
+		n := fmt.Sprintf(" n:%d", len(h.GPUs))
 		if p.High == nil {
-			out[h.Name] = "*"
+			out[h.Name] = "*" + n
 			continue
 		}
 		var ws []string
@@ -165,7 +171,7 @@ func PreemptibleBy(inv inventory.Inventory, prio string) map[string]string {
 			}
 		}
 		if len(ws) > 0 {
-			out[h.Name] = strings.Join(ws, " ")
+			out[h.Name] = strings.Join(ws, " ") + n
 		}
 	}
 	return out

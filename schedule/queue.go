@@ -33,6 +33,11 @@ func Queue(inv inventory.Inventory) []QueueEntry {
 				byKey[k] = i
 				q = append(q, QueueEntry{Ticket: t})
 			}
+			// Each host dates the ticket by its holder there: the run
+			// waits since its first.
+			if t.Since.Before(q[i].Since) {
+				q[i].Since = t.Since
+			}
 			if !slices.Contains(q[i].Hosts, h.Name) {
 				q[i].Hosts = append(q[i].Hosts, h.Name)
 			}
@@ -47,13 +52,23 @@ func Queue(inv inventory.Inventory) []QueueEntry {
 // applyQueue keeps for the runs waiting ahead of this request the free
 // GPUs they could be placed on now, in their order (state Queued): a run
 // behind may only backfill on what none of them can use. A request
-// without QueueSince ignores the queue.
+// without QueueSince ignores the queue. Once the request holds tickets,
+// its place is theirs, dated by the hosts as every other waiter dates it
+// (QueueSince, this machine's clock when it began to wait, is only its
+// place until then): two waiters must agree on which is ahead.
 func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 	if req.QueueSince.IsZero() {
 		return
 	}
+	q := Queue(inv)
 	mine := inventory.Ticket{Rank: PriorityRank(req.Priority), Since: req.QueueSince.Truncate(time.Millisecond), Name: "\xff"}
-	for _, e := range Queue(inv) {
+	for _, e := range q {
+		if e.RunID == req.RunID && e.Rank == mine.Rank {
+			mine.Since = e.Since
+			break
+		}
+	}
+	for _, e := range q {
 		if e.RunID == req.RunID || cmp.Or(cmp.Compare(e.Rank, mine.Rank), e.Since.Compare(mine.Since)) >= 0 {
 			continue
 		}

@@ -22,7 +22,7 @@ func preempt(ctx context.Context, fleet *probe.Fleet, tickets *launcher.Tickets,
 	if len(vs) == 0 {
 		return
 	}
-	for _, v := range tickets.Preempt(ctx, executors(fleet), req.RunID, vs) {
+	for _, v := range tickets.Preempt(ctx, executors(fleet), req.RunID, vs, func(s string) { fmt.Fprintf(stderr, "tfhive: warning: %s\n", s) }) {
 		fmt.Fprintf(stderr, "tfhive: preempting run %s of %s (--priority low) on %s for its %s\n", v.RunID, v.User, strings.Join(v.Hosts, ", "), wording.Count(v.GPUs, "GPU"))
 	}
 }

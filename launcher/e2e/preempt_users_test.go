@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -216,4 +217,126 @@ func dirOpens(t *testing.T, dir string) <-chan struct{} {
 		}
 	}()
 	return ch
+}
+
+// A colleague makes the request's file first (its name, HIGH.LOW, is
+// anyone's to guess once the high run's ticket and the low run's claims
+// are there; the test makes it before, so that it is there when the
+// ticket appears): the high run says whose it is, asks under a name
+// nobody could make ahead of it, and the low run is preempted all the
+// same; the colleague's file is left as it was.
+func TestPreemptPremadeRequest(t *testing.T) {
+	p := newPreemptHost(t)
+	mallory := sshtest.AddUser(t, "mallory")
+	low, _, gpus := p.startLow(t)
+	dir := p.f.Host("h1").ClaimsDir()
+	premade := dir + "/tfhive-preempt.high-b.low-a.lock"
+	out, err := p.f.Host("h1").Command(mallory, "/bin/sh", "-c", ": >"+premade).CombinedOutput()
+	if err != nil {
+		t.Fatalf("as mallory: %v\n%s", err, out)
+	}
+
+	args := p.runAs(t, p.high, "--workers", "1", "--gpus-per-worker", "2", "--priority", "high", "--wait", "15s",
+		"--name", "high-b", "--", "sh", "-c", "echo high-ran gpus=$CUDA_VISIBLE_DEVICES")
+	high := startTfhive(t, p.f, readStdout, args...)
+	lowDone, highDone := make(chan struct{}), make(chan struct{})
+	go func() { low.readAll(); low.Wait(); close(lowDone) }()
+	go func() { high.readAll(); high.Wait(); close(highDone) }()
+	select {
+	case <-lowDone:
+	case <-highDone:
+		t.Fatalf("the high run ended, the low run still runs:\n%s%s", high.read.String(), high.other.String())
+	}
+	if code := low.ProcessState.ExitCode(); code != 5 {
+		t.Fatalf("low run: exit %d, want 5\n%s%s", code, low.read.String(), low.other.String())
+	}
+	wantContains(t, "low run's output", low.read.String(), "preempted by run high-b of "+p.high.Name+" (--priority high)",
+		"term from uid="+strconv.Itoa(p.low.UID)+" ")
+	<-highDone
+	if code := high.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("high run: exit %d\n%s%s", code, high.read.String(), high.other.String())
+	}
+	wantContains(t, "high run's output", high.read.String(), "high-ran gpus="+gpus+"\n")
+	wantContains(t, "high run's stderr", high.other.String(),
+		"tfhive: warning: h1: tfhive-preempt.high-b.low-a.lock was made by "+mallory.Name+", not by this run",
+		"tfhive: preempting run low-a of "+p.low.Name+" (--priority low) on h1 for its 2 GPUs")
+	var st syscall.Stat_t
+	if err := syscall.Stat(premade, &st); err != nil || int(st.Uid) != mallory.UID {
+		t.Errorf("mallory's file: %v, uid %d", err, st.Uid)
+	}
+}
+
+// On a host whose policy says preempt_low: true and names no high users,
+// anyone may use --priority high, and so preempt a low run: but only by
+// a high run that really waits for its GPUs. A colleague's hand-made high
+// ticket that asks 1 GPU, with 2 of the 4 free, and a request naming the
+// low run, stop nothing; nor does a ticket label held on another file
+// than the ticket's, asking all 4. A real high run of another user that
+// needs the low run's GPUs (all 4) preempts it.
+func TestPreemptNeedsAWaitingRun(t *testing.T) {
+	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-4gpu.xml", AliveInterval: 1})
+	p := &preemptHost{f: f, low: sshtest.AddUser(t, "low"), high: sshtest.AddUser(t, "high")}
+	mallory := sshtest.AddUser(t, "mallory")
+	if err := f.Host("h1").SetPolicy("preempt_low: true\n"); err != nil {
+		t.Fatal(err)
+	}
+	low, pid, _ := p.startLow(t)
+	lowDone := make(chan struct{})
+	go func() { low.readAll(); low.Wait(); close(lowDone) }()
+
+	dir := f.Host("h1").ClaimsDir()
+	var forged []*exec.Cmd
+	hold := func(file string, label ...string) {
+		forged = append(forged, background(t, f.Host("h1"), mallory, "exec flock -n -o "+dir+"/"+file+" bash --norc -c 'echo ready; exec sleep 300' "+strings.Join(label, " ")))
+	}
+	hold("tfhive-ticket.0.1000.fake.lock", "tfhive-ticket", dir, "0.1000.fake", "fake", "high", "1000", "1")
+	hold("tfhive-preempt.fake.low-a.lock", "tfhive-preempt", dir, "fake.low-a", "fake", "low-a")
+	hold("decoy.lock", "tfhive-ticket", dir, "0.1000.fake2", "fake2", "high", "1000", "4")
+	hold("tfhive-preempt.fake2.low-a.lock", "tfhive-preempt", dir, "fake2.low-a", "fake2", "low-a")
+
+	// Each opening of the directory but the last after the forgeries were
+	// in place is a look of the watch at them that said no.
+	opens := dirOpens(t, dir)
+	for range 3 {
+		select {
+		case <-opens:
+		case <-lowDone:
+			t.Fatalf("the low run ended:\n%s%s", low.read.String(), low.other.String())
+		case <-time.After(time.Minute):
+			t.Fatal("the low run's watch never looked at the claims directory")
+		}
+	}
+	select {
+	case <-lowDone:
+		t.Fatalf("the low run ended:\n%s%s", low.read.String(), low.other.String())
+	default:
+	}
+	if st, err := os.ReadFile(filepath.Join(f.Host("h1").Proc(), strconv.Itoa(pid), "status")); err != nil || !strings.Contains(string(st), "\nUid:\t"+strconv.Itoa(p.low.UID)+"\t") {
+		t.Fatalf("the low run's task %d is gone: %v", pid, err)
+	}
+	// The forged high ticket would keep a GPU in the queue: gone first.
+	for _, c := range forged {
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		c.Wait()
+	}
+
+	args := p.runAs(t, p.high, "--workers", "1", "--gpus-per-worker", "4", "--priority", "high", "--wait", "20s",
+		"--name", "high-b", "--", "echo", "high-ran")
+	high := startTfhive(t, f, readStdout, args...)
+	highDone := make(chan struct{})
+	go func() { high.readAll(); high.Wait(); close(highDone) }()
+	select {
+	case <-lowDone:
+	case <-highDone:
+		t.Fatalf("the high run ended, the low run still runs:\n%s%s", high.read.String(), high.other.String())
+	}
+	if code := low.ProcessState.ExitCode(); code != 5 {
+		t.Fatalf("low run: exit %d, want 5\n%s%s", code, low.read.String(), low.other.String())
+	}
+	wantContains(t, "low run's output", low.read.String(), "preempted by run high-b of "+p.high.Name+" (--priority high)")
+	<-highDone
+	if code := high.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("high run: exit %d\n%s%s", code, high.read.String(), high.other.String())
+	}
+	wantContains(t, "high run's output", high.read.String(), "high-ran")
 }

@@ -11,12 +11,14 @@
 # outright is not locked, so it counts for nothing.
 #
 # A high run's request to preempt a low one (preempt-watch.sh) is held
-# the same way, as tfhive-preempt.HIGH.LOW.lock.
+# the same way, as tfhive-preempt.HIGH.LOW.lock, or, when another made
+# that name first, tfhive-preempt.HIGH.WORD.LOW.lock (WORD: 16 random hex
+# digits, which nobody can make ahead of it).
 #
 # Parameters, set by tfhive ahead of this text:
 #   tfhive_kind   ticket, or preempt
 #   tfhive_name   the ticket's name: RANK.SINCE.RUN (its order); a
-#                 request's: HIGH.LOW
+#                 request's: HIGH.LOW or HIGH.WORD.LOW
 #   tfhive_label  RUN PRIORITY SINCE SHAPE, the label's words; a
 #                 request's: HIGH LOW
 : "${tfhive_kind?}" "${tfhive_name?}" "${tfhive_label?}"
@@ -26,7 +28,13 @@ case $tfhive_dir in /*[[:space:]]* | [!/]*) echo '@@tfhive-ticket refused claims
 command -v flock >/dev/null 2>&1 || { echo '@@tfhive-ticket refused no flock'; exit 127; }
 tfhive_f=$tfhive_dir/tfhive-$tfhive_kind.$tfhive_name.lock
 umask 022
-(set -C; : >"$tfhive_f") 2>/dev/null || { echo '@@tfhive-ticket refused exists'; exit 75; }
+# A name taken already says whose it is (the owner of what is there, a
+# symlink's own): a request's name is anyone's to guess, and a file made
+# first by another user must be named, never silently obeyed.
+if ! (set -C; : >"$tfhive_f") 2>/dev/null; then
+	echo "@@tfhive-ticket refused exists $(stat -c %U -- "$tfhive_f" 2>/dev/null || echo -)"
+	exit 75
+fi
 # While it waits, a ticket's holder tells its tfhive when the host's locks
 # change ("@@tfhive-changed": a claim let go, say), so that the run
 # probes again at once rather than at its next backoff step. It reads

@@ -32,4 +32,14 @@ printf '%s\n' "$l";
 echo @@tfhive-holders;
 # shellcheck disable=SC2086 # split on purpose: the lines' words are lock id, pid, lock id, pid...
 set -- $l; p=; while [ $# -ge 2 ]; do p=$p${p:+,}$2; shift 2; done;
-h=; if [ -n "$p" ]; then h=$(ps -ww -o pid= -o uid= -o user:32= -o etimes= -o args= -p "$p" 2>/dev/null); printf '%s\n' "$h"; fi;
+h=; if [ -n "$p" ]; then h=$(ps -ww -o pid= -o uid= -o user:32= -o etimes= -o args= -p "$p" 2>/dev/null); printf '%s\n' "$h";
+# Then the host's uptime (T SECONDS) and each holder's start (S PID TICKS:
+# the 22nd field of /proc/PID/stat, in clock ticks since boot, after the
+# command name in parentheses, which may hold anything but ends at the
+# last paren), read by the shell itself: a waiting run's place is its
+# ticket holder's age as the kernel knows it, to the tick, never what
+# its label says (probe/claims.go).
+u=; read -r u _ 2>/dev/null </proc/uptime; echo "T ${u:--}";
+o=$IFS; IFS=,; set -f; for q in $p; do IFS=$o; s=; read -r s 2>/dev/null <"/proc/$q/stat"; s=${s##*) };
+# shellcheck disable=SC2086 # the fields, split on purpose
+set -- $s; if [ $# -ge 20 ]; then shift 19; echo "S $q $1"; fi; done; IFS=$o; set +f; fi;

@@ -1,0 +1,51 @@
+package schedule
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/inventory"
+)
+
+func ticket(run, user, prio string, since time.Time, shape ...int) inventory.Ticket {
+	return inventory.Ticket{Name: run, RunID: run, User: user, Priority: prio, Rank: PriorityRank(prio), Since: since, Shape: shape}
+}
+
+// A run that holds tickets has their place, as the hosts date them: a
+// run whose ticket the host dates before this run's own waits ahead of
+// it, although this run began to wait (QueueSince, its own clock) before
+// either ticket was taken.
+func TestQueueOwnPlaceIsItsTicket(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := host("h1", 2)
+	h.Tickets = []inventory.Ticket{
+		ticket("other", "bob", PriorityNormal, t0.Add(time.Second), 2),
+		ticket("me", "alice", PriorityNormal, t0.Add(2*time.Second), 2),
+	}
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{h}}
+	req := NewRequest()
+	req.Workers, req.GPUsPerWorker, req.RunID, req.Command = 1, 2, "me", []string{"true"}
+	req.QueueSince = t0
+	if _, err := Make(inv, req); !errors.As(err, new(*CapacityError)) {
+		t.Fatalf("Make: %v, want the GPUs kept for run other", err)
+	}
+	// Without its tickets yet, it is where it began to wait: ahead.
+	inv.Hosts[0].Tickets = inv.Hosts[0].Tickets[:1]
+	if _, err := Make(inv, req); err != nil {
+		t.Fatalf("Make without its ticket: %v", err)
+	}
+}
+
+// A run waiting on two hosts waits since its first ticket, whichever
+// host dates it.
+func TestQueueSinceEarliestHost(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	h1, h2 := host("h1", 1), host("h2", 1)
+	h1.Tickets = []inventory.Ticket{ticket("a", "bob", PriorityNormal, t0.Add(3*time.Second), 1), ticket("b", "carol", PriorityNormal, t0.Add(2*time.Second), 1)}
+	h2.Tickets = []inventory.Ticket{ticket("a", "bob", PriorityNormal, t0.Add(time.Second), 1)}
+	q := Queue(inventory.Inventory{Hosts: []inventory.HostInventory{h1, h2}})
+	if len(q) != 2 || q[0].RunID != "a" || !q[0].Since.Equal(t0.Add(time.Second)) || len(q[0].Hosts) != 2 || q[1].RunID != "b" {
+		t.Fatalf("queue: %+v", q)
+	}
+}
