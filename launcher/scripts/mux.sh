@@ -89,7 +89,12 @@ if [ "$tfhive_fresh" = 1 ]; then
 fi
 tfhive_m=.mux-$tfhive_mark
 tfhive_md=$tfhive_rd/$tfhive_m
-{ mkdir -m 700 "$tfhive_md" && : >"$tfhive_md/events"; } 2>/dev/null || { tfhive_say "failed cannot create $tfhive_md"; exit 126; }
+# The pump's FIFO (tfhive_pump's wait) is made now, and the events file
+# gets its first bytes ("s;", which tfhive passes over), before any task
+# can have filled the disk: a disk full later still takes the events
+# (the file's first block is there), and could not take a new file.
+{ mkdir -m 700 "$tfhive_md" && printf 's;\n' >"$tfhive_md/events" && mkfifo -m 600 "$tfhive_md/tick"; } 2>/dev/null ||
+	{ tfhive_say "failed cannot create $tfhive_md"; exit 126; }
 tfhive_mux=$$
 declare -A tfhive_fds tfhive_pids
 tfhive_names=()
@@ -223,7 +228,6 @@ tfhive_pump() {
 		tfhive_pnm+=("${tfhive_x##*/}")
 		tfhive_pdev+=("/dev/fd/$tfhive_y")
 	done
-	mkfifo -m 600 "$tfhive_md/tick" 2>/dev/null
 	exec {tfhive_z}<>"$tfhive_md/tick" || exit 1
 	tfhive_last=0 tfhive_idle=0
 	while :; do

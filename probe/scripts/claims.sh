@@ -25,7 +25,11 @@
 d=${TFHIVE_CLAIMS_DIR:-/tmp};
 m=-; if [ -r /etc/machine-id ]; then read -r m </etc/machine-id; fi;
 echo @@tfhive-claims "${m:--}" "$d";
-find -H "$d" -mindepth 1 -maxdepth 1 -regextype posix-extended -regex '.*/tfhive-claim[.](gpu|port)-[A-Za-z0-9-]{1,80}[.]lock' -printf 'F %D %i %u %y %f\n' \( -type l -o ! -readable \) -printf 'U %f\n' 2>/dev/null | awk -v n="$cmax" '/^F / && ++c > n { print "X"; exit } { print }';
+# A file find found unusable is looked at again: one that went since
+# (its owner may unlink and make it again, as fast as she likes) is not
+# unusable, and must not block its GPU or port.
+find -H "$d" -mindepth 1 -maxdepth 1 -regextype posix-extended -regex '.*/tfhive-claim[.](gpu|port)-[A-Za-z0-9-]{1,80}[.]lock' -printf 'F %D %i %u %y %f\n' \( -type l -o ! -readable \) -printf 'U %f\n' 2>/dev/null | awk -v n="$cmax" '/^F / && ++c > n { print "X"; exit } { print }' |
+  while IFS= read -r x; do case $x in "U "*) f=$d/${x#U }; if [ -L "$f" ] || { [ -e "$f" ] && [ ! -r "$f" ]; }; then printf '%s\n' "$x"; fi ;; *) printf '%s\n' "$x" ;; esac; done;
 echo @@tfhive-locks;
 l=$(awk '$2 == "FLOCK" && $5 > 0 { print $6, $5 }' /proc/locks 2>/dev/null);
 printf '%s\n' "$l";
