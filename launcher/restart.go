@@ -130,7 +130,8 @@ const attemptMarker = "@@tfhive-attempt "
 // itself; such a line is the task's output.
 //
 // Checked (a later session, attach.sh, or logs.sh: checked), the
-// supervisor's records come from its file NAME.att in the stream itself,
+// supervisor's records come from its file NAME.att in the stream itself
+// (recordLines takes them out, ahead of the stream's gate),
 // each on a line "@@tfhive-rec SECRET at OFFSET", SECRET a word of that
 // session alone; a line "@@tfhive-rec SECRET seen SIZE" says that every
 // record of a line before SIZE has come. Those lines come from another
@@ -199,25 +200,55 @@ func (f *attemptFilter) Write(p []byte) (int, error) {
 		p = append(f.held, p...)
 		f.held = nil
 	}
-	var tail []byte
-	if f.rec != nil {
-		p, tail = f.records(p)
-	}
 	f.scan(p)
-	if len(tail) > 0 {
-		f.held = append(f.held, tail...)
-	}
 	return n, nil
 }
 
+// recordLines takes the record lines of a checked stream out of it, ahead
+// of the stream's gate (which counts the file's bytes only), and gives
+// them to the filter; the rest goes to next.
+type recordLines struct {
+	next io.Writer
+	f    *attemptFilter
+	held []byte
+}
+
+func (r *recordLines) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(r.held) > 0 {
+		p = append(r.held, p...)
+		r.held = nil
+	}
+	data, tail := r.f.records(p, false)
+	r.held = tail
+	if len(data) > 0 {
+		if _, err := r.next.Write(data); err != nil {
+			return n, err
+		}
+	}
+	// A line that waits may be told now, with nothing after it.
+	r.f.Write(nil)
+	return n, nil
+}
+
+// flush passes on what was held: the stream has ended.
+func (r *recordLines) flush() {
+	data, _ := r.f.records(r.held, true)
+	r.held = nil
+	if len(data) > 0 {
+		r.next.Write(data)
+	}
+}
+
 // records takes the record lines out of b and applies them; tail is
-// what may be the start of one, to wait for the next write.
-func (f *attemptFilter) records(b []byte) (data, tail []byte) {
+// what may be the start of one, to wait for the next write (none once
+// final).
+func (f *attemptFilter) records(b []byte, final bool) (data, tail []byte) {
 	for {
 		i := bytes.Index(b, f.rec)
 		if i < 0 {
 			k := len(b) - partialPrefix(b, f.rec)
-			if f.final {
+			if final {
 				k = len(b)
 			}
 			return append(data, b[:k]...), append([]byte(nil), b[k:]...)
@@ -226,7 +257,7 @@ func (f *attemptFilter) records(b []byte) (data, tail []byte) {
 		rest := b[i+len(f.rec):]
 		j := bytes.IndexByte(rest, '\n')
 		if j < 0 {
-			if f.final {
+			if final {
 				return append(data, b[i:]...), nil
 			}
 			return data, append([]byte(nil), b[i:]...)
@@ -348,9 +379,6 @@ func (f *attemptFilter) flush() {
 	p := f.held
 	f.held = nil
 	f.final = true
-	if f.rec != nil {
-		p, _ = f.records(p)
-	}
 	f.scan(p)
 	f.pass(f.held)
 	f.held = nil

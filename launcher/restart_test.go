@@ -383,11 +383,13 @@ func TestAttemptFilterChecked(t *testing.T) {
 			var got []string
 			f := newAttemptFilter(&out, "MK", func(a, rc int) { got = append(got, fmt.Sprint(a, rc)) })
 			f.checked("SEC")
+			rl := &recordLines{next: f, f: f}
 			for b := []byte(c.stream); len(b) > 0; {
 				n := min(step, len(b))
-				f.Write(b[:n])
+				rl.Write(b[:n])
 				b = b[n:]
 			}
+			rl.flush()
 			f.flush()
 			if want := forged + fake + "tailnext"; out.String() != want || fmt.Sprint(got) != "[0 3]" {
 				t.Errorf("%s, writes of %d: out %q, reports %v; want %q, [0 3]", c.name, step, out.String(), got, want)
@@ -398,11 +400,12 @@ func TestAttemptFilterChecked(t *testing.T) {
 	var out bytes.Buffer
 	f := newAttemptFilter(&out, "MK", func(int, int) { t.Error("a forged line was taken") })
 	f.checked("SEC")
-	f.Write([]byte(forged + "more"))
+	rl := &recordLines{next: f, f: f}
+	rl.Write([]byte(forged + "more"))
 	if out.String() != "x" {
 		t.Errorf("before seen: %q", out.String())
 	}
-	f.Write([]byte("@@tfhive-rec SEC seen 2\n"))
+	rl.Write([]byte("@@tfhive-rec SEC seen 2\n"))
 	if out.String() != forged+"more" {
 		t.Errorf("after seen: %q", out.String())
 	}
