@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"strconv"
@@ -60,21 +61,22 @@ type HostLog struct {
 // HostLogs prints a kept run's task output from the hosts, in the order
 // given, and says what each host held.
 func HostLogs(ctx context.Context, hosts []string, execs map[string]remote.Executor, o HostLogsOptions) []HostLog {
-	input := logsInput(o.RunID, o.Task, o.Follow)
+	secret := rand.Text()
+	input := logsInput(o.RunID, o.Task, o.Follow, secret)
 	if o.Task != "" {
-		return taskLogs(ctx, hosts, execs, input, o)
+		return taskLogs(ctx, hosts, execs, input, secret, o)
 	}
 	return allLogs(ctx, hosts, execs, input, o)
 }
 
 // logsInput is logs.sh with its parameters, as a stage for
 // SupervisorCommand.
-func logsInput(runID, task string, follow bool) string {
+func logsInput(runID, task string, follow bool, secret string) string {
 	f := "0"
 	if follow {
 		f = "1"
 	}
-	s := logsSh.With(shscript.Set("tfhive_run", runID), shscript.Set("tfhive_task", task), shscript.Set("tfhive_follow", f))
+	s := logsSh.With(shscript.Set("tfhive_run", runID), shscript.Set("tfhive_task", task), shscript.Set("tfhive_follow", f), shscript.Set("tfhive_rmark", secret))
 	return strconv.Itoa(len(s)) + "\n" + s
 }
 
@@ -125,7 +127,7 @@ func noneOf(noise []byte) string {
 }
 
 // taskLogs: one task, every host asked at once (only one holds it).
-func taskLogs(ctx context.Context, hosts []string, execs map[string]remote.Executor, input string, o HostLogsOptions) []HostLog {
+func taskLogs(ctx context.Context, hosts []string, execs map[string]remote.Executor, input, secret string, o HostLogsOptions) []HostLog {
 	res := make([]HostLog, len(hosts))
 	var mu sync.Mutex
 	var g errgroup.Group
@@ -140,7 +142,7 @@ func taskLogs(ctx context.Context, hosts []string, execs map[string]remote.Execu
 			}
 			var noise noiseBuffer
 			var n1, n2 int64
-			marks := &markedFilter{next: out}
+			marks := &markedFilter{next: out, secret: secret}
 			og := &streamGate{next: marks, noise: io.MultiWriter(&noise, marks.catcher()), n: &n1}
 			eg := &streamGate{next: errw, n: &n2}
 			err := runLogs(ctx, execs[h], input, og, eg)
@@ -321,12 +323,16 @@ func (p *linePrinter) emit(text []byte) error {
 const markLine = "@@tfhive-mark "
 
 // markedFilter takes the attempt lines out of a task's stdout file once
-// logs.sh has said the run's word; without one, it passes all.
+// logs.sh has said the run's word: only those at an offset of the
+// supervisor's records, which come in the stream behind secret
+// (checked); without a word, it passes all.
 type markedFilter struct {
-	next io.Writer
-	mark string
-	f    *attemptFilter
-	set  bool
+	next   io.Writer
+	mark   string
+	secret string
+	f      *attemptFilter
+	recs   *recordLines
+	set    bool
 }
 
 // catcher is the writer of what comes before the streams, line by line.
@@ -346,16 +352,19 @@ func (w *markedFilter) Write(p []byte) (int, error) {
 		w.set = true
 		if w.mark != "" {
 			w.f = newAttemptFilter(w.next, w.mark, func(int, int) {})
+			w.f.checked(w.secret)
+			w.recs = &recordLines{next: w.f, f: w.f}
 		}
 	}
-	if w.f != nil {
-		return w.f.Write(p)
+	if w.recs != nil {
+		return w.recs.Write(p)
 	}
 	return w.next.Write(p)
 }
 
 func (w *markedFilter) flush() {
 	if w.f != nil {
+		w.recs.flush()
 		w.f.flush()
 	}
 }

@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -191,19 +192,28 @@ func (r *runner) attach(i int) {
 	rt.marked.Store(false)
 	rt.attachNoise.Reset()
 	var stdout io.Writer = rt.out.Stdout()
+	secret := ""
 	if r.o.Restart.Max > 0 {
 		if rt.filter == nil {
 			rt.filter = r.attemptFilter(i, stdout)
 		}
-		// attach.sh sends no records: the lines go by their text again.
-		rt.filter.loose()
+		// attach.sh sends the supervisor's records among the stream's
+		// bytes, behind a word of this session alone.
+		secret = rand.Text()
+		rt.filter.checked(secret)
 		stdout = rt.filter
 	}
-	out := &streamGate{next: stdout, n: &rt.outN, marked: &rt.marked}
+	var out io.Writer = &streamGate{next: stdout, n: &rt.outN, marked: &rt.marked}
+	var recs *recordLines
+	if secret != "" {
+		// Ahead of the gate: rt.outN counts the file's bytes alone.
+		recs = &recordLines{next: out, f: rt.filter}
+		out = recs
+	}
 	errw := &streamGate{next: rt.out.Stderr(), noise: &rt.attachNoise, n: &rt.errN, replaced: r.links.sayReplaced,
 		end: r.endLine(), truncated: &rt.truncated}
 	tap := r.preemptTap(errw, &rt.preempted)
-	input := attachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN, r.gen(), r.mark)
+	input := attachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN, r.gen(), r.mark, secret)
 	go func() {
 		proc, err := ex.Start(context.Background(), SupervisorCommand, out, tap)
 		if err == nil {
@@ -220,6 +230,9 @@ func (r *runner) attach(i int) {
 		tap.flush()
 		if err == nil {
 			errw.flush()
+			if recs != nil {
+				recs.flush()
+			}
 			if rt.filter != nil {
 				rt.filter.flush()
 			}

@@ -127,9 +127,21 @@ const attemptMarker = "@@tfhive-attempt "
 // a line at an offset of the stream that its supervisor gave first, on
 // its own stdout (expect): the line's text alone proves nothing, since
 // the task can read the run's word from run.json and print the line
-// itself; such a line is the task's output. A later session (attach.sh)
-// has no such records: the filter is then loose again, as for a task
-// with a session of its own.
+// itself; such a line is the task's output.
+//
+// Checked (a later session, attach.sh, or logs.sh: checked), the
+// supervisor's records come from its file NAME.att in the stream itself
+// (recordLines takes them out, ahead of the stream's gate),
+// each on a line "@@tfhive-rec SECRET at OFFSET", SECRET a word of that
+// session alone; a line "@@tfhive-rec SECRET seen SIZE" says that every
+// record of a line before SIZE has come. Those lines come from another
+// process than the file's bytes (rundir.sh's tfhive_records), so anywhere
+// in the stream: they are taken out first, wherever they are, and count
+// for no offset. An attempt line's text met before its record, or before
+// a "seen" past it, waits for them: the supervisor writes the record
+// before the line, so once the file held the line its record was there.
+// One no record names is the task's output. Loose (neither), it goes by
+// the line's text alone.
 type attemptFilter struct {
 	next   io.Writer
 	prefix []byte // attemptMarker, the mark, " "
@@ -140,7 +152,20 @@ type attemptFilter struct {
 	pos    int64          // the stream's bytes before held's first one
 	at     map[int64]bool // offsets of attempt lines, from the records
 	anyAt  int            // records without an offset: take the next lines
+
+	rec   []byte // checked: recMarker, the session's secret, " "
+	seen  int64  // checked: every record of a line before it has come
+	final bool   // the stream has ended: nothing more will come
 }
+
+// recMarker starts a record of the supervisor's file in a checked stream.
+const recMarker = "@@tfhive-rec "
+
+// maxAttemptWait bounds what a checked filter holds behind an attempt
+// line that waits for its record: a real one is followed by nothing
+// until tfhive answers it (the supervisor waits), so past this the line
+// can only be the task's.
+const maxAttemptWait = 4 << 20
 
 func newAttemptFilter(next io.Writer, mark string, report func(attempt, rc int)) *attemptFilter {
 	return &attemptFilter{next: next, prefix: []byte(attemptMarker + mark + " "), report: report}
@@ -161,7 +186,13 @@ func (f *attemptFilter) expect(off int64) {
 }
 
 // loose: the stream now comes from a session that has no records.
-func (f *attemptFilter) loose() { f.placed = false }
+func (f *attemptFilter) loose() { f.placed, f.rec = false, nil }
+
+// checked: the stream now comes from a session that sends the
+// supervisor's records among the file's bytes, behind secret.
+func (f *attemptFilter) checked(secret string) {
+	f.placed, f.rec = true, []byte(recMarker+secret+" ")
+}
 
 func (f *attemptFilter) Write(p []byte) (int, error) {
 	n := len(p)
@@ -169,18 +200,106 @@ func (f *attemptFilter) Write(p []byte) (int, error) {
 		p = append(f.held, p...)
 		f.held = nil
 	}
+	f.scan(p)
+	return n, nil
+}
+
+// recordLines takes the record lines of a checked stream out of it, ahead
+// of the stream's gate (which counts the file's bytes only), and gives
+// them to the filter; the rest goes to next.
+type recordLines struct {
+	next io.Writer
+	f    *attemptFilter
+	held []byte
+}
+
+func (r *recordLines) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(r.held) > 0 {
+		p = append(r.held, p...)
+		r.held = nil
+	}
+	data, tail := r.f.records(p, false)
+	r.held = tail
+	if len(data) > 0 {
+		if _, err := r.next.Write(data); err != nil {
+			return n, err
+		}
+	}
+	// A line that waits may be told now, with nothing after it.
+	r.f.Write(nil)
+	return n, nil
+}
+
+// flush passes on what was held: the stream has ended.
+func (r *recordLines) flush() {
+	data, _ := r.f.records(r.held, true)
+	r.held = nil
+	if len(data) > 0 {
+		r.next.Write(data)
+	}
+}
+
+// records takes the record lines out of b and applies them; tail is
+// what may be the start of one, to wait for the next write (none once
+// final).
+func (f *attemptFilter) records(b []byte, final bool) (data, tail []byte) {
+	for {
+		i := bytes.Index(b, f.rec)
+		if i < 0 {
+			k := len(b) - partialPrefix(b, f.rec)
+			if final {
+				k = len(b)
+			}
+			return append(data, b[:k]...), append([]byte(nil), b[k:]...)
+		}
+		data = append(data, b[:i]...)
+		rest := b[i+len(f.rec):]
+		j := bytes.IndexByte(rest, '\n')
+		if j < 0 {
+			if final {
+				return append(data, b[i:]...), nil
+			}
+			return data, append([]byte(nil), b[i:]...)
+		}
+		if w := strings.Fields(string(rest[:j])); len(w) == 2 {
+			if off, err := strconv.ParseInt(w[1], 10, 64); err == nil && off >= 0 {
+				switch w[0] {
+				case "at":
+					f.expect(off)
+				case "seen":
+					f.seen = max(f.seen, off)
+				}
+			}
+		}
+		b = rest[j+1:]
+	}
+}
+
+// scan passes p on, less the attempt lines, holding what cannot be told
+// yet.
+func (f *attemptFilter) scan(p []byte) {
 	for len(p) > 0 {
 		i := bytes.Index(p, f.prefix)
 		if i < 0 {
 			// What may be the start of a marker waits for the next write.
 			k := len(p) - partialPrefix(p, f.prefix)
+			if f.final {
+				k = len(p)
+			}
 			f.pass(p[:k])
 			if k < len(p) {
 				f.held = append([]byte(nil), p[k:]...)
 			}
-			return n, nil
+			return
 		}
 		at := f.pos + int64(i)
+		if f.rec != nil && !f.at[at] && at >= f.seen && !f.final && len(p)-i < maxAttemptWait {
+			// Its record may be on its way.
+			f.pass(p[:i])
+			f.held = append([]byte(nil), p[i:]...)
+			return
+		}
 		if f.placed && !f.at[at] && f.anyAt == 0 {
 			// No record put a line here: the task's own bytes.
 			f.pass(p[:i+1])
@@ -192,14 +311,14 @@ func (f *attemptFilter) Write(p []byte) (int, error) {
 		rest := p[len(f.prefix):]
 		j := bytes.IndexByte(rest, '\n')
 		if j < 0 {
-			if len(rest) > 32 {
+			if len(rest) > 32 || f.final {
 				// Not a line of ours after all.
 				f.pass(p[:1])
 				p = p[1:]
 				continue
 			}
 			f.held = append([]byte(nil), p...)
-			return n, nil
+			return
 		}
 		a, rc, ok := strings.Cut(string(rest[:j]), " ")
 		an, err1 := strconv.Atoi(a)
@@ -218,7 +337,6 @@ func (f *attemptFilter) Write(p []byte) (int, error) {
 		f.report(an, rn)
 		p = rest[j+1:]
 	}
-	return n, nil
 }
 
 // attemptRecords takes a supervisor's own stdout past its claim line:
@@ -260,7 +378,11 @@ func (r *attemptRecords) Write(p []byte) (int, error) {
 func (f *attemptFilter) flush() {
 	p := f.held
 	f.held = nil
-	f.pass(p)
+	f.final = true
+	f.scan(p)
+	f.pass(f.held)
+	f.held = nil
+	f.final = false
 }
 
 func (f *attemptFilter) pass(p []byte) {

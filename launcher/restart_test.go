@@ -361,3 +361,52 @@ func TestAttemptFilterPlaced(t *testing.T) {
 		t.Errorf("out %q, reports %v; want %q, [0 3]", out.String(), got, want)
 	}
 }
+
+// Checked, the records come among the file's bytes, anywhere (mid-line,
+// cut between writes): the line a record names is taken out whether its
+// record comes before or after it; one no record names, the task's, is
+// passed on once a "seen" past it, or the stream's end, says none will
+// come; and the task's own record lines, without the secret, are its
+// output.
+func TestAttemptFilterChecked(t *testing.T) {
+	forged := "x@@tfhive-attempt MK 0 0\n"
+	real := "@@tfhive-attempt MK 0 3\n"
+	fake := "@@tfhive-rec MK at 1\n"
+	off := fmt.Sprint(len(forged) + len(fake) + 4)
+	for _, c := range []struct{ name, stream string }{
+		{"record first", "@@tfhive-rec SEC at " + off + "\n" + forged + fake + "ta@@tfhive-rec SEC seen 3\nil" + real + "next"},
+		{"record after", forged + fake + "tail" + real + "ne@@tfhive-rec SEC at " + off + "\n@@tfhive-rec SEC seen 99\nxt"},
+		{"no seen", forged + fake + "tail" + real + "next@@tfhive-rec SEC at " + off + "\n"},
+	} {
+		for _, step := range []int{1, 3, 1000} {
+			var out bytes.Buffer
+			var got []string
+			f := newAttemptFilter(&out, "MK", func(a, rc int) { got = append(got, fmt.Sprint(a, rc)) })
+			f.checked("SEC")
+			rl := &recordLines{next: f, f: f}
+			for b := []byte(c.stream); len(b) > 0; {
+				n := min(step, len(b))
+				rl.Write(b[:n])
+				b = b[n:]
+			}
+			rl.flush()
+			f.flush()
+			if want := forged + fake + "tailnext"; out.String() != want || fmt.Sprint(got) != "[0 3]" {
+				t.Errorf("%s, writes of %d: out %q, reports %v; want %q, [0 3]", c.name, step, out.String(), got, want)
+			}
+		}
+	}
+	// A forged line is held only until a "seen" past it.
+	var out bytes.Buffer
+	f := newAttemptFilter(&out, "MK", func(int, int) { t.Error("a forged line was taken") })
+	f.checked("SEC")
+	rl := &recordLines{next: f, f: f}
+	rl.Write([]byte(forged + "more"))
+	if out.String() != "x" {
+		t.Errorf("before seen: %q", out.String())
+	}
+	rl.Write([]byte("@@tfhive-rec SEC seen 2\n"))
+	if out.String() != forged+"more" {
+		t.Errorf("after seen: %q", out.String())
+	}
+}

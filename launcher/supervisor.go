@@ -188,7 +188,7 @@ func keepSeconds(d time.Duration) int {
 // before the control lines it passes on (scripts/attach.sh): it follows
 // the task's output from the offsets given, bytes of stdout and stderr
 // already received. mark is the word of its truncation line.
-func attachInput(runID, taskID string, outOff, errOff int64, gen int, mark string) string {
+func attachInput(runID, taskID string, outOff, errOff int64, gen int, mark, rmark string) string {
 	s := attachSh.With(
 		shscript.Set("tfhive_run", runID),
 		shscript.Set("tfhive_task", taskID),
@@ -196,6 +196,7 @@ func attachInput(runID, taskID string, outOff, errOff int64, gen int, mark strin
 		shscript.Set("tfhive_off_err", strconv.FormatInt(errOff, 10)),
 		shscript.Set("tfhive_gen", strconv.Itoa(gen)),
 		shscript.Set("tfhive_mark", mark),
+		shscript.Set("tfhive_rmark", rmark),
 	)
 	return strconv.Itoa(len(s)) + "\n" + s
 }

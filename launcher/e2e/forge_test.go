@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -104,5 +105,117 @@ exit 3`
 		if !strings.Contains(log, "@@tfhive-attempt "+mark[1]+" "+a+" 0\n") || !strings.Contains(log, "attempt "+a+" done\n") {
 			t.Errorf("attempt %s: the log lacks the task's own lines:\n%s", a, log)
 		}
+	}
+}
+
+// After a reconnect (the link reset: each task followed again by a
+// session of its own, attach.sh), a task that reads the run's word from
+// run.json and prints an attempt line ("attempt N exited 0") still
+// changes nothing: its attempts end as they really did (3), the run ends
+// with 3, and the forged lines stay in its log as the output they are.
+// tfhive logs -H of the run, for the task and for every task, keeps them
+// too, and takes out only the supervisor's own lines.
+func TestRestartReconnectForgedAttemptLine(t *testing.T) {
+	f := sshtest.Start(t, sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", AliveInterval: 1, Proxied: true})
+	flag := filepath.Join(t.TempDir(), "forge")
+	script := `echo "attempt $TFHIVE_ATTEMPT waits"
+while [ ! -e "$1" ]; do sleep 0.05; done
+j=$(cat "$HOME"/.tfhive/runs-*/"$TFHIVE_RUN_ID"/run.json)
+m=${j##*\"mark\":\"}; m=${m%%\"*}
+echo "mark $m"
+printf 'x@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT"
+printf '@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT"
+sleep 0.5
+echo "attempt $TFHIVE_ATTEMPT done"
+exit 3`
+	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--reconnect", "2m", "--timeout", "60s",
+		"--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", script, "task", flag)
+	r := startTfhive(t, f, readStdout, args...)
+	if !r.readUntil(func(line string) bool { return strings.HasSuffix(line, "] attempt 0 waits") }) {
+		r.Wait()
+		t.Fatalf("tfhive ended before the task began: %s", r.other.String())
+	}
+	f.Host("far").Proxy.Reset()
+	if !r.readUntil(func(line string) bool { return strings.Contains(line, "tfhive: far is back after") }) {
+		r.Wait()
+		t.Fatalf("tfhive did not reconnect: %s%s", r.read.String(), r.other.String())
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.readAll()
+	err := r.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("tfhive: %v, want exit 3\n%s%s", err, r.read.String(), r.other.String())
+	}
+	s := summaryOf(t, logDir)
+	tr := taskByID(s, "worker:0")
+	wantAttempts(t, tr, "0:exited:3:restarted every task", "1:exited:3:")
+	log := readFile(t, tr.Log)
+	mark := regexp.MustCompile(`mark (\w+)`).FindStringSubmatch(log)
+	if mark == nil {
+		t.Fatalf("the task found no mark:\n%s", log)
+	}
+	var want strings.Builder
+	for _, a := range []string{"0", "1"} {
+		fmt.Fprintf(&want, "attempt %s waits\nmark %s\nx@@tfhive-attempt %s %s 0\n@@tfhive-attempt %s %s 0\nattempt %s done\n", a, mark[1], mark[1], a, mark[1], a, a)
+	}
+	if log != want.String() {
+		t.Errorf("log %q, want %q", log, want.String())
+	}
+
+	home2 := t.TempDir()
+	env2 := append(f.Env(), "HOME="+home2)
+	hosts := []string{"logs", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig}
+	one := tfhive(t, env2, home2, append(hosts, "--task", "worker:0", s.RunID)...)
+	wantCode(t, one, 0)
+	if one.stdout != want.String() {
+		t.Errorf("logs -H --task: %q, want %q", one.stdout, want.String())
+	}
+	all := tfhive(t, env2, home2, append(hosts, s.RunID)...)
+	wantCode(t, all, 0)
+	var wantAll strings.Builder
+	for line := range strings.Lines(want.String()) {
+		wantAll.WriteString("[worker:0 far] " + line)
+	}
+	if all.stdout != wantAll.String() {
+		t.Errorf("logs -H: %q, want %q", all.stdout, wantAll.String())
+	}
+}
+
+// tfhive logs -H of a run whose task printed attempt lines of its own
+// (the run's word read from run.json) keeps them, for the task and for
+// every task: only the supervisor's lines, at the offsets it recorded,
+// are taken out.
+func TestRestartLogsFromHostsForged(t *testing.T) {
+	f := runFleet(t, "g2")
+	script := `j=$(cat "$HOME"/.tfhive/runs-*/"$TFHIVE_RUN_ID"/run.json)
+m=${j##*\"mark\":\"}; m=${m%%\"*}
+printf 'x@@tfhive-attempt %s %s 0\n@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT" "$m" "$TFHIVE_ATTEMPT"
+printf 'part%s' "$TFHIVE_ATTEMPT"; exit 3`
+	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", script)
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 3)
+	s := summaryOf(t, logDir)
+	log := readFile(t, taskByID(s, "worker:0").Log)
+	if !strings.Contains(log, "x@@tfhive-attempt ") || !strings.HasSuffix(log, "part1") {
+		t.Fatalf("local log %q", log)
+	}
+	home2 := t.TempDir()
+	env2 := append(f.Env(), "HOME="+home2)
+	hosts := []string{"logs", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig}
+	one := tfhive(t, env2, home2, append(hosts, "--task", "worker:0", s.RunID)...)
+	wantCode(t, one, 0)
+	if one.stdout != log {
+		t.Errorf("logs -H --task: %q, want %q", one.stdout, log)
+	}
+	all := tfhive(t, env2, home2, append(hosts, s.RunID)...)
+	wantCode(t, all, 0)
+	var want strings.Builder
+	for line := range strings.Lines(log + "\n") {
+		want.WriteString("[worker:0 g2] " + line)
+	}
+	if all.stdout != want.String() {
+		t.Errorf("logs -H: %q, want %q", all.stdout, want.String())
 	}
 }

@@ -23,7 +23,13 @@
 #                   on record refuses this session: "replaced by …")
 #   tfhive_mark     a random word of this session's tfhive: it marks the
 #                   truncation line
-: "${tfhive_run?}" "${tfhive_task?}" "${tfhive_off_out?}" "${tfhive_off_err?}" "${tfhive_gen?}" "${tfhive_mark?}"
+#   tfhive_rmark    with restarts, a random word of this session alone:
+#                   the supervisor's records of its attempt lines go into
+#                   the stdout stream behind it (rundir.sh's
+#                   tfhive_records), so that tfhive takes out an attempt
+#                   line only where the supervisor put one, not one the
+#                   task printed; empty: none
+: "${tfhive_run?}" "${tfhive_task?}" "${tfhive_off_out?}" "${tfhive_off_err?}" "${tfhive_gen?}" "${tfhive_mark?}" "${tfhive_rmark?}"
 tfhive_fail() { printf 'tfhive: %s\n' "$1" >&2; exit 125; }
 tfhive_rd='' tfhive_why='' # set by tfhive_rundir (rundir.sh, sent ahead of this)
 tfhive_pid='' tfhive_lo='' tfhive_le='' tfhive_alive=0 tfhive_w='' # set by tfhive_supervisor, tfhive_writer (rundir.sh)
@@ -61,6 +67,11 @@ if [ "$tfhive_alive" = 1 ]; then
 	tfhive_writer "$tfhive_le"
 	tail -c +$((tfhive_off_err + 1)) --pid="$tfhive_w" -s 0.05 -f "$tfhive_f.err" 6<&- >&2 2>/dev/null &
 	tfhive_t2=$!
+	tfhive_rp=
+	if [ -n "$tfhive_rmark" ]; then
+		tfhive_records "$tfhive_f" "$tfhive_rmark" "$tfhive_pid" 2>/dev/null 6<&- &
+		tfhive_rp=$!
+	fi
 	exec 8>&2 2>/dev/null
 	wait "$tfhive_t1" "$tfhive_t2"
 	kill "$tfhive_feed"
@@ -70,8 +81,11 @@ if [ "$tfhive_alive" = 1 ]; then
 		read -r tfhive_stat <"/proc/$tfhive_pid/stat" && tfhive_stat=${tfhive_stat##*) } && [ "${tfhive_stat%% *}" != Z ]; do
 		sleep 0.01
 	done
+	# The records' last pass comes once the supervisor is gone.
+	[ -z "$tfhive_rp" ] || wait "$tfhive_rp"
 else
 	tail -c +$((tfhive_off_out + 1)) "$tfhive_f.out" 2>/dev/null
+	[ -z "$tfhive_rmark" ] || tfhive_records "$tfhive_f" "$tfhive_rmark" 2>/dev/null
 	tail -c +$((tfhive_off_err + 1)) "$tfhive_f.err" >&2 2>/dev/null
 	exec 8>&2 2>/dev/null
 fi

@@ -130,3 +130,45 @@ tfhive_writer() {
 	tfhive_stat=${tfhive_stat#* }
 	[ "${tfhive_stat%% *}" = "$tfhive_pid" ] && tfhive_w=$1
 }
+
+# tfhive_records FILE SECRET [PID] puts on stdout the supervisor's records
+# of where the attempt lines of FILE.out start (FILE.att, "N RC OFFSET",
+# supervisor-run.sh), each as "@@tfhive-rec SECRET at OFFSET", then
+# "@@tfhive-rec SECRET seen SIZE", SIZE the file's size taken before the
+# records were read: the supervisor writes a record before its line, so
+# every line before SIZE has its record among those. SECRET is a word of
+# this session's tfhive, which the task is not told: the lines go into
+# the stream of FILE.out, among its bytes (tfhive takes them out, and
+# takes out an attempt line only at an offset they gave). With PID, the
+# supervisor, it goes on every 0.2 s while PID lives, and once after;
+# only what is new is said again.
+tfhive_records() {
+	tfhive_rn=0 tfhive_rz=
+	while :; do
+		tfhive_ra=0
+		# Alive: not gone, nor a zombie (once this session's parent is
+		# gone, nobody may ever reap it).
+		if [ -n "${3-}" ] && read -r tfhive_rt 2>/dev/null <"/proc/$3/stat"; then
+			tfhive_rt=${tfhive_rt##*) }
+			[ "${tfhive_rt%% *}" = Z ] || tfhive_ra=1
+		fi
+		tfhive_rs=$(stat -c %s -- "$1.out" 2>/dev/null) || tfhive_rs=
+		tfhive_ri=0
+		if [ -f "$1.att" ] && [ ! -L "$1.att" ]; then
+			# A line still being written has no newline yet: read fails on
+			# it, and it is read next time.
+			while read -r _ _ tfhive_ro; do
+				tfhive_ri=$((tfhive_ri + 1))
+				[ "$tfhive_ri" -gt "$tfhive_rn" ] || continue
+				case $tfhive_ro in '' | *[!0-9]*) continue ;; esac
+				printf '@@tfhive-rec %s at %s\n' "$2" "$tfhive_ro"
+			done <"$1.att"
+		fi
+		if [ "$tfhive_ri" != "$tfhive_rn" ] || [ "$tfhive_rs" != "$tfhive_rz" ]; then
+			[ -z "$tfhive_rs" ] || printf '@@tfhive-rec %s seen %s\n' "$2" "$tfhive_rs"
+		fi
+		tfhive_rn=$tfhive_ri tfhive_rz=$tfhive_rs
+		[ "$tfhive_ra" = 1 ] || return 0
+		sleep 0.2
+	done
+}

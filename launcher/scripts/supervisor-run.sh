@@ -334,11 +334,16 @@ while :; do
 		# first, a file the task never writes to: tfhive takes an attempt
 		# line out of the task's stdout only at an offset a record gave,
 		# so one the task printed (the run's word is in run.json) is
-		# output like any other. A later session (attach.sh) and logs -H
-		# still go by the line alone.
+		# output like any other. The record also goes into NAME.att ("N
+		# RC OFFSET"), before the line, for a later session (attach.sh)
+		# and logs -H (rundir.sh's tfhive_records): the task's output
+		# never goes there. What this guarantees is that nothing the task
+		# prints counts as an attempt line; a task's process that writes
+		# NAME.att itself (it runs as the same user) is not kept from it.
 		tfhive_drain
 		tfhive_size=$(stat -c %s -- "$tfhive_f.out" 2>/dev/null)
 		[ "$tfhive_mux" = 0 ] || printf '%s %s %s %s %s\n' '@@tfhive-attempt' "$tfhive_mark" "$tfhive_attempt" "$tfhive_rc" "${tfhive_size:--}"
+		[ -z "$tfhive_size" ] || printf '%s %s %s\n' "$tfhive_attempt" "$tfhive_rc" "$tfhive_size" >>"$tfhive_f.att"
 		printf '%s %s %s %s\n' '@@tfhive-attempt' "$tfhive_mark" "$tfhive_attempt" "$tfhive_rc" >>"$tfhive_f.out"
 	fi
 	# The answer is read by a child, as the reader does: a wait, unlike a
