@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
@@ -69,10 +70,13 @@ type hostMux struct {
 	proc   remote.Started
 	wmu    sync.Mutex // one frame at a time on the session's stdin
 	left   atomic.Int64
-	closed bool          // under wmu
-	exited chan struct{} // closed once the session has ended
-	noise  noiseBuffer
-	stderr muxStderr
+	closed bool // under wmu
+	// refused is why the multiplexer refused the run ("failed WHY"), once
+	// it said so: what a start that met it closed reports.
+	refused atomic.Pointer[string]
+	exited  chan struct{} // closed once the session has ended
+	noise   noiseBuffer
+	stderr  muxStderr
 	// sampled is closed once the session has ended, before its
 	// supervisors' virtual sessions end: the sampler it ran, if any,
 	// ended with it (its last sample closed).
@@ -198,6 +202,7 @@ func (m *hostMux) Write(b []byte) (int, error) {
 		m.ready, m.pre = true, nil
 		if what != "ok" {
 			why := strings.TrimPrefix(what, "failed ")
+			m.refused.Store(&why)
 			for _, p := range m.procs {
 				io.WriteString(p.w[0], claimFailed+why+"\n")
 				p.finish(126, nil)
@@ -373,6 +378,24 @@ func (p *muxProc) finish(rc int, err error) {
 			p.m.close()
 		}
 	})
+}
+
+// startErr is what a start or follow that failed with err reports: the
+// multiplexer's own refusal when it said one (the write failed because
+// the multiplexer had ended, having said why), else err.
+func (m *hostMux) startErr(err error) error {
+	if errors.Is(err, errMuxEnded) || m.refused.Load() == nil {
+		// The session's last bytes (the refusal) may still be on their
+		// way: they are in once it has ended.
+		select {
+		case <-m.exited:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if why := m.refused.Load(); why != nil {
+		return errors.New(*why)
+	}
+	return fmt.Errorf("sending the task: %w", err)
 }
 
 // close ends the multiplexer once all its supervisors have ended (or

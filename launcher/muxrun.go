@@ -106,13 +106,15 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) (*hostMu
 	}
 	for _, s := range ss {
 		if err := m.start(s.p, s.input); err != nil {
+			err = m.startErr(err)
 			m.proc.Close()
-			return nil, fmt.Errorf("sending the task: %w", err)
+			return nil, err
 		}
 	}
 	if err := m.follow(); err != nil {
+		err = m.startErr(err)
 		m.proc.Close()
-		return nil, fmt.Errorf("sending the task: %w", err)
+		return nil, err
 	}
 	for _, s := range ss {
 		rt := r.tasks[s.i]
