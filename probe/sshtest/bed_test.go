@@ -33,7 +33,7 @@ func TestSeparateHosts(t *testing.T) {
 			alice := sshtest.AddUser(t, "alice")
 			// A lock held on each host, a file in each /tmp, a line in
 			// each user's home.
-			probe := `flock -n /tmp/l sleep 60 >/dev/null 2>&1 & until grep -q FLOCK /proc/locks; do sleep 0.01; done; echo pid $$; cat /etc/machine-id; hostname; ` +
+			probe := `flock -n /tmp/l sleep 60 >/dev/null 2>&1 & i=0; until grep -q FLOCK /proc/locks || [ $i -gt 1000 ]; do i=$((i+1)); sleep 0.01; done; echo pid $$; cat /etc/machine-id; hostname; ` +
 				`echo "$(hostname)" >/tmp/mine; echo $(ls /tmp); cat /proc/locks | wc -l; ps -e -o pid= | wc -l; ` +
 				`cat ` + filepath.Join(kept, "tool") + `; echo "$(hostname)" >>~/homes`
 			seen := map[string][]string{}
