@@ -37,8 +37,11 @@ func TestBenchQueue(t *testing.T) {
 	dir := t.TempDir()
 	stamp := func(name, what string) string { return filepath.Join(dir, name+"."+what) }
 	start := func(name string, wait bool) *running {
-		task := `date +%s%N >` + stamp(name, "start") + `.$$ && mv -f ` + stamp(name, "start") + `.$$ ` + stamp(name, "start") +
-			`; while [ ! -e ` + stamp(name, "done") + ` ]; do sleep 0.02; done; date +%s%N >` + stamp(name, "end") + `.$$ && mv -f ` + stamp(name, "end") + `.$$ ` + stamp(name, "end")
+		// Each task's temporary file is its own: pids are each host's
+		// (separate hosts may give two tasks one pid), hostnames differ.
+		tmp := `.$(hostname).$$`
+		task := `date +%s%N >` + stamp(name, "start") + tmp + ` && mv -f ` + stamp(name, "start") + tmp + ` ` + stamp(name, "start") +
+			`; while [ ! -e ` + stamp(name, "done") + ` ]; do sleep 0.02; done; date +%s%N >` + stamp(name, "end") + tmp + ` && mv -f ` + stamp(name, "end") + tmp + ` ` + stamp(name, "end")
 		args := []string{"--workers", "4", "--gpus-per-worker", "2", "--name", name, "--quiet"}
 		if wait {
 			args = append(args, "--wait", "30m")
