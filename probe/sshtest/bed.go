@@ -108,7 +108,7 @@ var (
 // KeepVisible names directories of this machine under /tmp that separate
 // hosts must still see behind their private /tmp, as a lab's hosts see
 // the same programs: the binaries a test package built for its tasks. The
-// fleet's own directory is always kept.
+// fleet's own directory and the repository are always kept.
 func KeepVisible(dirs ...string) {
 	keepMu.Lock()
 	defer keepMu.Unlock()
@@ -242,7 +242,9 @@ func (h *Host) initGone() func() {
 // lies under another.
 func keepUnderTmp(fleetDir string) []string {
 	keepMu.Lock()
-	dirs := append([]string{filepath.Dir(fleetDir)}, keepPaths...)
+	// The repository too: tasks run its scripts (testdata), and a clone
+	// may well lie under /tmp.
+	dirs := append([]string{filepath.Dir(fleetDir), RepoRoot()}, keepPaths...)
 	keepMu.Unlock()
 	var out []string
 	for _, d := range dirs {
