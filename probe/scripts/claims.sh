@@ -25,11 +25,12 @@
 d=${TFHIVE_CLAIMS_DIR:-/tmp};
 m=-; if [ -r /etc/machine-id ]; then read -r m </etc/machine-id; fi;
 echo @@tfhive-claims "${m:--}" "$d";
-# A file find found unusable is looked at again: one that went since
-# (its owner may unlink and make it again, as fast as she likes) is not
-# unusable, and must not block its GPU or port.
+# A file find found unusable is looked at again, by opening it: only a
+# symlink or an open refused for permission blocks its GPU or port; one
+# that went since (its owner may unlink and make it again, as fast as she
+# likes) must not.
 find -H "$d" -mindepth 1 -maxdepth 1 -regextype posix-extended -regex '.*/tfhive-claim[.](gpu|port)-[A-Za-z0-9-]{1,80}[.]lock' -printf 'F %D %i %u %y %f\n' \( -type l -o ! -readable \) -printf 'U %f\n' 2>/dev/null | awk -v n="$cmax" '/^F / && ++c > n { print "X"; exit } { print }' |
-  while IFS= read -r x; do case $x in "U "*) f=$d/${x#U }; if [ -L "$f" ] || { [ -e "$f" ] && [ ! -r "$f" ]; }; then printf '%s\n' "$x"; fi ;; *) printf '%s\n' "$x" ;; esac; done;
+  while IFS= read -r x; do case $x in "U "*) f=$d/${x#U }; e=; if [ ! -L "$f" ]; then e=$( (LC_ALL=C; : <"$f") 2>&1 ); fi; case $e in *ermission*) printf '%s\n' "$x" ;; *) if [ -L "$f" ]; then printf '%s\n' "$x"; fi ;; esac ;; *) printf '%s\n' "$x" ;; esac; done;
 echo @@tfhive-locks;
 l=$(awk '$2 == "FLOCK" && $5 > 0 { print $6, $5 }' /proc/locks 2>/dev/null);
 printf '%s\n' "$l";
