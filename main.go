@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"os"
 	"os/signal"
@@ -89,7 +90,7 @@ func afterStdoutClosed(err error) error {
 	var runFailed *commands.RunFailedError
 	switch {
 	case err == nil, errors.Is(err, syscall.EPIPE), errors.Is(err, context.Canceled):
-	case errors.As(err, &runFailed) && runFailed.Summary.Result == launcher.ResultStdoutClosed:
+	case errors.As(err, &runFailed) && runFailed.Summary.Result == record.ResultStdoutClosed:
 	default:
 		return err
 	}
@@ -105,14 +106,14 @@ const (
 	exitUnreachable = 4
 	// exitPreempted: a --priority high run preempted the run (a task's
 	// supervisor stopped it); the run's summary carries it.
-	exitPreempted   = launcher.ExitPreempted
+	exitPreempted   = record.ExitPreempted
 	exitInterrupted = 130
 	// exitStdoutClosed: stdout's reader left (`| head`); a run was
 	// stopped as by Ctrl-C. 128 + SIGPIPE, as 130 and 143 are 128 +
 	// SIGINT and SIGTERM: what a shell shows for any producer whose
 	// reader left, under `set -o pipefail` too, and nothing a task's own
 	// code or tfhive's other codes mean, unlike 130.
-	exitStdoutClosed = launcher.ExitStdoutClosed
+	exitStdoutClosed = record.ExitStdoutClosed
 	exitTerminated   = 143
 )
 
@@ -141,7 +142,7 @@ func exitCode(err error) int {
 		return exit.Code
 	case errors.As(err, &runFailed):
 		// The deciding task's own code, 124 timeout, 130/143, 4 host lost.
-		if runFailed.Summary.Result == launcher.ResultPreempted {
+		if runFailed.Summary.Result == record.ResultPreempted {
 			return exitPreempted
 		}
 		return runFailed.Summary.ExitCode

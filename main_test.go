@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"net"
 	"os"
 	"path/filepath"
@@ -337,7 +338,7 @@ func TestClosest(t *testing.T) {
 // packages only say what went wrong, main alone picks the code.
 func TestExitCodes(t *testing.T) {
 	run := func(code int) error {
-		return &commands.RunFailedError{Summary: &launcher.Summary{RunID: "r", Result: launcher.ResultFailed, ExitCode: code}}
+		return &commands.RunFailedError{Summary: &record.Summary{RunID: "r", Result: record.ResultFailed, ExitCode: code}}
 	}
 	cases := []struct {
 		err  error
@@ -356,8 +357,8 @@ func TestExitCodes(t *testing.T) {
 		{&commands.DifferError{Problems: []launcher.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitFailure},
 		{&commands.CheckError{Problems: []launcher.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitUsage},
 		{run(7), 7},
-		{run(launcher.ExitTimeout), 124},
-		{run(launcher.ExitHostLost), exitUnreachable},
+		{run(record.ExitTimeout), 124},
+		{run(record.ExitHostLost), exitUnreachable},
 		{run(130), exitInterrupted},
 		{context.Canceled, exitInterrupted},
 		{fmt.Errorf("probe: %w", context.Canceled), exitInterrupted},
@@ -382,7 +383,7 @@ func TestReport(t *testing.T) {
 			"tfhive: error: not enough free GPUs\ntfhive:   a: 1 free\ntfhive: hint: wait\n"},
 		{&commands.UnreachableError{Bad: 1, Total: 2, Lines: []string{"b: connection refused"}},
 			"tfhive: error: 1 of 2 hosts could not be reached\ntfhive:   b: connection refused\n"},
-		{&commands.RunFailedError{Summary: &launcher.Summary{RunID: "r1", Result: "failed", Reason: "worker:1 on gpu02 exited 7", ExitCode: 7}},
+		{&commands.RunFailedError{Summary: &record.Summary{RunID: "r1", Result: "failed", Reason: "worker:1 on gpu02 exited 7", ExitCode: 7}},
 			"tfhive: error: run r1 failed: worker:1 on gpu02 exited 7\n"},
 		{&commands.CheckError{Problems: []launcher.Problem{{Text: "b: torch 2.0, where 2 of 3 hosts have 2.1"}, {Text: "c: setup failed: false"}}},
 			"tfhive: error: --check: b: torch 2.0, where 2 of 3 hosts have 2.1 (and 1 more)\n" +
@@ -404,9 +405,9 @@ func TestReport(t *testing.T) {
 // errors of their own still speak.
 func TestAfterStdoutClosed(t *testing.T) {
 	run := func(result string, code int) error {
-		return &commands.RunFailedError{Summary: &launcher.Summary{RunID: "r", Result: result, ExitCode: code}}
+		return &commands.RunFailedError{Summary: &record.Summary{RunID: "r", Result: result, ExitCode: code}}
 	}
-	failed := run(launcher.ResultFailed, 7)
+	failed := run(record.ResultFailed, 7)
 	unreachable := &commands.UnreachableError{Bad: 1, Total: 2}
 	for _, c := range []struct {
 		err, want error
@@ -414,7 +415,7 @@ func TestAfterStdoutClosed(t *testing.T) {
 		{nil, commands.ErrStdoutClosed},
 		{&os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}, commands.ErrStdoutClosed},
 		{fmt.Errorf("probe: %w", context.Canceled), commands.ErrStdoutClosed},
-		{run(launcher.ResultStdoutClosed, launcher.ExitStdoutClosed), commands.ErrStdoutClosed},
+		{run(record.ResultStdoutClosed, record.ExitStdoutClosed), commands.ErrStdoutClosed},
 		{commands.ErrStdoutClosed, commands.ErrStdoutClosed},
 		{failed, failed},
 		{unreachable, unreachable},

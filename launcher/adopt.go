@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"slices"
 	"strconv"
@@ -14,11 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
+	"golang.org/x/sync/errgroup"
 )
 
 // A kept run can be adopted: from any machine that reaches its hosts,
@@ -29,28 +29,8 @@ import (
 // keeper that comes back is refused and steps down (scripts/attach.sh,
 // rundir.sh's tfhive_feed).
 
-// RunInfo is what a kept run's hosts keep of it (run.json, written by the
-// first task's supervisor on each host): enough for the lifecycle.
-type RunInfo struct {
-	RunID     string        `json:"run_id"`
-	Framework string        `json:"framework"`
-	Chief     bool          `json:"chief"`
-	Tasks     []RunInfoTask `json:"tasks"`
-	// Restart is the run's --restarts policy and its attempt lines' word;
-	// absent without --restarts.
-	Restart *RunInfoRestart `json:"restart,omitempty"`
-}
-
-// RunInfoRestart is a RunInfo's restart policy.
-type RunInfoRestart struct {
-	Max     int           `json:"max"`
-	On      string        `json:"on,omitempty"`
-	Backoff time.Duration `json:"backoff_ns"`
-	Mark    string        `json:"mark"`
-}
-
-// restartOf is the policy and the mark a RunInfo carries; Max 0 without.
-func (ri *RunInfo) restartOf() (Restart, string) {
+// restartOfInfo is the policy and the mark a RunInfo carries; Max 0 without.
+func restartOfInfo(ri *record.RunInfo) (Restart, string) {
 	if ri == nil || ri.Restart == nil {
 		return Restart{}, ""
 	}
@@ -62,24 +42,18 @@ func (ri *RunInfo) restartOf() (Restart, string) {
 	return rs, ri.Restart.Mark
 }
 
-// RunInfoTask is one task of a RunInfo.
-type RunInfoTask struct {
-	ID   string `json:"id"`
-	GPUs []int  `json:"gpus"`
-}
-
 // runInfoOf is plan's RunInfo, as one line of JSON, with the restart
 // policy and mark when rs restarts.
 func runInfoOf(p *schedule.Plan, rs Restart, mark string) string {
-	ri := RunInfo{RunID: p.RunID, Framework: p.Framework, Chief: len(p.Cluster.Chief) > 0}
+	ri := record.RunInfo{RunID: p.RunID, Framework: p.Framework, Chief: len(p.Cluster.Chief) > 0}
 	if rs.Max > 0 {
-		ri.Restart = &RunInfoRestart{Max: rs.Max, Backoff: rs.Backoff, Mark: mark}
+		ri.Restart = &record.RunInfoRestart{Max: rs.Max, Backoff: rs.Backoff, Mark: mark}
 		if rs.On != nil {
 			ri.Restart.On = rs.On.text
 		}
 	}
 	for _, t := range p.Tasks {
-		ri.Tasks = append(ri.Tasks, RunInfoTask{ID: t.ID, GPUs: t.GPUs})
+		ri.Tasks = append(ri.Tasks, record.RunInfoTask{ID: t.ID, GPUs: t.GPUs})
 	}
 	b, _ := json.Marshal(ri)
 	return string(b)
@@ -122,7 +96,7 @@ type FoundRun struct {
 	Host string
 	// None says why the host holds nothing of it ("" when it does).
 	None string
-	Info *RunInfo
+	Info *record.RunInfo
 	// BadInfo says why the host's description of the run (run.json)
 	// could not be read: garbled, or another run's.
 	BadInfo string
@@ -178,7 +152,7 @@ func parseFoundRun(host string, out []byte) FoundRun {
 		case strings.HasPrefix(line, "@@tfhive-none "):
 			f.None = strings.TrimPrefix(line, "@@tfhive-none ")
 		case strings.HasPrefix(line, "@@tfhive-run "):
-			var ri RunInfo
+			var ri record.RunInfo
 			text := strings.TrimPrefix(line, "@@tfhive-run ")
 			if err := json.Unmarshal([]byte(text), &ri); err == nil {
 				f.Info = &ri
@@ -210,7 +184,7 @@ func parseFoundRun(host string, out []byte) FoundRun {
 // newest keeper generation on record. A task no host holds is an error:
 // the run cannot be kept whole.
 func AdoptedPlan(id string, found []FoundRun) (*schedule.Plan, int, error) {
-	var info *RunInfo
+	var info *record.RunInfo
 	gen := 0
 	where := map[string]string{}
 	var bad []string
@@ -260,7 +234,7 @@ func AdoptedPlan(id string, found []FoundRun) (*schedule.Plan, int, error) {
 // word and the attempt each task is at, from what the hosts hold.
 func AdoptedRestart(id string, found []FoundRun) (Restart, string, map[string]int) {
 	attempts := map[string]int{}
-	var info *RunInfo
+	var info *record.RunInfo
 	for _, f := range found {
 		if f.Err != nil || f.None != "" {
 			continue
@@ -272,6 +246,6 @@ func AdoptedRestart(id string, found []FoundRun) (Restart, string, map[string]in
 			attempts[t] = n
 		}
 	}
-	rs, mark := info.restartOf()
+	rs, mark := restartOfInfo(info)
 	return rs, mark, attempts
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,12 +35,12 @@ func TestRunInfoOf(t *testing.T) {
 	if strings.Contains(s, "\n") {
 		t.Errorf("not one line: %q", s)
 	}
-	var ri RunInfo
+	var ri record.RunInfo
 	if err := json.Unmarshal([]byte(s), &ri); err != nil {
 		t.Fatal(err)
 	}
-	want := RunInfo{RunID: "r1", Framework: "tensorflow", Tasks: []RunInfoTask{{"ps:0", []int{0}}, {"worker:0", []int{1}}, {"worker:1", []int{0}}}}
-	if ri.RunID != want.RunID || ri.Framework != want.Framework || ri.Chief || !slices.EqualFunc(ri.Tasks, want.Tasks, func(a, b RunInfoTask) bool {
+	want := record.RunInfo{RunID: "r1", Framework: "tensorflow", Tasks: []record.RunInfoTask{{ID: "ps:0", GPUs: []int{0}}, {ID: "worker:0", GPUs: []int{1}}, {ID: "worker:1", GPUs: []int{0}}}}
+	if ri.RunID != want.RunID || ri.Framework != want.Framework || ri.Chief || !slices.EqualFunc(ri.Tasks, want.Tasks, func(a, b record.RunInfoTask) bool {
 		return a.ID == b.ID && slices.Equal(a.GPUs, b.GPUs)
 	}) {
 		t.Errorf("run info %+v, want %+v", ri, want)
@@ -139,7 +140,7 @@ func TestFindRunAndAdoptedPlan(t *testing.T) {
 		want  string
 	}{
 		{"nobody holds it", found[2:], "no host holds run r1: no such run"},
-		{"only another run's description", []FoundRun{{Host: "h1", Info: &RunInfo{RunID: "r2"}, Tasks: map[string]string{"worker:0": "alive"}}},
+		{"only another run's description", []FoundRun{{Host: "h1", Info: &record.RunInfo{RunID: "r2"}, Tasks: map[string]string{"worker:0": "alive"}}},
 			`run r1: no host holds a description of it that tfhive can read: h1: its run.json describes run "r2"`},
 		{"a garbled description", []FoundRun{parseFoundRun("h1", []byte("@@tfhive-run {\"run_id\": \"r1\", garbled\n@@tfhive-gen 1\n@@tfhive-task worker:0 alive 0\n"))},
 			"run r1: no host holds a description of it that tfhive can read: h1: its run.json is not a run's description (invalid character 'g' looking for beginning of object key string)"},
@@ -152,8 +153,8 @@ func TestFindRunAndAdoptedPlan(t *testing.T) {
 	}
 }
 
-func mustRunInfo(t *testing.T, s string) *RunInfo {
-	var ri RunInfo
+func mustRunInfo(t *testing.T, s string) *record.RunInfo {
+	var ri record.RunInfo
 	if err := json.Unmarshal([]byte(s), &ri); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func mustRunInfo(t *testing.T, s string) *RunInfo {
 
 // adoptedRun is Run with Adopted on stage hosts: every task is followed
 // by an attach session, from its first byte.
-func adoptedRun(t *testing.T, p *schedule.Plan, gen int, hosts map[string]*remotetest.Fake, opts ...func(*RunOptions)) (*Summary, string, string) {
+func adoptedRun(t *testing.T, p *schedule.Plan, gen int, hosts map[string]*remotetest.Fake, opts ...func(*RunOptions)) (*record.Summary, string, string) {
 	t.Helper()
 	console := &watchWriter{}
 	o := RunOptions{Plan: p, Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
@@ -237,7 +238,7 @@ func TestRunAdopted(t *testing.T) {
 	p := adoptPlan()
 	o := map[string]*remotetest.Fake{"h1": host("h1"), "h2": host("h2")}
 	sum, console, logDir := adoptedRun(t, p, 3, o, func(o *RunOptions) { o.Sample = 50 * time.Millisecond })
-	wantSummary(t, sum, ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
+	wantSummary(t, sum, record.ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
 	wantLines(t, "console", console, "tfhive: run r1 adopted (keeper generation 3): 3 tasks on 2 hosts, logs in "+logDir+"\n",
 		"[worker:1 h2] step 1 of worker:1\n", "[ps:0 h1] ps serving\n")
 	if strings.Contains(console, "noise") || strings.Contains(console, streamMarker) {
@@ -270,7 +271,7 @@ func TestRunAdopted(t *testing.T) {
 	if samplerIDs["h1"] != "0,1 every 0.050" || samplerIDs["h2"] != "0 every 0.050" {
 		t.Errorf("samplers %q", samplerIDs)
 	}
-	usage := map[string]*GPUUsage{}
+	usage := map[string]*record.GPUUsage{}
 	for _, tr := range sum.Tasks {
 		usage[tr.ID] = tr.GPUUsage
 	}
@@ -314,7 +315,7 @@ func TestRunAdoptedTaskGone(t *testing.T) {
 	})
 	sum, console, _ := adoptedRun(t, adoptPlan(), 2, map[string]*remotetest.Fake{"h1": h1, "h2": h2})
 	const why = "no trace of task worker:1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1"
-	wantSummary(t, sum, ResultFailed, ExitHostLost, "worker:1 on h2 was lost: "+why,
+	wantSummary(t, sum, record.ResultFailed, record.ExitHostLost, "worker:1 on h2 was lost: "+why,
 		"worker:1 lost: "+why, "ps:0 stopped 143", "worker:0 stopped 143")
 	wantLines(t, "console", console, why)
 }
@@ -379,7 +380,7 @@ func TestRunAdoptedStepsDown(t *testing.T) {
 			})
 			h2 := stageHost(t, worker)
 			sum, console, _ := adoptedRun(t, adoptPlan(), 3, map[string]*remotetest.Fake{"h1": h1, "h2": h2})
-			wantSummary(t, sum, ResultSteppedDown, 1, c.reason,
+			wantSummary(t, sum, record.ResultSteppedDown, 1, c.reason,
 				"ps:0 handed-over", "worker:0 handed-over", "worker:1 handed-over")
 			wantLines(t, "console", console, "tfhive: "+c.reason+"; stepping down (the tasks go on)\n")
 			if len(stops) > 0 {

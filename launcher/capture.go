@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"maps"
 	"regexp"
@@ -340,7 +341,7 @@ func lineEnd(p []byte, i int) int {
 // these tasks that captured one, in this order: the task that decided the
 // run, the chief, worker 0, then the others in plan order. tasks are the
 // summary's (the deciding one first, when there is one).
-func RunMetrics(tasks []TaskResult, decided bool) map[string]string {
+func RunMetrics(tasks []record.TaskResult, decided bool) map[string]string {
 	var order []int
 	add := func(i int) {
 		if i >= 0 && !slices.Contains(order, i) {
@@ -379,7 +380,7 @@ func RunMetrics(tasks []TaskResult, decided bool) map[string]string {
 
 // writeMetricsLine ends the summary table with the run's values, a name
 // without one shown as "-": "metrics: acc=- loss=0.0123".
-func writeMetricsLine(w io.Writer, s *Summary) error {
+func writeMetricsLine(w io.Writer, s *record.Summary) error {
 	if len(s.Captures) == 0 {
 		return nil
 	}

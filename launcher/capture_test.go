@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"context"
+	"github.com/tfhive/tfhive/launcher/record"
 	"maps"
 	"math/rand"
 	"os"
@@ -221,11 +222,11 @@ func TestCaptureLongLines(t *testing.T) {
 }
 
 func TestRunMetricsChoosesTheDecidingTaskThenChiefThenWorker0(t *testing.T) {
-	tasks := func(ids ...string) []TaskResult {
-		var ts []TaskResult
+	tasks := func(ids ...string) []record.TaskResult {
+		var ts []record.TaskResult
 		for _, id := range ids {
 			id, vals, _ := strings.Cut(id, " ")
-			tr := TaskResult{ID: id}
+			tr := record.TaskResult{ID: id}
 			for _, kv := range strings.Fields(vals) {
 				k, v, _ := strings.Cut(kv, "=")
 				if tr.Metrics == nil {
@@ -239,7 +240,7 @@ func TestRunMetricsChoosesTheDecidingTaskThenChiefThenWorker0(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		tasks   []TaskResult
+		tasks   []record.TaskResult
 		decided bool
 		want    map[string]string
 	}{
@@ -280,10 +281,10 @@ func TestRunCaptures(t *testing.T) {
 	// worker:0's exit may reach the runner after worker:1's failure, which
 	// then stops it: "stopped 0" as well as "exited 0"; its values count
 	// either way.
-	if w0 := s.Tasks[len(s.Tasks)-1]; w0.ID == "worker:0" && w0.Outcome == OutcomeStopped {
-		s.Tasks[len(s.Tasks)-1].Outcome = OutcomeExited
+	if w0 := s.Tasks[len(s.Tasks)-1]; w0.ID == "worker:0" && w0.Outcome == record.OutcomeStopped {
+		s.Tasks[len(s.Tasks)-1].Outcome = record.OutcomeExited
 	}
-	wantSummary(t, s, ResultFailed, 3, "worker:1 on h2 exited 3", "worker:1 exited 3", "ps:0 stopped 143", "worker:0 exited 0")
+	wantSummary(t, s, record.ResultFailed, 3, "worker:1 on h2 exited 3", "worker:1 exited 3", "ps:0 stopped 143", "worker:0 exited 0")
 	for id, want := range map[string]map[string]string{
 		"worker:1": {"loss": "0.7", "acc": "3"},
 		"ps:0":     nil,
@@ -331,7 +332,7 @@ func TestRunCaptures(t *testing.T) {
 // A value with control bytes is shown inert in the summary's line.
 func TestMetricsLineIsSanitised(t *testing.T) {
 	var buf bytes.Buffer
-	writeMetricsLine(&buf, &Summary{Captures: map[string]string{"m": "(.*)"}, Metrics: map[string]string{"m": "\x1b]52;c;x\x07\nforged"}})
+	writeMetricsLine(&buf, &record.Summary{Captures: map[string]string{"m": "(.*)"}, Metrics: map[string]string{"m": "\x1b]52;c;x\x07\nforged"}})
 	if got := buf.String(); got != "metrics: m=^[]52;c;x^G^Jforged\n" {
 		t.Errorf("%q", got)
 	}

@@ -3,6 +3,7 @@ package launcher
 import (
 	"bufio"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"math"
 	"os"
@@ -32,22 +33,6 @@ const idleBelow = 5
 // not a sample.
 const sampleMarker = "@@tfhive-sample"
 
-// GPUUsage is a task's GPU usage over the run, from --sample: utilisation
-// in percent and memory used in MiB, over every sample of every GPU of
-// the task.
-type GPUUsage struct {
-	Samples  int     `json:"samples"`
-	UtilMean float64 `json:"util_mean_pct"`
-	UtilP95  float64 `json:"util_p95_pct"`
-	UtilPeak float64 `json:"util_peak_pct"`
-	MemMean  float64 `json:"mem_mean_mib"`
-	MemP95   float64 `json:"mem_p95_mib"`
-	MemPeak  float64 `json:"mem_peak_mib"`
-	// Idle says how long the task's GPUs were idle, when that lasted long
-	// enough to warn about: "GPU idle (2%) for 3m".
-	Idle string `json:"idle,omitempty"`
-}
-
 // gpuRow is one line of nvidia-smi --query-gpu=index,uuid,
 // utilization.gpu,memory.used --format=csv,noheader,nounits.
 type gpuRow struct {
@@ -63,11 +48,11 @@ func parseGPURow(line string) (gpuRow, bool) {
 }
 
 // usageOf aggregates a task's samples; nil when there are none.
-func usageOf(util, mem []float64) *GPUUsage {
+func usageOf(util, mem []float64) *record.GPUUsage {
 	if len(util) == 0 {
 		return nil
 	}
-	u := &GPUUsage{Samples: len(util)}
+	u := &record.GPUUsage{Samples: len(util)}
 	u.UtilMean, u.UtilP95, u.UtilPeak = stats(util)
 	u.MemMean, u.MemP95, u.MemPeak = stats(mem)
 	return u
@@ -154,7 +139,7 @@ type usageBook struct {
 	ids    []string // task ids, for the CSV
 	hosts  []string
 	// intruders: each task's, in the order first seen (intruders.go).
-	intruders map[int][]Intruder
+	intruders map[int][]record.Intruder
 }
 
 type taskUsage struct {
@@ -272,7 +257,7 @@ func (b *usageBook) close() error {
 }
 
 // usage is task i's aggregate, nil when nothing was sampled.
-func (b *usageBook) usage(i int) *GPUUsage {
+func (b *usageBook) usage(i int) *record.GPUUsage {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if i >= len(b.tasks) {
@@ -288,8 +273,8 @@ func (b *usageBook) usage(i int) *GPUUsage {
 
 // withUsageColumns adds GPU UTIL (mean) and MEM PEAK before LOG, when
 // anything was sampled.
-func withUsageColumns(s *Summary, header []string, rows [][]string) ([]string, [][]string) {
-	if !slices.ContainsFunc(s.Tasks, func(t TaskResult) bool { return t.GPUUsage != nil }) {
+func withUsageColumns(s *record.Summary, header []string, rows [][]string) ([]string, [][]string) {
+	if !slices.ContainsFunc(s.Tasks, func(t record.TaskResult) bool { return t.GPUUsage != nil }) {
 		return header, rows
 	}
 	at := len(header) - 1
@@ -307,7 +292,7 @@ func withUsageColumns(s *Summary, header []string, rows [][]string) ([]string, [
 
 // writeIdleNotes: one line per task whose GPUs were idle long enough to
 // warn about.
-func writeIdleNotes(w io.Writer, s *Summary) error {
+func writeIdleNotes(w io.Writer, s *record.Summary) error {
 	if err := writeIntruderNotes(w, s); err != nil {
 		return err
 	}

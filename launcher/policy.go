@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"slices"
 	"strings"
@@ -107,22 +108,7 @@ type taskState struct {
 	attempt  int
 	between  bool
 	backoff  bool
-	attempts []Attempt
-}
-
-// Attempt is one run of a task (tfhive run --restarts): in the summary,
-// every attempt of every task, the last one included.
-type Attempt struct {
-	Attempt  int           `json:"attempt"`
-	Outcome  string        `json:"outcome"`
-	ExitCode *int          `json:"exit_code"`
-	Duration time.Duration `json:"duration_ns"`
-	// Restart says why the task was started again after it; empty for
-	// the last attempt.
-	Restart string `json:"restart,omitempty"`
-	// Host is where it ran, when not on the task's host: before a lost
-	// host made tfhive start the run again on a new plan (relaunch.go).
-	Host string `json:"host,omitempty"`
+	attempts []record.Attempt
 }
 
 // policy holds a run's state between events.
@@ -197,12 +183,12 @@ func (p *policy) apply(ev event) decision {
 		p.state[ev.task].phase = phaseStarted
 	case evNotStarted:
 		s := &p.state[ev.task]
-		s.phase, s.outcome, s.err = phaseDone, OutcomeNoStart, ev.err
+		s.phase, s.outcome, s.err = phaseDone, record.OutcomeNoStart, ev.err
 		p.claimIn(ev.task, "", &d)
 	case evClaim:
 		if why, ok := strings.CutPrefix(ev.line, claimFailed); ok && !p.state[ev.task].claimed {
 			s := &p.state[ev.task]
-			s.phase, s.outcome, s.err = phaseDone, OutcomeNoStart, why
+			s.phase, s.outcome, s.err = phaseDone, record.OutcomeNoStart, why
 		}
 		p.claimIn(ev.task, ev.line, &d)
 	case evExited, evLost:
@@ -217,7 +203,7 @@ func (p *policy) apply(ev event) decision {
 			break
 		}
 		if ev.sig == StdoutClosed {
-			p.decide(&d, ResultStdoutClosed, ExitStdoutClosed, -1, StdoutClosed.String())
+			p.decide(&d, record.ResultStdoutClosed, record.ExitStdoutClosed, -1, StdoutClosed.String())
 			break
 		}
 		code, reason := 130, "interrupted"
@@ -227,14 +213,14 @@ func (p *policy) apply(ev event) decision {
 				code = 143
 			}
 		}
-		p.decide(&d, ResultInterrupted, code, -1, reason)
+		p.decide(&d, record.ResultInterrupted, code, -1, reason)
 	case evKillNow:
 		if !p.decided() {
-			p.decide(&d, ResultInterrupted, 130, -1, "interrupted")
+			p.decide(&d, record.ResultInterrupted, 130, -1, "interrupted")
 		}
 		p.killNow(&d)
 	case evTimeout:
-		p.decide(&d, ResultTimeout, ExitTimeout, -1, fmt.Sprintf("timed out after %s", ev.after))
+		p.decide(&d, record.ResultTimeout, record.ExitTimeout, -1, fmt.Sprintf("timed out after %s", ev.after))
 	case evGraceOver:
 		p.kill(&d)
 	case evGiveUp:
@@ -254,12 +240,12 @@ func (p *policy) apply(ev event) decision {
 		}
 	case evSteppedDown:
 		// Nothing is stopped: the tasks are the other keeper's now.
-		if p.result != ResultSteppedDown {
-			p.result, p.code, p.decider, p.reason = ResultSteppedDown, 1, -1, ev.err
+		if p.result != record.ResultSteppedDown {
+			p.result, p.code, p.decider, p.reason = record.ResultSteppedDown, 1, -1, ev.err
 		}
 		for _, i := range p.live() {
 			s := &p.state[i]
-			s.phase, s.outcome = phaseDone, OutcomeHandedOver
+			s.phase, s.outcome = phaseDone, record.OutcomeHandedOver
 			d.abandon = append(d.abandon, i)
 		}
 	}
@@ -300,7 +286,7 @@ func (p *policy) claimIn(i int, line string, d *decision) {
 	for i, s := range p.state {
 		t := p.tasks[i]
 		switch {
-		case s.outcome == OutcomeNoStart:
+		case s.outcome == record.OutcomeNoStart:
 		case s.line == claimTaken:
 			conflicts = append(conflicts, fmt.Sprintf("%s %s", t.Host, describeClaims(claimsFor(t))))
 		case strings.HasPrefix(s.line, claimBlocked):
@@ -308,10 +294,10 @@ func (p *policy) claimIn(i int, line string, d *decision) {
 		}
 	}
 	for i, s := range p.state {
-		if s.outcome == OutcomeNoStart {
+		if s.outcome == record.OutcomeNoStart {
 			t := p.tasks[i]
 			d.say = append(d.say, fmt.Sprintf("tfhive: %s on %s could not start: %s", t.ID, t.Host, s.err))
-			p.decide(d, ResultFailed, 1, i, fmt.Sprintf("%s on %s could not start: %s", t.ID, t.Host, s.err))
+			p.decide(d, record.ResultFailed, 1, i, fmt.Sprintf("%s on %s could not start: %s", t.ID, t.Host, s.err))
 		}
 	}
 	switch {
@@ -344,11 +330,11 @@ func (p *policy) exited(ev event, d *decision) {
 	lost := ev.kind == evLost
 	switch {
 	case lost:
-		s.outcome, s.err = OutcomeLost, ev.err
+		s.outcome, s.err = record.OutcomeLost, ev.err
 	case s.stopped:
-		s.outcome, s.code = OutcomeStopped, intPtr(ev.code)
+		s.outcome, s.code = record.OutcomeStopped, intPtr(ev.code)
 	default:
-		s.outcome, s.code = OutcomeExited, intPtr(ev.code)
+		s.outcome, s.code = record.OutcomeExited, intPtr(ev.code)
 	}
 	if p.decided() {
 		return // the rest are being stopped
@@ -359,25 +345,25 @@ func (p *policy) exited(ev event, d *decision) {
 	label := t.ID + " on " + t.Host
 	code, what := ev.code, describeExit(ev.code)
 	if lost {
-		code, what = ExitHostLost, "was lost: "+ev.err
+		code, what = record.ExitHostLost, "was lost: "+ev.err
 	}
 	switch {
 	case (lost || ev.code != 0) && (p.rule.mustFinish(t.Role) || t.Role == schedule.RolePS):
 		// A parameter server that dies leaves the workers waiting forever,
 		// so it fails the run too.
 		d.say = append(d.say, fmt.Sprintf("tfhive: %s %s; stopping the other tasks", label, what))
-		p.decide(d, ResultFailed, code, ev.task, label+" "+what)
+		p.decide(d, record.ResultFailed, code, ev.task, label+" "+what)
 	case lost || ev.code != 0:
 		d.say = append(d.say, fmt.Sprintf("tfhive: %s %s (not fatal for the run)", label, what))
 	case p.rule.mustFinish(t.Role) && p.allSucceeded():
-		p.decide(d, ResultSucceeded, 0, -1, p.rule.reason())
+		p.decide(d, record.ResultSucceeded, 0, -1, p.rule.reason())
 	}
 }
 
 // allSucceeded: every task the rule waits for has exited 0.
 func (p *policy) allSucceeded() bool {
 	for i, s := range p.state {
-		if p.rule.mustFinish(p.tasks[i].Role) && (s.outcome != OutcomeExited || *s.code != 0) {
+		if p.rule.mustFinish(p.tasks[i].Role) && (s.outcome != record.OutcomeExited || *s.code != 0) {
 			return false
 		}
 	}
@@ -437,7 +423,7 @@ func (p *policy) final() (result string, code int, reason string, decider int) {
 	if p.result == "" {
 		// Every task ended on its own without deciding (e.g. no task the
 		// rule waits for ever ran): not a success.
-		return ResultFailed, 1, "the tasks ended without a successful chief or workers", -1
+		return record.ResultFailed, 1, "the tasks ended without a successful chief or workers", -1
 	}
 	return p.result, p.code, p.reason, p.decider
 }

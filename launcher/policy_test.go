@@ -3,6 +3,7 @@ package launcher
 import (
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"strconv"
 	"strings"
 	"syscall"
@@ -145,7 +146,7 @@ func TestPolicy(t *testing.T) {
 				{exited(2, 0), "t ps:0 | kill-timer"},
 				{exited(0, 143), ""},
 			},
-			result: ResultSucceeded, code: 0, reason: "every worker exited 0",
+			result: record.ResultSucceeded, code: 0, reason: "every worker exited 0",
 			outcomes: []string{"stopped 143", "exited 0", "exited 0"},
 		},
 		{
@@ -156,7 +157,7 @@ func TestPolicy(t *testing.T) {
 				{exited(2, 7), "tfhive: worker:1 on h2 exited 7; stopping the other tasks | t ps:0 | kill-timer"},
 				{exited(0, 143), ""},
 			},
-			result: ResultFailed, code: 7, reason: "worker:1 on h2 exited 7", decider: "worker:1",
+			result: record.ResultFailed, code: 7, reason: "worker:1 on h2 exited 7", decider: "worker:1",
 			outcomes: []string{"stopped 143", "exited 0", "exited 7"},
 		},
 		{
@@ -167,7 +168,7 @@ func TestPolicy(t *testing.T) {
 				{exited(0, 143), ""},
 				{exited(2, 0), ""},
 			},
-			result: ResultFailed, code: 137, reason: "worker:0 on h1 was killed by signal 9 (exit 137)", decider: "worker:0",
+			result: record.ResultFailed, code: 137, reason: "worker:0 on h1 was killed by signal 9 (exit 137)", decider: "worker:0",
 			outcomes: []string{"stopped 143", "exited 137", "stopped 0"},
 		},
 		{
@@ -179,7 +180,7 @@ func TestPolicy(t *testing.T) {
 				{exited(2, 143), ""},
 				{exited(3, 143), ""},
 			},
-			result: ResultFailed, code: 1, reason: "ps:0 on h1 exited 1", decider: "ps:0",
+			result: record.ResultFailed, code: 1, reason: "ps:0 on h1 exited 1", decider: "ps:0",
 			outcomes: []string{"stopped 143", "exited 1", "stopped 143", "stopped 143"},
 		},
 		{
@@ -190,7 +191,7 @@ func TestPolicy(t *testing.T) {
 				{exited(1, 0), ""},
 				{exited(2, 0), ""},
 			},
-			result: ResultSucceeded, code: 0, reason: "every worker exited 0",
+			result: record.ResultSucceeded, code: 0, reason: "every worker exited 0",
 			outcomes: []string{"exited 0", "exited 0", "exited 0"},
 		},
 		{
@@ -202,7 +203,7 @@ func TestPolicy(t *testing.T) {
 				{exited(2, 0), "t ps:0 | kill-timer"},
 				{exited(0, 143), ""},
 			},
-			result: ResultSucceeded, code: 0, reason: "every worker exited 0",
+			result: record.ResultSucceeded, code: 0, reason: "every worker exited 0",
 			outcomes: []string{"stopped 143", "exited 0", "exited 0", "exited 2"},
 		},
 		{
@@ -214,7 +215,7 @@ func TestPolicy(t *testing.T) {
 				{exited(2, 0), "t ps:0 | kill-timer"},
 				{exited(0, 143), ""},
 			},
-			result: ResultSucceeded, code: 0, reason: "every worker exited 0",
+			result: record.ResultSucceeded, code: 0, reason: "every worker exited 0",
 			outcomes: []string{"stopped 143", "exited 0", "exited 0", "lost: connection lost"},
 		},
 		{
@@ -226,7 +227,7 @@ func TestPolicy(t *testing.T) {
 				{exited(0, 0), "t ps:0 | kill-timer"},
 				{exited(1, 143), ""},
 			},
-			result: ResultSucceeded, code: 0, reason: "the chief exited 0",
+			result: record.ResultSucceeded, code: 0, reason: "the chief exited 0",
 			outcomes: []string{"exited 0", "stopped 143", "exited 0", "exited 1"},
 		},
 		{
@@ -236,7 +237,7 @@ func TestPolicy(t *testing.T) {
 				{exited(0, 3), "tfhive: chief:0 on h1 exited 3; stopping the other tasks | t ps:0,worker:0,worker:1 | kill-timer"},
 				{exited(1, 143), ""}, {exited(2, 143), ""}, {exited(3, 143), ""},
 			},
-			result: ResultFailed, code: 3, reason: "chief:0 on h1 exited 3", decider: "chief:0",
+			result: record.ResultFailed, code: 3, reason: "chief:0 on h1 exited 3", decider: "chief:0",
 			outcomes: []string{"exited 3", "stopped 143", "stopped 143", "stopped 143"},
 		},
 		{
@@ -247,7 +248,7 @@ func TestPolicy(t *testing.T) {
 				{exited(2, 0), ""},
 				{exited(1, 0), ""},
 			},
-			result: ResultSucceeded, code: 0, reason: "every rank exited 0",
+			result: record.ResultSucceeded, code: 0, reason: "every rank exited 0",
 			outcomes: []string{"exited 0", "exited 0", "exited 0"},
 		},
 		{
@@ -258,7 +259,7 @@ func TestPolicy(t *testing.T) {
 				{exited(2, 1), "tfhive: worker:2 on h2 exited 1; stopping the other tasks | t worker:1 | kill-timer"},
 				{exited(1, 143), ""},
 			},
-			result: ResultFailed, code: 1, reason: "worker:2 on h2 exited 1", decider: "worker:2",
+			result: record.ResultFailed, code: 1, reason: "worker:2 on h2 exited 1", decider: "worker:2",
 			outcomes: []string{"exited 0", "stopped 143", "exited 1"},
 		},
 		{
@@ -269,7 +270,7 @@ func TestPolicy(t *testing.T) {
 				{exited(0, 143), ""},
 				{exited(1, 143), ""},
 			},
-			result: ResultFailed, code: ExitHostLost, reason: "worker:1 on h2 was lost: connection lost before the command finished", decider: "worker:1",
+			result: record.ResultFailed, code: record.ExitHostLost, reason: "worker:1 on h2 was lost: connection lost before the command finished", decider: "worker:1",
 			outcomes: []string{"stopped 143", "stopped 143", "lost: connection lost before the command finished"},
 		},
 		{
@@ -284,7 +285,7 @@ func TestPolicy(t *testing.T) {
 				{lost(2, "abandoned before the command finished"), ""},
 				{timedOut(time.Second), ""},
 			},
-			result: ResultTimeout, code: ExitTimeout, reason: "timed out after 1m30s",
+			result: record.ResultTimeout, code: record.ExitTimeout, reason: "timed out after 1m30s",
 			outcomes: []string{"stopped 143", "stopped 137", "lost: abandoned before the command finished"},
 		},
 		{
@@ -294,7 +295,7 @@ func TestPolicy(t *testing.T) {
 				{interruptINT, "t ps:0,worker:0,worker:1 | kill-timer"},
 				{exited(0, 143), ""}, {exited(1, 143), ""}, {exited(2, 0), ""},
 			},
-			result: ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
+			result: record.ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
 			outcomes: []string{"stopped 143", "stopped 143", "stopped 0"},
 		},
 		{
@@ -304,7 +305,7 @@ func TestPolicy(t *testing.T) {
 				{interruptTERM, "t ps:0,worker:0,worker:1 | kill-timer"},
 				{exited(0, 143), ""}, {exited(1, 143), ""}, {exited(2, 143), ""},
 			},
-			result: ResultInterrupted, code: 143, reason: "interrupted by SIGTERM",
+			result: record.ResultInterrupted, code: 143, reason: "interrupted by SIGTERM",
 			outcomes: []string{"stopped 143", "stopped 143", "stopped 143"},
 		},
 		{
@@ -315,7 +316,7 @@ func TestPolicy(t *testing.T) {
 				{interruptBare, "t ps:0,worker:1 | kill-timer"},
 				{exited(0, 143), ""}, {exited(2, 143), ""},
 			},
-			result: ResultInterrupted, code: 130, reason: "interrupted",
+			result: record.ResultInterrupted, code: 130, reason: "interrupted",
 			outcomes: []string{"stopped 143", "exited 0", "stopped 143"},
 		},
 		{
@@ -327,7 +328,7 @@ func TestPolicy(t *testing.T) {
 				{killNowEv, "tfhive: killing every task now | k worker:0,worker:1 | give-up-timer"},
 				{exited(1, 137), ""}, {exited(2, 137), ""},
 			},
-			result: ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
+			result: record.ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
 			outcomes: []string{"stopped 143", "stopped 137", "stopped 137"},
 		},
 		{
@@ -337,7 +338,7 @@ func TestPolicy(t *testing.T) {
 				{killNowEv, "tfhive: killing every task now | k ps:0,worker:0,worker:1 | give-up-timer"},
 				{exited(0, 137), ""}, {exited(1, 137), ""}, {exited(2, 137), ""},
 			},
-			result: ResultInterrupted, code: 130, reason: "interrupted",
+			result: record.ResultInterrupted, code: 130, reason: "interrupted",
 			outcomes: []string{"stopped 137", "stopped 137", "stopped 137"},
 		},
 		{
@@ -348,7 +349,7 @@ func TestPolicy(t *testing.T) {
 				{interruptTERM, "tfhive: killing every task now | k ps:0,worker:1 | give-up-timer"},
 				{exited(0, 137), ""}, {exited(2, 137), ""},
 			},
-			result: ResultFailed, code: 2, reason: "worker:0 on h1 exited 2", decider: "worker:0",
+			result: record.ResultFailed, code: 2, reason: "worker:0 on h1 exited 2", decider: "worker:0",
 			outcomes: []string{"stopped 137", "exited 2", "stopped 137"},
 		},
 		{
@@ -358,7 +359,7 @@ func TestPolicy(t *testing.T) {
 				{interruptPipe, "t ps:0,worker:0,worker:1 | kill-timer"},
 				{exited(0, 143), ""}, {exited(1, 143), ""}, {exited(2, 143), ""},
 			},
-			result: ResultStdoutClosed, code: ExitStdoutClosed, reason: "standard output closed (a pipe reader such as head ended)",
+			result: record.ResultStdoutClosed, code: record.ExitStdoutClosed, reason: "standard output closed (a pipe reader such as head ended)",
 			outcomes: []string{"stopped 143", "stopped 143", "stopped 143"},
 		},
 		{
@@ -369,7 +370,7 @@ func TestPolicy(t *testing.T) {
 				{interruptPipe, ""},
 				{exited(0, 143), ""}, {exited(2, 143), ""},
 			},
-			result: ResultFailed, code: 2, reason: "worker:0 on h1 exited 2", decider: "worker:0",
+			result: record.ResultFailed, code: 2, reason: "worker:0 on h1 exited 2", decider: "worker:0",
 			outcomes: []string{"stopped 143", "exited 2", "stopped 143"},
 		},
 		{
@@ -380,7 +381,7 @@ func TestPolicy(t *testing.T) {
 				{interruptINT, "tfhive: killing every task now | k ps:0,worker:0,worker:1 | give-up-timer"},
 				{exited(0, 137), ""}, {exited(1, 137), ""}, {exited(2, 137), ""},
 			},
-			result: ResultStdoutClosed, code: ExitStdoutClosed, reason: "standard output closed (a pipe reader such as head ended)",
+			result: record.ResultStdoutClosed, code: record.ExitStdoutClosed, reason: "standard output closed (a pipe reader such as head ended)",
 			outcomes: []string{"stopped 137", "stopped 137", "stopped 137"},
 		},
 		{
@@ -390,7 +391,7 @@ func TestPolicy(t *testing.T) {
 				{exited(0, 0), ""},
 				{exited(1, 0), ""},
 			},
-			result: ResultFailed, code: 1, reason: "the tasks ended without a successful chief or workers",
+			result: record.ResultFailed, code: 1, reason: "the tasks ended without a successful chief or workers",
 			outcomes: []string{"exited 0", "exited 0"},
 		},
 		{
@@ -405,7 +406,7 @@ func TestPolicy(t *testing.T) {
 			steps: []step{
 				{exited(0, exitClaimBusy), ""},
 			},
-			result: ResultFailed, code: 1, reason: "worker:0 on h1 could not start: no connection to h1", decider: "worker:0",
+			result: record.ResultFailed, code: 1, reason: "worker:0 on h1 could not start: no connection to h1", decider: "worker:0",
 			outcomes: []string{"stopped 75", "not-started: no connection to h1", "not-started: sending the task: EOF"},
 		},
 		{
@@ -420,7 +421,7 @@ func TestPolicy(t *testing.T) {
 				{exited(0, 126), ""},
 				{exited(1, exitClaimBusy), ""},
 			},
-			result: ResultFailed, code: 1, reason: "worker:0 on h1 could not start: /h/.tfhive/runs is a symbolic link", decider: "worker:0",
+			result: record.ResultFailed, code: 1, reason: "worker:0 on h1 could not start: /h/.tfhive/runs is a symbolic link", decider: "worker:0",
 			outcomes: []string{"not-started: /h/.tfhive/runs is a symbolic link", "stopped 75"},
 		},
 		{
@@ -429,7 +430,7 @@ func TestPolicy(t *testing.T) {
 			claim: []step{
 				{notStarted(0, "no connection to h1"), "tfhive: worker:0 on h1 could not start: no connection to h1"},
 			},
-			result: ResultFailed, code: 1, reason: "worker:0 on h1 could not start: no connection to h1", decider: "worker:0",
+			result: record.ResultFailed, code: 1, reason: "worker:0 on h1 could not start: no connection to h1", decider: "worker:0",
 			outcomes: []string{"not-started: no connection to h1"},
 		},
 		{
@@ -447,7 +448,7 @@ func TestPolicy(t *testing.T) {
 				{exited(1, 0), ""}, // its end told twice: the first counts
 				{exited(0, 143), ""}, {exited(2, 143), ""},
 			},
-			result: ResultFailed, code: 127, reason: "worker:0 on h1 exited 127", decider: "worker:0",
+			result: record.ResultFailed, code: 127, reason: "worker:0 on h1 exited 127", decider: "worker:0",
 			outcomes: []string{"stopped 143", "exited 127", "stopped 143"},
 		},
 		{
@@ -460,7 +461,7 @@ func TestPolicy(t *testing.T) {
 				{claimLine(1, claimOK), ""},
 			},
 			steps:  []step{{exited(0, exitClaimBusy), ""}, {exited(1, exitClaimBusy), ""}},
-			result: ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
+			result: record.ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
 			outcomes: []string{"stopped 75", "stopped 75"},
 		},
 	} {
@@ -553,7 +554,7 @@ func TestPolicyClaimConflicts(t *testing.T) {
 			}
 			p.apply(exited(1, 137))
 			p.apply(exited(2, 137))
-			if p.running() != 0 || p.state[1].outcome != OutcomeStopped {
+			if p.running() != 0 || p.state[1].outcome != record.OutcomeStopped {
 				t.Errorf("state %+v", p.state)
 			}
 		})

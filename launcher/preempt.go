@@ -2,18 +2,11 @@ package launcher
 
 import (
 	"bytes"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"strings"
 	"sync"
 )
-
-// ExitPreempted is a run's exit code when a high-priority run preempted
-// one of its tasks (a --priority low run, on a host whose policy allows
-// preempt_low). main's exit-code table names it.
-const ExitPreempted = 5
-
-// ResultPreempted: a high-priority run preempted one of the run's tasks.
-const ResultPreempted = "preempted"
 
 // preemptTap takes a session's preemption line (preemptedMarker, the
 // mark, " HIGH USER\n") out of its stderr and keeps what it says; every
@@ -111,18 +104,18 @@ func (t *preemptTap) flush() {
 // preemptedSummary makes a run one of whose tasks was preempted end as
 // preempted, exit ExitPreempted, whatever its tasks' codes (a task
 // stopped by SIGTERM exits 143, which would read as an interrupt).
-func (r *runner) preemptedSummary(s *Summary) {
+func (r *runner) preemptedSummary(s *record.Summary) {
 	for _, rt := range r.tasks {
 		run, user, ok := rt.preempted.get()
 		if !ok {
 			continue
 		}
-		s.Result, s.ExitCode = ResultPreempted, ExitPreempted
+		s.Result, s.ExitCode = record.ResultPreempted, record.ExitPreempted
 		s.Reason = "task " + rt.t.ID + " on " + rt.t.Host + " was preempted by a --priority high run"
 		if run != "-" {
 			s.Reason = "task " + rt.t.ID + " on " + rt.t.Host + " was preempted by run " + run + " of " + user + " (--priority high)"
 		}
-		rt.res.Outcome = ResultPreempted
+		rt.res.Outcome = record.ResultPreempted
 		return
 	}
 }

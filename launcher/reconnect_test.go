@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"slices"
@@ -260,7 +261,7 @@ func TestRunReconnects(t *testing.T) {
 	f.host("h2").script("worker:1", keptStart(exits(0, "w1 done\n")))
 
 	s, console := f.mustRun(context.Background())
-	wantSummary(t, s, ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
+	wantSummary(t, s, record.ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
 	if !s.Tasks[1].LogTruncated || s.Tasks[0].LogTruncated {
 		t.Errorf("log truncated: ps:0 %v, worker:0 %v", s.Tasks[0].LogTruncated, s.Tasks[1].LogTruncated)
 	}
@@ -326,7 +327,7 @@ func TestRunReconnectLoses(t *testing.T) {
 				f.host("h2").script(id, keptStart(untilStopped))
 			}
 			s, console := f.mustRun(context.Background())
-			wantSummary(t, s, ResultFailed, ExitHostLost, "worker:0 on h1 was lost: "+c.why,
+			wantSummary(t, s, record.ResultFailed, record.ExitHostLost, "worker:0 on h1 was lost: "+c.why,
 				"worker:0 lost: "+c.why, "ps:0 stopped 143", "worker:1 stopped 143")
 			if c.name == "no answer" {
 				wantLines(t, "console", console, "tfhive: gave up on h1: "+c.why+"\n")

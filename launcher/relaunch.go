@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"github.com/tfhive/tfhive/launcher/record"
 	"slices"
 	"strings"
 	"time"
@@ -22,7 +23,7 @@ type Relaunch struct {
 	Started time.Time
 	// Attempts are each task's attempts so far, by task id; the last one
 	// says why the run was started again.
-	Attempts map[string][]Attempt
+	Attempts map[string][]record.Attempt
 }
 
 // Relaunchable says whether a run that ended as s is started again
@@ -31,16 +32,16 @@ type Relaunch struct {
 // task has a restart left (a relaunch restarts them all). It returns the
 // lost hosts, the wait first and the number of the deciding task's next
 // attempt.
-func Relaunchable(s *Summary, rs Restart) (lost []string, wait time.Duration, next int, ok bool) {
-	if s == nil || s.Result != ResultFailed || s.ExitCode != ExitHostLost || len(s.Tasks) == 0 ||
-		s.Tasks[0].Outcome != OutcomeLost || !rs.restarts(0, true) {
+func Relaunchable(s *record.Summary, rs Restart) (lost []string, wait time.Duration, next int, ok bool) {
+	if s == nil || s.Result != record.ResultFailed || s.ExitCode != record.ExitHostLost || len(s.Tasks) == 0 ||
+		s.Tasks[0].Outcome != record.OutcomeLost || !rs.restarts(0, true) {
 		return nil, 0, 0, false
 	}
 	for _, t := range s.Tasks {
 		if lastAttempt(t) >= rs.Max {
 			return nil, 0, 0, false
 		}
-		if t.Outcome == OutcomeLost && !slices.Contains(lost, t.Host) {
+		if t.Outcome == record.OutcomeLost && !slices.Contains(lost, t.Host) {
 			lost = append(lost, t.Host)
 		}
 	}
@@ -50,7 +51,7 @@ func Relaunchable(s *Summary, rs Restart) (lost []string, wait time.Duration, ne
 }
 
 // lastAttempt is the number of t's last attempt (0 when it has none).
-func lastAttempt(t TaskResult) int {
+func lastAttempt(t record.TaskResult) int {
 	if n := len(t.Attempts); n > 0 {
 		return t.Attempts[n-1].Attempt
 	}
@@ -67,8 +68,8 @@ func RelaunchReason(lost []string) string {
 // carries over: rl's (nil for the run's first start) and s's attempts,
 // each naming the host it ran on, the last one of each task why it
 // restarted.
-func (rl *Relaunch) Carry(s *Summary, lost []string) *Relaunch {
-	next := &Relaunch{Started: s.Started, Attempts: map[string][]Attempt{}}
+func (rl *Relaunch) Carry(s *record.Summary, lost []string) *Relaunch {
+	next := &Relaunch{Started: s.Started, Attempts: map[string][]record.Attempt{}}
 	if rl != nil {
 		next.Started = rl.Started
 	}
@@ -100,7 +101,7 @@ func (rl *Relaunch) firstAttempt(id string) int {
 
 // earlier is a task's attempts before this run, on host: those that ran
 // there do not name it (the summary names the task's host).
-func (rl *Relaunch) earlier(id, host string) []Attempt {
+func (rl *Relaunch) earlier(id, host string) []record.Attempt {
 	if rl == nil {
 		return nil
 	}

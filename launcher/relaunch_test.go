@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"strings"
 	"testing"
@@ -11,25 +12,25 @@ import (
 )
 
 func TestRelaunchable(t *testing.T) {
-	lost := func(id, host string, attempts ...int) TaskResult {
-		tr := TaskResult{ID: id, Host: host, Outcome: OutcomeLost}
+	lost := func(id, host string, attempts ...int) record.TaskResult {
+		tr := record.TaskResult{ID: id, Host: host, Outcome: record.OutcomeLost}
 		for _, a := range attempts {
-			tr.Attempts = append(tr.Attempts, Attempt{Attempt: a, Outcome: OutcomeExited})
+			tr.Attempts = append(tr.Attempts, record.Attempt{Attempt: a, Outcome: record.OutcomeExited})
 		}
 		return tr
 	}
-	stopped := func(id, host string, attempt int) TaskResult {
-		return TaskResult{ID: id, Host: host, Outcome: OutcomeStopped, Attempts: []Attempt{{Attempt: attempt, Outcome: OutcomeStopped}}}
+	stopped := func(id, host string, attempt int) record.TaskResult {
+		return record.TaskResult{ID: id, Host: host, Outcome: record.OutcomeStopped, Attempts: []record.Attempt{{Attempt: attempt, Outcome: record.OutcomeStopped}}}
 	}
-	failed := func(code int, tasks ...TaskResult) *Summary {
-		return &Summary{Result: ResultFailed, ExitCode: code, Tasks: tasks}
+	failed := func(code int, tasks ...record.TaskResult) *record.Summary {
+		return &record.Summary{Result: record.ResultFailed, ExitCode: code, Tasks: tasks}
 	}
 	onCodes, _ := ParseRestartOn("1-127")
 	onLost, _ := ParseRestartOn("lost")
 	any2 := Restart{Max: 2, Backoff: time.Second}
 	for _, c := range []struct {
 		name string
-		s    *Summary
+		s    *record.Summary
 		rs   Restart
 		want string // "hosts wait next", or "" for no relaunch
 	}{
@@ -40,10 +41,10 @@ func TestRelaunchable(t *testing.T) {
 		{"no --restarts", failed(4, lost("worker:0", "h2")), Restart{}, ""},
 		{"out of restarts", failed(4, lost("worker:0", "h2", 0, 1, 2)), any2, ""},
 		{"another task out of restarts", failed(4, lost("worker:0", "h2", 0), stopped("worker:1", "h1", 2)), any2, ""},
-		{"a task exited 4", failed(4, TaskResult{ID: "worker:0", Host: "h1", Outcome: OutcomeExited}), any2, ""},
+		{"a task exited 4", failed(4, record.TaskResult{ID: "worker:0", Host: "h1", Outcome: record.OutcomeExited}), any2, ""},
 		{"a lost task that did not decide", failed(1, lost("worker:0", "h2", 0)), any2, ""},
-		{"succeeded", &Summary{Result: ResultSucceeded, Tasks: []TaskResult{lost("evaluator:0", "h2", 0)}}, any2, ""},
-		{"interrupted", &Summary{Result: ResultInterrupted, ExitCode: 4, Tasks: []TaskResult{lost("worker:0", "h2", 0)}}, any2, ""},
+		{"succeeded", &record.Summary{Result: record.ResultSucceeded, Tasks: []record.TaskResult{lost("evaluator:0", "h2", 0)}}, any2, ""},
+		{"interrupted", &record.Summary{Result: record.ResultInterrupted, ExitCode: 4, Tasks: []record.TaskResult{lost("worker:0", "h2", 0)}}, any2, ""},
 		{"no summary", nil, any2, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,10 +62,10 @@ func TestRelaunchable(t *testing.T) {
 
 func TestRelaunchCarry(t *testing.T) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := &Summary{Started: start, Tasks: []TaskResult{
-		{ID: "worker:0", Host: "h2", Outcome: OutcomeLost, Attempts: []Attempt{{Attempt: 0, Outcome: OutcomeLost}}},
-		{ID: "ps:0", Host: "h1", Outcome: OutcomeStopped, Attempts: []Attempt{
-			{Attempt: 0, Outcome: OutcomeExited, Restart: "restarted every task"}, {Attempt: 1, Outcome: OutcomeStopped}}},
+	s := &record.Summary{Started: start, Tasks: []record.TaskResult{
+		{ID: "worker:0", Host: "h2", Outcome: record.OutcomeLost, Attempts: []record.Attempt{{Attempt: 0, Outcome: record.OutcomeLost}}},
+		{ID: "ps:0", Host: "h1", Outcome: record.OutcomeStopped, Attempts: []record.Attempt{
+			{Attempt: 0, Outcome: record.OutcomeExited, Restart: "restarted every task"}, {Attempt: 1, Outcome: record.OutcomeStopped}}},
 	}}
 	rl := (*Relaunch)(nil).Carry(s, []string{"h2"})
 	if !rl.Started.Equal(start) {
@@ -85,7 +86,7 @@ func TestRelaunchCarry(t *testing.T) {
 		t.Errorf("ps:0 earlier %s", got)
 	}
 	// A second relaunch keeps the first start, and the attempts before.
-	again := rl.Carry(&Summary{Started: start.Add(time.Hour), Tasks: []TaskResult{{ID: "worker:0", Host: "h1", Attempts: append(rl.earlier("worker:0", "h1"), Attempt{Attempt: 1, Outcome: OutcomeLost})}}}, []string{"h1"})
+	again := rl.Carry(&record.Summary{Started: start.Add(time.Hour), Tasks: []record.TaskResult{{ID: "worker:0", Host: "h1", Attempts: append(rl.earlier("worker:0", "h1"), record.Attempt{Attempt: 1, Outcome: record.OutcomeLost})}}}, []string{"h1"})
 	if !again.Started.Equal(start) || again.firstAttempt("worker:0") != 2 || again.Attempts["worker:0"][1].Host != "h1" {
 		t.Errorf("second relaunch: %s %+v", again.Started, again.Attempts)
 	}
@@ -105,7 +106,7 @@ func TestRunRelaunchedInProcess(t *testing.T) {
 		p.lose()
 	}))
 	first, _ := f.mustRun(context.Background())
-	wantSummary(t, first, ResultFailed, ExitHostLost, "worker:0 on h1 was lost: connection lost before the command finished",
+	wantSummary(t, first, record.ResultFailed, record.ExitHostLost, "worker:0 on h1 was lost: connection lost before the command finished",
 		"worker:0 lost: connection lost before the command finished")
 	lost, _, _, ok := Relaunchable(first, f.o.Restart)
 	if !ok {
@@ -117,7 +118,7 @@ func TestRunRelaunchedInProcess(t *testing.T) {
 	g.o.Relaunch = (*Relaunch)(nil).Carry(first, lost)
 	g.host("h2").script("worker:0", attempting(0))
 	sum, _ := g.mustRun(context.Background())
-	wantSummary(t, sum, ResultSucceeded, 0, "every worker exited 0", "worker:0 exited 0")
+	wantSummary(t, sum, record.ResultSucceeded, 0, "every worker exited 0", "worker:0 exited 0")
 	if !strings.Contains(g.proc("worker:0").runStage, "tfhive_attempt0=1") {
 		t.Error("the relaunched task's first attempt is not 1")
 	}

@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"slices"
 	"strconv"
@@ -400,20 +401,20 @@ func (p *policy) attemptEnded(ev event, d *decision) {
 		return
 	}
 	s.between = true
-	a := Attempt{Attempt: s.attempt, Outcome: OutcomeExited, ExitCode: intPtr(ev.code), Duration: ev.after}
+	a := record.Attempt{Attempt: s.attempt, Outcome: record.OutcomeExited, ExitCode: intPtr(ev.code), Duration: ev.after}
 	t := p.tasks[ev.task]
 	label := t.ID + " on " + t.Host
 	switch {
 	case s.stopped || p.decided():
 		if s.stopped {
-			a.Outcome = OutcomeStopped
+			a.Outcome = record.OutcomeStopped
 		}
 		s.attempts = append(s.attempts, a)
 		d.ends = append(d.ends, ev.task)
 	case p.inRegroup(ev.task):
-		a.Outcome, a.Restart = OutcomeStopped, "restarted with every task: "+p.regroupWhy
+		a.Outcome, a.Restart = record.OutcomeStopped, "restarted with every task: "+p.regroupWhy
 		if ev.code != 0 && !p.signalled(ev.code) {
-			a.Outcome = OutcomeExited
+			a.Outcome = record.OutcomeExited
 		}
 		s.attempts = append(s.attempts, a)
 		p.regroupReady(d)
@@ -526,23 +527,23 @@ func (r *runner) after(d time.Duration, ev event) {
 
 // attemptsOf is task i's attempts for the summary: those that ended with
 // a line of their own, then the last one, however it ended.
-func (r *runner) attemptsOf(i int) []Attempt {
+func (r *runner) attemptsOf(i int) []record.Attempt {
 	s := r.p.state[i]
 	l := append(r.o.Relaunch.earlier(r.tasks[i].t.ID, r.tasks[i].t.Host), s.attempts...)
 	if n := len(l); n == 0 || l[n-1].Attempt != s.attempt {
-		if s.phase == phaseDone && s.outcome == OutcomeNoStart {
+		if s.phase == phaseDone && s.outcome == record.OutcomeNoStart {
 			return l
 		}
 		rt := r.tasks[i]
-		l = append(l, Attempt{Attempt: s.attempt, Outcome: s.outcome, ExitCode: s.code, Duration: rt.res.Duration - rt.attemptStart.Sub(rt.started)})
+		l = append(l, record.Attempt{Attempt: s.attempt, Outcome: s.outcome, ExitCode: s.code, Duration: rt.res.Duration - rt.attemptStart.Sub(rt.started)})
 	}
 	return l
 }
 
 // withAttemptsColumn adds ATTEMPTS after OUTCOME when the run could
 // restart its tasks.
-func withAttemptsColumn(s *Summary, header []string, rows [][]string) ([]string, [][]string) {
-	if !slices.ContainsFunc(s.Tasks, func(t TaskResult) bool { return t.Attempts != nil }) {
+func withAttemptsColumn(s *record.Summary, header []string, rows [][]string) ([]string, [][]string) {
+	if !slices.ContainsFunc(s.Tasks, func(t record.TaskResult) bool { return t.Attempts != nil }) {
 		return header, rows
 	}
 	at := slices.Index(header, "OUTCOME") + 1
@@ -555,7 +556,7 @@ func withAttemptsColumn(s *Summary, header []string, rows [][]string) ([]string,
 
 // writeRestartNotes: one line per attempt that was followed by another,
 // saying how it ended and why the task restarted.
-func writeRestartNotes(w io.Writer, s *Summary) error {
+func writeRestartNotes(w io.Writer, s *record.Summary) error {
 	for _, t := range s.Tasks {
 		for _, a := range t.Attempts {
 			if a.Restart == "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"os"
 	"regexp"
@@ -138,7 +139,7 @@ func TestRestartPolicy(t *testing.T) {
 				{attemptDone(0, 143), "e ps:0"},
 				{exited(0, 143), ""},
 			},
-			result: ResultSucceeded, code: 0,
+			result: record.ResultSucceeded, code: 0,
 			attempts: map[string]string{"ps:0": "0:stopped 143", "worker:0": "0:exited 0", "worker:1": "0:exited 3:restarted alone,1:exited 0"},
 		},
 		{
@@ -157,7 +158,7 @@ func TestRestartPolicy(t *testing.T) {
 				{attemptDone(0, 143), "e ps:0"},
 				{exited(0, 143), ""},
 			},
-			result: ResultSucceeded, code: 0,
+			result: record.ResultSucceeded, code: 0,
 			attempts: map[string]string{
 				"ps:0":     "0:exited 1:restarted every task,1:stopped 143",
 				"worker:0": "0:stopped 143:restarted with every task: ps:0 on h1 exited 1,1:exited 0",
@@ -189,7 +190,7 @@ func TestRestartPolicy(t *testing.T) {
 				{exited(0, 143), ""},
 				{exited(1, 143), ""},
 			},
-			result: ResultFailed, code: 3,
+			result: record.ResultFailed, code: 3,
 			attempts: map[string]string{"worker:2": "0:exited 3:restarted every task,1:exited 3", "worker:0": "0:stopped 143:restarted with every task: worker:2 on h2 exited 3,1:stopped 143"},
 		},
 		{
@@ -311,11 +312,11 @@ func TestRunRestartsInProcess(t *testing.T) {
 	f.host("h2").script("worker:1", attempting(5, 5, 0))
 	f.host("h1").script("ps:0", runs(untilStopped))
 	sum, console := f.mustRun(context.Background())
-	wantSummary(t, sum, ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
+	wantSummary(t, sum, record.ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
 	wantLines(t, "console", console,
 		"tfhive: worker:1 on h2 exited 5; restarting it in 1ms (attempt 2 of 3)",
 		"tfhive: worker:1 on h2 exited 5; restarting it in 2ms (attempt 3 of 3)")
-	var w1 TaskResult
+	var w1 record.TaskResult
 	for _, tr := range sum.Tasks {
 		if tr.ID == "worker:1" {
 			w1 = tr

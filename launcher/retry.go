@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"errors"
+	"github.com/tfhive/tfhive/launcher/record"
 	mrand "math/rand/v2"
 	"time"
 
@@ -40,7 +41,7 @@ type Retry struct {
 // Do calls attempt until it returns an error Retry does not retry (or none)
 // and returns what that attempt returned, or ctx's error when ctx ends a
 // pause.
-func (r Retry) Do(ctx context.Context, attempt func(ctx context.Context) (*Summary, error)) (*Summary, error) {
+func (r Retry) Do(ctx context.Context, attempt func(ctx context.Context) (*record.Summary, error)) (*record.Summary, error) {
 	now, sleep := r.Now, r.Sleep
 	if now == nil {
 		now = time.Now

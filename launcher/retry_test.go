@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"slices"
 	"testing"
 	"time"
@@ -86,14 +87,14 @@ func (c *fakeClock) retry(wait time.Duration) Retry {
 }
 
 // attempts answers with errs in turn, then with a summary.
-func attempts(errs ...error) (func(context.Context) (*Summary, error), *int) {
+func attempts(errs ...error) (func(context.Context) (*record.Summary, error), *int) {
 	n := 0
-	return func(context.Context) (*Summary, error) {
+	return func(context.Context) (*record.Summary, error) {
 		n++
 		if n <= len(errs) {
 			return nil, errs[n-1]
 		}
-		return &Summary{RunID: "r"}, nil
+		return &record.Summary{RunID: "r"}, nil
 	}, &n
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"io/fs"
 	"os"
@@ -18,13 +19,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
+	"golang.org/x/sync/errgroup"
 )
 
 // RunOptions is everything Run needs; main fills it from flags.
@@ -81,7 +81,7 @@ type RunOptions struct {
 	// Code is what --sync did, for the summary; nil without --sync. The
 	// plan says where the tree is on each host: the tasks' default
 	// workdir.
-	Code *CodeReport
+	Code *record.CodeReport
 	// Captures are --capture and --capture-from (capture.go); nil: none.
 	Captures *Captures
 	// Sample is --sample: how often the tasks' GPUs are sampled, on each
@@ -106,28 +106,6 @@ type RunOptions struct {
 	Preemptible map[string]string
 }
 
-// Outcomes of a task, as shown in the summary.
-const (
-	OutcomeExited  = "exited"
-	OutcomeStopped = "stopped" // stopped by tfhive once the run was decided: not a failure
-	OutcomeLost    = "lost"    // its host or connection was lost
-	OutcomeNoStart = "not-started"
-	// OutcomeHandedOver: another keeper adopted the run; this one let go
-	// of the task, still running.
-	OutcomeHandedOver = "handed-over"
-)
-
-// Run results.
-const (
-	ResultSucceeded   = "succeeded"
-	ResultFailed      = "failed"
-	ResultTimeout     = "timeout"
-	ResultInterrupted = "interrupted"
-	// ResultSteppedDown: another keeper adopted the run (tfhive attach -H
-	// from elsewhere); this one stopped nothing. Exit 1.
-	ResultSteppedDown = "stepped-down"
-)
-
 // DefaultReconnect is --reconnect's default: a laptop's lid closed for a
 // coffee, a VPN that drops and comes back.
 const DefaultReconnect = 5 * time.Minute
@@ -137,69 +115,10 @@ const DefaultReconnect = 5 * time.Minute
 // server does not hold its GPU for ever.
 const DefaultUnattended = 24 * time.Hour
 
-// Exit codes Run chooses for results that no task's own code explains.
-const (
-	ExitTimeout  = 124
-	ExitHostLost = 4
-)
-
-// Summary is what happened, also written as summary.json in the log dir
-// and printed by `tfhive run --json`.
-type Summary struct {
-	RunID  string `json:"run_id"`
-	Result string `json:"result"`
-	// ExitCode is what tfhive exits with: 0, the deciding task's own code
-	// (128+N for signal N), 124 timeout, 130/143 interrupted, 4 host lost.
-	ExitCode int `json:"exit_code"`
-	// Reason says in one line why the run ended as it did.
-	Reason   string        `json:"reason"`
-	LogDir   string        `json:"log_dir"`
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"duration_ns"`
-	// Tasks: the task that decided a failure first, then plan order.
-	Tasks []TaskResult `json:"tasks"`
-	// Code is the --sync tree and where it was sent; absent without.
-	Code *CodeReport `json:"code,omitempty"`
-	// Captures are --capture's regexes by name, Metrics the run's values
-	// (RunMetrics); both absent without --capture.
-	Captures map[string]string `json:"captures,omitempty"`
-	Metrics  map[string]string `json:"metrics,omitempty"`
-}
-
-// TaskResult is one task's fate.
-type TaskResult struct {
-	ID      string `json:"id"`
-	Role    string `json:"role"`
-	Index   int    `json:"index"`
-	Host    string `json:"host"`
-	Address string `json:"address"`
-	GPUs    []int  `json:"gpus"`
-	Outcome string `json:"outcome"`
-	// ExitCode is the task's status (128+N for signal N); nil when unknown.
-	ExitCode *int          `json:"exit_code"`
-	Error    string        `json:"error,omitempty"`
-	Duration time.Duration `json:"duration_ns"`
-	Log      string        `json:"log"`
-	// LogTruncated: the task's output files on its host (a kept task's)
-	// could not take all its output, a full disk: the log and the console
-	// have what they took.
-	LogTruncated bool `json:"log_truncated,omitempty"`
-	// Metrics are the values --capture found in its output.
-	Metrics map[string]string `json:"metrics,omitempty"`
-	// GPUUsage is what --sample saw of its GPUs; absent without samples.
-	GPUUsage *GPUUsage `json:"gpu_usage,omitempty"`
-	// Attempts are its runs, first to last, with --restarts; absent
-	// without.
-	Attempts []Attempt `json:"attempts,omitempty"`
-	// Intruders are the processes --sample saw on the task's GPUs that
-	// were not the run's (intruders.go).
-	Intruders []Intruder `json:"intruders,omitempty"`
-}
-
 // runTask is a task while it runs.
 type runTask struct {
 	t        schedule.Task
-	res      TaskResult
+	res      record.TaskResult
 	out      *TaskOutput
 	log      *os.File
 	proc     remote.Started
@@ -309,7 +228,7 @@ type exitEvent struct {
 // Cancelling ctx stops the run as a signal would: SIGTERM to every task,
 // SIGKILL after the grace period, result "interrupted" (see Interrupt);
 // o.KillNow kills at once. Either, once the run is decided, kills at once.
-func Run(ctx context.Context, o RunOptions) (*Summary, error) {
+func Run(ctx context.Context, o RunOptions) (*record.Summary, error) {
 	lim := defaultLimits
 	// The e2e tests' way to see an idle warning without idling a minute.
 	if d, err := time.ParseDuration(os.Getenv("TFHIVE_TEST_IDLE_AFTER")); err == nil && d > 0 {
@@ -336,7 +255,7 @@ type limits struct {
 
 var defaultLimits = limits{minAnswer: 10 * time.Second, login: 2 * time.Minute, giveUp: 5 * time.Second, idleFor: time.Minute}
 
-func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
+func runWith(ctx context.Context, o RunOptions, lim limits) (*record.Summary, error) {
 	if err := MakeLogDir(o.LogDir); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
@@ -356,24 +275,10 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*Summary, error) {
 		return nil, r.p.conflict
 	}
 	if err := writeJSONFile(filepath.Join(o.LogDir, "summary.json"), sum); err != nil {
-		return sum, &RecordError{Result: sum.Result, Err: err}
+		return sum, &record.RecordError{Result: sum.Result, Err: err}
 	}
 	return sum, nil
 }
-
-// RecordError: the run ended (Result) but its log dir could not take its
-// record, summary.json. The run's own outcome stands; tfhive exits 1,
-// saying both.
-type RecordError struct {
-	Result string
-	Err    error
-}
-
-func (e *RecordError) Error() string {
-	return fmt.Sprintf("the run %s, but its log dir could not take its record: %v", e.Result, e.Err)
-}
-
-func (e *RecordError) Unwrap() error { return e.Err }
 
 // runner carries out the policy's decisions: it starts the tasks, turns
 // what happens into events and sends the control lines.
@@ -408,7 +313,7 @@ type runner struct {
 // attemptEnd is an attempt line of task i.
 type attemptEnd struct{ i, attempt, rc int }
 
-func (r *runner) run(ctx context.Context) *Summary {
+func (r *runner) run(ctx context.Context) *record.Summary {
 	// One control-line writer per host, not per task: a goroutine's stack
 	// per task is memory at hundreds of tasks, and a host whose link
 	// blocks blocks all its tasks' lines anyway.
@@ -430,7 +335,7 @@ func (r *runner) run(ctx context.Context) *Summary {
 	r.attemptEnds, r.later, r.quit = make(chan attemptEnd, len(r.o.Plan.Tasks)), make(chan event, len(r.o.Plan.Tasks)), make(chan struct{})
 	defer close(r.quit)
 	for _, t := range r.o.Plan.Tasks {
-		r.tasks = append(r.tasks, &runTask{t: t, ctl: writers[t.Host], claim: make(chan string, 1), claimed: make(chan struct{}), res: TaskResult{
+		r.tasks = append(r.tasks, &runTask{t: t, ctl: writers[t.Host], claim: make(chan string, 1), claimed: make(chan struct{}), res: record.TaskResult{
 			ID: t.ID, Role: t.Role, Index: t.Index, Host: t.Host, Address: t.Address, GPUs: t.GPUs,
 			Log: filepath.Join(r.o.LogDir, fmt.Sprintf("%s-%d.log", t.Role, t.Index)),
 		}})
@@ -919,9 +824,9 @@ func writeCtl(q <-chan ctlLine) {
 	}
 }
 
-func (r *runner) summary() *Summary {
+func (r *runner) summary() *record.Summary {
 	result, code, reason, decider := r.p.final()
-	s := &Summary{RunID: r.o.Plan.RunID, Result: result, ExitCode: code, Reason: reason,
+	s := &record.Summary{RunID: r.o.Plan.RunID, Result: result, ExitCode: code, Reason: reason,
 		LogDir: r.o.LogDir, Started: r.start, Duration: time.Since(r.start), Code: r.o.Code}
 	for i, rt := range r.tasks {
 		st := r.p.state[i]
@@ -998,7 +903,7 @@ func writeJSONFile(path string, v any) (err error) {
 }
 
 // WriteSummary prints the summary table.
-func WriteSummary(w io.Writer, s *Summary) error {
+func WriteSummary(w io.Writer, s *record.Summary) error {
 	var rows [][]string
 	for _, t := range s.Tasks {
 		outcome := t.Outcome
@@ -1029,11 +934,4 @@ func WriteSummary(w io.Writer, s *Summary) error {
 		return err
 	}
 	return writeMetricsLine(w, s)
-}
-
-// WriteSummaryJSON prints the summary document.
-func WriteSummaryJSON(w io.Writer, s *Summary) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,9 +120,9 @@ func (f *fakeRun) proc(id string) *fakeProc {
 }
 
 // run runs and returns the summary, the error and the whole console.
-func (f *fakeRun) run(ctx context.Context) (*Summary, error, string) {
+func (f *fakeRun) run(ctx context.Context) (*record.Summary, error, string) {
 	f.t.Helper()
-	var sum *Summary
+	var sum *record.Summary
 	var err error
 	if f.lim == defaultLimits {
 		sum, err = Run(ctx, f.o)
@@ -136,14 +137,14 @@ func (f *fakeRun) run(ctx context.Context) (*Summary, error, string) {
 
 // mustRun runs a run that must end with a summary, and checks
 // summary.json is that summary.
-func (f *fakeRun) mustRun(ctx context.Context) (*Summary, string) {
+func (f *fakeRun) mustRun(ctx context.Context) (*record.Summary, string) {
 	f.t.Helper()
 	sum, err, console := f.run(ctx)
 	if err != nil || sum == nil {
 		f.t.Fatalf("Run: %v, %v\n%s", sum, err, console)
 	}
 	var want bytes.Buffer
-	WriteSummaryJSON(&want, sum)
+	record.WriteSummaryJSON(&want, sum)
 	got, err := os.ReadFile(filepath.Join(f.o.LogDir, "summary.json"))
 	if err != nil || !bytes.Equal(got, want.Bytes()) {
 		f.t.Errorf("summary.json (%v):\n%s\nwant\n%s", err, got, want.Bytes())
@@ -156,7 +157,7 @@ func (f *fakeRun) mustRun(ctx context.Context) (*Summary, string) {
 
 // outcomes lists "id outcome code" or "id outcome: error" in summary
 // order.
-func outcomes(s *Summary) []string {
+func outcomes(s *record.Summary) []string {
 	var l []string
 	for _, t := range s.Tasks {
 		o := t.ID + " " + t.Outcome
@@ -171,7 +172,7 @@ func outcomes(s *Summary) []string {
 	return l
 }
 
-func wantSummary(t *testing.T, s *Summary, result string, code int, reason string, tasks ...string) {
+func wantSummary(t *testing.T, s *record.Summary, result string, code int, reason string, tasks ...string) {
 	t.Helper()
 	if s.Result != result || s.ExitCode != code || s.Reason != reason {
 		t.Errorf("summary %s %d %q, want %s %d %q", s.Result, s.ExitCode, s.Reason, result, code, reason)
@@ -219,7 +220,7 @@ func TestRunSucceeds(t *testing.T) {
 	})
 	f.host("h2").script("worker:1", runs(exits(0, "hello from worker:1\n")))
 	s, console := f.mustRun(context.Background())
-	wantSummary(t, s, ResultSucceeded, 0, "every worker exited 0",
+	wantSummary(t, s, record.ResultSucceeded, 0, "every worker exited 0",
 		"ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
 	wantLines(t, "console", console,
 		"tfhive: run r1: 3 tasks on 2 hosts, logs in "+f.o.LogDir+"\n",
@@ -268,7 +269,7 @@ func TestRunFailures(t *testing.T) {
 			script: func(f *fakeRun) {
 				f.host("h2").script("worker:1", runs(func(p *fakeProc) { p.errOut("dying\n"); p.exit(7) }))
 			},
-			result: ResultFailed, code: 7, reason: "worker:1 on h2 exited 7",
+			result: record.ResultFailed, code: 7, reason: "worker:1 on h2 exited 7",
 			tasks: []string{"worker:1 exited 7", "ps:0 stopped 143", "worker:0 stopped 143"},
 			lines: []string{"[worker:1 h2] dying\n", "tfhive: worker:1 on h2 exited 7; stopping the other tasks\n"},
 		},
@@ -278,7 +279,7 @@ func TestRunFailures(t *testing.T) {
 			script: func(f *fakeRun) {
 				f.host("h1").script("ps:0", runs(exits(1, "")))
 			},
-			result: ResultFailed, code: 1, reason: "ps:0 on h1 exited 1",
+			result: record.ResultFailed, code: 1, reason: "ps:0 on h1 exited 1",
 			tasks: []string{"ps:0 exited 1", "worker:0 stopped 143", "worker:1 stopped 143"},
 			lines: []string{"tfhive: ps:0 on h1 exited 1; stopping the other tasks\n"},
 		},
@@ -288,7 +289,7 @@ func TestRunFailures(t *testing.T) {
 			script: func(f *fakeRun) {
 				f.host("h1").script("worker:0", runs(exits(137, "")))
 			},
-			result: ResultFailed, code: 137, reason: "worker:0 on h1 was killed by signal 9 (exit 137)",
+			result: record.ResultFailed, code: 137, reason: "worker:0 on h1 was killed by signal 9 (exit 137)",
 			tasks: []string{"worker:0 exited 137", "worker:1 stopped 143"},
 		},
 		{
@@ -297,7 +298,7 @@ func TestRunFailures(t *testing.T) {
 			script: func(f *fakeRun) {
 				f.host("h2").script("worker:1", runs((*fakeProc).lose))
 			},
-			result: ResultFailed, code: ExitHostLost, reason: "worker:1 on h2 was lost: connection lost before the command finished",
+			result: record.ResultFailed, code: record.ExitHostLost, reason: "worker:1 on h2 was lost: connection lost before the command finished",
 			tasks: []string{"worker:1 lost: connection lost before the command finished", "ps:0 stopped 143", "worker:0 stopped 143"},
 			lines: []string{"tfhive: worker:1 on h2 was lost: connection lost before the command finished; stopping the other tasks\n"},
 		},
@@ -310,7 +311,7 @@ func TestRunFailures(t *testing.T) {
 				f.host("h1").script("worker:0", ok)
 				f.host("h2").script("worker:1", ok)
 			},
-			result: ResultSucceeded, code: 0, reason: "every worker exited 0",
+			result: record.ResultSucceeded, code: 0, reason: "every worker exited 0",
 			tasks: []string{"ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0", "evaluator:0 exited 2"},
 			lines: []string{"tfhive: evaluator:0 on h2 exited 2 (not fatal for the run)\n"},
 		},
@@ -321,7 +322,7 @@ func TestRunFailures(t *testing.T) {
 				f.host("h2").script("worker:1", runs(exits(1, "")))
 				f.host("h1").script("chief:0", stopOnLine(f, "(not fatal for the run)", exits(0, "")))
 			},
-			result: ResultSucceeded, code: 0, reason: "the chief exited 0",
+			result: record.ResultSucceeded, code: 0, reason: "the chief exited 0",
 			tasks: []string{"chief:0 exited 0", "ps:0 stopped 143", "worker:0 stopped 143", "worker:1 exited 1"},
 			lines: []string{"tfhive: worker:1 on h2 exited 1 (not fatal for the run)\n"},
 		},
@@ -332,7 +333,7 @@ func TestRunFailures(t *testing.T) {
 				f.host("h1").script("worker:0", runs(exits(0, ""))).script("worker:1", runs(exits(0, "")))
 				f.host("h2").script("worker:2", runs(exits(0, "")))
 			},
-			result: ResultSucceeded, code: 0, reason: "every rank exited 0",
+			result: record.ResultSucceeded, code: 0, reason: "every rank exited 0",
 			tasks: []string{"worker:0 exited 0", "worker:1 exited 0", "worker:2 exited 0"},
 		},
 		{
@@ -341,7 +342,7 @@ func TestRunFailures(t *testing.T) {
 			script: func(f *fakeRun) {
 				f.host("h2").script("worker:2", runs(exits(3, "")))
 			},
-			result: ResultFailed, code: 3, reason: "worker:2 on h2 exited 3",
+			result: record.ResultFailed, code: 3, reason: "worker:2 on h2 exited 3",
 			tasks: []string{"worker:2 exited 3", "worker:0 stopped 143", "worker:1 stopped 143"},
 		},
 		{
@@ -353,7 +354,7 @@ func TestRunFailures(t *testing.T) {
 					p.exit(127)
 				})
 			},
-			result: ResultFailed, code: 127, reason: "worker:1 on h2 exited 127",
+			result: record.ResultFailed, code: 127, reason: "worker:1 on h2 exited 127",
 			tasks: []string{"worker:1 exited 127", "worker:0 stopped 143"},
 			lines: []string{"[worker:1 h2] tfhive: bash not found on this host\n"},
 		},
@@ -372,7 +373,7 @@ func TestRunTimeout(t *testing.T) {
 	f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h2"))
 	f.o.Timeout = 20 * time.Millisecond
 	s, _ := f.mustRun(context.Background())
-	wantSummary(t, s, ResultTimeout, ExitTimeout, "timed out after 20ms", "ps:0 stopped 143", "worker:0 stopped 143")
+	wantSummary(t, s, record.ResultTimeout, record.ExitTimeout, "timed out after 20ms", "ps:0 stopped 143", "worker:0 stopped 143")
 }
 
 // A task that ignores SIGTERM is killed once the grace period is over.
@@ -381,7 +382,7 @@ func TestRunKillsAfterGrace(t *testing.T) {
 	f.o.Timeout, f.o.Grace = time.Millisecond, time.Millisecond
 	f.host("h2").script("worker:1", runs(ignoresTerm))
 	s, _ := f.mustRun(context.Background())
-	wantSummary(t, s, ResultTimeout, ExitTimeout, "timed out after 1ms", "worker:0 stopped 143", "worker:1 stopped 137")
+	wantSummary(t, s, record.ResultTimeout, record.ExitTimeout, "timed out after 1ms", "worker:0 stopped 143", "worker:1 stopped 137")
 	if got := controls(f.proc("worker:1")); got != "g t k" {
 		t.Errorf("worker:1 got %q", got)
 	}
@@ -394,7 +395,7 @@ func TestRunGivesUpOnATaskThatStays(t *testing.T) {
 	f.o.Timeout, f.o.Grace, f.lim.giveUp = time.Millisecond, time.Millisecond, time.Millisecond
 	f.host("h1").script("worker:0", runs(hangs))
 	s, _ := f.mustRun(context.Background())
-	wantSummary(t, s, ResultTimeout, ExitTimeout, "timed out after 1ms", "worker:0 lost: abandoned before the command finished")
+	wantSummary(t, s, record.ResultTimeout, record.ExitTimeout, "timed out after 1ms", "worker:0 lost: abandoned before the command finished")
 }
 
 func TestRunInterrupted(t *testing.T) {
@@ -405,11 +406,11 @@ func TestRunInterrupted(t *testing.T) {
 		code   int
 		reason string
 	}{
-		{"SIGINT", Interrupt(syscall.SIGINT), ResultInterrupted, 130, "interrupted by SIGINT"},
-		{"SIGTERM", Interrupt(syscall.SIGTERM), ResultInterrupted, 143, "interrupted by SIGTERM"},
-		{"no signal named", nil, ResultInterrupted, 130, "interrupted"},
-		{"another cause", errors.New("shutting down"), ResultInterrupted, 130, "interrupted"},
-		{"stdout closed", Interrupt(StdoutClosed), ResultStdoutClosed, ExitStdoutClosed, "standard output closed (a pipe reader such as head ended)"},
+		{"SIGINT", Interrupt(syscall.SIGINT), record.ResultInterrupted, 130, "interrupted by SIGINT"},
+		{"SIGTERM", Interrupt(syscall.SIGTERM), record.ResultInterrupted, 143, "interrupted by SIGTERM"},
+		{"no signal named", nil, record.ResultInterrupted, 130, "interrupted"},
+		{"another cause", errors.New("shutting down"), record.ResultInterrupted, 130, "interrupted"},
+		{"stdout closed", Interrupt(StdoutClosed), record.ResultStdoutClosed, record.ExitStdoutClosed, "standard output closed (a pipe reader such as head ended)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"))
@@ -447,7 +448,7 @@ func TestRunKillNow(t *testing.T) {
 		close(killNow)
 	}()
 	s, console := f.mustRun(ctx)
-	wantSummary(t, s, ResultInterrupted, 130, "interrupted by SIGINT", "worker:0 stopped 137", "worker:1 stopped 137")
+	wantSummary(t, s, record.ResultInterrupted, 130, "interrupted by SIGINT", "worker:0 stopped 137", "worker:1 stopped 137")
 	wantLines(t, "console", console, "tfhive: killing every task now\n")
 }
 
@@ -462,7 +463,7 @@ func TestRunInterruptedTwiceAtOnce(t *testing.T) {
 	close(killNow)
 	f.o.KillNow = killNow
 	s, console := f.mustRun(ctx)
-	wantSummary(t, s, ResultInterrupted, 143, "interrupted by SIGTERM", "worker:0 stopped 137")
+	wantSummary(t, s, record.ResultInterrupted, 143, "interrupted by SIGTERM", "worker:0 stopped 137")
 	wantLines(t, "console", console, "tfhive: killing every task now\n")
 	if got := controls(f.proc("worker:0")); got != "g t k" {
 		t.Errorf("worker:0 got %q", got)
@@ -480,7 +481,7 @@ func TestRunKillNowAlone(t *testing.T) {
 		close(killNow)
 	}()
 	s, _ := f.mustRun(context.Background())
-	wantSummary(t, s, ResultInterrupted, 130, "interrupted", "worker:0 stopped 137")
+	wantSummary(t, s, record.ResultInterrupted, 130, "interrupted", "worker:0 stopped 137")
 }
 
 // Another run holds a claim: nobody gets go, every supervisor lets go,
@@ -539,7 +540,7 @@ func TestRunTaskCannotStart(t *testing.T) {
 			f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"))
 			c.setup(f)
 			s, console := f.mustRun(context.Background())
-			wantSummary(t, s, ResultFailed, 1, "worker:1 on h2 could not start: "+c.err,
+			wantSummary(t, s, record.ResultFailed, 1, "worker:1 on h2 could not start: "+c.err,
 				"worker:1 not-started: "+c.err, "ps:0 stopped 75", "worker:0 stopped 75")
 			wantLines(t, "console", console, "tfhive: worker:1 on h2 could not start: "+c.err+"\n")
 			for _, id := range []string{"ps:0", "worker:0"} {
@@ -559,7 +560,7 @@ func TestRunSessionEndedBeforeItsTask(t *testing.T) {
 	f.host("h1").script("worker:0", exits(0, ""))
 	f.host("h2").script("worker:1", exits(0, ""))
 	s, _ := f.mustRun(context.Background())
-	wantSummary(t, s, ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
+	wantSummary(t, s, record.ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
 }
 
 // A host whose supervisor never answers (a hung login shell) is given up
@@ -570,7 +571,7 @@ func TestRunHostNeverAnswers(t *testing.T) {
 	f.o.KeepAlive = func(inventory.Host) (time.Duration, int) { return time.Millisecond, 1 }
 	f.host("h1").script("worker:0", hangs)
 	s, console := f.mustRun(context.Background())
-	wantSummary(t, s, ResultFailed, ExitHostLost, "worker:0 on h1 was lost: no answer from the host within 20ms",
+	wantSummary(t, s, record.ResultFailed, record.ExitHostLost, "worker:0 on h1 was lost: no answer from the host within 20ms",
 		"worker:0 lost: no answer from the host within 20ms")
 	wantLines(t, "console", console, "tfhive: worker:0 on h1 was lost: no answer from the host within 20ms; stopping the other tasks\n")
 	if !f.proc("worker:0").wasKilled() {
@@ -591,7 +592,7 @@ func TestRunSlowLoginIsNotLost(t *testing.T) {
 	}
 	f.host("h1").script("worker:0", slow)
 	s, _ := f.mustRun(context.Background())
-	wantSummary(t, s, ResultSucceeded, 0, "every worker exited 0", "worker:0 exited 0")
+	wantSummary(t, s, record.ResultSucceeded, 0, "every worker exited 0", "worker:0 exited 0")
 }
 
 // Once a session has said something (its login shell has started), its
@@ -605,7 +606,7 @@ func TestRunAnswerCountsFromTheFirstByte(t *testing.T) {
 		hangs(p)
 	})
 	s, _ := f.mustRun(context.Background())
-	wantSummary(t, s, ResultFailed, ExitHostLost, "worker:0 on h1 was lost: no answer from the host within 20ms",
+	wantSummary(t, s, record.ResultFailed, record.ExitHostLost, "worker:0 on h1 was lost: no answer from the host within 20ms",
 		"worker:0 lost: no answer from the host within 20ms")
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"maps"
 	"math"
@@ -48,7 +49,7 @@ type RunRecord struct {
 // RunRecordFromSummary reads a summary.json. Names that --capture could
 // not have given are left out: they would be a column each.
 func RunRecordFromSummary(id, dir string, data []byte) (RunRecord, error) {
-	var s Summary
+	var s record.Summary
 	if err := json.Unmarshal(data, &s); err != nil {
 		// In the file's terms, not Go's.
 		var se *json.SyntaxError

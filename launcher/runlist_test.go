@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/tfhive/tfhive/launcher/record"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,7 +20,7 @@ const runlistGoldenDir = "../testdata/runlist"
 // out.
 func TestRunRecordFromSummary(t *testing.T) {
 	started := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	sum := Summary{RunID: "ignored", Result: ResultFailed, ExitCode: 3, Reason: "worker:0 exited 3", Started: started,
+	sum := record.Summary{RunID: "ignored", Result: record.ResultFailed, ExitCode: 3, Reason: "worker:0 exited 3", Started: started,
 		Duration: 90 * time.Second, Captures: map[string]string{"loss": `loss=(\S+)`, "x\ny": "(.)", "acc": `acc=(\S+)`},
 		Metrics: map[string]string{"loss": "0.25", "\x1b[2J": "2"}}
 	data, err := json.Marshal(sum)
@@ -31,7 +32,7 @@ func TestRunRecordFromSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.RunID != "lr-0.1" || r.LogDir != "/logs/lr-0.1" || !r.Started.Equal(started) || r.Duration != 90*time.Second ||
-		r.Result != ResultFailed || r.ExitCode == nil || *r.ExitCode != 3 || r.Reason != "worker:0 exited 3" {
+		r.Result != record.ResultFailed || r.ExitCode == nil || *r.ExitCode != 3 || r.Reason != "worker:0 exited 3" {
 		t.Errorf("record %+v", r)
 	}
 	if len(r.Metrics) != 1 || r.Metrics["loss"] != "0.25" {
@@ -57,7 +58,7 @@ func TestRunRecordFromSummary(t *testing.T) {
 	}
 }
 
-func record(id string, started time.Time, metrics ...string) RunRecord {
+func recordOf(id string, started time.Time, metrics ...string) RunRecord {
 	r := RunRecord{RunID: id, Started: started, Metrics: map[string]string{}}
 	for i := 0; i+1 < len(metrics); i += 2 {
 		r.Metrics[metrics[i]] = metrics[i+1]
@@ -81,13 +82,13 @@ func TestSortRunRecords(t *testing.T) {
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	all := func() []RunRecord {
 		return []RunRecord{
-			record("e", at(5), "loss", "nan"),
-			record("b", at(1), "loss", "10"),
-			record("a", at(1), "loss", " 9.5 "),
-			record("c", at(2)),
-			record("d", at(3), "loss", "1e-3"),
-			record("f", at(0), "loss", "diverged"),
-			record("g", at(4), "loss", "10"),
+			recordOf("e", at(5), "loss", "nan"),
+			recordOf("b", at(1), "loss", "10"),
+			recordOf("a", at(1), "loss", " 9.5 "),
+			recordOf("c", at(2)),
+			recordOf("d", at(3), "loss", "1e-3"),
+			recordOf("f", at(0), "loss", "diverged"),
+			recordOf("g", at(4), "loss", "10"),
 		}
 	}
 	for _, c := range []struct {
@@ -117,9 +118,9 @@ func TestWriteRunRecords(t *testing.T) {
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.Local)
 	code := func(n int) *int { return &n }
 	rs := []RunRecord{
-		{RunID: "lr-0.1", Started: t0, Duration: 95*time.Minute + 1500*time.Millisecond, Result: ResultSucceeded, ExitCode: code(0),
+		{RunID: "lr-0.1", Started: t0, Duration: 95*time.Minute + 1500*time.Millisecond, Result: record.ResultSucceeded, ExitCode: code(0),
 			Metrics: map[string]string{"loss": "0.25", "acc": "0.91"}, Captures: []string{"acc", "loss"}},
-		{RunID: "lr-1", Started: t0.Add(time.Hour), Duration: 3240 * time.Millisecond, Result: ResultFailed, ExitCode: code(1),
+		{RunID: "lr-1", Started: t0.Add(time.Hour), Duration: 3240 * time.Millisecond, Result: record.ResultFailed, ExitCode: code(1),
 			Metrics: map[string]string{"loss": strings.Repeat("9", 50), "note": "über " + strings.Repeat("é", 45)}},
 		{RunID: "still-going", Started: t0.Add(2 * time.Hour), Result: ResultRunning, Metrics: map[string]string{}},
 		{RunID: "gone", Result: ResultUnknown, Metrics: map[string]string{}},

@@ -20,11 +20,3 @@ func (stdoutClosed) String() string {
 
 // Signal makes it an os.Signal.
 func (stdoutClosed) Signal() {}
-
-// ResultStdoutClosed: the run was stopped because its stdout closed.
-const ResultStdoutClosed = "stdout-closed"
-
-// ExitStdoutClosed is 128 + SIGPIPE: what a shell shows for a producer
-// whose reader left (`yes | head`), in the family of 130 and 143 for
-// SIGINT and SIGTERM. main's exit-code table names it.
-const ExitStdoutClosed = 141

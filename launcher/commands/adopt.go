@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"path/filepath"
 	"strings"
 
@@ -86,7 +87,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	}
 	defer release()
 	type result struct {
-		sum *launcher.Summary
+		sum *record.Summary
 		err error
 	}
 	done := make(chan result, 1)

@@ -2,8 +2,8 @@ package commands
 
 import (
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe/claim"
 )
 
@@ -52,7 +52,7 @@ func (e *UnreachableError) Details() []string { return e.Lines }
 
 // RunFailedError is a run that started and did not succeed: its summary,
 // already printed, says why, and its ExitCode is tfhive's.
-type RunFailedError struct{ Summary *launcher.Summary }
+type RunFailedError struct{ Summary *record.Summary }
 
 func (e *RunFailedError) Error() string {
 	return fmt.Sprintf("run %s %s: %s", e.Summary.RunID, e.Summary.Result, e.Summary.Reason)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"os"
 	"path/filepath"
@@ -107,7 +108,7 @@ func runResult(dir, id string) error {
 	if err != nil {
 		return fmt.Errorf("run %s ended without a summary (see %s)", id, filepath.Join(dir, keeperLog))
 	}
-	var s launcher.Summary
+	var s record.Summary
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("run %s: %s: %w", id, filepath.Join(dir, "summary.json"), err)
 	}

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,8 +22,8 @@ import (
 // old plan's were let go with its tasks. It returns the run's final
 // summary; when the rest does not fit, the failed run's, after a line
 // saying so.
-func relaunch(ctx context.Context, sum *launcher.Summary, rs launcher.Restart, lo *launcher.RunOptions, fleet *probe.Fleet,
-	retry launcher.Retry, start func(context.Context) (*launcher.Summary, error)) *launcher.Summary {
+func relaunch(ctx context.Context, sum *record.Summary, rs launcher.Restart, lo *launcher.RunOptions, fleet *probe.Fleet,
+	retry launcher.Retry, start func(context.Context) (*record.Summary, error)) *record.Summary {
 	// Only a claim taken meanwhile is tried again: --wait was for the
 	// run's start, not for a host that went away.
 	retry.Wait = 0
@@ -60,7 +61,7 @@ func relaunch(ctx context.Context, sum *launcher.Summary, rs launcher.Restart, l
 		}
 		lo.Console.Printf("tfhive: re-plan without %s %s: %s", without, how, why)
 		if f, err := launcher.OpenLogFile(summaryFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC); err == nil {
-			launcher.WriteSummaryJSON(f, sum)
+			record.WriteSummaryJSON(f, sum)
 			f.Close()
 		}
 		return sum

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,9 +19,9 @@ import (
 )
 
 // lostRun is a summary of a run whose worker's host was lost.
-func lostRun(host string, attempt int) *launcher.Summary {
-	return &launcher.Summary{Result: launcher.ResultFailed, ExitCode: launcher.ExitHostLost, Tasks: []launcher.TaskResult{
-		{ID: "worker:0", Host: host, Outcome: launcher.OutcomeLost, Attempts: []launcher.Attempt{{Attempt: attempt, Outcome: launcher.OutcomeLost}}},
+func lostRun(host string, attempt int) *record.Summary {
+	return &record.Summary{Result: record.ResultFailed, ExitCode: record.ExitHostLost, Tasks: []record.TaskResult{
+		{ID: "worker:0", Host: host, Outcome: record.OutcomeLost, Attempts: []record.Attempt{{Attempt: attempt, Outcome: record.OutcomeLost}}},
 	}}
 }
 
@@ -31,25 +32,25 @@ func TestRelaunch(t *testing.T) {
 	rs := launcher.Restart{Max: 2}
 	for _, c := range []struct {
 		name   string
-		starts []func() (*launcher.Summary, error)
+		starts []func() (*record.Summary, error)
 		want   string // the final summary's result and exit code
 		lines  []string
 		left   string // the hosts left out of the fleet
 	}{
-		{"fits", []func() (*launcher.Summary, error){
-			func() (*launcher.Summary, error) { return &launcher.Summary{Result: launcher.ResultSucceeded}, nil },
+		{"fits", []func() (*record.Summary, error){
+			func() (*record.Summary, error) { return &record.Summary{Result: record.ResultSucceeded}, nil },
 		}, "succeeded 0", []string{"tfhive: lost a; re-planning without it and restarting every task in 0s (attempt 2 of 3)"}, "a"},
-		{"lost again, then out of restarts", []func() (*launcher.Summary, error){
-			func() (*launcher.Summary, error) { return lostRun("b", 1), nil },
-			func() (*launcher.Summary, error) { return lostRun("c", 2), nil },
+		{"lost again, then out of restarts", []func() (*record.Summary, error){
+			func() (*record.Summary, error) { return lostRun("b", 1), nil },
+			func() (*record.Summary, error) { return lostRun("c", 2), nil },
 		}, "failed 4", []string{"(attempt 2 of 3)", "tfhive: lost b; re-planning without it and restarting every task in 0s (attempt 3 of 3)"}, "a,b"},
-		{"does not fit", []func() (*launcher.Summary, error){
-			func() (*launcher.Summary, error) {
+		{"does not fit", []func() (*record.Summary, error){
+			func() (*record.Summary, error) {
 				return nil, &schedule.CapacityError{Msg: "not enough free GPUs: asked 4 (2 workers × 2), found 2\nmore"}
 			},
 		}, "failed 4", []string{"tfhive: re-plan without a did not fit: not enough free GPUs: asked 4 (2 workers × 2), found 2"}, "a"},
-		{"fails otherwise", []func() (*launcher.Summary, error){
-			func() (*launcher.Summary, error) { return nil, errors.New("log dir: disk full") },
+		{"fails otherwise", []func() (*record.Summary, error){
+			func() (*record.Summary, error) { return nil, errors.New("log dir: disk full") },
 		}, "failed 4", []string{"tfhive: re-plan without a failed: log dir: disk full"}, "a"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,7 +62,7 @@ func TestRelaunch(t *testing.T) {
 			summaryFile := filepath.Join(lo.LogDir, "summary.json")
 			os.WriteFile(summaryFile, []byte("the first start's"), 0o644)
 			n, failed := 0, false
-			start := func(context.Context) (*launcher.Summary, error) {
+			start := func(context.Context) (*record.Summary, error) {
 				if n >= len(c.starts) {
 					t.Fatalf("started %d times", n+1)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"net"
 	"os"
@@ -214,7 +215,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	// probes then ends at once.
 	wake := make(chan struct{}, 1)
 	startedOnce := false
-	attempt := func(ctx context.Context) (*launcher.Summary, error) {
+	attempt := func(ctx context.Context) (*record.Summary, error) {
 		var avoid map[string][]int
 		if lo.Relaunch != nil {
 			avoid = used
@@ -285,12 +286,12 @@ func Run(ctx context.Context, o RunOptions) error {
 		return err
 	}
 	if o.JSON {
-		launcher.WriteSummaryJSON(o.Stdout, sum)
+		record.WriteSummaryJSON(o.Stdout, sum)
 	} else {
 		launcher.WriteSummary(o.Stdout, sum)
 	}
-	var record *launcher.RecordError
-	if errors.As(err, &record) && sum.ExitCode != 0 {
+	var recErr *record.RecordError
+	if errors.As(err, &recErr) && sum.ExitCode != 0 {
 		// A failed run keeps its own exit code: what the task said
 		// matters more to a script than the local record.
 		fmt.Fprintf(o.Stderr, "tfhive: error: %v\n", err)
@@ -322,7 +323,7 @@ func planPorts(plan *schedule.Plan, used map[string][]int) {
 
 // start is the one call of launcher.Run: the plan's tasks start over the
 // probe's connections, and signals go to the launcher while they run.
-func start(ctx context.Context, fleet *probe.Fleet, plan *schedule.Plan, o launcher.RunOptions, sigs *Signals, stderr io.Writer) (*launcher.Summary, error) {
+func start(ctx context.Context, fleet *probe.Fleet, plan *schedule.Plan, o launcher.RunOptions, sigs *Signals, stderr io.Writer) (*record.Summary, error) {
 	fleet.KeepSpares(plan.Hosts())
 	o.Plan = plan
 	for i, h := range fleet.Hosts {

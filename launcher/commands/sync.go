@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"slices"
 	"strings"
@@ -83,7 +84,7 @@ func newSyncer(tree *codesync.Tree, fleet *probe.Fleet, parallel int, stderr io.
 // send makes the tree present on every host of code (a plan's): the probe
 // said which have it; the others get it now, in parallel. The report is
 // the summary's.
-func (s *syncer) send(ctx context.Context, code *schedule.PlanCode) (*launcher.CodeReport, error) {
+func (s *syncer) send(ctx context.Context, code *schedule.PlanCode) (*record.CodeReport, error) {
 	var targets []codesync.Target
 	s.failed = map[string]string{}
 	for _, h := range code.Hosts {
@@ -101,9 +102,9 @@ func (s *syncer) send(ctx context.Context, code *schedule.PlanCode) (*launcher.C
 			return nil, err
 		}
 	}
-	rep := &launcher.CodeReport{Hash: s.tree.Hash, Bytes: s.tree.Bytes, Files: s.tree.Files, Hosts: []launcher.CodeHostReport{}}
+	rep := &record.CodeReport{Hash: s.tree.Hash, Bytes: s.tree.Bytes, Files: s.tree.Files, Hosts: []record.CodeHostReport{}}
 	for _, h := range code.Hosts {
-		hr := launcher.CodeHostReport{Host: h.Host, Dir: h.Dir}
+		hr := record.CodeHostReport{Host: h.Host, Dir: h.Dir}
 		if r, ok := s.sent[h.Host]; ok {
 			hr.Sent, hr.BytesSent, hr.Duration = true, r.Sent, r.Elapsed
 			rep.Sent++

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,9 +75,9 @@ func TestRunStdoutClosedStopsTheRun(t *testing.T) {
 		t.Fatalf("tfhive still runs 60s after its stdout closed\nstderr:\n%s", errb.String())
 	}
 	var ee *exec.ExitError
-	if !errors.As(werr, &ee) || ee.ExitCode() != launcher.ExitStdoutClosed {
+	if !errors.As(werr, &ee) || ee.ExitCode() != record.ExitStdoutClosed {
 		// ExitCode is -1 for a process a signal killed: SIGPIPE's death.
-		t.Fatalf("tfhive ended with %v, want exit %d\nstderr:\n%s", werr, launcher.ExitStdoutClosed, errb.String())
+		t.Fatalf("tfhive ended with %v, want exit %d\nstderr:\n%s", werr, record.ExitStdoutClosed, errb.String())
 	}
 	t.Logf("tfhive ended %s after its stdout closed", time.Since(closed).Round(time.Millisecond))
 	stderr := errb.String()
@@ -108,14 +109,14 @@ func TestRunStdoutClosedStopsTheRun(t *testing.T) {
 	}
 
 	s := summaryOf(t, logDir)
-	if s.Result != launcher.ResultStdoutClosed || s.ExitCode != launcher.ExitStdoutClosed || !strings.Contains(s.Reason, "standard output closed") {
-		t.Errorf("summary: result %q, exit %d, reason %q; want %s, %d, stdout closed", s.Result, s.ExitCode, s.Reason, launcher.ResultStdoutClosed, launcher.ExitStdoutClosed)
+	if s.Result != record.ResultStdoutClosed || s.ExitCode != record.ExitStdoutClosed || !strings.Contains(s.Reason, "standard output closed") {
+		t.Errorf("summary: result %q, exit %d, reason %q; want %s, %d, stdout closed", s.Result, s.ExitCode, s.Reason, record.ResultStdoutClosed, record.ExitStdoutClosed)
 	}
 	if len(s.Tasks) != 2 {
 		t.Fatalf("summary has %d tasks, want 2", len(s.Tasks))
 	}
 	for _, tr := range s.Tasks {
-		if tr.Outcome != launcher.OutcomeStopped {
+		if tr.Outcome != record.OutcomeStopped {
 			t.Errorf("%s: %s, want stopped", tr.ID, tr.Outcome)
 		}
 	}
@@ -126,12 +127,12 @@ func TestRunStdoutClosedStopsTheRun(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatalf("runs --json: %v\n%s", err, r.stdout)
 	}
-	if len(doc.Runs) != 1 || doc.Runs[0].Result != launcher.ResultStdoutClosed || doc.Runs[0].ExitCode == nil || *doc.Runs[0].ExitCode != launcher.ExitStdoutClosed {
+	if len(doc.Runs) != 1 || doc.Runs[0].Result != record.ResultStdoutClosed || doc.Runs[0].ExitCode == nil || *doc.Runs[0].ExitCode != record.ExitStdoutClosed {
 		t.Errorf("tfhive runs: %s", r.stdout)
 	}
 	r = tfhive(t, f.Env(), f.Dir, "runs", "--log-root", root)
-	if rows := rowsOf(r.stdout, "piped"); len(rows) != 1 || len(rows[0]) < 5 || rows[0][3] != launcher.ResultStdoutClosed || rows[0][4] != "141" {
-		t.Errorf("tfhive runs' row of the run, want %s 141:\n%s", launcher.ResultStdoutClosed, r.stdout)
+	if rows := rowsOf(r.stdout, "piped"); len(rows) != 1 || len(rows[0]) < 5 || rows[0][3] != record.ResultStdoutClosed || rows[0][4] != "141" {
+		t.Errorf("tfhive runs' row of the run, want %s 141:\n%s", record.ResultStdoutClosed, r.stdout)
 	}
 
 	// The commands that only print end quietly too when their reader is
@@ -143,8 +144,8 @@ func TestRunStdoutClosedStopsTheRun(t *testing.T) {
 		{"logs", "--log-dir", logDir, "--task", "worker:0", s.RunID},
 	} {
 		code, stderr := tfhiveToClosedPipe(t, f.Env(), f.Dir, args...)
-		if code != launcher.ExitStdoutClosed || stderr != "" {
-			t.Errorf("%s to a closed pipe: exit %d, want %d; stderr (want none):\n%s", args[0], code, launcher.ExitStdoutClosed, stderr)
+		if code != record.ExitStdoutClosed || stderr != "" {
+			t.Errorf("%s to a closed pipe: exit %d, want %d; stderr (want none):\n%s", args[0], code, record.ExitStdoutClosed, stderr)
 		}
 	}
 }

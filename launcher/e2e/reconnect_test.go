@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -112,8 +112,8 @@ func TestRunLinkGoneLongerThanReconnect(t *testing.T) {
 	f.Host("far").Proxy.Pause()
 	start := time.Now()
 	err := cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != launcher.ExitHostLost {
-		t.Fatalf("exit %v, want %d (host lost)\n%s", err, launcher.ExitHostLost, errb.String())
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != record.ExitHostLost {
+		t.Fatalf("exit %v, want %d (host lost)\n%s", err, record.ExitHostLost, errb.String())
 	}
 	s := summaryOf(t, logDir)
 	for _, tr := range s.Tasks {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe/sshtest"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -88,7 +88,7 @@ func TestRestartLostHostReplanned(t *testing.T) {
 				"restart: worker:0 on "+first+": attempt 0 lost after ", "; host lost: re-planned without "+first+"\n")
 			s := summaryOf(t, logDir)
 			tr := taskByID(s, "worker:0")
-			if s.Result != launcher.ResultSucceeded || tr.Host != second {
+			if s.Result != record.ResultSucceeded || tr.Host != second {
 				t.Errorf("result %s, worker:0 on %s, want succeeded on %s", s.Result, tr.Host, second)
 			}
 			wantAttempts(t, tr, "0:lost:-:host lost: re-planned without "+first, "1:exited:0:")
@@ -120,15 +120,15 @@ func TestRestartLostHostDoesNotFit(t *testing.T) {
 	r.readAll()
 	r.Wait()
 	console := r.read.String() + r.other.String()
-	if code := r.ProcessState.ExitCode(); code != launcher.ExitHostLost {
-		t.Fatalf("exit %d, want %d:\n%s", code, launcher.ExitHostLost, console)
+	if code := r.ProcessState.ExitCode(); code != record.ExitHostLost {
+		t.Fatalf("exit %d, want %d:\n%s", code, record.ExitHostLost, console)
 	}
 	if !regexp.MustCompile(`(?m)^tfhive: re-plan without n2 did not fit: not enough free GPUs: asked 4 .*, found 2$`).MatchString(console) {
 		t.Errorf("no line saying the re-plan did not fit:\n%s", console)
 	}
 	wantContains(t, "console", console, "run "+summaryOf(t, logDir).RunID+" failed: worker:1 on n2 was lost")
 	s := summaryOf(t, logDir)
-	if s.ExitCode != launcher.ExitHostLost {
+	if s.ExitCode != record.ExitHostLost {
 		t.Errorf("summary.json exit %d", s.ExitCode)
 	}
 	wantAttempts(t, taskByID(s, "worker:1"), "0:lost:-:")

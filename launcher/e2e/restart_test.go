@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/schedule"
 )
 
 // attemptsOf is a task's attempts as "N:outcome:code:why" words.
-func attemptsOf(tr launcher.TaskResult) []string {
+func attemptsOf(tr record.TaskResult) []string {
 	var l []string
 	for _, a := range tr.Attempts {
 		code := "-"
@@ -25,7 +25,7 @@ func attemptsOf(tr launcher.TaskResult) []string {
 	return l
 }
 
-func wantAttempts(t *testing.T, tr launcher.TaskResult, want ...string) {
+func wantAttempts(t *testing.T, tr record.TaskResult, want ...string) {
 	t.Helper()
 	if got := attemptsOf(tr); strings.Join(got, " | ") != strings.Join(want, " | ") {
 		t.Errorf("%s attempts:\n got %q\nwant %q", tr.ID, got, want)

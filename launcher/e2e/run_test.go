@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -34,18 +34,18 @@ func runArgs(t *testing.T, f *sshtest.Fleet, args ...string) ([]string, string) 
 }
 
 // summaryOf reads the summary `run` wrote into its log dir.
-func summaryOf(t *testing.T, logDir string) launcher.Summary {
+func summaryOf(t *testing.T, logDir string) record.Summary {
 	t.Helper()
-	return readJSON[launcher.Summary](t, logDir, "summary.json")
+	return readJSON[record.Summary](t, logDir, "summary.json")
 }
 
-func taskByID(s launcher.Summary, id string) launcher.TaskResult {
+func taskByID(s record.Summary, id string) record.TaskResult {
 	for _, t := range s.Tasks {
 		if t.ID == id {
 			return t
 		}
 	}
-	return launcher.TaskResult{}
+	return record.TaskResult{}
 }
 
 func atoi(s string) int {
@@ -160,7 +160,7 @@ i=0; while [ $(ls `+marks+` | grep -c worker) -lt 2 ] && [ $i -lt 600 ]; do slee
 touch `+marks+`/$TFHIVE_TASK; exec sleep 60`)
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
-	var s launcher.Summary
+	var s record.Summary
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatalf("--json: stdout must be the summary alone: %v\n%s", err, r.stdout)
 	}
@@ -423,8 +423,8 @@ func TestRunSilentLinkStopsTasks(t *testing.T) {
 	f.Host("far").Proxy.Pause()
 	start := time.Now()
 	err := cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != launcher.ExitHostLost {
-		t.Fatalf("exit %v, want %d (host lost)\n%s", err, launcher.ExitHostLost, errb.String())
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != record.ExitHostLost {
+		t.Fatalf("exit %v, want %d (host lost)\n%s", err, record.ExitHostLost, errb.String())
 	}
 	if s := summaryOf(t, logDir); s.Tasks[0].Outcome != "lost" {
 		t.Errorf("summary %+v", s.Tasks)
@@ -453,7 +453,7 @@ func TestRunSupervisorThatNeverAnswers(t *testing.T) {
 	args, logDir := runArgs(t, f, "--workers", "1", "--gpus-per-worker", "0", "--", "echo", "never")
 	start := time.Now()
 	r := tfhive(t, f.Env(), f.Dir, args...)
-	wantCode(t, r, launcher.ExitHostLost)
+	wantCode(t, r, record.ExitHostLost)
 	wantContains(t, "stderr", r.stderr, "worker:0 on mute was lost: no answer from the host within 10s")
 	if s := summaryOf(t, logDir); s.Tasks[0].Outcome != "lost" {
 		t.Errorf("summary %+v", s.Tasks)

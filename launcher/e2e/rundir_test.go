@@ -2,13 +2,13 @@ package e2e
 
 import (
 	"bytes"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -214,7 +214,7 @@ func sameAsHost(t *testing.T, h *sshtest.Host, logDir, console string, n int) {
 // around is up to 200 bytes of b from i.
 func around(b []byte, i int) []byte { return b[i:min(len(b), i+200)] }
 
-func codeOf(tr launcher.TaskResult) string {
+func codeOf(tr record.TaskResult) string {
 	if tr.ExitCode == nil {
 		return "(no code)"
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/csv"
+	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -91,7 +91,7 @@ func TestDetachSamplesGPUUsage(t *testing.T) {
 
 // checkSampled checks the summary and gpu-usage.csv against servedUsage:
 // g1's task idle, g2's not.
-func checkSampled(t *testing.T, logDir string) launcher.Summary {
+func checkSampled(t *testing.T, logDir string) record.Summary {
 	t.Helper()
 	rows := readUsageCSV(t, logDir)
 	s := summaryOf(t, logDir)
@@ -138,13 +138,13 @@ func checkSampled(t *testing.T, logDir string) launcher.Summary {
 	return s
 }
 
-func taskOn(s launcher.Summary, host string) launcher.TaskResult {
+func taskOn(s record.Summary, host string) record.TaskResult {
 	for _, t := range s.Tasks {
 		if t.Host == host {
 			return t
 		}
 	}
-	return launcher.TaskResult{}
+	return record.TaskResult{}
 }
 
 func readUsageCSV(t *testing.T, logDir string) [][]string {
