@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"os"
 	"os/signal"
@@ -21,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/urfave/cli/v2"
 
 	"github.com/tfhive/tfhive/launcher"

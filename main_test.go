@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"golang.org/x/sys/unix"
 
 	"github.com/tfhive/tfhive/launcher"

@@ -3,7 +3,6 @@ package launcher
 import (
 	"bytes"
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"maps"
 	"regexp"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // --capture NAME=REGEX: the last match of REGEX's first group in a task's

@@ -3,13 +3,14 @@ package launcher
 import (
 	"bytes"
 	"context"
-	"github.com/tfhive/tfhive/launcher/record"
 	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 func mustCaptures(t testing.TB, specs ...string) *Captures {

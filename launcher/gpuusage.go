@@ -3,7 +3,6 @@ package launcher
 import (
 	"bufio"
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"math"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/gpuquery"
 )
 

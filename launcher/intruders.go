@@ -2,11 +2,12 @@ package launcher
 
 import (
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // intruderMarker starts a sampler's line naming a process on one of the

@@ -2,13 +2,13 @@ package launcher
 
 import (
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/schedule"
 )
 

@@ -3,13 +3,13 @@ package launcher
 import (
 	"errors"
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/schedule"
 )
 

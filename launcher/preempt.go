@@ -2,10 +2,11 @@ package launcher
 
 import (
 	"bytes"
-	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // preemptTap takes a session's preemption line (preemptedMarker, the

@@ -1,10 +1,11 @@
 package launcher
 
 import (
-	"github.com/tfhive/tfhive/launcher/record"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // A lost host (tfhive run --restarts): the run cannot go on where it ran,

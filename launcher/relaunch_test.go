@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 func TestRelaunchable(t *testing.T) {

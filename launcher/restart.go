@@ -3,12 +3,13 @@ package launcher
 import (
 	"bytes"
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // Restarts (tfhive run --restarts): a task's supervisor runs it again,

@@ -3,10 +3,10 @@ package launcher
 import (
 	"context"
 	"errors"
-	"github.com/tfhive/tfhive/launcher/record"
 	mrand "math/rand/v2"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/schedule"
 )
 

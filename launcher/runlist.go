@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"maps"
 	"math"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // `tfhive runs`: the runs of a local log root, one row each, from their

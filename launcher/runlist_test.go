@@ -3,13 +3,13 @@ package launcher
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/tfhive/tfhive/launcher/record"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 

@@ -2,8 +2,8 @@ package commands
 
 import (
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/claim"
 )
 

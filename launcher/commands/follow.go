@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/tfhive/tfhive/launcher/record"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"golang.org/x/sys/unix"
 
 	"github.com/tfhive/tfhive/launcher"

@@ -3,12 +3,12 @@ package commands
 import (
 	"context"
 	"errors"
-	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"

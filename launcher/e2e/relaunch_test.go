@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"github.com/tfhive/tfhive/launcher/record"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/sshtest"
 	"github.com/tfhive/tfhive/schedule"
 )
