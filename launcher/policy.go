@@ -2,10 +2,7 @@ package launcher
 
 import (
 	"fmt"
-	"os"
 	"slices"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
@@ -48,20 +45,72 @@ type event struct {
 	task int
 	code int
 	err  string
-	// line is the claim line: claimOK, claimBlocked+why, claimFailed+why
-	// (not started), claimTaken (it ended with exitClaimBusy first), or ""
-	// (it ended otherwise first).
-	line  string
-	sig   os.Signal
+	// claim is the supervisor's answer to the claim phase; err says why
+	// when it is ClaimBlocked or ClaimFailed.
+	claim ClaimAnswer
+	sig   Signal
 	after time.Duration
 }
+
+// ClaimAnswer is what a supervisor answered to the claim phase: the
+// runner reads its first line off the wire and names it here.
+type ClaimAnswer int
+
+const (
+	// ClaimNone: the supervisor ended before answering, for another
+	// reason than a claim taken.
+	ClaimNone    ClaimAnswer = iota
+	ClaimHeld                // its claims are held
+	ClaimBlocked             // a lock file cannot be used (err: why)
+	ClaimFailed              // a kept task cannot have its files on the host (err: why): not started
+	ClaimTaken               // it ended on a claim someone else holds
+)
+
+// Signal is what stopped the run from outside (evInterrupt): the runner
+// names the caller's os.Signal here, so that the policy needs no
+// operating system's signals.
+type Signal int
+
+const (
+	SigNone         Signal = iota // the caller's context ended without naming a signal
+	SigInt                        // SIGINT, or any signal but SIGTERM
+	SigTerm                       // SIGTERM
+	SigStdoutClosed               // tfhive's stdout closed (a pipe reader such as head ended)
+)
+
+// StdoutClosedReason is the run's reason when its stdout closed.
+const StdoutClosedReason = "standard output closed (a pipe reader such as head ended)"
+
+// String names the signal in a reason: "SIGTERM"; any other reads as
+// SIGINT (Ctrl-C, what an unnamed stop stands for).
+func (s Signal) String() string {
+	switch s {
+	case SigTerm:
+		return "SIGTERM"
+	case SigStdoutClosed:
+		return StdoutClosedReason
+	}
+	return "SIGINT"
+}
+
+// Control is a control line the runner sends to supervisors; the host
+// protocol (launcher/supervisor) spells it.
+type Control int
+
+const (
+	CtlNone  Control = iota
+	CtlGo            // claims are all held: start the task
+	CtlAbort         // another task could not claim: give up
+	CtlTerm          // SIGTERM the task
+	CtlKill          // SIGKILL the task
+)
 
 // decision is what the runner must do after an event.
 type decision struct {
 	say []string // tfhive's console lines, in order
-	// send is a control line (ctlGo, ctlAbort, ctlTerm, ctlKill) for the
+	// send is a control line (CtlGo, CtlAbort, CtlTerm, CtlKill) for the
 	// supervisors of the tasks in to.
-	send string
+	send Control
 	to   []int
 	// abandon: drop these tasks' connections, they do not go away.
 	abandon []int
@@ -96,11 +145,12 @@ const (
 // taskState is what the policy knows of one task.
 type taskState struct {
 	phase   phase
-	claimed bool   // its claim line (or start failure) is in
-	line    string // its claim line
-	stopped bool   // tfhive asked it to stop: ending is then no failure
-	outcome string // OutcomeExited etc., once done
-	code    *int   // its status, nil when unknown
+	claimed bool        // its claim line (or start failure) is in
+	claim   ClaimAnswer // its claim line
+	why     string      // why it is ClaimBlocked
+	stopped bool        // tfhive asked it to stop: ending is then no failure
+	outcome string      // OutcomeExited etc., once done
+	code    *int        // its status, nil when unknown
 	err     string
 	// Restarts: the current attempt (TFHIVE_ATTEMPT), whether it has
 	// ended and the supervisor waits for "r" or "e", whether a restart of
@@ -142,7 +192,7 @@ type policy struct {
 // by another tfhive: the run's lifecycle goes on from there.
 func (p *policy) adopted() {
 	for i := range p.state {
-		p.state[i] = taskState{phase: phaseStarted, claimed: true, line: claimOK}
+		p.state[i] = taskState{phase: phaseStarted, claimed: true, claim: ClaimHeld}
 	}
 	p.waiting = 0
 }
@@ -184,32 +234,32 @@ func (p *policy) apply(ev event) decision {
 	case evNotStarted:
 		s := &p.state[ev.task]
 		s.phase, s.outcome, s.err = phaseDone, record.OutcomeNoStart, ev.err
-		p.claimIn(ev.task, "", &d)
+		p.claimIn(ev.task, ClaimNone, "", &d)
 	case evClaim:
-		if why, ok := strings.CutPrefix(ev.line, claimFailed); ok && !p.state[ev.task].claimed {
+		if ev.claim == ClaimFailed && !p.state[ev.task].claimed {
 			s := &p.state[ev.task]
-			s.phase, s.outcome, s.err = phaseDone, record.OutcomeNoStart, why
+			s.phase, s.outcome, s.err = phaseDone, record.OutcomeNoStart, ev.err
 		}
-		p.claimIn(ev.task, ev.line, &d)
+		p.claimIn(ev.task, ev.claim, ev.err, &d)
 	case evExited, evLost:
 		p.exited(ev, &d)
 	case evInterrupt:
 		if p.decided() {
 			// Already stopping: asking again kills at once. A closed
 			// stdout asks nothing: the run stops as it was stopping.
-			if ev.sig != StdoutClosed {
+			if ev.sig != SigStdoutClosed {
 				p.killNow(&d)
 			}
 			break
 		}
-		if ev.sig == StdoutClosed {
-			p.decide(&d, record.ResultStdoutClosed, record.ExitStdoutClosed, -1, StdoutClosed.String())
+		if ev.sig == SigStdoutClosed {
+			p.decide(&d, record.ResultStdoutClosed, record.ExitStdoutClosed, -1, StdoutClosedReason)
 			break
 		}
 		code, reason := 130, "interrupted"
-		if ev.sig != nil {
-			reason += " by " + sigName(ev.sig)
-			if ev.sig == syscall.SIGTERM {
+		if ev.sig != SigNone {
+			reason += " by " + ev.sig.String()
+			if ev.sig == SigTerm {
 				code = 143
 			}
 		}
@@ -236,7 +286,7 @@ func (p *policy) apply(ev event) decision {
 					d.to = append(d.to, i)
 				}
 			}
-			d.send = ctlKill
+			d.send = CtlKill
 		}
 	case evSteppedDown:
 		// Nothing is stopped: the tasks are the other keeper's now.
@@ -273,12 +323,12 @@ func (p *policy) running() int { return len(p.live()) }
 // claimIn records one task's answer to the claim phase; the last one ends
 // the phase. Two phases: every supervisor holds its claims before any task
 // starts, so two runs racing for the same GPUs never both start.
-func (p *policy) claimIn(i int, line string, d *decision) {
+func (p *policy) claimIn(i int, claim ClaimAnswer, why string, d *decision) {
 	s := &p.state[i]
 	if s.claimed {
 		return
 	}
-	s.claimed, s.line = true, line
+	s.claimed, s.claim, s.why = true, claim, why
 	if p.waiting--; p.waiting > 0 {
 		return
 	}
@@ -287,10 +337,10 @@ func (p *policy) claimIn(i int, line string, d *decision) {
 		t := p.tasks[i]
 		switch {
 		case s.outcome == record.OutcomeNoStart:
-		case s.line == claimTaken:
+		case s.claim == ClaimTaken:
 			conflicts = append(conflicts, fmt.Sprintf("%s %s", t.Host, describeClaims(claimsFor(t))))
-		case strings.HasPrefix(s.line, claimBlocked):
-			blocked = append(blocked, t.Host+": "+strings.TrimPrefix(s.line, claimBlocked))
+		case s.claim == ClaimBlocked:
+			blocked = append(blocked, t.Host+": "+s.why)
 		}
 	}
 	for i, s := range p.state {
@@ -309,7 +359,7 @@ func (p *policy) claimIn(i int, line string, d *decision) {
 		p.conflict = &ClaimConflictError{Conflicts: conflicts}
 		p.abort(d)
 	default:
-		d.send, d.to = ctlGo, p.live()
+		d.send, d.to = CtlGo, p.live()
 	}
 }
 
@@ -318,7 +368,7 @@ func (p *policy) abort(d *decision) {
 	for i := range p.state {
 		p.state[i].stopped = true
 	}
-	d.send, d.to = ctlAbort, p.live()
+	d.send, d.to = CtlAbort, p.live()
 }
 
 func (p *policy) exited(ev event, d *decision) {
@@ -379,7 +429,7 @@ func (p *policy) decide(d *decision, result string, code, decider int, reason st
 	p.result, p.code, p.decider, p.reason = result, code, decider, reason
 	l := p.stop()
 	d.to, d.ends = p.split(l)
-	d.send = ctlTerm
+	d.send = CtlTerm
 	d.armKill = len(l) > 0
 }
 
@@ -392,7 +442,7 @@ func (p *policy) killNow(d *decision) {
 func (p *policy) kill(d *decision) {
 	l := p.stop()
 	d.to, d.ends = p.split(l)
-	d.send = ctlKill
+	d.send = CtlKill
 	d.armKill, d.armGiveUp = false, len(l) > 0
 }
 
@@ -476,11 +526,4 @@ func describeExit(rc int) string {
 		return fmt.Sprintf("was killed by signal %d (exit %d)", rc-128, rc)
 	}
 	return fmt.Sprintf("exited %d", rc)
-}
-
-func sigName(s os.Signal) string {
-	if s == syscall.SIGTERM {
-		return "SIGTERM"
-	}
-	return "SIGINT"
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,15 +47,32 @@ func started(i int) event { return event{kind: evStarted, task: i} }
 func notStarted(i int, err string) event {
 	return event{kind: evNotStarted, task: i, err: err}
 }
-func claimLine(i int, line string) event { return event{kind: evClaim, task: i, line: line} }
+func claimLine(i int, a answer) event {
+	return event{kind: evClaim, task: i, claim: a.claim, err: a.why}
+}
+
+// answer is a supervisor's answer to the claim phase, as the runner names
+// it.
+type answer struct {
+	claim ClaimAnswer
+	why   string
+}
+
+var (
+	held  = answer{claim: ClaimHeld}
+	taken = answer{claim: ClaimTaken}
+)
+
+func blocked(why string) answer { return answer{ClaimBlocked, why} }
+func failed(why string) answer  { return answer{ClaimFailed, why} }
 func exited(i, code int) event           { return event{kind: evExited, task: i, code: code} }
 func lost(i int, err string) event       { return event{kind: evLost, task: i, err: err} }
 
 var (
-	interruptINT  = event{kind: evInterrupt, sig: syscall.SIGINT}
-	interruptTERM = event{kind: evInterrupt, sig: syscall.SIGTERM}
+	interruptINT  = event{kind: evInterrupt, sig: SigInt}
+	interruptTERM = event{kind: evInterrupt, sig: SigTerm}
 	interruptBare = event{kind: evInterrupt}
-	interruptPipe = event{kind: evInterrupt, sig: StdoutClosed}
+	interruptPipe = event{kind: evInterrupt, sig: SigStdoutClosed}
 	killNowEv     = event{kind: evKillNow}
 	graceOver     = event{kind: evGraceOver}
 	giveUp        = event{kind: evGiveUp}
@@ -75,8 +91,8 @@ func render(p *policy, d decision) string {
 		return strings.Join(s, ",")
 	}
 	parts := append([]string(nil), d.say...)
-	if d.send != "" && len(d.to) > 0 {
-		parts = append(parts, strings.TrimSuffix(d.send, "\n")+" "+ids(d.to))
+	if d.send != CtlNone && len(d.to) > 0 {
+		parts = append(parts, ctlLetters[d.send]+" "+ids(d.to))
 	}
 	if len(d.abandon) > 0 {
 		parts = append(parts, "abandon "+ids(d.abandon))
@@ -106,6 +122,10 @@ func render(p *policy, d decision) string {
 	return strings.Join(parts, " | ")
 }
 
+// ctlLetters are the control lines' letters on the wire, which render
+// writes.
+var ctlLetters = map[Control]string{CtlGo: "g", CtlAbort: "a", CtlTerm: "t", CtlKill: "k"}
+
 // launched is the claim phase of a run whose every task starts and
 // claims: the last claim brings go for all.
 func launched(p *schedule.Plan) []step {
@@ -116,7 +136,7 @@ func launched(p *schedule.Plan) []step {
 		all = append(all, t.ID)
 	}
 	for i := range p.Tasks {
-		steps = append(steps, step{claimLine(i, claimOK), ""})
+		steps = append(steps, step{claimLine(i, held), ""})
 	}
 	steps[len(steps)-1].want = "g " + strings.Join(all, ",")
 	return steps
@@ -401,7 +421,7 @@ func TestPolicy(t *testing.T) {
 				{started(0), ""},
 				{notStarted(1, "no connection to h1"), ""},
 				{notStarted(2, "sending the task: EOF"), ""},
-				{claimLine(0, claimOK), "tfhive: worker:0 on h1 could not start: no connection to h1 | tfhive: worker:1 on h2 could not start: sending the task: EOF | t ps:0 | kill-timer"},
+				{claimLine(0, held), "tfhive: worker:0 on h1 could not start: no connection to h1 | tfhive: worker:1 on h2 could not start: sending the task: EOF | t ps:0 | kill-timer"},
 			},
 			steps: []step{
 				{exited(0, exitClaimBusy), ""},
@@ -414,8 +434,8 @@ func TestPolicy(t *testing.T) {
 			plan: tfPlan("worker:0@h1", "worker:1@h2"),
 			claim: []step{
 				{started(0), ""}, {started(1), ""},
-				{claimLine(0, claimFailed+"/h/.tfhive/runs is a symbolic link"), ""},
-				{claimLine(1, claimOK), "tfhive: worker:0 on h1 could not start: /h/.tfhive/runs is a symbolic link | t worker:1 | kill-timer"},
+				{claimLine(0, failed("/h/.tfhive/runs is a symbolic link")), ""},
+				{claimLine(1, held), "tfhive: worker:0 on h1 could not start: /h/.tfhive/runs is a symbolic link | t worker:1 | kill-timer"},
 			},
 			steps: []step{
 				{exited(0, 126), ""},
@@ -438,10 +458,10 @@ func TestPolicy(t *testing.T) {
 			plan: psWorkers,
 			claim: []step{
 				{started(0), ""}, {started(1), ""}, {started(2), ""},
-				{claimLine(2, claimOK), ""},
-				{claimLine(1, ""), ""},
-				{claimLine(1, claimOK), ""}, // a second answer changes nothing
-				{claimLine(0, claimOK), "g ps:0,worker:0,worker:1"},
+				{claimLine(2, held), ""},
+				{claimLine(1, answer{}), ""},
+				{claimLine(1, held), ""}, // a second answer changes nothing
+				{claimLine(0, held), "g ps:0,worker:0,worker:1"},
 			},
 			steps: []step{
 				{exited(1, 127), "tfhive: worker:0 on h1 exited 127; stopping the other tasks | t ps:0,worker:1 | kill-timer"},
@@ -456,9 +476,9 @@ func TestPolicy(t *testing.T) {
 			plan: tfPlan("worker:0@h1", "worker:1@h2"),
 			claim: []step{
 				{started(0), ""}, {started(1), ""},
-				{claimLine(0, claimOK), ""},
+				{claimLine(0, held), ""},
 				{interruptINT, "t worker:0,worker:1 | kill-timer"},
-				{claimLine(1, claimOK), ""},
+				{claimLine(1, held), ""},
 			},
 			steps:  []step{{exited(0, exitClaimBusy), ""}, {exited(1, exitClaimBusy), ""}},
 			result: record.ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
@@ -513,15 +533,15 @@ func TestPolicyClaimConflicts(t *testing.T) {
 	plan := tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2")
 	for _, c := range []struct {
 		name  string
-		lines []string
+		lines []answer
 		want  string // the error
 		isBlk bool
 	}{
-		{"taken", []string{claimOK, claimTaken, claimOK},
+		{"taken", []answer{held, taken, held},
 			"claimed by another run while starting: h1 (one of gpu 0, port 2223)", false},
-		{"two taken", []string{claimTaken, claimOK, claimTaken},
+		{"two taken", []answer{taken, held, taken},
 			"claimed by another run while starting: h1 (one of gpu 0, port 2222); h2 (one of gpu 1, port 2224)", false},
-		{"blocked wins over taken", []string{claimTaken, claimBlocked + "/tmp/x is not a regular file (owned by eve)", claimOK},
+		{"blocked wins over taken", []answer{taken, blocked("/tmp/x is not a regular file (owned by eve)"), held},
 			"h1: /tmp/x is not a regular file (owned by eve); ask its owner or root to remove it", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -568,9 +588,9 @@ func TestDescribeExit(t *testing.T) {
 			t.Errorf("describeExit(%d) = %q, want %q", rc, got, want)
 		}
 	}
-	for sig, want := range map[fmt.Stringer]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"} {
-		if got := sigName(sig.(syscall.Signal)); got != want {
-			t.Errorf("sigName(%v) = %q", sig, got)
+	for sig, want := range map[Signal]string{SigTerm: "SIGTERM", SigInt: "SIGINT"} {
+		if got := sig.String(); got != want {
+			t.Errorf("Signal(%d).String() = %q", sig, got)
 		}
 	}
 }

@@ -448,7 +448,7 @@ func (p *policy) attemptEnded(ev event, d *decision) {
 			d.to = append(d.to, i)
 		}
 		if len(d.to) > 0 {
-			d.send, d.armRegroupKill = ctlTerm, true
+			d.send, d.armRegroupKill = CtlTerm, true
 		}
 		p.regroupReady(d)
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
@@ -184,6 +185,23 @@ func (e *ClaimBlockedError) Error() string {
 // saying its claims were held: a flock found one taken.
 const claimTaken = "taken"
 
+// claimAnswer names a supervisor's claim line for the policy: claimOK,
+// claimBlocked+why, claimFailed+why (not started), claimTaken (it ended
+// with exitClaimBusy first), or anything else (it ended otherwise first).
+func claimAnswer(line string) (ClaimAnswer, string) {
+	switch {
+	case line == claimOK:
+		return ClaimHeld, ""
+	case line == claimTaken:
+		return ClaimTaken, ""
+	case strings.HasPrefix(line, claimBlocked):
+		return ClaimBlocked, strings.TrimPrefix(line, claimBlocked)
+	case strings.HasPrefix(line, claimFailed):
+		return ClaimFailed, strings.TrimPrefix(line, claimFailed)
+	}
+	return ClaimNone, ""
+}
+
 // describeClaims: "gpu 0, gpu 1, port 2222".
 func describeClaims(cs []inventory.Claim) string {
 	var parts []string
@@ -206,7 +224,20 @@ func (e *interruptError) Error() string {
 	if e.sig == StdoutClosed {
 		return StdoutClosed.String()
 	}
-	return "interrupted by " + sigName(e.sig)
+	return "interrupted by " + signalOf(e.sig).String()
+}
+
+// signalOf names the caller's signal for the policy.
+func signalOf(sig os.Signal) Signal {
+	switch sig {
+	case nil:
+		return SigNone
+	case StdoutClosed:
+		return SigStdoutClosed
+	case syscall.SIGTERM:
+		return SigTerm
+	}
+	return SigInt
 }
 
 type exitEvent struct {
@@ -451,10 +482,13 @@ func interrupted(ctx context.Context) event {
 	ev := event{kind: evInterrupt}
 	var ie *interruptError
 	if errors.As(context.Cause(ctx), &ie) {
-		ev.sig = ie.sig
+		ev.sig = signalOf(ie.sig)
 	}
 	return ev
 }
+
+// ctlLines spells the policy's control lines on the wire.
+var ctlLines = map[Control]string{CtlGo: ctlGo, CtlAbort: ctlAbort, CtlTerm: ctlTerm, CtlKill: ctlKill}
 
 // apply feeds ev to the policy and carries out its decision.
 func (r *runner) apply(ev event) {
@@ -464,17 +498,18 @@ func (r *runner) apply(ev event) {
 	}
 	for _, i := range d.to {
 		rt := r.tasks[i]
+		line := ctlLines[d.send]
 		switch d.send {
-		case ctlGo:
+		case CtlGo:
 			rt.goSent.Store(true)
-		case ctlTerm, ctlKill:
+		case CtlTerm, CtlKill:
 			// A group restart's stop is for the attempt under way only: a
 			// new session must not repeat it to the next one.
 			if r.p.decided() {
-				rt.stopLine = d.send
+				rt.stopLine = line
 			}
 		}
-		rt.send(d.send)
+		rt.send(line)
 	}
 	for _, i := range d.abandon {
 		if r.links != nil && r.links.redo[r.tasks[i].t.Host] != nil {
@@ -543,7 +578,8 @@ func (r *runner) startAll(ctx context.Context) {
 	}
 	for i, rt := range r.tasks {
 		if rt.startErr == nil {
-			r.apply(event{kind: evClaim, task: i, line: <-rt.claim})
+			answer, why := claimAnswer(<-rt.claim)
+			r.apply(event{kind: evClaim, task: i, claim: answer, err: why})
 		}
 	}
 }

@@ -640,3 +640,16 @@ func TestClaimsForKeepsUUIDsInTheirDirectory(t *testing.T) {
 		t.Errorf("claims %+v", got)
 	}
 }
+
+// The caller's signals are named for the policy: SIGTERM as itself, any
+// other as SIGINT.
+func TestSignalOf(t *testing.T) {
+	for sig, want := range map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"} {
+		if got := signalOf(sig).String(); got != want {
+			t.Errorf("signalOf(%v) = %q", sig, got)
+		}
+	}
+	if signalOf(StdoutClosed) != SigStdoutClosed || signalOf(nil) != SigNone {
+		t.Errorf("StdoutClosed or nil misnamed")
+	}
+}

@@ -15,7 +15,7 @@ var StdoutClosed stdoutClosed
 type stdoutClosed struct{}
 
 func (stdoutClosed) String() string {
-	return "standard output closed (a pipe reader such as head ended)"
+	return StdoutClosedReason
 }
 
 // Signal makes it an os.Signal.
