@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/urfave/cli/v2"
 
 	"github.com/tfhive/tfhive/launcher"
@@ -191,7 +192,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "sample", Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
 		&cli.IntFlag{Name: "restarts", Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
 		&cli.StringFlag{Name: "restart-on", Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
-		&cli.DurationFlag{Name: "restart-backoff", Value: launcher.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
+		&cli.DurationFlag{Name: "restart-backoff", Value: lifecycle.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
 	}, captureFlags()...)
 }
 

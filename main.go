@@ -20,10 +20,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/urfave/cli/v2"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/commands"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/schedule"
@@ -129,8 +129,8 @@ func exitCode(err error) int {
 		config      *hosts.ConfigError
 		request     *schedule.UsageError
 		capacity    *schedule.CapacityError
-		conflict    *launcher.ClaimConflictError
-		blocked     *launcher.ClaimBlockedError
+		conflict    *lifecycle.ClaimConflictError
+		blocked     *lifecycle.ClaimBlockedError
 		unreachable *commands.UnreachableError
 		differ      *commands.DifferError
 		check       *commands.CheckError

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"golang.org/x/sys/unix"
 
@@ -351,8 +352,8 @@ func TestExitCodes(t *testing.T) {
 		{&schedule.UsageError{Msg: "bad request"}, exitUsage},
 		{fmt.Errorf("hosts: %w", &hosts.ConfigError{Msg: "wrapped"}), exitUsage},
 		{&schedule.CapacityError{Msg: "not enough free GPUs"}, exitNoGPUs},
-		{&launcher.ClaimConflictError{Conflicts: []string{"a"}}, exitNoGPUs},
-		{&launcher.ClaimBlockedError{Blocked: []string{"a"}}, exitNoGPUs},
+		{&lifecycle.ClaimConflictError{Conflicts: []string{"a"}}, exitNoGPUs},
+		{&lifecycle.ClaimBlockedError{Blocked: []string{"a"}}, exitNoGPUs},
 		{&commands.UnreachableError{Bad: 1, Total: 2}, exitUnreachable},
 		{&commands.DifferError{Problems: []launcher.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitFailure},
 		{&commands.CheckError{Problems: []launcher.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitUsage},

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
@@ -30,26 +31,26 @@ import (
 // rundir.sh's tfhive_feed).
 
 // restartOfInfo is the policy and the mark a RunInfo carries; Max 0 without.
-func restartOfInfo(ri *record.RunInfo) (Restart, string) {
+func restartOfInfo(ri *record.RunInfo) (lifecycle.Restart, string) {
 	if ri == nil || ri.Restart == nil {
-		return Restart{}, ""
+		return lifecycle.Restart{}, ""
 	}
-	rs := Restart{Max: ri.Restart.Max, Backoff: ri.Restart.Backoff}
+	rs := lifecycle.Restart{Max: ri.Restart.Max, Backoff: ri.Restart.Backoff}
 	if ri.Restart.On != "" {
 		// A description that does not parse restarts on any failure.
-		rs.On, _ = ParseRestartOn(ri.Restart.On)
+		rs.On, _ = lifecycle.ParseRestartOn(ri.Restart.On)
 	}
 	return rs, ri.Restart.Mark
 }
 
 // runInfoOf is plan's RunInfo, as one line of JSON, with the restart
 // policy and mark when rs restarts.
-func runInfoOf(p *schedule.Plan, rs Restart, mark string) string {
+func runInfoOf(p *schedule.Plan, rs lifecycle.Restart, mark string) string {
 	ri := record.RunInfo{RunID: p.RunID, Framework: p.Framework, Chief: len(p.Cluster.Chief) > 0}
 	if rs.Max > 0 {
 		ri.Restart = &record.RunInfoRestart{Max: rs.Max, Backoff: rs.Backoff, Mark: mark}
 		if rs.On != nil {
-			ri.Restart.On = rs.On.text
+			ri.Restart.On = rs.On.String()
 		}
 	}
 	for _, t := range p.Tasks {
@@ -67,15 +68,15 @@ func (r *runner) firstOnHost(i int) bool {
 // adoptAll takes over tasks that already run: each is followed again from
 // its first byte into fresh local logs.
 func (r *runner) adoptAll() {
-	r.p.adopted()
+	r.p.Adopted()
 	for i, rt := range r.tasks {
-		r.p.state[i].attempt = r.o.Attempts[rt.t.ID]
+		r.p.SetAttempt(i, r.o.Attempts[rt.t.ID])
 		rt.started = time.Now()
 		rt.attemptStart = rt.started
 		rt.goSent.Store(true)
 		logf, err := OpenLogFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC)
 		if err != nil {
-			r.apply(event{kind: evLost, task: i, err: err.Error()})
+			r.apply(lifecycle.Event{Kind: lifecycle.EvLost, Task: i, Err: err.Error()})
 			continue
 		}
 		rt.log = logf
@@ -232,7 +233,7 @@ func AdoptedPlan(id string, found []FoundRun) (*schedule.Plan, int, error) {
 
 // AdoptedRestart is the adopted run's restart policy, its attempt lines'
 // word and the attempt each task is at, from what the hosts hold.
-func AdoptedRestart(id string, found []FoundRun) (Restart, string, map[string]int) {
+func AdoptedRestart(id string, found []FoundRun) (lifecycle.Restart, string, map[string]int) {
 	attempts := map[string]int{}
 	var info *record.RunInfo
 	for _, f := range found {

@@ -12,17 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/remotetest"
 	"github.com/tfhive/tfhive/schedule"
+	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
 
 // adoptPlan is a kept run's plan: ps:0 and worker:0 on h1 (GPUs 0 and
 // 1), worker:1 on h2 (GPU 0).
 func adoptPlan() *schedule.Plan {
-	p := tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2")
+	p := scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2")
 	p.Tasks[0].GPUs, p.Tasks[1].GPUs, p.Tasks[2].GPUs = []int{0}, []int{1}, []int{0}
 	return p
 }
@@ -31,7 +33,7 @@ func adoptPlan() *schedule.Plan {
 // the plan as the lifecycle needs it, one line of JSON.
 func TestRunInfoOf(t *testing.T) {
 	p := adoptPlan()
-	s := runInfoOf(p, Restart{}, "")
+	s := runInfoOf(p, lifecycle.Restart{}, "")
 	if strings.Contains(s, "\n") {
 		t.Errorf("not one line: %q", s)
 	}
@@ -45,8 +47,8 @@ func TestRunInfoOf(t *testing.T) {
 	}) {
 		t.Errorf("run info %+v, want %+v", ri, want)
 	}
-	c := tfPlan("chief:0@h1", "worker:0@h1")
-	if err := json.Unmarshal([]byte(runInfoOf(c, Restart{}, "")), &ri); err != nil || !ri.Chief {
+	c := scheduletest.TF("chief:0@h1", "worker:0@h1")
+	if err := json.Unmarshal([]byte(runInfoOf(c, lifecycle.Restart{}, "")), &ri); err != nil || !ri.Chief {
 		t.Errorf("a chief's run: chief %v, %v", ri.Chief, err)
 	}
 }
@@ -81,7 +83,7 @@ func findRunHosts(t *testing.T, info string) map[string]remote.Executor {
 // holds its files, under the newest keeper generation on record.
 func TestFindRunAndAdoptedPlan(t *testing.T) {
 	orig := adoptPlan()
-	found := FindRun(context.Background(), findRunHosts(t, runInfoOf(orig, Restart{}, "")), "r1", 2)
+	found := FindRun(context.Background(), findRunHosts(t, runInfoOf(orig, lifecycle.Restart{}, "")), "r1", 2)
 	var hosts []string
 	for _, f := range found {
 		hosts = append(hosts, f.Host)
@@ -128,9 +130,9 @@ func TestFindRunAndAdoptedPlan(t *testing.T) {
 	}
 
 	// A chief's run keeps its rule: the chief decides.
-	chief := runInfoOf(tfPlan("chief:0@h1", "worker:0@h1"), Restart{}, "")
+	chief := runInfoOf(scheduletest.TF("chief:0@h1", "worker:0@h1"), lifecycle.Restart{}, "")
 	p, _, err = AdoptedPlan("r1", []FoundRun{{Host: "h1", Gen: 1, Info: mustRunInfo(t, chief), Tasks: map[string]string{"chief:0": "alive", "worker:0": "alive"}}})
-	if err != nil || len(p.Cluster.Chief) != 1 || ruleOf(p) != chiefDecides {
+	if err != nil || len(p.Cluster.Chief) != 1 || lifecycle.RuleOf(p) != lifecycle.ChiefDecides {
 		t.Errorf("chief: %+v, %v", p, err)
 	}
 

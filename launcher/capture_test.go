@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
 
 func mustCaptures(t testing.TB, specs ...string) *Captures {
@@ -263,7 +264,7 @@ func TestRunMetricsChoosesTheDecidingTaskThenChiefThenWorker0(t *testing.T) {
 // the deciding task, a final line without newline and stderr included;
 // --capture-from leaves the other tasks alone.
 func TestRunCaptures(t *testing.T) {
-	f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"))
+	f := newFakeRun(t, scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"))
 	f.o.Captures = mustCaptures(t, "loss=loss ([0-9.]+)", "acc=acc=(\\d+)", "lr=lr (\\S+)")
 	done0 := make(chan struct{})
 	f.host("h1").script("worker:0", runs(func(p *fakeProc) {
@@ -307,7 +308,7 @@ func TestRunCaptures(t *testing.T) {
 	WriteSummary(&buf, s)
 	wantLines(t, "summary", buf.String(), "(exit 3)\nmetrics: acc=3 loss=0.7 lr=0.1\n")
 
-	f = newFakeRun(t, tfPlan("worker:0@h1", "worker:1@h2"))
+	f = newFakeRun(t, scheduletest.TF("worker:0@h1", "worker:1@h2"))
 	f.o.Captures = mustCaptures(t, "loss=loss ([0-9.]+)", "acc=acc=(\\d+)")
 	f.o.Captures.From = "worker:1"
 	f.host("h1").script("worker:0", runs(exits(0, "loss 1\n")))
@@ -321,7 +322,7 @@ func TestRunCaptures(t *testing.T) {
 	wantLines(t, "summary", buf.String(), "\nmetrics: acc=- loss=2\n")
 
 	// Without --capture the summary says nothing of metrics.
-	f = newFakeRun(t, tfPlan("worker:0@h1"))
+	f = newFakeRun(t, scheduletest.TF("worker:0@h1"))
 	f.host("h1").script("worker:0", runs(exits(0, "loss 1\n")))
 	s, _ = f.mustRun(context.Background())
 	data, _ := os.ReadFile(filepath.Join(f.o.LogDir, "summary.json"))

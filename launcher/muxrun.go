@@ -76,7 +76,7 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) (*hostMu
 		}
 		tk := r.taskFor(rt.t)
 		tk.Mux, tk.Mark = true, r.mark
-		tk.FirstAttempt = r.p.state[i].attempt
+		tk.FirstAttempt = r.p.State(i).Attempt
 		if r.firstOnHost(i) {
 			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 )
 
@@ -103,19 +104,14 @@ func (t *preemptTap) flush() {
 }
 
 // preemptedSummary makes a run one of whose tasks was preempted end as
-// preempted, exit ExitPreempted, whatever its tasks' codes (a task
-// stopped by SIGTERM exits 143, which would read as an interrupt).
+// preempted (preempted says how).
 func (r *runner) preemptedSummary(s *record.Summary) {
 	for _, rt := range r.tasks {
 		run, user, ok := rt.preempted.get()
 		if !ok {
 			continue
 		}
-		s.Result, s.ExitCode = record.ResultPreempted, record.ExitPreempted
-		s.Reason = "task " + rt.t.ID + " on " + rt.t.Host + " was preempted by a --priority high run"
-		if run != "-" {
-			s.Reason = "task " + rt.t.ID + " on " + rt.t.Host + " was preempted by run " + run + " of " + user + " (--priority high)"
-		}
+		s.Result, s.ExitCode, s.Reason = lifecycle.Preempted(rt.t.ID, rt.t.Host, run, user)
 		rt.res.Outcome = record.ResultPreempted
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 )
@@ -84,7 +85,7 @@ func newLinkState(execs map[string]remote.Executor, hosts int) *linkState {
 // lost for good; the caller reports it lost.
 func (r *runner) sessionLost(ev exitEvent) bool {
 	rt := r.tasks[ev.i]
-	if r.links == nil || !ev.afterGo || rt.abandoned || r.p.state[ev.i].phase != phaseStarted {
+	if r.links == nil || !ev.afterGo || rt.abandoned || r.p.State(ev.i).Phase != lifecycle.PhaseStarted {
 		return false
 	}
 	host := rt.t.Host
@@ -168,7 +169,7 @@ func (r *runner) hostBack(b hostBack) {
 	r.o.Console.Printf("tfhive: %s is back after %s; following %s again", b.host,
 		time.Since(rc.since).Round(100*time.Millisecond), wording.Count(len(rc.tasks), "task"))
 	for _, i := range rc.tasks {
-		if r.p.state[i].phase == phaseStarted {
+		if r.p.State(i).Phase == lifecycle.PhaseStarted {
 			r.attach(i)
 		}
 	}
@@ -177,9 +178,9 @@ func (r *runner) hostBack(b hostBack) {
 
 // lost reports task i lost, unless it ended meanwhile.
 func (r *runner) lost(i int, why string) {
-	if r.p.state[i].phase == phaseStarted {
+	if r.p.State(i).Phase == lifecycle.PhaseStarted {
 		r.tasks[i].res.Duration = time.Since(r.tasks[i].started)
-		r.apply(event{kind: evLost, task: i, err: why})
+		r.apply(lifecycle.Event{Kind: lifecycle.EvLost, Task: i, Err: why})
 	}
 }
 
@@ -302,8 +303,8 @@ func (r *runner) stepDown(why string) {
 	for _, rt := range r.tasks {
 		rt.abandoned = true
 	}
-	d := r.p.apply(event{kind: evSteppedDown, err: why})
-	for _, i := range d.abandon {
+	d := r.p.Apply(lifecycle.Event{Kind: lifecycle.EvSteppedDown, Err: why})
+	for _, i := range d.Abandon {
 		if rt := r.tasks[i]; rt.proc != nil {
 			rt.proc.Close()
 		}

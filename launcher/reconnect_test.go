@@ -18,6 +18,7 @@ import (
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/remotetest"
 	"github.com/tfhive/tfhive/schedule"
+	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
 
 // The truncation line is taken out of a kept task's stderr however the
@@ -234,7 +235,7 @@ func TestRunReconnects(t *testing.T) {
 		}
 		return s.untilStopped()
 	})
-	f, calls := keptFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"), time.Minute, func(host string, call int) remote.Executor {
+	f, calls := keptFakeRun(t, scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"), time.Minute, func(host string, call int) remote.Executor {
 		if host != "h1" {
 			t.Errorf("redialled %s", host)
 		}
@@ -318,7 +319,7 @@ func TestRunReconnectLoses(t *testing.T) {
 			func(string, int) remote.Executor { return gone }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f, _ := keptFakeRun(t, tfPlan("ps:0@h2", "worker:0@h1", "worker:1@h2"), 300*time.Millisecond, c.redial)
+			f, _ := keptFakeRun(t, scheduletest.TF("ps:0@h2", "worker:0@h1", "worker:1@h2"), 300*time.Millisecond, c.redial)
 			f.host("h1").script("worker:0", keptStart(func(p *fakeProc) {
 				p.out("epoch 1\n")
 				p.lose()

@@ -9,106 +9,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // Restarts (tfhive run --restarts): a task's supervisor runs it again,
 // under the same claims, when tfhive says so (scripts/supervisor-run.sh).
 // Which failures restart, how long to wait first and who restarts with
-// the failed task are decided here and in the policy; the supervisor only
-// reports each attempt's end and waits for "r" or "e".
-
-// Restart is --restarts, --restart-on and --restart-backoff.
-type Restart struct {
-	// Max is how many times a task may be started again: it runs at most
-	// Max+1 times. 0: never restarted.
-	Max int
-	// On says which failures restart; nil: any.
-	On *RestartOn
-	// Backoff is the wait before the first restart of a task; it doubles
-	// with each restart, up to MaxRestartBackoff.
-	Backoff time.Duration
-}
-
-// DefaultRestartBackoff is --restart-backoff's default: long enough for a
-// port in TIME_WAIT or a flaky mount to come back, short against a run.
-const DefaultRestartBackoff = 10 * time.Second
-
-// MaxRestartBackoff caps the backoff's growth (a longer --restart-backoff
-// is used as given, without growing).
-const MaxRestartBackoff = 5 * time.Minute
-
-// RestartOn is --restart-on: exit codes and ranges, and "lost" for a
-// lost host (relaunch.go).
-type RestartOn struct {
-	ranges [][2]int
-	lost   bool
-	text   string
-}
-
-// ParseRestartOn reads "1-127,137,lost".
-func ParseRestartOn(s string) (*RestartOn, error) {
-	on := &RestartOn{text: s}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "lost" {
-			on.lost = true
-			continue
-		}
-		lo, hi, isRange := strings.Cut(f, "-")
-		a, err1 := strconv.Atoi(lo)
-		b := a
-		var err2 error
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
-		}
-		if err1 != nil || err2 != nil || a < 1 || b > 255 || a > b {
-			return nil, fmt.Errorf("--restart-on: %q is not an exit code 1-255, a range of them (1-127) or lost", f)
-		}
-		on.ranges = append(on.ranges, [2]int{a, b})
-	}
-	return on, nil
-}
-
-func (on *RestartOn) String() string {
-	if on == nil {
-		return "any failure"
-	}
-	return on.text
-}
-
-// restarts says whether a task that ended with code (or whose host was
-// lost) may be restarted.
-func (rs Restart) restarts(code int, lost bool) bool {
-	if rs.Max <= 0 || (code == 0 && !lost) {
-		return false
-	}
-	if rs.On == nil {
-		return true
-	}
-	if lost {
-		return rs.On.lost
-	}
-	for _, r := range rs.On.ranges {
-		if code >= r[0] && code <= r[1] {
-			return true
-		}
-	}
-	return false
-}
-
-// backoff is the wait before a task's restart number n (1 for the first):
-// Backoff, doubled for each restart before, capped.
-func (rs Restart) backoff(n int) time.Duration {
-	d := rs.Backoff
-	for i := 1; i < n && d < MaxRestartBackoff; i++ {
-		d *= 2
-	}
-	if d > MaxRestartBackoff && rs.Backoff <= MaxRestartBackoff {
-		d = MaxRestartBackoff
-	}
-	return d
-}
+// the failed task are decided by the lifecycle (lifecycle/restart.go);
+// the supervisor only reports each attempt's end and waits for "r" or
+// "e", and the runner carries the decisions out here.
 
 // ctlEnd tells a supervisor between attempts to exit with the last one's
 // status; "r N" (restartLine) to start attempt N, only if N is its next.
@@ -394,117 +304,6 @@ func (f *attemptFilter) pass(p []byte) {
 	}
 }
 
-// attemptEnded: task ev.task's attempt ended with ev.code; its supervisor
-// waits for "r" or "e".
-func (p *policy) attemptEnded(ev event, d *decision) {
-	s := &p.state[ev.task]
-	if s.phase != phaseStarted || s.between {
-		return
-	}
-	s.between = true
-	a := record.Attempt{Attempt: s.attempt, Outcome: record.OutcomeExited, ExitCode: intPtr(ev.code), Duration: ev.after}
-	t := p.tasks[ev.task]
-	label := t.ID + " on " + t.Host
-	switch {
-	case s.stopped || p.decided():
-		if s.stopped {
-			a.Outcome = record.OutcomeStopped
-		}
-		s.attempts = append(s.attempts, a)
-		d.ends = append(d.ends, ev.task)
-	case p.inRegroup(ev.task):
-		a.Outcome, a.Restart = record.OutcomeStopped, "restarted with every task: "+p.regroupWhy
-		if ev.code != 0 && !p.signalled(ev.code) {
-			a.Outcome = record.OutcomeExited
-		}
-		s.attempts = append(s.attempts, a)
-		p.regroupReady(d)
-	case ev.code == 0 || !p.restart.restarts(ev.code, false) || s.attempt >= p.restart.Max:
-		s.attempts = append(s.attempts, a)
-		d.ends = append(d.ends, ev.task)
-	default:
-		wait := p.restart.backoff(s.attempt + 1)
-		next := fmt.Sprintf("attempt %d of %d", s.attempt+2, p.restart.Max+1)
-		if p.alone(ev.task) {
-			a.Restart = "restarted alone"
-			s.attempts = append(s.attempts, a)
-			s.backoff = true
-			d.say = append(d.say, fmt.Sprintf("tfhive: %s %s; restarting it in %s (%s)", label, describeExit(ev.code), wait, next))
-			d.later = append(d.later, delayed{wait, event{kind: evBackoffOver, task: ev.task}})
-			return
-		}
-		p.regroupWhy = label + " " + describeExit(ev.code)
-		a.Restart = "restarted every task"
-		s.attempts = append(s.attempts, a)
-		p.regroup, p.regroupWait = p.live(), wait
-		d.say = append(d.say, fmt.Sprintf("tfhive: %s %s; restarting every task in %s (%s)", label, describeExit(ev.code), wait, next))
-		for _, i := range p.regroup {
-			o := &p.state[i]
-			if o.between {
-				// A restart of its own waiting: it goes with the group's.
-				o.backoff = false
-				continue
-			}
-			d.to = append(d.to, i)
-		}
-		if len(d.to) > 0 {
-			d.send, d.armRegroupKill = CtlTerm, true
-		}
-		p.regroupReady(d)
-	}
-}
-
-// signalled: code is a signal's (tfhive's SIGTERM or SIGKILL of a group
-// restart).
-func (p *policy) signalled(code int) bool { return code == 128+15 || code == 128+9 }
-
-func (p *policy) inRegroup(i int) bool {
-	return p.regroup != nil && slices.Contains(p.regroup, i)
-}
-
-// regroupReady arms the group's backoff once every task of the group
-// restart has ended its attempt.
-func (p *policy) regroupReady(d *decision) {
-	if p.regroup == nil || p.regroupArmed {
-		return
-	}
-	for _, i := range p.regroup {
-		if s := p.state[i]; s.phase == phaseStarted && !s.between {
-			return
-		}
-	}
-	p.regroupArmed = true
-	d.later = append(d.later, delayed{p.regroupWait, event{kind: evBackoffOver, task: -1}})
-}
-
-// backoffOver starts the next attempt of task i (-1: of the group
-// restart's tasks), unless the run was decided meanwhile (they were told
-// to end then).
-func (p *policy) backoffOver(i int, d *decision) {
-	if p.decided() {
-		return
-	}
-	next := func(i int) {
-		s := &p.state[i]
-		if s.phase != phaseStarted || !s.between {
-			return
-		}
-		s.between, s.backoff = false, false
-		s.attempt++
-		d.restart = append(d.restart, i)
-	}
-	if i >= 0 {
-		if p.state[i].backoff {
-			next(i)
-		}
-		return
-	}
-	for _, i := range p.regroup {
-		next(i)
-	}
-	p.regroup, p.regroupArmed = nil, false
-}
-
 // attemptFilter is task i's stdout filter: attempt lines go to the run's
 // loop.
 func (r *runner) attemptFilter(i int, next io.Writer) *attemptFilter {
@@ -517,7 +316,7 @@ func (r *runner) attemptFilter(i int, next io.Writer) *attemptFilter {
 }
 
 // after feeds ev back to the run's loop after d.
-func (r *runner) after(d time.Duration, ev event) {
+func (r *runner) after(d time.Duration, ev lifecycle.Event) {
 	time.AfterFunc(d, func() {
 		select {
 		case r.later <- ev:
@@ -529,14 +328,14 @@ func (r *runner) after(d time.Duration, ev event) {
 // attemptsOf is task i's attempts for the summary: those that ended with
 // a line of their own, then the last one, however it ended.
 func (r *runner) attemptsOf(i int) []record.Attempt {
-	s := r.p.state[i]
-	l := append(r.o.Relaunch.earlier(r.tasks[i].t.ID, r.tasks[i].t.Host), s.attempts...)
-	if n := len(l); n == 0 || l[n-1].Attempt != s.attempt {
-		if s.phase == phaseDone && s.outcome == record.OutcomeNoStart {
+	s := r.p.State(i)
+	l := append(r.o.Relaunch.Earlier(r.tasks[i].t.ID, r.tasks[i].t.Host), s.Attempts...)
+	if n := len(l); n == 0 || l[n-1].Attempt != s.Attempt {
+		if s.Phase == lifecycle.PhaseDone && s.Outcome == record.OutcomeNoStart {
 			return l
 		}
 		rt := r.tasks[i]
-		l = append(l, record.Attempt{Attempt: s.attempt, Outcome: s.outcome, ExitCode: s.code, Duration: rt.res.Duration - rt.attemptStart.Sub(rt.started)})
+		l = append(l, record.Attempt{Attempt: s.Attempt, Outcome: s.Outcome, ExitCode: s.Code, Duration: rt.res.Duration - rt.attemptStart.Sub(rt.started)})
 	}
 	return l
 }

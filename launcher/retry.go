@@ -2,17 +2,12 @@ package launcher
 
 import (
 	"context"
-	"errors"
 	mrand "math/rand/v2"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
-	"github.com/tfhive/tfhive/schedule"
 )
-
-// MaxClaimRetries bounds how often a run that lost claims to runs starting
-// at the same moment plans again before giving up (exit 3).
-const MaxClaimRetries = 8
 
 // Retry is when `tfhive run` plans and starts again after an attempt that
 // could not start: a claim lost to a run that started at the same moment
@@ -53,7 +48,11 @@ func (r Retry) Do(ctx context.Context, attempt func(ctx context.Context) (*recor
 	for n := 1; ; n++ {
 		sum, err := attempt(ctx)
 		left := deadline.Sub(now())
-		delay, again := r.next(err, n, left)
+		random := r.Rand
+		if random == nil {
+			random = mrand.Int64N
+		}
+		delay, again := lifecycle.NextRetry(err, n, left, random)
 		if !again {
 			return sum, err
 		}
@@ -64,30 +63,6 @@ func (r Retry) Do(ctx context.Context, attempt func(ctx context.Context) (*recor
 			return nil, err
 		}
 	}
-}
-
-// next decides whether to try again after attempt n failed with err, and
-// after how long; left is what is left of Wait.
-func (r Retry) next(err error, n int, left time.Duration) (time.Duration, bool) {
-	var conflict *ClaimConflictError
-	var capacity *schedule.CapacityError
-	switch {
-	case errors.As(err, &conflict) && n <= MaxClaimRetries:
-		ceiling := min(100*time.Millisecond<<n, 3*time.Second)
-		random := r.Rand
-		if random == nil {
-			random = mrand.Int64N
-		}
-		return time.Duration(random(int64(ceiling))), true
-	case errors.As(err, &conflict), errors.As(err, &capacity):
-		if left <= 0 {
-			return 0, false
-		}
-		// Capped at a second: a waiting run learns soon that GPUs were
-		// freed, and one probe a second is cheap.
-		return min(250*time.Millisecond<<min(n-1, 5), time.Second, left), true
-	}
-	return 0, false
 }
 
 // sleepWake is Pause that also ends when wake gets a value (nil:

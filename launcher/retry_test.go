@@ -3,63 +3,14 @@ package launcher
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/schedule"
 )
-
-var (
-	errConflict = &ClaimConflictError{Conflicts: []string{"a (one of gpu 0)"}}
-	errCapacity = &schedule.CapacityError{Msg: "not enough free GPUs"}
-)
-
-func TestRetryNext(t *testing.T) {
-	// Rand answers its ceiling minus one, so the ceiling shows.
-	r := Retry{Rand: func(n int64) int64 { return n - 1 }}
-	ns := time.Nanosecond
-	tests := []struct {
-		name  string
-		err   error
-		n     int
-		left  time.Duration
-		again bool
-		delay time.Duration
-	}{
-		{"success", nil, 1, time.Hour, false, 0},
-		{"other error", errors.New("boom"), 1, time.Hour, false, 0},
-		{"blocked claims never retried", &ClaimBlockedError{Blocked: []string{"x"}}, 1, time.Hour, false, 0},
-		{"interrupted", context.Canceled, 1, time.Hour, false, 0},
-
-		{"conflict 1: random below 200ms", errConflict, 1, 0, true, 200*time.Millisecond - ns},
-		{"conflict 4: below 1.6s", errConflict, 4, 0, true, 1600*time.Millisecond - ns},
-		{"conflict 5: ceiling 3s", errConflict, 5, 0, true, 3*time.Second - ns},
-		{"conflict 8: last quick retry", errConflict, 8, 0, true, 3*time.Second - ns},
-		{"wrapped conflict", fmt.Errorf("start: %w", errConflict), 1, 0, true, 200*time.Millisecond - ns},
-		{"conflict 9 without --wait: give up", errConflict, MaxClaimRetries + 1, 0, false, 0},
-		{"conflict 9 under --wait: backoff", errConflict, MaxClaimRetries + 1, time.Hour, true, time.Second},
-		{"conflict 9, little --wait left", errConflict, MaxClaimRetries + 1, 300 * time.Millisecond, true, 300 * time.Millisecond},
-
-		{"capacity without --wait", errCapacity, 1, 0, false, 0},
-		{"capacity, --wait over", errCapacity, 3, -time.Second, false, 0},
-		{"capacity 1", errCapacity, 1, time.Hour, true, 250 * time.Millisecond},
-		{"capacity 2", errCapacity, 2, time.Hour, true, 500 * time.Millisecond},
-		{"capacity 3: capped at 1s", errCapacity, 3, time.Hour, true, time.Second},
-		{"capacity 6", errCapacity, 6, time.Hour, true, time.Second},
-		{"capacity 60: no overflow", errCapacity, 60, time.Hour, true, time.Second},
-		{"capacity, less left than the backoff", errCapacity, 3, 300 * time.Millisecond, true, 300 * time.Millisecond},
-		{"wrapped capacity", fmt.Errorf("plan: %w", errCapacity), 1, time.Hour, true, 250 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		delay, again := r.next(tt.err, tt.n, tt.left)
-		if again != tt.again || delay != tt.delay {
-			t.Errorf("%s: next(%v, %d, %s) = %s, %v; want %s, %v", tt.name, tt.err, tt.n, tt.left, delay, again, tt.delay, tt.again)
-		}
-	}
-}
 
 // fakeClock is a clock that only moves when a pause is taken.
 type fakeClock struct {
@@ -68,6 +19,11 @@ type fakeClock struct {
 	lefts  []time.Duration
 	cancel bool // the next pause ends with the context
 }
+
+var (
+	errConflict = &lifecycle.ClaimConflictError{Conflicts: []string{"a (one of gpu 0)"}}
+	errCapacity = &schedule.CapacityError{Msg: "not enough free GPUs"}
+)
 
 func (c *fakeClock) retry(wait time.Duration) Retry {
 	return Retry{
@@ -113,7 +69,7 @@ func TestRetryDo(t *testing.T) {
 		{"first try", 0, nil, nil, 1, nil, nil},
 		{"two lost claims, then started", 0, []error{errConflict, errConflict}, nil, 3,
 			[]time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, []time.Duration{0, 0}},
-		{"claims lost every time: 8 retries", 0, slices.Repeat([]error{errConflict}, 20), errConflict, MaxClaimRetries + 1,
+		{"claims lost every time: 8 retries", 0, slices.Repeat([]error{errConflict}, 20), errConflict, lifecycle.MaxClaimRetries + 1,
 			[]time.Duration{100e6, 200e6, 400e6, 800e6, 1500e6, 1500e6, 1500e6, 1500e6}, slices.Repeat([]time.Duration{0}, 8)},
 		{"not enough GPUs, no --wait", 0, []error{errCapacity}, errCapacity, 1, nil, nil},
 		{"not enough GPUs until --wait runs out", 3 * s, slices.Repeat([]error{errCapacity}, 20), errCapacity, 6,

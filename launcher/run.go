@@ -12,15 +12,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
-	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
@@ -89,13 +88,13 @@ type RunOptions struct {
 	// host by its multiplexer, or in a session of its own where the
 	// tasks have a session each (sampler.go); 0: never.
 	Sample time.Duration
-	// Restart is --restarts and its policy (restart.go); Max 0: none.
-	Restart Restart
+	// Restart is --restarts and its policy (lifecycle.Restart); Max 0: none.
+	Restart lifecycle.Restart
 	// Relaunch, for a run started again on a new plan after a lost host
-	// (relaunch.go), is what it carries over: the local logs are
+	// (lifecycle.Relaunch), is what it carries over: the local logs are
 	// appended to, each task's attempts go on counting and the summary
 	// lists the earlier ones. Nil for a run's first start.
-	Relaunch *Relaunch
+	Relaunch *lifecycle.Relaunch
 	// SessionPerTask starts a kept run's tasks in a session each, not
 	// through their hosts' multiplexers (muxrun.go): for tests that
 	// compare the two.
@@ -164,23 +163,6 @@ func (rt *runTask) reportClaim(line string) {
 	})
 }
 
-// ClaimConflictError: another run took a GPU or port of this plan between
-// the probe and the start. Nothing was started; main plans again.
-type ClaimConflictError struct{ Conflicts []string }
-
-func (e *ClaimConflictError) Error() string {
-	return "claimed by another run while starting: " + strings.Join(e.Conflicts, "; ")
-}
-
-// ClaimBlockedError: a lock file on a host is not one tfhive can use (not
-// a regular file, or not readable), put there by someone else. Trying
-// again cannot help; its owner or root must remove it.
-type ClaimBlockedError struct{ Blocked []string }
-
-func (e *ClaimBlockedError) Error() string {
-	return strings.Join(e.Blocked, "; ") + "; ask its owner or root to remove it"
-}
-
 // claimTaken stands for a supervisor that ended with exitClaimBusy before
 // saying its claims were held: a flock found one taken.
 const claimTaken = "taken"
@@ -188,27 +170,18 @@ const claimTaken = "taken"
 // claimAnswer names a supervisor's claim line for the policy: claimOK,
 // claimBlocked+why, claimFailed+why (not started), claimTaken (it ended
 // with exitClaimBusy first), or anything else (it ended otherwise first).
-func claimAnswer(line string) (ClaimAnswer, string) {
+func claimAnswer(line string) (lifecycle.ClaimAnswer, string) {
 	switch {
 	case line == claimOK:
-		return ClaimHeld, ""
+		return lifecycle.ClaimHeld, ""
 	case line == claimTaken:
-		return ClaimTaken, ""
+		return lifecycle.ClaimTaken, ""
 	case strings.HasPrefix(line, claimBlocked):
-		return ClaimBlocked, strings.TrimPrefix(line, claimBlocked)
+		return lifecycle.ClaimBlocked, strings.TrimPrefix(line, claimBlocked)
 	case strings.HasPrefix(line, claimFailed):
-		return ClaimFailed, strings.TrimPrefix(line, claimFailed)
+		return lifecycle.ClaimFailed, strings.TrimPrefix(line, claimFailed)
 	}
-	return ClaimNone, ""
-}
-
-// describeClaims: "gpu 0, gpu 1, port 2222".
-func describeClaims(cs []inventory.Claim) string {
-	var parts []string
-	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf("%s %d", c.Kind, c.ID))
-	}
-	return "(one of " + strings.Join(parts, ", ") + ")"
+	return lifecycle.ClaimNone, ""
 }
 
 // Interrupt is the cause to cancel Run's context with
@@ -228,16 +201,16 @@ func (e *interruptError) Error() string {
 }
 
 // signalOf names the caller's signal for the policy.
-func signalOf(sig os.Signal) Signal {
+func signalOf(sig os.Signal) lifecycle.Signal {
 	switch sig {
 	case nil:
-		return SigNone
+		return lifecycle.SigNone
 	case StdoutClosed:
-		return SigStdoutClosed
+		return lifecycle.SigStdoutClosed
 	case syscall.SIGTERM:
-		return SigTerm
+		return lifecycle.SigTerm
 	}
-	return SigInt
+	return lifecycle.SigInt
 }
 
 type exitEvent struct {
@@ -293,8 +266,7 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*record.Summary, er
 	if err := writeJSONFile(filepath.Join(o.LogDir, "plan.json"), o.Plan); err != nil {
 		return nil, err
 	}
-	r := &runner{o: o, lim: lim, p: newPolicy(o.Plan), events: make(chan exitEvent, len(o.Plan.Tasks)), start: time.Now(), mark: rand.Text()}
-	r.p.restart = o.Restart
+	r := &runner{o: o, lim: lim, p: lifecycle.New(o.Plan, o.Restart), events: make(chan exitEvent, len(o.Plan.Tasks)), start: time.Now(), mark: rand.Text()}
 	if o.Relaunch != nil {
 		r.start = o.Relaunch.Started
 	}
@@ -302,8 +274,8 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*record.Summary, er
 		r.mark = o.Mark
 	}
 	sum := r.run(ctx)
-	if r.p.conflict != nil {
-		return nil, r.p.conflict
+	if err := r.p.Conflict(); err != nil {
+		return nil, err
 	}
 	if err := writeJSONFile(filepath.Join(o.LogDir, "summary.json"), sum); err != nil {
 		return sum, &record.RecordError{Result: sum.Result, Err: err}
@@ -316,7 +288,7 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*record.Summary, er
 type runner struct {
 	o      RunOptions
 	lim    limits
-	p      *policy
+	p      *lifecycle.Policy
 	tasks  []*runTask
 	events chan exitEvent
 	start  time.Time
@@ -337,7 +309,7 @@ type runner struct {
 	// With --restarts: attempt ends from the tasks' stdout filters, and
 	// the policy's delayed events (backoffs), until quit is closed.
 	attemptEnds chan attemptEnd
-	later       chan event
+	later       chan lifecycle.Event
 	quit        chan struct{}
 }
 
@@ -363,14 +335,14 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			close(q)
 		}
 	}()
-	r.attemptEnds, r.later, r.quit = make(chan attemptEnd, len(r.o.Plan.Tasks)), make(chan event, len(r.o.Plan.Tasks)), make(chan struct{})
+	r.attemptEnds, r.later, r.quit = make(chan attemptEnd, len(r.o.Plan.Tasks)), make(chan lifecycle.Event, len(r.o.Plan.Tasks)), make(chan struct{})
 	defer close(r.quit)
 	for _, t := range r.o.Plan.Tasks {
 		r.tasks = append(r.tasks, &runTask{t: t, ctl: writers[t.Host], claim: make(chan string, 1), claimed: make(chan struct{}), res: record.TaskResult{
 			ID: t.ID, Role: t.Role, Index: t.Index, Host: t.Host, Address: t.Address, GPUs: t.GPUs,
 			Log: filepath.Join(r.o.LogDir, fmt.Sprintf("%s-%d.log", t.Role, t.Index)),
 		}})
-		r.p.state[len(r.tasks)-1].attempt = r.o.Relaunch.firstAttempt(t.ID)
+		r.p.SetAttempt(len(r.tasks)-1, r.o.Relaunch.FirstAttempt(t.ID))
 	}
 	var back <-chan hostBack
 	var ready <-chan attached
@@ -385,13 +357,13 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 	} else {
 		r.startAll(ctx)
 	}
-	if !r.p.decided() {
+	if !r.p.Decided() {
 		r.startSamplers()
 	}
-	if !r.p.decided() && r.o.Started != nil {
+	if !r.p.Decided() && r.o.Started != nil {
 		r.o.Started()
 	}
-	if !r.p.decided() && !r.o.Adopted {
+	if !r.p.Decided() && !r.o.Adopted {
 		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
 	}
 
@@ -404,13 +376,13 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 		timeout = t.C
 	}
 	done, killNow := ctx.Done(), r.o.KillNow
-	for r.p.running() > 0 {
+	for r.p.Running() > 0 {
 		select {
 		case ev := <-r.events:
 			if ev.err != nil && r.sessionLost(ev) {
 				break
 			}
-			if ev.attach && ev.err == nil && !ev.marked && r.p.state[ev.i].phase == phaseStarted {
+			if ev.attach && ev.err == nil && !ev.marked && r.p.State(ev.i).Phase == lifecycle.PhaseStarted {
 				why := r.tasks[ev.i].attachFailed()
 				if strings.HasPrefix(why, "replaced by keeper generation") {
 					r.stepDown(why)
@@ -420,14 +392,14 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			}
 			r.tasks[ev.i].res.Duration = time.Since(r.tasks[ev.i].started)
 			if ev.err != nil {
-				r.apply(event{kind: evLost, task: ev.i, err: ev.err.Error()})
+				r.apply(lifecycle.Event{Kind: lifecycle.EvLost, Task: ev.i, Err: ev.err.Error()})
 			} else {
-				r.apply(event{kind: evExited, task: ev.i, code: ev.rc})
+				r.apply(lifecycle.Event{Kind: lifecycle.EvExited, Task: ev.i, Code: ev.rc})
 			}
 		case a := <-r.attemptEnds:
 			rt := r.tasks[a.i]
-			if a.attempt == r.p.state[a.i].attempt {
-				r.apply(event{kind: evAttemptEnd, task: a.i, code: a.rc, after: time.Since(rt.attemptStart)})
+			if a.attempt == r.p.State(a.i).Attempt {
+				r.apply(lifecycle.Event{Kind: lifecycle.EvAttemptEnd, Task: a.i, Code: a.rc, After: time.Since(rt.attemptStart)})
 			}
 		case ev := <-r.later:
 			r.apply(ev)
@@ -439,12 +411,12 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			replaced = nil
 			r.stepDown(why)
 		case <-heartbeat.C:
-			for _, i := range r.p.live() {
+			for _, i := range r.p.Live() {
 				r.tasks[i].send(ctlHeartbeat)
 			}
 		case <-timeout:
 			timeout = nil
-			r.apply(event{kind: evTimeout, after: r.o.Timeout})
+			r.apply(lifecycle.Event{Kind: lifecycle.EvTimeout, After: r.o.Timeout})
 		case <-done:
 			done = nil
 			r.apply(interrupted(ctx))
@@ -457,13 +429,13 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 				done = nil
 				r.apply(interrupted(ctx))
 			}
-			r.apply(event{kind: evKillNow})
+			r.apply(lifecycle.Event{Kind: lifecycle.EvKillNow})
 		case <-r.killAt:
 			r.killAt = nil
-			r.apply(event{kind: evGraceOver})
+			r.apply(lifecycle.Event{Kind: lifecycle.EvGraceOver})
 		case <-r.giveUpAt:
 			r.giveUpAt = nil
-			r.apply(event{kind: evGiveUp})
+			r.apply(lifecycle.Event{Kind: lifecycle.EvGiveUp})
 		}
 	}
 	for _, rt := range r.tasks {
@@ -478,40 +450,40 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 
 // interrupted is the event for a cancelled ctx, with the signal its cause
 // names.
-func interrupted(ctx context.Context) event {
-	ev := event{kind: evInterrupt}
+func interrupted(ctx context.Context) lifecycle.Event {
+	ev := lifecycle.Event{Kind: lifecycle.EvInterrupt}
 	var ie *interruptError
 	if errors.As(context.Cause(ctx), &ie) {
-		ev.sig = signalOf(ie.sig)
+		ev.Sig = signalOf(ie.sig)
 	}
 	return ev
 }
 
 // ctlLines spells the policy's control lines on the wire.
-var ctlLines = map[Control]string{CtlGo: ctlGo, CtlAbort: ctlAbort, CtlTerm: ctlTerm, CtlKill: ctlKill}
+var ctlLines = map[lifecycle.Control]string{lifecycle.CtlGo: ctlGo, lifecycle.CtlAbort: ctlAbort, lifecycle.CtlTerm: ctlTerm, lifecycle.CtlKill: ctlKill}
 
 // apply feeds ev to the policy and carries out its decision.
-func (r *runner) apply(ev event) {
-	d := r.p.apply(ev)
-	for _, line := range d.say {
+func (r *runner) apply(ev lifecycle.Event) {
+	d := r.p.Apply(ev)
+	for _, line := range d.Say {
 		r.o.Console.Printf("%s", line)
 	}
-	for _, i := range d.to {
+	for _, i := range d.To {
 		rt := r.tasks[i]
-		line := ctlLines[d.send]
-		switch d.send {
-		case CtlGo:
+		line := ctlLines[d.Send]
+		switch d.Send {
+		case lifecycle.CtlGo:
 			rt.goSent.Store(true)
-		case CtlTerm, CtlKill:
+		case lifecycle.CtlTerm, lifecycle.CtlKill:
 			// A group restart's stop is for the attempt under way only: a
 			// new session must not repeat it to the next one.
-			if r.p.decided() {
+			if r.p.Decided() {
 				rt.stopLine = line
 			}
 		}
 		rt.send(line)
 	}
-	for _, i := range d.abandon {
+	for _, i := range d.Abandon {
 		if r.links != nil && r.links.redo[r.tasks[i].t.Host] != nil {
 			// Its host is being redialled: the stop goes to it once it is
 			// back, unless the caller insisted.
@@ -524,26 +496,26 @@ func (r *runner) apply(ev event) {
 		r.tasks[i].abandoned = true
 		r.tasks[i].proc.Close()
 	}
-	for _, i := range d.ends {
+	for _, i := range d.Ends {
 		r.tasks[i].stopLine = ctlEnd
 		r.tasks[i].send(ctlEnd)
 	}
-	for _, i := range d.restart {
+	for _, i := range d.Restart {
 		rt := r.tasks[i]
 		rt.attemptStart = time.Now()
-		rt.restartLine = restartLine(r.p.state[i].attempt)
+		rt.restartLine = restartLine(r.p.State(i).Attempt)
 		rt.send(rt.restartLine)
 	}
-	for _, l := range d.later {
-		r.after(l.after, l.ev)
+	for _, l := range d.Later {
+		r.after(l.After, l.Event)
 	}
-	if d.armRegroupKill {
-		r.after(r.o.Grace, event{kind: evRegroupKill})
+	if d.ArmRegroupKill {
+		r.after(r.o.Grace, lifecycle.Event{Kind: lifecycle.EvRegroupKill})
 	}
-	if d.armKill {
+	if d.ArmKill {
 		r.killAt = time.After(r.o.Grace)
 	}
-	if d.armGiveUp {
+	if d.ArmGiveUp {
 		r.killAt = nil
 		r.giveUpAt = time.After(r.o.Grace + r.lim.giveUp)
 	}
@@ -571,15 +543,15 @@ func (r *runner) startAll(ctx context.Context) {
 	}
 	for i, rt := range r.tasks {
 		if rt.startErr != nil {
-			r.apply(event{kind: evNotStarted, task: i, err: rt.startErr.Error()})
+			r.apply(lifecycle.Event{Kind: lifecycle.EvNotStarted, Task: i, Err: rt.startErr.Error()})
 		} else {
-			r.apply(event{kind: evStarted, task: i})
+			r.apply(lifecycle.Event{Kind: lifecycle.EvStarted, Task: i})
 		}
 	}
 	for i, rt := range r.tasks {
 		if rt.startErr == nil {
 			answer, why := claimAnswer(<-rt.claim)
-			r.apply(event{kind: evClaim, task: i, claim: answer, err: why})
+			r.apply(lifecycle.Event{Kind: lifecycle.EvClaim, Task: i, Claim: answer, Err: why})
 		}
 	}
 }
@@ -598,7 +570,7 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 	if tk.Restarts {
 		rt.filter = r.attemptFilter(i, stdout)
 		stdout = rt.filter
-		tk.FirstAttempt = r.p.state[i].attempt
+		tk.FirstAttempt = r.p.State(i).Attempt
 	}
 	var errGate *streamGate
 	tap := r.preemptTap(stderr, &rt.preempted)
@@ -748,7 +720,7 @@ func (r *runner) taskFor(t schedule.Task) task {
 	}
 	every, count := r.o.KeepAlive(h)
 	tk := task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
-		Claims: claimsFor(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0,
+		Claims: lifecycle.Claims(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0,
 		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace}
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
 		// The supervisor waits for the link as long as tfhive redials it,
@@ -761,29 +733,6 @@ func (r *runner) taskFor(t schedule.Task) task {
 		}
 	}
 	return tk
-}
-
-// claimsFor names what the task holds on its host: its GPUs (by UUID,
-// which outlives a renumbering) and its port (for torch, rank 0 holds
-// MASTER_PORT; the other ranks have no port).
-func claimsFor(t schedule.Task) []inventory.Claim {
-	var c []inventory.Claim
-	for i, g := range t.GPUs {
-		// The UUID names a file on the host: one nvidia-smi printed with
-		// anything but letters, digits and '-' is not used (the index is).
-		uuid := ""
-		if i < len(t.GPUUUIDs) && claim.ValidUUID(t.GPUUUIDs[i]) {
-			uuid = t.GPUUUIDs[i]
-		}
-		c = append(c, inventory.Claim{Kind: "gpu", ID: g, UUID: uuid})
-	}
-	if t.Port > 0 {
-		c = append(c, inventory.Claim{Kind: "port", ID: t.Port})
-	}
-	if p, err := strconv.Atoi(t.Env["MASTER_PORT"]); err == nil && t.Env["RANK"] == "0" {
-		c = append(c, inventory.Claim{Kind: "port", ID: p})
-	}
-	return c
 }
 
 // claimGate takes the supervisor's claim line off the task's stdout; lines
@@ -861,12 +810,12 @@ func writeCtl(q <-chan ctlLine) {
 }
 
 func (r *runner) summary() *record.Summary {
-	result, code, reason, decider := r.p.final()
+	result, code, reason, decider := r.p.Final()
 	s := &record.Summary{RunID: r.o.Plan.RunID, Result: result, ExitCode: code, Reason: reason,
 		LogDir: r.o.LogDir, Started: r.start, Duration: time.Since(r.start), Code: r.o.Code}
 	for i, rt := range r.tasks {
-		st := r.p.state[i]
-		rt.res.Outcome, rt.res.ExitCode, rt.res.Error = st.outcome, st.code, st.err
+		st := r.p.State(i)
+		rt.res.Outcome, rt.res.ExitCode, rt.res.Error = st.Outcome, st.Code, st.Err
 		rt.res.LogTruncated = rt.truncated.Load()
 		if rt.out != nil {
 			rt.res.Metrics = rt.out.Metrics()

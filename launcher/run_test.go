@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
+	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
 
 // The run lifecycle in-process: Run against fake hosts (fake_test.go)
@@ -203,7 +205,7 @@ func controls(p *fakeProc) string {
 }
 
 func TestRunSucceeds(t *testing.T) {
-	f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"))
+	f := newFakeRun(t, scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"))
 	f.o.Env = map[string]string{"FROM_CLI": "cli-value"}
 	f.o.Workdir = "/work/dir"
 	f.host("h1").script("worker:0", func(p *fakeProc) {
@@ -265,7 +267,7 @@ func TestRunFailures(t *testing.T) {
 	}{
 		{
 			name: "a worker fails",
-			plan: tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"),
+			plan: scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"),
 			script: func(f *fakeRun) {
 				f.host("h2").script("worker:1", runs(func(p *fakeProc) { p.errOut("dying\n"); p.exit(7) }))
 			},
@@ -275,7 +277,7 @@ func TestRunFailures(t *testing.T) {
 		},
 		{
 			name: "a ps fails",
-			plan: tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"),
+			plan: scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"),
 			script: func(f *fakeRun) {
 				f.host("h1").script("ps:0", runs(exits(1, "")))
 			},
@@ -285,7 +287,7 @@ func TestRunFailures(t *testing.T) {
 		},
 		{
 			name: "a worker is killed by a signal",
-			plan: tfPlan("worker:0@h1", "worker:1@h2"),
+			plan: scheduletest.TF("worker:0@h1", "worker:1@h2"),
 			script: func(f *fakeRun) {
 				f.host("h1").script("worker:0", runs(exits(137, "")))
 			},
@@ -294,7 +296,7 @@ func TestRunFailures(t *testing.T) {
 		},
 		{
 			name: "a host is lost",
-			plan: tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"),
+			plan: scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"),
 			script: func(f *fakeRun) {
 				f.host("h2").script("worker:1", runs((*fakeProc).lose))
 			},
@@ -304,7 +306,7 @@ func TestRunFailures(t *testing.T) {
 		},
 		{
 			name: "an evaluator failing is not fatal",
-			plan: tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2", "evaluator:0@h2"),
+			plan: scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2", "evaluator:0@h2"),
 			script: func(f *fakeRun) {
 				f.host("h2").script("evaluator:0", runs(exits(2, "")))
 				ok := stopOnLine(f, "(not fatal for the run)", exits(0, ""))
@@ -317,7 +319,7 @@ func TestRunFailures(t *testing.T) {
 		},
 		{
 			name: "chief mode: a worker failing is not fatal, the chief decides",
-			plan: tfPlan("chief:0@h1", "ps:0@h1", "worker:0@h2", "worker:1@h2"),
+			plan: scheduletest.TF("chief:0@h1", "ps:0@h1", "worker:0@h2", "worker:1@h2"),
 			script: func(f *fakeRun) {
 				f.host("h2").script("worker:1", runs(exits(1, "")))
 				f.host("h1").script("chief:0", stopOnLine(f, "(not fatal for the run)", exits(0, "")))
@@ -328,7 +330,7 @@ func TestRunFailures(t *testing.T) {
 		},
 		{
 			name: "torch: every rank exits 0",
-			plan: testPlan(schedule.FrameworkTorch, "worker:0@h1", "worker:1@h1", "worker:2@h2"),
+			plan: scheduletest.Plan(schedule.FrameworkTorch, "worker:0@h1", "worker:1@h1", "worker:2@h2"),
 			script: func(f *fakeRun) {
 				f.host("h1").script("worker:0", runs(exits(0, ""))).script("worker:1", runs(exits(0, "")))
 				f.host("h2").script("worker:2", runs(exits(0, "")))
@@ -338,7 +340,7 @@ func TestRunFailures(t *testing.T) {
 		},
 		{
 			name: "torch: one rank fails",
-			plan: testPlan(schedule.FrameworkTorch, "worker:0@h1", "worker:1@h1", "worker:2@h2"),
+			plan: scheduletest.Plan(schedule.FrameworkTorch, "worker:0@h1", "worker:1@h1", "worker:2@h2"),
 			script: func(f *fakeRun) {
 				f.host("h2").script("worker:2", runs(exits(3, "")))
 			},
@@ -347,7 +349,7 @@ func TestRunFailures(t *testing.T) {
 		},
 		{
 			name: "a supervisor that ends before claiming fails the run after go",
-			plan: tfPlan("worker:0@h1", "worker:1@h2"),
+			plan: scheduletest.TF("worker:0@h1", "worker:1@h2"),
 			script: func(f *fakeRun) {
 				f.host("h2").script("worker:1", func(p *fakeProc) {
 					p.errOut("tfhive: bash not found on this host\n")
@@ -370,7 +372,7 @@ func TestRunFailures(t *testing.T) {
 }
 
 func TestRunTimeout(t *testing.T) {
-	f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h2"))
+	f := newFakeRun(t, scheduletest.TF("ps:0@h1", "worker:0@h2"))
 	f.o.Timeout = 20 * time.Millisecond
 	s, _ := f.mustRun(context.Background())
 	wantSummary(t, s, record.ResultTimeout, record.ExitTimeout, "timed out after 20ms", "ps:0 stopped 143", "worker:0 stopped 143")
@@ -378,7 +380,7 @@ func TestRunTimeout(t *testing.T) {
 
 // A task that ignores SIGTERM is killed once the grace period is over.
 func TestRunKillsAfterGrace(t *testing.T) {
-	f := newFakeRun(t, tfPlan("worker:0@h1", "worker:1@h2"))
+	f := newFakeRun(t, scheduletest.TF("worker:0@h1", "worker:1@h2"))
 	f.o.Timeout, f.o.Grace = time.Millisecond, time.Millisecond
 	f.host("h2").script("worker:1", runs(ignoresTerm))
 	s, _ := f.mustRun(context.Background())
@@ -391,7 +393,7 @@ func TestRunKillsAfterGrace(t *testing.T) {
 // A task that does not go even when killed (its host stopped answering)
 // is abandoned a while later: tfhive must end.
 func TestRunGivesUpOnATaskThatStays(t *testing.T) {
-	f := newFakeRun(t, tfPlan("worker:0@h1"))
+	f := newFakeRun(t, scheduletest.TF("worker:0@h1"))
 	f.o.Timeout, f.o.Grace, f.lim.giveUp = time.Millisecond, time.Millisecond, time.Millisecond
 	f.host("h1").script("worker:0", runs(hangs))
 	s, _ := f.mustRun(context.Background())
@@ -413,7 +415,7 @@ func TestRunInterrupted(t *testing.T) {
 		{"stdout closed", Interrupt(StdoutClosed), record.ResultStdoutClosed, record.ExitStdoutClosed, "standard output closed (a pipe reader such as head ended)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"))
+			f := newFakeRun(t, scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"))
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
 			// Stopped once every task runs: the run line is printed
@@ -433,7 +435,7 @@ func TestRunInterrupted(t *testing.T) {
 
 // A second interrupt kills at once, whatever the grace period.
 func TestRunKillNow(t *testing.T) {
-	f := newFakeRun(t, tfPlan("worker:0@h1", "worker:1@h2"))
+	f := newFakeRun(t, scheduletest.TF("worker:0@h1", "worker:1@h2"))
 	f.host("h1").script("worker:0", runs(ignoresTerm))
 	f.host("h2").script("worker:1", runs(ignoresTerm))
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -455,7 +457,7 @@ func TestRunKillNow(t *testing.T) {
 // Both interrupts in before the run looks: the first still names the
 // signal.
 func TestRunInterruptedTwiceAtOnce(t *testing.T) {
-	f := newFakeRun(t, tfPlan("worker:0@h1"))
+	f := newFakeRun(t, scheduletest.TF("worker:0@h1"))
 	f.host("h1").script("worker:0", runs(ignoresTerm))
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(Interrupt(syscall.SIGTERM))
@@ -472,7 +474,7 @@ func TestRunInterruptedTwiceAtOnce(t *testing.T) {
 
 // A second interrupt with no first one: killed all the same.
 func TestRunKillNowAlone(t *testing.T) {
-	f := newFakeRun(t, tfPlan("worker:0@h1"))
+	f := newFakeRun(t, scheduletest.TF("worker:0@h1"))
 	f.host("h1").script("worker:0", runs(ignoresTerm))
 	killNow := make(chan struct{})
 	f.o.KillNow = killNow
@@ -495,16 +497,16 @@ func TestRunClaimConflicts(t *testing.T) {
 	}{
 		{"taken", func(p *fakeProc) { p.exit(exitClaimBusy) },
 			"claimed by another run while starting: h2 (one of gpu 1, port 2224)",
-			func(err error) bool { var e *ClaimConflictError; return errors.As(err, &e) }},
+			func(err error) bool { var e *lifecycle.ClaimConflictError; return errors.As(err, &e) }},
 		{"blocked", func(p *fakeProc) {
 			p.out(claimBlocked + "/tmp/tfhive-gpu-x.lock is not a regular file (owned by eve)\n")
 			p.exit(76)
 		},
 			"h2: /tmp/tfhive-gpu-x.lock is not a regular file (owned by eve); ask its owner or root to remove it",
-			func(err error) bool { var e *ClaimBlockedError; return errors.As(err, &e) }},
+			func(err error) bool { var e *lifecycle.ClaimBlockedError; return errors.As(err, &e) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"))
+			f := newFakeRun(t, scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"))
 			f.host("h2").script("worker:1", c.script)
 			s, err, console := f.run(context.Background())
 			if s != nil || err == nil || err.Error() != c.want || !c.check(err) {
@@ -537,7 +539,7 @@ func TestRunTaskCannotStart(t *testing.T) {
 		{"stdin fails", func(f *fakeRun) { f.host("h2").stdinErr = errors.New("EOF") }, "sending the task: EOF"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"))
+			f := newFakeRun(t, scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"))
 			c.setup(f)
 			s, console := f.mustRun(context.Background())
 			wantSummary(t, s, record.ResultFailed, 1, "worker:1 on h2 could not start: "+c.err,
@@ -555,7 +557,7 @@ func TestRunTaskCannotStart(t *testing.T) {
 // A session that ends before it gets its task (the probe's spare, ended
 // meanwhile) is replaced by a fresh one, once: the run goes on.
 func TestRunSessionEndedBeforeItsTask(t *testing.T) {
-	f := newFakeRun(t, tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2"))
+	f := newFakeRun(t, scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"))
 	f.host("h2").stdinErrOnce = errors.New("EOF")
 	f.host("h1").script("worker:0", exits(0, ""))
 	f.host("h2").script("worker:1", exits(0, ""))
@@ -566,7 +568,7 @@ func TestRunSessionEndedBeforeItsTask(t *testing.T) {
 // A host whose supervisor never answers (a hung login shell) is given up
 // after the keepalive period, never holding the run at the claim phase.
 func TestRunHostNeverAnswers(t *testing.T) {
-	f := newFakeRun(t, tfPlan("worker:0@h1"))
+	f := newFakeRun(t, scheduletest.TF("worker:0@h1"))
 	f.lim.minAnswer, f.lim.login = 20*time.Millisecond, 20*time.Millisecond
 	f.o.KeepAlive = func(inventory.Host) (time.Duration, int) { return time.Millisecond, 1 }
 	f.host("h1").script("worker:0", hangs)
@@ -583,7 +585,7 @@ func TestRunHostNeverAnswers(t *testing.T) {
 // not lost while its session has said nothing: the no-answer clock
 // starts at the session's first byte.
 func TestRunSlowLoginIsNotLost(t *testing.T) {
-	f := newFakeRun(t, tfPlan("worker:0@h1"))
+	f := newFakeRun(t, scheduletest.TF("worker:0@h1"))
 	f.lim.minAnswer, f.lim.login = 20*time.Millisecond, time.Minute
 	f.o.KeepAlive = func(inventory.Host) (time.Duration, int) { return time.Millisecond, 1 }
 	slow := func(p *fakeProc) {
@@ -598,7 +600,7 @@ func TestRunSlowLoginIsNotLost(t *testing.T) {
 // Once a session has said something (its login shell has started), its
 // supervisor has the usual time to answer, however long the login limit.
 func TestRunAnswerCountsFromTheFirstByte(t *testing.T) {
-	f := newFakeRun(t, tfPlan("worker:0@h1"))
+	f := newFakeRun(t, scheduletest.TF("worker:0@h1"))
 	f.lim.minAnswer, f.lim.login = 20*time.Millisecond, time.Hour
 	f.o.KeepAlive = func(inventory.Host) (time.Duration, int) { return time.Millisecond, 1 }
 	f.host("h1").script("worker:0", func(p *fakeProc) {
@@ -611,7 +613,7 @@ func TestRunAnswerCountsFromTheFirstByte(t *testing.T) {
 }
 
 func TestRunCannotWriteLogs(t *testing.T) {
-	f := newFakeRun(t, tfPlan("worker:0@h1"))
+	f := newFakeRun(t, scheduletest.TF("worker:0@h1"))
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o644)
 	f.o.LogDir = filepath.Join(file, "logs")
@@ -632,15 +634,6 @@ func TestInterruptNamesTheSignal(t *testing.T) {
 	}
 }
 
-// A GPU UUID becomes a lock file name on the host: one that could leave
-// the claims directory is not used.
-func TestClaimsForKeepsUUIDsInTheirDirectory(t *testing.T) {
-	got := claimsFor(schedule.Task{GPUs: []int{0, 1}, GPUUUIDs: []string{"GPU-ab-12", "GPU-../../etc/x"}})
-	if len(got) != 2 || got[0].UUID != "GPU-ab-12" || got[1].UUID != "" || got[1].ID != 1 {
-		t.Errorf("claims %+v", got)
-	}
-}
-
 // The caller's signals are named for the policy: SIGTERM as itself, any
 // other as SIGINT.
 func TestSignalOf(t *testing.T) {
@@ -649,7 +642,7 @@ func TestSignalOf(t *testing.T) {
 			t.Errorf("signalOf(%v) = %q", sig, got)
 		}
 	}
-	if signalOf(StdoutClosed) != SigStdoutClosed || signalOf(nil) != SigNone {
+	if signalOf(StdoutClosed) != lifecycle.SigStdoutClosed || signalOf(nil) != lifecycle.SigNone {
 		t.Errorf("StdoutClosed or nil misnamed")
 	}
 }

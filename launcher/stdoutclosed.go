@@ -1,5 +1,7 @@
 package launcher
 
+import "github.com/tfhive/tfhive/launcher/lifecycle"
+
 // A closed stdout (`tfhive run … | head -3`: the pipe's reader ended)
 // stops the run as Ctrl-C does, with a result of its own: whoever lists
 // the runs later sees why it ended, and nobody is left reading a run
@@ -15,7 +17,7 @@ var StdoutClosed stdoutClosed
 type stdoutClosed struct{}
 
 func (stdoutClosed) String() string {
-	return StdoutClosedReason
+	return lifecycle.StdoutClosedReason
 }
 
 // Signal makes it an os.Signal.

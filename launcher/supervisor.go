@@ -40,14 +40,14 @@ type task struct {
 	// (truncatedMarker), for the attempt lines and for any task's
 	// preemption line (preemptedMarker).
 	Mark string
-	// Restarts: the task may be restarted (restart.go); the supervisor
+	// Restarts: the task may be restarted (lifecycle.Restart); the supervisor
 	// then reports each attempt's end and waits for "r" or "e".
 	Restarts bool
 	// Mux: kept, and started by its host's multiplexer (mux.go), which
 	// follows its output files itself.
 	Mux bool
 	// FirstAttempt is the number of its first attempt (TFHIVE_ATTEMPT):
-	// above 0 in a run started again after a lost host (relaunch.go).
+	// above 0 in a run started again after a lost host (lifecycle.Relaunch).
 	FirstAttempt int
 	// Priority is the run's --priority, carried by the holders' label
 	// when low or high.

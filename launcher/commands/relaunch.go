@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/wording"
@@ -22,13 +23,13 @@ import (
 // old plan's were let go with its tasks. It returns the run's final
 // summary; when the rest does not fit, the failed run's, after a line
 // saying so.
-func relaunch(ctx context.Context, sum *record.Summary, rs launcher.Restart, lo *launcher.RunOptions, fleet *probe.Fleet,
+func relaunch(ctx context.Context, sum *record.Summary, rs lifecycle.Restart, lo *launcher.RunOptions, fleet *probe.Fleet,
 	retry launcher.Retry, start func(context.Context) (*record.Summary, error)) *record.Summary {
 	// Only a claim taken meanwhile is tried again: --wait was for the
 	// run's start, not for a host that went away.
 	retry.Wait = 0
 	for {
-		lost, wait, next, ok := launcher.Relaunchable(sum, rs)
+		lost, wait, next, ok := lifecycle.Relaunchable(sum, rs)
 		if !ok {
 			return sum
 		}

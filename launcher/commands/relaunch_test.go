@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -29,7 +30,7 @@ func lostRun(host string, attempt int) *record.Summary {
 // on a lost host, the restarts are spent, or the rest does not fit.
 func TestRelaunch(t *testing.T) {
 	hosts := []inventory.Host{{Name: "a", Local: true}, {Name: "b", Local: true}, {Name: "c", Local: true}}
-	rs := launcher.Restart{Max: 2}
+	rs := lifecycle.Restart{Max: 2}
 	for _, c := range []struct {
 		name   string
 		starts []func() (*record.Summary, error)

@@ -3,13 +3,13 @@ package commands
 import (
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 )
 
 // restartPolicy checks --restarts, --restart-on and --restart-backoff
 // before any host is contacted.
-func restartPolicy(n int, on string, backoff time.Duration) (launcher.Restart, error) {
-	rs := launcher.Restart{Max: n, Backoff: backoff}
+func restartPolicy(n int, on string, backoff time.Duration) (lifecycle.Restart, error) {
+	rs := lifecycle.Restart{Max: n, Backoff: backoff}
 	if n < 0 {
 		return rs, usagef("--restarts must not be negative")
 	}
@@ -21,7 +21,7 @@ func restartPolicy(n int, on string, backoff time.Duration) (launcher.Restart, e
 			return rs, &UsageError{Msg: "--restart-on is for --restarts", Fix: "add --restarts N"}
 		}
 		var err error
-		if rs.On, err = launcher.ParseRestartOn(on); err != nil {
+		if rs.On, err = lifecycle.ParseRestartOn(on); err != nil {
 			return rs, usagef("%s", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package launcher
+package lifecycle
 
 import (
 	"errors"
@@ -10,45 +10,24 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/schedule"
+	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
 
-// testPlan builds a plan from task ids with their hosts, "worker:1@h2".
-// A chief makes it a chief-mode TensorFlow plan; framework "torch" makes
-// every task a rank.
-func testPlan(framework string, tasks ...string) *schedule.Plan {
-	p := &schedule.Plan{RunID: "r1", Framework: framework}
-	for i, s := range tasks {
-		id, host, _ := strings.Cut(s, "@")
-		role, idx, _ := strings.Cut(id, ":")
-		n, _ := strconv.Atoi(idx)
-		t := schedule.Task{ID: id, Role: role, Index: n, Host: host, Address: host + ":" + strconv.Itoa(2222+i),
-			Port: 2222 + i, GPUs: []int{n}, GPUUUIDs: []string{"GPU-" + id}, Argv: []string{"train"},
-			Env: map[string]string{"TFHIVE_TASK": id}}
-		if framework == schedule.FrameworkTorch {
-			t.Port, t.Env["RANK"], t.Env["MASTER_PORT"] = 0, strconv.Itoa(i), "29500"
-		}
-		if role == schedule.RoleChief {
-			p.Cluster.Chief = append(p.Cluster.Chief, t.Address)
-		}
-		p.Tasks = append(p.Tasks, t)
-	}
-	return p
-}
-
-func tfPlan(tasks ...string) *schedule.Plan { return testPlan("tensorflow", tasks...) }
+// exitClaimBusy: TEMP
+const exitClaimBusy = 75
 
 // step is an event and the decision it must bring, as render writes it.
 type step struct {
-	ev   event
+	ev   Event
 	want string
 }
 
-func started(i int) event { return event{kind: evStarted, task: i} }
-func notStarted(i int, err string) event {
-	return event{kind: evNotStarted, task: i, err: err}
+func started(i int) Event { return Event{Kind: EvStarted, Task: i} }
+func notStarted(i int, err string) Event {
+	return Event{Kind: EvNotStarted, Task: i, Err: err}
 }
-func claimLine(i int, a answer) event {
-	return event{kind: evClaim, task: i, claim: a.claim, err: a.why}
+func claimLine(i int, a answer) Event {
+	return Event{Kind: EvClaim, Task: i, Claim: a.claim, Err: a.why}
 }
 
 // answer is a supervisor's answer to the claim phase, as the runner names
@@ -63,26 +42,26 @@ var (
 	taken = answer{claim: ClaimTaken}
 )
 
-func blocked(why string) answer { return answer{ClaimBlocked, why} }
-func failed(why string) answer  { return answer{ClaimFailed, why} }
-func exited(i, code int) event           { return event{kind: evExited, task: i, code: code} }
-func lost(i int, err string) event       { return event{kind: evLost, task: i, err: err} }
+func blocked(why string) answer    { return answer{ClaimBlocked, why} }
+func failed(why string) answer     { return answer{ClaimFailed, why} }
+func exited(i, code int) Event     { return Event{Kind: EvExited, Task: i, Code: code} }
+func lost(i int, err string) Event { return Event{Kind: EvLost, Task: i, Err: err} }
 
 var (
-	interruptINT  = event{kind: evInterrupt, sig: SigInt}
-	interruptTERM = event{kind: evInterrupt, sig: SigTerm}
-	interruptBare = event{kind: evInterrupt}
-	interruptPipe = event{kind: evInterrupt, sig: SigStdoutClosed}
-	killNowEv     = event{kind: evKillNow}
-	graceOver     = event{kind: evGraceOver}
-	giveUp        = event{kind: evGiveUp}
+	interruptINT  = Event{Kind: EvInterrupt, Sig: SigInt}
+	interruptTERM = Event{Kind: EvInterrupt, Sig: SigTerm}
+	interruptBare = Event{Kind: EvInterrupt}
+	interruptPipe = Event{Kind: EvInterrupt, Sig: SigStdoutClosed}
+	killNowEv     = Event{Kind: EvKillNow}
+	graceOver     = Event{Kind: EvGraceOver}
+	giveUp        = Event{Kind: EvGiveUp}
 )
 
-func timedOut(d time.Duration) event { return event{kind: evTimeout, after: d} }
+func timedOut(d time.Duration) Event { return Event{Kind: EvTimeout, After: d} }
 
 // render writes a decision in one line: console lines, the control line
 // and its tasks ("t ps:0,worker:1"), abandoned tasks and timers.
-func render(p *policy, d decision) string {
+func render(p *Policy, d Decision) string {
 	ids := func(l []int) string {
 		var s []string
 		for _, i := range l {
@@ -90,33 +69,33 @@ func render(p *policy, d decision) string {
 		}
 		return strings.Join(s, ",")
 	}
-	parts := append([]string(nil), d.say...)
-	if d.send != CtlNone && len(d.to) > 0 {
-		parts = append(parts, ctlLetters[d.send]+" "+ids(d.to))
+	parts := append([]string(nil), d.Say...)
+	if d.Send != CtlNone && len(d.To) > 0 {
+		parts = append(parts, ctlLetters[d.Send]+" "+ids(d.To))
 	}
-	if len(d.abandon) > 0 {
-		parts = append(parts, "abandon "+ids(d.abandon))
+	if len(d.Abandon) > 0 {
+		parts = append(parts, "abandon "+ids(d.Abandon))
 	}
-	if d.armKill {
+	if d.ArmKill {
 		parts = append(parts, "kill-timer")
 	}
-	if d.armGiveUp {
+	if d.ArmGiveUp {
 		parts = append(parts, "give-up-timer")
 	}
-	if len(d.ends) > 0 {
-		parts = append(parts, "e "+ids(d.ends))
+	if len(d.Ends) > 0 {
+		parts = append(parts, "e "+ids(d.Ends))
 	}
-	if len(d.restart) > 0 {
-		parts = append(parts, "r "+ids(d.restart))
+	if len(d.Restart) > 0 {
+		parts = append(parts, "r "+ids(d.Restart))
 	}
-	for _, l := range d.later {
+	for _, l := range d.Later {
 		who := "all"
-		if l.ev.task >= 0 {
-			who = p.tasks[l.ev.task].ID
+		if l.Event.Task >= 0 {
+			who = p.tasks[l.Event.Task].ID
 		}
-		parts = append(parts, fmt.Sprintf("backoff %s %s", who, l.after))
+		parts = append(parts, fmt.Sprintf("backoff %s %s", who, l.After))
 	}
-	if d.armRegroupKill {
+	if d.ArmRegroupKill {
 		parts = append(parts, "regroup-kill-timer")
 	}
 	return strings.Join(parts, " | ")
@@ -143,10 +122,10 @@ func launched(p *schedule.Plan) []step {
 }
 
 func TestPolicy(t *testing.T) {
-	psWorkers := tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2")
-	withEval := tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2", "evaluator:0@h2")
-	chief := tfPlan("chief:0@h1", "ps:0@h1", "worker:0@h2", "worker:1@h2")
-	torch := testPlan(schedule.FrameworkTorch, "worker:0@h1", "worker:1@h1", "worker:2@h2")
+	psWorkers := scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2")
+	withEval := scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2", "evaluator:0@h2")
+	chief := scheduletest.TF("chief:0@h1", "ps:0@h1", "worker:0@h2", "worker:1@h2")
+	torch := scheduletest.Plan(schedule.FrameworkTorch, "worker:0@h1", "worker:1@h1", "worker:2@h2")
 	for _, c := range []struct {
 		name  string
 		plan  *schedule.Plan
@@ -406,7 +385,7 @@ func TestPolicy(t *testing.T) {
 		},
 		{
 			name: "the tasks end without a decision",
-			plan: tfPlan("ps:0@h1", "evaluator:0@h1"),
+			plan: scheduletest.TF("ps:0@h1", "evaluator:0@h1"),
 			steps: []step{
 				{exited(0, 0), ""},
 				{exited(1, 0), ""},
@@ -431,7 +410,7 @@ func TestPolicy(t *testing.T) {
 		},
 		{
 			name: "a kept task whose files its host refuses could not start; its supervisor's end changes nothing",
-			plan: tfPlan("worker:0@h1", "worker:1@h2"),
+			plan: scheduletest.TF("worker:0@h1", "worker:1@h2"),
 			claim: []step{
 				{started(0), ""}, {started(1), ""},
 				{claimLine(0, failed("/h/.tfhive/runs is a symbolic link")), ""},
@@ -446,7 +425,7 @@ func TestPolicy(t *testing.T) {
 		},
 		{
 			name: "no task can start",
-			plan: tfPlan("worker:0@h1"),
+			plan: scheduletest.TF("worker:0@h1"),
 			claim: []step{
 				{notStarted(0, "no connection to h1"), "tfhive: worker:0 on h1 could not start: no connection to h1"},
 			},
@@ -473,7 +452,7 @@ func TestPolicy(t *testing.T) {
 		},
 		{
 			name: "an interrupt during the claim phase: no go",
-			plan: tfPlan("worker:0@h1", "worker:1@h2"),
+			plan: scheduletest.TF("worker:0@h1", "worker:1@h2"),
 			claim: []step{
 				{started(0), ""}, {started(1), ""},
 				{claimLine(0, held), ""},
@@ -486,20 +465,20 @@ func TestPolicy(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := newPolicy(c.plan)
+			p := New(c.plan, Restart{})
 			steps := c.claim
 			if steps == nil {
 				steps = launched(c.plan)
 			}
 			for _, s := range append(steps, c.steps...) {
-				if got := render(p, p.apply(s.ev)); got != s.want {
+				if got := render(p, p.Apply(s.ev)); got != s.want {
 					t.Fatalf("after %+v:\n got %q\nwant %q", s.ev, got, s.want)
 				}
 			}
-			if n := p.running(); n != 0 {
+			if n := p.Running(); n != 0 {
 				t.Fatalf("%d tasks still running", n)
 			}
-			result, code, reason, decider := p.final()
+			result, code, reason, decider := p.Final()
 			did := ""
 			if decider >= 0 {
 				did = p.tasks[decider].ID
@@ -512,12 +491,12 @@ func TestPolicy(t *testing.T) {
 			}
 			for i, want := range c.outcomes {
 				s := p.state[i]
-				got := s.outcome
-				if s.code != nil {
-					got += " " + strconv.Itoa(*s.code)
+				got := s.Outcome
+				if s.Code != nil {
+					got += " " + strconv.Itoa(*s.Code)
 				}
-				if s.err != "" {
-					got += ": " + s.err
+				if s.Err != "" {
+					got += ": " + s.Err
 				}
 				if got != want {
 					t.Errorf("%s: outcome %q, want %q", p.tasks[i].ID, got, want)
@@ -530,7 +509,7 @@ func TestPolicy(t *testing.T) {
 // A claim taken or blocked on any host: every supervisor is told to give
 // up, nothing runs, and the run is no result but an error.
 func TestPolicyClaimConflicts(t *testing.T) {
-	plan := tfPlan("ps:0@h1", "worker:0@h1", "worker:1@h2")
+	plan := scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2")
 	for _, c := range []struct {
 		name  string
 		lines []answer
@@ -545,13 +524,13 @@ func TestPolicyClaimConflicts(t *testing.T) {
 			"h1: /tmp/x is not a regular file (owned by eve); ask its owner or root to remove it", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := newPolicy(plan)
+			p := New(plan, Restart{})
 			for i := range plan.Tasks {
-				p.apply(started(i))
+				p.Apply(started(i))
 			}
-			var last decision
+			var last Decision
 			for i, line := range c.lines {
-				last = p.apply(claimLine(i, line))
+				last = p.Apply(claimLine(i, line))
 			}
 			if got := render(p, last); got != "a ps:0,worker:0,worker:1" {
 				t.Errorf("decision %q, want abort to all", got)
@@ -566,15 +545,15 @@ func TestPolicyClaimConflicts(t *testing.T) {
 			}
 			// main maps both kinds to exit 3 (main_test.go).
 			// The supervisors end; an interrupt meanwhile kills them.
-			if got := render(p, p.apply(exited(0, exitClaimBusy))); got != "" {
+			if got := render(p, p.Apply(exited(0, exitClaimBusy))); got != "" {
 				t.Errorf("exit: %q", got)
 			}
-			if got := render(p, p.apply(interruptINT)); got != "tfhive: killing every task now | k worker:0,worker:1 | give-up-timer" {
+			if got := render(p, p.Apply(interruptINT)); got != "tfhive: killing every task now | k worker:0,worker:1 | give-up-timer" {
 				t.Errorf("interrupt: %q", got)
 			}
-			p.apply(exited(1, 137))
-			p.apply(exited(2, 137))
-			if p.running() != 0 || p.state[1].outcome != record.OutcomeStopped {
+			p.Apply(exited(1, 137))
+			p.Apply(exited(2, 137))
+			if p.Running() != 0 || p.state[1].Outcome != record.OutcomeStopped {
 				t.Errorf("state %+v", p.state)
 			}
 		})

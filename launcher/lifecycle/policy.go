@@ -1,4 +1,4 @@
-package launcher
+package lifecycle
 
 import (
 	"fmt"
@@ -10,46 +10,46 @@ import (
 )
 
 // The run's lifecycle is a pure function of what happens to it. The runner
-// (run.go) turns what its supervisors, its clock and its caller do into
+// (launcher/run.go) turns what its supervisors, its clock and its caller do into
 // events, hands them to policy.apply one at a time, and carries out each
 // decision: control lines, timers, console lines. Nothing here starts,
 // signals, waits or reads a clock, so that every rule is table-tested
 // without hosts or timers (policy_test.go).
 
-// eventKind says what happened.
-type eventKind int
+// EventKind says what happened.
+type EventKind int
 
 const (
-	evStarted     eventKind = iota // the task's supervisor runs; its claim line is to come
-	evNotStarted                   // the task could not start (err)
-	evClaim                        // the task's supervisor answered the claim phase (line)
-	evExited                       // the task ended with status code (128+N for signal N)
-	evLost                         // the task's host or connection was lost (err)
-	evInterrupt                    // the caller stopped the run (sig: which signal, nil if unnamed)
-	evKillNow                      // the caller asked again: kill at once
-	evTimeout                      // the run's --timeout (after) passed
-	evGraceOver                    // the grace period after SIGTERM passed
-	evGiveUp                       // killed, and still not gone a while later
-	evSteppedDown                  // another keeper adopted the run (err: which)
+	EvStarted     EventKind = iota // the task's supervisor runs; its claim line is to come
+	EvNotStarted                   // the task could not start (err)
+	EvClaim                        // the task's supervisor answered the claim phase (line)
+	EvExited                       // the task ended with status code (128+N for signal N)
+	EvLost                         // the task's host or connection was lost (err)
+	EvInterrupt                    // the caller stopped the run (sig: which signal, nil if unnamed)
+	EvKillNow                      // the caller asked again: kill at once
+	EvTimeout                      // the run's --timeout (after) passed
+	EvGraceOver                    // the grace period after SIGTERM passed
+	EvGiveUp                       // killed, and still not gone a while later
+	EvSteppedDown                  // another keeper adopted the run (err: which)
 	// Restarts (restart.go): an attempt of the task ended with code after
 	// running for after; the backoff before a restart passed (task -1: the
 	// group's); the grace period of a group restart's SIGTERM passed.
-	evAttemptEnd
-	evBackoffOver
-	evRegroupKill
+	EvAttemptEnd
+	EvBackoffOver
+	EvRegroupKill
 )
 
-// event is one thing that happened to the run.
-type event struct {
-	kind eventKind
-	task int
-	code int
-	err  string
+// Event is one thing that happened to the run.
+type Event struct {
+	Kind EventKind
+	Task int
+	Code int
+	Err  string
 	// claim is the supervisor's answer to the claim phase; err says why
 	// when it is ClaimBlocked or ClaimFailed.
-	claim ClaimAnswer
-	sig   Signal
-	after time.Duration
+	Claim ClaimAnswer
+	Sig   Signal
+	After time.Duration
 }
 
 // ClaimAnswer is what a supervisor answered to the claim phase: the
@@ -105,67 +105,67 @@ const (
 	CtlKill          // SIGKILL the task
 )
 
-// decision is what the runner must do after an event.
-type decision struct {
-	say []string // tfhive's console lines, in order
+// Decision is what the runner must do after an event.
+type Decision struct {
+	Say []string // tfhive's console lines, in order
 	// send is a control line (CtlGo, CtlAbort, CtlTerm, CtlKill) for the
 	// supervisors of the tasks in to.
-	send Control
-	to   []int
+	Send Control
+	To   []int
 	// abandon: drop these tasks' connections, they do not go away.
-	abandon []int
+	Abandon []int
 	// armKill: SIGKILL what is left once the grace period has passed.
 	// armGiveUp: abandon what is left a while after SIGKILL; it replaces
 	// armKill's timer. Neither when nothing is left.
-	armKill, armGiveUp bool
+	ArmKill, ArmGiveUp bool
 	// Restarts: ends get ctlEnd (they are between attempts), restart
 	// ctlRestart (their next attempt starts now); later are events the
 	// runner feeds back after their wait (backoffs); armRegroupKill:
 	// evRegroupKill after the grace period.
-	ends, restart  []int
-	later          []delayed
-	armRegroupKill bool
+	Ends, Restart  []int
+	Later          []Delayed
+	ArmRegroupKill bool
 }
 
-// delayed is an event due after a wait.
-type delayed struct {
-	after time.Duration
-	ev    event
+// Delayed is an event due after a wait.
+type Delayed struct {
+	After time.Duration
+	Event Event
 }
 
-// phase is where a task is in its life.
-type phase int
+// Phase is where a task is in its life.
+type Phase int
 
 const (
-	phaseNew     phase = iota // not started yet
-	phaseStarted              // its supervisor runs (claiming, or running the task)
-	phaseDone                 // ended, or never started
+	PhaseNew     Phase = iota // not started yet
+	PhaseStarted              // its supervisor runs (claiming, or running the task)
+	PhaseDone                 // ended, or never started
 )
 
-// taskState is what the policy knows of one task.
-type taskState struct {
-	phase   phase
+// TaskState is what the policy knows of one task.
+type TaskState struct {
+	Phase   Phase
 	claimed bool        // its claim line (or start failure) is in
 	claim   ClaimAnswer // its claim line
 	why     string      // why it is ClaimBlocked
 	stopped bool        // tfhive asked it to stop: ending is then no failure
-	outcome string      // OutcomeExited etc., once done
-	code    *int        // its status, nil when unknown
-	err     string
+	Outcome string      // OutcomeExited etc., once done
+	Code    *int        // its status, nil when unknown
+	Err     string
 	// Restarts: the current attempt (TFHIVE_ATTEMPT), whether it has
 	// ended and the supervisor waits for "r" or "e", whether a restart of
 	// its own waits for its backoff, and the attempts that ended.
-	attempt  int
+	Attempt  int
 	between  bool
 	backoff  bool
-	attempts []record.Attempt
+	Attempts []record.Attempt
 }
 
-// policy holds a run's state between events.
-type policy struct {
-	rule  successRule
+// Policy holds a run's state between events.
+type Policy struct {
+	rule  SuccessRule
 	tasks []schedule.Task
-	state []taskState
+	state []TaskState
 	// waiting counts the tasks whose claim line (or start failure) is still
 	// to come: the tasks get go only once none is.
 	waiting int
@@ -188,19 +188,32 @@ type policy struct {
 	regroupArmed bool
 }
 
-// adopted records that every task already runs, started and told to go
+// Adopted records that every task already runs, started and told to go
 // by another tfhive: the run's lifecycle goes on from there.
-func (p *policy) adopted() {
+func (p *Policy) Adopted() {
 	for i := range p.state {
-		p.state[i] = taskState{phase: phaseStarted, claimed: true, claim: ClaimHeld}
+		p.state[i] = TaskState{Phase: PhaseStarted, claimed: true, claim: ClaimHeld}
 	}
 	p.waiting = 0
 }
 
-func newPolicy(p *schedule.Plan) *policy {
-	return &policy{rule: ruleOf(p), tasks: p.Tasks, state: make([]taskState, len(p.Tasks)),
-		waiting: len(p.Tasks), decider: -1, alone: aloneOf(p)}
+// New is the lifecycle of a run of p, restarting its tasks under
+// rs.
+func New(p *schedule.Plan, rs Restart) *Policy {
+	return &Policy{rule: RuleOf(p), tasks: p.Tasks, state: make([]TaskState, len(p.Tasks)),
+		waiting: len(p.Tasks), decider: -1, alone: aloneOf(p), restart: rs}
 }
+
+// State is what the policy knows of task i.
+func (p *Policy) State(i int) TaskState { return p.state[i] }
+
+// SetAttempt makes n task i's current attempt: an adopted run's, or one
+// started again after a lost host (Relaunch).
+func (p *Policy) SetAttempt(i, n int) { p.state[i].Attempt = n }
+
+// Conflict is why nothing ran when a claim was taken or blocked
+// (ClaimConflictError, ClaimBlockedError); nil otherwise.
+func (p *Policy) Conflict() error { return p.conflict }
 
 // aloneOf says which tasks restart by themselves: with TensorFlow, an
 // evaluator, and a worker when there are parameter servers
@@ -225,105 +238,105 @@ func aloneOf(p *schedule.Plan) func(int) bool {
 	}
 }
 
-// apply takes one event and says what to do about it.
-func (p *policy) apply(ev event) decision {
-	var d decision
-	switch ev.kind {
-	case evStarted:
-		p.state[ev.task].phase = phaseStarted
-	case evNotStarted:
-		s := &p.state[ev.task]
-		s.phase, s.outcome, s.err = phaseDone, record.OutcomeNoStart, ev.err
-		p.claimIn(ev.task, ClaimNone, "", &d)
-	case evClaim:
-		if ev.claim == ClaimFailed && !p.state[ev.task].claimed {
-			s := &p.state[ev.task]
-			s.phase, s.outcome, s.err = phaseDone, record.OutcomeNoStart, ev.err
+// Apply takes one event and says what to do about it.
+func (p *Policy) Apply(ev Event) Decision {
+	var d Decision
+	switch ev.Kind {
+	case EvStarted:
+		p.state[ev.Task].Phase = PhaseStarted
+	case EvNotStarted:
+		s := &p.state[ev.Task]
+		s.Phase, s.Outcome, s.Err = PhaseDone, record.OutcomeNoStart, ev.Err
+		p.claimIn(ev.Task, ClaimNone, "", &d)
+	case EvClaim:
+		if ev.Claim == ClaimFailed && !p.state[ev.Task].claimed {
+			s := &p.state[ev.Task]
+			s.Phase, s.Outcome, s.Err = PhaseDone, record.OutcomeNoStart, ev.Err
 		}
-		p.claimIn(ev.task, ev.claim, ev.err, &d)
-	case evExited, evLost:
+		p.claimIn(ev.Task, ev.Claim, ev.Err, &d)
+	case EvExited, EvLost:
 		p.exited(ev, &d)
-	case evInterrupt:
-		if p.decided() {
+	case EvInterrupt:
+		if p.Decided() {
 			// Already stopping: asking again kills at once. A closed
 			// stdout asks nothing: the run stops as it was stopping.
-			if ev.sig != SigStdoutClosed {
+			if ev.Sig != SigStdoutClosed {
 				p.killNow(&d)
 			}
 			break
 		}
-		if ev.sig == SigStdoutClosed {
+		if ev.Sig == SigStdoutClosed {
 			p.decide(&d, record.ResultStdoutClosed, record.ExitStdoutClosed, -1, StdoutClosedReason)
 			break
 		}
 		code, reason := 130, "interrupted"
-		if ev.sig != SigNone {
-			reason += " by " + ev.sig.String()
-			if ev.sig == SigTerm {
+		if ev.Sig != SigNone {
+			reason += " by " + ev.Sig.String()
+			if ev.Sig == SigTerm {
 				code = 143
 			}
 		}
 		p.decide(&d, record.ResultInterrupted, code, -1, reason)
-	case evKillNow:
-		if !p.decided() {
+	case EvKillNow:
+		if !p.Decided() {
 			p.decide(&d, record.ResultInterrupted, 130, -1, "interrupted")
 		}
 		p.killNow(&d)
-	case evTimeout:
-		p.decide(&d, record.ResultTimeout, record.ExitTimeout, -1, fmt.Sprintf("timed out after %s", ev.after))
-	case evGraceOver:
+	case EvTimeout:
+		p.decide(&d, record.ResultTimeout, record.ExitTimeout, -1, fmt.Sprintf("timed out after %s", ev.After))
+	case EvGraceOver:
 		p.kill(&d)
-	case evGiveUp:
-		d.abandon = p.live()
-	case evAttemptEnd:
+	case EvGiveUp:
+		d.Abandon = p.Live()
+	case EvAttemptEnd:
 		p.attemptEnded(ev, &d)
-	case evBackoffOver:
-		p.backoffOver(ev.task, &d)
-	case evRegroupKill:
-		if p.regroup != nil && !p.decided() {
+	case EvBackoffOver:
+		p.backoffOver(ev.Task, &d)
+	case EvRegroupKill:
+		if p.regroup != nil && !p.Decided() {
 			for _, i := range p.regroup {
-				if s := p.state[i]; s.phase == phaseStarted && !s.between {
-					d.to = append(d.to, i)
+				if s := p.state[i]; s.Phase == PhaseStarted && !s.between {
+					d.To = append(d.To, i)
 				}
 			}
-			d.send = CtlKill
+			d.Send = CtlKill
 		}
-	case evSteppedDown:
+	case EvSteppedDown:
 		// Nothing is stopped: the tasks are the other keeper's now.
 		if p.result != record.ResultSteppedDown {
-			p.result, p.code, p.decider, p.reason = record.ResultSteppedDown, 1, -1, ev.err
+			p.result, p.code, p.decider, p.reason = record.ResultSteppedDown, 1, -1, ev.Err
 		}
-		for _, i := range p.live() {
+		for _, i := range p.Live() {
 			s := &p.state[i]
-			s.phase, s.outcome = phaseDone, record.OutcomeHandedOver
-			d.abandon = append(d.abandon, i)
+			s.Phase, s.Outcome = PhaseDone, record.OutcomeHandedOver
+			d.Abandon = append(d.Abandon, i)
 		}
 	}
 	return d
 }
 
-// decided: the run's result is fixed (or it never ran), what is left is
+// Decided: the run's result is fixed (or it never ran), what is left is
 // being stopped.
-func (p *policy) decided() bool { return p.result != "" || p.conflict != nil }
+func (p *Policy) Decided() bool { return p.result != "" || p.conflict != nil }
 
-// live lists the tasks whose supervisors still run.
-func (p *policy) live() []int {
+// Live lists the tasks whose supervisors still run.
+func (p *Policy) Live() []int {
 	var l []int
 	for i, s := range p.state {
-		if s.phase == phaseStarted {
+		if s.Phase == PhaseStarted {
 			l = append(l, i)
 		}
 	}
 	return l
 }
 
-// running counts the tasks whose end is still to come.
-func (p *policy) running() int { return len(p.live()) }
+// Running counts the tasks whose end is still to come.
+func (p *Policy) Running() int { return len(p.Live()) }
 
 // claimIn records one task's answer to the claim phase; the last one ends
 // the phase. Two phases: every supervisor holds its claims before any task
 // starts, so two runs racing for the same GPUs never both start.
-func (p *policy) claimIn(i int, claim ClaimAnswer, why string, d *decision) {
+func (p *Policy) claimIn(i int, claim ClaimAnswer, why string, d *Decision) {
 	s := &p.state[i]
 	if s.claimed {
 		return
@@ -336,22 +349,22 @@ func (p *policy) claimIn(i int, claim ClaimAnswer, why string, d *decision) {
 	for i, s := range p.state {
 		t := p.tasks[i]
 		switch {
-		case s.outcome == record.OutcomeNoStart:
+		case s.Outcome == record.OutcomeNoStart:
 		case s.claim == ClaimTaken:
-			conflicts = append(conflicts, fmt.Sprintf("%s %s", t.Host, describeClaims(claimsFor(t))))
+			conflicts = append(conflicts, fmt.Sprintf("%s %s", t.Host, describeClaims(Claims(t))))
 		case s.claim == ClaimBlocked:
 			blocked = append(blocked, t.Host+": "+s.why)
 		}
 	}
 	for i, s := range p.state {
-		if s.outcome == record.OutcomeNoStart {
+		if s.Outcome == record.OutcomeNoStart {
 			t := p.tasks[i]
-			d.say = append(d.say, fmt.Sprintf("tfhive: %s on %s could not start: %s", t.ID, t.Host, s.err))
-			p.decide(d, record.ResultFailed, 1, i, fmt.Sprintf("%s on %s could not start: %s", t.ID, t.Host, s.err))
+			d.Say = append(d.Say, fmt.Sprintf("tfhive: %s on %s could not start: %s", t.ID, t.Host, s.Err))
+			p.decide(d, record.ResultFailed, 1, i, fmt.Sprintf("%s on %s could not start: %s", t.ID, t.Host, s.Err))
 		}
 	}
 	switch {
-	case p.decided():
+	case p.Decided():
 	case len(blocked) > 0:
 		p.conflict = &ClaimBlockedError{Blocked: blocked}
 		p.abort(d)
@@ -359,61 +372,61 @@ func (p *policy) claimIn(i int, claim ClaimAnswer, why string, d *decision) {
 		p.conflict = &ClaimConflictError{Conflicts: conflicts}
 		p.abort(d)
 	default:
-		d.send, d.to = CtlGo, p.live()
+		d.Send, d.To = CtlGo, p.Live()
 	}
 }
 
 // abort gives up the start: nothing ran, every supervisor lets go.
-func (p *policy) abort(d *decision) {
+func (p *Policy) abort(d *Decision) {
 	for i := range p.state {
 		p.state[i].stopped = true
 	}
-	d.send, d.to = CtlAbort, p.live()
+	d.Send, d.To = CtlAbort, p.Live()
 }
 
-func (p *policy) exited(ev event, d *decision) {
-	s := &p.state[ev.task]
-	if s.phase == phaseDone {
+func (p *Policy) exited(ev Event, d *Decision) {
+	s := &p.state[ev.Task]
+	if s.Phase == PhaseDone {
 		return
 	}
-	s.phase = phaseDone
-	lost := ev.kind == evLost
+	s.Phase = PhaseDone
+	lost := ev.Kind == EvLost
 	switch {
 	case lost:
-		s.outcome, s.err = record.OutcomeLost, ev.err
+		s.Outcome, s.Err = record.OutcomeLost, ev.Err
 	case s.stopped:
-		s.outcome, s.code = record.OutcomeStopped, intPtr(ev.code)
+		s.Outcome, s.Code = record.OutcomeStopped, new(ev.Code)
 	default:
-		s.outcome, s.code = record.OutcomeExited, intPtr(ev.code)
+		s.Outcome, s.Code = record.OutcomeExited, new(ev.Code)
 	}
-	if p.decided() {
+	if p.Decided() {
 		return // the rest are being stopped
 	}
 	// A group restart waits no longer for a task that is gone.
 	defer p.regroupReady(d)
-	t := p.tasks[ev.task]
+	t := p.tasks[ev.Task]
 	label := t.ID + " on " + t.Host
-	code, what := ev.code, describeExit(ev.code)
+	code, what := ev.Code, describeExit(ev.Code)
 	if lost {
-		code, what = record.ExitHostLost, "was lost: "+ev.err
+		code, what = record.ExitHostLost, "was lost: "+ev.Err
 	}
 	switch {
-	case (lost || ev.code != 0) && (p.rule.mustFinish(t.Role) || t.Role == schedule.RolePS):
+	case (lost || ev.Code != 0) && (p.rule.mustFinish(t.Role) || t.Role == schedule.RolePS):
 		// A parameter server that dies leaves the workers waiting forever,
 		// so it fails the run too.
-		d.say = append(d.say, fmt.Sprintf("tfhive: %s %s; stopping the other tasks", label, what))
-		p.decide(d, record.ResultFailed, code, ev.task, label+" "+what)
-	case lost || ev.code != 0:
-		d.say = append(d.say, fmt.Sprintf("tfhive: %s %s (not fatal for the run)", label, what))
+		d.Say = append(d.Say, fmt.Sprintf("tfhive: %s %s; stopping the other tasks", label, what))
+		p.decide(d, record.ResultFailed, code, ev.Task, label+" "+what)
+	case lost || ev.Code != 0:
+		d.Say = append(d.Say, fmt.Sprintf("tfhive: %s %s (not fatal for the run)", label, what))
 	case p.rule.mustFinish(t.Role) && p.allSucceeded():
 		p.decide(d, record.ResultSucceeded, 0, -1, p.rule.reason())
 	}
 }
 
 // allSucceeded: every task the rule waits for has exited 0.
-func (p *policy) allSucceeded() bool {
+func (p *Policy) allSucceeded() bool {
 	for i, s := range p.state {
-		if p.rule.mustFinish(p.tasks[i].Role) && (s.outcome != record.OutcomeExited || *s.code != 0) {
+		if p.rule.mustFinish(p.tasks[i].Role) && (s.Outcome != record.OutcomeExited || *s.Code != 0) {
 			return false
 		}
 	}
@@ -422,33 +435,33 @@ func (p *policy) allSucceeded() bool {
 
 // decide fixes the run's result once and stops every task still running:
 // SIGTERM now, SIGKILL after the grace period.
-func (p *policy) decide(d *decision, result string, code, decider int, reason string) {
-	if p.decided() {
+func (p *Policy) decide(d *Decision, result string, code, decider int, reason string) {
+	if p.Decided() {
 		return
 	}
 	p.result, p.code, p.decider, p.reason = result, code, decider, reason
 	l := p.stop()
-	d.to, d.ends = p.split(l)
-	d.send = CtlTerm
-	d.armKill = len(l) > 0
+	d.To, d.Ends = p.split(l)
+	d.Send = CtlTerm
+	d.ArmKill = len(l) > 0
 }
 
 // killNow kills what is left at once, on the caller's word.
-func (p *policy) killNow(d *decision) {
-	d.say = append(d.say, "tfhive: killing every task now")
+func (p *Policy) killNow(d *Decision) {
+	d.Say = append(d.Say, "tfhive: killing every task now")
 	p.kill(d)
 }
 
-func (p *policy) kill(d *decision) {
+func (p *Policy) kill(d *Decision) {
 	l := p.stop()
-	d.to, d.ends = p.split(l)
-	d.send = CtlKill
-	d.armKill, d.armGiveUp = false, len(l) > 0
+	d.To, d.Ends = p.split(l)
+	d.Send = CtlKill
+	d.ArmKill, d.ArmGiveUp = false, len(l) > 0
 }
 
 // split parts l into the tasks in an attempt (they get a signal) and
-// those between attempts (they need ctlEnd).
-func (p *policy) split(l []int) (inAttempt, between []int) {
+// those between attempts (they are told to end: Decision.Ends).
+func (p *Policy) split(l []int) (inAttempt, between []int) {
 	for _, i := range l {
 		if p.state[i].between {
 			between = append(between, i)
@@ -460,16 +473,16 @@ func (p *policy) split(l []int) (inAttempt, between []int) {
 }
 
 // stop marks the live tasks stopped by tfhive and lists them.
-func (p *policy) stop() []int {
-	l := p.live()
+func (p *Policy) stop() []int {
+	l := p.Live()
 	for _, i := range l {
 		p.state[i].stopped = true
 	}
 	return l
 }
 
-// final is the run's result once every task has ended.
-func (p *policy) final() (result string, code int, reason string, decider int) {
+// Final is the run's result once every task has ended.
+func (p *Policy) Final() (result string, code int, reason string, decider int) {
 	if p.result == "" {
 		// Every task ended on its own without deciding (e.g. no task the
 		// rule waits for ever ran): not a success.
@@ -478,44 +491,45 @@ func (p *policy) final() (result string, code int, reason string, decider int) {
 	return p.result, p.code, p.reason, p.decider
 }
 
-// successRule says which tasks' success is the run's success.
-type successRule int
+// SuccessRule says which tasks' success is the run's success.
+type SuccessRule int
 
 const (
-	chiefDecides     successRule = iota // TensorFlow with a chief: the chief alone
-	workersDecide                       // TensorFlow without one: every worker
-	everyRankDecides                    // torch: every rank, the chief included
+	ChiefDecides     SuccessRule = iota // TensorFlow with a chief: the chief alone
+	WorkersDecide                       // TensorFlow without one: every worker
+	EveryRankDecides                    // torch: every rank, the chief included
 )
 
-func ruleOf(p *schedule.Plan) successRule {
+// RuleOf is the success rule of a run of p.
+func RuleOf(p *schedule.Plan) SuccessRule {
 	switch {
 	case p.Torch():
 		// A collective needs the whole world: one rank missing leaves
 		// the others waiting in it.
-		return everyRankDecides
+		return EveryRankDecides
 	case len(p.Cluster.Chief) > 0:
-		return chiefDecides
+		return ChiefDecides
 	}
-	return workersDecide
+	return WorkersDecide
 }
 
 // mustFinish: the tasks whose success is the run's success; any of them
 // failing fails the run.
-func (rule successRule) mustFinish(role string) bool {
+func (rule SuccessRule) mustFinish(role string) bool {
 	switch rule {
-	case chiefDecides:
+	case ChiefDecides:
 		return role == schedule.RoleChief
-	case workersDecide:
+	case WorkersDecide:
 		return role == schedule.RoleWorker
 	}
 	return true
 }
 
-func (rule successRule) reason() string {
+func (rule SuccessRule) reason() string {
 	switch rule {
-	case chiefDecides:
+	case ChiefDecides:
 		return "the chief exited 0"
-	case workersDecide:
+	case WorkersDecide:
 		return "every worker exited 0"
 	}
 	return "every rank exited 0"

@@ -1,4 +1,4 @@
-package launcher
+package lifecycle
 
 import (
 	"slices"
@@ -89,8 +89,8 @@ func (rl *Relaunch) Carry(s *record.Summary, lost []string) *Relaunch {
 	return next
 }
 
-// firstAttempt is the number a task's first attempt of this run takes.
-func (rl *Relaunch) firstAttempt(id string) int {
+// FirstAttempt is the number a task's first attempt of this run takes.
+func (rl *Relaunch) FirstAttempt(id string) int {
 	if rl == nil {
 		return 0
 	}
@@ -100,9 +100,9 @@ func (rl *Relaunch) firstAttempt(id string) int {
 	return 0
 }
 
-// earlier is a task's attempts before this run, on host: those that ran
+// Earlier is a task's attempts before this run, on host: those that ran
 // there do not name it (the summary names the task's host).
-func (rl *Relaunch) earlier(id, host string) []record.Attempt {
+func (rl *Relaunch) Earlier(id, host string) []record.Attempt {
 	if rl == nil {
 		return nil
 	}
