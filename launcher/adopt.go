@@ -16,7 +16,9 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 	"golang.org/x/sync/errgroup"
@@ -127,7 +129,7 @@ func FindRun(ctx context.Context, execs map[string]remote.Executor, id string, p
 	for i, h := range names {
 		g.Go(func() error {
 			var out, errb bytes.Buffer
-			rc, err := execs[h].Run(ctx, SupervisorCommand, strings.NewReader(findRunInput(id)), &out, &errb)
+			rc, err := execs[h].Run(ctx, supervisor.Command, strings.NewReader(findRunInput(id)), &out, &errb)
 			f := parseFoundRun(h, out.Bytes())
 			if err == nil && rc != 0 {
 				err = fmt.Errorf("exit %d: %s", rc, wording.FirstLine(errb.String()))
@@ -249,4 +251,13 @@ func AdoptedRestart(id string, found []FoundRun) (lifecycle.Restart, string, map
 	}
 	rs, mark := restartOfInfo(info)
 	return rs, mark, attempts
+}
+
+var findRunSh = shscript.Load(scripts, "scripts/rundir.sh", "scripts/find-run.sh")
+
+// findRunInput asks a host what it holds of a kept run
+// (scripts/find-run.sh), as a stage for supervisor.Command.
+func findRunInput(runID string) string {
+	s := findRunSh.With(shscript.Set("tfhive_run", runID))
+	return strconv.Itoa(len(s)) + "\n" + s
 }

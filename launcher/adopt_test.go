@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/remotetest"
@@ -209,10 +210,10 @@ func TestRunAdopted(t *testing.T) {
 				mu.Unlock()
 				s.out("motd\n1, GPU-x, 99, 99\n")
 				if name == "h1" {
-					s.out(sampleMarker + "\n0, GPU-a, 1, 100\n1, GPU-b, 70, 2000\nNVIDIA-SMI couldn't find GPU 9\n" +
-						sampleMarker + "\n0, GPU-a, 1, 100\n1, GPU-b, 90, 3000\n")
+					s.out(supervisor.SampleMarker + "\n0, GPU-a, 1, 100\n1, GPU-b, 70, 2000\nNVIDIA-SMI couldn't find GPU 9\n" +
+						supervisor.SampleMarker + "\n0, GPU-a, 1, 100\n1, GPU-b, 90, 3000\n")
 				} else {
-					s.out(sampleMarker + "\n0, GPU-c, 50, 500\n")
+					s.out(supervisor.SampleMarker + "\n0, GPU-c, 50, 500\n")
 				}
 				close(sampled[name])
 				s.next() // until tfhive closes stdin
@@ -243,7 +244,7 @@ func TestRunAdopted(t *testing.T) {
 	wantSummary(t, sum, record.ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
 	wantLines(t, "console", console, "tfhive: run r1 adopted (keeper generation 3): 3 tasks on 2 hosts, logs in "+logDir+"\n",
 		"[worker:1 h2] step 1 of worker:1\n", "[ps:0 h1] ps serving\n")
-	if strings.Contains(console, "noise") || strings.Contains(console, streamMarker) {
+	if strings.Contains(console, "noise") || strings.Contains(console, supervisor.StreamMarker) {
 		t.Errorf("what came before the markers reached the console:\n%s", console)
 	}
 	for file, want := range map[string]string{"ps-0.log": "ps serving\n", "worker-0.log": "step 1 of worker:0\nwarning\n"} {
@@ -360,10 +361,10 @@ func TestRunAdoptedStepsDown(t *testing.T) {
 					if err != nil {
 						break
 					}
-					if line == ctlHeartbeat && !heard {
+					if line == supervisor.CtlHeartbeat && !heard {
 						heard = true
 						attached.Done()
-					} else if line != ctlHeartbeat {
+					} else if line != supervisor.CtlHeartbeat {
 						mu.Lock()
 						stops = append(stops, line)
 						mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/alessio/shellescape"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -159,7 +160,7 @@ func doctorInput(h inventory.Host, o DoctorOptions) string {
 // Doctor checks every host of hosts that answered the probe, in
 // parallel and bounded, each over its executor in execs with the
 // supervisor command: on a fleet that keeps its probe sessions for it
-// (probe.Fleet.KeepSessions(SupervisorCommand)), the check costs one
+// (probe.Fleet.KeepSessions(supervisor.Command)), the check costs one
 // round trip. A host the probe could not reach is reported with its
 // error, unchecked.
 func Doctor(ctx context.Context, hosts []inventory.HostInventory, execs map[string]remote.Executor, o DoctorOptions) []DoctorHost {
@@ -212,7 +213,7 @@ func checkHost(ctx context.Context, hi inventory.HostInventory, ex remote.Execut
 	stdout, stderr := &capped{max: maxDoctorOut}, &capped{max: maxDoctorErr, keepLast: true}
 	// remote.Run, not ex.Run: an executor holding a spare session takes
 	// it in its Start, which an embedded Run would not call.
-	rc, err := remote.Run(cctx, ex, SupervisorCommand, strings.NewReader(doctorInput(hi.Host, o)), stdout, stderr)
+	rc, err := remote.Run(cctx, ex, supervisor.Command, strings.NewReader(doctorInput(hi.Host, o)), stdout, stderr)
 	switch {
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		d.Error = fmt.Sprintf("check timed out after %s", limit)

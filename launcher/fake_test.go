@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote"
 )
 
@@ -82,7 +83,7 @@ func (h *fakeHost) start(cmd string, stdout, stderr io.Writer) (*fakeProc, error
 	if h.startErr != nil {
 		return nil, h.startErr
 	}
-	if cmd != SupervisorCommand {
+	if cmd != supervisor.Command {
 		return nil, fmt.Errorf("fake host: not the supervisor: %q", cmd)
 	}
 	pr, pw := io.Pipe()
@@ -278,13 +279,13 @@ func (p *fakeProc) next() string {
 }
 
 // claimed says the claims are held and waits for go, as the task stage
-// does: anything else ends it with exitClaimBusy.
+// does: anything else ends it with supervisor.ExitClaimBusy.
 func (p *fakeProc) claimed() bool {
-	p.out(claimOK + "\n")
+	p.out(supervisor.ClaimOK + "\n")
 	if p.next() == "g" {
 		return true
 	}
-	p.exit(exitClaimBusy)
+	p.exit(supervisor.ExitClaimBusy)
 	return false
 }
 

@@ -28,11 +28,6 @@ const MinSample = 100 * time.Millisecond
 // idle.
 const idleBelow = 5
 
-// sampleMarker starts each sample of a host's sampler session
-// (scripts/sample.sh): what a login shell printed before the first one is
-// not a sample.
-const sampleMarker = "@@tfhive-sample"
-
 // gpuRow is one line of nvidia-smi --query-gpu=index,uuid,
 // utilization.gpu,memory.used --format=csv,noheader,nounits.
 type gpuRow struct {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/supervisor"
 )
 
 func TestParseGPURow(t *testing.T) {
@@ -97,8 +99,8 @@ func TestSampleLines(t *testing.T) {
 	b.addTask(0, "worker:0", "h1", []int{0, 1})
 	b.addTask(1, "worker:1", "h1", []int{2})
 	w := &sampleLines{host: "h1", book: b}
-	out := "Welcome\n1, G, 99, 9\n" + sampleMarker + "\n0, G0, 10, 100\n1, G1, 30, 300\n2, G2, 1, 5\n" +
-		sampleMarker + "\r\n0, G0, 50, 200\n1, G1, 70, 100\n2, G2, 3, 7\n"
+	out := "Welcome\n1, G, 99, 9\n" + supervisor.SampleMarker + "\n0, G0, 10, 100\n1, G1, 30, 300\n2, G2, 1, 5\n" +
+		supervisor.SampleMarker + "\r\n0, G0, 50, 200\n1, G1, 70, 100\n2, G2, 3, 7\n"
 	for _, c := range bytes.SplitAfter([]byte(out), []byte("G")) {
 		w.Write(c)
 	}
@@ -128,7 +130,7 @@ func TestSampleLines(t *testing.T) {
 	again.appends = true
 	again.addTask(0, "worker:0", "h2", []int{0})
 	w = &sampleLines{host: "h2", book: again}
-	w.Write([]byte(sampleMarker + "\n0, G0, 5, 6\n"))
+	w.Write([]byte(supervisor.SampleMarker + "\n0, G0, 5, 6\n"))
 	w.end()
 	again.close()
 	csv, _ = os.ReadFile(filepath.Join(dir, "gpu-usage.csv"))

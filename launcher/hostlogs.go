@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tfhive/tfhive/probe/remote"
@@ -70,7 +71,7 @@ func HostLogs(ctx context.Context, hosts []string, execs map[string]remote.Execu
 }
 
 // logsInput is logs.sh with its parameters, as a stage for
-// SupervisorCommand.
+// supervisor.Command.
 func logsInput(runID, task string, follow bool, secret string) string {
 	f := "0"
 	if follow {
@@ -87,7 +88,7 @@ func runLogs(ctx context.Context, ex remote.Executor, input string, stdout, stde
 	if ex == nil {
 		return fmt.Errorf("no connection")
 	}
-	proc, err := ex.Start(ctx, SupervisorCommand, stdout, stderr)
+	proc, err := ex.Start(ctx, supervisor.Command, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -330,8 +331,8 @@ type markedFilter struct {
 	next   io.Writer
 	mark   string
 	secret string
-	f      *attemptFilter
-	recs   *recordLines
+	f      *supervisor.AttemptFilter
+	recs   *supervisor.RecordLines
 	set    bool
 }
 
@@ -351,9 +352,9 @@ func (w *markedFilter) Write(p []byte) (int, error) {
 	if !w.set {
 		w.set = true
 		if w.mark != "" {
-			w.f = newAttemptFilter(w.next, w.mark, func(int, int) {})
-			w.f.checked(w.secret)
-			w.recs = &recordLines{next: w.f, f: w.f}
+			w.f = supervisor.NewAttemptFilter(w.next, w.mark, func(int, int) {})
+			w.f.Checked(w.secret)
+			w.recs = supervisor.NewRecordLines(w.f, w.f)
 		}
 	}
 	if w.recs != nil {
@@ -364,7 +365,7 @@ func (w *markedFilter) Write(p []byte) (int, error) {
 
 func (w *markedFilter) flush() {
 	if w.f != nil {
-		w.recs.flush()
-		w.f.flush()
+		w.recs.Flush()
+		w.f.Flush()
 	}
 }

@@ -10,12 +10,6 @@ import (
 	"github.com/tfhive/tfhive/launcher/record"
 )
 
-// intruderMarker starts a sampler's line naming a process on one of the
-// run's GPUs that does not descend from the run's claim holders or
-// supervisors (scripts/sample.sh): "@@tfhive-intruder GPU PID USER
-// COMMAND".
-const intruderMarker = "@@tfhive-intruder"
-
 // intruderName is how the console and the summary name an intruder:
 // user:pid command, as tfhive status names a GPU's processes.
 func intruderName(in record.Intruder) string {

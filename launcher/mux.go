@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote"
-	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
@@ -27,34 +27,6 @@ import (
 // session that ends (its link dropped) ends all of them without a status:
 // each is then followed again by a session of its own (attach.sh), which
 // costs a login per task, only on a reconnect.
-
-var muxSh = shscript.Load(scripts, "scripts/rundir.sh", "scripts/mux.sh")
-
-// muxMarker starts the multiplexer's first line: "@@tfhive-mux MARK ok",
-// or "… failed WHY".
-const muxMarker = "@@tfhive-mux "
-
-// muxSampleTag starts each line of the run's sampler when the host's
-// multiplexer runs it (sample.sh, mux.sh): on the multiplexer's stderr,
-// followed by the session's mark and a space.
-const muxSampleTag = "@@tfhive-sampler "
-
-// muxInput is the multiplexer's stage for SupervisorCommand. fresh: the
-// run's first start, which empties what an ended run of the same id left
-// in its directory (a re-plan's start keeps the run's files).
-func muxInput(runID, mark string, fresh bool) string {
-	f := "0"
-	if fresh {
-		f = "1"
-	}
-	s := muxSh.With(
-		shscript.Set("tfhive_read", readStage.Text()),
-		shscript.Set("tfhive_run", runID),
-		shscript.Set("tfhive_mark", mark),
-		shscript.Set("tfhive_fresh", f),
-	)
-	return strconv.Itoa(len(s)) + "\n" + s
-}
 
 // muxName is the name of a task's files on its host, as supervisor-run.sh
 // makes it from the task's id.
@@ -85,7 +57,7 @@ type hostMux struct {
 	// The session's stdout, read by its one copying goroutine.
 	pre    []byte // before the first line was complete
 	ready  bool
-	demux  *muxFrames
+	demux  *supervisor.MuxFrames
 	events []byte
 }
 
@@ -108,8 +80,8 @@ type muxProc struct {
 
 func newHostMux(mark string) *hostMux {
 	m := &hostMux{mark: mark, procs: map[string]*muxProc{}, exited: make(chan struct{}), sampled: make(chan struct{})}
-	m.stderr = muxStderr{tag: []byte(muxSampleTag + mark + " "), noise: &m.noise}
-	m.demux = &muxFrames{emit: m.emit}
+	m.stderr = muxStderr{tag: []byte(supervisor.MuxSampleTag + mark + " "), noise: &m.noise}
+	m.demux = &supervisor.MuxFrames{Emit: m.emit}
 	return m
 }
 
@@ -125,10 +97,10 @@ func (m *hostMux) add(id string, so, se, out, errw io.Writer, truncated *atomic.
 }
 
 // open starts the multiplexer on ex: the probe's spare session if the
-// host has one (it is SupervisorCommand), else a new one. A spare that
+// host has one (it is supervisor.Command), else a new one. A spare that
 // ended since the probe is replaced by a fresh session, once.
 func (m *hostMux) open(ctx context.Context, ex remote.Executor, runID string, fresh bool) error {
-	proc, err := startFed(ctx, ex, m, &m.stderr, muxInput(runID, m.mark, fresh), "starting the host's multiplexer")
+	proc, err := startFed(ctx, ex, m, &m.stderr, supervisor.MuxInput(runID, m.mark, fresh), "starting the host's multiplexer")
 	if err != nil {
 		return err
 	}
@@ -195,7 +167,7 @@ func (m *hostMux) Write(b []byte) (int, error) {
 		m.pre = rest
 		// A login shell's own lines (a session not from the probe)
 		// come first.
-		what, ok := strings.CutPrefix(line, muxMarker+m.mark+" ")
+		what, ok := strings.CutPrefix(line, supervisor.MuxMarker+m.mark+" ")
 		if !ok {
 			continue
 		}
@@ -204,7 +176,7 @@ func (m *hostMux) Write(b []byte) (int, error) {
 			why := strings.TrimPrefix(what, "failed ")
 			m.refused.Store(&why)
 			for _, p := range m.procs {
-				io.WriteString(p.w[0], claimFailed+why+"\n")
+				io.WriteString(p.w[0], supervisor.ClaimFailed+why+"\n")
 				p.finish(126, nil)
 			}
 			return len(b), nil
@@ -217,7 +189,7 @@ func (m *hostMux) Write(b []byte) (int, error) {
 }
 
 // sample starts the run's sampler on the multiplexer's host, fed input
-// (sampleInput, tagged with muxSampleTag and the mark), its samples to
+// (supervisor.SampleInput, tagged with supervisor.MuxSampleTag and the mark), its samples to
 // lw; m.sampled says when it has ended. An error: the multiplexer was
 // closed (every supervisor it started has ended) or its session has
 // ended or cannot be written to.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote"
 )
 
@@ -60,10 +61,10 @@ func TestMuxLocal(t *testing.T) {
 	}
 	defer m.proc.Close()
 	for i, x := range ts {
-		tk := task{Argv: []string{"sh", "-c", fmt.Sprintf("seq 1 %d; echo oops >&2; printf end; exit %d", 100*(i+1), i)},
+		tk := supervisor.Task{Argv: []string{"sh", "-c", fmt.Sprintf("seq 1 %d; echo oops >&2; printf end; exit %d", 100*(i+1), i)},
 			HeartbeatTimeout: 10 * time.Second, Keep: time.Minute, RunID: "20260101-000000-mux", ID: fmt.Sprintf("worker:%d", i),
 			Mux: true, Mark: "T3STMARK"}
-		if err := m.start(x.p, supervisorInput(tk)); err != nil {
+		if err := m.start(x.p, supervisor.Input(tk)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,13 +74,13 @@ func TestMuxLocal(t *testing.T) {
 	for i, x := range ts {
 		select {
 		case l := <-x.claimed:
-			if l != claimOK {
+			if l != supervisor.ClaimOK {
 				t.Fatalf("task %d: claim line %q", i, l)
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("task %d: no claim line; stderr %q, mux noise %q", i, x.se.String(), m.noise.String())
 		}
-		x.p.Stdin().Write([]byte(ctlGo))
+		x.p.Stdin().Write([]byte(supervisor.CtlGo))
 	}
 	for i, x := range ts {
 		done := make(chan struct{})
@@ -133,8 +134,8 @@ func TestMuxStderr(t *testing.T) {
 	if !m.stderr.take(&sampleLines{host: "h1", book: b}) {
 		t.Fatal("take refused before the session ended")
 	}
-	out := tag + sampleMarker + "\n" + tag + "0, G0, 10, 100\n" + "stty: not a tty\n" +
-		"@@tfhive-sampler OTHERMARK 0, G0, 99, 999\n" + tag + sampleMarker + "\n" + sampleMarker + "\n0, G0, 98, 998\n" +
+	out := tag + supervisor.SampleMarker + "\n" + tag + "0, G0, 10, 100\n" + "stty: not a tty\n" +
+		"@@tfhive-sampler OTHERMARK 0, G0, 99, 999\n" + tag + supervisor.SampleMarker + "\n" + supervisor.SampleMarker + "\n0, G0, 98, 998\n" +
 		tag + "0, G0, 30, 300\n" + tag + "0, G0, 5"
 	for _, c := range bytes.SplitAfter([]byte(out), []byte("G")) {
 		m.stderr.Write(c)
@@ -175,7 +176,7 @@ func TestMuxSampleLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.proc.Close()
-	if err := m.sample(&sampleLines{host: "local", book: b}, sampleInput([]int{1}, 50*time.Millisecond, "20260101-000000-smp", m.sampleTag())); err != nil {
+	if err := m.sample(&sampleLines{host: "local", book: b}, supervisor.SampleInput([]int{1}, 50*time.Millisecond, "20260101-000000-smp", m.sampleTag())); err != nil {
 		t.Fatal(err)
 	}
 	n := func() int { c, _ := os.ReadFile(calls); return strings.Count(string(c), "\n") }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -63,10 +64,10 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) (*hostMu
 		i       int
 		p       *muxProc
 		input   string
-		said    *firstByte
-		tap     *preemptTap
+		said    *supervisor.FirstByte
+		tap     *supervisor.PreemptTap
 		errGate *streamGate
-		tk      task
+		tk      supervisor.Task
 	}
 	var ss []started
 	for _, i := range idx {
@@ -85,9 +86,9 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) (*hostMu
 			// The attempt lines in the task's stdout count only where
 			// the supervisor's records, on its own stdout, put them.
 			rt.filter = r.attemptFilter(i, stdout)
-			rt.filter.placed = true
+			rt.filter.Placed()
 			stdout = rt.filter
-			soNext = &attemptRecords{next: soNext, prefix: attemptMarker + r.mark + " ", f: rt.filter}
+			soNext = supervisor.NewAttemptRecords(soNext, r.mark, rt.filter)
 		}
 		// Past the claim line, the supervisor's own stdout and stderr
 		// (a replaced keeper's line) are noise on the task's; the task's
@@ -99,7 +100,7 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) (*hostMu
 		out := &streamGate{next: stdout, n: &rt.outN, passed: true}
 		errGate := &streamGate{next: rt.out.Stderr(), n: &rt.errN, replaced: r.links.sayReplaced, passed: true}
 		p := m.add(rt.t.ID, so, tap, out, errGate, &rt.truncated)
-		ss = append(ss, started{i: i, p: p, input: supervisorInput(tk), said: newFirstByte(), tap: tap, errGate: errGate, tk: tk})
+		ss = append(ss, started{i: i, p: p, input: supervisor.Input(tk), said: supervisor.NewFirstByte(), tap: tap, errGate: errGate, tk: tk})
 	}
 	if err := m.open(ctx, ex, r.o.Plan.RunID, r.o.Relaunch == nil); err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) (*hostMu
 	for _, s := range ss {
 		rt := r.tasks[s.i]
 		rt.proc = s.p
-		s.said.loggedIn(s.p)
+		s.said.LoggedIn(s.p)
 		r.watch(s.i, rt, s.p, s.said, s.tap, s.errGate, s.tk.HeartbeatTimeout, ex)
 	}
 	return m, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 )
@@ -201,22 +202,22 @@ func (r *runner) attach(i int) {
 		// attach.sh sends the supervisor's records among the stream's
 		// bytes, behind a word of this session alone.
 		secret = rand.Text()
-		rt.filter.checked(secret)
+		rt.filter.Checked(secret)
 		stdout = rt.filter
 	}
 	var out io.Writer = &streamGate{next: stdout, n: &rt.outN, marked: &rt.marked}
-	var recs *recordLines
+	var recs *supervisor.RecordLines
 	if secret != "" {
 		// Ahead of the gate: rt.outN counts the file's bytes alone.
-		recs = &recordLines{next: out, f: rt.filter}
+		recs = supervisor.NewRecordLines(out, rt.filter)
 		out = recs
 	}
 	errw := &streamGate{next: rt.out.Stderr(), noise: &rt.attachNoise, n: &rt.errN, replaced: r.links.sayReplaced,
 		end: r.endLine(), truncated: &rt.truncated}
 	tap := r.preemptTap(errw, &rt.preempted)
-	input := attachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN, r.gen(), r.mark, secret)
+	input := supervisor.AttachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN, r.gen(), r.mark, secret)
 	go func() {
-		proc, err := ex.Start(context.Background(), SupervisorCommand, out, tap)
+		proc, err := ex.Start(context.Background(), supervisor.Command, out, tap)
 		if err == nil {
 			if err = writeChunked(proc.Stdin(), input); err != nil {
 				proc.Close()
@@ -228,14 +229,14 @@ func (r *runner) attach(i int) {
 		}
 		r.links.ready <- attached{i: i, gen: gen, proc: proc}
 		rc, err := proc.Wait()
-		tap.flush()
+		tap.Flush()
 		if err == nil {
 			errw.flush()
 			if recs != nil {
-				recs.flush()
+				recs.Flush()
 			}
 			if rt.filter != nil {
-				rt.filter.flush()
+				rt.filter.Flush()
 			}
 		}
 		r.events <- exitEvent{i: i, rc: rc, err: err, ex: ex, afterGo: true, attach: true, marked: rt.marked.Load()}
@@ -257,7 +258,7 @@ func (r *runner) attachedTo(a attached) {
 			// Passed over unless the supervisor still waits for it.
 			rt.send(rt.restartLine)
 		}
-		rt.send(ctlHeartbeat)
+		rt.send(supervisor.CtlHeartbeat)
 	}
 }
 
@@ -283,7 +284,7 @@ func (rt *runTask) attachFailed() string {
 }
 
 // endLine is the truncation line of this tfhive's kept tasks' sessions.
-func (r *runner) endLine() []byte { return []byte(truncatedMarker + r.mark + "\n") }
+func (r *runner) endLine() []byte { return []byte(supervisor.TruncatedMarker + r.mark + "\n") }
 
 // gen is this keeper's generation.
 func (r *runner) gen() int { return max(r.o.Gen, 1) }
@@ -327,7 +328,7 @@ type streamGate struct {
 	n        *int64
 	marked   interface{ Store(bool) }
 	replaced func(why string)
-	// end is the truncation line (truncatedMarker, the mark, "\n"):
+	// end is the truncation line (supervisor.TruncatedMarker, the mark, "\n"):
 	// never passed on nor counted, it sets truncated. held are the last
 	// bytes received, when they may be its start.
 	end       []byte
@@ -350,7 +351,7 @@ func (g *streamGate) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		line := g.buf[:i]
-		if string(line) == streamMarker {
+		if string(line) == supervisor.StreamMarker {
 			g.passed = true
 			if g.marked != nil {
 				g.marked.Store(true)
@@ -387,7 +388,7 @@ func (g *streamGate) take(p []byte) {
 		g.pass(rest)
 		return
 	}
-	k := len(p) - partialPrefix(p, g.end)
+	k := len(p) - supervisor.PartialPrefix(p, g.end)
 	g.pass(p[:k])
 	if k < len(p) {
 		g.held = append([]byte(nil), p[k:]...)

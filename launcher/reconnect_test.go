@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/remotetest"
 	"github.com/tfhive/tfhive/schedule"
@@ -26,7 +27,7 @@ import (
 // mark, and what only looked like its start pass on, counted.
 func TestStreamGateTruncationLine(t *testing.T) {
 	const mark = "M4RK"
-	end := truncatedMarker + mark + "\n"
+	end := supervisor.TruncatedMarker + mark + "\n"
 	for _, c := range []struct {
 		name, stream, want string
 		truncated          bool
@@ -34,8 +35,8 @@ func TestStreamGateTruncationLine(t *testing.T) {
 		{"none", "a\nb\n", "a\nb\n", false},
 		{"after the output", "a\nb\n" + end, "a\nb\n", true},
 		{"after a line without its newline", "a\npartial" + end, "a\npartial", true},
-		{"the task's own, with another mark", "x\n" + truncatedMarker + "other\n", "x\n" + truncatedMarker + "other\n", false},
-		{"its start only, at the end", "x\n" + truncatedMarker + "M4", "x\n" + truncatedMarker + "M4", false},
+		{"the task's own, with another mark", "x\n" + supervisor.TruncatedMarker + "other\n", "x\n" + supervisor.TruncatedMarker + "other\n", false},
+		{"its start only, at the end", "x\n" + supervisor.TruncatedMarker + "M4", "x\n" + supervisor.TruncatedMarker + "M4", false},
 		{"its start twice", "@@@tfhive-t" + end, "@@@tfhive-t", true},
 	} {
 		for cut := 0; cut <= len(c.stream); cut++ {
@@ -43,7 +44,7 @@ func TestStreamGateTruncationLine(t *testing.T) {
 			var n int64
 			var truncated atomic.Bool
 			g := &streamGate{next: &out, n: &n, end: []byte(end), truncated: &truncated}
-			g.Write([]byte(streamMarker + "\n"))
+			g.Write([]byte(supervisor.StreamMarker + "\n"))
 			for _, part := range []string{c.stream[:cut], c.stream[cut:]} {
 				// One byte at a time, then the rest.
 				if len(part) > 0 {
@@ -66,8 +67,8 @@ func TestStreamGateHoldsBackOnlyAStart(t *testing.T) {
 	var out strings.Builder
 	var n int64
 	var truncated atomic.Bool
-	g := &streamGate{next: &out, n: &n, end: []byte(truncatedMarker + "M4RK\n"), truncated: &truncated}
-	g.Write([]byte(streamMarker + "\nline\n"))
+	g := &streamGate{next: &out, n: &n, end: []byte(supervisor.TruncatedMarker + "M4RK\n"), truncated: &truncated}
+	g.Write([]byte(supervisor.StreamMarker + "\nline\n"))
 	if out.String() != "line\n" {
 		t.Fatalf("passed %q", out.String())
 	}
@@ -192,8 +193,8 @@ func keptFakeRun(t *testing.T, plan *schedule.Plan, reconnect time.Duration, red
 // markers, then the task.
 func keptStart(task fakeScript) fakeScript {
 	return runs(func(p *fakeProc) {
-		p.out(streamMarker + "\n")
-		p.errOut(streamMarker + "\n")
+		p.out(supervisor.StreamMarker + "\n")
+		p.errOut(supervisor.StreamMarker + "\n")
 		task(p)
 	})
 }
@@ -230,7 +231,7 @@ func TestRunReconnects(t *testing.T) {
 			mark = s.v("tfhive_mark")
 			s.out("epoch 3\n")
 			// The host's files could not take it all.
-			s.errOut(truncatedMarker + s.v("tfhive_mark") + "\n")
+			s.errOut(supervisor.TruncatedMarker + s.v("tfhive_mark") + "\n")
 			return 0
 		}
 		return s.untilStopped()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
@@ -149,11 +150,11 @@ type runTask struct {
 	// With --restarts: the filter taking the attempt lines out of its
 	// stdout (one for all its sessions: a line may be split between two),
 	// and when its current attempt started.
-	filter       *attemptFilter
+	filter       *supervisor.AttemptFilter
 	attemptStart time.Time
 	restartLine  string // the last restart line sent
 	// preempted: a session said a high run preempted the task.
-	preempted preemption
+	preempted supervisor.Preemption
 }
 
 func (rt *runTask) reportClaim(line string) {
@@ -163,23 +164,23 @@ func (rt *runTask) reportClaim(line string) {
 	})
 }
 
-// claimTaken stands for a supervisor that ended with exitClaimBusy before
+// claimTaken stands for a supervisor that ended with supervisor.ExitClaimBusy before
 // saying its claims were held: a flock found one taken.
 const claimTaken = "taken"
 
-// claimAnswer names a supervisor's claim line for the policy: claimOK,
-// claimBlocked+why, claimFailed+why (not started), claimTaken (it ended
-// with exitClaimBusy first), or anything else (it ended otherwise first).
+// claimAnswer names a supervisor's claim line for the policy: supervisor.ClaimOK,
+// supervisor.ClaimBlocked+why, supervisor.ClaimFailed+why (not started), claimTaken (it ended
+// with supervisor.ExitClaimBusy first), or anything else (it ended otherwise first).
 func claimAnswer(line string) (lifecycle.ClaimAnswer, string) {
 	switch {
-	case line == claimOK:
+	case line == supervisor.ClaimOK:
 		return lifecycle.ClaimHeld, ""
 	case line == claimTaken:
 		return lifecycle.ClaimTaken, ""
-	case strings.HasPrefix(line, claimBlocked):
-		return lifecycle.ClaimBlocked, strings.TrimPrefix(line, claimBlocked)
-	case strings.HasPrefix(line, claimFailed):
-		return lifecycle.ClaimFailed, strings.TrimPrefix(line, claimFailed)
+	case strings.HasPrefix(line, supervisor.ClaimBlocked):
+		return lifecycle.ClaimBlocked, strings.TrimPrefix(line, supervisor.ClaimBlocked)
+	case strings.HasPrefix(line, supervisor.ClaimFailed):
+		return lifecycle.ClaimFailed, strings.TrimPrefix(line, supervisor.ClaimFailed)
 	}
 	return lifecycle.ClaimNone, ""
 }
@@ -298,7 +299,7 @@ type runner struct {
 	killed   bool       // the caller asked to kill at once
 	links    *linkState // a kept run's links; nil otherwise
 	// mark is this tfhive's random word for its kept tasks' truncation
-	// lines (truncatedMarker).
+	// lines (supervisor.TruncatedMarker).
 	mark string
 	// usage and samplers are --sample's (sampler.go); nil without.
 	usage    *usageBook
@@ -412,7 +413,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			r.stepDown(why)
 		case <-heartbeat.C:
 			for _, i := range r.p.Live() {
-				r.tasks[i].send(ctlHeartbeat)
+				r.tasks[i].send(supervisor.CtlHeartbeat)
 			}
 		case <-timeout:
 			timeout = nil
@@ -460,7 +461,7 @@ func interrupted(ctx context.Context) lifecycle.Event {
 }
 
 // ctlLines spells the policy's control lines on the wire.
-var ctlLines = map[lifecycle.Control]string{lifecycle.CtlGo: ctlGo, lifecycle.CtlAbort: ctlAbort, lifecycle.CtlTerm: ctlTerm, lifecycle.CtlKill: ctlKill}
+var ctlLines = map[lifecycle.Control]string{lifecycle.CtlGo: supervisor.CtlGo, lifecycle.CtlAbort: supervisor.CtlAbort, lifecycle.CtlTerm: supervisor.CtlTerm, lifecycle.CtlKill: supervisor.CtlKill}
 
 // apply feeds ev to the policy and carries out its decision.
 func (r *runner) apply(ev lifecycle.Event) {
@@ -497,13 +498,13 @@ func (r *runner) apply(ev lifecycle.Event) {
 		r.tasks[i].proc.Close()
 	}
 	for _, i := range d.Ends {
-		r.tasks[i].stopLine = ctlEnd
-		r.tasks[i].send(ctlEnd)
+		r.tasks[i].stopLine = supervisor.CtlEnd
+		r.tasks[i].send(supervisor.CtlEnd)
 	}
 	for _, i := range d.Restart {
 		rt := r.tasks[i]
 		rt.attemptStart = time.Now()
-		rt.restartLine = restartLine(r.p.State(i).Attempt)
+		rt.restartLine = supervisor.RestartLine(r.p.State(i).Attempt)
 		rt.send(rt.restartLine)
 	}
 	for _, l := range d.Later {
@@ -584,15 +585,15 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
 		}
 	}
-	said := newFirstByte()
-	gate := said.writer(&claimGate{next: stdout, report: rt.reportClaim})
-	stderr = said.writer(stderr)
-	proc, err := startFed(ctx, ex, gate, stderr, supervisorInput(tk), "sending the task")
+	said := supervisor.NewFirstByte()
+	gate := said.Writer(&claimGate{next: stdout, report: rt.reportClaim})
+	stderr = said.Writer(stderr)
+	proc, err := startFed(ctx, ex, gate, stderr, supervisor.Input(tk), "sending the task")
 	if err != nil {
 		return err
 	}
 	rt.proc = proc
-	said.loggedIn(proc)
+	said.LoggedIn(proc)
 	r.watch(i, rt, proc, said, tap, errGate, tk.HeartbeatTimeout, ex)
 	return nil
 }
@@ -616,14 +617,14 @@ func (r *runner) openOutput(rt *runTask) error {
 	return nil
 }
 
-// startFed starts SupervisorCommand on ex and sends it input. The probe's
+// startFed starts supervisor.Command on ex and sends it input. The probe's
 // spare session, handed over, may have ended between the probe and now
 // (it was checked, but not held still): it never got the input, so
 // nothing was claimed. One fresh session, once; Wait first, so that the
 // old one writes nothing more into the output. The fresh session's
 // errors say what was being sent.
 func startFed(ctx context.Context, ex remote.Executor, stdout, stderr io.Writer, input, what string) (remote.Started, error) {
-	proc, err := ex.Start(ctx, SupervisorCommand, stdout, stderr)
+	proc, err := ex.Start(ctx, supervisor.Command, stdout, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -632,7 +633,7 @@ func startFed(ctx context.Context, ex remote.Executor, stdout, stderr io.Writer,
 	}
 	proc.Close()
 	proc.Wait()
-	if proc, err = ex.Start(ctx, SupervisorCommand, stdout, stderr); err != nil {
+	if proc, err = ex.Start(ctx, supervisor.Command, stdout, stderr); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if err := writeChunked(proc.Stdin(), input); err != nil {
@@ -644,7 +645,7 @@ func startFed(ctx context.Context, ex remote.Executor, stdout, stderr io.Writer,
 
 // watch gives task i's supervisor, started, its time to answer, and turns
 // its end into an event.
-func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *firstByte, tap *preemptTap, errGate *streamGate, heartbeat time.Duration, ex remote.Executor) {
+func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *supervisor.FirstByte, tap *supervisor.PreemptTap, errGate *streamGate, heartbeat time.Duration, ex remote.Executor) {
 	// The supervisor answers within a round trip or two of its login
 	// shell's start. A host that never does must not hold the whole run
 	// at the claim phase: after the watchdog's own period it is lost —
@@ -657,7 +658,7 @@ func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *firstByte,
 	answerWithin := max(heartbeat, r.lim.minAnswer)
 	var silentFor atomic.Int64
 	go func() {
-		if d := said.wait(rt.claimed, max(answerWithin, r.lim.login), answerWithin); d > 0 {
+		if d := said.Wait(rt.claimed, max(answerWithin, r.lim.login), answerWithin); d > 0 {
 			silentFor.Store(int64(d))
 			proc.Kill()
 		}
@@ -667,14 +668,14 @@ func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *firstByte,
 		if d := silentFor.Load(); d > 0 {
 			err = fmt.Errorf("no answer from the host within %s", time.Duration(d))
 		}
-		tap.flush()
+		tap.Flush()
 		if err == nil && errGate != nil {
 			errGate.flush()
 		}
 		if err == nil && rt.filter != nil {
-			rt.filter.flush()
+			rt.filter.Flush()
 		}
-		if err == nil && rc == exitClaimBusy {
+		if err == nil && rc == supervisor.ExitClaimBusy {
 			rt.reportClaim(claimTaken)
 		}
 		rt.reportClaim("")
@@ -700,7 +701,7 @@ func writeChunked(w io.Writer, s string) error {
 // taskFor merges the environment: hosts file env < --env < tfhive's own
 // (TF_CONFIG and friends must be what the plan says). The workdir is
 // --workdir, else the --sync tree's directory, else the hosts file's.
-func (r *runner) taskFor(t schedule.Task) task {
+func (r *runner) taskFor(t schedule.Task) supervisor.Task {
 	h := r.o.Hosts[t.Host]
 	env := map[string]string{"PYTHONUNBUFFERED": "1"}
 	for _, m := range []map[string]string{h.Env, r.o.Env, t.Env} {
@@ -719,7 +720,7 @@ func (r *runner) taskFor(t schedule.Task) task {
 		setup = r.o.Setup
 	}
 	every, count := r.o.KeepAlive(h)
-	tk := task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
+	tk := supervisor.Task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
 		Claims: lifecycle.Claims(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0,
 		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace}
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
@@ -756,7 +757,7 @@ func (g *claimGate) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		line := string(g.buf[:i])
-		if strings.HasPrefix(line, claimMarker) {
+		if strings.HasPrefix(line, supervisor.ClaimMarker) {
 			g.passed = true
 			g.report(line)
 			rest := g.buf[i+1:]

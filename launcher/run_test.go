@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 	"github.com/tfhive/tfhive/schedule/scheduletest"
@@ -228,7 +229,7 @@ func TestRunSucceeds(t *testing.T) {
 		"tfhive: run r1: 3 tasks on 2 hosts, logs in "+f.o.LogDir+"\n",
 		"[worker:0 h1] motd from rc\n", "[worker:0 h1] hello from worker:0\n", "[worker:0 h1] warning on stderr\n",
 		"[worker:1 h2] hello from worker:1\n")
-	if strings.Contains(console, claimMarker) {
+	if strings.Contains(console, supervisor.ClaimMarker) {
 		t.Errorf("the claim line reached the console:\n%s", console)
 	}
 	log, err := os.ReadFile(filepath.Join(f.o.LogDir, "worker-0.log"))
@@ -495,11 +496,11 @@ func TestRunClaimConflicts(t *testing.T) {
 		want   string
 		check  func(error) bool
 	}{
-		{"taken", func(p *fakeProc) { p.exit(exitClaimBusy) },
+		{"taken", func(p *fakeProc) { p.exit(supervisor.ExitClaimBusy) },
 			"claimed by another run while starting: h2 (one of gpu 1, port 2224)",
 			func(err error) bool { var e *lifecycle.ClaimConflictError; return errors.As(err, &e) }},
 		{"blocked", func(p *fakeProc) {
-			p.out(claimBlocked + "/tmp/tfhive-gpu-x.lock is not a regular file (owned by eve)\n")
+			p.out(supervisor.ClaimBlocked + "/tmp/tfhive-gpu-x.lock is not a regular file (owned by eve)\n")
 			p.exit(76)
 		},
 			"h2: /tmp/tfhive-gpu-x.lock is not a regular file (owned by eve); ask its owner or root to remove it",

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/wording"
@@ -96,7 +97,7 @@ func GCRuns(ctx context.Context, ex remote.Executor, keep time.Duration, dry boo
 		shscript.Set("tfhive_dry", d),
 	)
 	var out, errb bytes.Buffer
-	rc, err := ex.Run(ctx, SupervisorCommand, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), &out, &errb)
+	rc, err := ex.Run(ctx, supervisor.Command, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), &out, &errb)
 	rep := parseRunsGC(out.String())
 	if err != nil {
 		return rep, err

@@ -6,32 +6,11 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tfhive/tfhive/probe/remote/shscript"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 )
-
-var sampleSh = shscript.Load(scripts, "scripts/sample.sh")
-
-// sampleInput is a host's sampler (scripts/sample.sh) as a stage for
-// SupervisorCommand or the host's multiplexer: the GPUs of the run's
-// tasks there, every interval, each line behind tag (empty in a session
-// of its own).
-func sampleInput(gpus []int, every time.Duration, run, tag string) string {
-	ids := make([]string, len(gpus))
-	for i, g := range gpus {
-		ids[i] = strconv.Itoa(g)
-	}
-	s := sampleSh.With(
-		shscript.Set("tfhive_ids", strings.Join(ids, ",")),
-		shscript.Set("tfhive_every", strconv.FormatFloat(every.Seconds(), 'f', 3, 64)),
-		shscript.Set("tfhive_run", run),
-		shscript.Set("tfhive_tag", tag),
-	)
-	return strconv.Itoa(len(s)) + "\n" + s
-}
 
 // sampler is one host's sampler: in the host's multiplexer (a kept
 // run's, mux.go), else in a session of its own.
@@ -91,16 +70,16 @@ func (r *runner) startSampler(host string) {
 		// it started (nothing left to sample there), or with its link,
 		// and then the host's return starts the sampler again.
 		delete(r.muxes, host)
-		if m.sample(lw, sampleInput(gpus, r.o.Sample, r.o.Plan.RunID, m.sampleTag())) == nil {
+		if m.sample(lw, supervisor.SampleInput(gpus, r.o.Sample, r.o.Plan.RunID, m.sampleTag())) == nil {
 			r.samplers[host] = &sampler{stop: m.stopSample, kill: func() { m.proc.Close() }, done: m.sampled}
 		}
 		return
 	}
-	proc, err := ex.Start(context.Background(), SupervisorCommand, lw, io.Discard)
+	proc, err := ex.Start(context.Background(), supervisor.Command, lw, io.Discard)
 	if err != nil {
 		return
 	}
-	if err := writeChunked(proc.Stdin(), sampleInput(gpus, r.o.Sample, r.o.Plan.RunID, "")); err != nil {
+	if err := writeChunked(proc.Stdin(), supervisor.SampleInput(gpus, r.o.Sample, r.o.Plan.RunID, "")); err != nil {
 		proc.Close()
 		return
 	}
@@ -182,7 +161,7 @@ func (w *sampleLines) Write(p []byte) (int, error) {
 
 func (w *sampleLines) line(s string) {
 	s = strings.TrimSuffix(s, "\r")
-	if s == sampleMarker {
+	if s == supervisor.SampleMarker {
 		w.end()
 		w.at, w.inside = time.Now(), true
 		return
@@ -190,7 +169,7 @@ func (w *sampleLines) line(s string) {
 	if !w.inside {
 		return // a login shell's greeting
 	}
-	if rest, ok := strings.CutPrefix(s, intruderMarker+" "); ok {
+	if rest, ok := strings.CutPrefix(s, supervisor.IntruderMarker+" "); ok {
 		if in, ok := parseIntruder(rest); ok {
 			w.book.intruder(w.host, in)
 		}

@@ -1,46 +1,35 @@
 package launcher
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/remote/shscript/shscripttest"
 )
 
 func TestScriptsShellcheck(t *testing.T) {
-	shscripttest.Shellcheck(t, scripts)
+	shscripttest.Shellcheck(t, ownScripts)
 }
 
 // What is sent means what the files say: comments dropped, and the
 // command line's scripts joined into one line.
 func TestScriptsSentAsWritten(t *testing.T) {
-	for name, s := range map[string]shscript.Script{"read-stage.sh": readStage, "supervisor-command.sh": supervisorLine,
-		"supervisor-claim.sh": claimSh, "supervisor-run.sh": runSh, "task.sh": taskSh, "attach.sh": attachSh, "find-run.sh": findRunSh, "sample.sh": sampleSh, "logs.sh": logsSh, "kill.sh": killSh, "doctor.sh": doctorSh, "mux.sh": muxSh} {
+	for name, s := range map[string]shscript.Script{"find-run.sh": findRunSh, "logs.sh": logsSh, "kill.sh": killSh, "doctor.sh": doctorSh} {
 		shscripttest.SameMeaning(t, name, s)
-	}
-	if strings.Contains(SupervisorCommand, "\n") {
-		t.Errorf("the supervisor's command line holds a newline (csh cannot quote one): %q", SupervisorCommand)
 	}
 }
 
-// The scripts write what the Go side reads, in the claim format of
-// probe/claim: the first line's markers, the holders' label, the status
-// of a claim taken.
+// The scripts write what the Go side reads: the stream's markers, and
+// the holders' label of probe/claim's format.
 func TestScriptsFormats(t *testing.T) {
-	busy := strconv.Itoa(exitClaimBusy)
 	for _, tt := range []struct {
 		s    shscript.Script
 		want []string
 	}{
-		{claimSh, []string{"'" + claimBlocked + "'", "-E " + busy + " ", " " + claim.HolderMarker + " "}},
-		{runSh, []string{"'" + claimOK + "'", "exit " + busy + "\n", "'" + streamMarker + "'", "'" + claimFailed + "'",
-			"printf '%s %s\\n' '" + strings.TrimSpace(truncatedMarker) + "' \"$tfhive_mark\""}},
-		{attachSh, []string{"'" + streamMarker + "'", "printf '%s %s\\n' '" + strings.TrimSpace(truncatedMarker) + "' \"$tfhive_mark\""}},
-		{logsSh, []string{"'" + streamMarker + "'", "'" + logsMarker + "'", `"` + logMarker + `"`, "'" + noneMarker}},
-		{readStage, []string{"exit " + busy + ";"}},
+		{logsSh, []string{"'" + supervisor.StreamMarker + "'", "'" + logsMarker + "'", `"` + logMarker + `"`, "'" + noneMarker}},
 		{killSh, []string{`$k == "` + claim.HolderMarker + `"`}},
 	} {
 		for _, want := range tt.want {

@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote/remotetest"
 )
 
 // A scripted host for the one-stage sessions tfhive starts besides a
 // task's first supervisor session: attach.sh (a kept task followed
-// again), find-run.sh, logs.sh, sample.sh. Each is SupervisorCommand fed
+// again), find-run.sh, logs.sh, sample.sh. Each is supervisor.Command fed
 // one stage: its parameters, set ahead of the script's text, say what it
 // is and what it was asked.
 
@@ -26,13 +27,13 @@ type session struct {
 	over <-chan struct{}
 }
 
-// stageHost is a host whose every SupervisorCommand session is played by
+// stageHost is a host whose every supervisor.Command session is played by
 // play, once its stage is in; it returns the session's status.
 func stageHost(t *testing.T, play func(s *session) int) *remotetest.Fake {
 	over := make(chan struct{})
 	t.Cleanup(func() { close(over) })
 	f := &remotetest.Fake{}
-	f.Handle(remotetest.Exact(SupervisorCommand), func(p *remotetest.Proc) int {
+	f.Handle(remotetest.Exact(supervisor.Command), func(p *remotetest.Proc) int {
 		in := bufio.NewReader(p.Stdin)
 		stage, err := readOneStage(in)
 		if err != nil {
@@ -90,8 +91,8 @@ func (s *session) errOut(text string) { io.WriteString(s.p.Stderr, text) }
 
 // markers starts both streams, as attach.sh does once it found the task.
 func (s *session) markers() {
-	s.out(streamMarker + "\n")
-	s.errOut(streamMarker + "\n")
+	s.out(supervisor.StreamMarker + "\n")
+	s.errOut(supervisor.StreamMarker + "\n")
 }
 
 // next is the next control line but heartbeats, without its newline; ""
@@ -102,7 +103,7 @@ func (s *session) next() string {
 		if err != nil {
 			return ""
 		}
-		if line != ctlHeartbeat {
+		if line != supervisor.CtlHeartbeat {
 			return strings.TrimSuffix(line, "\n")
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
@@ -139,7 +140,7 @@ func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake
 			defer wg.Done()
 			held := make(chan struct{})
 			w := &ticketLines{held: held, wake: wake}
-			proc, err := ex.Start(ctx, SupervisorCommand, w, io.Discard)
+			proc, err := ex.Start(ctx, supervisor.Command, w, io.Discard)
 			if err != nil {
 				return
 			}

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,7 +133,7 @@ func TestTicketScriptNamesPremadeOwner(t *testing.T) {
 // The low run's watch takes a request named HIGH.LOW, or HIGH.WORD.LOW
 // with WORD 16 hex digits, for the runs its label names, and no other.
 func TestPreemptWatchRequestNames(t *testing.T) {
-	src, err := scripts.ReadFile("scripts/preempt-watch.sh")
+	src, err := fs.ReadFile(scripts, "scripts/preempt-watch.sh")
 	if err != nil {
 		t.Fatal(err)
 	}

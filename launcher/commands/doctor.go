@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -45,7 +46,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	defer fleet.Close()
 	// Each probe session goes on as a supervisor command, of which the
 	// check is then the one stage: it costs a round trip, no session.
-	fleet.KeepSessions(launcher.SupervisorCommand)
+	fleet.KeepSessions(supervisor.Command)
 	if tree != nil {
 		fleet.LookForCode(tree.Hash)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -167,7 +168,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	// Each host's probe session goes on as its first task's supervisor,
 	// started before the plan is known: the task then starts without a
 	// session of its own (two round trips, sshd's fork, a login shell).
-	fleet.KeepSessions(launcher.SupervisorCommand)
+	fleet.KeepSessions(supervisor.Command)
 
 	out := o.Stdout
 	if o.JSON {

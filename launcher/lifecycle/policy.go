@@ -66,7 +66,7 @@ const (
 	ClaimTaken               // it ended on a claim someone else holds
 )
 
-// Signal is what stopped the run from outside (evInterrupt): the runner
+// Signal is what stopped the run from outside (EvInterrupt): the runner
 // names the caller's os.Signal here, so that the policy needs no
 // operating system's signals.
 type Signal int
@@ -118,10 +118,10 @@ type Decision struct {
 	// armGiveUp: abandon what is left a while after SIGKILL; it replaces
 	// armKill's timer. Neither when nothing is left.
 	ArmKill, ArmGiveUp bool
-	// Restarts: ends get ctlEnd (they are between attempts), restart
-	// ctlRestart (their next attempt starts now); later are events the
-	// runner feeds back after their wait (backoffs); armRegroupKill:
-	// evRegroupKill after the grace period.
+	// Restarts: Ends are told to end (they are between attempts),
+	// Restart to start their next attempt now; Later are events the
+	// runner feeds back after their wait (backoffs); ArmRegroupKill:
+	// EvRegroupKill after the grace period.
 	Ends, Restart  []int
 	Later          []Delayed
 	ArmRegroupKill bool

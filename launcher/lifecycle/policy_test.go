@@ -9,12 +9,10 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/schedule"
 	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
-
-// exitClaimBusy: TEMP
-const exitClaimBusy = 75
 
 // step is an event and the decision it must bring, as render writes it.
 type step struct {
@@ -403,7 +401,7 @@ func TestPolicy(t *testing.T) {
 				{claimLine(0, held), "tfhive: worker:0 on h1 could not start: no connection to h1 | tfhive: worker:1 on h2 could not start: sending the task: EOF | t ps:0 | kill-timer"},
 			},
 			steps: []step{
-				{exited(0, exitClaimBusy), ""},
+				{exited(0, supervisor.ExitClaimBusy), ""},
 			},
 			result: record.ResultFailed, code: 1, reason: "worker:0 on h1 could not start: no connection to h1", decider: "worker:0",
 			outcomes: []string{"stopped 75", "not-started: no connection to h1", "not-started: sending the task: EOF"},
@@ -418,7 +416,7 @@ func TestPolicy(t *testing.T) {
 			},
 			steps: []step{
 				{exited(0, 126), ""},
-				{exited(1, exitClaimBusy), ""},
+				{exited(1, supervisor.ExitClaimBusy), ""},
 			},
 			result: record.ResultFailed, code: 1, reason: "worker:0 on h1 could not start: /h/.tfhive/runs is a symbolic link", decider: "worker:0",
 			outcomes: []string{"not-started: /h/.tfhive/runs is a symbolic link", "stopped 75"},
@@ -459,7 +457,7 @@ func TestPolicy(t *testing.T) {
 				{interruptINT, "t worker:0,worker:1 | kill-timer"},
 				{claimLine(1, held), ""},
 			},
-			steps:  []step{{exited(0, exitClaimBusy), ""}, {exited(1, exitClaimBusy), ""}},
+			steps:  []step{{exited(0, supervisor.ExitClaimBusy), ""}, {exited(1, supervisor.ExitClaimBusy), ""}},
 			result: record.ResultInterrupted, code: 130, reason: "interrupted by SIGINT",
 			outcomes: []string{"stopped 75", "stopped 75"},
 		},
@@ -545,7 +543,7 @@ func TestPolicyClaimConflicts(t *testing.T) {
 			}
 			// main maps both kinds to exit 3 (main_test.go).
 			// The supervisors end; an interrupt meanwhile kills them.
-			if got := render(p, p.Apply(exited(0, exitClaimBusy))); got != "" {
+			if got := render(p, p.Apply(exited(0, supervisor.ExitClaimBusy))); got != "" {
 				t.Errorf("exit: %q", got)
 			}
 			if got := render(p, p.Apply(interruptINT)); got != "tfhive: killing every task now | k worker:0,worker:1 | give-up-timer" {

@@ -1,4 +1,4 @@
-package launcher
+package supervisor
 
 import (
 	"os"
@@ -18,7 +18,7 @@ func runDir(t *testing.T, home, run string, create bool) (string, bool) {
 	if create {
 		c = "1"
 	}
-	script := shscript.Load(scripts, "scripts/rundir.sh").Text() +
+	script := shscript.Load(Scripts, "scripts/rundir.sh").Text() +
 		"\nif tfhive_rundir \"$1\" \"$2\"; then printf '%s' \"$tfhive_rd\"; else printf '%s' \"$tfhive_why\"; exit 1; fi"
 	cmd := exec.Command("bash", "--norc", "-c", script, "test", run, c)
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}

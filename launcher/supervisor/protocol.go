@@ -1,4 +1,4 @@
-package launcher
+package supervisor
 
 import (
 	"embed"
@@ -9,15 +9,14 @@ import (
 	"time"
 
 	"github.com/alessio/shellescape"
-
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
-// task is what the supervisor needs to run one task on its host.
-type task struct {
+// Task is what the supervisor needs to run one task on its host.
+type Task struct {
 	Env     map[string]string
 	Workdir string // remote path; a leading ~ is the remote home
 	Setup   string // shell snippet run before the command
@@ -34,16 +33,16 @@ type task struct {
 	// stops the task. Zero: the end of the session stops it.
 	Keep time.Duration
 	// RunInfo, for a kept run's first task on each host, describes the
-	// run for a keeper that adopts it (RunInfo in adopt.go); "" otherwise.
+	// run for a keeper that adopts it (record.RunInfo, launcher/adopt.go); "" otherwise.
 	RunInfo string
 	// Mark is this tfhive's random word for a kept task's truncation line
-	// (truncatedMarker), for the attempt lines and for any task's
-	// preemption line (preemptedMarker).
+	// (TruncatedMarker), for the attempt lines and for any task's
+	// preemption line (PreemptedMarker).
 	Mark string
 	// Restarts: the task may be restarted (lifecycle.Restart); the supervisor
 	// then reports each attempt's end and waits for "r" or "e".
 	Restarts bool
-	// Mux: kept, and started by its host's multiplexer (mux.go), which
+	// Mux: kept, and started by its host's multiplexer (launcher/mux.go), which
 	// follows its output files itself.
 	Mux bool
 	// FirstAttempt is the number of its first attempt (TFHIVE_ATTEMPT):
@@ -61,27 +60,27 @@ type task struct {
 
 // Control lines tfhive writes to a supervisor's stdin.
 const (
-	ctlGo        = "g\n" // claims are all held: start the task
-	ctlAbort     = "a\n" // another task could not claim: give up
-	ctlHeartbeat = "h\n"
-	ctlTerm      = "t\n"
-	ctlKill      = "k\n"
+	CtlGo        = "g\n" // claims are all held: start the task
+	CtlAbort     = "a\n" // another task could not claim: give up
+	CtlHeartbeat = "h\n"
+	CtlTerm      = "t\n"
+	CtlKill      = "k\n"
 )
 
 // The supervisor's first stdout line, before any task output: its claims
 // are held ("ok"), or a lock file cannot be used ("blocked WHY"). A claim
-// someone else holds ends the supervisor with exitClaimBusy before it
+// someone else holds ends the supervisor with ExitClaimBusy before it
 // says anything. The scripts hold these as text (TestScriptsFormats).
 const (
-	claimMarker  = "@@tfhive-claim "
-	claimOK      = claimMarker + "ok"
-	claimBlocked = claimMarker + "blocked "
-	// claimFailed: a kept task cannot have its files on the host (its run
+	ClaimMarker  = "@@tfhive-claim "
+	ClaimOK      = ClaimMarker + "ok"
+	ClaimBlocked = ClaimMarker + "blocked "
+	// ClaimFailed: a kept task cannot have its files on the host (its run
 	// directory refused, say); the task could not start.
-	claimFailed = claimMarker + "failed "
-	// exitClaimBusy is the supervisor's status when a claim was taken or
+	ClaimFailed = ClaimMarker + "failed "
+	// ExitClaimBusy is the supervisor's status when a claim was taken or
 	// tfhive aborted the start.
-	exitClaimBusy = 75
+	ExitClaimBusy = 75
 )
 
 // The supervisor's scripts. Its input on stdin is two stages, each
@@ -90,35 +89,34 @@ const (
 // supervisor proper, which starts the task's shell, task.sh.
 //
 //go:embed scripts/*.sh
-var scripts embed.FS
+var Scripts embed.FS
 
 var (
-	readStage      = shscript.LoadOneLine(scripts, "scripts/read-stage.sh")
-	supervisorLine = shscript.LoadOneLine(scripts, "scripts/supervisor-command.sh")
-	claimSh        = shscript.Load(scripts, "scripts/supervisor-claim.sh")
-	runSh          = shscript.Load(scripts, "scripts/claim-check.sh", "scripts/rundir.sh", "scripts/preempt-watch.sh", "scripts/supervisor-run.sh")
-	attachSh       = shscript.Load(scripts, "scripts/rundir.sh", "scripts/attach.sh")
-	findRunSh      = shscript.Load(scripts, "scripts/rundir.sh", "scripts/find-run.sh")
-	taskSh         = shscript.Load(scripts, "scripts/task.sh")
+	readStage      = shscript.LoadOneLine(Scripts, "scripts/read-stage.sh")
+	supervisorLine = shscript.LoadOneLine(Scripts, "scripts/supervisor-command.sh")
+	claimSh        = shscript.Load(Scripts, "scripts/supervisor-claim.sh")
+	runSh          = shscript.Load(Scripts, "scripts/claim-check.sh", "scripts/rundir.sh", "scripts/preempt-watch.sh", "scripts/supervisor-run.sh")
+	attachSh       = shscript.Load(Scripts, "scripts/rundir.sh", "scripts/attach.sh")
+	taskSh         = shscript.Load(Scripts, "scripts/task.sh")
 )
 
-// SupervisorCommand is the remote command line of every task: bash
+// Command is the remote command line of every task: bash
 // reading the first stage of its input (scripts/supervisor-command.sh,
 // read-stage.sh). It is the same for every task, so that a probe session
 // can start it ahead of the plan (probe.Options.Then) and it holds no
 // secret: `ps` shows only this.
-var SupervisorCommand = "exec sh -c " + shellescape.Quote(supervisorLine.With(shscript.Set("tfhive_read", readStage.Text())))
+var Command = "exec sh -c " + shellescape.Quote(supervisorLine.With(shscript.Set("tfhive_read", readStage.Text())))
 
-// supervisorInput is all a supervisor is sent before its control lines:
+// Input is all a supervisor is sent before its control lines:
 // the claim stage and the task stage, each behind its length.
-func supervisorInput(t task) string {
+func Input(t Task) string {
 	claim, run := claimStage(t), runStage(t)
 	return strconv.Itoa(len(claim)) + "\n" + claim + strconv.Itoa(len(run)) + "\n" + run
 }
 
 // claimStage takes the task's claims, then becomes the task's holders
 // (scripts/supervisor-claim.sh).
-func claimStage(t task) string {
+func claimStage(t Task) string {
 	var locks, labels []string
 	for _, c := range t.Claims {
 		locks = append(locks, shellescape.Quote(claim.FilePrefix+claim.Name(c.Kind, c.ID, c.UUID)+claim.FileSuffix))
@@ -138,7 +136,7 @@ func claimStage(t task) string {
 // its claims are held, waits for go, then supervises the task
 // (scripts/supervisor-run.sh). The environment is exported ahead of it,
 // sorted, so that the same task always sends the same bytes.
-func runStage(t task) string {
+func runStage(t Task) string {
 	timeout := max(int(t.HeartbeatTimeout/time.Second), 2)
 	vars := []shscript.Var{
 		shscript.Set("tfhive_nclaims", strconv.Itoa(len(t.Claims))),
@@ -184,11 +182,11 @@ func keepSeconds(d time.Duration) int {
 	return max(int((d+time.Second-1)/time.Second), 1)
 }
 
-// attachInput is all a later session of a kept supervisor's task is sent
+// AttachInput is all a later session of a kept supervisor's task is sent
 // before the control lines it passes on (scripts/attach.sh): it follows
 // the task's output from the offsets given, bytes of stdout and stderr
 // already received. mark is the word of its truncation line.
-func attachInput(runID, taskID string, outOff, errOff int64, gen int, mark, rmark string) string {
+func AttachInput(runID, taskID string, outOff, errOff int64, gen int, mark, rmark string) string {
 	s := attachSh.With(
 		shscript.Set("tfhive_run", runID),
 		shscript.Set("tfhive_task", taskID),
@@ -201,36 +199,29 @@ func attachInput(runID, taskID string, outOff, errOff int64, gen int, mark, rmar
 	return strconv.Itoa(len(s)) + "\n" + s
 }
 
-// findRunInput asks a host what it holds of a kept run
-// (scripts/find-run.sh), as a stage for SupervisorCommand.
-func findRunInput(runID string) string {
-	s := findRunSh.With(shscript.Set("tfhive_run", runID))
-	return strconv.Itoa(len(s)) + "\n" + s
-}
-
-// streamMarker starts each stream of a kept supervisor's task, in its
+// StreamMarker starts each stream of a kept supervisor's task, in its
 // first session and in every later one: what a login shell printed
 // before it is not the task's, and the bytes after it are the task's
 // output file from the offset asked for.
-const streamMarker = "@@tfhive-stream"
+const StreamMarker = "@@tfhive-stream"
 
-// truncatedMarker, then the session's mark and a newline, is what a kept
+// TruncatedMarker, then the session's mark and a newline, is what a kept
 // task's session says on stderr after the last byte of the task's
 // output, once the task has ended, when the host's files could not take
 // all of it (a full disk). The mark is a random word the task cannot
 // know: bytes of its own output never pass for this line, and the line
 // is never counted as output.
-const truncatedMarker = "@@tfhive-truncated "
+const TruncatedMarker = "@@tfhive-truncated "
 
-// preemptedMarker, then the session's mark, is what a task's session says
+// PreemptedMarker, then the session's mark, is what a task's session says
 // on stderr after the task's last byte when a high run preempted it
 // (scripts/preempt-watch.sh), followed by " HIGH USER" ("- -" when a
 // later session could not know) and a newline.
-const preemptedMarker = "@@tfhive-preempted "
+const PreemptedMarker = "@@tfhive-preempted "
 
 // taskShell is what runs inside the task's new session: cd, setup, exec
 // (scripts/task.sh).
-func taskShell(t task) string {
+func taskShell(t Task) string {
 	setup := t.Setup
 	if strings.TrimSpace(setup) == "" {
 		setup = ""

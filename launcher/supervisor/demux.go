@@ -1,4 +1,4 @@
-package launcher
+package supervisor
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// muxFrames takes apart the multiplexer's stdout past its first line
+// MuxFrames takes apart the multiplexer's stdout past its first line
 // (scripts/mux.sh): frames, each a line "FILE LEN" and then exactly LEN
 // bytes of that file. A frame's line is looked for only where the
 // previous frame's bytes end: the bytes themselves are never read for
@@ -17,8 +17,8 @@ import (
 //
 // A line that is not a frame's (the stream is not what the multiplexer
 // writes) stops it: what follows is nobody's, and broken is set.
-type muxFrames struct {
-	emit   func(name string, p []byte)
+type MuxFrames struct {
+	Emit   func(name string, p []byte)
 	line   []byte // a frame's line so far
 	cur    string // the frame's file
 	left   int64  // its bytes still to come
@@ -28,12 +28,12 @@ type muxFrames struct {
 // maxFrameLine bounds a frame's line: a file's name, a space, a length.
 const maxFrameLine = 256
 
-func (d *muxFrames) Write(p []byte) (int, error) {
+func (d *MuxFrames) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 && !d.broken {
 		if d.left > 0 {
 			k := int(min(int64(len(p)), d.left))
-			d.emit(d.cur, p[:k])
+			d.Emit(d.cur, p[:k])
 			d.left -= int64(k)
 			p = p[k:]
 			continue
@@ -58,9 +58,9 @@ func (d *muxFrames) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// partialPrefix is the length of the longest end of buf that is a proper
+// PartialPrefix is the length of the longest end of buf that is a proper
 // start of head.
-func partialPrefix(buf, head []byte) int {
+func PartialPrefix(buf, head []byte) int {
 	for k := min(len(buf), len(head)-1); k > 0; k-- {
 		if bytes.HasPrefix(head, buf[len(buf)-k:]) {
 			return k

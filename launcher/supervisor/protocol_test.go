@@ -1,4 +1,4 @@
-package launcher
+package supervisor
 
 import (
 	"bufio"
@@ -31,15 +31,15 @@ type supervised struct {
 	done  chan int
 }
 
-func supervise(t *testing.T, tk task) *supervised {
+func supervise(t *testing.T, tk Task) *supervised {
 	t.Helper()
 	pr, pw := io.Pipe()
 	errb := &strings.Builder{}
-	p, err := remote.Local{}.Start(context.Background(), SupervisorCommand, pw, errb)
+	p, err := remote.Local{}.Start(context.Background(), Command, pw, errb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(p.Stdin(), supervisorInput(tk)); err != nil {
+	if _, err := io.WriteString(p.Stdin(), Input(tk)); err != nil {
 		t.Fatal(err)
 	}
 	s := &supervised{p: p, lines: bufio.NewScanner(pr), errb: errb, done: make(chan int, 1)}
@@ -88,11 +88,11 @@ func TestSupervisorEnvArgvAndStops(t *testing.T) {
 	argv := []string{"sh", "-c", `printf '<%s>' "$SECRET" "$EMPTY" "$@"; echo; exec sleep 30`, "x", "a b", "c'd", "", "*"}
 	for _, stop := range []string{"term", "eof", "silent"} {
 		t.Run(stop, func(t *testing.T) {
-			s := supervise(t, task{Env: env, Workdir: t.TempDir(), Setup: "echo setup-ran", Argv: argv, HeartbeatTimeout: 2 * time.Second})
-			if got := s.line(t); got != claimOK {
-				t.Fatalf("first line %q, want %q", got, claimOK)
+			s := supervise(t, Task{Env: env, Workdir: t.TempDir(), Setup: "echo setup-ran", Argv: argv, HeartbeatTimeout: 2 * time.Second})
+			if got := s.line(t); got != ClaimOK {
+				t.Fatalf("first line %q, want %q", got, ClaimOK)
 			}
-			s.send(t, ctlGo)
+			s.send(t, CtlGo)
 			if got := s.line(t); got != "setup-ran" {
 				t.Fatalf("setup: %q", got)
 			}
@@ -104,7 +104,7 @@ func TestSupervisorEnvArgvAndStops(t *testing.T) {
 			}
 			switch stop {
 			case "term":
-				s.send(t, ctlTerm)
+				s.send(t, CtlTerm)
 			case "eof":
 				s.p.Stdin().Close()
 			case "silent": // no heartbeat: stopped after HeartbeatTimeout
@@ -118,11 +118,11 @@ func TestSupervisorEnvArgvAndStops(t *testing.T) {
 
 func TestSupervisorAbortStartsNothing(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
-	s := supervise(t, task{Argv: []string{"touch", marker}, HeartbeatTimeout: 5 * time.Second})
+	s := supervise(t, Task{Argv: []string{"touch", marker}, HeartbeatTimeout: 5 * time.Second})
 	s.line(t)
-	s.send(t, ctlAbort)
-	if rc := s.wait(t, 5*time.Second); rc != exitClaimBusy {
-		t.Errorf("exit %d, want %d", rc, exitClaimBusy)
+	s.send(t, CtlAbort)
+	if rc := s.wait(t, 5*time.Second); rc != ExitClaimBusy {
+		t.Errorf("exit %d, want %d", rc, ExitClaimBusy)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the task ran although tfhive aborted")
@@ -134,8 +134,8 @@ func TestSupervisorClaims(t *testing.T) {
 	os.Chmod(dir, 0o777|os.ModeSticky)
 	t.Setenv("TFHIVE_CLAIMS_DIR", dir)
 	claims := []inventory.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "gpu", ID: 1, UUID: "GPU-b"}, {Kind: "port", ID: 2222}}
-	a := supervise(t, task{Argv: []string{"sleep", "60"}, Claims: claims, RunID: "run-a", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
-	if got := a.line(t); got != claimOK {
+	a := supervise(t, Task{Argv: []string{"sleep", "60"}, Claims: claims, RunID: "run-a", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	if got := a.line(t); got != ClaimOK {
 		t.Fatalf("a: %q (stderr %s)", got, a.errb.String())
 	}
 	lock := filepath.Join(dir, "tfhive-claim.gpu-GPU-b.lock")
@@ -149,11 +149,11 @@ func TestSupervisorClaims(t *testing.T) {
 		t.Fatalf("claims seen by the probe: %+v", held)
 	}
 	// A second run wanting GPU 1 is refused before it says anything.
-	b := supervise(t, task{Argv: []string{"true"}, Claims: claims[1:2], RunID: "run-b", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
-	if rc := b.wait(t, 5*time.Second); rc != exitClaimBusy {
-		t.Errorf("b exit %d, want %d", rc, exitClaimBusy)
+	b := supervise(t, Task{Argv: []string{"true"}, Claims: claims[1:2], RunID: "run-b", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	if rc := b.wait(t, 5*time.Second); rc != ExitClaimBusy {
+		t.Errorf("b exit %d, want %d", rc, ExitClaimBusy)
 	}
-	a.send(t, ctlGo)
+	a.send(t, CtlGo)
 
 	// kill -9 of the supervisor releases its claims at once, and its
 	// task, now unclaimed, is stopped.
@@ -163,11 +163,11 @@ func TestSupervisorClaims(t *testing.T) {
 	if rc := a.wait(t, 15*time.Second); rc != 128+9 {
 		t.Errorf("a exit %d, want 137", rc)
 	}
-	c := supervise(t, task{Argv: []string{"true"}, Claims: claims, RunID: "run-c", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
-	if got := c.line(t); got != claimOK {
+	c := supervise(t, Task{Argv: []string{"true"}, Claims: claims, RunID: "run-c", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	if got := c.line(t); got != ClaimOK {
 		t.Fatalf("c after a was killed: %q", got)
 	}
-	c.send(t, ctlAbort)
+	c.send(t, CtlAbort)
 	if syscall.Kill(taskPID, 0) == nil {
 		t.Fatal("the task of a killed supervisor is still running when its session ended")
 	}
@@ -183,26 +183,26 @@ func TestSupervisorClaimTakenWhateverTheFile(t *testing.T) {
 	os.Chmod(dir, 0o777|os.ModeSticky)
 	t.Setenv("TFHIVE_CLAIMS_DIR", dir)
 	gpu := inventory.Claim{Kind: "gpu", ID: 0, UUID: "GPU-a"}
-	a := supervise(t, task{Argv: []string{"sleep", "60"}, Claims: []inventory.Claim{gpu}, RunID: "run-a", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
-	if got := a.line(t); got != claimOK {
+	a := supervise(t, Task{Argv: []string{"sleep", "60"}, Claims: []inventory.Claim{gpu}, RunID: "run-a", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	if got := a.line(t); got != ClaimOK {
 		t.Fatalf("a: %q (stderr %s)", got, a.errb.String())
 	}
 	lock := filepath.Join(dir, "tfhive-claim.gpu-GPU-a.lock")
 	os.Remove(lock)
 	os.WriteFile(lock, nil, 0o644)
-	b := supervise(t, task{Argv: []string{"true"}, Claims: []inventory.Claim{{Kind: "port", ID: 2222}, gpu}, RunID: "run-b", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
-	if rc := b.wait(t, 5*time.Second); rc != exitClaimBusy {
-		t.Errorf("b exit %d, want %d (stderr %s)", rc, exitClaimBusy, b.errb.String())
+	b := supervise(t, Task{Argv: []string{"true"}, Claims: []inventory.Claim{{Kind: "port", ID: 2222}, gpu}, RunID: "run-b", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	if rc := b.wait(t, 5*time.Second); rc != ExitClaimBusy {
+		t.Errorf("b exit %d, want %d (stderr %s)", rc, ExitClaimBusy, b.errb.String())
 	}
 	if held := heldClaims(t, dir); len(held) != 1 || held[0].RunID != "run-a" || held[0].UUID != "GPU-a" {
 		t.Errorf("claims after b: %+v, want a's GPU alone", held)
 	}
-	c := supervise(t, task{Argv: []string{"true"}, Claims: []inventory.Claim{{Kind: "port", ID: 2222}, {Kind: "gpu", ID: 1, UUID: "GPU-b"}}, RunID: "run-c", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
-	if got := c.line(t); got != claimOK {
+	c := supervise(t, Task{Argv: []string{"true"}, Claims: []inventory.Claim{{Kind: "port", ID: 2222}, {Kind: "gpu", ID: 1, UUID: "GPU-b"}}, RunID: "run-c", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	if got := c.line(t); got != ClaimOK {
 		t.Errorf("c, whose claims nobody holds: %q (stderr %s)", got, c.errb.String())
 	}
-	c.send(t, ctlAbort)
-	a.send(t, ctlAbort)
+	c.send(t, CtlAbort)
+	a.send(t, CtlAbort)
 }
 
 // A lock file someone else prepared is never written through: a symlink
@@ -216,8 +216,8 @@ func TestSupervisorRefusesPreparedLockFiles(t *testing.T) {
 	os.Symlink(target, filepath.Join(dir, "tfhive-claim.gpu-GPU-a.lock"))
 	exec.Command("mkfifo", filepath.Join(dir, "tfhive-claim.port-2222.lock")).Run()
 	for _, c := range []inventory.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "port", ID: 2222}} {
-		s := supervise(t, task{Argv: []string{"true"}, Claims: []inventory.Claim{c}, RunID: "r", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
-		if got := s.line(t); !strings.HasPrefix(got, claimBlocked) || !strings.Contains(got, "is not a regular file") {
+		s := supervise(t, Task{Argv: []string{"true"}, Claims: []inventory.Claim{c}, RunID: "r", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+		if got := s.line(t); !strings.HasPrefix(got, ClaimBlocked) || !strings.Contains(got, "is not a regular file") {
 			t.Errorf("%v: %q", c, got)
 		}
 		s.wait(t, 5*time.Second)
@@ -229,7 +229,7 @@ func TestSupervisorRefusesPreparedLockFiles(t *testing.T) {
 	loose := t.TempDir()
 	os.Chmod(loose, 0o777)
 	t.Setenv("TFHIVE_CLAIMS_DIR", loose)
-	s := supervise(t, task{Argv: []string{"true"}, Claims: []inventory.Claim{{Kind: "port", ID: 1}}, RunID: "r", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
+	s := supervise(t, Task{Argv: []string{"true"}, Claims: []inventory.Claim{{Kind: "port", ID: 1}}, RunID: "r", ID: "worker:0", HeartbeatTimeout: 10 * time.Second})
 	if got := s.line(t); !strings.Contains(got, "is writable by others and not sticky") {
 		t.Errorf("loose dir: %q", got)
 	}
@@ -299,8 +299,8 @@ func children(pid int) []int {
 // which may be csh or zsh: the command survives them, reads exactly its
 // length line and script, and then its control lines.
 func TestSupervisorCommandUnderLoginShells(t *testing.T) {
-	tk := task{Env: map[string]string{"V": "it's $HOME"}, Argv: []string{"sh", "-c", `echo "task: $V"`}, HeartbeatTimeout: 10 * time.Second}
-	script := supervisorInput(tk)
+	tk := Task{Env: map[string]string{"V": "it's $HOME"}, Argv: []string{"sh", "-c", `echo "task: $V"`}, HeartbeatTimeout: 10 * time.Second}
+	script := Input(tk)
 	for _, shell := range []string{"tcsh", "zsh", "bash", "sh"} {
 		if path := sshtest.LoginShell(t, shell); path != "" {
 			runSupervisorCommand(t, shell, path, "/usr/bin:/bin", script)
@@ -321,12 +321,12 @@ func TestSupervisorCommandUnderLoginShells(t *testing.T) {
 	}
 }
 
-// runSupervisorCommand starts SupervisorCommand under a login shell,
+// runSupervisorCommand starts Command under a login shell,
 // sends it the script and "go" in one write (a reader that read ahead
 // would eat the go and hang), and checks that the task ran.
 func runSupervisorCommand(t *testing.T, name, shell, path, script string) {
 	t.Helper()
-	cmd := exec.Command(shell, "-c", SupervisorCommand)
+	cmd := exec.Command(shell, "-c", Command)
 	cmd.Env = []string{"PATH=" + path, "HOME=" + t.TempDir()}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // it signals its group when done
 	stdin, _ := cmd.StdinPipe()
@@ -336,7 +336,7 @@ func runSupervisorCommand(t *testing.T, name, shell, path, script string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(stdin, script+ctlGo)
+	io.WriteString(stdin, script+CtlGo)
 	lines := bufio.NewScanner(out)
 	var got []string
 	for lines.Scan() {
@@ -356,7 +356,7 @@ func runSupervisorCommand(t *testing.T, name, shell, path, script string) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		t.Fatalf("%s: the supervisor did not exit after its task", name)
 	}
-	if len(got) != 2 || got[0] != claimOK || got[1] != "task: it's $HOME" || rc != nil {
+	if len(got) != 2 || got[0] != ClaimOK || got[1] != "task: it's $HOME" || rc != nil {
 		t.Errorf("%s: lines %q, exit %v, stderr %q", name, got, rc, errb.String())
 	}
 }
@@ -369,11 +369,11 @@ func TestSupervisorStopsWhenAHolderDies(t *testing.T) {
 	os.Chmod(dir, 0o777|os.ModeSticky)
 	t.Setenv("TFHIVE_CLAIMS_DIR", dir)
 	claims := []inventory.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}, {Kind: "port", ID: 2222}}
-	s := supervise(t, task{Argv: []string{"sleep", "60"}, Claims: claims, RunID: "r", ID: "worker:0", HeartbeatTimeout: 30 * time.Second})
-	if got := s.line(t); got != claimOK {
+	s := supervise(t, Task{Argv: []string{"sleep", "60"}, Claims: claims, RunID: "r", ID: "worker:0", HeartbeatTimeout: 30 * time.Second})
+	if got := s.line(t); got != ClaimOK {
 		t.Fatalf("%q (stderr %s)", got, s.errb.String())
 	}
-	s.send(t, ctlGo)
+	s.send(t, CtlGo)
 	held := heldClaims(t, dir)
 	if len(held) != 2 || held[0].PID == held[1].PID {
 		t.Fatalf("want two claims with their own holders: %+v", held)
@@ -390,7 +390,7 @@ func TestSupervisorStopsWhenAHolderDies(t *testing.T) {
 			case <-stop:
 				return
 			case <-time.After(100 * time.Millisecond):
-				io.WriteString(s.p.Stdin(), ctlHeartbeat)
+				io.WriteString(s.p.Stdin(), CtlHeartbeat)
 			}
 		}
 	}()
@@ -409,11 +409,11 @@ func TestSupervisorStopsWhenAHolderDies(t *testing.T) {
 func TestSupervisorKilledRightAfterGo(t *testing.T) {
 	marker := fmt.Sprintf("tfhive-orphan-%d", os.Getpid())
 	for i := 0; i < 20; i++ {
-		s := supervise(t, task{Argv: []string{"sleep", "60", marker}, HeartbeatTimeout: 30 * time.Second})
-		if got := s.line(t); got != claimOK {
+		s := supervise(t, Task{Argv: []string{"sleep", "60", marker}, HeartbeatTimeout: 30 * time.Second})
+		if got := s.line(t); got != ClaimOK {
 			t.Fatalf("%q (stderr %s)", got, s.errb.String())
 		}
-		s.send(t, ctlGo)
+		s.send(t, CtlGo)
 		syscall.Kill(s.p.(interface{ Pid() int }).Pid(), syscall.SIGKILL)
 		s.wait(t, 15*time.Second)
 	}

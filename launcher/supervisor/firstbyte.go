@@ -1,4 +1,4 @@
-package launcher
+package supervisor
 
 import (
 	"io"
@@ -6,21 +6,21 @@ import (
 	"time"
 )
 
-// firstByte notes when a session has said anything at all, on stdout or
+// FirstByte notes when a session has said anything at all, on stdout or
 // stderr: from then on its login shell has started, and the supervisor
 // it runs is to answer within the usual time.
-type firstByte struct {
+type FirstByte struct {
 	once sync.Once
 	seen chan struct{}
 }
 
-func newFirstByte() *firstByte { return &firstByte{seen: make(chan struct{})} }
+func NewFirstByte() *FirstByte { return &FirstByte{seen: make(chan struct{})} }
 
-// writer passes everything on to next, noting the first byte.
-func (f *firstByte) writer(next io.Writer) io.Writer { return firstByteWriter{f, next} }
+// Writer passes everything on to next, noting the first byte.
+func (f *FirstByte) Writer(next io.Writer) io.Writer { return firstByteWriter{f, next} }
 
 type firstByteWriter struct {
-	f    *firstByte
+	f    *FirstByte
 	next io.Writer
 }
 
@@ -31,18 +31,18 @@ func (w firstByteWriter) Write(p []byte) (int, error) {
 	return w.next.Write(p)
 }
 
-// loggedIn notes a session handed over after the probe ran in it: its
+// LoggedIn notes a session handed over after the probe ran in it: its
 // login is long done (remote's spares).
-func (f *firstByte) loggedIn(p any) {
+func (f *FirstByte) LoggedIn(p any) {
 	if l, ok := p.(interface{ LoggedIn() bool }); ok && l.LoggedIn() {
 		f.once.Do(func() { close(f.seen) })
 	}
 }
 
-// wait returns 0 once answered is closed, or how long the session was
+// Wait returns 0 once answered is closed, or how long the session was
 // given when it was not: login while it has said nothing, answer from
 // its first byte.
-func (f *firstByte) wait(answered <-chan struct{}, login, answer time.Duration) time.Duration {
+func (f *FirstByte) Wait(answered <-chan struct{}, login, answer time.Duration) time.Duration {
 	t := time.NewTimer(login)
 	defer t.Stop()
 	select {

@@ -1,4 +1,4 @@
-package launcher
+package supervisor
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 // each file's bytes and whether the stream broke.
 func framed(s []byte, cuts []int) (map[string]string, bool) {
 	got := map[string]*bytes.Buffer{}
-	d := &muxFrames{emit: func(name string, p []byte) {
+	d := &MuxFrames{Emit: func(name string, p []byte) {
 		if got[name] == nil {
 			got[name] = &bytes.Buffer{}
 		}
