@@ -461,7 +461,12 @@ func interrupted(ctx context.Context) lifecycle.Event {
 }
 
 // ctlLines spells the policy's control lines on the wire.
-var ctlLines = map[lifecycle.Control]string{lifecycle.CtlGo: supervisor.CtlGo, lifecycle.CtlAbort: supervisor.CtlAbort, lifecycle.CtlTerm: supervisor.CtlTerm, lifecycle.CtlKill: supervisor.CtlKill}
+var ctlLines = map[lifecycle.Control]string{
+	lifecycle.CtlGo:    supervisor.CtlGo,
+	lifecycle.CtlAbort: supervisor.CtlAbort,
+	lifecycle.CtlTerm:  supervisor.CtlTerm,
+	lifecycle.CtlKill:  supervisor.CtlKill,
+}
 
 // apply feeds ev to the policy and carries out its decision.
 func (r *runner) apply(ev lifecycle.Event) {

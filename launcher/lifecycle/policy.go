@@ -9,10 +9,10 @@ import (
 	"github.com/tfhive/tfhive/schedule"
 )
 
-// The run's lifecycle is a pure function of what happens to it. The runner
-// (launcher/run.go) turns what its supervisors, its clock and its caller do into
-// events, hands them to policy.apply one at a time, and carries out each
-// decision: control lines, timers, console lines. Nothing here starts,
+// The run's lifecycle is a pure function of what happens to it. The
+// runner (launcher/run.go) turns what its supervisors, its clock and its
+// caller do into events, hands them to Policy.Apply one at a time, and
+// carries out each decision: control lines, timers, console lines. Nothing here starts,
 // signals, waits or reads a clock, so that every rule is table-tested
 // without hosts or timers (policy_test.go).
 
@@ -21,18 +21,18 @@ type EventKind int
 
 const (
 	EvStarted     EventKind = iota // the task's supervisor runs; its claim line is to come
-	EvNotStarted                   // the task could not start (err)
-	EvClaim                        // the task's supervisor answered the claim phase (line)
+	EvNotStarted                   // the task could not start (Err)
+	EvClaim                        // the task's supervisor answered the claim phase (Claim)
 	EvExited                       // the task ended with status code (128+N for signal N)
-	EvLost                         // the task's host or connection was lost (err)
-	EvInterrupt                    // the caller stopped the run (sig: which signal, nil if unnamed)
+	EvLost                         // the task's host or connection was lost (Err)
+	EvInterrupt                    // the caller stopped the run (Sig: which signal, SigNone if unnamed)
 	EvKillNow                      // the caller asked again: kill at once
-	EvTimeout                      // the run's --timeout (after) passed
+	EvTimeout                      // the run's --timeout (After) passed
 	EvGraceOver                    // the grace period after SIGTERM passed
 	EvGiveUp                       // killed, and still not gone a while later
-	EvSteppedDown                  // another keeper adopted the run (err: which)
-	// Restarts (restart.go): an attempt of the task ended with code after
-	// running for after; the backoff before a restart passed (task -1: the
+	EvSteppedDown                  // another keeper adopted the run (Err: which)
+	// Restarts (restart.go): an attempt of the task ended with Code after
+	// running for After; the backoff before a restart passed (task -1: the
 	// group's); the grace period of a group restart's SIGTERM passed.
 	EvAttemptEnd
 	EvBackoffOver
@@ -45,7 +45,7 @@ type Event struct {
 	Task int
 	Code int
 	Err  string
-	// claim is the supervisor's answer to the claim phase; err says why
+	// Claim is the supervisor's answer to the claim phase; Err says why
 	// when it is ClaimBlocked or ClaimFailed.
 	Claim ClaimAnswer
 	Sig   Signal
@@ -98,25 +98,25 @@ func (s Signal) String() string {
 type Control int
 
 const (
-	CtlNone  Control = iota
-	CtlGo            // claims are all held: start the task
-	CtlAbort         // another task could not claim: give up
-	CtlTerm          // SIGTERM the task
-	CtlKill          // SIGKILL the task
+	CtlNone  Control = iota // nothing to send
+	CtlGo                   // claims are all held: start the task
+	CtlAbort                // another task could not claim: give up
+	CtlTerm                 // SIGTERM the task
+	CtlKill                 // SIGKILL the task
 )
 
 // Decision is what the runner must do after an event.
 type Decision struct {
 	Say []string // tfhive's console lines, in order
-	// send is a control line (CtlGo, CtlAbort, CtlTerm, CtlKill) for the
-	// supervisors of the tasks in to.
+	// Send is a control line (CtlGo, CtlAbort, CtlTerm, CtlKill) for the
+	// supervisors of the tasks in To.
 	Send Control
 	To   []int
-	// abandon: drop these tasks' connections, they do not go away.
+	// Abandon: drop these tasks' connections, they do not go away.
 	Abandon []int
-	// armKill: SIGKILL what is left once the grace period has passed.
-	// armGiveUp: abandon what is left a while after SIGKILL; it replaces
-	// armKill's timer. Neither when nothing is left.
+	// ArmKill: SIGKILL what is left once the grace period has passed.
+	// ArmGiveUp: abandon what is left a while after SIGKILL; it replaces
+	// ArmKill's timer. Neither when nothing is left.
 	ArmKill, ArmGiveUp bool
 	// Restarts: Ends are told to end (they are between attempts),
 	// Restart to start their next attempt now; Later are events the
@@ -149,7 +149,7 @@ type TaskState struct {
 	claim   ClaimAnswer // its claim line
 	why     string      // why it is ClaimBlocked
 	stopped bool        // tfhive asked it to stop: ending is then no failure
-	Outcome string      // OutcomeExited etc., once done
+	Outcome string      // record.OutcomeExited etc., once done
 	Code    *int        // its status, nil when unknown
 	Err     string
 	// Restarts: the current attempt (TFHIVE_ATTEMPT), whether it has
