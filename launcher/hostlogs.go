@@ -92,7 +92,7 @@ func runLogs(ctx context.Context, ex remote.Executor, input string, stdout, stde
 	if err != nil {
 		return err
 	}
-	if err := writeChunked(proc.Stdin(), input); err != nil {
+	if err := supervisor.WriteChunked(proc.Stdin(), input); err != nil {
 		proc.Close()
 		return err
 	}

@@ -139,7 +139,7 @@ func (m *hostMux) send(frame string) error {
 	if m.closed {
 		return errMuxEnded
 	}
-	return writeChunked(m.proc.Stdin(), frame)
+	return supervisor.WriteChunked(m.proc.Stdin(), frame)
 }
 
 // start sends p's supervisor its input; follow, once every one is

@@ -219,7 +219,7 @@ func (r *runner) attach(i int) {
 	go func() {
 		proc, err := ex.Start(context.Background(), supervisor.Command, out, tap)
 		if err == nil {
-			if err = writeChunked(proc.Stdin(), input); err != nil {
+			if err = supervisor.WriteChunked(proc.Stdin(), input); err != nil {
 				proc.Close()
 			}
 		}

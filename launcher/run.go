@@ -633,7 +633,7 @@ func startFed(ctx context.Context, ex remote.Executor, stdout, stderr io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	if err := writeChunked(proc.Stdin(), input); err == nil {
+	if err := supervisor.WriteChunked(proc.Stdin(), input); err == nil {
 		return proc, nil
 	}
 	proc.Close()
@@ -641,7 +641,7 @@ func startFed(ctx context.Context, ex remote.Executor, stdout, stderr io.Writer,
 	if proc, err = ex.Start(ctx, supervisor.Command, stdout, stderr); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := writeChunked(proc.Stdin(), input); err != nil {
+	if err := supervisor.WriteChunked(proc.Stdin(), input); err != nil {
 		proc.Close()
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -686,21 +686,6 @@ func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *supervisor
 		rt.reportClaim("")
 		r.events <- exitEvent{i: i, rc: rc, err: err, ex: ex, afterGo: rt.goSent.Load()}
 	}()
-}
-
-// writeChunked writes s in small pieces: x/crypto keeps, for the life of
-// each channel, a packet buffer as large as its largest write, and a
-// script carrying TF_CONFIG is tens of kilobytes at a few hundred tasks.
-func writeChunked(w io.Writer, s string) error {
-	const chunk = 2 << 10
-	for len(s) > 0 {
-		n := min(chunk, len(s))
-		if _, err := io.WriteString(w, s[:n]); err != nil {
-			return err
-		}
-		s = s[n:]
-	}
-	return nil
 }
 
 // taskFor merges the environment: hosts file env < --env < tfhive's own

@@ -79,7 +79,7 @@ func (r *runner) startSampler(host string) {
 	if err != nil {
 		return
 	}
-	if err := writeChunked(proc.Stdin(), supervisor.SampleInput(gpus, r.o.Sample, r.o.Plan.RunID, "")); err != nil {
+	if err := supervisor.WriteChunked(proc.Stdin(), supervisor.SampleInput(gpus, r.o.Sample, r.o.Plan.RunID, "")); err != nil {
 		proc.Close()
 		return
 	}

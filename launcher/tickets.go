@@ -144,7 +144,7 @@ func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake
 			if err != nil {
 				return
 			}
-			if err := writeChunked(proc.Stdin(), input); err != nil {
+			if err := supervisor.WriteChunked(proc.Stdin(), input); err != nil {
 				proc.Close()
 				return
 			}

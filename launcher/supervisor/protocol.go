@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"embed"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -232,4 +233,20 @@ func taskShell(t Task) string {
 		shscript.Set("tfhive_setup_line", wording.FirstLine(strings.TrimSpace(setup))),
 		shscript.Set("tfhive_argv", shellescape.QuoteCommand(t.Argv)),
 	)
+}
+
+// WriteChunked sends a stage, s, to Command in small pieces: x/crypto
+// keeps, for the life of each channel, a packet buffer as large as its
+// largest write, and a script carrying TF_CONFIG is tens of kilobytes at
+// a few hundred tasks.
+func WriteChunked(w io.Writer, s string) error {
+	const chunk = 2 << 10
+	for len(s) > 0 {
+		n := min(chunk, len(s))
+		if _, err := io.WriteString(w, s[:n]); err != nil {
+			return err
+		}
+		s = s[n:]
+	}
+	return nil
 }
