@@ -144,15 +144,15 @@ func taskLogs(ctx context.Context, hosts []string, execs map[string]remote.Execu
 			var noise noiseBuffer
 			var n1, n2 int64
 			marks := &markedFilter{next: out, secret: secret}
-			og := &streamGate{next: marks, noise: io.MultiWriter(&noise, marks.catcher()), n: &n1}
-			eg := &streamGate{next: errw, n: &n2}
+			og := &supervisor.StreamGate{Next: marks, Noise: io.MultiWriter(&noise, marks.catcher()), N: &n1}
+			eg := &supervisor.StreamGate{Next: errw, N: &n2}
 			err := runLogs(ctx, execs[h], input, og, eg)
 			marks.flush()
 			if rout != nil {
 				rout.Close()
 				rerr.Close()
 			}
-			res[i] = HostLog{Host: h, Found: og.passed, None: noneOf(noise.Bytes()), Err: err}
+			res[i] = HostLog{Host: h, Found: og.Passed, None: noneOf(noise.Bytes()), Err: err}
 			return nil
 		})
 	}

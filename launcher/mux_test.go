@@ -52,7 +52,7 @@ func TestMuxLocal(t *testing.T) {
 	var trunc atomic.Bool
 	for i := range n {
 		x := tt{so: &lockedBuf{}, se: &lockedBuf{}, out: &lockedBuf{}, errw: &lockedBuf{}, claimed: make(chan string, 1)}
-		gate := &claimGate{next: x.so, report: func(l string) { x.claimed <- l }}
+		gate := &supervisor.ClaimGate{Next: x.so, Report: func(l string) { x.claimed <- l }}
 		x.p = m.add(fmt.Sprintf("worker:%d", i), gate, x.se, x.out, x.errw, &trunc)
 		ts = append(ts, x)
 	}

@@ -66,7 +66,7 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) (*hostMu
 		input   string
 		said    *supervisor.FirstByte
 		tap     *supervisor.PreemptTap
-		errGate *streamGate
+		errGate *supervisor.StreamGate
 		tk      supervisor.Task
 	}
 	var ss []started
@@ -95,10 +95,10 @@ func (r *runner) startHost(ctx context.Context, host string, idx []int) (*hostMu
 		// files are counted from their first byte. The preemption line
 		// comes on the supervisor's stderr (supervisor-run.sh).
 		var noise int64
-		so := &claimGate{next: soNext, report: rt.reportClaim}
-		tap := r.preemptTap(&streamGate{next: rt.out.Stderr(), n: &noise, replaced: r.links.sayReplaced, passed: true}, &rt.preempted)
-		out := &streamGate{next: stdout, n: &rt.outN, passed: true}
-		errGate := &streamGate{next: rt.out.Stderr(), n: &rt.errN, replaced: r.links.sayReplaced, passed: true}
+		so := &supervisor.ClaimGate{Next: soNext, Report: rt.reportClaim}
+		tap := r.preemptTap(&supervisor.StreamGate{Next: rt.out.Stderr(), N: &noise, Replaced: r.links.sayReplaced, Passed: true}, &rt.preempted)
+		out := &supervisor.StreamGate{Next: stdout, N: &rt.outN, Passed: true}
+		errGate := &supervisor.StreamGate{Next: rt.out.Stderr(), N: &rt.errN, Replaced: r.links.sayReplaced, Passed: true}
 		p := m.add(rt.t.ID, so, tap, out, errGate, &rt.truncated)
 		ss = append(ss, started{i: i, p: p, input: supervisor.Input(tk), said: supervisor.NewFirstByte(), tap: tap, errGate: errGate, tk: tk})
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
@@ -205,15 +204,15 @@ func (r *runner) attach(i int) {
 		rt.filter.Checked(secret)
 		stdout = rt.filter
 	}
-	var out io.Writer = &streamGate{next: stdout, n: &rt.outN, marked: &rt.marked}
+	var out io.Writer = &supervisor.StreamGate{Next: stdout, N: &rt.outN, Marked: &rt.marked}
 	var recs *supervisor.RecordLines
 	if secret != "" {
 		// Ahead of the gate: rt.outN counts the file's bytes alone.
 		recs = supervisor.NewRecordLines(out, rt.filter)
 		out = recs
 	}
-	errw := &streamGate{next: rt.out.Stderr(), noise: &rt.attachNoise, n: &rt.errN, replaced: r.links.sayReplaced,
-		end: r.endLine(), truncated: &rt.truncated}
+	errw := &supervisor.StreamGate{Next: rt.out.Stderr(), Noise: &rt.attachNoise, N: &rt.errN, Replaced: r.links.sayReplaced,
+		End: r.endLine(), Truncated: &rt.truncated}
 	tap := r.preemptTap(errw, &rt.preempted)
 	input := supervisor.AttachInput(r.o.Plan.RunID, rt.t.ID, rt.outN, rt.errN, r.gen(), r.mark, secret)
 	go func() {
@@ -231,7 +230,7 @@ func (r *runner) attach(i int) {
 		rc, err := proc.Wait()
 		tap.Flush()
 		if err == nil {
-			errw.flush()
+			errw.Flush()
 			if recs != nil {
 				recs.Flush()
 			}
@@ -310,126 +309,6 @@ func (r *runner) stepDown(why string) {
 			rt.proc.Close()
 		}
 	}
-}
-
-// replacedMarker is what a supervisor's session says on stderr, on a line
-// of its own, once a newer keeper adopted the run (scripts/rundir.sh).
-const replacedMarker = "@@tfhive-replaced "
-
-// streamGate passes a kept task's stream on from its marker line, counting
-// the bytes: the offset in the task's output file on the host. What comes
-// before the marker is the login shell's (or, in an attach session, why
-// it failed): it goes to noise, or nowhere. On stderr it also watches for
-// replacedMarker (replaced), and takes the session's truncation line
-// (end) out of the stream.
-type streamGate struct {
-	next     io.Writer
-	noise    io.Writer
-	n        *int64
-	marked   interface{ Store(bool) }
-	replaced func(why string)
-	// end is the truncation line (supervisor.TruncatedMarker, the mark, "\n"):
-	// never passed on nor counted, it sets truncated. held are the last
-	// bytes received, when they may be its start.
-	end       []byte
-	truncated *atomic.Bool
-	held      []byte
-	buf       []byte
-	passed    bool
-	seen      []byte // the last bytes passed, for a marker split across writes
-}
-
-func (g *streamGate) Write(p []byte) (int, error) {
-	if g.passed {
-		g.take(p)
-		return len(p), nil
-	}
-	g.buf = append(g.buf, p...)
-	for {
-		i := bytes.IndexByte(g.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := g.buf[:i]
-		if string(line) == supervisor.StreamMarker {
-			g.passed = true
-			if g.marked != nil {
-				g.marked.Store(true)
-			}
-			rest := g.buf[i+1:]
-			g.buf = nil
-			if len(rest) > 0 {
-				g.take(rest)
-			}
-			return len(p), nil
-		}
-		if g.noise != nil {
-			g.noise.Write(g.buf[:i+1])
-		}
-		g.buf = g.buf[i+1:]
-	}
-}
-
-// take passes p on, but for the truncation line and what may be its start.
-func (g *streamGate) take(p []byte) {
-	if g.end == nil {
-		g.pass(p)
-		return
-	}
-	if len(g.held) > 0 {
-		p = append(g.held, p...)
-		g.held = nil
-	}
-	if i := bytes.Index(p, g.end); i >= 0 {
-		g.pass(p[:i])
-		g.truncated.Store(true)
-		rest := p[i+len(g.end):]
-		g.end = nil
-		g.pass(rest)
-		return
-	}
-	k := len(p) - supervisor.PartialPrefix(p, g.end)
-	g.pass(p[:k])
-	if k < len(p) {
-		g.held = append([]byte(nil), p[k:]...)
-	}
-}
-
-// flush passes on what was held back as the possible start of the
-// truncation line: the session has ended without it.
-func (g *streamGate) flush() {
-	p := g.held
-	g.held = nil
-	g.pass(p)
-}
-
-func (g *streamGate) pass(p []byte) {
-	if len(p) == 0 {
-		return
-	}
-	*g.n += int64(len(p))
-	g.next.Write(p)
-	g.watch(p)
-}
-
-// watch looks for replacedMarker in what passed.
-func (g *streamGate) watch(p []byte) {
-	if g.replaced == nil {
-		return
-	}
-	data := append(g.seen, p...)
-	if i := bytes.Index(data, []byte(replacedMarker)); i >= 0 {
-		line := data[i+len(replacedMarker):]
-		if j := bytes.IndexByte(line, '\n'); j >= 0 {
-			g.replaced("keeper generation " + string(line[:j]) + " adopted the run")
-			g.replaced = nil
-			return
-		}
-		g.seen = append([]byte(nil), data[i:]...)
-		return
-	}
-	keep := min(len(data), len(replacedMarker)+24)
-	g.seen = append(g.seen[:0], data[len(data)-keep:]...)
 }
 
 // noiseBuffer keeps the first few hundred bytes written to it.

@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -578,20 +577,20 @@ func (r *runner) startOne(ctx context.Context, i int, rt *runTask) error {
 		stdout = rt.filter
 		tk.FirstAttempt = r.p.State(i).Attempt
 	}
-	var errGate *streamGate
+	var errGate *supervisor.StreamGate
 	tap := r.preemptTap(stderr, &rt.preempted)
 	stderr = tap
 	if tk.Keep > 0 {
-		stdout = &streamGate{next: stdout, noise: stdout, n: &rt.outN}
-		errGate = &streamGate{next: stderr, noise: stderr, n: &rt.errN, replaced: r.links.sayReplaced,
-			end: r.endLine(), truncated: &rt.truncated}
+		stdout = &supervisor.StreamGate{Next: stdout, Noise: stdout, N: &rt.outN}
+		errGate = &supervisor.StreamGate{Next: stderr, Noise: stderr, N: &rt.errN, Replaced: r.links.sayReplaced,
+			End: r.endLine(), Truncated: &rt.truncated}
 		stderr = errGate
 		if r.firstOnHost(i) {
 			tk.RunInfo = runInfoOf(r.o.Plan, r.o.Restart, r.mark)
 		}
 	}
 	said := supervisor.NewFirstByte()
-	gate := said.Writer(&claimGate{next: stdout, report: rt.reportClaim})
+	gate := said.Writer(&supervisor.ClaimGate{Next: stdout, Report: rt.reportClaim})
 	stderr = said.Writer(stderr)
 	proc, err := startFed(ctx, ex, gate, stderr, supervisor.Input(tk), "sending the task")
 	if err != nil {
@@ -650,7 +649,7 @@ func startFed(ctx context.Context, ex remote.Executor, stdout, stderr io.Writer,
 
 // watch gives task i's supervisor, started, its time to answer, and turns
 // its end into an event.
-func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *supervisor.FirstByte, tap *supervisor.PreemptTap, errGate *streamGate, heartbeat time.Duration, ex remote.Executor) {
+func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *supervisor.FirstByte, tap *supervisor.PreemptTap, errGate *supervisor.StreamGate, heartbeat time.Duration, ex remote.Executor) {
 	// The supervisor answers within a round trip or two of its login
 	// shell's start. A host that never does must not hold the whole run
 	// at the claim phase: after the watchdog's own period it is lost —
@@ -675,7 +674,7 @@ func (r *runner) watch(i int, rt *runTask, proc remote.Started, said *supervisor
 		}
 		tap.Flush()
 		if err == nil && errGate != nil {
-			errGate.flush()
+			errGate.Flush()
 		}
 		if err == nil && rt.filter != nil {
 			rt.filter.Flush()
@@ -724,42 +723,6 @@ func (r *runner) taskFor(t schedule.Task) supervisor.Task {
 		}
 	}
 	return tk
-}
-
-// claimGate takes the supervisor's claim line off the task's stdout; lines
-// before it (a login shell's rc file may print) and everything after it
-// are the task's.
-type claimGate struct {
-	next   io.Writer
-	report func(string)
-	buf    []byte
-	passed bool
-}
-
-func (g *claimGate) Write(p []byte) (int, error) {
-	if g.passed {
-		return g.next.Write(p)
-	}
-	g.buf = append(g.buf, p...)
-	for {
-		i := bytes.IndexByte(g.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := string(g.buf[:i])
-		if strings.HasPrefix(line, supervisor.ClaimMarker) {
-			g.passed = true
-			g.report(line)
-			rest := g.buf[i+1:]
-			g.buf = nil
-			if len(rest) > 0 {
-				g.next.Write(rest)
-			}
-			return len(p), nil
-		}
-		g.next.Write(g.buf[:i+1])
-		g.buf = g.buf[i+1:]
-	}
 }
 
 // heartbeatInterval is the shortest keepalive interval among the hosts.
