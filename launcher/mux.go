@@ -412,7 +412,7 @@ func (p *muxProc) Kill() {
 }
 
 // LoggedIn: the multiplexer's session is logged in long before any of
-// its supervisors starts (firstbyte.go).
+// its supervisors starts (supervisor.FirstByte).
 func (p *muxProc) LoggedIn() bool { return true }
 
 // muxStdin frames each control line for the supervisor.

@@ -247,7 +247,7 @@ type limits struct {
 	// counted from its session's first byte.
 	minAnswer time.Duration
 	// login is how long a session may say nothing at all: its login
-	// shell is still starting (firstbyte.go).
+	// shell is still starting (supervisor.FirstByte).
 	login time.Duration
 	// giveUp is how long after SIGKILL (and the grace period) a task still
 	// there is abandoned: its host stopped answering.

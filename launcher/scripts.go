@@ -10,7 +10,7 @@ import (
 
 // ownScripts are the host scripts of the operations still in this
 // package (find-run, logs, kill, gc-runs, ticket, doctor); the
-// supervisor's are its own (Scripts in supervisor.go).
+// supervisor's are its own (supervisor.Scripts).
 //
 //go:embed scripts/*.sh
 var ownScripts embed.FS

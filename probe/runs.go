@@ -18,7 +18,7 @@ const markRuns = "@@tfhive-runs"
 
 // runsRoot is where runs.sh's paths start: the run directories are
 // runsRoot/runs-KEY/RUN, relative to the home directory, KEY naming the
-// machine (launcher/scripts/rundir.sh).
+// machine (launcher/supervisor/scripts/rundir.sh).
 const runsRoot = ".tfhive"
 
 // runsPrefix starts the name of a machine's directory of runs.

@@ -30,7 +30,7 @@ func keptTask(t *testing.T, dir, name, pid, rc string) string {
 }
 
 // feed holds a shared lock on a descriptor of its own on the FIFO, as a
-// session's feeder does (launcher/scripts/rundir.sh).
+// session's feeder does (launcher/supervisor/scripts/rundir.sh).
 func feed(t *testing.T, ctl string) {
 	t.Helper()
 	c := exec.Command("bash", "-c", `exec 8<>"$1"; flock -s 8; echo fed; read -r _`, "sh", ctl)

@@ -65,7 +65,7 @@ func waitHostPID(t *testing.T, h *sshtest.Host, pid int) int {
 }
 
 // hostRunDir is run id's directory on host h: ~/.tfhive/runs-KEY/ID, KEY
-// the machine's id (launcher/scripts/rundir.sh).
+// the machine's id (launcher/supervisor/scripts/rundir.sh).
 func hostRunDir(h *sshtest.Host, id string) string {
 	return filepath.Join(h.Home(), ".tfhive", "runs-"+h.MachineID(), id)
 }

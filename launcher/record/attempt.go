@@ -15,6 +15,6 @@ type Attempt struct {
 	// the last attempt.
 	Restart string `json:"restart,omitempty"`
 	// Host is where it ran, when not on the task's host: before a lost
-	// host made tfhive start the run again on a new plan (launcher/lifecycle/relaunch.go).
+	// host made tfhive start the run again on a new plan (lifecycle.Relaunch).
 	Host string `json:"host,omitempty"`
 }

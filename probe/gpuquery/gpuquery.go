@@ -1,6 +1,6 @@
 // Package gpuquery reads the one nvidia-smi CSV query tfhive makes while
 // runs run: --query-gpu=index,uuid,utilization.gpu,memory.used, per
-// host, for run --sample (launcher/scripts/sample.sh) and tfhive ps
+// host, for run --sample (launcher/supervisor/scripts/sample.sh) and tfhive ps
 // (probe/scripts/runs.sh). It may import probe/inventory and probe/claim
 // only: launcher and probe both read its rows.
 package gpuquery

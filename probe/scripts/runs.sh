@@ -1,8 +1,9 @@
 # shellcheck shell=sh
 # The probe, last part, for `tfhive ps` only ($runs not 0): what the
 # user's own kept run directories (~/.tfhive/runs-KEY/RUN, KEY naming
-# this machine: see launcher/scripts/rundir.sh and supervisor-run.sh) say of the runs whose
-# claims the holders above carry; probe/runs.go reads it.
+# this machine: see launcher/supervisor/scripts/rundir.sh and
+# supervisor-run.sh) say of the runs whose claims the holders above
+# carry; probe/runs.go reads it.
 #
 # One find, run only when such a run has a directory here, lists
 # ~/.tfhive and each such run's directory, pruning (never entering) any
