@@ -1,8 +1,6 @@
 package lifecycle
 
-import (
-	"github.com/tfhive/tfhive/launcher/record"
-)
+import "github.com/tfhive/tfhive/launcher/record"
 
 // Preempted is how a run ends once a high-priority run preempted its task
 // id on host: preempted, exit ExitPreempted, whatever its tasks' codes (a
