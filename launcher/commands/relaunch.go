@@ -17,7 +17,7 @@ import (
 
 // relaunch starts a run that failed because a host was lost again, whole,
 // on a new plan of the same request without that host, as long as the
-// restart policy allows (launcher.Relaunchable) and the rest fits: the
+// restart policy allows (lifecycle.Relaunchable) and the rest fits: the
 // probe, plan and start are start's (the same as the run's first), with
 // lo.Relaunch carrying the attempts over. Claims are taken anew: the
 // old plan's were let go with its tasks. It returns the run's final

@@ -65,7 +65,7 @@ type RunOptions struct {
 	// Sample is --sample: how often the tasks' GPUs are sampled; 0: never.
 	Sample time.Duration
 	// Restarts, RestartOn and RestartBackoff are --restarts,
-	// --restart-on and --restart-backoff (launcher.Restart).
+	// --restart-on and --restart-backoff (lifecycle.Restart).
 	Restarts       int
 	RestartOn      string
 	RestartBackoff time.Duration
