@@ -12,6 +12,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // Output fan-in: every task's stdout and stderr go to the task's log file,
@@ -125,7 +127,7 @@ func (c *Console) Printf(format string, a ...any) {
 	}
 	if c.tty {
 		var sgr bool
-		if b, sgr = appendSanitized(nil, b, sanitizeConsole); sgr {
+		if b, sgr = view.AppendSanitized(nil, b, view.ConsoleMode); sgr {
 			b = append(b, outReset...)
 		}
 	}
@@ -316,7 +318,7 @@ func (t *TaskOutput) emit(line []byte) {
 		t.batch = append(t.batch, ' ')
 		if !t.c.tty {
 			t.batch = append(t.batch, line...)
-		} else if b, sgr := appendSanitized(t.batch, line, sanitizeConsole); sgr {
+		} else if b, sgr := view.AppendSanitized(t.batch, line, view.ConsoleMode); sgr {
 			t.batch = append(b, outReset...)
 		} else {
 			t.batch = b

@@ -3,6 +3,8 @@ package launcher
 import (
 	"bytes"
 	"io"
+
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // ReplayWriter shows, on a terminal, output that was written to a file
@@ -47,7 +49,7 @@ func (r *ReplayWriter) flush(b []byte) error {
 		}
 		b = b[len(line):]
 		var sgr bool
-		if out, sgr = appendSanitized(out, bytes.TrimSuffix(line, []byte("\n")), sanitizeConsole); sgr {
+		if out, sgr = view.AppendSanitized(out, bytes.TrimSuffix(line, []byte("\n")), view.ConsoleMode); sgr {
 			out = append(out, outReset...)
 		}
 		if bytes.HasSuffix(line, []byte("\n")) {
