@@ -36,7 +36,7 @@ import (
 //     are created. Red comes last, so that it shows only with six tasks or
 //     more: it reads a little like "error".
 //   - On a terminal, the task's text keeps its colours (SGR) and tabs, and
-//     every other control byte or sequence is shown inert (sanitize.go), so
+//     every other control byte or sequence is shown inert (view/sanitize.go), so
 //     that a task cannot retitle the window, write the clipboard, move the
 //     cursor or clear the screen. A line that set a colour ends with a
 //     reset, so that the colour (or SGR 8, concealed) does not reach the

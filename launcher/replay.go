@@ -9,7 +9,7 @@ import (
 
 // ReplayWriter shows, on a terminal, output that was written to a file
 // as is (a detached run's console, a task's log): line by line, each
-// line sanitised as the live console does (sanitize.go). Close writes
+// line sanitised as the live console does (view/sanitize.go). Close writes
 // what is left of an unfinished last line.
 type ReplayWriter struct {
 	w   io.Writer

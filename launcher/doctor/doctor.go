@@ -26,7 +26,7 @@ import (
 
 // `tfhive doctor` and `run --check`: what a task would meet on each host
 // (scripts/doctor.sh, with its Python part scripts/doctor.py), compared
-// across the hosts (doctorview.go).
+// across the hosts (report.go).
 
 // DefaultModules are imported on every host, shown as not installed where
 // they are not.
