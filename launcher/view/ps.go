@@ -13,7 +13,10 @@ import (
 // `tfhive ps`: the runs holding GPUs, one row per run and host (hostops
 // reads them from the hosts' claims).
 
-// RunOnHost is what one run holds on one host, from the claims there.
+// RunOnHost is what one run holds on one host, from the claims there. It
+// is ps's row and its --json document's, so it lives with the table;
+// hostops.Runs fills it from the inventory, and hostops.Kill stops what
+// its Holders name.
 type RunOnHost struct {
 	// RunID is "" for claims whose holder is not a tfhive task or cannot
 	// be seen (hidden processes): label unknown.

@@ -13,8 +13,10 @@ import (
 )
 
 // `tfhive runs`: the runs of a local log root, one row each, from their
-// summary.json (reading the directory is the command's; this is the
-// records, their order and their rendering).
+// summary.json (reading the directory is the command's, reading a summary
+// launcher's RunRecordFromSummary; this is the records, their order and
+// their rendering: the record is the table's row and the --json
+// document's, so it lives with them).
 
 // Results `tfhive runs` adds to a summary's.
 const (
