@@ -13,7 +13,7 @@ import (
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 
-const runsGoldenDir = "testdata/psview"
+const psGoldenDir = "testdata/ps"
 
 // A kept run's state on a host, from its run directory there.
 func TestKeptStates(t *testing.T) {
@@ -174,7 +174,7 @@ func TestRunsGroupsClaims(t *testing.T) {
 	if err := view.WriteRuns(&table, runs, t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Golden(t, filepath.Join(runsGoldenDir, "grouped.txt"), table.Bytes())
+	testkit.Golden(t, filepath.Join(psGoldenDir, "grouped.txt"), table.Bytes())
 	var js bytes.Buffer
 	if err := view.WriteRunsJSON(&js, nil); err != nil || js.String() != "{\n  \"runs\": []\n}\n" {
 		t.Errorf("no runs: %q, %v", js.String(), err)

@@ -12,7 +12,7 @@ import (
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 
-const runlistGoldenDir = "testdata/runlist"
+const runsGoldenDir = "testdata/runs"
 
 func record(id string, started time.Time, metrics ...string) RunRecord {
 	r := RunRecord{RunID: id, Started: started, Metrics: map[string]string{}}
@@ -85,7 +85,7 @@ func TestWriteRunRecords(t *testing.T) {
 	if err := WriteRunRecords(&b, rs); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Golden(t, filepath.Join(runlistGoldenDir, "table.txt"), b.Bytes())
+	testkit.Golden(t, filepath.Join(runsGoldenDir, "table.txt"), b.Bytes())
 	if got := MetricNames(rs); !slices.Equal(got, []string{"acc", "loss", "note"}) {
 		t.Errorf("metric names %q", got)
 	}
