@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // intruderName is how the console and the summary name an intruder:
@@ -17,7 +18,7 @@ func intruderName(in record.Intruder) string {
 	if user == "" {
 		user = "?"
 	}
-	return fmt.Sprintf("%s:%d %s", user, in.PID, truncate(in.Command, 60))
+	return fmt.Sprintf("%s:%d %s", user, in.PID, view.Truncate(in.Command, 60))
 }
 
 // parseIntruder reads what follows the marker. User and command come from
@@ -36,8 +37,8 @@ func parseIntruder(s string) (record.Intruder, bool) {
 	in := record.Intruder{GPU: gpu, PID: pid}
 	if len(f) == 3 {
 		user, cmd, _ := strings.Cut(strings.TrimSpace(f[2]), " ")
-		in.User = sanitizeCells([]string{user})[0]
-		in.Command = strings.TrimSpace(sanitizeCells([]string{cmd})[0])
+		in.User = view.SanitizeCells([]string{user})[0]
+		in.Command = strings.TrimSpace(view.SanitizeCells([]string{cmd})[0])
 	}
 	return in, true
 }
@@ -77,7 +78,7 @@ func (b *usageBook) intrudersOf(i int) []record.Intruder {
 func writeIntruderNotes(w io.Writer, s *record.Summary) error {
 	for _, t := range s.Tasks {
 		for _, in := range t.Intruders {
-			if _, err := fmt.Fprintf(w, "note: %s on %s: intruder on GPU %d: %s (first seen %s)\n", t.ID, sanitizeCells([]string{t.Host})[0],
+			if _, err := fmt.Fprintf(w, "note: %s on %s: intruder on GPU %d: %s (first seen %s)\n", t.ID, view.SanitizeCells([]string{t.Host})[0],
 				in.GPU, intruderName(in), in.Seen.Format("15:04:05 UTC")); err != nil {
 				return err
 			}

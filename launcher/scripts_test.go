@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/tfhive/tfhive/launcher/supervisor"
-	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/remote/shscript/shscripttest"
 )
@@ -17,7 +16,7 @@ func TestScriptsShellcheck(t *testing.T) {
 // What is sent means what the files say: comments dropped, and the
 // command line's scripts joined into one line.
 func TestScriptsSentAsWritten(t *testing.T) {
-	for name, s := range map[string]shscript.Script{"find-run.sh": findRunSh, "logs.sh": logsSh, "kill.sh": killSh, "doctor.sh": doctorSh} {
+	for name, s := range map[string]shscript.Script{"find-run.sh": findRunSh, "logs.sh": logsSh} {
 		shscripttest.SameMeaning(t, name, s)
 	}
 }
@@ -30,7 +29,6 @@ func TestScriptsFormats(t *testing.T) {
 		want []string
 	}{
 		{logsSh, []string{"'" + supervisor.StreamMarker + "'", "'" + logsMarker + "'", `"` + logMarker + `"`, "'" + noneMarker}},
-		{killSh, []string{`$k == "` + claim.HolderMarker + `"`}},
 	} {
 		for _, want := range tt.want {
 			if !strings.Contains(tt.s.Text(), want) {

@@ -1,4 +1,4 @@
-package launcher
+package hostops
 
 import (
 	"bytes"
@@ -140,7 +140,7 @@ func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake
 			defer wg.Done()
 			held := make(chan struct{})
 			w := &ticketLines{held: held, wake: wake}
-			proc, err := ex.Start(ctx, supervisor.Command, w, io.Discard)
+			proc, err := ex.Start(ctx, supervisorCommand, w, io.Discard)
 			if err != nil {
 				return
 			}
