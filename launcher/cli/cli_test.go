@@ -126,6 +126,13 @@ func TestHelp(t *testing.T) {
 			t.Errorf("help %s: %v, stderr %q; stdout is the guide: %v", name, err, stderr, stdout == text)
 		}
 	}
+	// A guide named as a command would never be shown.
+	app := newApp(nil, wiring{}, new(error))
+	for _, name := range help.Names() {
+		if app.Command(name) != nil || name == "help" {
+			t.Errorf("guide %s has a command's name: tfhive help %s shows the command", name, name)
+		}
+	}
 	if err, stdout, _ := tfhive(t, "help", "hosts"); err != nil || !strings.HasPrefix(stdout, "# Hosts: ") ||
 		!strings.Contains(stdout, "hosts.example.yaml") || !strings.Contains(stdout, "--accept-new-host-keys") {
 		t.Errorf("tfhive help hosts: %v\n%s", err, stdout)

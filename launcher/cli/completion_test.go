@@ -36,6 +36,8 @@ func TestCompleteCommandsAndFlags(t *testing.T) {
 		{[]string{"run", "--wo"}, []string{"--workers", "--workdir"}},
 		{[]string{"--"}, []string{"--help", "--version"}},
 		{[]string{"help", "k"}, []string{"kill"}},
+		{[]string{"help", "ho"}, []string{"hosts"}},
+		{[]string{"help", "long"}, []string{"long-runs"}},
 		{[]string{"qu"}, []string{"queue"}},
 		{[]string{"queue", "--j"}, []string{"--json"}},
 		{[]string{"run", "--priority", ""}, []string{"low", "normal", "high"}},
