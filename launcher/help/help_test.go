@@ -102,4 +102,24 @@ func TestREADMELinksResolve(t *testing.T) {
 			t.Errorf("the README does not link to launcher/help/%s.md", name)
 		}
 	}
+	// Its other relative links too.
+	for _, m := range regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`).FindAllStringSubmatch(text, -1) {
+		if _, err := os.Stat(filepath.Join("..", "..", filepath.FromSlash(m[1]))); err != nil {
+			t.Errorf("README links to %s: %v", m[1], err)
+		}
+	}
+}
+
+// A guide's relative links lead to files of the repository, as the web
+// shows them.
+func TestGuideLinksResolve(t *testing.T) {
+	linkRE := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
+	for _, name := range order {
+		text, _ := Guide(name)
+		for _, m := range linkRE.FindAllStringSubmatch(text, -1) {
+			if _, err := os.Stat(filepath.FromSlash(m[1])); err != nil {
+				t.Errorf("%s.md links to %s: %v", name, m[1], err)
+			}
+		}
+	}
 }
