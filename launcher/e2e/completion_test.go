@@ -165,8 +165,8 @@ func TestCompletionFish(t *testing.T) {
 }
 
 // zsh is driven for real: an interactive zsh on a pseudo-terminal (zsh's
-// own zpty), the script installed in $fpath as the README and `tfhive help
-// shell-completion` say, compinit, and a Tab typed after the line. Its
+// own zpty), the script installed in $fpath as `tfhive help
+// shell-completion` says, compinit, and a Tab typed after the line. Its
 // output is read until the expected words show, in order; timeout ends a
 // zsh that never shows them.
 const zshScript = `
