@@ -4,5 +4,6 @@
 // an error of an exported kind. It must not import urfave/cli,
 // launcher/cli or package main, nor choose exit codes: flags are
 // launcher/cli's and the exit-code table is main's. It may import probe,
-// schedule and launcher; none of them may import it.
+// schedule, launcher and launcher's packages (view, hostops, doctor, …);
+// none of them may import it.
 package commands
