@@ -152,7 +152,7 @@ func newHost(dir string, p Profile) (*Host, error) {
 	if err := os.Mkdir(h.ClaimsDir(), 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(h.ClaimsDir(), 0o1777); err != nil {
+	if err := os.Chmod(h.ClaimsDir(), os.ModeSticky|0o777); err != nil {
 		return nil, err
 	}
 	if err := h.writeGPU(); err != nil {
