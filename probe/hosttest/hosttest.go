@@ -23,6 +23,7 @@
 package hosttest
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -53,7 +54,9 @@ type Profile struct {
 	// GPUExit is nvidia-smi's exit status.
 	GPUExit int
 	// Python, when set, puts a fake python3 on the host's PATH
-	// (testdata/fake/python3): this machine's own, claiming this version.
+	// (testdata/fake/python3): this machine's own, claiming this version,
+	// without its site packages (python3 -S): a host without modules, as
+	// importing a torch installed here takes seconds.
 	Python string
 	// Down: the host cannot be reached; Dial fails with a refused
 	// connection, as a host whose sshd is not running.
@@ -162,7 +165,7 @@ func newHost(dir string, p Profile) (*Host, error) {
 		if err := os.WriteFile(filepath.Join(dir, "gpu", "python-version"), []byte(p.Python+"\n"), 0o644); err != nil {
 			return nil, err
 		}
-		if err := install("python3", filepath.Join(dir, "bin")); err != nil {
+		if err := installPython(filepath.Join(dir, "bin")); err != nil {
 			return nil, err
 		}
 	}
@@ -200,6 +203,20 @@ func install(name, bin string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(bin, name), data, 0o755)
+}
+
+// installPython installs testdata/fake/python3, made to run this
+// machine's python3 with -S.
+func installPython(bin string) error {
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), "testdata", "fake", "python3"))
+	if err != nil {
+		return err
+	}
+	const exec, noSite = `exec "$real" -c`, `exec "$real" -S -c`
+	if !bytes.Contains(data, []byte(exec)) {
+		return fmt.Errorf("testdata/fake/python3 has no %q to add -S to", exec)
+	}
+	return os.WriteFile(filepath.Join(bin, "python3"), bytes.Replace(data, []byte(exec), []byte(noSite), 1), 0o755)
 }
 
 // RepoRoot is the repository's root, where testdata is.
