@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe/hosttest"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -107,11 +108,21 @@ func TestDetachOnFakeHosts(t *testing.T) {
 	}
 	contains(t, "stderr", o.stderr.String(), "tfhive: run kept started, detached; logs in "+ro.LogDir, "tfhive attach kept")
 
+	// The keeper is heard from on every host a moment after the start.
 	var ps out
-	if err := Ps(context.Background(), PsOptions{Streams: ps.streams(), Hosts: b.hosts, JSON: true}); err != nil {
-		t.Fatal(err)
-	}
-	contains(t, "ps --json", ps.stdout.String(), `"run_id": "kept"`, `"state": "running"`, `"keeper": true`)
+	eventually(t, "ps says the run runs, kept", func() bool {
+		ps = out{}
+		if err := Ps(context.Background(), PsOptions{Streams: ps.streams(), Hosts: b.hosts, JSON: true}); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct{ Runs []launcher.RunOnHost }
+		json.Unmarshal(ps.stdout.Bytes(), &doc)
+		ok := len(doc.Runs) == 2
+		for _, r := range doc.Runs {
+			ok = ok && r.RunID == "kept" && r.State == launcher.RunRunning && r.Keeper != nil && *r.Keeper
+		}
+		return ok
+	})
 	// logs without -f: what the console holds so far, and returns.
 	var l out
 	if err := Logs(context.Background(), FollowOptions{Streams: l.streams(), RunID: "kept", LogDir: ro.LogDir}); err != nil {

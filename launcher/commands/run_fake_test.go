@@ -96,24 +96,31 @@ func TestRunPsQueueKillOnFakeHosts(t *testing.T) {
 		return len(es) == 2
 	})
 
+	// Its state is read from the hosts' run directories, written a
+	// moment after the tasks start.
+	var runs struct {
+		Runs []launcher.RunOnHost `json:"runs"`
+	}
+	eventually(t, "ps --json says the run runs", func() bool {
+		var psj out
+		if err := Ps(context.Background(), PsOptions{Streams: psj.streams(), Hosts: b.hosts, JSON: true}); err != nil {
+			t.Fatalf("ps --json: %v", err)
+		}
+		if err := json.Unmarshal(psj.stdout.Bytes(), &runs); err != nil {
+			t.Fatalf("ps --json: %v\n%s", err, psj.stdout.String())
+		}
+		return len(runs.Runs) == 2 && runs.Runs[0].State == launcher.RunRunning && runs.Runs[1].State == launcher.RunRunning
+	})
+	for _, r := range runs.Runs {
+		if r.RunID != "holder" || len(r.GPUs) != 1 || len(r.Tasks) != 1 || r.Keeper == nil || !*r.Keeper {
+			t.Errorf("ps --json: %+v", r)
+		}
+	}
 	var ps out
 	if err := Ps(context.Background(), PsOptions{Streams: ps.streams(), Hosts: b.hosts}); err != nil {
 		t.Fatalf("ps: %v", err)
 	}
 	contains(t, "ps", ps.stdout.String(), "RUN", "holder", "worker:0", "worker:1", "running")
-	var psj out
-	if err := Ps(context.Background(), PsOptions{Streams: psj.streams(), Hosts: b.hosts, JSON: true}); err != nil {
-		t.Fatalf("ps --json: %v", err)
-	}
-	var runs struct {
-		Runs []launcher.RunOnHost `json:"runs"`
-	}
-	if err := json.Unmarshal(psj.stdout.Bytes(), &runs); err != nil {
-		t.Fatalf("ps --json: %v\n%s", err, psj.stdout.String())
-	}
-	if len(runs.Runs) != 2 || runs.Runs[0].RunID != "holder" || len(runs.Runs[0].GPUs) != 1 || runs.Runs[0].State != launcher.RunRunning {
-		t.Errorf("ps --json: %+v", runs.Runs)
-	}
 
 	// Four GPUs wanted, two free: the second run waits, in the queue.
 	var o2 syncOut
