@@ -123,12 +123,16 @@ func TestDetachOnFakeHosts(t *testing.T) {
 		}
 		return ok
 	})
-	// logs without -f: what the console holds so far, and returns.
+	// logs without -f: what the console holds so far, and returns (the
+	// keeper says the run started once it told the first tfhive).
 	var l out
-	if err := Logs(context.Background(), FollowOptions{Streams: l.streams(), RunID: "kept", LogDir: ro.LogDir}); err != nil {
-		t.Fatalf("logs: %v", err)
-	}
-	contains(t, "logs", l.stdout.String(), "tfhive: run kept: 2 tasks on")
+	eventually(t, "logs shows the run's start", func() bool {
+		l = out{}
+		if err := Logs(context.Background(), FollowOptions{Streams: l.streams(), RunID: "kept", LogDir: ro.LogDir}); err != nil {
+			t.Fatalf("logs: %v", err)
+		}
+		return strings.Contains(l.stdout.String(), "tfhive: run kept: 2 tasks on 2 hosts")
+	})
 
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
