@@ -268,12 +268,18 @@ func (h *Host) MachineID() string {
 
 // RunDir is run id's directory on the host, ~/.tfhive/runs-KEY/ID
 // (launcher/scripts/rundir.sh), KEY the machine id, or "host-" and the
-// hostname on a machine without one.
+// hostname (other characters than letters, digits and ._- made _) on a
+// machine without a valid one.
 func (h *Host) RunDir(id string) string {
 	key := h.MachineID()
-	if key == "" {
+	if key == "" || strings.Trim(key, "0123456789abcdef") != "" {
 		n, _ := os.Hostname()
-		key = "host-" + n
+		key = "host-" + strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r) {
+				return r
+			}
+			return '_'
+		}, n)
 	}
 	return filepath.Join(h.Home(), ".tfhive", "runs-"+key, id)
 }
