@@ -127,10 +127,16 @@ func contains(t *testing.T, what, got string, want ...string) {
 // eventually polls cond every 20 ms for up to 15 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	eventuallySaying(t, what, cond, func() string { return "" })
+}
+
+// eventuallySaying is eventually, saying what last shows on failure.
+func eventuallySaying(t *testing.T, what string, cond func() bool, last func() string) {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15s", what)
+			t.Fatalf("%s: not within 15s\n%s", what, last())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

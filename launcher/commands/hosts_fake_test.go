@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -276,15 +277,27 @@ func TestLogsAndAdoptFromHostsOnFakeHosts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run --detach: %v\n%s", err, o.stderr.String())
 	}
+	// The keeper dies once both tasks are well under way.
+	eventually(t, "both workers print", func() bool {
+		for _, name := range []string{"worker-0.log", "worker-1.log"} {
+			if data, _ := os.ReadFile(filepath.Join(ro.LogDir, name)); !strings.HasSuffix(string(data), "\n100\n") {
+				return false
+			}
+		}
+		return true
+	})
 	keeper := keeperPid(t, ro.LogDir)
 	syscall.Kill(keeper, syscall.SIGKILL)
 	eventually(t, "the keeper's end", func() bool { return !runGoesOn(ro.LogDir) })
 
 	var l out
-	eventually(t, "logs -H shows worker:1's first lines", func() bool {
+	var lerr error
+	eventuallySaying(t, "logs -H shows worker:1's first lines", func() bool {
 		l = out{}
-		err := Logs(context.Background(), FollowOptions{Streams: l.streams(), RunID: "adoptme", FromHosts: true, Hosts: b.hosts, Task: "worker:1"})
-		return err == nil && strings.HasSuffix(l.stdout.String(), "\n100\n")
+		lerr = Logs(context.Background(), FollowOptions{Streams: l.streams(), RunID: "adoptme", FromHosts: true, Hosts: b.hosts, Task: "worker:1"})
+		return lerr == nil && strings.HasSuffix(l.stdout.String(), "\n100\n")
+	}, func() string {
+		return fmt.Sprintf("error: %v\nstdout:\n%s\nstderr:\n%s", lerr, l.stdout.String(), l.stderr.String())
 	})
 	l = out{}
 	if err := Logs(context.Background(), FollowOptions{Streams: l.streams(), RunID: "adoptme", FromHosts: true, Hosts: b.hosts}); err != nil {
