@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/commands"
+	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -353,8 +354,8 @@ func TestExitCodes(t *testing.T) {
 		{&launcher.ClaimConflictError{Conflicts: []string{"a"}}, exitNoGPUs},
 		{&launcher.ClaimBlockedError{Blocked: []string{"a"}}, exitNoGPUs},
 		{&commands.UnreachableError{Bad: 1, Total: 2}, exitUnreachable},
-		{&commands.DifferError{Problems: []launcher.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitFailure},
-		{&commands.CheckError{Problems: []launcher.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitUsage},
+		{&commands.DifferError{Problems: []doctor.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitFailure},
+		{&commands.CheckError{Problems: []doctor.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitUsage},
 		{run(7), 7},
 		{run(launcher.ExitTimeout), 124},
 		{run(launcher.ExitHostLost), exitUnreachable},
@@ -384,7 +385,7 @@ func TestReport(t *testing.T) {
 			"tfhive: error: 1 of 2 hosts could not be reached\ntfhive:   b: connection refused\n"},
 		{&commands.RunFailedError{Summary: &launcher.Summary{RunID: "r1", Result: "failed", Reason: "worker:1 on gpu02 exited 7", ExitCode: 7}},
 			"tfhive: error: run r1 failed: worker:1 on gpu02 exited 7\n"},
-		{&commands.CheckError{Problems: []launcher.Problem{{Text: "b: torch 2.0, where 2 of 3 hosts have 2.1"}, {Text: "c: setup failed: false"}}},
+		{&commands.CheckError{Problems: []doctor.Problem{{Text: "b: torch 2.0, where 2 of 3 hosts have 2.1"}, {Text: "c: setup failed: false"}}},
 			"tfhive: error: --check: b: torch 2.0, where 2 of 3 hosts have 2.1 (and 1 more)\n" +
 				"tfhive:   b: torch 2.0, where 2 of 3 hosts have 2.1\ntfhive:   c: setup failed: false\n" +
 				"tfhive: hint: tfhive doctor shows every host side by side; run without --check to start anyway\n"},

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/remotetest"
@@ -120,9 +121,9 @@ func TestFindRunAndAdoptedPlan(t *testing.T) {
 	}
 	var got []string
 	for _, tk := range p.Tasks {
-		got = append(got, tk.ID+"="+tk.Role+"/"+string(rune('0'+tk.Index))+"@"+tk.Host+intList(tk.GPUs))
+		got = append(got, tk.ID+"="+tk.Role+"/"+string(rune('0'+tk.Index))+"@"+tk.Host+view.IntList(tk.GPUs))
 	}
-	if want := []string{"ps:0=ps/0@h1" + intList([]int{0}), "worker:0=worker/0@h1" + intList([]int{1}), "worker:1=worker/1@h2" + intList([]int{0})}; !slices.Equal(got, want) {
+	if want := []string{"ps:0=ps/0@h1" + view.IntList([]int{0}), "worker:0=worker/0@h1" + view.IntList([]int{1}), "worker:1=worker/1@h2" + view.IntList([]int{0})}; !slices.Equal(got, want) {
 		t.Errorf("tasks %q, want %q", got, want)
 	}
 

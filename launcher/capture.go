@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // --capture NAME=REGEX: the last match of REGEX's first group in a task's
@@ -84,6 +86,9 @@ type CaptureError struct {
 func (e *CaptureError) Error() string { return e.Msg }
 
 var captureNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// ValidCaptureName: name could be a --capture's.
+func ValidCaptureName(name string) bool { return captureNameRE.MatchString(name) }
 
 // ParseCaptures reads --capture NAME=REGEX values. The errors are one line
 // each, for a usage error.
@@ -390,7 +395,7 @@ func writeMetricsLine(w io.Writer, s *Summary) error {
 			v = "-"
 		}
 		// Cut and made safe as a table cell: it comes from a task.
-		parts = append(parts, name+"="+sanitizeCellString(v))
+		parts = append(parts, name+"="+view.SanitizeCell(v))
 	}
 	_, err := fmt.Fprintf(w, "metrics: %s\n", strings.Join(parts, " "))
 	return err

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/gpuquery"
 )
 
@@ -116,7 +117,7 @@ func (it *idleTrack) add(t time.Time, mean float64, window time.Duration) (warn 
 	if d < window || d == 0 {
 		return ""
 	}
-	line := fmt.Sprintf("GPU idle (%.0f%%) for %s", it.sum/float64(it.n), shortDuration(d))
+	line := fmt.Sprintf("GPU idle (%.0f%%) for %s", it.sum/float64(it.n), view.ShortDuration(d))
 	if !it.warned {
 		it.warned, it.note, it.warnedSince = true, line, it.since
 		return line
@@ -125,14 +126,6 @@ func (it *idleTrack) add(t time.Time, mean float64, window time.Duration) (warn 
 		it.note = line
 	}
 	return ""
-}
-
-// shortDuration: "3m" from a minute on, "1.2s" below.
-func shortDuration(d time.Duration) string {
-	if d >= time.Minute {
-		return strings.TrimSuffix(d.Truncate(time.Minute).String(), "0s")
-	}
-	return d.Round(100 * time.Millisecond).String()
 }
 
 // usageBook collects the samples of every host's sampler: per task, the
@@ -313,7 +306,7 @@ func writeIdleNotes(w io.Writer, s *Summary) error {
 	}
 	for _, t := range s.Tasks {
 		if u := t.GPUUsage; u != nil && u.Idle != "" {
-			if _, err := fmt.Fprintf(w, "note: %s on %s: %s\n", t.ID, sanitizeCells([]string{t.Host})[0], u.Idle); err != nil {
+			if _, err := fmt.Fprintf(w, "note: %s on %s: %s\n", t.ID, view.SanitizeCells([]string{t.Host})[0], u.Idle); err != nil {
 				return err
 			}
 		}

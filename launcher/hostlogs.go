@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/wording"
@@ -296,7 +297,7 @@ func (p *linePrinter) task(name, host string) {
 			n = len(p.colors)
 			p.colors[label] = n
 		}
-		clean, _ := appendSanitized(nil, []byte(label), sanitizeConsole)
+		clean, _ := view.AppendSanitized(nil, []byte(label), view.ConsoleMode)
 		label = "\x1b[" + outColors[n%len(outColors)] + "m" + string(clean) + outReset
 	}
 	p.prefix = []byte(label)
@@ -309,7 +310,7 @@ func (p *linePrinter) emit(text []byte) error {
 		b = append(b, ' ')
 		if !p.tty {
 			b = append(b, text...)
-		} else if s, sgr := appendSanitized(b, text, sanitizeConsole); sgr {
+		} else if s, sgr := view.AppendSanitized(b, text, view.ConsoleMode); sgr {
 			b = append(s, outReset...)
 		} else {
 			b = s

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // intruderMarker starts a sampler's line naming a process on one of the
@@ -32,7 +34,7 @@ func (in Intruder) String() string {
 	if user == "" {
 		user = "?"
 	}
-	return fmt.Sprintf("%s:%d %s", user, in.PID, truncate(in.Command, 60))
+	return fmt.Sprintf("%s:%d %s", user, in.PID, view.Truncate(in.Command, 60))
 }
 
 // parseIntruder reads what follows the marker. User and command come from
@@ -51,8 +53,8 @@ func parseIntruder(s string) (Intruder, bool) {
 	in := Intruder{GPU: gpu, PID: pid}
 	if len(f) == 3 {
 		user, cmd, _ := strings.Cut(strings.TrimSpace(f[2]), " ")
-		in.User = sanitizeCells([]string{user})[0]
-		in.Command = strings.TrimSpace(sanitizeCells([]string{cmd})[0])
+		in.User = view.SanitizeCells([]string{user})[0]
+		in.Command = strings.TrimSpace(view.SanitizeCells([]string{cmd})[0])
 	}
 	return in, true
 }
@@ -92,7 +94,7 @@ func (b *usageBook) intrudersOf(i int) []Intruder {
 func writeIntruderNotes(w io.Writer, s *Summary) error {
 	for _, t := range s.Tasks {
 		for _, in := range t.Intruders {
-			if _, err := fmt.Fprintf(w, "note: %s on %s: intruder on GPU %d: %s (first seen %s)\n", t.ID, sanitizeCells([]string{t.Host})[0],
+			if _, err := fmt.Fprintf(w, "note: %s on %s: intruder on GPU %d: %s (first seen %s)\n", t.ID, view.SanitizeCells([]string{t.Host})[0],
 				in.GPU, in, in.Seen.Format("15:04:05 UTC")); err != nil {
 				return err
 			}

@@ -12,6 +12,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // Output fan-in: every task's stdout and stderr go to the task's log file,
@@ -34,7 +36,7 @@ import (
 //     are created. Red comes last, so that it shows only with six tasks or
 //     more: it reads a little like "error".
 //   - On a terminal, the task's text keeps its colours (SGR) and tabs, and
-//     every other control byte or sequence is shown inert (sanitize.go), so
+//     every other control byte or sequence is shown inert (view/sanitize.go), so
 //     that a task cannot retitle the window, write the clipboard, move the
 //     cursor or clear the screen. A line that set a colour ends with a
 //     reset, so that the colour (or SGR 8, concealed) does not reach the
@@ -125,7 +127,7 @@ func (c *Console) Printf(format string, a ...any) {
 	}
 	if c.tty {
 		var sgr bool
-		if b, sgr = appendSanitized(nil, b, sanitizeConsole); sgr {
+		if b, sgr = view.AppendSanitized(nil, b, view.ConsoleMode); sgr {
 			b = append(b, outReset...)
 		}
 	}
@@ -316,7 +318,7 @@ func (t *TaskOutput) emit(line []byte) {
 		t.batch = append(t.batch, ' ')
 		if !t.c.tty {
 			t.batch = append(t.batch, line...)
-		} else if b, sgr := appendSanitized(t.batch, line, sanitizeConsole); sgr {
+		} else if b, sgr := view.AppendSanitized(t.batch, line, view.ConsoleMode); sgr {
 			t.batch = append(b, outReset...)
 		} else {
 			t.batch = b

@@ -3,11 +3,13 @@ package launcher
 import (
 	"bytes"
 	"io"
+
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // ReplayWriter shows, on a terminal, output that was written to a file
 // as is (a detached run's console, a task's log): line by line, each
-// line sanitised as the live console does (sanitize.go). Close writes
+// line sanitised as the live console does (view/sanitize.go). Close writes
 // what is left of an unfinished last line.
 type ReplayWriter struct {
 	w   io.Writer
@@ -47,7 +49,7 @@ func (r *ReplayWriter) flush(b []byte) error {
 		}
 		b = b[len(line):]
 		var sgr bool
-		if out, sgr = appendSanitized(out, bytes.TrimSuffix(line, []byte("\n")), sanitizeConsole); sgr {
+		if out, sgr = view.AppendSanitized(out, bytes.TrimSuffix(line, []byte("\n")), view.ConsoleMode); sgr {
 			out = append(out, outReset...)
 		}
 		if bytes.HasSuffix(line, []byte("\n")) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // Restarts (tfhive run --restarts): a task's supervisor runs it again,
@@ -569,7 +571,7 @@ func writeRestartNotes(w io.Writer, s *Summary) error {
 			if a.Host != "" {
 				host = a.Host
 			}
-			if _, err := fmt.Fprintf(w, "restart: %s on %s: attempt %d %s after %s; %s\n", t.ID, sanitizeCells([]string{host})[0],
+			if _, err := fmt.Fprintf(w, "restart: %s on %s: attempt %d %s after %s; %s\n", t.ID, view.SanitizeCells([]string{host})[0],
 				a.Attempt, how, a.Duration.Round(100*time.Millisecond), a.Restart); err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -982,7 +983,7 @@ func writeJSONFile(path string, v any) (err error) {
 	}()
 	w := bufio.NewWriter(f)
 	if p, ok := v.(*schedule.Plan); ok {
-		err = WritePlanJSON(w, p)
+		err = view.WritePlanJSON(w, p)
 	} else {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -1011,12 +1012,12 @@ func WriteSummary(w io.Writer, s *Summary) error {
 		if t.LogTruncated {
 			outcome += " (host log truncated: disk full)"
 		}
-		rows = append(rows, []string{t.Role, fmt.Sprint(t.Index), t.Host, intList(t.GPUs), outcome, t.Duration.Round(100 * time.Millisecond).String(), t.Log})
+		rows = append(rows, []string{t.Role, fmt.Sprint(t.Index), t.Host, view.IntList(t.GPUs), outcome, t.Duration.Round(100 * time.Millisecond).String(), t.Log})
 	}
 	header := []string{"ROLE", "INDEX", "HOST", "GPUS", "OUTCOME", "DURATION", "LOG"}
 	header, rows = withUsageColumns(s, header, rows)
 	header, rows = withAttemptsColumn(s, header, rows)
-	if err := writeTable(w, header, rows); err != nil {
+	if err := view.WriteTable(w, header, rows); err != nil {
 		return err
 	}
 	if err := writeIdleNotes(w, s); err != nil {

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func TestScriptsShellcheck(t *testing.T) {
 // command line's scripts joined into one line.
 func TestScriptsSentAsWritten(t *testing.T) {
 	for name, s := range map[string]shscript.Script{"read-stage.sh": readStage, "supervisor-command.sh": supervisorLine,
-		"supervisor-claim.sh": claimSh, "supervisor-run.sh": runSh, "task.sh": taskSh, "attach.sh": attachSh, "find-run.sh": findRunSh, "sample.sh": sampleSh, "logs.sh": logsSh, "kill.sh": killSh, "doctor.sh": doctorSh, "mux.sh": muxSh} {
+		"supervisor-claim.sh": claimSh, "supervisor-run.sh": runSh, "task.sh": taskSh, "attach.sh": attachSh, "find-run.sh": findRunSh, "sample.sh": sampleSh, "logs.sh": logsSh, "mux.sh": muxSh} {
 		shscripttest.SameMeaning(t, name, s)
 	}
 	if strings.Contains(SupervisorCommand, "\n") {
@@ -41,12 +42,36 @@ func TestScriptsFormats(t *testing.T) {
 		{attachSh, []string{"'" + streamMarker + "'", "printf '%s %s\\n' '" + strings.TrimSpace(truncatedMarker) + "' \"$tfhive_mark\""}},
 		{logsSh, []string{"'" + streamMarker + "'", "'" + logsMarker + "'", `"` + logMarker + `"`, "'" + noneMarker}},
 		{readStage, []string{"exit " + busy + ";"}},
-		{killSh, []string{`$k == "` + claim.HolderMarker + `"`}},
 	} {
 		for _, want := range tt.want {
 			if !strings.Contains(tt.s.Text(), want) {
 				t.Errorf("%.40q… does not hold %q", tt.s.Text(), want)
 			}
+		}
+	}
+}
+
+// The low run's watch takes a request named HIGH.LOW, or HIGH.WORD.LOW
+// with WORD 16 hex digits, for the runs its label names, and no other.
+func TestPreemptWatchRequestNames(t *testing.T) {
+	src, err := scripts.ReadFile("scripts/preempt-watch.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{
+		"hi.lo":                     true,
+		"hi.0123456789abcdef.lo":    true,
+		"hi.0123456789abcde.lo":     false,
+		"hi.0123456789ABCDEF.lo":    false,
+		"hi.x.0123456789abcdef.lo":  false,
+		"hi.lo.0123456789abcdef":    false,
+		"other.0123456789abcdef.lo": false,
+		"hi.lo2":                    false,
+	} {
+		cmd := exec.Command("bash", "-c", "tfhive_preempt= tfhive_grace=1\n"+string(src)+"\ntfhive_request_name \"$1\" hi lo", "-", name)
+		err := cmd.Run()
+		if got := err == nil; got != want {
+			t.Errorf("%s: taken %v, want %v (%v)", name, got, want, err)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package launcher
 
 import (
 	"embed"
+	"io"
+	"io/fs"
 	"maps"
 	"slices"
 	"strconv"
@@ -108,6 +110,17 @@ var (
 // can start it ahead of the plan (probe.Options.Then) and it holds no
 // secret: `ps` shows only this.
 var SupervisorCommand = "exec sh -c " + shellescape.Quote(supervisorLine.With(shscript.Set("tfhive_read", readStage.Text())))
+
+// RunDirFS holds scripts/rundir.sh, the helpers with which every script
+// that reads or removes a kept run's files on a host finds and checks its
+// directory. Scripts of other packages that do so (hostops' gc-runs.sh)
+// start with this one copy, so that all agree on where a run's files are
+// and which directories may be trusted.
+func RunDirFS() fs.FS { return scripts }
+
+// WriteChunked sends a stage to SupervisorCommand as the supervisor's own
+// are sent (writeChunked), for the packages that start it themselves.
+func WriteChunked(w io.Writer, s string) error { return writeChunked(w, s) }
 
 // supervisorInput is all a supervisor is sent before its control lines:
 // the claim stage and the task stage, each behind its length.

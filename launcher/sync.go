@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -26,18 +25,4 @@ type CodeHostReport struct {
 	Sent      bool          `json:"sent"`
 	BytesSent int64         `json:"bytes_sent"`
 	Duration  time.Duration `json:"duration_ns"`
-}
-
-// Size writes a byte count for a person: 512 B, 3.4 KiB, 1.2 GiB.
-func Size(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }

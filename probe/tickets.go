@@ -9,7 +9,7 @@ import (
 	"github.com/tfhive/tfhive/probe/inventory"
 )
 
-// TicketMarker is the word before a ticket holder's label (launcher's
+// TicketMarker is the word before a ticket holder's label (launcher/hostops'
 // scripts/ticket.sh): "tfhive-ticket DIR NAME RUN PRIORITY SINCE SHAPE".
 const TicketMarker = "tfhive-ticket"
 

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -155,7 +156,7 @@ func CompleteRuns(ctx context.Context, h HostOptions, ended bool) []Candidate {
 // liveRuns probes the hosts' claims within completeBudget. A Tab must
 // not change anything: new host keys are never trusted, and nothing is
 // printed (warnings would land in the middle of the user's command line).
-func liveRuns(ctx context.Context, h HostOptions) []launcher.RunOnHost {
+func liveRuns(ctx context.Context, h HostOptions) []view.RunOnHost {
 	h.AcceptNewHostKeys = false
 	if h.ConnectTimeout <= 0 || h.ConnectTimeout > completeBudget {
 		h.ConnectTimeout = completeBudget
@@ -172,10 +173,10 @@ func liveRuns(ctx context.Context, h HostOptions) []launcher.RunOnHost {
 	}
 	ctx, cancel := context.WithTimeout(ctx, completeBudget)
 	defer cancel()
-	done := make(chan []launcher.RunOnHost, 1)
+	done := make(chan []view.RunOnHost, 1)
 	go func() {
 		defer fleet.Close()
-		done <- launcher.Runs(fleet.Probe(ctx))
+		done <- hostops.Runs(fleet.Probe(ctx))
 	}()
 	// The probe ends at the deadline; should a host hold it up anyway,
 	// the shell still gets its answer a moment later.

@@ -3,5 +3,6 @@
 // options, opens the fleet, probes, plans or launches, prints, and returns
 // an error of an exported kind. It must not import urfave/cli or package
 // main, nor choose exit codes: flags and the exit-code table are main's. It
-// may import probe, schedule and launcher; none of them may import it.
+// may import probe, schedule, launcher and launcher's packages (view,
+// hostops, doctor, …); none of them may import it.
 package commands

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -53,7 +54,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	if err != nil {
 		return err
 	}
-	dopts := launcher.DoctorOptions{
+	dopts := doctor.Options{
 		Modules: mods, Workdir: o.Workdir, Setup: o.Setup,
 		Timeout: o.Hosts.CommandTimeout, Parallel: o.Hosts.Parallel,
 	}
@@ -72,24 +73,24 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 			todo = append(todo, h)
 		}
 	}
-	checked := launcher.Doctor(ctx, todo, executors(fleet), dopts)
+	checked := doctor.Check(ctx, todo, executors(fleet), dopts)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	hosts := make([]launcher.DoctorHost, 0, len(inv.Hosts))
+	hosts := make([]doctor.Host, 0, len(inv.Hosts))
 	for _, h := range inv.Hosts {
 		if why, ok := failed[h.Name]; ok {
-			hosts = append(hosts, launcher.DoctorHost{Host: h.Name, Error: "--sync: " + why})
+			hosts = append(hosts, doctor.Host{Host: h.Name, Error: "--sync: " + why})
 			continue
 		}
 		hosts = append(hosts, checked[0])
 		checked = checked[1:]
 	}
-	rep := launcher.CompareDoctor(hosts, mods)
+	rep := doctor.Compare(hosts, mods)
 	if o.JSON {
-		err = launcher.WriteDoctorJSON(o.Stdout, rep)
+		err = doctor.WriteJSON(o.Stdout, rep)
 	} else {
-		err = launcher.WriteDoctor(o.Stdout, rep)
+		err = doctor.Write(o.Stdout, rep)
 	}
 	if err != nil {
 		return err
@@ -103,7 +104,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 // syncForDoctor sends the tree to every reachable host that lacks it and
 // says where it is on each, and why it is not on those it could not be
 // sent to. Only an interruption is an error.
-func syncForDoctor(ctx context.Context, s *syncer, inv inventory.Inventory) (*launcher.DoctorCode, map[string]string, error) {
+func syncForDoctor(ctx context.Context, s *syncer, inv inventory.Inventory) (*doctor.Code, map[string]string, error) {
 	failed := map[string]string{}
 	code := &schedule.PlanCode{Code: *codeOf(s.tree)}
 	for _, h := range inv.Hosts {
@@ -124,7 +125,7 @@ func syncForDoctor(ctx context.Context, s *syncer, inv inventory.Inventory) (*la
 			return nil, nil, err
 		}
 	}
-	dc := &launcher.DoctorCode{Hash: s.tree.Hash, Dirs: map[string]string{}}
+	dc := &doctor.Code{Hash: s.tree.Hash, Dirs: map[string]string{}}
 	for _, h := range code.Hosts {
 		if why, ok := s.failed[h.Host]; ok {
 			failed[h.Host] = why
@@ -139,11 +140,11 @@ func syncForDoctor(ctx context.Context, s *syncer, inv inventory.Inventory) (*la
 // names travel to the hosts as Python's arguments.
 func doctorModules(imports []string) ([]string, error) {
 	for _, m := range imports {
-		if !launcher.ValidModule(m) {
+		if !doctor.ValidModule(m) {
 			return nil, &UsageError{Msg: fmt.Sprintf("--import %q is not a Python module name", m), Fix: "name a module as Python imports it, e.g. --import numpy or --import torch.distributed"}
 		}
 	}
-	return launcher.DoctorModules(imports), nil
+	return doctor.Modules(imports), nil
 }
 
 // executors are the fleet's connections by host name.
@@ -160,8 +161,8 @@ func executors(fleet *probe.Fleet) map[string]remote.Executor {
 // planCheck is `run --check`: the plan's hosts are checked before any
 // claim is taken, each once however often the run plans again.
 type planCheck struct {
-	opts launcher.DoctorOptions
-	done map[string]launcher.DoctorHost
+	opts doctor.Options
+	done map[string]doctor.Host
 }
 
 // check refuses the plan when its hosts differ, naming host and item.
@@ -177,17 +178,17 @@ func (c *planCheck) check(ctx context.Context, fleet *probe.Fleet, inv inventory
 			}
 		}
 	}
-	for _, d := range launcher.Doctor(ctx, todo, executors(fleet), c.opts) {
+	for _, d := range doctor.Check(ctx, todo, executors(fleet), c.opts) {
 		c.done[d.Host] = d
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var hosts []launcher.DoctorHost
+	var hosts []doctor.Host
 	for _, name := range plan.Hosts() {
 		hosts = append(hosts, c.done[name])
 	}
-	if rep := launcher.CompareDoctor(hosts, c.opts.Modules); rep.Differs {
+	if rep := doctor.Compare(hosts, c.opts.Modules); rep.Differs {
 		return &CheckError{Problems: rep.Problems()}
 	}
 	return nil
@@ -195,7 +196,7 @@ func (c *planCheck) check(ctx context.Context, fleet *probe.Fleet, inv inventory
 
 // DifferError is `tfhive doctor` finding hosts that differ, or that could
 // not be checked; the table, already printed, marks where.
-type DifferError struct{ Problems []launcher.Problem }
+type DifferError struct{ Problems []doctor.Problem }
 
 func (e *DifferError) Error() string { return "the hosts differ: " + firstProblem(e.Problems) }
 
@@ -204,7 +205,7 @@ func (e *DifferError) Details() []string { return moreProblems(e.Problems) }
 
 // CheckError is `run --check` refusing to start: the plan's hosts differ.
 // Nothing was claimed or started.
-type CheckError struct{ Problems []launcher.Problem }
+type CheckError struct{ Problems []doctor.Problem }
 
 func (e *CheckError) Error() string { return "--check: " + firstProblem(e.Problems) }
 
@@ -216,7 +217,7 @@ func (e *CheckError) Hint() string {
 	return "tfhive doctor shows every host side by side; run without --check to start anyway"
 }
 
-func firstProblem(ps []launcher.Problem) string {
+func firstProblem(ps []doctor.Problem) string {
 	if len(ps) == 0 {
 		return "no detail"
 	}
@@ -226,7 +227,7 @@ func firstProblem(ps []launcher.Problem) string {
 	return ps[0].Text
 }
 
-func moreProblems(ps []launcher.Problem) []string {
+func moreProblems(ps []doctor.Problem) []string {
 	if len(ps) < 2 {
 		return nil
 	}

@@ -11,8 +11,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
@@ -29,7 +30,7 @@ type GCOptions struct {
 
 // GC removes, on every host, the --sync trees nothing uses that were not
 // used lately, and the files of this user's runs that ended longer ago
-// than --older-than (launcher.RunRetention without it), never a running
+// than --older-than (hostops.RunRetention without it), never a running
 // run's; it says how much space that freed and what it kept.
 func GC(ctx context.Context, o GCOptions) error {
 	if o.OlderThan < 0 {
@@ -45,7 +46,7 @@ func GC(ctx context.Context, o GCOptions) error {
 		return err
 	}
 	reports := make([]codesync.GCReport, len(fleet.Hosts))
-	runs := make([]launcher.RunsGCReport, len(fleet.Hosts))
+	runs := make([]hostops.RunsGCReport, len(fleet.Hosts))
 	errs := make([]error, len(fleet.Hosts))
 	var g errgroup.Group
 	g.SetLimit(max(o.Hosts.Parallel, 1))
@@ -58,7 +59,7 @@ func GC(ctx context.Context, o GCOptions) error {
 			// (one home) each see only their own processes.
 			reports[i], errs[i] = codesync.GC(ctx, fleet.Executor(i), o.OlderThan, true, nil)
 			if errs[i] == nil {
-				runs[i], errs[i] = launcher.GCRuns(ctx, fleet.Executor(i), o.OlderThan, o.DryRun)
+				runs[i], errs[i] = hostops.GCRuns(ctx, fleet.Executor(i), o.OlderThan, o.DryRun)
 			}
 			return nil
 		})
@@ -136,12 +137,12 @@ func GC(ctx context.Context, o GCOptions) error {
 				} else {
 					fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(reports[i], freed, max(o.OlderThan, codesync.MinKeep)))
 				}
-				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, runs[i].Line(freed, cmp.Or(o.OlderThan, launcher.RunRetention)))
+				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, runs[i].Line(freed, cmp.Or(o.OlderThan, hostops.RunRetention)))
 			}
 		}
 		hj.RunsDir, hj.Runs = runs[i].Dir, []gcRunJSON{}
 		for _, d := range runs[i].Runs {
-			gone := d.Kind == launcher.RunGone
+			gone := d.Kind == hostops.RunGone
 			hj.Runs = append(hj.Runs, gcRunJSON{RunID: d.Run, State: gcRunStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
 			if gone {
 				hj.RunsFreedBytes += d.KiB * 1024
@@ -168,7 +169,7 @@ func GC(ctx context.Context, o GCOptions) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(o.Stdout, "tfhive: gc %s %s on %s\n", freed, launcher.Size(total*1024), wording.Count(hosts, "host"))
+		fmt.Fprintf(o.Stdout, "tfhive: gc %s %s on %s\n", freed, view.Size(total*1024), wording.Count(hosts, "host"))
 	}
 	if len(failed) > 0 {
 		return errors.New("gc failed on " + strings.Join(failed, "; "))
@@ -216,10 +217,10 @@ type gcRunJSON struct {
 
 // gcRunStates name the launcher's kinds of run directory in the JSON.
 var gcRunStates = map[byte]string{
-	launcher.RunGone:   "ended",
-	launcher.RunLive:   "running",
-	launcher.RunNew:    "recent",
-	launcher.RunNotOwn: "not_own",
+	hostops.RunGone:   "ended",
+	hostops.RunLive:   "running",
+	hostops.RunNew:    "recent",
+	hostops.RunNotOwn: "not_own",
 }
 
 // gcTreeJSON is one directory of a host's cache: State says why gc
@@ -252,7 +253,7 @@ func gcLine(r codesync.GCReport, freed string, keep time.Duration) string {
 			kept += d.KiB
 		}
 	}
-	line := fmt.Sprintf("%s %s", freed, launcher.Size(r.Freed()*1024))
+	line := fmt.Sprintf("%s %s", freed, view.Size(r.Freed()*1024))
 	var parts []string
 	if n := count[codesync.Removed]; n > 0 {
 		parts = append(parts, wording.Count(n, "tree"))
@@ -274,7 +275,7 @@ func gcLine(r codesync.GCReport, freed string, keep time.Duration) string {
 		parts = append(parts, fmt.Sprintf("%s perhaps under way", wording.Count(n, "transfer")))
 	}
 	if len(parts) > 0 {
-		line += fmt.Sprintf("; kept %s: %s", launcher.Size(kept*1024), strings.Join(parts, ", "))
+		line += fmt.Sprintf("; kept %s: %s", view.Size(kept*1024), strings.Join(parts, ", "))
 	}
 	if len(r.Dirs) == 0 {
 		line += " (nothing in " + r.Dir + ")"

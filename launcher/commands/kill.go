@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 )
@@ -38,10 +39,10 @@ func Kill(ctx context.Context, o KillOptions) error {
 	if err != nil {
 		return err
 	}
-	var targets []launcher.RunOnHost
+	var targets []view.RunOnHost
 	var others []string
 	execs := map[string]remote.Executor{}
-	for _, r := range launcher.Runs(inv) {
+	for _, r := range hostops.Runs(inv) {
 		if r.RunID != o.RunID {
 			continue
 		}
@@ -72,7 +73,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: %s; left alone\n", other)
 	}
 	var failed []string
-	for _, res := range launcher.Kill(ctx, targets, execs, o.Grace, o.Hosts.Parallel) {
+	for _, res := range hostops.Kill(ctx, targets, execs, o.Grace, o.Hosts.Parallel) {
 		if res.Err != nil {
 			failed = append(failed, res.Host+": "+res.Err.Error())
 			continue

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
@@ -51,9 +51,9 @@ func Plan(ctx context.Context, o PlanOptions) error {
 		return err
 	}
 	if o.JSON {
-		return launcher.WritePlanJSON(o.Stdout, plan)
+		return view.WritePlanJSON(o.Stdout, plan)
 	}
-	return launcher.WritePlan(o.Stdout, plan)
+	return view.WritePlan(o.Stdout, plan)
 }
 
 // request builds and validates the job request before any host is

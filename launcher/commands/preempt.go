@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/wording"
@@ -17,7 +17,7 @@ import (
 // whose GPUs would let it start to stop, on hosts whose policy allows it
 // (schedule.Preemptions): their own supervisors stop them. A victim is
 // asked once; its GPUs freed, the next attempt starts the run.
-func preempt(ctx context.Context, fleet *probe.Fleet, tickets *launcher.Tickets, inv inventory.Inventory, req schedule.Request, stderr io.Writer) {
+func preempt(ctx context.Context, fleet *probe.Fleet, tickets *hostops.Tickets, inv inventory.Inventory, req schedule.Request, stderr io.Writer) {
 	vs := schedule.Preemptions(inv, req)
 	if len(vs) == 0 {
 		return

@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // PsOptions are `tfhive ps`'s.
@@ -29,11 +30,11 @@ func Ps(ctx context.Context, o PsOptions) error {
 	if err != nil {
 		return err
 	}
-	runs := launcher.Runs(inv)
+	runs := hostops.Runs(inv)
 	if o.JSON {
-		err = launcher.WriteRunsJSON(o.Stdout, runs)
+		err = view.WriteRunsJSON(o.Stdout, runs)
 	} else {
-		err = launcher.WriteRuns(o.Stdout, runs, time.Now())
+		err = view.WriteRuns(o.Stdout, runs, time.Now())
 	}
 	if err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -58,7 +58,7 @@ func Queue(ctx context.Context, o QueueOptions) error {
 			table = append(table, []string{strconv.Itoa(r.Position), r.RunID, r.User, r.Priority,
 				fmt.Sprintf("%d (%s)", r.GPUs, schedule.ShapeString(r.Shape)), r.Since.Local().Format(time.DateTime), r.Why})
 		}
-		err = launcher.WriteTable(o.Stdout, []string{"POS", "RUN", "USER", "PRIORITY", "GPUS", "WAITING SINCE", "WHY"}, table)
+		err = view.WriteTable(o.Stdout, []string{"POS", "RUN", "USER", "PRIORITY", "GPUS", "WAITING SINCE", "WHY"}, table)
 	}
 	if err != nil {
 		return err

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/doctor"
+	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -189,7 +191,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	for _, h := range fleet.Hosts {
 		lo.Hosts[h.Name] = h
 	}
-	check := &planCheck{done: map[string]launcher.DoctorHost{}, opts: launcher.DoctorOptions{
+	check := &planCheck{done: map[string]doctor.Host{}, opts: doctor.Options{
 		Modules: mods, Workdir: o.Workdir, Setup: o.Setup, Env: env,
 		Timeout: o.Hosts.CommandTimeout, Parallel: o.Hosts.Parallel,
 	}}
@@ -208,7 +210,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	// The run's place among waiting runs: when it began to wait, held
 	// on the hosts as tickets while it waits (see "Fair sharing").
 	req.QueueSince = time.Now()
-	var tickets *launcher.Tickets
+	var tickets *hostops.Tickets
 	defer func() { tickets.Release() }()
 	// The tickets' hosts say when their locks change: the wait between
 	// probes then ends at once.
@@ -229,7 +231,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		if err != nil {
 			if o.Wait > 0 && errors.As(err, new(*schedule.CapacityError)) {
 				if tickets == nil {
-					tickets = launcher.HoldTickets(ctx, fleetExecs(fleet), req, wake)
+					tickets = hostops.HoldTickets(ctx, fleetExecs(fleet), req, wake)
 				}
 				preempt(ctx, fleet, tickets, inv, req, o.Stderr)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/localfile"
 )
 
@@ -42,21 +43,21 @@ func Runs(_ context.Context, o RunsOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Sort != "" && !slices.Contains(launcher.MetricNames(rs), o.Sort) && len(rs) > 0 {
+	if o.Sort != "" && !slices.Contains(view.MetricNames(rs), o.Sort) && len(rs) > 0 {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: no run in %s captured %s; listed by start time\n", root, o.Sort)
 	}
-	launcher.SortRunRecords(rs, o.Sort, o.Reverse)
+	view.SortRunRecords(rs, o.Sort, o.Reverse)
 	if o.JSON {
-		return launcher.WriteRunRecordsJSON(o.Stdout, rs)
+		return view.WriteRunRecordsJSON(o.Stdout, rs)
 	}
-	return launcher.WriteRunRecords(o.Stdout, rs)
+	return view.WriteRunRecords(o.Stdout, rs)
 }
 
 // listRuns reads every run dir of root. A directory that holds no run
 // (no summary.json, no plan.json, no lock held) is not one and is passed
 // over; a summary.json that cannot be read as one is passed over with a
 // warning. A root that does not exist holds no runs.
-func listRuns(root string, stderr io.Writer, now time.Time) ([]launcher.RunRecord, error) {
+func listRuns(root string, stderr io.Writer, now time.Time) ([]view.RunRecord, error) {
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -64,7 +65,7 @@ func listRuns(root string, stderr io.Writer, now time.Time) ([]launcher.RunRecor
 	if err != nil {
 		return nil, fmt.Errorf("log root %s: %v", root, pathErr(err))
 	}
-	var rs []launcher.RunRecord
+	var rs []view.RunRecord
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -96,14 +97,14 @@ func listRuns(root string, stderr io.Writer, now time.Time) ([]launcher.RunRecor
 // holds the lock, else unknown (its tfhive was killed) when a plan says a
 // run started there. It started when its plan was written, or, still
 // probing, when it took its lock.
-func unfinishedRun(id, dir string, now time.Time) (launcher.RunRecord, bool) {
-	r := launcher.RunRecord{RunID: id, LogDir: dir, Result: launcher.ResultUnknown, Metrics: map[string]string{}, Captures: []string{}}
+func unfinishedRun(id, dir string, now time.Time) (view.RunRecord, bool) {
+	r := view.RunRecord{RunID: id, LogDir: dir, Result: view.ResultUnknown, Metrics: map[string]string{}, Captures: []string{}}
 	plan, planErr := os.Stat(filepath.Join(dir, "plan.json"))
 	if planErr == nil {
 		r.Started = plan.ModTime()
 	}
 	if runGoesOn(dir) {
-		r.Result = launcher.ResultRunning
+		r.Result = view.ResultRunning
 		if planErr != nil {
 			if lock, err := os.Stat(filepath.Join(dir, keeperLock)); err == nil {
 				r.Started = lock.ModTime()
@@ -125,7 +126,7 @@ func CompleteMetrics(root string) []Candidate {
 	}
 	rs, _ := listRuns(root, io.Discard, time.Now())
 	var cands []Candidate
-	for _, n := range launcher.MetricNames(rs) {
+	for _, n := range view.MetricNames(rs) {
 		cands = append(cands, Candidate{Word: n})
 	}
 	return cands

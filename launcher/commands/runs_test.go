@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 
@@ -147,16 +147,16 @@ func TestRunsListsALogRoot(t *testing.T) {
 		{"by-loss.txt", "loss", false},
 		{"by-acc-reversed.txt", "acc", true},
 	} {
-		launcher.SortRunRecords(rs, c.sort, c.reverse)
+		view.SortRunRecords(rs, c.sort, c.reverse)
 		var out bytes.Buffer
-		if err := launcher.WriteRunRecords(&out, rs); err != nil {
+		if err := view.WriteRunRecords(&out, rs); err != nil {
 			t.Fatal(err)
 		}
 		testkit.Golden(t, filepath.Join(runsGoldenDir, c.golden), bytes.ReplaceAll(out.Bytes(), []byte(root), []byte("ROOT")))
 	}
-	launcher.SortRunRecords(rs, "loss", false)
+	view.SortRunRecords(rs, "loss", false)
 	var js bytes.Buffer
-	launcher.WriteRunRecordsJSON(&js, rs)
+	view.WriteRunRecordsJSON(&js, rs)
 	testkit.Golden(t, filepath.Join(runsGoldenDir, "by-loss.json"), bytes.ReplaceAll(js.Bytes(), []byte(root), []byte("ROOT")))
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -55,9 +55,9 @@ func Status(ctx context.Context, o StatusOptions) error {
 		}
 		st := schedule.Classify(inv, avail)
 		if o.JSON {
-			return inv, launcher.WriteStatusJSON(w, inv, st)
+			return inv, view.WriteStatusJSON(w, inv, st)
 		}
-		return inv, launcher.WriteStatusTable(w, inv, st)
+		return inv, view.WriteStatusTable(w, inv, st)
 	}
 
 	if o.Watch == 0 {

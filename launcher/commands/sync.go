@@ -11,6 +11,8 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/doctor"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
@@ -118,7 +120,7 @@ func (s *syncer) sendTo(ctx context.Context, targets []codesync.Target) error {
 	if isTerminal(s.stderr) {
 		progress = func(p codesync.Progress) {
 			if p.Done < p.Hosts {
-				fmt.Fprintf(s.stderr, "\r\x1b[Ksending code: %d/%d hosts, %s of %s", p.Done, p.Hosts, launcher.Size(p.Sent), launcher.Size(p.Total))
+				fmt.Fprintf(s.stderr, "\r\x1b[Ksending code: %d/%d hosts, %s of %s", p.Done, p.Hosts, view.Size(p.Sent), view.Size(p.Total))
 			} else {
 				fmt.Fprint(s.stderr, "\r\x1b[K")
 			}
@@ -154,8 +156,8 @@ func (s *syncer) sendTo(ctx context.Context, targets []codesync.Target) error {
 		return e
 	}
 	if sent > 0 {
-		fmt.Fprintf(s.stderr, "tfhive: sent code %s (%s, %s) to %s in %s\n", launcher.ShortHash(s.tree.Hash),
-			wording.Count(s.tree.Files, "file"), launcher.Size(s.tree.Bytes), wording.Count(sent, "host"), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(s.stderr, "tfhive: sent code %s (%s, %s) to %s in %s\n", view.ShortHash(s.tree.Hash),
+			wording.Count(s.tree.Files, "file"), view.Size(s.tree.Bytes), wording.Count(sent, "host"), time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -177,11 +179,11 @@ func hostsOf(lines []string) []string {
 }
 
 // codeDirs is where a plan's tree is, for the doctor's check.
-func codeDirs(code *schedule.PlanCode) *launcher.DoctorCode {
+func codeDirs(code *schedule.PlanCode) *doctor.Code {
 	if code == nil {
 		return nil
 	}
-	dc := &launcher.DoctorCode{Hash: code.Hash, Dirs: map[string]string{}}
+	dc := &doctor.Code{Hash: code.Hash, Dirs: map[string]string{}}
 	for _, h := range code.Hosts {
 		dc.Dirs[h.Host] = h.Dir
 	}

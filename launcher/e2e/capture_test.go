@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 const lossRE = `loss ([0-9.e+-]+)`
@@ -91,7 +91,7 @@ func TestRunCaptureSweep(t *testing.T) {
 	}
 	r = tfhive(t, f.Env(), f.Dir, "runs", "--log-root", root, "--sort", "loss", "--reverse", "--json")
 	wantCode(t, r, 0)
-	var list struct{ Runs []launcher.RunRecord }
+	var list struct{ Runs []view.RunRecord }
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -110,12 +110,12 @@ func TestConcurrentRunsNeverShare(t *testing.T) {
 }
 
 // waitForClaims polls `tfhive ps --json` until n GPUs are claimed.
-func waitForClaims(t *testing.T, f *sshtest.Fleet, n int) []launcher.RunOnHost {
+func waitForClaims(t *testing.T, f *sshtest.Fleet, n int) []view.RunOnHost {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "ps", "--json")...)
-		var doc struct{ Runs []launcher.RunOnHost }
+		var doc struct{ Runs []view.RunOnHost }
 		json.Unmarshal([]byte(r.stdout), &doc)
 		got := 0
 		for _, run := range doc.Runs {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -84,7 +84,7 @@ func TestDoctor(t *testing.T) {
 	// --json, with a module of the standard library imported too.
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "doctor", "--json", "--import", "json")...)
 	wantCode(t, r, 1)
-	var rep launcher.DoctorReport
+	var rep doctor.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("--json: %v\n%s", err, r.stdout)
 	}

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -176,7 +176,7 @@ func TestHostileForgedClaims(t *testing.T) {
 		s.h.ClaimsDir()+" victim worker:7 port:39999")
 
 	ps := tfhive(t, s.f.Env(), s.f.Dir, s.as("ps", "--json")...)
-	var doc struct{ Runs []launcher.RunOnHost }
+	var doc struct{ Runs []view.RunOnHost }
 	json.Unmarshal([]byte(ps.stdout), &doc)
 	users := map[string][]string{}
 	for _, r := range doc.Runs {

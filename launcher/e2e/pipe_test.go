@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // pipeClosedLine is what tfhive says on stderr when its stdout's reader
@@ -122,7 +123,7 @@ func TestRunStdoutClosedStopsTheRun(t *testing.T) {
 
 	r := tfhive(t, f.Env(), f.Dir, "runs", "--log-root", root, "--json")
 	wantCode(t, r, 0)
-	var doc struct{ Runs []launcher.RunRecord }
+	var doc struct{ Runs []view.RunRecord }
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatalf("runs --json: %v\n%s", err, r.stdout)
 	}

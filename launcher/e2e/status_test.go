@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/sshtest"
 	"github.com/tfhive/tfhive/probe/testkit"
 )
@@ -96,14 +96,14 @@ func TestStatusJSON(t *testing.T) {
 	f := mixedFleet(t)
 	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "status", "--json")...)
 	wantCode(t, r, 0)
-	var doc launcher.StatusDocument
+	var doc view.StatusDocument
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatalf("status --json is not JSON: %v\n%s", err, r.stdout)
 	}
 	if len(doc.Hosts) != 6 {
 		t.Fatalf("want 6 hosts, got %d", len(doc.Hosts))
 	}
-	byName := map[string]launcher.StatusHost{}
+	byName := map[string]view.StatusHost{}
 	for _, h := range doc.Hosts {
 		byName[h.Name] = h
 		if !h.Reachable {

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/doctor"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/sshtest"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -197,7 +198,7 @@ func TestSyncCode(t *testing.T) {
 	// it once it is old.
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, append([]string{"plan"}, append(syncArgs, "--", "true")...)...)...)
 	wantCode(t, r, 0)
-	wantContains(t, "plan", r.stdout, "code "+launcher.ShortHash(hash)+": 8 files, ", "; on s1, s2, s3\n")
+	wantContains(t, "plan", r.stdout, "code "+view.ShortHash(hash)+": 8 files, ", "; on s1, s2, s3\n")
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "gc")...)
 	wantCode(t, r, 0)
 	wantContains(t, "gc", r.stdout, "s1: freed 0 B; kept ", ": 1 used in the last 1m0s\n", "tfhive: gc freed 0 B on 3 hosts\n")
@@ -367,7 +368,7 @@ func TestSyncDoctor(t *testing.T) {
 	r := tfhive(t, f.Env(), f.Dir, append([]string{"doctor", "--json", "--sync", src, "--import", "mymod"}, ab...)...)
 	wantCode(t, r, 0)
 	wantContains(t, "stderr", r.stderr, "tfhive: sent code ", " to 2 hosts in ")
-	var rep launcher.DoctorReport
+	var rep doctor.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Hosts) != 2 {
 		t.Fatalf("--json: %v\n%s", err, r.stdout)
 	}
@@ -395,7 +396,7 @@ func TestSyncDoctor(t *testing.T) {
 	header := splitCols(strings.SplitN(r.stdout, "\n", 2)[0])
 	c := slices.Index(header, "CODE")
 	a, odd := rowsOf(r.stdout, "a"), rowsOf(r.stdout, "odd")
-	if c < 0 || len(a) != 1 || a[0][c] != launcher.ShortHash(hash) || len(odd) != 1 ||
+	if c < 0 || len(a) != 1 || a[0][c] != view.ShortHash(hash) || len(odd) != 1 ||
 		!strings.HasPrefix(odd[0][len(odd[0])-1], "--sync: ") || !strings.Contains(odd[0][len(odd[0])-1], "not a directory of yours") {
 		t.Errorf("table:\n%s", r.stdout)
 	}

@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"encoding/json"
@@ -45,7 +45,7 @@ func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUS
 			rows = append(rows, []string{h.Name, strconv.Itoa(g.Index), g.Name, memory(g), util(g), string(s.State), detail(g, s)})
 		}
 	}
-	return writeTable(w, []string{"HOST", "GPU", "NAME", "MEMORY", "UTIL", "STATE", "DETAIL"}, rows)
+	return WriteTable(w, []string{"HOST", "GPU", "NAME", "MEMORY", "UTIL", "STATE", "DETAIL"}, rows)
 }
 
 func memory(g inventory.GPU) string {
@@ -83,12 +83,14 @@ func processes(g inventory.GPU) string {
 		if user == "" {
 			user = "?"
 		}
-		parts[i] = fmt.Sprintf("%s:%d %s", user, p.PID, truncate(p.Command, 40))
+		parts[i] = fmt.Sprintf("%s:%d %s", user, p.PID, Truncate(p.Command, 40))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func truncate(s string, n int) string {
+// Truncate cuts s to n runes, the last an ellipsis, so that a long
+// command line keeps its column readable.
+func Truncate(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s

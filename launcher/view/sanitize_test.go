@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/tfhive/tfhive/schedule"
 )
 
-const sanitizeGoldenDir = "../testdata/sanitize"
+const sanitizeGoldenDir = "testdata/sanitize"
 
 // sanitizeCases: input, console rendering (nil: same as input), cell
 // rendering (nil: same as console), whether the console keeps an SGR.
@@ -76,11 +76,11 @@ func TestSanitize(t *testing.T) {
 			wantCell = *tc.cell
 		}
 		prefix := []byte("[w:0 h] ")
-		got, sgr := appendSanitized(bytes.Clone(prefix), []byte(tc.in), sanitizeConsole)
+		got, sgr := AppendSanitized(bytes.Clone(prefix), []byte(tc.in), ConsoleMode)
 		if string(got) != string(prefix)+wantConsole || sgr != tc.sgr {
 			t.Errorf("%s: console: %q -> %q, sgr %v; want %q, sgr %v", tc.name, tc.in, got[len(prefix):], sgr, wantConsole, tc.sgr)
 		}
-		if got := sanitizeCellString(tc.in); got != wantCell {
+		if got := SanitizeCell(tc.in); got != wantCell {
 			t.Errorf("%s: cell: %q -> %q, want %q", tc.name, tc.in, got, wantCell)
 		}
 	}
@@ -89,7 +89,7 @@ func TestSanitize(t *testing.T) {
 // sanitizeCheck fails if out could still drive a terminal: a control byte
 // other than the mode's "\t" and "\n", an ESC that does not start an SGR, a
 // C1 control, or invalid UTF-8.
-func sanitizeCheck(t *testing.T, in, out []byte, mode sanitizeMode) {
+func sanitizeCheck(t *testing.T, in, out []byte, mode SanitizeMode) {
 	t.Helper()
 	if !utf8.Valid(out) {
 		t.Fatalf("%q -> %q: not valid UTF-8", in, out)
@@ -97,9 +97,9 @@ func sanitizeCheck(t *testing.T, in, out []byte, mode sanitizeMode) {
 	for i := 0; i < len(out); {
 		r, n := utf8.DecodeRune(out[i:])
 		switch {
-		case r == 0x1b && mode == sanitizeConsole && sgrLen(out[i:]) > 0:
+		case r == 0x1b && mode == ConsoleMode && sgrLen(out[i:]) > 0:
 			n = sgrLen(out[i:])
-		case (r == '\t' || r == '\n') && mode == sanitizeConsole:
+		case (r == '\t' || r == '\n') && mode == ConsoleMode:
 		case r < 0x20 || r >= 0x7f && r < 0xa0:
 			t.Fatalf("%q -> %q: control %U at %d", in, out, r, i)
 		}
@@ -122,11 +122,11 @@ func TestSanitizeRandom(t *testing.T) {
 				in[i] = alphabet[rng.IntN(len(alphabet))]
 			}
 		}
-		for _, mode := range []sanitizeMode{sanitizeConsole, sanitizeCell} {
-			out, _ := appendSanitized(nil, in, mode)
+		for _, mode := range []SanitizeMode{ConsoleMode, CellMode} {
+			out, _ := AppendSanitized(nil, in, mode)
 			sanitizeCheck(t, in, out, mode)
 		}
-		cell := sanitizeCellString(string(in))
+		cell := SanitizeCell(string(in))
 		if needsSanitizing(string(in)) != (cell != string(in)) {
 			t.Fatalf("needsSanitizing(%q) = %v, but the cell is %q", in, needsSanitizing(string(in)), cell)
 		}
@@ -184,7 +184,7 @@ func TestTableSanitized(t *testing.T) {
 		if n := bytes.Count(out, []byte("\n")); n != 2 {
 			t.Errorf("%s: %d lines, want 2 (header, one row):\n%s", name, n, out)
 		}
-		sanitizeCheck(t, nil, out, sanitizeConsole)
+		sanitizeCheck(t, nil, out, ConsoleMode)
 		if bytes.ContainsRune(out, 0x1b) {
 			t.Errorf("%s: ESC in a table: %q", name, out)
 		}
@@ -207,7 +207,7 @@ func BenchmarkSanitize(b *testing.B) {
 			b.ReportAllocs()
 			dst := make([]byte, 0, 256)
 			for b.Loop() {
-				dst, _ = appendSanitized(dst[:0], tc.line, sanitizeConsole)
+				dst, _ = AppendSanitized(dst[:0], tc.line, ConsoleMode)
 			}
 		})
 	}

@@ -1,9 +1,9 @@
-package launcher
+package doctor
 
 import (
 	"bytes"
 	"context"
-	_ "embed"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -17,6 +17,7 @@ import (
 	"github.com/alessio/shellescape"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
@@ -25,24 +26,24 @@ import (
 
 // `tfhive doctor` and `run --check`: what a task would meet on each host
 // (scripts/doctor.sh, with its Python part scripts/doctor.py), compared
-// across the hosts (doctorview.go).
+// across the hosts (report.go).
 
 // DefaultModules are imported on every host, shown as not installed where
 // they are not.
 var DefaultModules = []string{"tensorflow", "torch"}
 
-// DoctorHost is what one host reported. A nil value is one the host does
+// Host is what one host reported. A nil value is one the host does
 // not have: no Python, a module not installed, no nvidia-smi, a framework
 // built without CUDA.
-type DoctorHost struct {
+type Host struct {
 	Host string `json:"host"`
 	// Error says why the host could not be checked (unreachable, its
 	// workdir missing, its setup failed): what the check did not get to
 	// is nil.
 	Error string `json:"error,omitempty"`
 	// Unreachable: the probe could not reach the host (Error says why).
-	Unreachable bool         `json:"unreachable,omitempty"`
-	Python      DoctorPython `json:"python"`
+	Unreachable bool   `json:"unreachable,omitempty"`
+	Python      Python `json:"python"`
 	// Modules maps each module imported to its version ("?" when it has
 	// none to tell, "error: TYPE" when importing it failed).
 	Modules map[string]*string `json:"modules"`
@@ -60,20 +61,20 @@ type DoctorHost struct {
 	// Code is the hash of the code synced to the host (--sync); nil
 	// until something is.
 	Code *string `json:"code"`
-	// Differs lists the items (DoctorReport.Majority's keys) where the host
+	// Differs lists the items (Report.Majority's keys) where the host
 	// is not with the value most hosts have.
 	Differs []string `json:"differs"`
 }
 
-// DoctorPython is the interpreter a task's `python3` would be.
-type DoctorPython struct {
+// Python is the interpreter a task's `python3` would be.
+type Python struct {
 	Executable *string `json:"executable"`
 	Version    *string `json:"version"`
 }
 
-// DoctorOptions say where and how to look.
-type DoctorOptions struct {
-	// Modules are imported on every host, in this order (DoctorModules).
+// Options say where and how to look.
+type Options struct {
+	// Modules are imported on every host, in this order (Modules).
 	Modules []string
 	// Workdir and Setup override the hosts file's when not empty.
 	Workdir, Setup string
@@ -85,11 +86,11 @@ type DoctorOptions struct {
 	// Code is the --sync tree, present on the hosts it names: there it is
 	// the workdir unless Workdir is set, as for a task, and its hash is
 	// the host's code.
-	Code *DoctorCode
+	Code *Code
 }
 
-// DoctorCode is a --sync tree and its directory on each host that has it.
-type DoctorCode struct {
+// Code is a --sync tree and its directory on each host that has it.
+type Code struct {
 	Hash string
 	Dirs map[string]string // by host name
 }
@@ -100,8 +101,8 @@ var moduleRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9
 // only such names are sent to the hosts.
 func ValidModule(name string) bool { return len(name) <= 200 && moduleRE.MatchString(name) }
 
-// DoctorModules is DefaultModules, then imports not among them, in order.
-func DoctorModules(imports []string) []string {
+// Modules is DefaultModules, then imports not among them, in order.
+func Modules(imports []string) []string {
 	mods := slices.Clone(DefaultModules)
 	for _, m := range imports {
 		if !slices.Contains(mods, m) {
@@ -114,13 +115,16 @@ func DoctorModules(imports []string) []string {
 //go:embed scripts/doctor.py
 var doctorPy string
 
+//go:embed scripts/doctor.sh
+var scripts embed.FS
+
 var doctorSh = shscript.Load(scripts, "scripts/doctor.sh")
 
 // doctorInput is what a host's supervisor command is sent: the check as
 // its one stage (read-stage.sh), behind its length. It travels on stdin,
 // like a task's, so that the setup snippet and the env are never on a
 // command line.
-func doctorInput(h inventory.Host, o DoctorOptions) string {
+func doctorInput(h inventory.Host, o Options) string {
 	wd, setup := h.Workdir, h.Setup
 	if o.Code != nil && o.Code.Dirs[h.Name] != "" {
 		wd = o.Code.Dirs[h.Name]
@@ -156,18 +160,18 @@ func doctorInput(h inventory.Host, o DoctorOptions) string {
 	return strconv.Itoa(len(stage)) + "\n" + stage
 }
 
-// Doctor checks every host of hosts that answered the probe, in
+// Check checks every host of hosts that answered the probe, in
 // parallel and bounded, each over its executor in execs with the
 // supervisor command: on a fleet that keeps its probe sessions for it
-// (probe.Fleet.KeepSessions(SupervisorCommand)), the check costs one
+// (probe.Fleet.KeepSessions(launcher.SupervisorCommand)), the check costs one
 // round trip. A host the probe could not reach is reported with its
 // error, unchecked.
-func Doctor(ctx context.Context, hosts []inventory.HostInventory, execs map[string]remote.Executor, o DoctorOptions) []DoctorHost {
-	out := make([]DoctorHost, len(hosts))
+func Check(ctx context.Context, hosts []inventory.HostInventory, execs map[string]remote.Executor, o Options) []Host {
+	out := make([]Host, len(hosts))
 	var g errgroup.Group
 	g.SetLimit(max(o.Parallel, 1))
 	for i, hi := range hosts {
-		out[i] = DoctorHost{Host: hi.Name}
+		out[i] = Host{Host: hi.Name}
 		if hi.Err != nil {
 			out[i].Error, out[i].Unreachable = "not reached: "+hi.Err.Message, true
 			continue
@@ -189,8 +193,8 @@ const (
 	maxValueLen  = 200
 )
 
-func checkHost(ctx context.Context, hi inventory.HostInventory, ex remote.Executor, o DoctorOptions) DoctorHost {
-	d := DoctorHost{Host: hi.Name}
+func checkHost(ctx context.Context, hi inventory.HostInventory, ex remote.Executor, o Options) Host {
+	d := Host{Host: hi.Name}
 	if o.Code != nil && o.Code.Dirs[hi.Name] != "" {
 		d.Code = ptr(o.Code.Hash)
 	}
@@ -212,7 +216,7 @@ func checkHost(ctx context.Context, hi inventory.HostInventory, ex remote.Execut
 	stdout, stderr := &capped{max: maxDoctorOut}, &capped{max: maxDoctorErr, keepLast: true}
 	// remote.Run, not ex.Run: an executor holding a spare session takes
 	// it in its Start, which an embedded Run would not call.
-	rc, err := remote.Run(cctx, ex, SupervisorCommand, strings.NewReader(doctorInput(hi.Host, o)), stdout, stderr)
+	rc, err := remote.Run(cctx, ex, launcher.SupervisorCommand, strings.NewReader(doctorInput(hi.Host, o)), stdout, stderr)
 	switch {
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		d.Error = fmt.Sprintf("check timed out after %s", limit)
@@ -235,7 +239,7 @@ func checkHost(ctx context.Context, hi inventory.HostInventory, ex remote.Execut
 
 // parse reads the script's report into d and returns why it is
 // incomplete, or "". Every value is checked: it comes from the host.
-func (d *DoctorHost) parse(out []byte, o DoctorOptions) string {
+func (d *Host) parse(out []byte, o Options) string {
 	if i := bytes.Index(out, []byte("@@tfhive-doctor\n")); i == 0 || i > 0 && out[i-1] == '\n' {
 		out = out[i:]
 	} else {
@@ -332,6 +336,12 @@ func clip(s string) string {
 		s = string([]rune(s)[:maxValueLen]) + "…"
 	}
 	return s
+}
+
+// lastLine is s's last line that is not blank.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return s[strings.LastIndex(s, "\n")+1:]
 }
 
 func ptr[T any](v T) *T { return &v }

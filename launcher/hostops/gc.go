@@ -1,4 +1,4 @@
-package launcher
+package hostops
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/wording"
@@ -59,7 +60,7 @@ func (r RunsGCReport) Line(freed string, keep time.Duration) string {
 	for _, d := range r.Runs {
 		count[d.Kind]++
 	}
-	line := fmt.Sprintf("run files: %s %s", freed, Size(r.Freed()*1024))
+	line := fmt.Sprintf("run files: %s %s", freed, view.Size(r.Freed()*1024))
 	if n := count[RunGone]; n > 0 {
 		line += " (" + wording.Count(n, "ended run") + ")"
 	}
@@ -96,7 +97,7 @@ func GCRuns(ctx context.Context, ex remote.Executor, keep time.Duration, dry boo
 		shscript.Set("tfhive_dry", d),
 	)
 	var out, errb bytes.Buffer
-	rc, err := ex.Run(ctx, SupervisorCommand, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), &out, &errb)
+	rc, err := ex.Run(ctx, supervisorCommand, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), &out, &errb)
 	rep := parseRunsGC(out.String())
 	if err != nil {
 		return rep, err
@@ -142,5 +143,5 @@ func keepWords(d time.Duration) string {
 	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	}
-	return shortDuration(d)
+	return view.ShortDuration(d)
 }

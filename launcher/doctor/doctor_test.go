@@ -1,4 +1,4 @@
-package launcher
+package doctor
 
 import (
 	"context"
@@ -72,10 +72,10 @@ func TestDoctorScript(t *testing.T) {
 		return []inventory.HostInventory{{Host: h, Name: h.Name, Driver: "550.54.15"}}
 	}
 	execs := map[string]remote.Executor{"here": remote.Local{}}
-	opts := DoctorOptions{Modules: DoctorModules([]string{"noisy", "broken", "fromenv", "nosuch", "nosuch.sub"}), Timeout: 20 * time.Second, Parallel: 1}
+	opts := Options{Modules: Modules([]string{"noisy", "broken", "fromenv", "nosuch", "nosuch.sub"}), Timeout: 20 * time.Second, Parallel: 1}
 	ctx := context.Background()
 
-	d := Doctor(ctx, host(nil), execs, opts)[0]
+	d := Check(ctx, host(nil), execs, opts)[0]
 	if d.Error != "" {
 		t.Fatalf("error: %s", d.Error)
 	}
@@ -113,15 +113,15 @@ func TestDoctorScript(t *testing.T) {
 	// --workdir and --setup win over the hosts file's; a workdir that is
 	// not there, or a setup that fails, stops the check and says so.
 	for _, c := range []struct {
-		opts func(*DoctorOptions)
+		opts func(*Options)
 		want string
 	}{
-		{func(o *DoctorOptions) { o.Workdir = filepath.Join(dir, "nowhere") }, "cannot cd to " + filepath.Join(dir, "nowhere")},
-		{func(o *DoctorOptions) { o.Setup = "test -e /nonexistent &&\n  echo never" }, "setup failed: test -e /nonexistent &&"},
+		{func(o *Options) { o.Workdir = filepath.Join(dir, "nowhere") }, "cannot cd to " + filepath.Join(dir, "nowhere")},
+		{func(o *Options) { o.Setup = "test -e /nonexistent &&\n  echo never" }, "setup failed: test -e /nonexistent &&"},
 	} {
 		o := opts
 		c.opts(&o)
-		if d := Doctor(ctx, host(nil), execs, o)[0]; d.Error != c.want {
+		if d := Check(ctx, host(nil), execs, o)[0]; d.Error != c.want {
 			t.Errorf("error %q, want %q", d.Error, c.want)
 		}
 	}
@@ -133,17 +133,17 @@ func TestDoctorScript(t *testing.T) {
 	os.WriteFile(filepath.Join(tree, "pkgs", "fromtree.py"), []byte("__version__ = 'tree'\n"), 0o644)
 	o := opts
 	o.Modules = []string{"fromtree"}
-	o.Code = &DoctorCode{Hash: strings.Repeat("ab", 32), Dirs: map[string]string{"here": tree}}
-	if d := Doctor(ctx, host(nil), execs, o)[0]; d.Error != "" || show(d.Modules["fromtree"]) != "tree" || show(d.Code) != o.Code.Hash {
+	o.Code = &Code{Hash: strings.Repeat("ab", 32), Dirs: map[string]string{"here": tree}}
+	if d := Check(ctx, host(nil), execs, o)[0]; d.Error != "" || show(d.Modules["fromtree"]) != "tree" || show(d.Code) != o.Code.Hash {
 		t.Errorf("in the tree: error %q, fromtree %q, code %q", d.Error, show(d.Modules["fromtree"]), show(d.Code))
 	}
 	o.Workdir = dir
-	if d := Doctor(ctx, host(nil), execs, o)[0]; d.Error != "" || d.Modules["fromtree"] != nil || show(d.Code) != o.Code.Hash {
+	if d := Check(ctx, host(nil), execs, o)[0]; d.Error != "" || d.Modules["fromtree"] != nil || show(d.Code) != o.Code.Hash {
 		t.Errorf("--workdir over the tree: error %q, fromtree %q, code %q", d.Error, show(d.Modules["fromtree"]), show(d.Code))
 	}
 
 	// No Python on the PATH: nothing is installed, and that is no error.
-	d = Doctor(ctx, host(func(h *inventory.Host) { h.Setup = "PATH=/nonexistent" }), execs, opts)[0]
+	d = Check(ctx, host(func(h *inventory.Host) { h.Setup = "PATH=/nonexistent" }), execs, opts)[0]
 	if d.Error != "" || d.Python.Executable != nil || d.Modules["torch"] != nil || d.DiskFreeBytes == nil {
 		t.Errorf("no python: error %q, executable %q, torch %q", d.Error, show(d.Python.Executable), show(d.Modules["torch"]))
 	}
@@ -151,43 +151,43 @@ func TestDoctorScript(t *testing.T) {
 	// Python stuck importing is stopped on the host.
 	o = opts
 	o.Modules, o.Timeout = []string{"slow"}, time.Second
-	if d := Doctor(ctx, host(nil), execs, o)[0]; !strings.HasPrefix(d.Error, "python timed out after 1s importing slow") {
+	if d := Check(ctx, host(nil), execs, o)[0]; !strings.HasPrefix(d.Error, "python timed out after 1s importing slow") {
 		t.Errorf("a stuck import: error %q", d.Error)
 	}
 
 	// A host not reached is not checked.
 	away := []inventory.HostInventory{{Name: "away", Err: &inventory.HostError{Kind: inventory.ErrRefused, Message: "connection refused"}}}
-	if d := Doctor(ctx, away, execs, opts)[0]; !d.Unreachable || d.Error != "not reached: connection refused" {
+	if d := Check(ctx, away, execs, opts)[0]; !d.Unreachable || d.Error != "not reached: connection refused" {
 		t.Errorf("unreachable host: %+v", d)
 	}
 }
 
 // What a host prints is checked, never taken as it comes.
 func TestDoctorParse(t *testing.T) {
-	opts := DoctorOptions{Modules: DoctorModules(nil), Timeout: time.Second}
+	opts := Options{Modules: Modules(nil), Timeout: time.Second}
 	long := strings.Repeat("x", 1000)
 	for _, c := range []struct {
 		out, err string
-		check    func(DoctorHost) bool
+		check    func(Host) bool
 	}{
 		{"", "no report", nil},
 		{"welcome to gpu01\n@@tfhive-doctor\ndisk 10 4096\npython /usr/bin/python3\n@@tfhive-python {\"version\": \"3.11.2\", \"modules\": {\"torch\": \"2.1\"}}\npython-exit 0\n", "",
-			func(d DoctorHost) bool {
+			func(d Host) bool {
 				return show(d.Python.Version) == "3.11.2" && show(d.Modules["torch"]) == "2.1" && *d.DiskFreeBytes == 40960 &&
 					show(d.Python.Executable) == "/usr/bin/python3"
 			}},
 		{"banner @@tfhive-doctor\n", "no report", nil},
 		{"@@tfhive-doctor\ndisk -1 4096\ndisk-kib lots\npython /p\n@@tfhive-python {\"version\": \"" + long + "\\nforged\"}\n", "",
-			func(d DoctorHost) bool {
+			func(d Host) bool {
 				return d.DiskFreeBytes == nil && len(*d.Python.Version) < 300 && !strings.Contains(*d.Python.Version, "forged")
 			}},
 		{"@@tfhive-doctor\ndisk 9223372036854775807 4096\npython /p\n@@tfhive-python not json\npython-exit 1\n", "python failed (exit 1)",
-			func(d DoctorHost) bool { return d.DiskFreeBytes == nil }},
+			func(d Host) bool { return d.DiskFreeBytes == nil }},
 		{"@@tfhive-doctor\ndisk-kib 100\npython /p\npython-exit 124\n", "python timed out after 1s importing tensorflow, torch",
-			func(d DoctorHost) bool { return *d.DiskFreeBytes == 102400 }},
+			func(d Host) bool { return *d.DiskFreeBytes == 102400 }},
 		{"@@tfhive-doctor\nerror setup failed: source venv/bin/activate\n", "setup failed: source venv/bin/activate", nil},
 	} {
-		var d DoctorHost
+		var d Host
 		if got := d.parse([]byte(c.out), opts); got != c.err || c.check != nil && !c.check(d) {
 			t.Errorf("parse(%.60q) = %q, want %q; %+v", c.out, got, c.err, d)
 		}

@@ -1,4 +1,4 @@
-package launcher
+package hostops
 
 import (
 	"os"
@@ -126,30 +126,5 @@ func TestTicketScriptNamesPremadeOwner(t *testing.T) {
 	me, _ := exec.Command("id", "-un").Output()
 	if got := w.takenBy(); got != strings.TrimSpace(string(me)) {
 		t.Errorf("taken by %q, want %q", got, me)
-	}
-}
-
-// The low run's watch takes a request named HIGH.LOW, or HIGH.WORD.LOW
-// with WORD 16 hex digits, for the runs its label names, and no other.
-func TestPreemptWatchRequestNames(t *testing.T) {
-	src, err := scripts.ReadFile("scripts/preempt-watch.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, want := range map[string]bool{
-		"hi.lo":                     true,
-		"hi.0123456789abcdef.lo":    true,
-		"hi.0123456789abcde.lo":     false,
-		"hi.0123456789ABCDEF.lo":    false,
-		"hi.x.0123456789abcdef.lo":  false,
-		"hi.lo.0123456789abcdef":    false,
-		"other.0123456789abcdef.lo": false,
-		"hi.lo2":                    false,
-	} {
-		cmd := exec.Command("bash", "-c", "tfhive_preempt= tfhive_grace=1\n"+string(src)+"\ntfhive_request_name \"$1\" hi lo", "-", name)
-		err := cmd.Run()
-		if got := err == nil; got != want {
-			t.Errorf("%s: taken %v, want %v (%v)", name, got, want, err)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"encoding/binary"
@@ -33,22 +33,22 @@ import (
 // inert.
 const sgrMaxParams = 64
 
-// sanitizeMode says what the sanitiser may keep.
-type sanitizeMode uint8
+// SanitizeMode says what the sanitiser may keep.
+type SanitizeMode uint8
 
 const (
-	// sanitizeConsole keeps "\t", "\n" and SGR (colour) sequences.
-	sanitizeConsole sanitizeMode = iota
-	// sanitizeCell keeps no control byte at all: a "\n" in a process name
+	// ConsoleMode keeps "\t", "\n" and SGR (colour) sequences.
+	ConsoleMode SanitizeMode = iota
+	// CellMode keeps no control byte at all: a "\n" in a process name
 	// would otherwise forge a table row.
-	sanitizeCell
+	CellMode
 )
 
-// appendSanitized appends b to dst with every control byte or sequence
+// AppendSanitized appends b to dst with every control byte or sequence
 // that mode does not keep rendered visibly and inertly, and reports whether
 // it kept an SGR sequence (so the caller can reset the colour after it).
 // It does not allocate beyond growing dst.
-func appendSanitized(dst, b []byte, mode sanitizeMode) ([]byte, bool) {
+func AppendSanitized(dst, b []byte, mode SanitizeMode) ([]byte, bool) {
 	i := safePrefix(b)
 	if i == len(b) {
 		return append(dst, b...), false
@@ -72,10 +72,10 @@ func appendSanitized(dst, b []byte, mode sanitizeMode) ([]byte, bool) {
 			}
 			i += n
 			continue
-		case mode == sanitizeConsole && (c == '\t' || c == '\n'):
+		case mode == ConsoleMode && (c == '\t' || c == '\n'):
 			i++
 			continue
-		case mode == sanitizeConsole && c == 0x1b:
+		case mode == ConsoleMode && c == 0x1b:
 			if n := sgrLen(b[i:]); n > 0 {
 				i += n
 				sgr = true
@@ -107,13 +107,13 @@ func needsSanitizing(s string) bool {
 	return false
 }
 
-// sanitizeCellString is s made safe for a table cell, s itself (no copy)
+// SanitizeCell is s made safe for a table cell, s itself (no copy)
 // when it already is.
-func sanitizeCellString(s string) string {
+func SanitizeCell(s string) string {
 	if !needsSanitizing(s) {
 		return s
 	}
-	b, _ := appendSanitized(nil, []byte(s), sanitizeCell)
+	b, _ := AppendSanitized(nil, []byte(s), CellMode)
 	return string(b)
 }
 

@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -13,7 +14,7 @@ import (
 	"github.com/tfhive/tfhive/schedule"
 )
 
-const planGoldenDir = "../testdata/plan"
+const planGoldenDir = "testdata/plan"
 
 func planIntp(v int) *int { return &v }
 
@@ -182,5 +183,19 @@ func TestPlanJSONStreamedAsWhole(t *testing.T) {
 	}
 	if len(plans) < 7 {
 		t.Errorf("only %d plans compared", len(plans))
+	}
+}
+
+func TestWritePlanCode(t *testing.T) {
+	p := &schedule.Plan{RunID: "r", Strategy: "spread", Tasks: []schedule.Task{{ID: "worker:0", Role: "worker", Host: "a"}},
+		Code: &schedule.PlanCode{Code: schedule.Code{Hash: strings.Repeat("ab", 32), Bytes: 3 << 20, Files: 12},
+			Hosts: []schedule.CodeHost{{Host: "a", Present: true}, {Host: "b"}, {Host: "c"}}}}
+	var b strings.Builder
+	if err := WritePlan(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	want := "run r: 1 task on 1 host, 0 GPUs, strategy spread\ncode abababababab: 12 files, 3.0 MiB; on a; to send to b, c\n\n"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Errorf("plan starts\n%q\nwant\n%q", b.String()[:min(len(b.String()), len(want))], want)
 	}
 }

@@ -1,4 +1,4 @@
-package launcher
+package hostops
 
 import (
 	"bytes"
@@ -139,7 +139,7 @@ func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake
 			defer wg.Done()
 			held := make(chan struct{})
 			w := &ticketLines{held: held, wake: wake}
-			proc, err := ex.Start(ctx, SupervisorCommand, w, io.Discard)
+			proc, err := ex.Start(ctx, supervisorCommand, w, io.Discard)
 			if err != nil {
 				return
 			}

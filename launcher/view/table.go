@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"bytes"
@@ -10,18 +10,18 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// writeTable renders a borderless table in the style of `docker ps` and
+// WriteTable renders a borderless table in the style of `docker ps` and
 // `kubectl get`: columns separated by spaces, no rules
 // and no trailing blanks, so that it survives copy-paste, grep, awk and diff.
 //
 // Every cell is sanitised, on a terminal or not: cells come from hosts (GPU
 // names, other users' user names and command lines), a table never needs a
 // control byte, and a "\n" in a process name would forge a row.
-func writeTable(w io.Writer, header []string, rows [][]string) error {
-	header = sanitizeCells(header)
+func WriteTable(w io.Writer, header []string, rows [][]string) error {
+	header = SanitizeCells(header)
 	safe := make([][]string, len(rows))
 	for i, r := range rows {
-		safe[i] = sanitizeCells(r)
+		safe[i] = SanitizeCells(r)
 	}
 	rows = safe
 	var buf bytes.Buffer
@@ -61,8 +61,8 @@ func writeTable(w io.Writer, header []string, rows [][]string) error {
 	return err
 }
 
-// intList shows GPU indices or ports as "0,1", or "-" for none.
-func intList(xs []int) string {
+// IntList shows GPU indices or ports as "0,1", or "-" for none.
+func IntList(xs []int) string {
 	if len(xs) == 0 {
 		return "-"
 	}
@@ -73,17 +73,12 @@ func intList(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// sanitizeCells is a copy of cells made safe to print (the caller's rows are
+// SanitizeCells is a copy of cells made safe to print (the caller's rows are
 // left alone).
-func sanitizeCells(cells []string) []string {
+func SanitizeCells(cells []string) []string {
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		out[i] = sanitizeCellString(c)
+		out[i] = SanitizeCell(c)
 	}
 	return out
-}
-
-// WriteTable is writeTable for the commands' own tables (tfhive queue).
-func WriteTable(w io.Writer, header []string, rows [][]string) error {
-	return writeTable(w, header, rows)
 }

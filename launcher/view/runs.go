@@ -1,9 +1,7 @@
-package launcher
+package view
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -15,8 +13,10 @@ import (
 )
 
 // `tfhive runs`: the runs of a local log root, one row each, from their
-// summary.json (reading the directory is the command's; this is the
-// records, their order and their rendering).
+// summary.json (reading the directory is the command's, reading a summary
+// launcher's RunRecordFromSummary; this is the records, their order and
+// their rendering: the record is the table's row and the --json
+// document's, so it lives with them).
 
 // Results `tfhive runs` adds to a summary's.
 const (
@@ -44,46 +44,6 @@ type RunRecord struct {
 	Metrics  map[string]string `json:"metrics"`
 	Captures []string          `json:"-"`
 }
-
-// RunRecordFromSummary reads a summary.json. Names that --capture could
-// not have given are left out: they would be a column each.
-func RunRecordFromSummary(id, dir string, data []byte) (RunRecord, error) {
-	var s Summary
-	if err := json.Unmarshal(data, &s); err != nil {
-		// In the file's terms, not Go's.
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return RunRecord{}, fmt.Errorf("not JSON: %v", se)
-		case errors.As(err, &te) && te.Field == "":
-			return RunRecord{}, fmt.Errorf("a JSON %s, not an object", te.Value)
-		case errors.As(err, &te):
-			return RunRecord{}, fmt.Errorf("a JSON %s in its %s", te.Value, te.Field)
-		}
-		return RunRecord{}, err
-	}
-	if s.Result == "" {
-		return RunRecord{}, errors.New("no result")
-	}
-	r := RunRecord{RunID: id, LogDir: dir, Started: s.Started, Duration: s.Duration, Result: s.Result,
-		ExitCode: intPtr(s.ExitCode), Reason: s.Reason, Metrics: map[string]string{}, Captures: []string{}}
-	for k, v := range s.Metrics {
-		if ValidCaptureName(k) {
-			r.Metrics[k] = v
-		}
-	}
-	for k := range s.Captures {
-		if ValidCaptureName(k) {
-			r.Captures = append(r.Captures, k)
-		}
-	}
-	slices.Sort(r.Captures)
-	return r, nil
-}
-
-// ValidCaptureName: name could be a --capture's.
-func ValidCaptureName(name string) bool { return captureNameRE.MatchString(name) }
 
 // MetricNames are every name the records captured or asked for, sorted.
 func MetricNames(rs []RunRecord) []string {
@@ -190,7 +150,7 @@ func WriteRunRecords(w io.Writer, rs []RunRecord) error {
 		}
 		rows[i] = row
 	}
-	return writeTable(w, header, rows)
+	return WriteTable(w, header, rows)
 }
 
 // runsCellMax is the most of a value the table shows (runes); JSON has

@@ -1,23 +1,19 @@
-package launcher
+package hostops
 
 import (
 	"bytes"
-	"context"
-	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/probe/remote"
-	"github.com/tfhive/tfhive/probe/remote/remotetest"
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 
-const runsGoldenDir = "../testdata/psview"
+const psGoldenDir = "testdata/ps"
 
 // A kept run's state on a host, from its run directory there.
 func TestKeptStates(t *testing.T) {
@@ -69,8 +65,8 @@ func TestKeptStates(t *testing.T) {
 				t.Errorf("state %q, keeper %s; want %q, %s", runs[0].State, keeper, tt.state, tt.keeper)
 			}
 			var table, js strings.Builder
-			WriteRuns(&table, runs, time.Now())
-			WriteRunsJSON(&js, runs)
+			view.WriteRuns(&table, runs, time.Now())
+			view.WriteRunsJSON(&js, runs)
 			state := tt.state
 			if state == "" {
 				state = "-"
@@ -118,10 +114,10 @@ func TestRunsLiveUse(t *testing.T) {
 				t.Fatalf("runs %+v, want one", runs)
 			}
 			var table, js strings.Builder
-			if err := WriteRuns(&table, runs, time.Now()); err != nil {
+			if err := view.WriteRuns(&table, runs, time.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if err := WriteRunsJSON(&js, runs); err != nil {
+			if err := view.WriteRunsJSON(&js, runs); err != nil {
 				t.Fatal(err)
 			}
 			lines := strings.Split(table.String(), "\n")
@@ -159,8 +155,8 @@ func TestRunsGroupsClaims(t *testing.T) {
 	runs := Runs(inv)
 	var got []string
 	for _, r := range runs {
-		got = append(got, r.RunID+"/"+r.User+"@"+r.Host+" tasks "+strings.Join(r.Tasks, ",")+" gpus "+intList(r.GPUs)+
-			" ports "+intList(r.Ports)+" holders "+intList(r.Holders))
+		got = append(got, r.RunID+"/"+r.User+"@"+r.Host+" tasks "+strings.Join(r.Tasks, ",")+" gpus "+view.IntList(r.GPUs)+
+			" ports "+view.IntList(r.Ports)+" holders "+view.IntList(r.Holders))
 	}
 	want := []string{
 		"r1/alice@h2 tasks worker:1 gpus 0 ports - holders 30",
@@ -175,63 +171,12 @@ func TestRunsGroupsClaims(t *testing.T) {
 		t.Errorf("since %v, want the oldest claim's", runs[1].Since)
 	}
 	var table bytes.Buffer
-	if err := WriteRuns(&table, runs, t0.Add(time.Hour)); err != nil {
+	if err := view.WriteRuns(&table, runs, t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Golden(t, filepath.Join(runsGoldenDir, "grouped.txt"), table.Bytes())
+	testkit.Golden(t, filepath.Join(psGoldenDir, "grouped.txt"), table.Bytes())
 	var js bytes.Buffer
-	if err := WriteRunsJSON(&js, nil); err != nil || js.String() != "{\n  \"runs\": []\n}\n" {
+	if err := view.WriteRunsJSON(&js, nil); err != nil || js.String() != "{\n  \"runs\": []\n}\n" {
 		t.Errorf("no runs: %q, %v", js.String(), err)
-	}
-}
-
-// kill runs kill.sh on each host where the run holds claims, with the run,
-// its holders and the grace; it reports what each host stopped or why not,
-// a refusal as a refusal.
-func TestKill(t *testing.T) {
-	sh := func(out, errOut string, rc int) remote.Executor {
-		f := &remotetest.Fake{}
-		f.Handle(remotetest.Exact("sh -s"), func(p *remotetest.Proc) int {
-			b, _ := io.ReadAll(p.Stdin)
-			if s := string(b); !strings.Contains(s, "run=r1\n") || !strings.Contains(s, "holders=10,11\n") || !strings.Contains(s, "tenths=25\n") {
-				t.Errorf("kill.sh's parameters: %.200q", s)
-			}
-			io.WriteString(p.Stdout, out)
-			io.WriteString(p.Stderr, errOut)
-			return rc
-		})
-		return f
-	}
-	lost := &remotetest.Fake{}
-	lost.Lose()
-	execs := map[string]remote.Executor{
-		"h1":   sh("signalled 12\nstopped 2\n", "", 0),
-		"h3":   sh("stopped 0\n", "", 3),
-		"h4":   sh("stopped 1\n", "tfhive: kill 14: Operation not permitted\n", 1),
-		"h5":   lost,
-		"h6":   sh("", "", 0),
-		"odd":  sh("", "", 0),
-		"none": sh("", "", 0),
-	}
-	run := func(host string) RunOnHost { return RunOnHost{RunID: "r1", Host: host, Holders: []int{10, 11}} }
-	runs := []RunOnHost{run("h1"), run("h2"), run("h3"), run("h4"), run("h5"),
-		{RunID: "r1", Host: "h6"},                             // no holders yet
-		{RunID: "../r1", Host: "odd", Holders: []int{10, 11}}, // not a run id tfhive makes
-		{Host: "none", Holders: []int{10}}}                    // an unseen holder's
-	res := Kill(context.Background(), runs, execs, 2500*time.Millisecond, 3)
-	var got []string
-	for _, r := range res {
-		s := fmt.Sprintf("%s %d", r.Host, r.Tasks)
-		if r.Err != nil {
-			s += ": " + r.Err.Error()
-		}
-		got = append(got, s)
-	}
-	const starting = "its tasks are still starting; try again in a moment"
-	want := []string{"h1 2", "h2 0: no connection", "h3 0: its tasks are still starting or already gone; try again in a moment",
-		"h4 1: kill 14: Operation not permitted", "h5 0: " + remotetest.ErrLost.Error(),
-		"h6 0: " + starting, "odd 0: " + starting, "none 0: " + starting}
-	if !slices.Equal(got, want) {
-		t.Errorf("results\n %q\nwant\n %q", got, want)
 	}
 }

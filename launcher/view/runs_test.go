@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"bytes"
@@ -12,50 +12,7 @@ import (
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 
-const runlistGoldenDir = "../testdata/runlist"
-
-// A summary.json becomes a record; what is not one is refused in the
-// file's terms, and metric names --capture could not have given are left
-// out.
-func TestRunRecordFromSummary(t *testing.T) {
-	started := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	sum := Summary{RunID: "ignored", Result: ResultFailed, ExitCode: 3, Reason: "worker:0 exited 3", Started: started,
-		Duration: 90 * time.Second, Captures: map[string]string{"loss": `loss=(\S+)`, "x\ny": "(.)", "acc": `acc=(\S+)`},
-		Metrics: map[string]string{"loss": "0.25", "\x1b[2J": "2"}}
-	data, err := json.Marshal(sum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := RunRecordFromSummary("lr-0.1", "/logs/lr-0.1", data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.RunID != "lr-0.1" || r.LogDir != "/logs/lr-0.1" || !r.Started.Equal(started) || r.Duration != 90*time.Second ||
-		r.Result != ResultFailed || r.ExitCode == nil || *r.ExitCode != 3 || r.Reason != "worker:0 exited 3" {
-		t.Errorf("record %+v", r)
-	}
-	if len(r.Metrics) != 1 || r.Metrics["loss"] != "0.25" {
-		t.Errorf("metrics %q, want loss only", r.Metrics)
-	}
-	if !slices.Equal(r.Captures, []string{"acc", "loss"}) {
-		t.Errorf("captures %q, want [acc loss]", r.Captures)
-	}
-
-	// want is the error's start: Go versions differ on how deep a field
-	// they name.
-	for _, c := range []struct{ name, data, want string }{
-		{"cut short", `{"run_id": `, "not JSON: unexpected end of JSON input"},
-		{"not JSON at all", `summary`, "not JSON: invalid character 's' looking for beginning of value"},
-		{"an array", `[1, 2]`, "a JSON array, not an object"},
-		{"a string", `"x"`, "a JSON string, not an object"},
-		{"a metric of the wrong type", `{"result": "succeeded", "metrics": {"loss": 0.1}}`, "a JSON number in its metrics"},
-		{"no result", `{}`, "no result"},
-	} {
-		if _, err := RunRecordFromSummary("r", "d", []byte(c.data)); err == nil || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("%s: %v, want %q", c.name, err, c.want)
-		}
-	}
-}
+const runsGoldenDir = "testdata/runs"
 
 func record(id string, started time.Time, metrics ...string) RunRecord {
 	r := RunRecord{RunID: id, Started: started, Metrics: map[string]string{}}
@@ -117,9 +74,9 @@ func TestWriteRunRecords(t *testing.T) {
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.Local)
 	code := func(n int) *int { return &n }
 	rs := []RunRecord{
-		{RunID: "lr-0.1", Started: t0, Duration: 95*time.Minute + 1500*time.Millisecond, Result: ResultSucceeded, ExitCode: code(0),
+		{RunID: "lr-0.1", Started: t0, Duration: 95*time.Minute + 1500*time.Millisecond, Result: "succeeded", ExitCode: code(0),
 			Metrics: map[string]string{"loss": "0.25", "acc": "0.91"}, Captures: []string{"acc", "loss"}},
-		{RunID: "lr-1", Started: t0.Add(time.Hour), Duration: 3240 * time.Millisecond, Result: ResultFailed, ExitCode: code(1),
+		{RunID: "lr-1", Started: t0.Add(time.Hour), Duration: 3240 * time.Millisecond, Result: "failed", ExitCode: code(1),
 			Metrics: map[string]string{"loss": strings.Repeat("9", 50), "note": "über " + strings.Repeat("é", 45)}},
 		{RunID: "still-going", Started: t0.Add(2 * time.Hour), Result: ResultRunning, Metrics: map[string]string{}},
 		{RunID: "gone", Result: ResultUnknown, Metrics: map[string]string{}},
@@ -128,7 +85,7 @@ func TestWriteRunRecords(t *testing.T) {
 	if err := WriteRunRecords(&b, rs); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Golden(t, filepath.Join(runlistGoldenDir, "table.txt"), b.Bytes())
+	testkit.Golden(t, filepath.Join(runsGoldenDir, "table.txt"), b.Bytes())
 	if got := MetricNames(rs); !slices.Equal(got, []string{"acc", "loss", "note"}) {
 		t.Errorf("metric names %q", got)
 	}

@@ -1,4 +1,4 @@
-package launcher
+package doctor
 
 import (
 	"encoding/json"
@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
-// DoctorReport is the hosts' reports compared: `tfhive doctor --json`.
-type DoctorReport struct {
-	Hosts []DoctorHost `json:"hosts"`
+// Report is the hosts' reports compared: `tfhive doctor --json`.
+type Report struct {
+	Hosts []Host `json:"hosts"`
 	// Majority maps each item compared (python.executable,
 	// python.version, modules.NAME, driver, cuda.FRAMEWORK,
 	// cudnn.FRAMEWORK, nccl.torch, code) to the value most hosts have,
@@ -27,11 +29,11 @@ type DoctorReport struct {
 
 // doctorItem is one column of the doctor's table: a value per host.
 type doctorItem struct {
-	key    string // in DoctorReport.Majority and DoctorHost.Differs
+	key    string // in Report.Majority and Host.Differs
 	header string
 	label  string // in messages
 	none   string // what a nil value means, in messages
-	get    func(*DoctorHost) *string
+	get    func(*Host) *string
 	// compared: free disk space is shown, never expected to match.
 	compared bool
 	// optional columns are left out of the table when no host has a value.
@@ -44,16 +46,16 @@ type doctorItem struct {
 func doctorItems(modules []string) []doctorItem {
 	items := []doctorItem{
 		{key: "python.executable", header: "PYTHON", label: "python", none: "no python3 or python on the PATH", compared: true,
-			get: func(d *DoctorHost) *string { return d.Python.Executable }},
+			get: func(d *Host) *string { return d.Python.Executable }},
 		{key: "python.version", header: "VERSION", label: "python version", none: "unknown", compared: true,
-			get: func(d *DoctorHost) *string { return d.Python.Version }},
+			get: func(d *Host) *string { return d.Python.Version }},
 	}
 	for _, m := range modules {
 		items = append(items, doctorItem{key: "modules." + m, header: strings.ToUpper(m), label: m, none: "not installed", compared: true,
-			get: func(d *DoctorHost) *string { return d.Modules[m] }})
+			get: func(d *Host) *string { return d.Modules[m] }})
 	}
 	items = append(items, doctorItem{key: "driver", header: "DRIVER", label: "NVIDIA driver", none: "no nvidia-smi", compared: true,
-		get: func(d *DoctorHost) *string {
+		get: func(d *Host) *string {
 			if d.DriverError != "" {
 				return ptr("error")
 			}
@@ -62,39 +64,39 @@ func doctorItems(modules []string) []doctorItem {
 	for _, fw := range []struct{ name, short string }{{"tensorflow", "TF"}, {"torch", "TORCH"}} {
 		for _, lib := range []struct {
 			key, name string
-			get       func(*DoctorHost) map[string]*string
+			get       func(*Host) map[string]*string
 		}{
-			{"cuda", "CUDA", func(d *DoctorHost) map[string]*string { return d.CUDA }},
-			{"cudnn", "cuDNN", func(d *DoctorHost) map[string]*string { return d.CuDNN }},
-			{"nccl", "NCCL", func(d *DoctorHost) map[string]*string { return d.NCCL }},
+			{"cuda", "CUDA", func(d *Host) map[string]*string { return d.CUDA }},
+			{"cudnn", "cuDNN", func(d *Host) map[string]*string { return d.CuDNN }},
+			{"nccl", "NCCL", func(d *Host) map[string]*string { return d.NCCL }},
 		} {
 			if lib.key == "nccl" && fw.name == "tensorflow" {
 				continue // TensorFlow's build info does not say
 			}
 			items = append(items, doctorItem{key: lib.key + "." + fw.name, header: fw.short + "-" + strings.ToUpper(lib.name),
 				label: fw.name + "'s " + lib.name, none: "none", compared: true, optional: true,
-				get: func(d *DoctorHost) *string { return lib.get(d)[fw.name] }})
+				get: func(d *Host) *string { return lib.get(d)[fw.name] }})
 		}
 	}
 	return append(items,
 		doctorItem{key: "disk", header: "DISK", label: "free disk", none: "unknown",
-			get: func(d *DoctorHost) *string {
+			get: func(d *Host) *string {
 				if d.DiskFreeBytes == nil {
 					return nil
 				}
 				return ptr(humanBytes(*d.DiskFreeBytes))
 			}},
 		doctorItem{key: "code", header: "CODE", label: "code hash", none: "none", compared: true, optional: true,
-			get: func(d *DoctorHost) *string { return d.Code }, short: ShortHash},
+			get: func(d *Host) *string { return d.Code }, short: view.ShortHash},
 	)
 }
 
-// CompareDoctor marks, for every item, the hosts whose value is not the
+// Compare marks, for every item, the hosts whose value is not the
 // one most hosts have. Where no value has more hosts than every other
 // (two hosts, two values), every host is marked: none can be taken as
 // right. Hosts that could not be checked take no part.
-func CompareDoctor(hosts []DoctorHost, modules []string) *DoctorReport {
-	r := &DoctorReport{Hosts: hosts, Majority: map[string]*string{}, modules: modules}
+func Compare(hosts []Host, modules []string) *Report {
+	r := &Report{Hosts: hosts, Majority: map[string]*string{}, modules: modules}
 	for i := range r.Hosts {
 		r.Hosts[i].Differs = []string{}
 		if r.Hosts[i].Error != "" && !r.Hosts[i].Unreachable {
@@ -169,7 +171,7 @@ type Problem struct {
 }
 
 // Problems lists what makes the report differ, host by host in order.
-func (r *DoctorReport) Problems() []Problem {
+func (r *Report) Problems() []Problem {
 	items := doctorItems(r.modules)
 	var out []Problem
 	for i := range r.Hosts {
@@ -197,7 +199,7 @@ func (r *DoctorReport) Problems() []Problem {
 }
 
 // count is how many checked hosts have v, of how many checked.
-func (r *DoctorReport) count(it doctorItem, v *string) (have, of int) {
+func (r *Report) count(it doctorItem, v *string) (have, of int) {
 	for i := range r.Hosts {
 		if r.Hosts[i].Error == "" {
 			of++
@@ -224,12 +226,12 @@ func (it doctorItem) cell(v string) string {
 	return v
 }
 
-// WriteDoctor prints the doctor's table: a row per host, a column per
+// Write prints the doctor's table: a row per host, a column per
 // item, "*" after a value not with the majority, "-" for none and "?" for
 // what a host that could not be checked did not say. Columns of the CUDA
 // libraries and the code hash are left out when no host has one; NOTE
 // appears when some host could not be checked.
-func WriteDoctor(w io.Writer, r *DoctorReport) error {
+func Write(w io.Writer, r *Report) error {
 	var items []doctorItem
 	for _, it := range doctorItems(r.modules) {
 		keep := !it.optional
@@ -244,7 +246,7 @@ func WriteDoctor(w io.Writer, r *DoctorReport) error {
 	for _, it := range items {
 		header = append(header, it.header)
 	}
-	notes := slices.ContainsFunc(r.Hosts, func(h DoctorHost) bool { return h.Error != "" })
+	notes := slices.ContainsFunc(r.Hosts, func(h Host) bool { return h.Error != "" })
 	if notes {
 		header = append(header, "NOTE")
 	}
@@ -265,15 +267,15 @@ func WriteDoctor(w io.Writer, r *DoctorReport) error {
 			row = append(row, cell)
 		}
 		if notes {
-			row = append(row, viewDash(h.Error))
+			row = append(row, view.Dash(h.Error))
 		}
 		rows[i] = row
 	}
-	return writeTable(w, header, rows)
+	return view.WriteTable(w, header, rows)
 }
 
-// WriteDoctorJSON prints `tfhive doctor --json`.
-func WriteDoctorJSON(w io.Writer, r *DoctorReport) error {
+// WriteJSON prints `tfhive doctor --json`.
+func WriteJSON(w io.Writer, r *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)

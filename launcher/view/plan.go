@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"bufio"
@@ -51,9 +51,9 @@ func WritePlan(w io.Writer, p *schedule.Plan) error {
 
 	rows := make([][]string, len(p.Tasks))
 	for i, t := range p.Tasks {
-		rows[i] = []string{t.Role, strconv.Itoa(t.Index), t.Host, t.Address, intList(t.GPUs), viewDash(viewArgv(t.Argv))}
+		rows[i] = []string{t.Role, strconv.Itoa(t.Index), t.Host, t.Address, IntList(t.GPUs), Dash(viewArgv(t.Argv))}
 	}
-	if err := writeTable(w, []string{"ROLE", "INDEX", "HOST", "ADDRESS", "GPUS", "COMMAND"}, rows); err != nil {
+	if err := WriteTable(w, []string{"ROLE", "INDEX", "HOST", "ADDRESS", "GPUS", "COMMAND"}, rows); err != nil {
 		return err
 	}
 	if _, err := io.WriteString(w, "\n"); err != nil {
@@ -72,7 +72,7 @@ func WritePlan(w io.Writer, p *schedule.Plan) error {
 	for i, t := range p.Tasks {
 		rows[i] = []string{t.ID, t.TFConfig}
 	}
-	return writeTable(w, []string{"TASK", "TF_CONFIG"}, rows)
+	return WriteTable(w, []string{"TASK", "TF_CONFIG"}, rows)
 }
 
 // writeRanks shows what sets a torch rank apart: the variables of its env
@@ -84,10 +84,10 @@ func writeRanks(w io.Writer, p *schedule.Plan) error {
 	for i, t := range p.Tasks {
 		rows[i] = []string{t.ID}
 		for _, v := range vars {
-			rows[i] = append(rows[i], viewDash(t.Env[v]))
+			rows[i] = append(rows[i], Dash(t.Env[v]))
 		}
 	}
-	return writeTable(w, append([]string{"TASK"}, vars...), rows)
+	return WriteTable(w, append([]string{"TASK"}, vars...), rows)
 }
 
 // writeMatrix has one column per GPU index seen on any host, so that GPU 3
@@ -115,7 +115,7 @@ func writeMatrix(w io.Writer, m []schedule.MatrixHost, nics bool) error {
 	for r, h := range m {
 		row := []string{h.Host, h.Address}
 		if nics {
-			row = append(row, viewDash(h.Interface))
+			row = append(row, Dash(h.Interface))
 		}
 		for _, i := range idx {
 			cell := "-"
@@ -128,7 +128,7 @@ func writeMatrix(w io.Writer, m []schedule.MatrixHost, nics bool) error {
 		}
 		rows[r] = append(row, h.Note)
 	}
-	return writeTable(w, header, rows)
+	return WriteTable(w, header, rows)
 }
 
 func matrixCell(g schedule.MatrixGPU) string {
@@ -198,7 +198,7 @@ func planEncoder(w io.Writer, prefix string) *json.Encoder {
 	return enc
 }
 
-func viewDash(s string) string {
+func Dash(s string) string {
 	if s == "" {
 		return "-"
 	}

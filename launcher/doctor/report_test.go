@@ -1,4 +1,4 @@
-package launcher
+package doctor
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 
-const doctorGoldenDir = "../testdata/doctor"
+const doctorGoldenDir = "testdata/doctor"
 
 func strs(vs ...string) []*string {
 	out := make([]*string, len(vs))
@@ -59,10 +59,10 @@ func show(v *string) string {
 
 // doctorHost is a host that reports every item, as Python 3.11.2 with
 // torch 2.1.0 and no tensorflow.
-func doctorHost(name string, edit func(*DoctorHost)) DoctorHost {
-	d := DoctorHost{
+func doctorHost(name string, edit func(*Host)) Host {
+	d := Host{
 		Host:          name,
-		Python:        DoctorPython{Executable: ptr("/usr/bin/python3"), Version: ptr("3.11.2")},
+		Python:        Python{Executable: ptr("/usr/bin/python3"), Version: ptr("3.11.2")},
 		Modules:       map[string]*string{"tensorflow": nil, "torch": ptr("2.1.0"), "numpy": ptr("1.26.4")},
 		Driver:        ptr("550.54.15"),
 		CUDA:          map[string]*string{"tensorflow": nil, "torch": ptr("12.1")},
@@ -76,19 +76,19 @@ func doctorHost(name string, edit func(*DoctorHost)) DoctorHost {
 	return d
 }
 
-var doctorMods = DoctorModules([]string{"numpy"})
+var doctorMods = Modules([]string{"numpy"})
 
 func TestCompareDoctorMarksTheMinority(t *testing.T) {
-	hosts := []DoctorHost{
+	hosts := []Host{
 		doctorHost("gpu01", nil),
-		doctorHost("gpu02", func(d *DoctorHost) {
+		doctorHost("gpu02", func(d *Host) {
 			d.Python.Version = ptr("3.12.1")
 			d.DiskFreeBytes = ptr(int64(3 << 30)) // never compared
 		}),
-		doctorHost("gpu03", func(d *DoctorHost) { d.Modules["numpy"] = nil }),
+		doctorHost("gpu03", func(d *Host) { d.Modules["numpy"] = nil }),
 		doctorHost("gpu04", nil),
 	}
-	r := CompareDoctor(hosts, doctorMods)
+	r := Compare(hosts, doctorMods)
 	if !r.Differs {
 		t.Error("Differs = false")
 	}
@@ -96,7 +96,7 @@ func TestCompareDoctorMarksTheMinority(t *testing.T) {
 		host    string
 		differs []string
 	}{{"gpu01", nil}, {"gpu02", []string{"python.version"}}, {"gpu03", []string{"modules.numpy"}}, {"gpu04", nil}} {
-		i := slices.IndexFunc(r.Hosts, func(d DoctorHost) bool { return d.Host == tt.host })
+		i := slices.IndexFunc(r.Hosts, func(d Host) bool { return d.Host == tt.host })
 		if got := r.Hosts[i].Differs; !slices.Equal(got, tt.differs) || got == nil {
 			t.Errorf("%s differs in %q, want %q", tt.host, got, tt.differs)
 		}
@@ -122,21 +122,21 @@ func TestCompareDoctorMarksTheMinority(t *testing.T) {
 // Hosts not reached take no part and differ in nothing; a host reached
 // whose check failed differs. Two hosts that disagree both differ.
 func TestCompareDoctorErrorsAndTies(t *testing.T) {
-	all := CompareDoctor([]DoctorHost{doctorHost("a", nil), doctorHost("b", nil)}, doctorMods)
+	all := Compare([]Host{doctorHost("a", nil), doctorHost("b", nil)}, doctorMods)
 	if all.Differs || len(all.Problems()) != 0 {
 		t.Errorf("equal hosts differ: %q", all.Problems())
 	}
-	away := DoctorHost{Host: "c", Error: "not reached: connection refused", Unreachable: true}
-	r := CompareDoctor([]DoctorHost{doctorHost("a", nil), doctorHost("b", nil), away}, doctorMods)
+	away := Host{Host: "c", Error: "not reached: connection refused", Unreachable: true}
+	r := Compare([]Host{doctorHost("a", nil), doctorHost("b", nil), away}, doctorMods)
 	if r.Differs || len(r.Hosts[2].Differs) != 0 {
 		t.Errorf("a host not reached made the report differ: %q", r.Problems())
 	}
-	failed := DoctorHost{Host: "c", Error: "setup failed: source venv/bin/activate"}
-	r = CompareDoctor([]DoctorHost{doctorHost("a", nil), doctorHost("b", nil), failed}, doctorMods)
+	failed := Host{Host: "c", Error: "setup failed: source venv/bin/activate"}
+	r = Compare([]Host{doctorHost("a", nil), doctorHost("b", nil), failed}, doctorMods)
 	if want := []Problem{{"c", "check", "c: setup failed: source venv/bin/activate"}}; !r.Differs || !slices.Equal(r.Problems(), want) {
 		t.Errorf("a failed check: differs %v, %q", r.Differs, r.Problems())
 	}
-	r = CompareDoctor([]DoctorHost{doctorHost("a", nil), doctorHost("b", func(d *DoctorHost) { d.Driver = nil })}, doctorMods)
+	r = Compare([]Host{doctorHost("a", nil), doctorHost("b", func(d *Host) { d.Driver = nil })}, doctorMods)
 	want := []Problem{
 		{"a", "NVIDIA driver", "a: NVIDIA driver 550.54.15, and no value is on more hosts than every other"},
 		{"b", "NVIDIA driver", "b: NVIDIA driver (no nvidia-smi), and no value is on more hosts than every other"},
@@ -147,9 +147,9 @@ func TestCompareDoctorErrorsAndTies(t *testing.T) {
 }
 
 func TestWriteDoctor(t *testing.T) {
-	hosts := []DoctorHost{
+	hosts := []Host{
 		doctorHost("gpu01", nil),
-		doctorHost("gpu02", func(d *DoctorHost) {
+		doctorHost("gpu02", func(d *Host) {
 			d.Python.Version = ptr("3.12.1")
 			d.DiskFreeBytes = ptr(int64(9<<30 + 512<<20))
 		}),
@@ -157,33 +157,33 @@ func TestWriteDoctor(t *testing.T) {
 		{Host: "gpu04", Driver: ptr("550.54.15"), Error: "setup failed: source ~/venv/bin/activate"},
 		{Host: "gpu05", Error: "not reached: connect timed out after 10s", Unreachable: true},
 	}
-	r := CompareDoctor(hosts, doctorMods)
+	r := Compare(hosts, doctorMods)
 	var txt, js bytes.Buffer
-	if err := WriteDoctor(&txt, r); err != nil {
+	if err := Write(&txt, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteDoctorJSON(&js, r); err != nil {
+	if err := WriteJSON(&js, r); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Golden(t, filepath.Join(doctorGoldenDir, "report.txt"), txt.Bytes())
 	testkit.Golden(t, filepath.Join(doctorGoldenDir, "report.json"), js.Bytes())
 
 	// No framework with CUDA anywhere, no code synced: those columns go.
-	plain := func(d *DoctorHost) {
+	plain := func(d *Host) {
 		d.CUDA, d.CuDNN, d.NCCL = map[string]*string{}, map[string]*string{}, map[string]*string{}
 	}
 	txt.Reset()
-	WriteDoctor(&txt, CompareDoctor([]DoctorHost{doctorHost("a", plain), doctorHost("b", plain)}, doctorMods))
+	Write(&txt, Compare([]Host{doctorHost("a", plain), doctorHost("b", plain)}, doctorMods))
 	testkit.Golden(t, filepath.Join(doctorGoldenDir, "plain.txt"), txt.Bytes())
 
 	// The code hash: compared whole, shown short in the table and the
 	// messages, whole in the JSON.
-	code := func(h string) func(*DoctorHost) {
-		return func(d *DoctorHost) { plain(d); d.Code = ptr(strings.Repeat(h, 32)) }
+	code := func(h string) func(*Host) {
+		return func(d *Host) { plain(d); d.Code = ptr(strings.Repeat(h, 32)) }
 	}
-	r = CompareDoctor([]DoctorHost{doctorHost("a", code("ab")), doctorHost("b", code("ab")), doctorHost("c", code("cd"))}, doctorMods)
+	r = Compare([]Host{doctorHost("a", code("ab")), doctorHost("b", code("ab")), doctorHost("c", code("cd"))}, doctorMods)
 	txt.Reset()
-	WriteDoctor(&txt, r)
+	Write(&txt, r)
 	testkit.Golden(t, filepath.Join(doctorGoldenDir, "code.txt"), txt.Bytes())
 	want := []Problem{{Host: "c", Item: "code hash", Text: "c: code hash cdcdcdcdcdcd, where 2 of 3 hosts have abababababab"}}
 	if !slices.Equal(r.Problems(), want) || *r.Majority["code"] != strings.Repeat("ab", 32) {

@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/tfhive/tfhive/schedule"
 )
 
-const statusGoldenDir = "../testdata/status"
+const statusGoldenDir = "testdata/status"
 
 // statusFleet is a host of each kind the status shows: unreachable, a
 // broken driver, CPU only, no devices, and one whose GPUs are free, busy

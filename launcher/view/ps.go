@@ -1,0 +1,90 @@
+package view
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/inventory"
+)
+
+// `tfhive ps`: the runs holding GPUs, one row per run and host (hostops
+// reads them from the hosts' claims).
+
+// RunOnHost is what one run holds on one host, from the claims there. It
+// is ps's row and its --json document's, so it lives with the table;
+// hostops.Runs fills it from the inventory, and hostops.Kill stops what
+// its Holders name.
+type RunOnHost struct {
+	// RunID is "" for claims whose holder is not a tfhive task or cannot
+	// be seen (hidden processes): label unknown.
+	RunID string    `json:"run_id"`
+	User  string    `json:"user"`
+	Host  string    `json:"host"`
+	Tasks []string  `json:"tasks"`
+	GPUs  []int     `json:"gpus"`
+	Ports []int     `json:"ports"`
+	Since time.Time `json:"since"`
+	// State and Keeper are what the user's own run directory on the host
+	// says of a kept run (hostops.RunStarting, …; keeper attached or not); empty
+	// and nil when there is nothing to say: another user's run, one
+	// started with --reconnect 0, or a task whose files are not there yet.
+	State  string `json:"state,omitempty"`
+	Keeper *bool  `json:"keeper,omitempty"`
+	// GPUUse is the live utilisation of the run's GPUs here, in GPUs'
+	// order, matched by the UUID each claim names; nil when the host
+	// could not say (no nvidia-smi, a claims-only probe).
+	GPUUse []inventory.GPUUse `json:"gpu_usage,omitempty"`
+	// Holders are the processes holding the run's claims on the host, as
+	// /proc/locks names them: kill finds the tasks' supervisors from them.
+	Holders []int `json:"-"`
+}
+
+// WriteRuns prints `tfhive ps`: one row per run and host.
+func WriteRuns(w io.Writer, runs []RunOnHost, now time.Time) error {
+	rows := make([][]string, len(runs))
+	for i, r := range runs {
+		id, user := r.RunID, r.User
+		if id == "" {
+			id = "?" // held, but not by a tfhive task this user can see
+		}
+		if user == "" {
+			user = "?"
+		}
+		state, keeper := r.State, "-"
+		if state == "" {
+			state = "-"
+		}
+		if r.Keeper != nil {
+			keeper = map[bool]string{true: "yes", false: "no"}[*r.Keeper]
+		}
+		rows[i] = []string{id, user, r.Host, state, keeper, strings.Join(r.Tasks, ","), IntList(r.GPUs), liveCell(r.GPUUse), IntList(r.Ports),
+			r.Since.Local().Format("2006-01-02 15:04:05") + " (" + now.Sub(r.Since).Round(time.Second).String() + " ago)"}
+	}
+	return WriteTable(w, []string{"RUN", "USER", "HOST", "STATE", "KEEPER", "TASKS", "GPUS", "GPU UTIL / MEM", "PORTS", "SINCE"}, rows)
+}
+
+// liveCell shows each GPU's utilisation and memory used, in GPUS' order:
+// "97% 10.2G, 3% 0.5G"; "-" when the host could not say.
+func liveCell(use []inventory.GPUUse) string {
+	if len(use) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(use))
+	for i, u := range use {
+		parts[i] = fmt.Sprintf("%.0f%% %.1fG", u.Util, u.MemMiB/1024)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteRunsJSON prints `tfhive ps --json`: {"runs": [...]}.
+func WriteRunsJSON(w io.Writer, runs []RunOnHost) error {
+	if runs == nil {
+		runs = []RunOnHost{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"runs": runs})
+}
