@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/hosttest"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -115,11 +116,11 @@ func TestDetachOnFakeHosts(t *testing.T) {
 		if err := Ps(context.Background(), PsOptions{Streams: ps.streams(), Hosts: b.hosts, JSON: true}); err != nil {
 			t.Fatal(err)
 		}
-		var doc struct{ Runs []launcher.RunOnHost }
+		var doc struct{ Runs []view.RunOnHost }
 		json.Unmarshal(ps.stdout.Bytes(), &doc)
 		ok := len(doc.Runs) == 2
 		for _, r := range doc.Runs {
-			ok = ok && r.RunID == "kept" && r.State == launcher.RunRunning && r.Keeper != nil && *r.Keeper
+			ok = ok && r.RunID == "kept" && r.State == hostops.RunRunning && r.Keeper != nil && *r.Keeper
 		}
 		return ok
 	})

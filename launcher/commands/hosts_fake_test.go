@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/probe/hosttest"
 )
 
@@ -93,7 +93,7 @@ func TestDoctorOnFakeHosts(t *testing.T) {
 	o = out{}
 	err = Doctor(context.Background(), DoctorOptions{Streams: o.streams(), Hosts: b.hosts, JSON: true, Imports: []string{"json"}})
 	errAs[*DifferError](t, err)
-	var rep launcher.DoctorReport
+	var rep doctor.Report
 	if err := json.Unmarshal(o.stdout.Bytes(), &rep); err != nil || !rep.Differs || len(rep.Hosts) != 3 {
 		t.Errorf("doctor --json: %v, %+v", err, rep)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // A job of two workers runs on both hosts, each with a GPU of its own,
@@ -99,7 +101,7 @@ func TestRunPsQueueKillOnFakeHosts(t *testing.T) {
 	// Its state is read from the hosts' run directories, written a
 	// moment after the tasks start.
 	var runs struct {
-		Runs []launcher.RunOnHost `json:"runs"`
+		Runs []view.RunOnHost `json:"runs"`
 	}
 	eventually(t, "ps --json says the run runs", func() bool {
 		var psj out
@@ -109,7 +111,7 @@ func TestRunPsQueueKillOnFakeHosts(t *testing.T) {
 		if err := json.Unmarshal(psj.stdout.Bytes(), &runs); err != nil {
 			t.Fatalf("ps --json: %v\n%s", err, psj.stdout.String())
 		}
-		return len(runs.Runs) == 2 && runs.Runs[0].State == launcher.RunRunning && runs.Runs[1].State == launcher.RunRunning
+		return len(runs.Runs) == 2 && runs.Runs[0].State == hostops.RunRunning && runs.Runs[1].State == hostops.RunRunning
 	})
 	for _, r := range runs.Runs {
 		if r.RunID != "holder" || len(r.GPUs) != 1 || len(r.Tasks) != 1 || r.Keeper == nil || !*r.Keeper {
