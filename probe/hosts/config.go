@@ -13,6 +13,10 @@ import (
 // SetDefaults; Validate then checks the whole, and host is the result.
 type hostConfig struct {
 	inventory.Host
+	// alias is the address's host part as written: what the ssh config
+	// is matched against and, without a HostName, what is dialled. Name
+	// is the same unless the hosts file gives the host a `name:`.
+	alias string
 	// globalKnownHosts are checked after Host.KnownHostsFiles, the user's
 	// (OpenSSH's GlobalKnownHostsFile; tfhive does not read it from the
 	// ssh config).

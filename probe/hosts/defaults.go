@@ -86,7 +86,7 @@ func (c *hostConfig) SetDefaults(d defaults) {
 		c.Port = d.Port
 	}
 	if c.Address == "" {
-		c.Address = c.Name
+		c.Address = c.alias
 	}
 	if c.ClusterAddress == "" {
 		c.ClusterAddress = c.Address

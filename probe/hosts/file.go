@@ -26,7 +26,11 @@ type hostSettings struct {
 // hostEntry is one item of `hosts:` as written, with the line it starts on.
 type hostEntry struct {
 	hostSettings
-	Address        string
+	Address string
+	// Name, when set, is the host's label in output instead of its
+	// address's host part; the address is still what is dialled and
+	// matched against the ssh config.
+	Name           string
 	ClusterAddress string
 	GPUs           []int // nil: all GPUs
 	Line           int
@@ -35,12 +39,16 @@ type hostEntry struct {
 type hostsFile struct {
 	Defaults hostSettings
 	Hosts    []hostEntry
+	// SSHConfig is the file's `ssh_config:` as written ("" when not set),
+	// and SSHConfigLine its line.
+	SSHConfig     string
+	SSHConfigLine int
 }
 
 var (
 	settingKeys = []string{"user", "port", "identity_file", "jump", "workdir", "setup", "env"}
-	entryKeys   = append([]string{"address", "cluster_address", "gpus"}, settingKeys...)
-	topKeys     = []string{"defaults", "hosts"}
+	entryKeys   = append([]string{"address", "name", "cluster_address", "gpus"}, settingKeys...)
+	topKeys     = []string{"ssh_config", "defaults", "hosts"}
 	envKeyRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	yamlLineRE  = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 )
@@ -73,6 +81,10 @@ func parseHostsFile(name string, data []byte) (*hostsFile, error) {
 	sawHosts := false
 	err := eachKey(root, topKeys, fail, func(key string, v *yaml.Node) error {
 		switch key {
+		case "ssh_config":
+			s, err := scalarString(v, key, fail)
+			hf.SSHConfig, hf.SSHConfigLine = s, v.Line
+			return err
 		case "defaults":
 			if v.Kind != yaml.MappingNode {
 				return fail(v.Line, "defaults: expected a mapping")
@@ -101,6 +113,17 @@ func parseHostsFile(name string, data []byte) (*hostsFile, error) {
 	if !sawHosts || len(hf.Hosts) == 0 {
 		return nil, configErrorf("%s: no hosts (the `hosts:` list is missing or empty)", name).
 			withHint("list hosts under `hosts:`; see hosts.example.yaml")
+	}
+	// Names are labels: two hosts of one name could not be told apart.
+	named := map[string]int{}
+	for _, e := range hf.Hosts {
+		if e.Name == "" {
+			continue
+		}
+		if first, dup := named[e.Name]; dup {
+			return nil, fail(e.Line, "name %s is given twice (first on line %d)", e.Name, first)
+		}
+		named[e.Name] = e.Line
 	}
 	return hf, nil
 }
@@ -141,6 +164,13 @@ func parseHostEntry(n *yaml.Node, fail failFunc) (hostEntry, error) {
 			case "address":
 				s, err := scalarString(v, k, fail)
 				e.Address = s
+				return err
+			case "name":
+				s, err := scalarString(v, k, fail)
+				if err == nil && !hostNameRE.MatchString(s) {
+					err = fail(v.Line, "name %q is not a host name (letters, digits, ., _ and -)", s)
+				}
+				e.Name = s
 				return err
 			case "cluster_address":
 				s, err := scalarString(v, k, fail)

@@ -17,7 +17,7 @@ import (
 func sp(s string) *string { return &s }
 func ip(n int) *int       { return &n }
 
-const knownEntryKeys = "address, cluster_address, gpus, user, port, identity_file, jump, workdir, setup, env"
+const knownEntryKeys = "address, name, cluster_address, gpus, user, port, identity_file, jump, workdir, setup, env"
 
 func TestParseHostsFileErrors(t *testing.T) {
 	tests := []struct {
@@ -29,7 +29,7 @@ func TestParseHostsFileErrors(t *testing.T) {
 		// Unknown keys, with the known ones listed.
 		{name: "unknown top-level key",
 			in:  "defaults:\n  user: a\nhost:\n  - gpu01\n",
-			err: `h.yaml:3: unknown key "host" (known: defaults, hosts)`},
+			err: `h.yaml:3: unknown key "host" (known: ssh_config, defaults, hosts)`},
 		{name: "unknown key in defaults",
 			in:  "defaults:\n  user: a\n  User: b\nhosts: [gpu01]\n",
 			err: `h.yaml:3: unknown key "User" (known: user, port, identity_file, jump, workdir, setup, env)`},

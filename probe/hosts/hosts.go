@@ -11,31 +11,119 @@
 package hosts
 
 import (
-	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/localfile"
 )
 
 // Options says where hosts come from. The first source that is set wins:
-// Flags (-H), File (--hosts or $TFHIVE_HOSTS), DefaultFile; with none of
-// them the fleet is this machine, run without SSH.
+// Flags (-H), File (--hosts), EnvFile ($TFHIVE_HOSTS), DefaultFile
+// (./hosts.yaml) and UserFile (~/.config/tfhive/hosts.yaml) when they
+// exist; with none of them the fleet is this machine, run without SSH.
 type Options struct {
 	Flags []string
 	File  string
-	// DefaultFile is tried when Flags and File are empty (DefaultFile,
-	// the constant, for the command line).
+	// EnvFile is $TFHIVE_HOSTS: a file like File, told apart only in
+	// what Origin says.
+	EnvFile string
+	// DefaultFile and UserFile are tried, in that order, when Flags, File
+	// and EnvFile are empty (DefaultFile, the constant, and UserFile's
+	// result, for the command line). Anything at their path counts, a
+	// dangling symlink or an unreadable directory too: it is refused
+	// with the reason rather than silently passed over.
 	DefaultFile string
-	// SSHConfig is the ssh_config to honour; "" means ~/.ssh/config when it
-	// exists.
+	UserFile    string
+	// SSHConfig is the ssh_config to honour; "" means the hosts file's
+	// `ssh_config:`, else ~/.ssh/config when it exists.
 	SSHConfig string
 	// Home and LocalUser stand in for the environment (tests set them).
 	Home      string
 	LocalUser string
+}
+
+// OriginKind is which of Options' sources gave the hosts.
+type OriginKind int
+
+const (
+	FromLocal   OriginKind = iota // none given: this machine
+	FromFlags                     // -H
+	FromFile                      // --hosts
+	FromEnv                       // $TFHIVE_HOSTS
+	FromDefault                   // ./hosts.yaml
+	FromUser                      // the per-user hosts file
+)
+
+// Origin says where the hosts came from, for the commands to say so.
+type Origin struct {
+	Kind OriginKind
+	// File is the hosts file read, as Options named it.
+	File string
+	// SSHConfig is the ssh config a hosts file's `ssh_config:` named,
+	// resolved ("" when none or when Options.SSHConfig won).
+	SSHConfig string
+}
+
+// CommandLine is true when the hosts were named on the command line (-H,
+// --hosts): the user knows where they came from.
+func (o Origin) CommandLine() bool { return o.Kind == FromFlags || o.Kind == FromFile }
+
+// Describe says where the hosts came from in a few words, with home as
+// ~: "~/.config/tfhive/hosts.yaml", "$TFHIVE_HOSTS (/lab/hosts.yaml)",
+// "./hosts.yaml", "-H", "this machine (no hosts given)".
+func (o Origin) Describe(home string) string {
+	file := tildePath(o.File, home)
+	switch o.Kind {
+	case FromFlags:
+		return "-H"
+	case FromFile:
+		return file
+	case FromEnv:
+		return "$TFHIVE_HOSTS (" + file + ")"
+	case FromDefault:
+		if !filepath.IsAbs(file) && !strings.HasPrefix(file, ".") {
+			file = "./" + file
+		}
+		return file
+	case FromUser:
+		return file
+	}
+	return "this machine, without SSH (no hosts given)"
+}
+
+// tildePath writes a path under home as ~/….
+func tildePath(p, home string) string {
+	if home == "" || home == "/" || !filepath.IsAbs(p) {
+		return p
+	}
+	if rel, err := filepath.Rel(home, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		if rel == "." {
+			return "~"
+		}
+		return "~/" + rel
+	}
+	return p
+}
+
+// UserFile is the per-user hosts file: $XDG_CONFIG_HOME/tfhive/hosts.yaml,
+// else ~/.config/tfhive/hosts.yaml. A relative XDG_CONFIG_HOME is ignored,
+// as the XDG Base Directory specification says; "" when there is no home.
+func UserFile(home, xdgConfigHome string) string {
+	dir := xdgConfigHome
+	if !filepath.IsAbs(dir) {
+		if home == "" {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "tfhive", DefaultFile)
 }
 
 // Caps on the files Load reads (see localfile).
@@ -51,50 +139,106 @@ const (
 
 // Load resolves the fleet and validates all of it; nothing is dialled.
 func Load(o Options) ([]inventory.Host, error) {
-	cfg, err := loadSSHConfig(o)
-	if err != nil {
-		return nil, err
-	}
-	r := resolver{opts: o, cfg: cfg, defaults: defaultsFor(o)}
+	hosts, _, err := LoadOrigin(o)
+	return hosts, err
+}
 
-	var hosts []inventory.Host
+// Source is the hosts file Load would read and where it comes from,
+// without reading it (Origin.File is "" for -H and this machine).
+func Source(o Options) Origin {
 	switch {
 	case len(o.Flags) > 0:
+		return Origin{Kind: FromFlags}
+	case o.File != "":
+		return Origin{Kind: FromFile, File: o.File}
+	case o.EnvFile != "":
+		return Origin{Kind: FromEnv, File: o.EnvFile}
+	case present(o.DefaultFile):
+		return Origin{Kind: FromDefault, File: o.DefaultFile}
+	case present(o.UserFile):
+		return Origin{Kind: FromUser, File: o.UserFile}
+	}
+	return Origin{Kind: FromLocal}
+}
+
+// LoadOrigin is Load, also saying where the hosts came from.
+func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
+	origin := Source(o)
+	var hf *hostsFile
+	if origin.File != "" {
+		data, err := localfile.Read(origin.File, maxHostsFileSize)
+		if err != nil {
+			return nil, origin, configErrorf("hosts file: %v", localfile.Describe(err))
+		}
+		if hf, err = parseHostsFile(origin.File, data); err != nil {
+			return nil, origin, err
+		}
+		// --ssh-config wins over the file's, as a flag over a config.
+		if hf.SSHConfig != "" && o.SSHConfig == "" {
+			origin.SSHConfig = filePath(hf.SSHConfig, origin.File, o.Home)
+		}
+	}
+	cfgOpts := o
+	if origin.SSHConfig != "" {
+		cfgOpts.SSHConfig = origin.SSHConfig
+	}
+	cfg, err := loadSSHConfig(cfgOpts)
+	if err != nil {
+		if origin.SSHConfig != "" {
+			return nil, origin, configErrorf("%s:%d: ssh_config: %v", origin.File, hf.SSHConfigLine, err)
+		}
+		return nil, origin, err
+	}
+	if origin.Kind == FromLocal {
+		return []inventory.Host{Local()}, origin, nil
+	}
+	r := resolver{opts: cfgOpts, cfg: cfg, defaults: defaultsFor(o)}
+
+	var hosts []inventory.Host
+	named := make([]bool, 0, len(o.Flags))
+	if hf == nil {
 		specs := splitHostFlags(o.Flags)
 		if len(specs) == 0 {
-			return nil, configErrorf("-H: no host given")
+			return nil, origin, configErrorf("-H: no host given")
 		}
 		for _, s := range specs {
 			h, err := r.resolve(hostEntry{Address: s}, hostSettings{}, "-H "+s)
 			if err != nil {
-				return nil, err
+				return nil, origin, err
 			}
 			hosts = append(hosts, h)
+			named = append(named, false)
 		}
-	case o.File != "" || fileExists(o.DefaultFile):
-		name := cmp.Or(o.File, o.DefaultFile)
-		data, err := localfile.Read(name, maxHostsFileSize)
-		if err != nil {
-			return nil, configErrorf("hosts file: %v", localfile.Describe(err))
-		}
-		hf, err := parseHostsFile(name, data)
-		if err != nil {
-			return nil, err
-		}
+	} else {
 		for _, e := range hf.Hosts {
-			h, err := r.resolve(e, hf.Defaults, fmt.Sprintf("%s:%d", name, e.Line))
+			h, err := r.resolve(e, hf.Defaults, fmt.Sprintf("%s:%d", origin.File, e.Line))
 			if err != nil {
-				return nil, err
+				return nil, origin, err
 			}
 			hosts = append(hosts, h)
+			named = append(named, e.Name != "")
 		}
-	default:
-		return []inventory.Host{Local()}, nil
 	}
-	if err := checkDuplicates(hosts); err != nil {
-		return nil, err
+	if err := checkDuplicates(hosts, named); err != nil {
+		return nil, origin, err
 	}
-	return hosts, nil
+	return hosts, origin, nil
+}
+
+// filePath resolves a local path a hosts file names: ~ is the home, and a
+// relative path is relative to the file's directory (as OpenSSH resolves
+// an Include relative to ~/.ssh, and kubectl a kubeconfig's files), so
+// the file means the same from any directory.
+func filePath(p, file, home string) string {
+	switch {
+	case p == "~":
+		return home
+	case strings.HasPrefix(p, "~/"):
+		return filepath.Join(home, p[2:])
+	case filepath.IsAbs(p):
+		return p
+	}
+	return filepath.Join(filepath.Dir(file), p)
 }
 
 // Local is the fleet when no hosts are given: this machine, reached
@@ -106,9 +250,18 @@ func Local() inventory.Host {
 // checkDuplicates refuses a host given twice, by name or by where it
 // resolves (an alias and its IP are one machine: the same GPUs would be
 // handed out twice).
-func checkDuplicates(hosts []inventory.Host) error {
+//
+// A host's `name:` is a label of its own: no other host may show it, on
+// any port.
+func checkDuplicates(hosts []inventory.Host, named []bool) error {
 	seen := map[string]inventory.Host{}
-	for _, h := range hosts {
+	plain := map[string]int{} // by name alone, port aside
+	for i, h := range hosts {
+		if first, dup := plain[h.Name]; !dup {
+			plain[h.Name] = i
+		} else if named[i] || named[first] {
+			return configErrorf("%s: name %s is another host's too (%s); a name must be unique", h.Source, h.Name, hosts[first].Source)
+		}
 		name := h.Name
 		if h.Port != DefaultPort {
 			name += ":" + strconv.Itoa(h.Port)
@@ -127,10 +280,13 @@ func checkDuplicates(hosts []inventory.Host) error {
 	return nil
 }
 
-func fileExists(name string) bool {
+// present says whether anything is at name: a dangling symlink or a path
+// that cannot be looked at counts (reading it says why), only "no such
+// file" does not.
+func present(name string) bool {
 	if name == "" {
 		return false
 	}
-	_, err := os.Stat(name)
-	return err == nil
+	_, err := os.Lstat(name)
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
 }
