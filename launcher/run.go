@@ -50,6 +50,9 @@ type RunOptions struct {
 	Parallel  int
 	Console   *Console
 	Quiet     bool
+	// HostsFrom, when set, says where the hosts came from when not from
+	// the command line ("hosts from ./hosts.yaml"): the first line says it.
+	HostsFrom string
 	// KillNow, once closed (a second Ctrl-C), kills every task at once.
 	// The first stop is Run's context: see Run.
 	KillNow <-chan struct{}
@@ -365,7 +368,11 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 		r.o.Started()
 	}
 	if !r.p.Decided() && !r.o.Adopted {
-		r.o.Console.Printf("tfhive: run %s: %s on %s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), r.o.LogDir)
+		from := ""
+		if r.o.HostsFrom != "" {
+			from = " (" + r.o.HostsFrom + ")"
+		}
+		r.o.Console.Printf("tfhive: run %s: %s on %s%s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), from, r.o.LogDir)
 	}
 
 	heartbeat := time.NewTicker(r.heartbeatInterval())

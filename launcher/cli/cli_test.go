@@ -22,6 +22,7 @@ func isolate(t *testing.T) string {
 	dir := t.TempDir()
 	t.Setenv("HOME", dir)
 	t.Setenv("TFHIVE_HOSTS", "")
+	t.Setenv("XDG_CONFIG_HOME", "")
 	t.Setenv("SSH_AUTH_SOCK", "")
 	t.Chdir(dir)
 	return dir

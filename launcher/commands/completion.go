@@ -58,13 +58,13 @@ type Candidate struct {
 }
 
 // CompleteHosts lists the host names for -H: those of the hosts file
-// (--hosts, $TFHIVE_HOSTS or ./hosts.yaml) and the ssh config's own Host
+// (--hosts, $TFHIVE_HOSTS, ./hosts.yaml or the per-user one) and the ssh
+// config's own Host
 // names. With fleet, it lists instead the names of the hosts the command
 // line chooses (its -H values included), which are what --exclude
 // accepts. Nothing is dialled; a file that does not load gives no names.
 func CompleteHosts(h HostOptions, fleet bool) []Candidate {
-	home, _ := os.UserHomeDir()
-	o := hosts.Options{File: h.File, DefaultFile: hosts.DefaultFile, SSHConfig: h.SSHConfig, Home: home, LocalUser: localUser()}
+	o := hostsOptions(HostOptions{File: h.File, SSHConfig: h.SSHConfig})
 	var out []Candidate
 	seen := map[string]bool{}
 	add := func(name, desc string) {
@@ -76,7 +76,10 @@ func CompleteHosts(h HostOptions, fleet bool) []Candidate {
 	if fleet {
 		o.Flags = h.Hosts
 	}
-	list, _ := hosts.Load(o)
+	list, origin, _ := hosts.LoadOrigin(o)
+	if origin.SSHConfig != "" {
+		o.SSHConfig = origin.SSHConfig // the hosts file's ssh_config:
+	}
 	for _, host := range list {
 		if !host.Local || fleet {
 			add(host.Name, sourceOf(host))

@@ -109,7 +109,11 @@ func detach(o RunOptions) error {
 		} else {
 			fmt.Fprintln(o.Stdout, id)
 		}
-		fmt.Fprintf(o.Stderr, "tfhive: run %s started, detached; logs in %s\n", id, dir)
+		from := ""
+		if f := hostsFrom(o.Hosts); f != "" {
+			from = " (" + f + ")"
+		}
+		fmt.Fprintf(o.Stderr, "tfhive: run %s started, detached%s; logs in %s\n", id, from, dir)
 		fmt.Fprintf(o.Stderr, "tfhive: hint: tfhive attach %s follows it, tfhive wait %s waits for its end, tfhive kill %s stops it\n", id, id, id)
 		return nil
 	}

@@ -37,15 +37,7 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 	if h.Parallel < 1 {
 		return nil, usagef("--parallel must be at least 1")
 	}
-	home, _ := os.UserHomeDir()
-	hosts, err := hosts.Load(hosts.Options{
-		Flags:       h.Hosts,
-		File:        h.File,
-		DefaultFile: "hosts.yaml",
-		SSHConfig:   h.SSHConfig,
-		Home:        home,
-		LocalUser:   localUser(),
-	})
+	hosts, err := hosts.Load(hostsOptions(h))
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +72,49 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 		}
 	}
 	return probe.NewFleet(hosts, opts), nil
+}
+
+// hostsOptions say where h's hosts come from: -H, --hosts, $TFHIVE_HOSTS
+// (which the command line gives as --hosts: told apart by its value),
+// ./hosts.yaml, then the per-user hosts file.
+func hostsOptions(h HostOptions) hosts.Options {
+	home, _ := os.UserHomeDir()
+	o := hosts.Options{
+		Flags:       h.Hosts,
+		File:        h.File,
+		DefaultFile: hosts.DefaultFile,
+		UserFile:    hosts.UserFile(home, os.Getenv("XDG_CONFIG_HOME")),
+		SSHConfig:   h.SSHConfig,
+		Home:        home,
+		LocalUser:   localUser(),
+	}
+	if env := os.Getenv("TFHIVE_HOSTS"); env != "" && o.File == env {
+		o.File, o.EnvFile = "", env
+	}
+	return o
+}
+
+// hostsFrom says where h's hosts come from when that is not the command
+// line (-H, --hosts), in a line: "hosts from ~/.config/tfhive/hosts.yaml",
+// "hosts from ./hosts.yaml", "hosts from $TFHIVE_HOSTS (FILE)", "no hosts
+// given: this machine, without SSH"; "" for the command line. Nothing is
+// read. The fleet of a directory without hosts.yaml is another than that
+// of one with it: status, ps and run say which they use.
+func hostsFrom(h HostOptions) string {
+	o := hostsOptions(h)
+	origin := hosts.Source(o)
+	if origin.CommandLine() {
+		return ""
+	}
+	return origin.Note(o.Home)
+}
+
+// noteHostsFrom prints hostsFrom on stderr, when there is something to
+// say; stdout is left to the output proper (--json stays one document).
+func noteHostsFrom(h HostOptions, stderr io.Writer) {
+	if from := hostsFrom(h); from != "" {
+		fmt.Fprintf(stderr, "tfhive: %s\n", from)
+	}
 }
 
 // probeAll probes every host once; an interrupted probe is no inventory.

@@ -67,6 +67,9 @@ func Kill(ctx context.Context, o KillOptions) error {
 		if len(others) > 0 {
 			return fmt.Errorf("run %s is not yours to stop: %s; only they or root can stop it", o.RunID, strings.Join(others, "; "))
 		}
+		if from := hostsFrom(o.Hosts); from != "" {
+			return fmt.Errorf("no run %s holds GPUs or ports on these hosts (%s)", o.RunID, from)
+		}
 		return fmt.Errorf("no run %s holds GPUs or ports on these hosts", o.RunID)
 	}
 	for _, other := range others {

@@ -23,6 +23,7 @@ func Ps(ctx context.Context, o PsOptions) error {
 		return err
 	}
 	defer fleet.Close()
+	noteHostsFrom(o.Hosts, o.Stderr)
 	// In the same round trip: what the user's run directories say of the
 	// runs holding claims (their state, whether a keeper follows them).
 	fleet.LookForRuns()

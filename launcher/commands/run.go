@@ -187,7 +187,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		Reconnect: o.Reconnect, Redial: fleet.Redial, Started: keeperStarted,
 		Unattended: o.Unattended, Captures: caps, Sample: o.Sample, Restart: restart,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
-		Console: console, Quiet: o.Quiet,
+		Console: console, Quiet: o.Quiet, HostsFrom: hostsFrom(o.Hosts),
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
 	}
 	for _, h := range fleet.Hosts {

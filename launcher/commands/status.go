@@ -47,6 +47,10 @@ func Status(ctx context.Context, o StatusOptions) error {
 		return usagef("--watch must not be negative")
 	}
 	defer fleet.Close()
+	from := hostsFrom(o.Hosts)
+	if o.Watch == 0 || !isTerminal(o.Stdout) {
+		noteHostsFrom(o.Hosts, o.Stderr)
+	}
 
 	show := func(w io.Writer) (inventory.Inventory, error) {
 		inv, err := probeAll(ctx, fleet)
@@ -78,7 +82,11 @@ func Status(ctx context.Context, o StatusOptions) error {
 		}
 		if tty {
 			// Redraw in place, like watch(1).
-			fmt.Fprintf(o.Stdout, "\x1b[H\x1b[2JEvery %s: tfhive status    %s\n\n%s", o.Watch, time.Now().Format("15:04:05"), buf.String())
+			header := fmt.Sprintf("Every %s: tfhive status    %s", o.Watch, time.Now().Format("15:04:05"))
+			if from != "" { // the screen is cleared: in the header
+				header += "    " + from
+			}
+			fmt.Fprintf(o.Stdout, "\x1b[H\x1b[2J%s\n\n%s", header, buf.String())
 		} else {
 			fmt.Fprintf(o.Stdout, "%s\n", buf.String())
 		}

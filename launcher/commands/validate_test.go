@@ -21,6 +21,8 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("HOME", dir)
 	t.Setenv("SSH_AUTH_SOCK", "")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("TFHIVE_HOSTS", "")
 	t.Chdir(dir)
 	var out, errb bytes.Buffer
 	streams := Streams{Stdout: &out, Stderr: &errb}

@@ -77,7 +77,7 @@ func (o Origin) CommandLine() bool { return o.Kind == FromFlags || o.Kind == Fro
 
 // Describe says where the hosts came from in a few words, with home as
 // ~: "~/.config/tfhive/hosts.yaml", "$TFHIVE_HOSTS (/lab/hosts.yaml)",
-// "./hosts.yaml", "-H", "this machine (no hosts given)".
+// "./hosts.yaml", "-H", "this machine, without SSH".
 func (o Origin) Describe(home string) string {
 	file := tildePath(o.File, home)
 	switch o.Kind {
@@ -95,7 +95,17 @@ func (o Origin) Describe(home string) string {
 	case FromUser:
 		return file
 	}
-	return "this machine, without SSH (no hosts given)"
+	return "this machine, without SSH"
+}
+
+// Note says in a line where the hosts came from: "hosts from
+// ~/.config/tfhive/hosts.yaml", "no hosts given: this machine, without
+// SSH".
+func (o Origin) Note(home string) string {
+	if o.Kind == FromLocal {
+		return "no hosts given: " + o.Describe(home)
+	}
+	return "hosts from " + o.Describe(home)
 }
 
 // tildePath writes a path under home as ~/….

@@ -35,7 +35,7 @@ func TestLoadOriginOrder(t *testing.T) {
 		{"./hosts.yaml beats the user's", Options{DefaultFile: def, UserFile: user}, "from-default", FromDefault, def},
 		{"the user's", Options{DefaultFile: missing, UserFile: user}, "from-user", FromUser, "~/.config/tfhive/hosts.yaml"},
 		{"none", Options{DefaultFile: missing, UserFile: filepath.Join(e.home, "none.yaml")}, "localhost", FromLocal,
-			"this machine, without SSH (no hosts given)"},
+			"this machine, without SSH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,6 +51,9 @@ func TestLoadOriginOrder(t *testing.T) {
 			}
 			if got := origin.Describe(e.home); got != tt.desc {
 				t.Errorf("Describe = %q, want %q", got, tt.desc)
+			}
+			if note := origin.Note(e.home); note != "hosts from "+tt.desc && note != "no hosts given: "+tt.desc {
+				t.Errorf("Note = %q", note)
 			}
 			if origin.CommandLine() != (tt.kind == FromFlags || tt.kind == FromFile) {
 				t.Errorf("CommandLine = %v", origin.CommandLine())

@@ -302,12 +302,14 @@ func start(t testing.TB, bed Bed, shared bool, profiles []Profile) *Fleet {
 // Host returns the fake host with that name.
 func (f *Fleet) Host(name string) *Host { return f.byName[name] }
 
-// Env is the environment to run the tfhive binary with: an empty HOME and
-// no ssh-agent, so only the fleet's own files are used.
+// Env is the environment to run the tfhive binary with: an empty HOME
+// (and no XDG_CONFIG_HOME: the per-user hosts file is HOME's) and no
+// ssh-agent, so only the fleet's own files are used.
 func (f *Fleet) Env() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "SSH_AUTH_SOCK=") || strings.HasPrefix(kv, "TFHIVE_") {
+		if strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "SSH_AUTH_SOCK=") || strings.HasPrefix(kv, "TFHIVE_") ||
+			strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
 			continue
 		}
 		env = append(env, kv)
