@@ -9,13 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"golang.org/x/sys/unix"
 
+	"github.com/tfhive/tfhive/launcher/cli"
 	"github.com/tfhive/tfhive/launcher/commands"
 	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/probe/hosts"
@@ -97,70 +97,6 @@ func closedPort(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
-}
-
-func TestUnknownCommand(t *testing.T) {
-	isolate(t)
-	cases := []struct {
-		args  []string
-		lines []string
-	}{
-		{[]string{"nosuch"}, []string{`tfhive: error: unknown command "nosuch"`}},
-		{[]string{"statsu"}, []string{`tfhive: error: unknown command "statsu"`, `tfhive: hint: did you mean "status"?`}},
-		{[]string{"stat", "-H", "x"}, []string{`tfhive: error: unknown command "stat"`, `tfhive: hint: did you mean "status"?`}},
-		{[]string{"kil"}, []string{`tfhive: error: unknown command "kil"`, `tfhive: hint: did you mean "kill"?`}},
-		{[]string{"x"}, []string{`tfhive: error: unknown command "x"`}},
-		{[]string{"help", "plna"}, []string{`tfhive: error: unknown command "plna"`, `tfhive: hint: did you mean "plan"?`}},
-		{[]string{"--help", "nosuch"}, []string{`tfhive: error: unknown command "nosuch"`}},
-		{[]string{"status", "--help", "extra"}, []string{`tfhive: error: unexpected argument "extra"`, "tfhive: hint: see `tfhive status --help`"}},
-		{[]string{"help", "status", "extra"}, []string{`tfhive: error: unexpected argument "extra"`, "tfhive: hint: see `tfhive --help`"}},
-		{[]string{"version", "extra"}, []string{`tfhive: error: unexpected argument "extra"`}},
-	}
-	for _, c := range cases {
-		wantUsage(t, c.args, c.lines...)
-	}
-}
-
-// help is not listed as a command but works, on stdout, exit 0.
-func TestHelp(t *testing.T) {
-	isolate(t)
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"help"}, "COMMANDS:"},
-		{[]string{"help", "status"}, "tfhive status - show every GPU"},
-		{[]string{"status", "--help"}, "tfhive status - show every GPU"},
-	} {
-		var out, errb bytes.Buffer
-		code := Main(append([]string{"tfhive"}, c.args...), strings.NewReader(""), &out, &errb)
-		if code != 0 || !strings.Contains(out.String(), c.want) || errb.Len() != 0 {
-			t.Errorf("%q: exit %d\nstdout:\n%s\nstderr:\n%s", c.args, code, out.String(), errb.String())
-		}
-	}
-}
-
-func TestFlagErrors(t *testing.T) {
-	isolate(t)
-	cases := []struct {
-		args  []string
-		lines []string
-	}{
-		{[]string{"status", "--jsn"}, []string{"tfhive: error: flag provided but not defined: -jsn", "tfhive: hint: did you mean --json?"}},
-		{[]string{"status", "--nosuch"}, []string{"tfhive: error: flag provided but not defined: -nosuch", "tfhive: hint: see `tfhive status --help`"}},
-		{[]string{"--nosuch"}, []string{"tfhive: error: flag provided but not defined: -nosuch", "tfhive: hint: see `tfhive --help`"}},
-		{[]string{"-H", "gpu01", "status"}, []string{"tfhive: error: flag provided but not defined: -H", "tfhive: hint: -H is a command's flag: put it after the command name"}},
-		{[]string{"version", "--nosuch"}, []string{"tfhive: error: flag provided but not defined: -nosuch", "tfhive: hint: see `tfhive version --help`"}},
-		{[]string{"status", "--parallel"}, []string{"tfhive: error: flag --parallel needs a value", "tfhive: hint: see `tfhive status --help`"}},
-		{[]string{"run", "-H"}, []string{"tfhive: error: flag -H needs a value", "tfhive: hint: see `tfhive run --help`"}},
-		{[]string{"status", "--parallel", "many"}, []string{`tfhive: error: invalid value "many" for --parallel`, "tfhive: hint: --parallel takes a whole number"}},
-		{[]string{"run", "--wait", "soon", "--", "x"}, []string{`tfhive: error: invalid value "soon" for --wait`, "tfhive: hint: --wait takes a duration such as 500ms, 10s, 2m or 1h30m"}},
-		{[]string{"status", "--json=maybe"}, []string{`tfhive: error: invalid value "maybe" for --json`, "tfhive: hint: --json takes no value, or =true / =false"}},
-		{[]string{"status", "-H", "a", "--host", "b"}, []string{"tfhive: error: --host and -H are the same flag", "tfhive: hint: use one of them"}},
-	}
-	for _, c := range cases {
-		wantUsage(t, c.args, c.lines...)
-	}
 }
 
 func TestNegativeDurationsRefused(t *testing.T) {
@@ -320,21 +256,6 @@ func TestEveryHostUnreachable(t *testing.T) {
 	}
 }
 
-func TestClosest(t *testing.T) {
-	cmds := []string{"status", "plan", "run", "ps", "kill", "version"}
-	for word, want := range map[string]string{
-		"statsu": "status", "stauts": "status", "stat": "status", "rnu": "run", "pss": "ps",
-		"kil": "kill", "ver": "version", "nosuch": "", "x": "", "p": "", "deploy": "",
-	} {
-		if got := closest(word, cmds); got != want {
-			t.Errorf("closest(%q) = %q, want %q", word, got, want)
-		}
-	}
-	if d := editDistance("ab", "ba"); d != 1 {
-		t.Errorf("a swap of neighbours counts %d edits, want 1", d)
-	}
-}
-
 // TestExitCodes is the exit-code table of README.md, kind by kind: the
 // packages only say what went wrong, main alone picks the code.
 func TestExitCodes(t *testing.T) {
@@ -363,7 +284,7 @@ func TestExitCodes(t *testing.T) {
 		{run(130), exitInterrupted},
 		{context.Canceled, exitInterrupted},
 		{fmt.Errorf("probe: %w", context.Canceled), exitInterrupted},
-		{errTerminated, exitTerminated},
+		{cli.ErrTerminated, exitTerminated},
 		{commands.ErrStdoutClosed, 141},
 	}
 	for _, c := range cases {
@@ -379,7 +300,7 @@ func TestReport(t *testing.T) {
 		want string
 	}{
 		{context.Canceled, "tfhive: error: interrupted\n"},
-		{errTerminated, "tfhive: error: interrupted by SIGTERM\n"},
+		{cli.ErrTerminated, "tfhive: error: interrupted by SIGTERM\n"},
 		{&schedule.CapacityError{Msg: "not enough free GPUs", Fix: "wait", Lines: []string{"a: 1 free"}},
 			"tfhive: error: not enough free GPUs\ntfhive:   a: 1 free\ntfhive: hint: wait\n"},
 		{&commands.UnreachableError{Bad: 1, Total: 2, Lines: []string{"b: connection refused"}},
@@ -402,31 +323,6 @@ func TestReport(t *testing.T) {
 	}
 }
 
-// Once stdout closed, what the closing caused ends quietly with 141;
-// errors of their own still speak.
-func TestAfterStdoutClosed(t *testing.T) {
-	run := func(result string, code int) error {
-		return &commands.RunFailedError{Summary: &record.Summary{RunID: "r", Result: result, ExitCode: code}}
-	}
-	failed := run(record.ResultFailed, 7)
-	unreachable := &commands.UnreachableError{Bad: 1, Total: 2}
-	for _, c := range []struct {
-		err, want error
-	}{
-		{nil, commands.ErrStdoutClosed},
-		{&os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}, commands.ErrStdoutClosed},
-		{fmt.Errorf("probe: %w", context.Canceled), commands.ErrStdoutClosed},
-		{run(record.ResultStdoutClosed, record.ExitStdoutClosed), commands.ErrStdoutClosed},
-		{commands.ErrStdoutClosed, commands.ErrStdoutClosed},
-		{failed, failed},
-		{unreachable, unreachable},
-	} {
-		if got := afterStdoutClosed(c.err); got != c.want {
-			t.Errorf("afterStdoutClosed(%v) = %v, want %v", c.err, got, c.want)
-		}
-	}
-}
-
 // A command whose stdout's reader left ends quietly with 141 instead of
 // dying of SIGPIPE: a real pipe, closed before tfhive writes.
 func TestClosedStdoutEndsQuietly(t *testing.T) {
@@ -443,5 +339,71 @@ func TestClosedStdoutEndsQuietly(t *testing.T) {
 		if code != exitStdoutClosed || errb.Len() != 0 {
 			t.Errorf("%v: exit %d, want %d; stderr (want none):\n%s", args, code, exitStdoutClosed, errb.String())
 		}
+	}
+}
+
+// TestEmitProbesNothing: --emit reads no hosts file and contacts no host,
+// whether hosts come from ./hosts.yaml or $TFHIVE_HOSTS.
+func TestEmitProbesNothing(t *testing.T) {
+	dir := isolate(t)
+	addr, untouched := silentHost(t)
+	hosts := "hosts:\n  - " + addr + "\n"
+	os.WriteFile("hosts.yaml", []byte(hosts), 0o644)
+	os.WriteFile(dir+"/other.yaml", []byte(hosts), 0o644)
+	t.Setenv("TFHIVE_HOSTS", dir+"/other.yaml")
+	for _, c := range []struct {
+		args  []string
+		first string
+	}{
+		{[]string{"plan", "--emit", "slurm", "--ps", "1", "--workers", "2", "--", "python", "train.py"}, "#!/bin/bash -l\n"},
+		{[]string{"plan", "--emit", "tfjob", "--image", "ghcr.io/me/train:1", "--", "python", "train.py"}, "# tfhive run "},
+		{[]string{"plan", "--emit", "pytorchjob", "--image", "pytorch/pytorch", "--workers", "2", "--", "python", "train.py"}, "# tfhive run "},
+	} {
+		code, stdout, stderr := tfhive(t, c.args...)
+		if code != 0 || stderr != "" || !strings.HasPrefix(stdout, c.first) {
+			t.Errorf("%q: exit %d, stderr %q, stdout begins %.40q", c.args, code, stderr, stdout)
+		}
+	}
+	if !untouched() {
+		t.Error("--emit contacted a host")
+	}
+}
+
+func TestEmitUsage(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	for _, c := range []struct {
+		args  []string
+		lines []string
+	}{
+		{[]string{"plan", "--emit", "slurm", "-H", addr, "--", "python"}, []string{
+			"tfhive: error: --host has no counterpart in --emit slurm: the cluster manager places the tasks; nothing is probed",
+			"tfhive: hint: drop --host; `tfhive help emit` maps every flag to each target"}},
+		{[]string{"plan", "--emit", "tfjob", "--strategy", "pack", "--image", "x", "--", "python"}, []string{
+			"tfhive: error: --strategy has no counterpart in --emit tfjob: the Kubernetes scheduler places the pods",
+			"tfhive: hint: drop --strategy; `tfhive help emit` maps every flag to each target"}},
+		{[]string{"plan", "--emit", "slurm", "--nic", "auto", "--", "python"}, []string{
+			"tfhive: error: --nic has no counterpart in --emit slurm: the tasks reach each other by node or Service name; to pin NCCL or gloo to an interface, use --env NCCL_SOCKET_IFNAME=NAME --env GLOO_SOCKET_IFNAME=NAME",
+			"tfhive: hint: drop --nic; `tfhive help emit` maps every flag to each target"}},
+		{[]string{"plan", "--emit", "slurm", "--check", "--", "python"}, []string{
+			"tfhive: error: flag provided but not defined: -check",
+			"tfhive: hint: see `tfhive plan --help`"}},
+		{[]string{"plan", "--env", "A=1", "-H", addr, "--", "python"}, []string{
+			"tfhive: error: --env only applies with --emit",
+			"tfhive: hint: tfhive run takes it; plan takes it with --emit slurm, tfjob or pytorchjob"}},
+		{[]string{"plan", "--emit", "tfjob", "--", "python"}, []string{
+			"tfhive: error: --emit tfjob needs --image",
+			"tfhive: hint: name the container image the pods run, e.g. --image ghcr.io/me/train:1.0"}},
+		{[]string{"plan", "--emit", "nomad", "--", "python"}, []string{
+			`tfhive: error: unknown --emit target "nomad"`,
+			"tfhive: hint: use --emit slurm, --emit tfjob, --emit pytorchjob"}},
+		{[]string{"plan", "--emit", "slurm", "--quiet", "--", "python"}, []string{
+			"tfhive: error: flag provided but not defined: -quiet",
+			"tfhive: hint: see `tfhive plan --help`"}},
+	} {
+		wantUsage(t, c.args, c.lines...)
+	}
+	if !untouched() {
+		t.Error("a refused --emit contacted a host")
 	}
 }

@@ -9,5 +9,6 @@
 // transport (SSH connections), remote (executors and spare sessions),
 // claim (the claim-file format), localfile (capped reads of local files),
 // wording (phrasings messages share); sshtest is the test bed of real sshd
-// servers.
+// servers, hosttest its in-process counterpart (fake hosts that Options.Dial
+// reaches without SSH).
 package probe

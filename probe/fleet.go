@@ -52,7 +52,16 @@ type Options struct {
 	// Runs: the probe also reads what the user's kept runs' directories
 	// say of the runs holding claims (HostInventory.Kept), for tfhive ps.
 	Runs bool
+	// Dial, when set, opens every host's connection (Probe's and
+	// Redial's), the local host's too, instead of the SSH transport and
+	// this machine's sh: a test's fake hosts (probe/hosttest). Its
+	// HostError is the host's probe error, as a failed SSH dial's is.
+	// nil: the real transport.
+	Dial Dialer
 }
+
+// Dialer opens host h's connection, for Options.Dial.
+type Dialer func(ctx context.Context, h inventory.Host) (remote.Executor, *inventory.HostError)
 
 // Fleet holds one connection per host for the whole run: opened by the
 // first Probe, reused by later probes and by the launcher, closed by Close.
@@ -201,7 +210,14 @@ func (f *Fleet) connect(ctx context.Context, i int) (remote.Executor, *inventory
 	}
 	h := f.Hosts[i]
 	e = remote.Local{}
-	if !h.Local {
+	switch {
+	case f.opts.Dial != nil:
+		c, herr := f.opts.Dial(ctx, h)
+		if herr != nil {
+			return nil, herr
+		}
+		e = c
+	case !h.Local:
 		c, herr := remote.Dial(ctx, f.dialer, h)
 		if herr != nil {
 			return nil, herr

@@ -30,7 +30,7 @@ const (
 	FrameworkTorch = "torch"
 )
 
-// Defaults of the request flags, for main's flag definitions.
+// Defaults of the request flags, for launcher/cli's flag definitions.
 const (
 	DefaultWorkers       = 1
 	DefaultGPUsPerWorker = 1

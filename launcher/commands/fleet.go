@@ -68,6 +68,7 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 		CommandTimeout: h.CommandTimeout,
 		Parallel:       h.Parallel,
 		ClaimsOnly:     what == probeClaims,
+		Dial:           h.Dial,
 	}
 	if isTerminal(stderr) && len(hosts) > 1 {
 		opts.Progress = func(done, total int) {

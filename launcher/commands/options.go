@@ -3,6 +3,8 @@ package commands
 import (
 	"io"
 	"time"
+
+	"github.com/tfhive/tfhive/probe"
 )
 
 // Streams are where a command writes: its output, and tfhive's own lines
@@ -21,6 +23,10 @@ type HostOptions struct {
 	ConnectTimeout    time.Duration
 	CommandTimeout    time.Duration
 	Parallel          int
+	// Dial, when set, opens the hosts' connections instead of SSH (and of
+	// this machine's sh for the no-hosts default): no flag sets it; tests
+	// give fake hosts (probe/hosttest). nil: the real transport.
+	Dial probe.Dialer
 }
 
 // Availability decides which GPUs count as free, for status and plans.

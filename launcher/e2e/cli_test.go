@@ -19,7 +19,7 @@ func TestCLIUnknownCommand(t *testing.T) {
 	}{
 		{[]string{"nosuch"}, "tfhive: error: unknown command \"nosuch\"\n"},
 		{[]string{"statsu", "--json"}, "tfhive: error: unknown command \"statsu\"\ntfhive: hint: did you mean \"status\"?\n"},
-		{[]string{"help", "nosuch"}, "tfhive: error: unknown command \"nosuch\"\n"},
+		{[]string{"help", "nosuch"}, "tfhive: error: unknown command or guide \"nosuch\"\ntfhive: hint: `tfhive help` lists the commands and the guides\n"},
 	} {
 		r := tfhive(t, os.Environ(), dir, c.args...)
 		wantCode(t, r, 2)

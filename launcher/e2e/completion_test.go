@@ -165,9 +165,10 @@ func TestCompletionFish(t *testing.T) {
 }
 
 // zsh is driven for real: an interactive zsh on a pseudo-terminal (zsh's
-// own zpty), the script installed in $fpath as the README says, compinit,
-// and a Tab typed after the line. Its output is read until the expected
-// words show, in order; timeout ends a zsh that never shows them.
+// own zpty), the script installed in $fpath as `tfhive help
+// shell-completion` says, compinit, and a Tab typed after the line. Its
+// output is read until the expected words show, in order; timeout ends a
+// zsh that never shows them.
 const zshScript = `
 zmodload zsh/zpty || exit 1
 mkdir -p fpath && tfhive completion zsh >fpath/_tfhive || exit 1

@@ -20,8 +20,9 @@ var Targets = []string{Slurm, TFJob, PyTorchJob}
 
 // A flagRule says what one flag of `tfhive plan` becomes on each target;
 // an empty entry means the flag has no counterpart there and is refused
-// (exit 2) with why. The README's table says the same in words, and a
-// test holds the two together.
+// (exit 2) with why. The emit guide's table (launcher/help/emit.md,
+// `tfhive help emit`) says the same in words, and a test holds the two
+// together.
 type flagRule struct {
 	names []string // as typed, without dashes: "host", "H"
 	// why is the reason given when the flag is refused on a target.
@@ -98,7 +99,7 @@ func checkFlags(target string, given []string) error {
 			if why, ok := r.why[target]; ok {
 				return &schedule.UsageError{
 					Msg: fmt.Sprintf("%s has no counterpart in --emit %s: %s", dashed(n), target, why),
-					Fix: "drop " + dashed(n) + "; the README's \"Moving to Slurm or Kubernetes\" maps every flag",
+					Fix: "drop " + dashed(n) + "; `tfhive help emit` maps every flag to each target",
 				}
 			}
 		}

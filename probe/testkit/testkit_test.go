@@ -101,8 +101,9 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
-// The promises the package's doc and the README make, checked on the
-// repository: only tests import testkit, and the README's -update command
+// The promises the package's doc and the testing guide make, checked on
+// the repository: only tests import testkit, and the testing guide's
+// (launcher/help/testing.md, `tfhive help testing`) -update command
 // names every package with golden files and no package that would refuse
 // the flag ("flag provided but not defined").
 func TestRepository(t *testing.T) {
@@ -155,12 +156,12 @@ func TestRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	guide, err := os.ReadFile(filepath.Join(root, "launcher", "help", "testing.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var patterns []string
-	for _, line := range strings.Split(string(readme), "\n") {
+	for _, line := range strings.Split(string(guide), "\n") {
 		if strings.HasPrefix(line, "go test ") && strings.Contains(line, " -update") {
 			for _, f := range strings.Fields(line) {
 				if strings.HasPrefix(f, ".") {
@@ -170,7 +171,7 @@ func TestRepository(t *testing.T) {
 		}
 	}
 	if len(patterns) == 0 {
-		t.Fatal("README.md has no `go test … -update` line")
+		t.Fatal("launcher/help/testing.md has no `go test … -update` line")
 	}
 	named := func(dir string) bool {
 		for _, p := range patterns {
@@ -190,9 +191,9 @@ func TestRepository(t *testing.T) {
 		dir = filepath.ToSlash(dir)
 		switch {
 		case p.golden && !named(dir):
-			t.Errorf("README's -update line (%s) does not name ./%s, which has golden files", strings.Join(patterns, " "), dir)
+			t.Errorf("the testing guide's -update line (%s) does not name ./%s, which has golden files", strings.Join(patterns, " "), dir)
 		case named(dir) && !p.importsKit:
-			t.Errorf("README's -update line (%s) names ./%s, whose tests do not define -update", strings.Join(patterns, " "), dir)
+			t.Errorf("the testing guide's -update line (%s) names ./%s, whose tests do not define -update", strings.Join(patterns, " "), dir)
 		}
 	}
 }

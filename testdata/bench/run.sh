@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tfhive's benchmark harness: real sshd test hosts on loopback, each behind
 # a proxy adding a round-trip time, tfhive against pdsh, parallel-ssh and
-# plain ssh. Prints Markdown tables of medians and ratios (README's
-# Performance section comes from the full run). It fails only when
+# plain ssh. Prints Markdown tables of medians and ratios (the performance
+# guide, launcher/help/performance.md, comes from the full run). It fails only when
 # something does not work (a contender fails, a line is lost), not on
 # timing.
 #

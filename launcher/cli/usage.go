@@ -1,7 +1,8 @@
-package main
+package cli
 
 import (
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tfhive/tfhive/launcher/commands"
+	"github.com/tfhive/tfhive/launcher/help"
 )
 
 // onUsage puts urfave/cli's (and package flag's) parse errors in tfhive's
@@ -16,11 +18,11 @@ import (
 func onUsage(c *cli.Context, err error, _ bool) error {
 	msg := strings.TrimPrefix(err.Error(), "flag: ")
 	isRoot := c.Command.Name == c.App.Name
-	help := c.App.Name + " --help"
+	seeHelp := c.App.Name + " --help"
 	if !isRoot {
-		help = c.App.Name + " " + c.Command.Name + " --help"
+		seeHelp = c.App.Name + " " + c.Command.Name + " --help"
 	}
-	e := &commands.UsageError{Msg: msg, Fix: "see `" + help + "`"}
+	e := &commands.UsageError{Msg: msg, Fix: "see `" + seeHelp + "`"}
 	// This message stays in package flag's words: the e2e tests (and
 	// perhaps scripts) match it.
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
@@ -103,7 +105,7 @@ func flagKind(flags []cli.Flag, name string) string {
 }
 
 // rootCmd runs when no command was named: help, or an unknown command.
-// `help [COMMAND]` works although it is not listed.
+// `help [COMMAND|GUIDE]` works although it is not listed.
 func rootCmd(c *cli.Context) error {
 	args := c.Args().Slice()
 	if len(args) == 0 {
@@ -115,34 +117,76 @@ func rootCmd(c *cli.Context) error {
 	switch {
 	case len(args) == 1:
 		return cli.ShowAppHelp(c)
-	case c.App.Command(args[1]) == nil:
-		return unknownCommand(c, args[1])
 	case len(args) > 2:
 		return &commands.UsageError{Msg: fmt.Sprintf("unexpected argument %q", args[2]), Fix: "see `" + c.App.Name + " --help`"}
+	case c.App.Command(args[1]) == nil:
+		return showGuide(c, args[1])
 	}
 	return cli.ShowCommandHelp(c, args[1])
 }
 
-// helpNotFound is the error for a help topic urfave/cli cannot find.
+// showGuide prints the guide `tfhive help NAME` names, or says there is
+// no such command or guide.
+func showGuide(c *cli.Context, name string) error {
+	text, ok := help.Guide(name)
+	if !ok {
+		return unknownTopic(c, name)
+	}
+	_, err := io.WriteString(c.App.Writer, text)
+	return err
+}
+
+// helpNotFound is the error for a help topic urfave/cli cannot find
+// (`tfhive --help NAME`): a guide is printed.
 func helpNotFound(c *cli.Context, name string) error {
 	if c.Command.Name == c.App.Name {
-		return unknownCommand(c, name)
+		return showGuide(c, name)
 	}
 	return &commands.UsageError{Msg: fmt.Sprintf("unexpected argument %q", name), Fix: "see `" + c.App.Name + " " + c.Command.Name + " --help`"}
 }
 
 func unknownCommand(c *cli.Context, name string) error {
+	e := &commands.UsageError{Msg: fmt.Sprintf("unknown command %q", name)}
+	if near := closest(name, commandNames(c.App)); near != "" {
+		e.Fix = fmt.Sprintf("did you mean %q?", near)
+	}
+	return e
+}
+
+// unknownTopic is `tfhive help NAME` where NAME is neither a command nor
+// a guide.
+func unknownTopic(c *cli.Context, name string) error {
+	e := &commands.UsageError{Msg: fmt.Sprintf("unknown command or guide %q", name), Fix: "`" + c.App.Name + " help` lists the commands and the guides"}
+	if near := closest(name, append(commandNames(c.App), help.Names()...)); near != "" {
+		e.Fix = fmt.Sprintf("did you mean %q?", near)
+	}
+	return e
+}
+
+func commandNames(app *cli.App) []string {
 	var names []string
-	for _, cmd := range c.App.Commands {
+	for _, cmd := range app.Commands {
 		if !cmd.Hidden {
 			names = append(names, cmd.Names()...)
 		}
 	}
-	e := &commands.UsageError{Msg: fmt.Sprintf("unknown command %q", name)}
-	if near := closest(name, names); near != "" {
-		e.Fix = fmt.Sprintf("did you mean %q?", near)
+	return names
+}
+
+// guidesHelp is the end of `tfhive help`: the guides, after the commands.
+func guidesHelp() string {
+	var b strings.Builder
+	b.WriteString("\nGUIDES (tfhive help TOPIC):\n")
+	topics := help.Topics()
+	width := 0
+	for _, t := range topics {
+		width = max(width, len(t.Name))
 	}
-	return e
+	for _, t := range topics {
+		fmt.Fprintf(&b, "   %-*s  %s\n", width, t.Name, t.Title)
+	}
+	// The text is a template's: braces of a title stay text.
+	return strings.NewReplacer("{{", `{{"{{"}}`, "}}", `{{"}}"}}`).Replace(b.String())
 }
 
 // closest returns the candidate a typo most likely meant, or "" when none

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -161,7 +161,7 @@ func hostFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "command-timeout", Value: 30 * time.Second, Usage: "limit for the probe (nvidia-smi) on each host"},
 		// 256: a few hundred hosts in one wave (each wave costs a login's
 		// round trips), while the burst of handshakes, descriptors and
-		// memory stays bounded (README, SSH).
+		// memory stays bounded (`tfhive help hosts`, SSH).
 		&cli.IntFlag{Name: "parallel", Value: 256, Usage: "hosts dialled and probed at once"},
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 // kind line and its candidate words (descriptions dropped).
 func completeWords(t *testing.T, args ...string) (head string, words []string) {
 	t.Helper()
-	code, stdout, stderr := tfhive(t, append([]string{"__complete"}, args...)...)
-	if code != 0 || stderr != "" {
-		t.Fatalf("__complete %q: exit %d, stderr %q (want 0 and nothing)", args, code, stderr)
+	err, stdout, stderr := tfhive(t, append([]string{"__complete"}, args...)...)
+	if err != nil || stderr != "" {
+		t.Fatalf("__complete %q: %v, stderr %q (want exit 0 and nothing)", args, err, stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
 	for _, l := range lines[1:] {
@@ -36,6 +36,8 @@ func TestCompleteCommandsAndFlags(t *testing.T) {
 		{[]string{"run", "--wo"}, []string{"--workers", "--workdir"}},
 		{[]string{"--"}, []string{"--help", "--version"}},
 		{[]string{"help", "k"}, []string{"kill"}},
+		{[]string{"help", "ho"}, []string{"hosts"}},
+		{[]string{"help", "long"}, []string{"long-runs"}},
 		{[]string{"qu"}, []string{"queue"}},
 		{[]string{"queue", "--j"}, []string{"--json"}},
 		{[]string{"run", "--priority", ""}, []string{"low", "normal", "high"}},
@@ -74,9 +76,9 @@ func TestCompleteCommandsAndFlags(t *testing.T) {
 	if _, got := completeWords(t, "status", ""); !slices.Contains(got, "--host") || !slices.Contains(got, "-H") || !slices.Contains(got, "--help") {
 		t.Errorf("status flags: %q", got)
 	}
-	code, stdout, _ := tfhive(t, "__complete", "status", "--", "")
-	if code != 0 || stdout != "words\t\n" {
-		t.Errorf("status --: %d %q", code, stdout)
+	err, stdout, _ := tfhive(t, "__complete", "status", "--", "")
+	if err != nil || stdout != "words\t\n" {
+		t.Errorf("status --: %v %q", err, stdout)
 	}
 }
 
@@ -146,9 +148,9 @@ func TestCompleteRunIDsFromLogRoot(t *testing.T) {
 	}
 	os.WriteFile("tfhive-runs/ended-1/summary.json", []byte("{}"), 0o644)
 	os.WriteFile("tfhive-runs/file-1", nil, 0o644)
-	code, stdout, stderr := tfhive(t, "__complete", "kill", "")
-	if want := "words\t\nhere-1\tlog in tfhive-runs/here-1\n"; code != 0 || stdout != want || stderr != "" {
-		t.Errorf("kill: exit %d\n%q\nwant\n%q\nstderr %q", code, stdout, want, stderr)
+	err, stdout, stderr := tfhive(t, "__complete", "kill", "")
+	if want := "words\t\nhere-1\tlog in tfhive-runs/here-1\n"; err != nil || stdout != want || stderr != "" {
+		t.Errorf("kill: %v\n%q\nwant\n%q\nstderr %q", err, stdout, want, stderr)
 	}
 	if _, got := completeWords(t, "kill", "e"); got != nil {
 		t.Errorf("ended runs offered to kill: %q", got)
@@ -198,9 +200,9 @@ func TestCompleteCaptureFromAndSort(t *testing.T) {
 func TestCompletionScriptCommand(t *testing.T) {
 	isolate(t)
 	for _, sh := range []string{"bash", "zsh", "fish"} {
-		code, stdout, stderr := tfhive(t, "completion", sh)
-		if code != 0 || stderr != "" || !strings.Contains(stdout, "tfhive __complete") {
-			t.Errorf("completion %s: exit %d, stderr %q\n%s", sh, code, stderr, stdout)
+		err, stdout, stderr := tfhive(t, "completion", sh)
+		if err != nil || stderr != "" || !strings.Contains(stdout, "tfhive __complete") {
+			t.Errorf("completion %s: %v, stderr %q\n%s", sh, err, stderr, stdout)
 		}
 	}
 	hint := "tfhive: hint: tfhive completion takes one of bash, zsh, fish"
@@ -209,7 +211,7 @@ func TestCompletionScriptCommand(t *testing.T) {
 	wantUsage(t, []string{"completion", "bash", "zsh"}, `tfhive: error: unexpected argument "zsh"`, "tfhive: hint: see `tfhive completion --help`")
 	// The hidden command stays out of help and of suggestions.
 	var help bytes.Buffer
-	Main([]string{"tfhive", "--help"}, strings.NewReader(""), &help, &help)
+	Run([]string{"tfhive", "--help"}, strings.NewReader(""), &help, &help)
 	if strings.Contains(help.String(), "__complete") || !strings.Contains(help.String(), "completion  print") {
 		t.Errorf("help:\n%s", help.String())
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tfhive/tfhive/launcher/commands"
+	"github.com/tfhive/tfhive/launcher/help"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -145,12 +146,12 @@ func complete(ctx context.Context, app *cli.App, args []string) completion {
 		if strings.HasPrefix(cur, "-") {
 			return words(cur, flagCandidates(app.Flags, nil))
 		}
-		return words(cur, append(commandCandidates(app), commands.Candidate{Word: "help", Desc: "show a command's flags"}))
+		return words(cur, append(commandCandidates(app), commands.Candidate{Word: "help", Desc: "show a command's flags, or a guide"}))
 	}
 	name, rest := done[i], done[i+1:]
 	if name == "help" {
 		if len(rest) == 0 {
-			return words(cur, commandCandidates(app))
+			return words(cur, append(commandCandidates(app), guideCandidates()...))
 		}
 		return completion{kind: "words"}
 	}
@@ -344,6 +345,16 @@ func commandCandidates(app *cli.App) []commands.Candidate {
 		if !cmd.Hidden && cmd.Name != "help" {
 			cands = append(cands, commands.Candidate{Word: cmd.Name, Desc: cmd.Usage})
 		}
+	}
+	return cands
+}
+
+// guideCandidates are the guides `tfhive help` prints, after the
+// commands.
+func guideCandidates() []commands.Candidate {
+	var cands []commands.Candidate
+	for _, t := range help.Topics() {
+		cands = append(cands, commands.Candidate{Word: t.Name, Desc: t.Title})
 	}
 	return cands
 }

@@ -1,0 +1,289 @@
+// Package cli is tfhive's command line: the urfave/cli wiring of every
+// command and its flags (flags.go turns them into the option structs of
+// launcher/commands, which holds the commands themselves; plan_emit.go:
+// plan's --emit flags), signals and a closed stdout, urfave/cli's
+// complaints put in tfhive's voice (usage.go), `tfhive help` with its
+// guides (launcher/help), and the reading of a command line for the
+// shells' Tab (completion.go). Run returns what went wrong; package main
+// alone turns that into an exit code, and Report says it. Only package
+// main imports cli.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tfhive/tfhive/launcher/commands"
+	"github.com/tfhive/tfhive/launcher/record"
+)
+
+// Run runs tfhive with injectable streams (args[0] is the program's name)
+// and returns what went wrong, nil when nothing did; the caller picks the
+// exit code and reports the error with Report. It may run many times in
+// one process (the tests).
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	// SIGPIPE is asked for only so that Go does not die of it: a write to
+	// stdout or stderr whose reader left then fails with EPIPE, which
+	// commands.Stdout, for stdout, turns into a stop. The signal itself
+	// says nothing (it comes for any pipe or socket, an SSH connection's
+	// too) and is never read: its own channel, once full, drops the rest,
+	// and ch never fills with it. Unlike signal.Ignore, this leaves
+	// SIGPIPE as it was for the programs tfhive starts (a detached run's
+	// keeper).
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	// Closing ends the goroutine below: Run may run many times in one
+	// process (the tests), and signal.Stop guarantees no later sends.
+	defer func() {
+		signal.Stop(pipe)
+		signal.Stop(ch)
+		close(ch)
+	}()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := commands.NewSignals(cancel)
+	go func() {
+		for sig := range ch {
+			sigs.Deliver(sig)
+		}
+	}()
+	out := commands.WatchStdout(stdout, sigs)
+	// urfave/cli reports a help topic it cannot find only through
+	// CommandNotFound, which returns nothing: the error waits here.
+	var notFound error
+	w := wiring{Streams: commands.Streams{Stdout: out, Stderr: stderr}, sigs: sigs}
+	err := newApp(stdin, w, &notFound).RunContext(ctx, args)
+	if err == nil {
+		err = notFound
+	}
+	if errors.Is(err, context.Canceled) && sigs.Last() == syscall.SIGTERM {
+		err = ErrTerminated
+	}
+	if out.Closed() {
+		err = afterStdoutClosed(err)
+	}
+	return err
+}
+
+// afterStdoutClosed is a command's end once its stdout closed: like a
+// program of coreutils under `| head`, tfhive then ends quietly with
+// 141 (128 + SIGPIPE), having written what it could; `run` has stopped
+// its run and said so. Errors of their own, not of the closing (a run
+// that failed before it, hosts that could not be reached), are reported
+// as ever: stderr still has a reader.
+func afterStdoutClosed(err error) error {
+	var runFailed *commands.RunFailedError
+	switch {
+	case err == nil, errors.Is(err, syscall.EPIPE), errors.Is(err, context.Canceled):
+	case errors.As(err, &runFailed) && runFailed.Summary.Result == record.ResultStdoutClosed:
+	default:
+		return err
+	}
+	return commands.ErrStdoutClosed
+}
+
+// ErrTerminated is a command that SIGTERM stopped before any task ran.
+var ErrTerminated = errors.New("interrupted by SIGTERM")
+
+// Report prints err in tfhive's one voice: `tfhive: error: …`, the
+// error's detail lines, its hint. interrupted says that the caller counts
+// err as an interruption (Ctrl-C, exit 130): a cancelled context then
+// reads "interrupted". Errors said already (an ExitError, a closed
+// stdout) print nothing.
+func Report(w io.Writer, err error, interrupted bool) {
+	if err == nil {
+		return
+	}
+	var said *commands.ExitError
+	if errors.As(err, &said) || errors.Is(err, commands.ErrStdoutClosed) {
+		return
+	}
+	msg := err.Error()
+	if interrupted && errors.Is(err, context.Canceled) {
+		msg = "interrupted"
+	}
+	fmt.Fprintf(w, "tfhive: error: %s\n", msg)
+	var d interface{ Details() []string }
+	if errors.As(err, &d) {
+		for _, line := range d.Details() {
+			fmt.Fprintf(w, "tfhive:   %s\n", line)
+		}
+	}
+	var h interface{ Hint() string }
+	if errors.As(err, &h) && h.Hint() != "" {
+		fmt.Fprintf(w, "tfhive: hint: %s\n", h.Hint())
+	}
+}
+
+func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
+	return &cli.App{
+		Name:            "tfhive",
+		Usage:           "start distributed TensorFlow training on GPU hosts over SSH",
+		Version:         version(),
+		Reader:          stdin,
+		Writer:          w.Stdout,
+		ErrWriter:       w.Stderr,
+		HideHelpCommand: true,
+		// The commands, then the guides of launcher/help.
+		CustomAppHelpTemplate: cli.AppHelpTemplate + guidesHelp(),
+		// -H, --exclude and --env values may hold commas of their own.
+		DisableSliceFlagSeparator: true,
+		OnUsageError:              onUsage,
+		// Errors are printed by report, in one voice, and never exit here.
+		ExitErrHandler: func(*cli.Context, error) {},
+		// Reached with no command, or with a word that names none.
+		Action: rootCmd,
+		// `tfhive --help nosuch` and `tfhive status --help extra` end here
+		// instead of in urfave/cli's "No help topic" error, which exits 3.
+		CommandNotFound: func(c *cli.Context, name string) { *notFound = helpNotFound(c, name) },
+		Commands: []*cli.Command{
+			{
+				Name:         "status",
+				Usage:        "show every GPU on every host",
+				Flags:        join(hostFlags(), statusFlags(), availabilityFlags()),
+				OnUsageError: onUsage,
+				Action:       action(w.status, commands.Status),
+			},
+			{
+				Name:         "plan",
+				Usage:        "show where every task would run, without starting anything",
+				ArgsUsage:    "-- CMD [ARGS...]",
+				Flags:        join(hostFlags(), jobFlags(), syncFlags(), jsonFlag("print the plan as a JSON document"), emitFlags()),
+				OnUsageError: onUsage,
+				Action:       action(w.plan, commands.Plan),
+			},
+			{
+				Name:         "run",
+				Usage:        "start the job on the hosts, stream its output, stop it when it is done",
+				ArgsUsage:    "-- CMD [ARGS...]",
+				Flags:        join(hostFlags(), jobFlags(), syncFlags(), runFlags()),
+				OnUsageError: onUsage,
+				Action:       action(w.run, commands.Run),
+			},
+			{
+				Name:         "doctor",
+				Usage:        "compare Python, modules, driver and CUDA versions across the hosts",
+				Flags:        join(hostFlags(), doctorFlags(), syncFlags(), jsonFlag("print the report as a JSON document")),
+				OnUsageError: onUsage,
+				Action:       action(w.doctor, commands.Doctor),
+			},
+			{
+				Name:         "ps",
+				Usage:        "list the runs holding GPUs and ports on the hosts",
+				Flags:        join(hostFlags(), jsonFlag("print the runs as a JSON document")),
+				OnUsageError: onUsage,
+				Action:       action(w.ps, commands.Ps),
+			},
+			{
+				Name:         "queue",
+				Usage:        "list the runs waiting for GPUs on the hosts (--wait), in the order they will start, and why each waits",
+				Flags:        join(hostFlags(), jsonFlag("print the queue as a JSON document")),
+				OnUsageError: onUsage,
+				Action:       action(w.queue, commands.Queue),
+			},
+			{
+				Name:  "runs",
+				Usage: "list the runs recorded here (tfhive-runs/): start, duration, result, exit code and --capture's metrics",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "log-root", Usage: "list the runs in `DIR` instead of tfhive-runs"},
+					&cli.StringFlag{Name: "sort", Usage: "order by the metric `NAME` (numbers numerically) instead of start time"},
+					&cli.BoolFlag{Name: "reverse", Aliases: []string{"r"}, Usage: "the other way round (runs without the metric stay last)"},
+					&cli.BoolFlag{Name: "json", Usage: "print the runs as a JSON document"},
+				},
+				OnUsageError: onUsage,
+				Action:       action(w.runs, commands.Runs),
+			},
+			{
+				Name:      "attach",
+				Usage:     "follow a detached run's console from its start, then live, and exit with its code; Ctrl-C only detaches; with -H or --hosts, find the run on the hosts and become its keeper",
+				ArgsUsage: "RUN_ID",
+				Flags: join([]cli.Flag{logDirFlag(), &cli.Int64Flag{Name: "since", Usage: "start at this `BYTE` of the console instead of its start"},
+					&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "with -H or --hosts: time between SIGTERM and SIGKILL when stopping tasks"},
+					&cli.DurationFlag{Name: "reconnect", Value: commands.DefaultReconnect, Usage: "with -H or --hosts: redial a host whose link drops for up to `D`"}},
+					hostFlags(), captureFlags()),
+				OnUsageError: onUsage,
+				Action:       action(w.follow, commands.Attach),
+			},
+			{
+				Name:         "wait",
+				Usage:        "wait for a run to end and exit with its code",
+				ArgsUsage:    "RUN_ID",
+				Flags:        []cli.Flag{logDirFlag()},
+				OnUsageError: onUsage,
+				Action:       action(w.follow, commands.Wait),
+			},
+			{
+				Name:      "logs",
+				Usage:     "print a detached run's console, or one task's log (--task); -f follows it until the run ends; with -H or --hosts, read the output from the hosts (a run started elsewhere)",
+				ArgsUsage: "RUN_ID",
+				Flags: join([]cli.Flag{logDirFlag(), &cli.StringFlag{Name: "task", Usage: "one task's log: `ROLE:INDEX`, as worker:1"},
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "go on printing what is added until the run ends (with -H or --hosts: until the task ends)"}},
+					hostFlags()),
+				OnUsageError: onUsage,
+				Action:       action(w.follow, commands.Logs),
+			},
+			{
+				Name:         "kill",
+				Usage:        "stop a run's tasks on every host (yours; root may stop any)",
+				ArgsUsage:    "RUN_ID",
+				Flags:        join(hostFlags(), []cli.Flag{&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time between SIGTERM and SIGKILL"}}),
+				OnUsageError: onUsage,
+				Action:       action(w.kill, commands.Kill),
+			},
+			completionCommand(w),
+			completeCommand(w),
+			{
+				Name:         "gc",
+				Usage:        "remove the --sync trees on the hosts that nothing uses, and say how much space that freed",
+				Flags:        join(hostFlags(), gcFlags(), jsonFlag("print what gc found and did on each host as a JSON document")),
+				OnUsageError: onUsage,
+				Action:       action(w.gc, commands.GC),
+			},
+			{
+				Name:         "version",
+				Usage:        "print the version",
+				OnUsageError: onUsage,
+				Action: func(c *cli.Context) error {
+					if err := noArgs(c); err != nil {
+						return err
+					}
+					fmt.Fprintln(w.Stdout, "tfhive", version())
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// action runs a command with the options its flags give.
+func action[O any](options func(*cli.Context) (O, error), command func(context.Context, O) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		o, err := options(c)
+		if err != nil {
+			return err
+		}
+		return command(c.Context, o)
+	}
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return "dev-" + s.Value[:12]
+			}
+		}
+	}
+	return "dev"
+}
