@@ -154,8 +154,8 @@ func jsonFlag(usage string) []cli.Flag { return []cli.Flag{&cli.BoolFlag{Name: "
 func hostFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "host", Aliases: []string{"H"}, Usage: "`[user@]host[:port]` to use (repeatable or comma-separated); overrides --hosts"},
-		&cli.StringFlag{Name: "hosts", EnvVars: []string{"TFHIVE_HOSTS"}, Usage: "hosts `FILE` (default ./hosts.yaml when it exists, else localhost without SSH)"},
-		&cli.StringFlag{Name: "ssh-config", Usage: "ssh_config `FILE` to honour (default ~/.ssh/config)"},
+		&cli.StringFlag{Name: "hosts", EnvVars: []string{"TFHIVE_HOSTS"}, Usage: "hosts `FILE` (default ./hosts.yaml, else ~/.config/tfhive/hosts.yaml, else this machine)"},
+		&cli.StringFlag{Name: "ssh-config", Usage: "ssh_config `FILE` to honour (default: the hosts file's ssh_config, else ~/.ssh/config)"},
 		&cli.BoolFlag{Name: "accept-new-host-keys", Usage: "trust and record host keys not yet in known_hosts (trust on first use)"},
 		&cli.DurationFlag{Name: "connect-timeout", Value: 10 * time.Second, Usage: "limit for TCP connect plus SSH handshake, per host"},
 		&cli.DurationFlag{Name: "command-timeout", Value: 30 * time.Second, Usage: "limit for the probe (nvidia-smi) on each host"},

@@ -17,7 +17,7 @@ type Streams struct {
 // them.
 type HostOptions struct {
 	Hosts             []string // -H values, before splitting at commas
-	File              string   // --hosts; "" for ./hosts.yaml when it exists
+	File              string   // --hosts or $TFHIVE_HOSTS; "" for ./hosts.yaml, else the per-user file, when they exist
 	SSHConfig         string
 	AcceptNewHostKeys bool
 	ConnectTimeout    time.Duration

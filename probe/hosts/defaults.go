@@ -12,8 +12,9 @@ import (
 // neither its hosts-file entry, the file's defaults nor the ssh config
 // says otherwise. Every package takes them from here.
 const (
-	// DefaultFile is the hosts file used, when it exists, if neither -H
-	// nor --hosts is given.
+	// DefaultFile is the hosts file used, when it exists, if neither -H,
+	// --hosts nor $TFHIVE_HOSTS is given; it is also the per-user file's
+	// name (UserFile).
 	DefaultFile = "hosts.yaml"
 	DefaultPort = 22
 	// DefaultConnectTimeout bounds TCP connect and SSH handshake together.

@@ -1,5 +1,6 @@
 // Package hosts is tfhive's hosts configuration: where the fleet comes from
-// (-H, a hosts file, ./hosts.yaml, else this machine), what each host
+// (-H, --hosts, $TFHIVE_HOSTS, ./hosts.yaml, the per-user hosts file, else
+// this machine, and Origin saying which), what each host
 // resolves to once its hosts-file entry, the file's defaults, the ssh
 // config and the built-in defaults are applied, and the checks that make
 // a bad configuration one error line before any host is touched.
