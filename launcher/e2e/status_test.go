@@ -241,7 +241,8 @@ func TestStatusLocalhostDefault(t *testing.T) {
 	copyFile(t, filepath.Join(sshtest.RepoRoot(), "testdata", "nvidia-smi", "idle-2gpu.xml"), filepath.Join(gpu, "output"), 0o644)
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "TFHIVE_") && !strings.HasPrefix(kv, "HOME=") {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "TFHIVE_") && !strings.HasPrefix(kv, "HOME=") &&
+			!strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
 			env = append(env, kv)
 		}
 	}
@@ -250,6 +251,10 @@ func TestStatusLocalhostDefault(t *testing.T) {
 	wantCode(t, r, 0)
 	if rows := rowsOf(r.stdout, "localhost"); len(rows) != 2 || rows[0][5] != "free" {
 		t.Fatalf("localhost: %v\n%s", rows, r.stdout)
+	}
+	// Said, not silent: another directory may have a hosts.yaml.
+	if want := "tfhive: no hosts given: this machine, without SSH\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
 	}
 }
 
