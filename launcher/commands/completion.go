@@ -59,9 +59,9 @@ type Candidate struct {
 
 // CompleteHosts lists the host names for -H: those of the hosts file
 // (--hosts, $TFHIVE_HOSTS, ./hosts.yaml or the per-user one) and the ssh
-// config's own Host
-// names. With fleet, it lists instead the names of the hosts the command
-// line chooses (its -H values included), which are what --exclude
+// config's own Host names (the hosts file's `ssh_config:`, else
+// ~/.ssh/config). With fleet, it lists instead the names of the hosts the
+// command line chooses (its -H values included), which are what --exclude
 // accepts. Nothing is dialled; a file that does not load gives no names.
 func CompleteHosts(h HostOptions, fleet bool) []Candidate {
 	o := hostsOptions(HostOptions{File: h.File, SSHConfig: h.SSHConfig})
