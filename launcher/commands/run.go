@@ -105,6 +105,14 @@ func Run(ctx context.Context, o RunOptions) error {
 		return &UsageError{Msg: fmt.Sprintf("--sample must be 0 (never) or at least %s", launcher.MinSample)}
 	}
 	// A keeper reads them again: the first tfhive refuses bad ones.
+	out := o.Stdout
+	if o.JSON {
+		out = o.Stderr
+	}
+	color, err := o.colors(out)
+	if err != nil {
+		return err
+	}
 	caps, err := captures(o.Capture, o.CaptureFrom, o.Job.taskIDs())
 	if err != nil {
 		return err
@@ -172,11 +180,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	// session of its own (two round trips, sshd's fork, a login shell).
 	fleet.KeepSessions(supervisor.Command)
 
-	out := o.Stdout
-	if o.JSON {
-		out = o.Stderr
-	}
-	console := launcher.NewConsole(out, isTerminal(out))
+	console := launcher.NewColorConsole(out, isTerminal(out), color)
 	sigs := o.Signals
 	if sigs == nil {
 		sigs = NewSignals(func(error) {})
