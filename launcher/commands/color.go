@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/term"
+
 	"github.com/tfhive/tfhive/launcher/view"
 )
 
@@ -16,6 +18,20 @@ func (s Streams) colors(w io.Writer) (bool, error) {
 		return false, &UsageError{Msg: err.Error()}
 	}
 	return view.UseColor(mode, isTerminal(w), os.Getenv), nil
+}
+
+// termWidth is w's width in columns when it is a terminal that says,
+// else 0.
+func termWidth(w io.Writer) int {
+	if s, ok := w.(*Stdout); ok {
+		w = s.w
+	}
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
+			return cols
+		}
+	}
+	return 0
 }
 
 // redraws says whether a line may be redrawn in place on w (a terminal,

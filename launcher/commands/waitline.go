@@ -26,10 +26,13 @@ type waitLine struct {
 	drawn bool   // a live line is on the terminal, without its end
 	key   string // what the last line said (view.Waiting.Key)
 	since time.Time
-	what  string // "4 GPUs": what the last line waited for
+	what  string     // "4 GPUs": what the last line waited for
+	width func() int // the terminal's columns now; 0 unknown
 }
 
-func newWaitLine(w io.Writer, live bool) *waitLine { return &waitLine{w: w, live: live} }
+func newWaitLine(w io.Writer, live bool) *waitLine {
+	return &waitLine{w: w, live: live, width: func() int { return termWidth(w) }}
+}
 
 // show says v: redrawn, or written if it says something new.
 func (l *waitLine) show(v view.Waiting) {
@@ -42,7 +45,13 @@ func (l *waitLine) show(v view.Waiting) {
 		l.what = wording.Count(v.GPUs, "GPU")
 	}
 	if l.live {
-		fmt.Fprintf(l.w, "\r\x1b[K%s", v.Line())
+		// A line wider than the terminal would wrap, and "\r" go back
+		// only to its last row: a row more per redraw.
+		line := v.Line()
+		if cols := l.width(); cols > 1 {
+			line = view.Truncate(line, cols-1)
+		}
+		fmt.Fprintf(l.w, "\r\x1b[K%s", line)
 		l.drawn = true
 		return
 	}

@@ -62,6 +62,15 @@ func TestWaitLineTerminal(t *testing.T) {
 	if strings.Count(got, "\n") != 2 {
 		t.Errorf("want 2 lines ended, got %q", got)
 	}
+	// A line wider than the terminal is cut to fit: a wrapped one would
+	// leave a row behind at each redraw.
+	b.Reset()
+	l.width = func() int { return 40 }
+	l.show(waiting(short, nil, true, time.Second, time.Hour))
+	if got := b.String(); got != "\r\x1b[Ktfhive: waiting for 1 GPU (0 free now)…" {
+		t.Errorf("got %q", got)
+	}
+	l.width = func() int { return 0 }
 	// A retry that is not for GPUs says its error; without --wait, no
 	// queue and no clock.
 	b.Reset()

@@ -51,7 +51,7 @@ func (w Waiting) Key() string {
 	if w.GPUs > 0 {
 		s += " for " + wording.Count(w.GPUs, "GPU")
 	} else {
-		s += ": " + wording.FirstLine(w.Reason)
+		s += ": " + SanitizeCell(wording.FirstLine(w.Reason))
 	}
 	if !w.Queued {
 		return s
@@ -59,7 +59,8 @@ func (w Waiting) Key() string {
 	s += ": " + Ordinal(len(w.Ahead)+1) + " in the queue"
 	if n := len(w.Ahead); n > 0 {
 		e := w.Ahead[n-1]
-		s += fmt.Sprintf(" (after run %s of %s)", e.RunID, e.User)
+		// A ticket's words are the host's: made inert, as in a table.
+		s += fmt.Sprintf(" (after run %s of %s)", SanitizeCell(e.RunID), SanitizeCell(e.User))
 	}
 	return s
 }

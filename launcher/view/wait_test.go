@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -27,6 +28,9 @@ func TestWaitingLine(t *testing.T) {
 		{Waiting{Reason: "no free port for worker:0 on gpu01\nmore", Queued: true, Left: time.Minute, Wait: time.Hour + 30*time.Minute},
 			"tfhive: waiting: no free port for worker:0 on gpu01: 1st in the queue; 1:00 left of --wait 1h30m",
 			"tfhive: waiting: no free port for worker:0 on gpu01: 1st in the queue"},
+		{Waiting{GPUs: 1, Queued: true, Ahead: []schedule.QueueEntry{{Ticket: inventory.Ticket{RunID: "x\x1b]0;pwned\a", User: "m\nallory"}}}},
+			"tfhive: waiting for 1 GPU (0 free now): 2nd in the queue (after run x^[]0;pwned^G of m^Jallory)",
+			"tfhive: waiting for 1 GPU: 2nd in the queue (after run x^[]0;pwned^G of m^Jallory)"},
 		{Waiting{Reason: "claim on gpu01 lost to run x"},
 			"tfhive: waiting: claim on gpu01 lost to run x",
 			"tfhive: waiting: claim on gpu01 lost to run x"},
