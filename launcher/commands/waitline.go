@@ -47,11 +47,7 @@ func (l *waitLine) show(v view.Waiting) {
 	if l.live {
 		// A line wider than the terminal would wrap, and "\r" go back
 		// only to its last row: a row more per redraw.
-		line := v.Line()
-		if cols := l.width(); cols > 1 {
-			line = view.Truncate(line, cols-1)
-		}
-		fmt.Fprintf(l.w, "\r\x1b[K%s", line)
+		fmt.Fprintf(l.w, "\r\x1b[K%s", v.Fit(l.width()-1))
 		l.drawn = true
 		return
 	}

@@ -67,7 +67,7 @@ func TestWaitLineTerminal(t *testing.T) {
 	b.Reset()
 	l.width = func() int { return 40 }
 	l.show(waiting(short, nil, true, time.Second, time.Hour))
-	if got := b.String(); got != "\r\x1b[Ktfhive: waiting for 1 GPU (0 free now)…" {
+	if got := b.String(); got != "\r\x1b[Ktfhive: waiting for 1 GPU: 1st in the …" {
 		t.Errorf("got %q", got)
 	}
 	l.width = func() int { return 0 }

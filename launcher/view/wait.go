@@ -43,6 +43,26 @@ func (w Waiting) Line() string {
 	return s
 }
 
+// Fit is Line in at most cols columns (0: any): the free count goes
+// first, then the run just ahead, then the end of the line, so that the
+// time left stays as long as it can.
+func (w Waiting) Fit(cols int) string {
+	line := w.Line()
+	if cols <= 0 || len([]rune(line)) <= cols {
+		return line
+	}
+	if w.GPUs > 0 {
+		short := w
+		short.GPUs, short.Reason = 0, wording.Count(w.GPUs, "GPU")
+		line = strings.Replace(short.Line(), "tfhive: waiting: ", "tfhive: waiting for ", 1)
+	}
+	if len([]rune(line)) > cols && len(w.Ahead) > 0 {
+		e := w.Ahead[len(w.Ahead)-1]
+		line = strings.Replace(line, fmt.Sprintf(" (after run %s of %s)", SanitizeCell(e.RunID), SanitizeCell(e.User)), "", 1)
+	}
+	return Truncate(line, cols)
+}
+
 // Key is what the line says, less what changes by itself (the time
 // left, the free count): a line per change of it is written where the
 // line cannot be redrawn.

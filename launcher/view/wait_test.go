@@ -44,6 +44,22 @@ func TestWaitingLine(t *testing.T) {
 	}
 }
 
+func TestWaitingFit(t *testing.T) {
+	ahead := []schedule.QueueEntry{{Ticket: inventory.Ticket{RunID: "r17", User: "alice"}}}
+	w := Waiting{GPUs: 4, Free: 2, Queued: true, Ahead: ahead, Left: time.Hour, Wait: 2 * time.Hour}
+	for cols, want := range map[int]string{
+		0:   w.Line(),
+		200: w.Line(),
+		100: "tfhive: waiting for 4 GPUs: 2nd in the queue (after run r17 of alice); 1:00:00 left of --wait 2h",
+		79:  "tfhive: waiting for 4 GPUs: 2nd in the queue; 1:00:00 left of --wait 2h",
+		40:  "tfhive: waiting for 4 GPUs: 2nd in the …",
+	} {
+		if got := w.Fit(cols); got != want || len([]rune(got)) > max(cols, len(w.Line())) {
+			t.Errorf("Fit(%d):\n got %q\nwant %q", cols, got, want)
+		}
+	}
+}
+
 func TestOrdinal(t *testing.T) {
 	for n, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 22: "22nd", 101: "101st", 111: "111th"} {
 		if got := Ordinal(n); got != want {
