@@ -104,7 +104,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {
 		return &UsageError{Msg: fmt.Sprintf("--sample must be 0 (never) or at least %s", launcher.MinSample)}
 	}
-	// A keeper reads them again: the first tfhive refuses bad ones.
+	// The console: stdout, or stderr under --json.
 	out := o.Stdout
 	if o.JSON {
 		out = o.Stderr
@@ -113,6 +113,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	// A keeper reads them again: the first tfhive refuses bad ones.
 	caps, err := captures(o.Capture, o.CaptureFrom, o.Job.taskIDs())
 	if err != nil {
 		return err
