@@ -46,10 +46,10 @@ type HostLogsOptions struct {
 	// Follow (one task only): go on until the task ends.
 	Follow         bool
 	Stdout, Stderr io.Writer
-	// TTY: the output is a terminal: it is sanitised as the console is,
-	// prefixes coloured.
-	TTY      bool
-	Parallel int
+	// TTY: the output is a terminal: it is sanitised as the console is.
+	// Color: the prefixes are coloured.
+	TTY, Color bool
+	Parallel   int
 }
 
 // HostLog is what one host gave.
@@ -203,7 +203,7 @@ func allLogs(ctx context.Context, hosts []string, execs map[string]remote.Execut
 			})
 		}
 	}()
-	p := &linePrinter{w: bufio.NewWriterSize(o.Stdout, 64<<10), tty: o.TTY, colors: map[string]int{}}
+	p := &linePrinter{w: bufio.NewWriterSize(o.Stdout, 64<<10), tty: o.TTY, color: o.Color, colors: map[string]int{}}
 	for i, h := range hosts {
 		found, none, werr := p.copyHost(readers[i], h)
 		if werr != nil {
@@ -225,6 +225,7 @@ func allLogs(ctx context.Context, hosts []string, execs map[string]remote.Execut
 type linePrinter struct {
 	w      *bufio.Writer
 	tty    bool
+	color  bool
 	colors map[string]int
 	prefix []byte
 	line   []byte
@@ -292,14 +293,17 @@ func (p *linePrinter) task(name, host string) {
 		id = base[:i] + ":" + base[i+1:]
 	}
 	label := "[" + id + " " + host + "]"
+	n, ok := p.colors[label]
+	if !ok {
+		n = len(p.colors)
+		p.colors[label] = n
+	}
 	if p.tty {
-		n, ok := p.colors[label]
-		if !ok {
-			n = len(p.colors)
-			p.colors[label] = n
-		}
 		clean, _ := view.AppendSanitized(nil, []byte(label), view.ConsoleMode)
-		label = "\x1b[" + outColors[n%len(outColors)] + "m" + string(clean) + outReset
+		label = string(clean)
+	}
+	if p.color {
+		label = "\x1b[" + outColors[n%len(outColors)] + "m" + label + outReset
 	}
 	p.prefix = []byte(label)
 }

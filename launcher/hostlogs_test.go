@@ -77,7 +77,7 @@ func TestHostLogsEveryTask(t *testing.T) {
 	for _, tty := range []bool{false, true} {
 		var out, errOut bytes.Buffer
 		res := HostLogs(context.Background(), order, logsHosts(t, "", "0"),
-			HostLogsOptions{RunID: "r1", Stdout: &out, Stderr: &errOut, TTY: tty, Parallel: 2})
+			HostLogsOptions{RunID: "r1", Stdout: &out, Stderr: &errOut, TTY: tty, Color: tty, Parallel: 2})
 		name := "every-task.txt"
 		if tty {
 			name = "every-task-tty.txt"
@@ -124,7 +124,7 @@ func TestHostLogsOneTask(t *testing.T) {
 	} {
 		var out, errOut bytes.Buffer
 		res := HostLogs(context.Background(), []string{"h1", "h2"}, execs,
-			HostLogsOptions{RunID: "r1", Task: "worker:0", Stdout: &out, Stderr: &errOut, TTY: c.tty})
+			HostLogsOptions{RunID: "r1", Task: "worker:0", Stdout: &out, Stderr: &errOut, TTY: c.tty, Color: c.tty})
 		if out.String() != c.out || errOut.String() != c.err {
 			t.Errorf("tty %v: stdout %q, stderr %q; want %q, %q", c.tty, out.String(), errOut.String(), c.out, c.err)
 		}

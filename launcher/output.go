@@ -93,8 +93,9 @@ type Console struct {
 	// before creating tasks.
 	now func() time.Time
 
-	w   io.Writer
-	tty bool // colour prefixes, sanitise text
+	w     io.Writer
+	tty   bool // sanitise text
+	color bool // colour prefixes
 
 	mu     sync.Mutex
 	cond   sync.Cond
@@ -110,8 +111,13 @@ type Console struct {
 
 // NewConsole starts a console writing to w. tty says w is a terminal: task
 // prefixes get ANSI colours, and lines are sanitised for the terminal.
-func NewConsole(w io.Writer, tty bool) *Console {
-	c := &Console{now: time.Now, w: w, tty: tty, done: make(chan struct{})}
+func NewConsole(w io.Writer, tty bool) *Console { return NewColorConsole(w, tty, tty) }
+
+// NewColorConsole is NewConsole with colour decided apart (--color,
+// NO_COLOR: view.UseColor): tty sanitises the lines, color colours the
+// task prefixes.
+func NewColorConsole(w io.Writer, tty, color bool) *Console {
+	c := &Console{now: time.Now, w: w, tty: tty, color: color, done: make(chan struct{})}
 	c.cond.L = &c.mu
 	go c.drain()
 	return c
@@ -147,7 +153,7 @@ func (c *Console) Task(label string, log io.Writer, quiet bool) *TaskOutput {
 		log = io.Discard
 	}
 	prefix := "[" + label + "]"
-	if c.tty {
+	if c.color {
 		prefix = "\x1b[" + outColors[n%len(outColors)] + "m" + prefix + outReset
 	}
 	t := &TaskOutput{c: c, label: label, prefix: []byte(prefix), log: log, quiet: quiet}

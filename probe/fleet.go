@@ -120,6 +120,10 @@ func (f *Fleet) LookForCode(hash string) { f.opts.Code = hash }
 // LookForRuns sets Options.Runs; call it before the first Probe.
 func (f *Fleet) LookForRuns() { f.opts.Runs = true }
 
+// NoProgress unsets Options.Progress (a waiting run's line says more);
+// call it between probes.
+func (f *Fleet) NoProgress() { f.opts.Progress = nil }
+
 // Executor returns host i's open connection, or nil if it has none.
 func (f *Fleet) Executor(i int) remote.Executor {
 	f.mu.Lock()

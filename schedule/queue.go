@@ -57,21 +57,7 @@ func Queue(inv inventory.Inventory) []QueueEntry {
 // (QueueSince, this machine's clock when it began to wait, is only its
 // place until then): two waiters must agree on which is ahead.
 func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
-	if req.QueueSince.IsZero() {
-		return
-	}
-	q := Queue(inv)
-	mine := inventory.Ticket{Rank: PriorityRank(req.Priority), Since: req.QueueSince.Truncate(time.Millisecond), Name: "\xff"}
-	for _, e := range q {
-		if e.RunID == req.RunID && e.Rank == mine.Rank {
-			mine.Since = e.Since
-			break
-		}
-	}
-	for _, e := range q {
-		if e.RunID == req.RunID || cmp.Or(cmp.Compare(e.Rank, mine.Rank), e.Since.Compare(mine.Since)) >= 0 {
-			continue
-		}
+	for _, e := range Ahead(inv, *req) {
 		taken, ok := fitTicket(inv, st, e)
 		if !ok {
 			continue
@@ -81,6 +67,31 @@ func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 			st[t[0]][t[1]] = GPUStatus{Index: st[t[0]][t[1]].Index, State: Queued, Reason: why}
 		}
 	}
+}
+
+// Ahead is the runs waiting ahead of req, in the queue's order: req's
+// place is its tickets' once inv shows them, else QueueSince (see
+// applyQueue). A request without QueueSince is in no queue: nil.
+func Ahead(inv inventory.Inventory, req Request) []QueueEntry {
+	if req.QueueSince.IsZero() {
+		return nil
+	}
+	q := Queue(inv)
+	mine := inventory.Ticket{Rank: PriorityRank(req.Priority), Since: req.QueueSince.Truncate(time.Millisecond), Name: "\xff"}
+	for _, e := range q {
+		if e.RunID == req.RunID && e.Rank == mine.Rank {
+			mine.Since = e.Since
+			break
+		}
+	}
+	var ahead []QueueEntry
+	for _, e := range q {
+		if e.RunID == req.RunID || cmp.Or(cmp.Compare(e.Rank, mine.Rank), e.Since.Compare(mine.Since)) >= 0 {
+			continue
+		}
+		ahead = append(ahead, e)
+	}
+	return ahead
 }
 
 // fitTicket places a ticket's tasks, largest first, each on the first of

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -47,5 +48,38 @@ func TestQueueSinceEarliestHost(t *testing.T) {
 	q := Queue(inventory.Inventory{Hosts: []inventory.HostInventory{h1, h2}})
 	if len(q) != 2 || q[0].RunID != "a" || !q[0].Since.Equal(t0.Add(time.Second)) || len(q[0].Hosts) != 2 || q[1].RunID != "b" {
 		t.Fatalf("queue: %+v", q)
+	}
+}
+
+// Ahead is the runs before this one, in order: a high run that came
+// later is ahead; its own ticket gives its place once held.
+func TestAhead(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := host("h1", 2)
+	h.Tickets = []inventory.Ticket{
+		ticket("early", "bob", PriorityNormal, t0.Add(time.Second), 1),
+		ticket("late", "carol", PriorityNormal, t0.Add(5*time.Second), 1),
+		ticket("high", "dave", PriorityHigh, t0.Add(9*time.Second), 1),
+	}
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{h}}
+	req := NewRequest()
+	req.RunID = "me"
+	if got := Ahead(inv, req); got != nil {
+		t.Errorf("without QueueSince: %+v", got)
+	}
+	req.QueueSince = t0.Add(3 * time.Second)
+	ids := func(q []QueueEntry) (s []string) {
+		for _, e := range q {
+			s = append(s, e.RunID)
+		}
+		return s
+	}
+	if got := ids(Ahead(inv, req)); !slices.Equal(got, []string{"high", "early"}) {
+		t.Errorf("ahead: %v, want high early", got)
+	}
+	// Its ticket, dated by the host after late's, is its place.
+	inv.Hosts[0].Tickets = append(inv.Hosts[0].Tickets, ticket("me", "alice", PriorityNormal, t0.Add(6*time.Second), 1))
+	if got := ids(Ahead(inv, req)); !slices.Equal(got, []string{"high", "early", "late"}) {
+		t.Errorf("ahead with its ticket: %v, want high early late", got)
 	}
 }

@@ -19,9 +19,17 @@ type wiring struct {
 	sigs *commands.Signals
 }
 
+// streams are the command's streams with its --color, for the commands
+// that colour (colorFlag).
+func (w wiring) streams(c *cli.Context) commands.Streams {
+	s := w.Streams
+	s.Color = c.String("color")
+	return s
+}
+
 func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 	return commands.StatusOptions{
-		Streams: w.Streams, Hosts: hostOptions(c), Availability: availability(c),
+		Streams: w.streams(c), Hosts: hostOptions(c), Availability: availability(c),
 		JSON: c.Bool("json"), Watch: c.Duration("watch"),
 	}, noArgs(c)
 }
@@ -32,7 +40,7 @@ func (w wiring) plan(c *cli.Context) (commands.PlanOptions, error) {
 
 func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 	return commands.RunOptions{
-		Streams: w.Streams, Hosts: hostOptions(c), Job: job(c),
+		Streams: w.streams(c), Hosts: hostOptions(c), Job: job(c),
 		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
 		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"), Wait: c.Duration("wait"),
 		Reconnect: c.Duration("reconnect"), Detach: c.Bool("detach"),
@@ -80,7 +88,7 @@ func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 
 // follow is wait's, attach's and logs' options: one run id.
 func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
-	o := commands.FollowOptions{Streams: w.Streams, RunID: c.Args().First(), LogDir: c.String("log-dir"),
+	o := commands.FollowOptions{Streams: w.streams(c), RunID: c.Args().First(), LogDir: c.String("log-dir"),
 		Task: c.String("task"), Follow: c.Bool("follow"), Since: c.Int64("since")}
 	if c.Command.Name == "logs" {
 		o.Hosts, o.FromHosts = hostOptions(c), c.IsSet("host") || c.IsSet("hosts")
@@ -150,6 +158,12 @@ func job(c *cli.Context) commands.Job {
 func join(lists ...[]cli.Flag) []cli.Flag { return slices.Concat(lists...) }
 
 func jsonFlag(usage string) []cli.Flag { return []cli.Flag{&cli.BoolFlag{Name: "json", Usage: usage}} }
+
+// colorFlag is --color, for the commands that colour: status's states,
+// the task prefixes of run, attach and logs.
+func colorFlag() cli.Flag {
+	return &cli.StringFlag{Name: "color", Value: "auto", Usage: "`WHEN` to colour the output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always or never"}
+}
 
 func hostFlags() []cli.Flag {
 	return []cli.Flag{

@@ -35,6 +35,10 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	if err != nil {
 		return err
 	}
+	color, err := o.colors(o.Stdout)
+	if err != nil {
+		return err
+	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
 		return err
@@ -71,7 +75,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 			return err
 		}
 	}
-	console := launcher.NewConsole(o.Stdout, isTerminal(o.Stdout))
+	console := launcher.NewColorConsole(o.Stdout, isTerminal(o.Stdout), color)
 	lo := launcher.RunOptions{
 		Plan: plan, Hosts: hostOf, Execs: map[string]remote.Executor{},
 		LogDir: dir, Grace: o.Grace, KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,

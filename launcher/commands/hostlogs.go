@@ -27,6 +27,10 @@ func hostLogs(ctx context.Context, o FollowOptions) error {
 	if o.Follow && o.Task == "" {
 		return &UsageError{Msg: "logs -f with -H or --hosts follows one task", Fix: "add --task ROLE:INDEX (without -f, logs prints every task's output)"}
 	}
+	color, err := o.colors(o.Stdout)
+	if err != nil {
+		return err
+	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
 		return err
@@ -46,7 +50,7 @@ func hostLogs(ctx context.Context, o FollowOptions) error {
 	}
 	res := launcher.HostLogs(ctx, hosts, execs, launcher.HostLogsOptions{
 		RunID: o.RunID, Task: o.Task, Follow: o.Follow, Stdout: o.Stdout, Stderr: o.Stderr,
-		TTY: isTerminal(o.Stdout), Parallel: o.Hosts.Parallel,
+		TTY: isTerminal(o.Stdout), Color: color, Parallel: o.Hosts.Parallel,
 	})
 	if err := ctx.Err(); err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 // (warnings, progress, task output under --json).
 type Streams struct {
 	Stdout, Stderr io.Writer
+	// Color is --color: auto (""), always or never (color.go).
+	Color string
 }
 
 // HostOptions choose the hosts and how to reach them; every command takes

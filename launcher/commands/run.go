@@ -23,7 +23,6 @@ import (
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
-	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -105,6 +104,15 @@ func Run(ctx context.Context, o RunOptions) error {
 	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {
 		return &UsageError{Msg: fmt.Sprintf("--sample must be 0 (never) or at least %s", launcher.MinSample)}
 	}
+	// The console: stdout, or stderr under --json.
+	out := o.Stdout
+	if o.JSON {
+		out = o.Stderr
+	}
+	color, err := o.colors(out)
+	if err != nil {
+		return err
+	}
 	// A keeper reads them again: the first tfhive refuses bad ones.
 	caps, err := captures(o.Capture, o.CaptureFrom, o.Job.taskIDs())
 	if err != nil {
@@ -173,11 +181,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	// session of its own (two round trips, sshd's fork, a login shell).
 	fleet.KeepSessions(supervisor.Command)
 
-	out := o.Stdout
-	if o.JSON {
-		out = o.Stderr
-	}
-	console := launcher.NewConsole(out, isTerminal(out))
+	console := launcher.NewColorConsole(out, isTerminal(out), color)
 	sigs := o.Signals
 	if sigs == nil {
 		sigs = NewSignals(func(error) {})
@@ -219,12 +223,17 @@ func Run(ctx context.Context, o RunOptions) error {
 	// probes then ends at once.
 	wake := make(chan struct{}, 1)
 	startedOnce := false
+	// While it waits, one line says why (waitline.go); the last probe's
+	// tickets give its place in the queue.
+	wl := newWaitLine(o.Stderr, redraws(o.Stderr))
+	var lastInv inventory.Inventory
 	attempt := func(ctx context.Context) (*record.Summary, error) {
 		var avoid map[string][]int
 		if lo.Relaunch != nil {
 			avoid = used
 		}
-		plan, inv, err := probeAndPlan(ctx, fleet, req, o.Stderr, avoid)
+		plan, inv, err := probeAndPlan(ctx, fleet, req, wl, avoid)
+		lastInv = inv
 		if !startedOnce {
 			// Once this run has started, its id's claims may be its own.
 			if used := nameInUse(inv, req.RunID); used != nil {
@@ -236,10 +245,11 @@ func Run(ctx context.Context, o RunOptions) error {
 				if tickets == nil {
 					tickets = hostops.HoldTickets(ctx, fleetExecs(fleet), req, wake)
 				}
-				preempt(ctx, fleet, tickets, inv, req, o.Stderr)
+				preempt(ctx, fleet, tickets, inv, req, wl)
 			}
 			return nil, err
 		}
+		wl.done()
 		planPorts(plan, used)
 		lo.Priority, lo.Preemptible = req.Priority, schedule.PreemptibleBy(inv, req.Priority)
 		// The tickets are given up once every task holds its claims: a
@@ -272,14 +282,15 @@ func Run(ctx context.Context, o RunOptions) error {
 	retry := launcher.Retry{
 		Wait: o.Wait, Wake: wake,
 		Waiting: func(err error, delay, left time.Duration) {
-			wait := ""
 			if o.Wait > 0 {
-				wait = fmt.Sprintf(" (%s of --wait left)", left.Round(time.Second))
+				// The line says it all: no "probing hosts" line a retry.
+				fleet.NoProgress()
 			}
-			fmt.Fprintf(o.Stderr, "tfhive: waiting: %s; trying again in %s%s\n", wording.FirstLine(err.Error()), delay.Round(100*time.Millisecond), wait)
+			wl.show(waiting(err, schedule.Ahead(lastInv, req), o.Wait > 0, left, o.Wait))
 		},
 	}
 	sum, err := retry.Do(ctx, attempt)
+	wl.done()
 	if err == nil {
 		sum = relaunch(ctx, sum, restart, &lo, fleet, retry, attempt)
 	}

@@ -157,7 +157,7 @@ func TestRunPsQueueKillOnFakeHosts(t *testing.T) {
 	if err := wait2(); err != nil {
 		t.Fatalf("the waiting run, once the GPUs are free: %v\n%s", err, o2.String())
 	}
-	contains(t, "waiter", o2.String(), "tfhive: waiting:", "got ", "run waiter succeeded")
+	contains(t, "waiter", o2.String(), "tfhive: waiting for 4 GPUs (", "1st in the queue", "tfhive: waited ", "got ", "run waiter succeeded")
 	k = out{}
 	err = Kill(context.Background(), KillOptions{Streams: k.streams(), Hosts: b.hosts, RunID: "holder"})
 	if err == nil || !strings.Contains(err.Error(), "no run holder holds GPUs or ports on these hosts") {

@@ -35,6 +35,11 @@ func Status(ctx context.Context, o StatusOptions) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
+	color, err := o.colors(o.Stdout)
+	if err != nil {
+		return err
+	}
+	color = color && !o.JSON
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
 	if err != nil {
 		return err
@@ -61,7 +66,7 @@ func Status(ctx context.Context, o StatusOptions) error {
 		if o.JSON {
 			return inv, view.WriteStatusJSON(w, inv, st)
 		}
-		return inv, view.WriteStatusTable(w, inv, st)
+		return inv, view.WriteStatusTable(w, inv, st, color)
 	}
 
 	if o.Watch == 0 {

@@ -153,12 +153,19 @@ func TestWaitForGPUs(t *testing.T) {
 
 	args, logDir := runArgs(t, f, "--name", "waiter", "--wait", "60s", "--workers", "2", "--", "true")
 	waiter := startTfhive(t, f, readStderr, args...)
-	waiter.readUntil(func(line string) bool { return strings.HasPrefix(line, "tfhive: waiting: ") })
-	wantContains(t, "waiter stderr", waiter.read.String(), "tfhive: waiting: not enough free GPUs", "of --wait left")
+	waiter.readUntil(func(line string) bool { return strings.HasPrefix(line, "tfhive: waiting ") })
+	wantContains(t, "waiter stderr", waiter.read.String(), "tfhive: waiting for 2 GPUs (0 free now): 1st in the queue; ", " left of --wait 1m")
+	// Retries a second at most, and a line only when what it says
+	// changes: nothing more while the holder holds.
+	time.Sleep(3 * time.Second)
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waiter.readAll()
+	if n := strings.Count(waiter.read.String(), "tfhive: waiting "); n != 1 {
+		t.Errorf("%d waiting lines, want 1:\n%s", n, waiter.read.String())
+	}
+	wantContains(t, "waiter stderr", waiter.read.String(), "tfhive: waited ")
 	if err := waiter.Wait(); err != nil {
 		t.Errorf("waiter: %v\n%s", err, waiter.read.String())
 	}

@@ -106,7 +106,7 @@ func TestHostilePlantedSymlink(t *testing.T) {
 	r = tfhive(t, s.f.Env(), s.f.Dir, args...)
 	wantCode(t, r, 3)
 	wantContains(t, "run", r.stderr, s.lockFile("gpu-"+s.uuids[0])+" is a symbolic link owned by "+s.mallory.Name)
-	if strings.Contains(r.stderr, "trying again") {
+	if strings.Contains(r.stderr, "tfhive: waiting") {
 		t.Errorf("a blocked GPU was retried:\n%s", r.stderr)
 	}
 	if data, _ := os.ReadFile(precious); string(data) != "root's own\n" {
@@ -144,7 +144,7 @@ func TestHostileUnreadableLock(t *testing.T) {
 	r := tfhive(t, s.f.Env(), s.f.Dir, args...)
 	wantCode(t, r, 3)
 	wantContains(t, "run", r.stderr, "owned by "+s.mallory.Name+" and not readable")
-	if n := strings.Count(r.stderr, "tfhive: error"); n != 1 || strings.Contains(r.stderr, "trying again") {
+	if n := strings.Count(r.stderr, "tfhive: error"); n != 1 || strings.Contains(r.stderr, "tfhive: waiting") {
 		t.Errorf("want one error and no retries:\n%s", r.stderr)
 	}
 }

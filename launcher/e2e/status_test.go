@@ -325,7 +325,7 @@ func TestSameUUIDExcluded(t *testing.T) {
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 3)
 	wantContains(t, "run", r.stderr, "the same UUID")
-	if strings.Contains(r.stderr, "claimed by another run") || strings.Contains(r.stderr, "trying again") {
+	if strings.Contains(r.stderr, "claimed by another run") || strings.Contains(r.stderr, "tfhive: waiting") {
 		t.Errorf("run tried to claim them:\n%s", r.stderr)
 	}
 }

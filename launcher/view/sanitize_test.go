@@ -168,7 +168,7 @@ func TestTableSanitized(t *testing.T) {
 	}}}
 	st := [][]schedule.GPUStatus{{{State: schedule.Busy, Reason: "in use"}}}
 	var status bytes.Buffer
-	if err := WriteStatusTable(&status, inv, st); err != nil {
+	if err := WriteStatusTable(&status, inv, st, false); err != nil {
 		t.Fatal(err)
 	}
 	runs := []RunOnHost{{RunID: "r1\x1b[2J", User: "eve\x1b[8m", Host: "gpu01", Tasks: []string{"worker:0"}, GPUs: []int{0}, Ports: []int{2222},

@@ -18,9 +18,13 @@ const (
 	stateNoGPUs      = "no-gpus"
 )
 
+// statusStateCol is the STATE column of the status table.
+const statusStateCol = 5
+
 // WriteStatusTable prints one row per GPU, and one row per host that has
 // none to show, with the reason. st is schedule.Classify's answer for inv.
-func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUStatus) error {
+// color colours the STATE column (stateColors; UseColor decides).
+func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUStatus, color bool) error {
 	var rows [][]string
 	for i, h := range inv.Hosts {
 		hostRow := func(state, detail string) {
@@ -45,7 +49,16 @@ func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUS
 			rows = append(rows, []string{h.Name, strconv.Itoa(g.Index), g.Name, memory(g), util(g), string(s.State), detail(g, s)})
 		}
 	}
-	return WriteTable(w, []string{"HOST", "GPU", "NAME", "MEMORY", "UTIL", "STATE", "DETAIL"}, rows)
+	var sgr func(row, col int) string
+	if color {
+		sgr = func(row, col int) string {
+			if col != statusStateCol {
+				return ""
+			}
+			return stateColors[rows[row][col]]
+		}
+	}
+	return writeTable(w, []string{"HOST", "GPU", "NAME", "MEMORY", "UTIL", "STATE", "DETAIL"}, rows, sgr)
 }
 
 func memory(g inventory.GPU) string {

@@ -45,7 +45,7 @@ func statusFleet() (inventory.Inventory, [][]schedule.GPUStatus) {
 func TestWriteStatus(t *testing.T) {
 	inv, st := statusFleet()
 	var txt, js bytes.Buffer
-	if err := WriteStatusTable(&txt, inv, st); err != nil {
+	if err := WriteStatusTable(&txt, inv, st, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteStatusJSON(&js, inv, st); err != nil {

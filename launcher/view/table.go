@@ -6,7 +6,10 @@ import (
 	"strconv"
 	"strings"
 
+	"unicode/utf8"
+
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
@@ -18,6 +21,16 @@ import (
 // names, other users' user names and command lines), a table never needs a
 // control byte, and a "\n" in a process name would forge a row.
 func WriteTable(w io.Writer, header []string, rows [][]string) error {
+	return writeTable(w, header, rows, nil)
+}
+
+// writeTable is WriteTable with colour: sgr, when not nil, gives each
+// cell's SGR code ("" for none). The colour is added to the rendered
+// table, around the cell's text where the columns put it: given to
+// tablewriter, escape codes come back with resets of its own in the next
+// cell and defeat the trimming of trailing blanks. So the columns are
+// those of the plain table, byte for byte (TestStatusColor).
+func writeTable(w io.Writer, header []string, rows [][]string, sgr func(row, col int) string) error {
 	header = SanitizeCells(header)
 	safe := make([][]string, len(rows))
 	for i, r := range rows {
@@ -49,16 +62,75 @@ func WriteTable(w io.Writer, header []string, rows [][]string) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	var starts []int
+	if sgr != nil {
+		starts = columnStarts(header, rows)
+	}
 	var out bytes.Buffer
-	for _, line := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
+	for i, line := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
 		nl := bytes.HasSuffix(line, []byte("\n"))
-		out.Write(bytes.TrimRight(line, " \n"))
+		line = bytes.TrimRight(line, " \n")
+		if sgr != nil && i > 0 && i <= len(rows) {
+			line = paintRow(line, rows[i-1], starts, func(col int) string { return sgr(i-1, col) })
+		}
+		out.Write(line)
 		if nl {
 			out.WriteByte('\n')
 		}
 	}
 	_, err := w.Write(out.Bytes())
 	return err
+}
+
+// columnStarts is where each column begins, in display columns: every
+// column is as wide as its widest cell (as tablewriter measures it), then
+// two blanks.
+func columnStarts(header []string, rows [][]string) []int {
+	widths := make([]int, len(header))
+	for _, r := range append([][]string{header}, rows...) {
+		for c, cell := range r {
+			if c < len(widths) {
+				widths[c] = max(widths[c], twwidth.Width(cell))
+			}
+		}
+	}
+	starts := make([]int, len(header))
+	for c := 1; c < len(starts); c++ {
+		starts[c] = starts[c-1] + widths[c-1] + 2
+	}
+	return starts
+}
+
+// paintRow wraps each cell of a rendered row that sgr gives a code in
+// that colour. A cell not found where its column starts (a rune whose
+// width tablewriter counts otherwise) stays plain: colour never moves a
+// column.
+func paintRow(line []byte, cells []string, starts []int, sgr func(col int) string) []byte {
+	var out []byte
+	done, width := 0, 0 // bytes of line copied to out, their display width
+	for c, cell := range cells {
+		code := sgr(c)
+		if code == "" || cell == "" || c >= len(starts) {
+			continue
+		}
+		at := done
+		for w := width; w < starts[c] && at < len(line); {
+			_, n := utf8.DecodeRune(line[at:])
+			w += twwidth.Width(string(line[at : at+n]))
+			at += n
+		}
+		if !bytes.HasPrefix(line[at:], []byte(cell)) {
+			continue
+		}
+		out = append(out, line[done:at]...)
+		out = append(out, paint(cell, code)...)
+		width = starts[c] + twwidth.Width(cell)
+		done = at + len(cell)
+	}
+	if out == nil {
+		return line
+	}
+	return append(out, line[done:]...)
 }
 
 // IntList shows GPU indices or ports as "0,1", or "-" for none.
