@@ -63,7 +63,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	// CommandNotFound, which returns nothing: the error waits here.
 	var notFound error
 	w := wiring{Streams: commands.Streams{Stdout: out, Stderr: stderr}, sigs: sigs}
-	err := newApp(stdin, w, &notFound).RunContext(ctx, args)
+	app := newApp(stdin, w, &notFound)
+	err := app.RunContext(ctx, flagsFirst(app, args))
 	if err == nil {
 		err = notFound
 	}

@@ -93,8 +93,9 @@ func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
 		}
 	}
-	if c.NArg() != 1 {
-		return o, &commands.UsageError{Msg: c.Command.Name + " takes one run id", Fix: "tfhive ps lists the runs holding GPUs; ls tfhive-runs lists this directory's"}
+	if c.NArg() > 1 {
+		return o, &commands.UsageError{Msg: fmt.Sprintf("%s takes one run id; unexpected argument %q", c.Command.Name, c.Args().Get(1)),
+			Fix: "tfhive ps lists the runs holding GPUs; tfhive runs lists this directory's"}
 	}
 	if o.Since < 0 {
 		return o, &commands.UsageError{Msg: "--since must not be negative"}
