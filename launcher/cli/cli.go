@@ -128,7 +128,7 @@ func Report(w io.Writer, err error, interrupted bool) {
 }
 
 func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:            "tfhive",
 		Usage:           "start distributed TensorFlow training on GPU hosts over SSH",
 		Version:         version(),
@@ -160,7 +160,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Name:         "plan",
 				Usage:        "show where every task would run, without starting anything",
 				ArgsUsage:    "-- CMD [ARGS...]",
-				Flags:        join(hostFlags(), jobFlags(), syncFlags(), jsonFlag("print the plan as a JSON document"), emitFlags()),
+				Flags:        join(hostFlags(), jobFlags(), syncFlags(), []cli.Flag{&cli.BoolFlag{Name: "json", Category: catOutput, Usage: "print the plan as a JSON document"}}, emitFlags()),
 				OnUsageError: onUsage,
 				Action:       action(w.plan, commands.Plan),
 			},
@@ -210,7 +210,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Usage:     "follow a detached run's console from its start, then live, and exit with its code; Ctrl-C only detaches; with -H or --hosts, find the run on the hosts and become its keeper",
 				ArgsUsage: "RUN_ID",
 				Flags: join([]cli.Flag{logDirFlag(), &cli.Int64Flag{Name: "since", Usage: "start at this `BYTE` of the console instead of its start"},
-					&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "with -H or --hosts: time between SIGTERM and SIGKILL when stopping tasks"},
+					&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "with -H or --hosts: time `D` between SIGTERM and SIGKILL when stopping tasks"},
 					&cli.DurationFlag{Name: "reconnect", Value: commands.DefaultReconnect, Usage: "with -H or --hosts: redial a host whose link drops for up to `D`"}},
 					hostFlags(), captureFlags()),
 				OnUsageError: onUsage,
@@ -238,7 +238,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Name:         "kill",
 				Usage:        "stop a run's tasks on every host (yours; root may stop any)",
 				ArgsUsage:    "RUN_ID",
-				Flags:        join(hostFlags(), []cli.Flag{&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time between SIGTERM and SIGKILL"}}),
+				Flags:        join(hostFlags(), []cli.Flag{&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL"}}),
 				OnUsageError: onUsage,
 				Action:       action(w.kill, commands.Kill),
 			},
@@ -265,6 +265,10 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 		},
 	}
+	for _, cmd := range app.Commands {
+		cmd.CustomHelpTemplate = commandHelpTemplate
+	}
+	return app
 }
 
 // action runs a command with the options its flags give.
