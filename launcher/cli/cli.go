@@ -208,7 +208,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			{
 				Name:      "attach",
 				Usage:     "follow a detached run's console from its start, then live, and exit with its code; Ctrl-C only detaches; with -H or --hosts, find the run on the hosts and become its keeper",
-				ArgsUsage: "RUN_ID",
+				ArgsUsage: "[RUN_ID]",
 				Flags: join([]cli.Flag{logDirFlag(), &cli.Int64Flag{Name: "since", Usage: "start at this `BYTE` of the console instead of its start"},
 					&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "with -H or --hosts: time `D` between SIGTERM and SIGKILL when stopping tasks"},
 					&cli.DurationFlag{Name: "reconnect", Value: commands.DefaultReconnect, Usage: "with -H or --hosts: redial a host whose link drops for up to `D`"}},
@@ -219,7 +219,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			{
 				Name:         "wait",
 				Usage:        "wait for a run to end and exit with its code",
-				ArgsUsage:    "RUN_ID",
+				ArgsUsage:    "[RUN_ID]",
 				Flags:        []cli.Flag{logDirFlag()},
 				OnUsageError: onUsage,
 				Action:       action(w.follow, commands.Wait),
@@ -227,7 +227,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			{
 				Name:      "logs",
 				Usage:     "print a detached run's console, or one task's log (--task); -f follows it until the run ends; with -H or --hosts, read the output from the hosts (a run started elsewhere)",
-				ArgsUsage: "RUN_ID",
+				ArgsUsage: "[RUN_ID]",
 				Flags: join([]cli.Flag{logDirFlag(), &cli.StringFlag{Name: "task", Usage: "one task's log: `ROLE:INDEX`, as worker:1"},
 					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "go on printing what is added until the run ends (with -H or --hosts: until the task ends)"}},
 					hostFlags()),
