@@ -155,6 +155,8 @@ func TestLatestRun(t *testing.T) {
 			t.Errorf("%s: %v, stdout %q, stderr %q", c.cmd, err, stdout, stderr)
 		}
 	}
-	wantUsage(t, []string{"logs", "-H", "h1"}, "tfhive: error: with -H or --hosts, give the run id", "tfhive: hint: tfhive ps -H … lists the runs on the hosts")
-	wantUsage(t, []string{"attach", "-H", "h1"}, "tfhive: error: with -H or --hosts, give the run id", "tfhive: hint: tfhive ps -H … lists the runs on the hosts")
+	for _, cmd := range []string{"logs", "attach"} {
+		wantUsage(t, []string{cmd, "-H", "h1"}, "tfhive: error: with -H or --hosts (or $TFHIVE_HOSTS), give the run id",
+			"tfhive: hint: the run is the hosts': tfhive ps lists the runs holding GPUs there")
+	}
 }

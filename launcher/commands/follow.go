@@ -63,7 +63,7 @@ func pickRun(o *FollowOptions, what string) error {
 	case o.RunID != "":
 		return nil
 	case o.Adopt || o.FromHosts:
-		return &UsageError{Msg: "with -H or --hosts, give the run id", Fix: "tfhive ps -H … lists the runs on the hosts"}
+		return &UsageError{Msg: "with -H or --hosts (or $TFHIVE_HOSTS), give the run id", Fix: "the run is the hosts': tfhive ps lists the runs holding GPUs there"}
 	case o.LogDir != "":
 		o.RunID = filepath.Base(filepath.Clean(o.LogDir))
 		return nil
