@@ -3,8 +3,6 @@ package launcher
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"maps"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -12,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/tfhive/tfhive/launcher/record"
-	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // --capture NAME=REGEX: the last match of REGEX's first group in a task's
@@ -381,23 +378,4 @@ func RunMetrics(tasks []record.TaskResult, decided bool) map[string]string {
 		}
 	}
 	return m
-}
-
-// writeMetricsLine ends the summary table with the run's values, a name
-// without one shown as "-": "metrics: acc=- loss=0.0123".
-func writeMetricsLine(w io.Writer, s *record.Summary) error {
-	if len(s.Captures) == 0 {
-		return nil
-	}
-	var parts []string
-	for _, name := range slices.Sorted(maps.Keys(s.Captures)) {
-		v, ok := s.Metrics[name]
-		if !ok {
-			v = "-"
-		}
-		// Cut and made safe as a table cell: it comes from a task.
-		parts = append(parts, name+"="+view.SanitizeCell(v))
-	}
-	_, err := fmt.Fprintf(w, "metrics: %s\n", strings.Join(parts, " "))
-	return err
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
 
@@ -305,7 +306,7 @@ func TestRunCaptures(t *testing.T) {
 		t.Errorf("captures %v", s.Captures)
 	}
 	var buf bytes.Buffer
-	WriteSummary(&buf, s)
+	view.WriteSummary(&buf, s)
 	wantLines(t, "summary", buf.String(), "(exit 3)\nmetrics: acc=3 loss=0.7 lr=0.1\n")
 
 	f = newFakeRun(t, scheduletest.TF("worker:0@h1", "worker:1@h2"))
@@ -318,7 +319,7 @@ func TestRunCaptures(t *testing.T) {
 		t.Errorf("--capture-from worker:1: %v, %v, run %v", s.Tasks[0].Metrics, s.Tasks[1].Metrics, s.Metrics)
 	}
 	buf.Reset()
-	WriteSummary(&buf, s)
+	view.WriteSummary(&buf, s)
 	wantLines(t, "summary", buf.String(), "\nmetrics: acc=- loss=2\n")
 
 	// Without --capture the summary says nothing of metrics.
@@ -328,15 +329,6 @@ func TestRunCaptures(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(f.o.LogDir, "summary.json"))
 	if s.Metrics != nil || s.Tasks[0].Metrics != nil || bytes.Contains(data, []byte("metrics")) || bytes.Contains(data, []byte("captures")) {
 		t.Errorf("metrics without --capture:\n%s", data)
-	}
-}
-
-// A value with control bytes is shown inert in the summary's line.
-func TestMetricsLineIsSanitised(t *testing.T) {
-	var buf bytes.Buffer
-	writeMetricsLine(&buf, &record.Summary{Captures: map[string]string{"m": "(.*)"}, Metrics: map[string]string{"m": "\x1b]52;c;x\x07\nforged"}})
-	if got := buf.String(); got != "metrics: m=^[]52;c;x^G^Jforged\n" {
-		t.Errorf("%q", got)
 	}
 }
 

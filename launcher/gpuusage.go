@@ -3,7 +3,6 @@ package launcher
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"slices"
@@ -257,39 +256,4 @@ func (b *usageBook) usage(i int) *record.GPUUsage {
 		u.Idle = tu.idle.note
 	}
 	return u
-}
-
-// withUsageColumns adds GPU UTIL (mean) and MEM PEAK before LOG, when
-// anything was sampled.
-func withUsageColumns(s *record.Summary, header []string, rows [][]string) ([]string, [][]string) {
-	if !slices.ContainsFunc(s.Tasks, func(t record.TaskResult) bool { return t.GPUUsage != nil }) {
-		return header, rows
-	}
-	at := len(header) - 1
-	header = slices.Insert(slices.Clone(header), at, "GPU UTIL", "MEM PEAK")
-	for i, t := range s.Tasks {
-		util, mem := "-", "-"
-		if u := t.GPUUsage; u != nil {
-			util = strconv.FormatFloat(u.UtilMean, 'f', -1, 64) + "%"
-			mem = strconv.FormatFloat(u.MemPeak, 'f', -1, 64) + " MiB"
-		}
-		rows[i] = slices.Insert(slices.Clone(rows[i]), at, util, mem)
-	}
-	return header, rows
-}
-
-// writeIdleNotes: one line per task whose GPUs were idle long enough to
-// warn about.
-func writeIdleNotes(w io.Writer, s *record.Summary) error {
-	if err := writeIntruderNotes(w, s); err != nil {
-		return err
-	}
-	for _, t := range s.Tasks {
-		if u := t.GPUUsage; u != nil && u.Idle != "" {
-			if _, err := fmt.Fprintf(w, "note: %s on %s: %s\n", t.ID, view.SanitizeCells([]string{t.Host})[0], u.Idle); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

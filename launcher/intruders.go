@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -10,16 +9,6 @@ import (
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/view"
 )
-
-// intruderName is how the console and the summary name an intruder:
-// user:pid command, as tfhive status names a GPU's processes.
-func intruderName(in record.Intruder) string {
-	user := in.User
-	if user == "" {
-		user = "?"
-	}
-	return fmt.Sprintf("%s:%d %s", user, in.PID, view.Truncate(in.Command, 60))
-}
 
 // parseIntruder reads what follows the marker. User and command come from
 // ps on the host; both are sanitised, the command may be empty (the
@@ -62,7 +51,7 @@ func (b *usageBook) intruder(host string, in record.Intruder) {
 		}
 		b.intruders[i] = append(b.intruders[i], in)
 		if b.say != nil {
-			b.say(i, fmt.Sprintf("intruder on GPU %d: %s", in.GPU, intruderName(in)))
+			b.say(i, fmt.Sprintf("intruder on GPU %d: %s", in.GPU, view.IntruderName(in)))
 		}
 	}
 }
@@ -72,17 +61,4 @@ func (b *usageBook) intrudersOf(i int) []record.Intruder {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.intruders[i]
-}
-
-// writeIntruderNotes: one line per intruder seen on a task's GPUs.
-func writeIntruderNotes(w io.Writer, s *record.Summary) error {
-	for _, t := range s.Tasks {
-		for _, in := range t.Intruders {
-			if _, err := fmt.Fprintf(w, "note: %s on %s: intruder on GPU %d: %s (first seen %s)\n", t.ID, view.SanitizeCells([]string{t.Host})[0],
-				in.GPU, intruderName(in), in.Seen.Format("15:04:05 UTC")); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
 
@@ -58,6 +59,6 @@ func TestRunRelaunchedInProcess(t *testing.T) {
 		t.Errorf("log %q", log)
 	}
 	var table bytes.Buffer
-	WriteSummary(&table, sum)
+	view.WriteSummary(&table, sum)
 	wantLines(t, "summary", table.String(), "restart: worker:0 on h1: attempt 0 lost after ", "; host lost: re-planned without h1\n")
 }

@@ -1,16 +1,12 @@
 package launcher
 
 import (
-	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/supervisor"
-	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // Restarts (tfhive run --restarts): a task's supervisor runs it again,
@@ -54,43 +50,4 @@ func (r *runner) attemptsOf(i int) []record.Attempt {
 		l = append(l, record.Attempt{Attempt: s.Attempt, Outcome: s.Outcome, ExitCode: s.Code, Duration: rt.res.Duration - rt.attemptStart.Sub(rt.started)})
 	}
 	return l
-}
-
-// withAttemptsColumn adds ATTEMPTS after OUTCOME when the run could
-// restart its tasks.
-func withAttemptsColumn(s *record.Summary, header []string, rows [][]string) ([]string, [][]string) {
-	if !slices.ContainsFunc(s.Tasks, func(t record.TaskResult) bool { return t.Attempts != nil }) {
-		return header, rows
-	}
-	at := slices.Index(header, "OUTCOME") + 1
-	header = slices.Insert(slices.Clone(header), at, "ATTEMPTS")
-	for i, t := range s.Tasks {
-		rows[i] = slices.Insert(slices.Clone(rows[i]), at, strconv.Itoa(max(len(t.Attempts), 1)))
-	}
-	return header, rows
-}
-
-// writeRestartNotes: one line per attempt that was followed by another,
-// saying how it ended and why the task restarted.
-func writeRestartNotes(w io.Writer, s *record.Summary) error {
-	for _, t := range s.Tasks {
-		for _, a := range t.Attempts {
-			if a.Restart == "" {
-				continue
-			}
-			how := a.Outcome
-			if a.ExitCode != nil {
-				how += " " + strconv.Itoa(*a.ExitCode)
-			}
-			host := t.Host
-			if a.Host != "" {
-				host = a.Host
-			}
-			if _, err := fmt.Fprintf(w, "restart: %s on %s: attempt %d %s after %s; %s\n", t.ID, view.SanitizeCells([]string{host})[0],
-				a.Attempt, how, a.Duration.Round(100*time.Millisecond), a.Restart); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

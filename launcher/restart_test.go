@@ -14,6 +14,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/supervisor"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
 
@@ -85,7 +86,7 @@ func TestRunRestartsInProcess(t *testing.T) {
 		t.Errorf("worker:1 got %q, want r 1 and r 2", lines)
 	}
 	var table bytes.Buffer
-	WriteSummary(&table, sum)
+	view.WriteSummary(&table, sum)
 	wantLines(t, "summary", table.String(), "restart: worker:1 on h2: attempt 0 exited 5 after ", "restart: worker:1 on h2: attempt 1 exited 5 after ", "; restarted alone\n")
 	if !strings.Contains(table.String(), "ATTEMPTS") {
 		t.Errorf("no ATTEMPTS column:\n%s", table.String())

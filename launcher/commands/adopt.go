@@ -9,6 +9,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 )
@@ -117,7 +118,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	if res.sum == nil {
 		return res.err
 	}
-	launcher.WriteSummary(o.Stdout, res.sum)
+	view.WriteSummary(o.Stdout, res.sum)
 	if res.err != nil {
 		return res.err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/supervisor"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -291,7 +292,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if o.JSON {
 		record.WriteSummaryJSON(o.Stdout, sum)
 	} else {
-		launcher.WriteSummary(o.Stdout, sum)
+		view.WriteSummary(o.Stdout, sum)
 	}
 	var recErr *record.RecordError
 	if errors.As(err, &recErr) && sum.ExitCode != 0 {

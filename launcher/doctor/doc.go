@@ -6,6 +6,6 @@
 // A check is one round trip per host through the supervisor's command
 // line, on stdin like a task's stage, so that setup snippets and env stay
 // off command lines; that command is the only thing it takes from
-// launcher. The engine never imports doctor: a run that checks first
+// launcher/supervisor. The engine never imports doctor: a run that checks first
 // (--check) is wired in launcher/commands. Its tables go through view.
 package doctor

@@ -20,7 +20,7 @@ var files embed.FS
 var order = []string{
 	"hosts", "gpus", "plans", "running", "sweeps", "restarts", "long-runs",
 	"sync", "torch", "checks", "sharing", "fair-sharing", "emit",
-	"shell-completion", "performance", "testing",
+	"shell-completion", "performance", "testing", "architecture",
 }
 
 // Topic is one guide: its name, as typed after `tfhive help`, and its

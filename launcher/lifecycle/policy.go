@@ -10,7 +10,7 @@ import (
 )
 
 // The run's lifecycle is a pure function of what happens to it. The
-// runner (launcher/run.go) turns what its supervisors, its clock and its
+// runner (launcher/runner.go) turns what its supervisors, its clock and its
 // caller do into events, hands them to Policy.Apply one at a time, and
 // carries out each decision: control lines, timers, console lines. Nothing here starts,
 // signals, waits or reads a clock, so that every rule is table-tested

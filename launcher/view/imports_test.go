@@ -14,6 +14,7 @@ import (
 // of tfhive's own only the data it renders.
 func TestImportsOnlyData(t *testing.T) {
 	allowed := map[string]bool{
+		"github.com/tfhive/tfhive/launcher/record": true,
 		"github.com/tfhive/tfhive/schedule":        true,
 		"github.com/tfhive/tfhive/probe/inventory": true,
 		"github.com/tfhive/tfhive/probe/wording":   true,

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/supervisor"
@@ -25,7 +27,6 @@ import (
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
-	"golang.org/x/sync/errgroup"
 )
 
 // RunOptions is everything Run needs; main fills it from flags.
@@ -840,38 +841,4 @@ func writeJSONFile(path string, v any) (err error) {
 		err = cerr
 	}
 	return err
-}
-
-// WriteSummary prints the summary table.
-func WriteSummary(w io.Writer, s *record.Summary) error {
-	var rows [][]string
-	for _, t := range s.Tasks {
-		outcome := t.Outcome
-		if t.ExitCode != nil {
-			outcome += " " + fmt.Sprint(*t.ExitCode)
-		}
-		if t.Error != "" {
-			outcome += ": " + t.Error
-		}
-		if t.LogTruncated {
-			outcome += " (host log truncated: disk full)"
-		}
-		rows = append(rows, []string{t.Role, fmt.Sprint(t.Index), t.Host, view.IntList(t.GPUs), outcome, t.Duration.Round(100 * time.Millisecond).String(), t.Log})
-	}
-	header := []string{"ROLE", "INDEX", "HOST", "GPUS", "OUTCOME", "DURATION", "LOG"}
-	header, rows = withUsageColumns(s, header, rows)
-	header, rows = withAttemptsColumn(s, header, rows)
-	if err := view.WriteTable(w, header, rows); err != nil {
-		return err
-	}
-	if err := writeIdleNotes(w, s); err != nil {
-		return err
-	}
-	if err := writeRestartNotes(w, s); err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(w, "run %s %s: %s (exit %d)\n", s.RunID, s.Result, s.Reason, s.ExitCode); err != nil {
-		return err
-	}
-	return writeMetricsLine(w, s)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/supervisor"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 	"github.com/tfhive/tfhive/schedule/scheduletest"
@@ -248,7 +249,7 @@ func TestRunSucceeds(t *testing.T) {
 	// the plan's own.
 	wantLines(t, "worker:1's task stage", f.proc("worker:1").runStage, "file-h2", "cli-value", "worker:1", "/work/dir")
 	var buf bytes.Buffer
-	WriteSummary(&buf, s)
+	view.WriteSummary(&buf, s)
 	wantLines(t, "summary table", buf.String(), "OUTCOME", "stopped 143", "run r1 succeeded: every worker exited 0 (exit 0)")
 }
 
