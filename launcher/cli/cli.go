@@ -63,7 +63,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	// CommandNotFound, which returns nothing: the error waits here.
 	var notFound error
 	w := wiring{Streams: commands.Streams{Stdout: out, Stderr: stderr}, sigs: sigs}
-	err := newApp(stdin, w, &notFound).RunContext(ctx, args)
+	app := newApp(stdin, w, &notFound)
+	err := app.RunContext(ctx, flagsFirst(app, args))
 	if err == nil {
 		err = notFound
 	}
@@ -127,7 +128,7 @@ func Report(w io.Writer, err error, interrupted bool) {
 }
 
 func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:            "tfhive",
 		Usage:           "start distributed TensorFlow training on GPU hosts over SSH",
 		Version:         version(),
@@ -159,7 +160,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Name:         "plan",
 				Usage:        "show where every task would run, without starting anything",
 				ArgsUsage:    "-- CMD [ARGS...]",
-				Flags:        join(hostFlags(), jobFlags(), syncFlags(), jsonFlag("print the plan as a JSON document"), emitFlags()),
+				Flags:        join(hostFlags(), jobFlags(), syncFlags(), []cli.Flag{&cli.BoolFlag{Name: "json", Category: catOutput, Usage: "print the plan as a JSON document"}}, emitFlags()),
 				OnUsageError: onUsage,
 				Action:       action(w.plan, commands.Plan),
 			},
@@ -207,9 +208,9 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			{
 				Name:      "attach",
 				Usage:     "follow a detached run's console from its start, then live, and exit with its code; Ctrl-C only detaches; with -H or --hosts, find the run on the hosts and become its keeper",
-				ArgsUsage: "RUN_ID",
+				ArgsUsage: "[RUN_ID]",
 				Flags: join([]cli.Flag{logDirFlag(), &cli.Int64Flag{Name: "since", Usage: "start at this `BYTE` of the console instead of its start"},
-					&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "with -H or --hosts: time between SIGTERM and SIGKILL when stopping tasks"},
+					&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "with -H or --hosts: time `D` between SIGTERM and SIGKILL when stopping tasks"},
 					&cli.DurationFlag{Name: "reconnect", Value: commands.DefaultReconnect, Usage: "with -H or --hosts: redial a host whose link drops for up to `D`"}},
 					hostFlags(), captureFlags(), []cli.Flag{colorFlag()}),
 				OnUsageError: onUsage,
@@ -218,7 +219,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			{
 				Name:         "wait",
 				Usage:        "wait for a run to end and exit with its code",
-				ArgsUsage:    "RUN_ID",
+				ArgsUsage:    "[RUN_ID]",
 				Flags:        []cli.Flag{logDirFlag()},
 				OnUsageError: onUsage,
 				Action:       action(w.follow, commands.Wait),
@@ -226,7 +227,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			{
 				Name:      "logs",
 				Usage:     "print a detached run's console, or one task's log (--task); -f follows it until the run ends; with -H or --hosts, read the output from the hosts (a run started elsewhere)",
-				ArgsUsage: "RUN_ID",
+				ArgsUsage: "[RUN_ID]",
 				Flags: join([]cli.Flag{logDirFlag(), &cli.StringFlag{Name: "task", Usage: "one task's log: `ROLE:INDEX`, as worker:1"},
 					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "go on printing what is added until the run ends (with -H or --hosts: until the task ends)"}},
 					hostFlags(), []cli.Flag{colorFlag()}),
@@ -237,7 +238,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Name:         "kill",
 				Usage:        "stop a run's tasks on every host (yours; root may stop any)",
 				ArgsUsage:    "RUN_ID",
-				Flags:        join(hostFlags(), []cli.Flag{&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time between SIGTERM and SIGKILL"}}),
+				Flags:        join(hostFlags(), []cli.Flag{&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL"}}),
 				OnUsageError: onUsage,
 				Action:       action(w.kill, commands.Kill),
 			},
@@ -264,6 +265,10 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 		},
 	}
+	for _, cmd := range app.Commands {
+		cmd.CustomHelpTemplate = commandHelpTemplate
+	}
+	return app
 }
 
 // action runs a command with the options its flags give.

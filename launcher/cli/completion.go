@@ -163,7 +163,7 @@ func complete(ctx context.Context, app *cli.App, args []string) completion {
 	switch {
 	case l.pending != nil:
 		return l.value(ctx, l.pending, "", cur)
-	case l.dashdash || len(l.args) > 0:
+	case l.flagsDone():
 		return l.arg(ctx, cur)
 	case strings.HasPrefix(cur, "-"):
 		if name, val, ok := strings.Cut(strings.TrimLeft(cur, "-"), "="); ok {
@@ -182,8 +182,9 @@ func complete(ctx context.Context, app *cli.App, args []string) completion {
 	return l.arg(ctx, cur)
 }
 
-// cmdLine is what the words before the cursor say, read as package flag
-// (hence urfave/cli) does: flags until the first argument or "--".
+// cmdLine is what the words before the cursor say, read as tfhive does
+// (flagsFirst, then urfave/cli): flags until "--", and for run and plan
+// until their first argument, the task's command.
 type cmdLine struct {
 	cmd      *cli.Command
 	values   map[string][]string // by the flag's first name
@@ -201,7 +202,7 @@ func parseLine(cmd *cli.Command, ws []string) *cmdLine {
 			name := l.pending.Names()[0]
 			l.values[name] = append(l.values[name], w)
 			l.pending = nil
-		case l.dashdash || len(l.args) > 0:
+		case l.flagsDone():
 			l.args = append(l.args, w)
 		case w == "--":
 			l.dashdash = true
@@ -224,6 +225,12 @@ func parseLine(cmd *cli.Command, ws []string) *cmdLine {
 		}
 	}
 	return l
+}
+
+// flagsDone says whether the words from here on are arguments whatever
+// they look like.
+func (l *cmdLine) flagsDone() bool {
+	return l.dashdash || len(l.args) > 0 && argsAreTask(l.cmd)
 }
 
 func (l *cmdLine) last(name string) string {

@@ -56,9 +56,13 @@ func TestCompleteCommandsAndFlags(t *testing.T) {
 		{[]string{"gc", "--d"}, []string{"--dry-run"}},
 		{[]string{"run", "--sync-e"}, []string{"--sync-exclude"}},
 		{[]string{"run", "--sync-exclude", ""}, nil},
-		// After the first argument, everything is the command's.
+		// Flags after the run id too, as tfhive reads them (flagsFirst);
+		// after "--", or after run's command, everything is the task's.
 		{[]string{"kill", "r1", ""}, nil},
-		{[]string{"kill", "r1", "--gr"}, nil},
+		{[]string{"kill", "r1", "--gr"}, []string{"--grace"}},
+		{[]string{"logs", "r1", "--task", "w"}, nil},
+		{[]string{"logs", "r1", "--log-dir", "x", "--f"}, []string{"--follow"}},
+		{[]string{"logs", "--", "r1", "--f"}, nil},
 		// Values nobody can guess are left alone.
 		{[]string{"run", "--workers", ""}, nil},
 		{[]string{"run", "--workdir", ""}, nil},
@@ -75,6 +79,11 @@ func TestCompleteCommandsAndFlags(t *testing.T) {
 	}
 	if _, got := completeWords(t, "status", ""); !slices.Contains(got, "--host") || !slices.Contains(got, "-H") || !slices.Contains(got, "--help") {
 		t.Errorf("status flags: %q", got)
+	}
+	for _, args := range [][]string{{"run", "python", "--wo"}, {"run", "--", "python", "--wo"}} {
+		if head, got := completeWords(t, args...); head != "files\t" || got != nil {
+			t.Errorf("%q: %q %q, want the task's (files)", args, head, got)
+		}
 	}
 	err, stdout, _ := tfhive(t, "__complete", "status", "--", "")
 	if err != nil || stdout != "words\t\n" {

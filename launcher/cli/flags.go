@@ -101,8 +101,9 @@ func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
 		}
 	}
-	if c.NArg() != 1 {
-		return o, &commands.UsageError{Msg: c.Command.Name + " takes one run id", Fix: "tfhive ps lists the runs holding GPUs; ls tfhive-runs lists this directory's"}
+	if c.NArg() > 1 {
+		return o, &commands.UsageError{Msg: fmt.Sprintf("%s takes one run id; unexpected argument %q", c.Command.Name, c.Args().Get(1)),
+			Fix: "tfhive ps lists the runs holding GPUs; tfhive runs lists this directory's"}
 	}
 	if o.Since < 0 {
 		return o, &commands.UsageError{Msg: "--since must not be negative"}
@@ -162,21 +163,21 @@ func jsonFlag(usage string) []cli.Flag { return []cli.Flag{&cli.BoolFlag{Name: "
 // colorFlag is --color, for the commands that colour: status's states,
 // the task prefixes of run, attach and logs.
 func colorFlag() cli.Flag {
-	return &cli.StringFlag{Name: "color", Value: "auto", Usage: "`WHEN` to colour the output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always or never"}
+	return &cli.StringFlag{Name: "color", Category: catOutput, Value: "auto", Usage: "`WHEN` to colour the output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always or never"}
 }
 
 func hostFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "host", Aliases: []string{"H"}, Usage: "`[user@]host[:port]` to use (repeatable or comma-separated); overrides --hosts"},
-		&cli.StringFlag{Name: "hosts", EnvVars: []string{"TFHIVE_HOSTS"}, Usage: "hosts `FILE` (default ./hosts.yaml, else ~/.config/tfhive/hosts.yaml, else this machine)"},
-		&cli.StringFlag{Name: "ssh-config", Usage: "ssh_config `FILE` to honour (default: the hosts file's ssh_config, else ~/.ssh/config)"},
-		&cli.BoolFlag{Name: "accept-new-host-keys", Usage: "trust and record host keys not yet in known_hosts (trust on first use)"},
-		&cli.DurationFlag{Name: "connect-timeout", Value: 10 * time.Second, Usage: "limit for TCP connect plus SSH handshake, per host"},
-		&cli.DurationFlag{Name: "command-timeout", Value: 30 * time.Second, Usage: "limit for the probe (nvidia-smi) on each host"},
+		&cli.StringSliceFlag{Name: "host", Category: catHosts, Aliases: []string{"H"}, Usage: "`[user@]host[:port]` to use (repeatable or comma-separated); overrides --hosts"},
+		&cli.StringFlag{Name: "hosts", Category: catHosts, EnvVars: []string{"TFHIVE_HOSTS"}, Usage: "hosts `FILE` (default ./hosts.yaml, else ~/.config/tfhive/hosts.yaml, else this machine)"},
+		&cli.StringFlag{Name: "ssh-config", Category: catHosts, Usage: "ssh_config `FILE` to honour (default: the hosts file's ssh_config, else ~/.ssh/config)"},
+		&cli.BoolFlag{Name: "accept-new-host-keys", Category: catHosts, Usage: "trust and record host keys not yet in known_hosts (trust on first use)"},
+		&cli.DurationFlag{Name: "connect-timeout", Category: catHosts, Value: 10 * time.Second, Usage: "limit `D` for TCP connect plus SSH handshake, per host"},
+		&cli.DurationFlag{Name: "command-timeout", Category: catHosts, Value: 30 * time.Second, Usage: "limit `D` for the probe (nvidia-smi) on each host"},
 		// 256: a few hundred hosts in one wave (each wave costs a login's
 		// round trips), while the burst of handshakes, descriptors and
 		// memory stays bounded (`tfhive help hosts`, SSH).
-		&cli.IntFlag{Name: "parallel", Value: 256, Usage: "hosts dialled and probed at once"},
+		&cli.IntFlag{Name: "parallel", Category: catHosts, Value: 256, Usage: "`N` hosts dialled and probed at once"},
 	}
 }
 
@@ -189,24 +190,24 @@ func statusFlags() []cli.Flag {
 
 func runFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in every task, or K to pass this machine's value (repeatable)"},
-		&cli.StringFlag{Name: "workdir", Usage: "remote `DIR` tasks start in (overrides the hosts file)"},
-		&cli.StringFlag{Name: "setup", Usage: "shell `SNIPPET` run before each task (overrides the hosts file)"},
-		&cli.StringFlag{Name: "log-dir", Usage: "where logs go (default tfhive-runs/RUN_ID)"},
-		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time between SIGTERM and SIGKILL when stopping tasks"},
-		&cli.DurationFlag{Name: "timeout", Usage: "stop everything after this long (exit 124)"},
-		&cli.DurationFlag{Name: "reconnect", Value: commands.DefaultReconnect, Usage: "redial a host whose link drops for up to `D`, its tasks running on (0: a lost link loses its tasks)"},
-		&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "return once every task has started; a keeper process goes on with the run (see tfhive attach, wait, logs)"},
-		&cli.DurationFlag{Name: "unattended", Value: commands.DefaultUnattended, Usage: "with --detach: stop the tasks once no keeper has been heard from for `D`"},
-		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show only tfhive's own lines and the summary"},
-		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON on stdout (task output goes to stderr)"},
-		&cli.DurationFlag{Name: "wait", Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
-		&cli.BoolFlag{Name: "check", Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
-		importFlag(),
-		&cli.DurationFlag{Name: "sample", Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
-		&cli.IntFlag{Name: "restarts", Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
-		&cli.StringFlag{Name: "restart-on", Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
-		&cli.DurationFlag{Name: "restart-backoff", Value: lifecycle.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
+		&cli.StringSliceFlag{Name: "env", Category: catJob, Usage: "set `K=V` in every task, or K to pass this machine's value (repeatable)"},
+		&cli.StringFlag{Name: "workdir", Category: catJob, Usage: "remote `DIR` tasks start in (overrides the hosts file)"},
+		&cli.StringFlag{Name: "setup", Category: catJob, Usage: "shell `SNIPPET` run before each task (overrides the hosts file)"},
+		&cli.StringFlag{Name: "log-dir", Category: catRun, Usage: "the run's log `DIR` (default tfhive-runs/RUN_ID)"},
+		&cli.DurationFlag{Name: "grace", Category: catRun, Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL when stopping tasks"},
+		&cli.DurationFlag{Name: "timeout", Category: catRun, Usage: "stop everything after `D` (exit 124)"},
+		&cli.DurationFlag{Name: "reconnect", Category: catRun, Value: commands.DefaultReconnect, Usage: "redial a host whose link drops for up to `D`, its tasks running on (0: a lost link loses its tasks)"},
+		&cli.BoolFlag{Name: "detach", Category: catRun, Aliases: []string{"d"}, Usage: "return once every task has started; a keeper process goes on with the run (see tfhive attach, wait, logs)"},
+		&cli.DurationFlag{Name: "unattended", Category: catRun, Value: commands.DefaultUnattended, Usage: "with --detach: stop the tasks once no keeper has been heard from for `D`"},
+		&cli.BoolFlag{Name: "quiet", Category: catRun, Aliases: []string{"q"}, Usage: "show only tfhive's own lines and the summary"},
+		&cli.BoolFlag{Name: "json", Category: catRun, Usage: "print the summary as JSON on stdout (task output goes to stderr)"},
+		&cli.DurationFlag{Name: "wait", Category: catPlacement, Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
+		&cli.BoolFlag{Name: "check", Category: catRun, Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
+		importFlag(catRun),
+		&cli.DurationFlag{Name: "sample", Category: catRun, Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
+		&cli.IntFlag{Name: "restarts", Category: catRun, Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
+		&cli.StringFlag{Name: "restart-on", Category: catRun, Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
+		&cli.DurationFlag{Name: "restart-backoff", Category: catRun, Value: lifecycle.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
 	}, captureFlags()...)
 }
 
@@ -214,8 +215,8 @@ func runFlags() []cli.Flag {
 // run and for attach -H (which keeps the run from then on).
 func captureFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "capture", Usage: "record `NAME=REGEX`: the last match of REGEX's first group in each task's output, as NAME in summary.json (repeatable)"},
-		&cli.StringFlag{Name: "capture-from", Usage: "match --capture in this `TASK`'s output only, as worker:0"},
+		&cli.StringSliceFlag{Name: "capture", Category: catRun, Usage: "record `NAME=REGEX`: the last match of REGEX's first group in each task's output, as NAME in summary.json (repeatable)"},
+		&cli.StringFlag{Name: "capture-from", Category: catRun, Usage: "match --capture in this `TASK`'s output only, as worker:0"},
 	}
 }
 
@@ -224,7 +225,7 @@ func doctorFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "workdir", Usage: "remote `DIR` to check in (overrides the hosts file)"},
 		&cli.StringFlag{Name: "setup", Usage: "shell `SNIPPET` to run first (overrides the hosts file)"},
-		importFlag(),
+		importFlag(""),
 	}
 }
 
@@ -241,35 +242,36 @@ func logDirFlag() cli.Flag {
 	return &cli.StringFlag{Name: "log-dir", Usage: "the run's log `DIR`, when not tfhive-runs/RUN_ID"}
 }
 
-func importFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "import", Usage: "also import Python `MODULE` and show its version (repeatable)"}
+// importFlag is --import, in category (run's run control, doctor's own).
+func importFlag(category string) cli.Flag {
+	return &cli.StringSliceFlag{Name: "import", Category: category, Usage: "also import Python `MODULE` and show its version (repeatable)"}
 }
 
 // availabilityFlags decide which GPUs count as free, for status and plans.
 func availabilityFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: "max-util", Value: schedule.DefaultMaxUtilPct, Usage: "a GPU above this utilisation `PCT` is busy"},
-		&cli.IntFlag{Name: "max-mem", Value: schedule.DefaultMaxMemMiB, Usage: "a GPU with more than this memory in use (`MiB`) is busy"},
-		&cli.StringSliceFlag{Name: "exclude", Usage: "never use `host[:i,j]` (repeatable; e.g. gpu01:0,1 or gpu02)"},
+		&cli.IntFlag{Name: "max-util", Category: catPlacement, Value: schedule.DefaultMaxUtilPct, Usage: "a GPU above this utilisation `PCT` is busy"},
+		&cli.IntFlag{Name: "max-mem", Category: catPlacement, Value: schedule.DefaultMaxMemMiB, Usage: "a GPU with more than this memory in use (`MiB`) is busy"},
+		&cli.StringSliceFlag{Name: "exclude", Category: catPlacement, Usage: "never use `host[:i,j]` (repeatable; e.g. gpu01:0,1 or gpu02)"},
 	}
 }
 
 // jobFlags describe the job, shared by plan and run.
 func jobFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "framework", Value: schedule.FrameworkTF, Usage: "tf (TF_CONFIG for ps, chief, workers, evaluator) or torch (MASTER_ADDR, RANK, WORLD_SIZE… as torchrun sets them; chief and workers are the ranks)"},
-		&cli.IntFlag{Name: "ps", Usage: "parameter server tasks"},
-		&cli.IntFlag{Name: "workers", Value: schedule.DefaultWorkers, Usage: "worker tasks"},
-		&cli.BoolFlag{Name: "chief", Usage: "add a chief task"},
-		&cli.BoolFlag{Name: "evaluator", Usage: "add an evaluator task (kept out of the training cluster)"},
-		&cli.IntFlag{Name: "gpus-per-worker", Value: schedule.DefaultGPUsPerWorker, Usage: "GPUs for each worker, chief and evaluator (0 = CPU)"},
-		&cli.IntFlag{Name: "gpus-per-ps", Usage: "GPUs for each parameter server"},
-		&cli.StringFlag{Name: "strategy", Value: schedule.StrategySpread, Usage: "spread (round-robin across hosts) or pack (fill a host first)"},
-		&cli.StringFlag{Name: "port-range", Value: schedule.DefaultPortRange, Usage: "`LO-HI` ports for tasks"},
-		&cli.BoolFlag{Name: "tf-flags", Usage: "append --ps_hosts --worker_hosts --job_name --task_index (TF1 between-graph scripts)"},
-		&cli.StringFlag{Name: "name", Usage: "run id (default: time-based and unique)"},
-		&cli.StringFlag{Name: "priority", Value: schedule.PriorityNormal, Usage: "low, normal or high: the order among runs waiting for GPUs (--wait), within what each host's policy allows"},
-		&cli.StringFlag{Name: "nic", Usage: "`NAME` of the interface that carries the tasks' traffic on every host, or auto to pick one per host (default: the hosts' cluster addresses, no interface set)"},
+		&cli.IntFlag{Name: "workers", Category: catJob, Value: schedule.DefaultWorkers, Usage: "`N` worker tasks"},
+		&cli.IntFlag{Name: "ps", Category: catJob, Usage: "`N` parameter server tasks"},
+		&cli.BoolFlag{Name: "chief", Category: catJob, Usage: "add a chief task"},
+		&cli.BoolFlag{Name: "evaluator", Category: catJob, Usage: "add an evaluator task (kept out of the training cluster)"},
+		&cli.IntFlag{Name: "gpus-per-worker", Category: catJob, Value: schedule.DefaultGPUsPerWorker, Usage: "`N` GPUs for each worker, chief and evaluator (0: CPU only)"},
+		&cli.IntFlag{Name: "gpus-per-ps", Category: catJob, Usage: "`N` GPUs for each parameter server"},
+		&cli.StringFlag{Name: "framework", Category: catJob, Value: schedule.FrameworkTF, Usage: "`FRAMEWORK`: tf (TF_CONFIG for ps, chief, workers, evaluator) or torch (MASTER_ADDR, RANK, WORLD_SIZE… as torchrun sets them; chief and workers are the ranks)"},
+		&cli.BoolFlag{Name: "tf-flags", Category: catJob, Usage: "append --ps_hosts --worker_hosts --job_name --task_index (TF1 between-graph scripts)"},
+		&cli.StringFlag{Name: "name", Category: catJob, Usage: "the run `ID` (default: time-based and unique)"},
+		&cli.StringFlag{Name: "strategy", Category: catPlacement, Value: schedule.StrategySpread, Usage: "`HOW`: spread (round-robin across hosts) or pack (fill a host first)"},
+		&cli.StringFlag{Name: "port-range", Category: catPlacement, Value: schedule.DefaultPortRange, Usage: "ports `LO-HI` for the tasks"},
+		&cli.StringFlag{Name: "priority", Category: catPlacement, Value: schedule.PriorityNormal, Usage: "`LEVEL`: low, normal or high, the order among runs waiting for GPUs (--wait), within what each host's policy allows"},
+		&cli.StringFlag{Name: "nic", Category: catPlacement, Usage: "`NAME` of the interface that carries the tasks' traffic on every host, or auto to pick one per host (default: the hosts' cluster addresses, no interface set)"},
 	}, availabilityFlags()...)
 }
 
@@ -277,8 +279,8 @@ func jobFlags() []cli.Flag {
 // sent; doctor sends it to every host and checks there).
 func syncFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "sync", Usage: "make local `DIR`'s content present on every host used (~/.cache/tfhive/code/HASH there), the tasks' default workdir and {code_dir}"},
-		&cli.StringSliceFlag{Name: "sync-exclude", Usage: "leave `GLOB` out of --sync (a name at any depth, or a path with /; repeatable)"},
+		&cli.StringFlag{Name: "sync", Category: catJob, Usage: "make local `DIR`'s content present on every host used (~/.cache/tfhive/code/HASH there), the tasks' default workdir and {code_dir}"},
+		&cli.StringSliceFlag{Name: "sync-exclude", Category: catJob, Usage: "leave `GLOB` out of --sync (a name at any depth, or a path with /; repeatable)"},
 	}
 }
 

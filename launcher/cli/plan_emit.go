@@ -13,19 +13,19 @@ import (
 // manager needs, and the run flags that carry over to one.
 func emitFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "emit", Usage: "print the job for `TARGET` (slurm, tfjob, pytorchjob) instead of a plan; nothing is probed"},
-		&cli.StringFlag{Name: "image", Usage: "--emit tfjob/pytorchjob: the container `IMAGE` the pods run (required)"},
-		&cli.StringFlag{Name: "namespace", Usage: "--emit tfjob/pytorchjob: the job's Kubernetes `NAMESPACE`"},
-		&cli.StringFlag{Name: "secret", Usage: "--emit tfjob/pytorchjob: the Kubernetes Secret `NAME` that --env K reads K from"},
-		&cli.IntFlag{Name: "nodes", DefaultText: "as many as tasks", Usage: "--emit slurm: spread the tasks over at most `N` nodes"},
-		&cli.IntFlag{Name: "gpus-per-node", DefaultText: "no limit", Usage: "--emit slurm: the GPUs one node has, `N`"},
+		&cli.StringFlag{Name: "emit", Category: catOutput, Usage: "print the job for `TARGET` (slurm, tfjob, pytorchjob) instead of a plan; nothing is probed"},
+		&cli.StringFlag{Name: "image", Category: catOutput, Usage: "--emit tfjob/pytorchjob: the container `IMAGE` the pods run (required)"},
+		&cli.StringFlag{Name: "namespace", Category: catOutput, Usage: "--emit tfjob/pytorchjob: the job's Kubernetes `NAMESPACE`"},
+		&cli.StringFlag{Name: "secret", Category: catOutput, Usage: "--emit tfjob/pytorchjob: the Kubernetes Secret `NAME` that --env K reads K from"},
+		&cli.IntFlag{Name: "nodes", Category: catOutput, DefaultText: "as many as tasks", Usage: "--emit slurm: spread the tasks over at most `N` nodes"},
+		&cli.IntFlag{Name: "gpus-per-node", Category: catOutput, DefaultText: "no limit", Usage: "--emit slurm: the GPUs one node has, `N`"},
 		// tfhive run's flags that carry over to a cluster manager.
-		&cli.StringSliceFlag{Name: "env", Usage: "--emit: set `K=V` in every task, or K to read K where the job runs (sbatch's environment, a Secret)"},
-		&cli.StringFlag{Name: "workdir", Usage: "--emit: the `DIR` tasks start in"},
-		&cli.StringFlag{Name: "setup", Usage: "--emit: shell `SNIPPET` run by bash before each task"},
-		&cli.StringFlag{Name: "log-dir", Usage: "--emit slurm: the `DIR` of the job's output file"},
-		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "--emit: time between SIGTERM and SIGKILL when tasks are stopped"},
-		&cli.DurationFlag{Name: "timeout", Usage: "--emit: the job's time limit"},
+		&cli.StringSliceFlag{Name: "env", Category: catOutput, Usage: "--emit: set `K=V` in every task, or K to read K where the job runs (sbatch's environment, a Secret)"},
+		&cli.StringFlag{Name: "workdir", Category: catOutput, Usage: "--emit: the `DIR` tasks start in"},
+		&cli.StringFlag{Name: "setup", Category: catOutput, Usage: "--emit: shell `SNIPPET` run by bash before each task"},
+		&cli.StringFlag{Name: "log-dir", Category: catOutput, Usage: "--emit slurm: the `DIR` of the job's output file"},
+		&cli.DurationFlag{Name: "grace", Category: catOutput, Value: 10 * time.Second, Usage: "--emit: time `D` between SIGTERM and SIGKILL when tasks are stopped"},
+		&cli.DurationFlag{Name: "timeout", Category: catOutput, Usage: "--emit: the job's time limit `D`"},
 	}
 }
 

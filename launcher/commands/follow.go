@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // FollowOptions are `tfhive wait`'s, `attach`'s and `logs`'.
@@ -41,13 +42,57 @@ type FollowOptions struct {
 }
 
 // NoRunError: no trace of the run where tfhive looked.
-type NoRunError struct{ Msg string }
+type NoRunError struct{ Msg, Fix string }
 
 func (e *NoRunError) Error() string { return e.Msg }
+
+// Hint is said after the error, when there is one.
+func (e *NoRunError) Hint() string { return e.Fix }
 
 // followPoll is how often a file that grows is read again while its run
 // goes on: a file has no wakeup of its own.
 const followPoll = 100 * time.Millisecond
+
+// pickRun gives o a run id when the command line named none: the base
+// name of --log-dir, or else the latest run of the log root, which it
+// names on stderr ("tfhive: logs of RUN (the latest)") so that a script
+// knows which run it read. With -H or --hosts the run is the hosts', and
+// must be named.
+func pickRun(o *FollowOptions, what string) error {
+	switch {
+	case o.RunID != "":
+		return nil
+	case o.Adopt || o.FromHosts:
+		return &UsageError{Msg: "with -H or --hosts (or $TFHIVE_HOSTS), give the run id", Fix: "the run is the hosts': tfhive ps lists the runs holding GPUs there"}
+	case o.LogDir != "":
+		o.RunID = filepath.Base(filepath.Clean(o.LogDir))
+		return nil
+	}
+	id, err := LatestRun(logRoot, o.Stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Stderr, "tfhive: %s %s (the latest)\n", what, id)
+	o.RunID = id
+	return nil
+}
+
+// LatestRun is the id of root's latest run: the last that `tfhive runs`
+// lists, by the start its summary records (a run without one, by when
+// its plan was written, or its tfhive took the lock), then by id. A run
+// dir's own mtime, which anything touching it moves, plays no part.
+func LatestRun(root string, stderr io.Writer) (string, error) {
+	rs, err := listRuns(root, stderr, time.Now())
+	if err != nil {
+		return "", err
+	}
+	if len(rs) == 0 {
+		return "", &NoRunError{Msg: fmt.Sprintf("no run in %s here to take as the latest", root),
+			Fix: "give a run id (tfhive ps lists the runs holding GPUs), or --log-dir"}
+	}
+	view.SortRunRecords(rs, "", false)
+	return rs[len(rs)-1].RunID, nil
+}
 
 // runLogDir finds the run's log dir.
 func runLogDir(o FollowOptions) (string, error) {
@@ -121,6 +166,9 @@ func runResult(dir, id string) error {
 // Wait blocks until the run ends and returns its result: the run's own
 // exit code, for scripts that start runs with --detach.
 func Wait(ctx context.Context, o FollowOptions) error {
+	if err := pickRun(&o, "waiting for"); err != nil {
+		return err
+	}
 	dir, err := runLogDir(o)
 	if err != nil {
 		return err
@@ -135,6 +183,9 @@ func Wait(ctx context.Context, o FollowOptions) error {
 // then live, and returns the run's result once it ends. Ctrl-C (ctx)
 // only detaches: the run goes on.
 func Attach(ctx context.Context, o FollowOptions) error {
+	if err := pickRun(&o, "attaching to"); err != nil {
+		return err
+	}
 	if o.Adopt {
 		return adopt(ctx, o)
 	}
@@ -168,6 +219,9 @@ func Attach(ctx context.Context, o FollowOptions) error {
 // with -f follows it until the run ends; with -H or --hosts, from the
 // hosts.
 func Logs(ctx context.Context, o FollowOptions) error {
+	if err := pickRun(&o, "logs of"); err != nil {
+		return err
+	}
 	if o.FromHosts {
 		return hostLogs(ctx, o)
 	}

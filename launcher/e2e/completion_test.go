@@ -153,7 +153,7 @@ func TestCompletionFish(t *testing.T) {
 	}{
 		{"tfhive kill " + b.hostsArgs + " ", []string{"here-unended\tlog in tfhive-runs/here-unended", "live-run\trunning: " + currentUserName(t) + " on c1, " + currentUserName(t) + " on c2"}},
 		{"tfhive sta", []string{"status\tshow every GPU on every host"}},
-		{"tfhive run --worke", []string{"--workers\tworker tasks"}},
+		{"tfhive run --worke", []string{"--workers\tN worker tasks"}},
 		{"tfhive status --hosts=fle", []string{"--hosts=fleet.yaml"}},
 	} {
 		got := b.shell(t, nil, "fish", "--no-config", "-c", "tfhive completion fish | source; complete -C $argv[1]", c.line)
