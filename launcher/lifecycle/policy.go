@@ -406,7 +406,7 @@ func (p *Policy) exited(ev Event, d *Decision) {
 	defer p.regroupReady(d)
 	t := p.tasks[ev.Task]
 	label := t.ID + " on " + t.Host
-	code, what := ev.Code, describeExit(ev.Code)
+	code, what := record.TaskExitCode(ev.Code), describeExit(ev.Code)
 	if lost {
 		code, what = record.ExitHostLost, "was lost: "+ev.Err
 	}
@@ -415,7 +415,11 @@ func (p *Policy) exited(ev Event, d *Decision) {
 		// A parameter server that dies leaves the workers waiting forever,
 		// so it fails the run too.
 		d.Say = append(d.Say, fmt.Sprintf("tfhive: %s %s; stopping the other tasks", label, what))
-		p.decide(d, record.ResultFailed, code, ev.Task, label+" "+what)
+		reason := label + " " + what
+		if !lost && code != ev.Code {
+			reason += fmt.Sprintf(" (tfhive keeps %d for its own: exit %d)", ev.Code, code)
+		}
+		p.decide(d, record.ResultFailed, code, ev.Task, reason)
 	case lost || ev.Code != 0:
 		d.Say = append(d.Say, fmt.Sprintf("tfhive: %s %s (not fatal for the run)", label, what))
 	case p.rule.mustFinish(t.Role) && p.allSucceeded():

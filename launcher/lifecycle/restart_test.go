@@ -152,7 +152,7 @@ func TestRestartPolicy(t *testing.T) {
 			attempts: map[string]string{"worker:1": "0:exited 1:restarted with every task: worker:0 on h1 exited 3"},
 		},
 		{
-			name: "torch: every rank restarts; out of restarts, the code is the task's",
+			name: "torch: every rank restarts; out of restarts, the code is the task's (its 3 is tfhive's own: 1)",
 			plan: torch(), restart: Restart{Max: 1, Backoff: 2 * time.Second},
 			steps: []step{
 				{attemptDone(2, 3), "tfhive: worker:2 on h2 exited 3; restarting every task in 2s (attempt 2 of 2) | t worker:0,worker:1 | regroup-kill-timer"},
@@ -166,7 +166,7 @@ func TestRestartPolicy(t *testing.T) {
 				{exited(0, 143), ""},
 				{exited(1, 143), ""},
 			},
-			result: record.ResultFailed, code: 3,
+			result: record.ResultFailed, code: 1, // 3 is tfhive's own (no GPUs): exit 1
 			attempts: map[string]string{"worker:2": "0:exited 3:restarted every task,1:exited 3", "worker:0": "0:stopped 143:restarted with every task: worker:2 on h2 exited 3,1:stopped 143"},
 		},
 		{

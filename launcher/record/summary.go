@@ -41,7 +41,9 @@ type Summary struct {
 	RunID  string `json:"run_id"`
 	Result string `json:"result"`
 	// ExitCode is what tfhive exits with: 0, the deciding task's own code
-	// (128+N for signal N), 124 timeout, 130/143 interrupted, 4 host lost.
+	// (128+N for signal N) unless tfhive has that code for an outcome of
+	// its own, then 1 (TaskExitCode; the deciding task, Tasks[0], has its
+	// own code), 124 timeout, 130/143 interrupted, 4 host lost.
 	ExitCode int `json:"exit_code"`
 	// Reason says in one line why the run ended as it did.
 	Reason   string        `json:"reason"`
@@ -124,3 +126,32 @@ const ResultStdoutClosed = "stdout-closed"
 // whose reader left (`yes | head`), in the family of 130 and 143 for
 // SIGINT and SIGTERM. main's exit-code table names it.
 const ExitStdoutClosed = 141
+
+// ExitTaskReserved is a failed run's code when its deciding task's own
+// code is one tfhive gives an outcome of its own (OwnExitCode): 1, the
+// generic failure, so that a task's 2 never reads as bad usage nor its 3
+// as no GPUs. The summary's deciding task keeps its own code.
+const ExitTaskReserved = 1
+
+// OwnExitCode: tfhive exits with code for an outcome of its own, never
+// passed on from a task: 2 usage, 3 no GPUs, 4 host lost, 5 preempted,
+// 124 timeout, 130 / 143 interrupted, 141 stdout closed.
+func OwnExitCode(code int) bool {
+	switch code {
+	case 2, 3, ExitHostLost, ExitPreempted, ExitTimeout, 130, ExitStdoutClosed, 143:
+		return true
+	}
+	return false
+}
+
+// TaskExitCode is a failed run's exit code for its deciding task's own
+// code: that code, or ExitTaskReserved when it is one of tfhive's own.
+// A shell's 126 (not executable) and 127 (not found), 255 (what ssh
+// keeps for itself, never tfhive) and 128+N for the other signals pass
+// through.
+func TaskExitCode(task int) int {
+	if OwnExitCode(task) {
+		return ExitTaskReserved
+	}
+	return task
+}
