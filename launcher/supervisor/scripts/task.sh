@@ -22,4 +22,43 @@ fi
 if [ -n "$tfhive_setup" ]; then
 	eval "$tfhive_setup" || { printf 'tfhive: setup failed: %s\n' "$tfhive_setup_line" >&2; exit 126; }
 fi
-eval "exec $tfhive_argv"
+# A command that is not there, or an interpreter's script that is not (a
+# relative path is the workdir's), is one plain line naming what and where,
+# with a hint, and exit 127, the shells' "not found": never bash's
+# "tfhive-task: line N: exec: …", nor python's exit 2, which is tfhive's
+# usage code. An interpreter's script is its first word after flags that
+# take no value (python -u x.py, bash -e x.sh); -c, -m and the rest are
+# left to the interpreter.
+eval "set -- $tfhive_argv"
+if [ -n "${TFHIVE_CODE_DIR-}" ]; then
+	tfhive_hint='is it in the tree --sync sent? git-ignored files are not sent'
+else
+	tfhive_hint='--sync DIR sends your code; workdir: in the hosts file (or --workdir) sets where tasks start'
+fi
+if [ $# -gt 0 ] && ! command -v -- "$1" >/dev/null 2>&1; then
+	case $1 in
+	*/*) ;;
+	*) tfhive_hint="setup: in the hosts file can set PATH or activate a venv; $tfhive_hint" ;;
+	esac
+	printf 'tfhive: %s: command not found in %s (hint: %s)\n' "$1" "$PWD" "$tfhive_hint" >&2
+	exit 127
+fi
+tfhive_flags=
+case ${1##*/} in
+python | python[0-9]* | pypy | pypy[0-9]*) tfhive_flags=uOBEsSIbdqv ;;
+bash | sh | dash | zsh | ksh) tfhive_flags=exuvn ;;
+esac
+if [ -n "$tfhive_flags" ]; then
+	for tfhive_a in "${@:2}"; do
+		case $tfhive_a in
+		-*[!"$tfhive_flags"]* | - | --) break ;;
+		-*) continue ;;
+		esac
+		if [ ! -e "$tfhive_a" ]; then
+			printf 'tfhive: %s: script %s not found in %s (hint: %s)\n' "$1" "$tfhive_a" "$PWD" "$tfhive_hint" >&2
+			exit 127
+		fi
+		break
+	done
+fi
+exec "$@"
