@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// A task's exit 2 or 3 is not tfhive's usage or no-GPU exit: the run
+// exits 1, saying the task's own code; --json and summary.json name the
+// deciding task with it. A code tfhive does not keep passes through, to
+// run and wait alike.
+func TestTaskExitCodesNeverCollide(t *testing.T) {
+	f := runFleet(t, "x1")
+	usage := tfhive(t, f.Env(), f.Dir, "run", "--no-such-flag")
+	wantCode(t, usage, 2)
+	args, _ := runArgs(t, f, "--workers", "9", "--gpus-per-worker", "1", "--", "true")
+	wantCode(t, tfhive(t, f.Env(), f.Dir, args...), 3)
+
+	for code, want := range map[string]int{"2": 1, "3": 1, "7": 7} {
+		args, logDir := runArgs(t, f, "--json", "--workers", "2", "--gpus-per-worker", "0",
+			"--", "sh", "-c", `[ "$1" = 1 ] && exit $2; sleep 30`, "worker", "{task_index}", code)
+		r := tfhive(t, f.Env(), f.Dir, args...)
+		wantCode(t, r, want)
+		reason := "worker:1 on x1 exited " + code
+		if want != 7 {
+			reason += " (tfhive keeps " + code + " for its own: exit 1)"
+		}
+		wantContains(t, "stderr", r.stderr, "failed: "+reason+"\n")
+		s := summaryOf(t, logDir)
+		if s.ExitCode != want || s.Reason != reason || len(s.Tasks) == 0 || s.Tasks[0].ID != "worker:1" ||
+			s.Tasks[0].ExitCode == nil || itoa(*s.Tasks[0].ExitCode) != code {
+			t.Errorf("task exit %s: summary exit %d, reason %q, tasks %+v", code, s.ExitCode, s.Reason, s.Tasks)
+		}
+		wantContains(t, "--json", r.stdout, `"exit_code": `+itoa(want)+",", `"id": "worker:1"`, `"exit_code": `+code+",")
+	}
+
+	// Detached, wait says the same.
+	args, logDir := runArgs(t, f, "--detach", "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", "sleep 0.5; exit 3")
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	w := tfhive(t, f.Env(), f.Dir, "wait", "--log-dir", logDir, id)
+	wantCode(t, w, 1)
+	wantContains(t, "wait's stderr", w.stderr, "failed: worker:0 on x1 exited 3 (tfhive keeps 3 for its own: exit 1)")
+}
+
+// A command that is not on the host, or a script its interpreter would
+// not find, is one plain line in the task's output naming it and where
+// the task looked, with a hint; the run exits 127, as a shell would.
+func TestTaskNotFoundIsOneLine(t *testing.T) {
+	f := runFleet(t, "n1")
+	for _, tt := range []struct {
+		argv []string
+		line string
+	}{
+		{[]string{"nosuchcmd", "--flag"}, "] tfhive: nosuchcmd: command not found in /"},
+		{[]string{"python3", "-u", "nosuch.py"}, "] tfhive: python3: script nosuch.py not found in /"},
+		{[]string{"sh", "nosuch.sh"}, "] tfhive: sh: script nosuch.sh not found in /"},
+	} {
+		args, _ := runArgs(t, f, append([]string{"--workers", "1", "--gpus-per-worker", "0", "--"}, tt.argv...)...)
+		r := tfhive(t, f.Env(), f.Dir, args...)
+		if tt.argv[0] == "python3" && strings.Contains(r.stdout+r.stderr, "python3: command not found") {
+			continue // no python3 on the bed's host: the command line has it
+		}
+		wantCode(t, r, 127)
+		all := r.stdout + r.stderr
+		wantContains(t, "output", all, "[worker:0 n1"+tt.line, "(hint: ", "--sync DIR sends your code",
+			"workdir: in the hosts file", "failed: worker:0 on n1 exited 127")
+		for _, leak := range []string{"exec:", "tfhive-task", "can't open file", "No such file"} {
+			if strings.Contains(all, leak) {
+				t.Errorf("%q: output has %q:\n%s", tt.argv, leak, all)
+			}
+		}
+		if n := strings.Count(all, "not found in "); n != 1 {
+			t.Errorf("%q: %d not-found lines, want 1:\n%s", tt.argv, n, all)
+		}
+	}
+}
