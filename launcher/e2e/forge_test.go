@@ -89,10 +89,10 @@ echo "mark $m"
 printf '@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT"
 sleep 0.3
 echo "attempt $TFHIVE_ATTEMPT done"
-exit 3`
+exit 6`
 	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--timeout", "40s", "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", script)
 	r := tfhive(t, f.Env(), f.Dir, args...)
-	wantCode(t, r, 3)
+	wantCode(t, r, 6)
 	s := summaryOf(t, logDir)
 	tr := taskByID(s, "worker:0")
 	wantAttempts(t, tr, "0:exited:3:restarted every task", "1:exited:3:")
@@ -127,7 +127,7 @@ printf 'x@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT"
 printf '@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT"
 sleep 0.5
 echo "attempt $TFHIVE_ATTEMPT done"
-exit 3`
+exit 6`
 	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--reconnect", "2m", "--timeout", "60s",
 		"--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", script, "task", flag)
 	r := startTfhive(t, f, readStdout, args...)
@@ -145,8 +145,8 @@ exit 3`
 	}
 	r.readAll()
 	err := r.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
-		t.Fatalf("tfhive: %v, want exit 3\n%s%s", err, r.read.String(), r.other.String())
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 6 {
+		t.Fatalf("tfhive: %v, want exit 6\n%s%s", err, r.read.String(), r.other.String())
 	}
 	s := summaryOf(t, logDir)
 	tr := taskByID(s, "worker:0")
@@ -192,10 +192,10 @@ func TestRestartLogsFromHostsForged(t *testing.T) {
 	script := `j=$(cat "$HOME"/.tfhive/runs-*/"$TFHIVE_RUN_ID"/run.json)
 m=${j##*\"mark\":\"}; m=${m%%\"*}
 printf 'x@@tfhive-attempt %s %s 0\n@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT" "$m" "$TFHIVE_ATTEMPT"
-printf 'part%s' "$TFHIVE_ATTEMPT"; exit 3`
+printf 'part%s' "$TFHIVE_ATTEMPT"; exit 6`
 	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", script)
 	r := tfhive(t, f.Env(), f.Dir, args...)
-	wantCode(t, r, 3)
+	wantCode(t, r, 6)
 	s := summaryOf(t, logDir)
 	log := readFile(t, taskByID(s, "worker:0").Log)
 	if !strings.Contains(log, "x@@tfhive-attempt ") || !strings.HasSuffix(log, "part1") {
