@@ -287,7 +287,7 @@ func TestRunCaptures(t *testing.T) {
 	if w0 := s.Tasks[len(s.Tasks)-1]; w0.ID == "worker:0" && w0.Outcome == record.OutcomeStopped {
 		s.Tasks[len(s.Tasks)-1].Outcome = record.OutcomeExited
 	}
-	wantSummary(t, s, record.ResultFailed, 3, "worker:1 on h2 exited 3", "worker:1 exited 3", "ps:0 stopped 143", "worker:0 exited 0")
+	wantSummary(t, s, record.ResultFailed, 1, "worker:1 on h2 exited 3, one of tfhive's own codes", "worker:1 exited 3", "ps:0 stopped 143", "worker:0 exited 0")
 	for id, want := range map[string]map[string]string{
 		"worker:1": {"loss": "0.7", "acc": "3"},
 		"ps:0":     nil,
@@ -307,7 +307,7 @@ func TestRunCaptures(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	view.WriteSummary(&buf, s)
-	wantLines(t, "summary", buf.String(), "(exit 3)\nmetrics: acc=3 loss=0.7 lr=0.1\n")
+	wantLines(t, "summary", buf.String(), "codes (exit 1)\nmetrics: acc=3 loss=0.7 lr=0.1\n")
 
 	f = newFakeRun(t, scheduletest.TF("worker:0@h1", "worker:1@h2"))
 	f.o.Captures = mustCaptures(t, "loss=loss ([0-9.]+)", "acc=acc=(\\d+)")

@@ -346,7 +346,7 @@ func TestRunFailures(t *testing.T) {
 			script: func(f *fakeRun) {
 				f.host("h2").script("worker:2", runs(exits(3, "")))
 			},
-			result: record.ResultFailed, code: 3, reason: "worker:2 on h2 exited 3",
+			result: record.ResultFailed, code: 1, reason: "worker:2 on h2 exited 3, one of tfhive's own codes",
 			tasks: []string{"worker:2 exited 3", "worker:0 stopped 143", "worker:1 stopped 143"},
 		},
 		{

@@ -417,7 +417,7 @@ func (p *Policy) exited(ev Event, d *Decision) {
 		d.Say = append(d.Say, fmt.Sprintf("tfhive: %s %s; stopping the other tasks", label, what))
 		reason := label + " " + what
 		if !lost && code != ev.Code {
-			reason += fmt.Sprintf(" (tfhive keeps %d for its own: exit %d)", ev.Code, code)
+			reason += ", one of tfhive's own codes"
 		}
 		p.decide(d, record.ResultFailed, code, ev.Task, reason)
 	case lost || ev.Code != 0:

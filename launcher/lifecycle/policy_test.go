@@ -234,7 +234,7 @@ func TestPolicy(t *testing.T) {
 				{exited(0, 3), "tfhive: chief:0 on h1 exited 3; stopping the other tasks | t ps:0,worker:0,worker:1 | kill-timer"},
 				{exited(1, 143), ""}, {exited(2, 143), ""}, {exited(3, 143), ""},
 			},
-			result: record.ResultFailed, code: 1, reason: "chief:0 on h1 exited 3 (tfhive keeps 3 for its own: exit 1)", decider: "chief:0",
+			result: record.ResultFailed, code: 1, reason: "chief:0 on h1 exited 3, one of tfhive's own codes", decider: "chief:0",
 			outcomes: []string{"exited 3", "stopped 143", "stopped 143", "stopped 143"},
 		},
 		{
@@ -346,7 +346,7 @@ func TestPolicy(t *testing.T) {
 				{interruptTERM, "tfhive: killing every task now | k ps:0,worker:1 | give-up-timer"},
 				{exited(0, 137), ""}, {exited(2, 137), ""},
 			},
-			result: record.ResultFailed, code: 1, reason: "worker:0 on h1 exited 2 (tfhive keeps 2 for its own: exit 1)", decider: "worker:0",
+			result: record.ResultFailed, code: 1, reason: "worker:0 on h1 exited 2, one of tfhive's own codes", decider: "worker:0",
 			outcomes: []string{"stopped 137", "exited 2", "stopped 137"},
 		},
 		{
@@ -367,7 +367,7 @@ func TestPolicy(t *testing.T) {
 				{interruptPipe, ""},
 				{exited(0, 143), ""}, {exited(2, 143), ""},
 			},
-			result: record.ResultFailed, code: 1, reason: "worker:0 on h1 exited 2 (tfhive keeps 2 for its own: exit 1)", decider: "worker:0",
+			result: record.ResultFailed, code: 1, reason: "worker:0 on h1 exited 2, one of tfhive's own codes", decider: "worker:0",
 			outcomes: []string{"stopped 143", "exited 2", "stopped 143"},
 		},
 		{
