@@ -95,7 +95,7 @@ exit 6`
 	wantCode(t, r, 6)
 	s := summaryOf(t, logDir)
 	tr := taskByID(s, "worker:0")
-	wantAttempts(t, tr, "0:exited:3:restarted every task", "1:exited:3:")
+	wantAttempts(t, tr, "0:exited:6:restarted every task", "1:exited:6:")
 	log := readFile(t, tr.Log)
 	mark := regexp.MustCompile(`mark (\w+)`).FindStringSubmatch(log)
 	if mark == nil {
@@ -150,7 +150,7 @@ exit 6`
 	}
 	s := summaryOf(t, logDir)
 	tr := taskByID(s, "worker:0")
-	wantAttempts(t, tr, "0:exited:3:restarted every task", "1:exited:3:")
+	wantAttempts(t, tr, "0:exited:6:restarted every task", "1:exited:6:")
 	log := readFile(t, tr.Log)
 	mark := regexp.MustCompile(`mark (\w+)`).FindStringSubmatch(log)
 	if mark == nil {
