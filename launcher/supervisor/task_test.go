@@ -29,6 +29,8 @@ func TestTaskShellNotFound(t *testing.T) {
 		{[]string{"bash", "-e", "nosuch.sh"}, 127, "tfhive: bash: script nosuch.sh not found in " + dir +
 			" (hint: --sync DIR sends your code; workdir: in the hosts file (or --workdir) sets where tasks start)\n"},
 		{[]string{"sh", "there.sh"}, 7, ""},
+		{[]string{"./there.sh"}, 126, "tfhive: ./there.sh: not an executable file, in " + dir +
+			" (hint: chmod +x it, or name its interpreter: sh ./there.sh)\n"},
 		{[]string{"sh", "-c", "exit 3"}, 3, ""},
 		{[]string{"bash", "-x", "-o", "nosuch"}, 2, "nosuch: invalid option name"}, // -o takes a value: bash's own say
 	} {

@@ -24,7 +24,8 @@ if [ -n "$tfhive_setup" ]; then
 fi
 # A command that is not there, or an interpreter's script that is not (a
 # relative path is the workdir's), is one plain line naming what and where,
-# with a hint, and exit 127, the shells' "not found": never bash's
+# with a hint, and exit 127, the shells' "not found" (a path that is there
+# but cannot be run: 126, theirs for "cannot execute"): never bash's
 # "tfhive-task: line N: exec: …", nor python's exit 2, which is tfhive's
 # usage code. An interpreter's script is its first word after flags that
 # take no value (python -u x.py, bash -e x.sh); -c, -m and the rest are
@@ -36,6 +37,12 @@ else
 	tfhive_hint='--sync DIR sends your code; workdir: in the hosts file (or --workdir) sets where tasks start'
 fi
 if [ $# -gt 0 ] && ! command -v -- "$1" >/dev/null 2>&1; then
+	case $1 in
+	*/*) if [ -e "$1" ]; then
+		printf 'tfhive: %s: not an executable file, in %s (hint: chmod +x it, or name its interpreter: sh %s)\n' "$1" "$PWD" "$1" >&2
+		exit 126
+	fi ;;
+	esac
 	case $1 in
 	*/*) ;;
 	*) tfhive_hint="setup: in the hosts file can set PATH or activate a venv; $tfhive_hint" ;;
