@@ -58,6 +58,8 @@ const (
 	ReasonMIG       = "MIG enabled"
 	ReasonNotListed = "not in hosts file gpus:"
 	ReasonExcluded  = "--exclude"
+	// ReasonSlots is a format: the hostfile's slot count.
+	ReasonSlots = "beyond the hostfile's slots=%d"
 )
 
 // maxCommandInReason keeps a busy reason to one readable line; ps gives
@@ -80,9 +82,29 @@ func Classify(inv inventory.Inventory, a Availability) [][]GPUStatus {
 		for j := range h.GPUs {
 			st[j] = classifyGPU(h, &h.GPUs[j], a)
 		}
+		capSlots(st, h.Host.Slots)
 		out[i] = st
 	}
 	return out
+}
+
+// capSlots keeps the first slots free GPUs of a host free and excludes
+// the others: a hostfile's `host slots=N` is the most GPUs a run uses
+// there (0: no cap). Busy and claimed GPUs do not count against it: the
+// cap is on what this run takes.
+func capSlots(st []GPUStatus, slots int) {
+	if slots <= 0 {
+		return
+	}
+	free := 0
+	for j := range st {
+		if st[j].State != Free {
+			continue
+		}
+		if free++; free > slots {
+			st[j] = GPUStatus{Index: st[j].Index, State: Excluded, Reason: fmt.Sprintf(ReasonSlots, slots)}
+		}
+	}
 }
 
 func classifyGPU(h *inventory.HostInventory, g *inventory.GPU, a Availability) GPUStatus {

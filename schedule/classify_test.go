@@ -79,3 +79,18 @@ func TestClassifySameUUID(t *testing.T) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}
 }
+
+// A hostfile's slots=N keeps N free GPUs of the host and excludes the
+// rest; busy GPUs do not count against the cap.
+func TestClassifySlots(t *testing.T) {
+	h := host("a", 4, util(0, 90))
+	h.Host.Slots = 2
+	got := Classify(inv(h, host("b", 2)), Availability{MaxUtilPct: 10, MaxMemMiB: 1024})
+	want := [][]GPUStatus{
+		{{0, Busy, "util 90% > 10%"}, {1, Free, ""}, {2, Free, ""}, {3, Excluded, "beyond the hostfile's slots=2"}},
+		{{0, Free, ""}, {1, Free, ""}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+}

@@ -91,11 +91,11 @@ func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 	o := commands.FollowOptions{Streams: w.streams(c), RunID: c.Args().First(), LogDir: c.String("log-dir"),
 		Task: c.String("task"), Follow: c.Bool("follow"), Since: c.Int64("since")}
 	if c.Command.Name == "logs" {
-		o.Hosts, o.FromHosts = hostOptions(c), c.IsSet("host") || c.IsSet("hosts")
+		o.Hosts, o.FromHosts = hostOptions(c), c.IsSet("host") || c.IsSet("hosts") || c.IsSet("hostfile")
 	}
 	if c.Command.Name == "attach" {
 		o.Hosts, o.Grace, o.Reconnect = hostOptions(c), c.Duration("grace"), c.Duration("reconnect")
-		o.Adopt = c.IsSet("host") || c.IsSet("hosts")
+		o.Adopt = c.IsSet("host") || c.IsSet("hosts") || c.IsSet("hostfile")
 		o.Capture, o.CaptureFrom = c.StringSlice("capture"), c.String("capture-from")
 		if o.Grace < 0 || o.Reconnect <= 0 {
 			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
@@ -122,6 +122,7 @@ func hostOptions(c *cli.Context) commands.HostOptions {
 	return commands.HostOptions{
 		Hosts:             c.StringSlice("host"),
 		File:              c.String("hosts"),
+		Hostfile:          c.String("hostfile"),
 		SSHConfig:         c.String("ssh-config"),
 		AcceptNewHostKeys: c.Bool("accept-new-host-keys"),
 		ConnectTimeout:    c.Duration("connect-timeout"),
@@ -170,6 +171,7 @@ func hostFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "host", Category: catHosts, Aliases: []string{"H"}, Usage: "`[user@]host[:port]` to use (repeatable or comma-separated); overrides --hosts"},
 		&cli.StringFlag{Name: "hosts", Category: catHosts, EnvVars: []string{"TFHIVE_HOSTS"}, Usage: "hosts `FILE` (default ./hosts.yaml, else ~/.config/tfhive/hosts.yaml, else this machine)"},
+		&cli.StringFlag{Name: "hostfile", Category: catHosts, Usage: "MPI/DeepSpeed hostfile `FILE` (`host slots=N` lines; slots cap the GPUs used)"},
 		&cli.StringFlag{Name: "ssh-config", Category: catHosts, Usage: "ssh_config `FILE` to honour (default: the hosts file's ssh_config, else ~/.ssh/config)"},
 		&cli.BoolFlag{Name: "accept-new-host-keys", Category: catHosts, Usage: "trust and record host keys not yet in known_hosts (trust on first use)"},
 		&cli.DurationFlag{Name: "connect-timeout", Category: catHosts, Value: 10 * time.Second, Usage: "limit `D` for TCP connect plus SSH handshake, per host"},

@@ -20,6 +20,7 @@ type Streams struct {
 type HostOptions struct {
 	Hosts             []string // -H values, before splitting at commas
 	File              string   // --hosts or $TFHIVE_HOSTS; "" for ./hosts.yaml, else the per-user file, when they exist
+	Hostfile          string   // --hostfile: an MPI-style hostfile
 	SSHConfig         string
 	AcceptNewHostKeys bool
 	ConnectTimeout    time.Duration
