@@ -202,3 +202,15 @@ func TestAfterStdoutClosed(t *testing.T) {
 		}
 	}
 }
+
+// torchrun's --nnodes and --nproc-per-node are refused before any host is
+// touched, naming tfhive's equivalent.
+func TestTorchrunFlags(t *testing.T) {
+	isolate(t)
+	fix := "tfhive: hint: use --framework torch --workers %s (nodes × procs per node) --gpus-per-worker 1 --strategy pack; " +
+		"for at most K ranks on a host, --hostfile with `host slots=K` lines"
+	msg := "tfhive: error: --nnodes and --nproc-per-node are torchrun's: tfhive places the ranks on free GPUs itself"
+	wantUsage(t, []string{"run", "--framework", "torch", "--nnodes", "2", "--nproc-per-node", "4", "--", "x"}, msg, fmt.Sprintf(fix, "8"))
+	wantUsage(t, []string{"plan", "--nproc-per-node", "4", "--", "x"}, msg, fmt.Sprintf(fix, "4"))
+	wantUsage(t, []string{"run", "--nnodes", "0", "--", "x"}, msg, fmt.Sprintf(fix, "N×K"))
+}

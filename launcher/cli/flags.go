@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
@@ -35,10 +36,40 @@ func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 }
 
 func (w wiring) plan(c *cli.Context) (commands.PlanOptions, error) {
-	return commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}, nil
+	return commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}, torchrunFlags(c)
+}
+
+// torchrunFlags refuses torchrun's --nnodes and --nproc-per-node, naming
+// tfhive's equivalent. They do not map cleanly: torchrun runs exactly K
+// ranks on each of N given nodes, while tfhive places --workers ranks on
+// the free GPUs it finds (--strategy spread or pack), a host's share
+// capped by a --hostfile's slots but never forced to K.
+func torchrunFlags(c *cli.Context) error {
+	if !c.IsSet("nnodes") && !c.IsSet("nproc-per-node") {
+		return nil
+	}
+	nodes, per := c.Int("nnodes"), c.Int("nproc-per-node")
+	if !c.IsSet("nnodes") {
+		nodes = 1 // torchrun's default
+	}
+	if !c.IsSet("nproc-per-node") {
+		per = 1
+	}
+	workers := "N×K"
+	if nodes > 0 && per > 0 && nodes*per <= 1<<20 {
+		workers = strconv.Itoa(nodes * per)
+	}
+	return &commands.UsageError{
+		Msg: "--nnodes and --nproc-per-node are torchrun's: tfhive places the ranks on free GPUs itself",
+		Fix: fmt.Sprintf("use --framework torch --workers %s (nodes × procs per node) --gpus-per-worker 1 --strategy pack; "+
+			"for at most K ranks on a host, --hostfile with `host slots=K` lines", workers),
+	}
 }
 
 func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
+	if err := torchrunFlags(c); err != nil {
+		return commands.RunOptions{}, err
+	}
 	return commands.RunOptions{
 		Streams: w.streams(c), Hosts: hostOptions(c), Job: job(c),
 		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
@@ -267,6 +298,10 @@ func jobFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "evaluator", Category: catJob, Usage: "add an evaluator task (kept out of the training cluster)"},
 		&cli.IntFlag{Name: "gpus-per-worker", Category: catJob, Value: schedule.DefaultGPUsPerWorker, Usage: "`N` GPUs for each worker, chief and evaluator (0: CPU only)"},
 		&cli.IntFlag{Name: "gpus-per-ps", Category: catJob, Usage: "`N` GPUs for each parameter server"},
+		// torchrun's words, for those who look for them: refused with
+		// tfhive's equivalent (torchrunFlags).
+		&cli.IntFlag{Name: "nnodes", Category: catJob, Usage: "torchrun's hosts count: refused, with the --workers that matches"},
+		&cli.IntFlag{Name: "nproc-per-node", Category: catJob, Usage: "torchrun's ranks per host: refused, with the --workers and --hostfile slots that match"},
 		&cli.StringFlag{Name: "framework", Category: catJob, Value: schedule.FrameworkTF, Usage: "`FRAMEWORK`: tf (TF_CONFIG for ps, chief, workers, evaluator) or torch (MASTER_ADDR, RANK, WORLD_SIZE… as torchrun sets them; chief and workers are the ranks)"},
 		&cli.BoolFlag{Name: "tf-flags", Category: catJob, Usage: "append --ps_hosts --worker_hosts --job_name --task_index (TF1 between-graph scripts)"},
 		&cli.StringFlag{Name: "name", Category: catJob, Usage: "the run `ID` (default: time-based and unique)"},
