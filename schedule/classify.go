@@ -71,7 +71,19 @@ const maxCommandInReason = 40
 // nil. Exclusions are checked before busyness, so a GPU the user took out is
 // shown as excluded even when it is also busy: that is the reason that will
 // not go away by waiting.
+//
+// A hostfile's slots=N (Host.Slots) keeps N of a host's free GPUs free and
+// excludes the rest (capSlots).
 func Classify(inv inventory.Inventory, a Availability) [][]GPUStatus {
+	st := classify(inv, a)
+	capSlots(inv, st)
+	return st
+}
+
+// classify is Classify before the slots cap, which a plan applies after
+// the policies and the queue have taken their GPUs out: slots=N is N of
+// the GPUs this run may have.
+func classify(inv inventory.Inventory, a Availability) [][]GPUStatus {
 	out := make([][]GPUStatus, len(inv.Hosts))
 	for i := range inv.Hosts {
 		h := &inv.Hosts[i]
@@ -82,27 +94,28 @@ func Classify(inv inventory.Inventory, a Availability) [][]GPUStatus {
 		for j := range h.GPUs {
 			st[j] = classifyGPU(h, &h.GPUs[j], a)
 		}
-		capSlots(st, h.Host.Slots)
 		out[i] = st
 	}
 	return out
 }
 
-// capSlots keeps the first slots free GPUs of a host free and excludes
-// the others: a hostfile's `host slots=N` is the most GPUs a run uses
-// there (0: no cap). Busy and claimed GPUs do not count against it: the
-// cap is on what this run takes.
-func capSlots(st []GPUStatus, slots int) {
-	if slots <= 0 {
-		return
-	}
-	free := 0
-	for j := range st {
-		if st[j].State != Free {
+// capSlots keeps the first N free GPUs of each host with a hostfile's
+// `host slots=N` free and excludes the others: N is the most GPUs a run
+// uses there (0: no cap). Busy and claimed GPUs do not count against it:
+// the cap is on what this run takes.
+func capSlots(inv inventory.Inventory, st [][]GPUStatus) {
+	for i := range inv.Hosts {
+		slots, free := inv.Hosts[i].Host.Slots, 0
+		if slots <= 0 {
 			continue
 		}
-		if free++; free > slots {
-			st[j] = GPUStatus{Index: st[j].Index, State: Excluded, Reason: fmt.Sprintf(ReasonSlots, slots)}
+		for j := range st[i] {
+			if st[i][j].State != Free {
+				continue
+			}
+			if free++; free > slots {
+				st[i][j] = GPUStatus{Index: st[i][j].Index, State: Excluded, Reason: fmt.Sprintf(ReasonSlots, slots)}
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -92,5 +93,25 @@ func TestClassifySlots(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %v\nwant %v", got, want)
+	}
+}
+
+// A plan takes at most slots=N GPUs of a host, packing or not.
+func TestMakeSlots(t *testing.T) {
+	a := host("a", 4)
+	a.Host.Slots = 2
+	p, err := Make(inv(a, host("b", 2)), req(func(r *Request) { r.Workers, r.Strategy = 4, StrategyPack }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, task := range p.Tasks {
+		got[task.Host] += len(task.GPUs)
+	}
+	if got["a"] != 2 || got["b"] != 2 {
+		t.Errorf("GPUs by host %v, want a:2 (slots=2) b:2: %s", got, layout(p))
+	}
+	if _, err := Make(inv(a), req(func(r *Request) { r.Workers = 3 })); err == nil || !strings.Contains(err.Error(), "found 2") {
+		t.Errorf("3 workers on slots=2: %v", err)
 	}
 }
