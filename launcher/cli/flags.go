@@ -202,7 +202,7 @@ func hostFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "host", Category: catHosts, Aliases: []string{"H"}, Usage: "`[user@]host[:port]` to use (repeatable or comma-separated); overrides --hosts"},
 		&cli.StringFlag{Name: "hosts", Category: catHosts, EnvVars: []string{"TFHIVE_HOSTS"}, Usage: "hosts `FILE` (default ./hosts.yaml, else ~/.config/tfhive/hosts.yaml, else this machine)"},
-		&cli.StringFlag{Name: "hostfile", Category: catHosts, Usage: "MPI/DeepSpeed hostfile `FILE` (`host slots=N` lines; slots cap the GPUs used)"},
+		&cli.StringFlag{Name: "hostfile", Category: catHosts, Usage: "hosts from an MPI/DeepSpeed hostfile `FILE` (lines: host slots=N; slots cap the GPUs used there)"},
 		&cli.StringFlag{Name: "ssh-config", Category: catHosts, Usage: "ssh_config `FILE` to honour (default: the hosts file's ssh_config, else ~/.ssh/config)"},
 		&cli.BoolFlag{Name: "accept-new-host-keys", Category: catHosts, Usage: "trust and record host keys not yet in known_hosts (trust on first use)"},
 		&cli.DurationFlag{Name: "connect-timeout", Category: catHosts, Value: 10 * time.Second, Usage: "limit `D` for TCP connect plus SSH handshake, per host"},

@@ -162,6 +162,13 @@ func TestLoadRangesAndHostfile(t *testing.T) {
 		hs[0].Port != 2201 || hs[1].Port != 22 || hs[0].Source != hf+":1" {
 		t.Errorf("--hostfile: %+v, %+v", origin, hs)
 	}
+	twice := filepath.Join(e.dir, "twice")
+	if err := os.WriteFile(twice, []byte("h[1-2] slots=1\nh2 slots=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(e.opts(Options{Hostfile: twice})); err == nil || err.Error() != twice+":2: duplicate host h2 (first at "+twice+":1)" {
+		t.Errorf("a host twice in a hostfile: %v", err)
+	}
 	for _, o := range []Options{{Hostfile: hf, Flags: []string{"h1"}}, {Hostfile: hf, File: hf}} {
 		if _, err := Load(e.opts(o)); err == nil || !strings.HasPrefix(err.Error(), "--hostfile and ") {
 			t.Errorf("%+v: %v", o, err)
