@@ -120,6 +120,38 @@ func capSlots(inv inventory.Inventory, st [][]GPUStatus) {
 	}
 }
 
+// shapeHosts makes every host offer exactly ranks×gpus free GPUs or none,
+// for torchrun's --nproc-per-node (ranks; 0: nothing to do): a host with
+// fewer free is passed over, one with more keeps its first ranks×gpus
+// free. Packing then fills each host it uses with exactly ranks ranks.
+func shapeHosts(inv inventory.Inventory, st [][]GPUStatus, ranks, gpus int) {
+	if ranks <= 0 || gpus <= 0 {
+		return
+	}
+	want := ranks * gpus
+	for i := range inv.Hosts {
+		free := 0
+		for _, s := range st[i] {
+			if s.State == Free {
+				free++
+			}
+		}
+		reason := fmt.Sprintf("beyond --nproc-per-node %d", ranks)
+		if free < want {
+			reason = fmt.Sprintf("host has fewer than the %d free GPUs --nproc-per-node %d needs", want, ranks)
+		}
+		seen := 0
+		for j := range st[i] {
+			if st[i][j].State != Free {
+				continue
+			}
+			if seen++; free < want || seen > want {
+				st[i][j] = GPUStatus{Index: st[i][j].Index, State: Excluded, Reason: reason}
+			}
+		}
+	}
+}
+
 func classifyGPU(h *inventory.HostInventory, g *inventory.GPU, a Availability) GPUStatus {
 	s := GPUStatus{Index: g.Index, State: Excluded}
 	switch {

@@ -1,7 +1,9 @@
 package schedule
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,5 +115,39 @@ func TestMakeSlots(t *testing.T) {
 	}
 	if _, err := Make(inv(a), req(func(r *Request) { r.Workers = 3 })); err == nil || !strings.Contains(err.Error(), "found 2") {
 		t.Errorf("3 workers on slots=2: %v", err)
+	}
+}
+
+// torchrun's --nproc-per-node K: every host used holds exactly K ranks; a
+// host with fewer free GPUs is passed over, though packing would have
+// used it.
+func TestMakeRanksPerHost(t *testing.T) {
+	in := inv(host("a", 3, util(0, 90)), host("b", 4), host("c", 2))
+	p, err := Make(in, req(func(r *Request) {
+		r.Framework, r.Workers, r.Strategy, r.RanksPerHost = FrameworkTorch, 4, StrategyPack, 2
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, task := range p.Tasks {
+		got[task.Host]++
+	}
+	if len(got) != 2 || slices.ContainsFunc(slices.Collect(maps.Values(got)), func(n int) bool { return n != 2 }) {
+		t.Errorf("ranks by host %v, want 2 on each of two hosts: %s", got, layout(p))
+	}
+	_, err = Make(inv(host("a", 3, util(0, 90)), host("b", 1)), req(func(r *Request) {
+		r.Framework, r.Workers, r.Strategy, r.RanksPerHost = FrameworkTorch, 4, StrategyPack, 2
+	}))
+	if err == nil || !strings.Contains(err.Error(), "not enough free GPUs") {
+		t.Errorf("two hosts of 2 and 1 free for 2×2: %v", err)
+	}
+	for _, r := range []Request{
+		req(func(r *Request) { r.Workers, r.RanksPerHost = 2, 2 }),
+		req(func(r *Request) { r.Framework, r.Workers, r.RanksPerHost = FrameworkTorch, 2, 2 }), // spread
+	} {
+		if err := r.Validate(); err == nil {
+			t.Errorf("%+v: valid", r)
+		}
 	}
 }

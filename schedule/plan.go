@@ -162,6 +162,7 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 	applyPolicy(inv, st, &req)
 	applyQueue(inv, st, &req)
 	capSlots(inv, st)
+	shapeHosts(inv, st, req.RanksPerHost, req.GPUsPerWorker)
 	ds := demands(&req)
 	spots, ok := place(inv, st, ds, req.Strategy, req.GPUsPerWorker, req.GPUsPerPS)
 	if !ok {

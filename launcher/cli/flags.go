@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
@@ -36,41 +35,49 @@ func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 }
 
 func (w wiring) plan(c *cli.Context) (commands.PlanOptions, error) {
-	return commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}, torchrunFlags(c)
+	o := commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}
+	return o, torchrunFlags(c, &o.Job)
 }
 
-// torchrunFlags refuses torchrun's --nnodes and --nproc-per-node, naming
-// tfhive's equivalent. They do not map cleanly: torchrun runs exactly K
-// ranks on each of N given nodes, while tfhive places --workers ranks on
-// the free GPUs it finds (--strategy spread or pack), a host's share
-// capped by a --hostfile's slots but never forced to K.
-func torchrunFlags(c *cli.Context) error {
+// torchrunFlags maps torchrun's --nnodes N and --nproc-per-node K onto j
+// for --framework torch: N×K ranks (the chief one of them), packed K to a
+// host on exactly N hosts (schedule.Request.RanksPerHost). Where they do
+// not map (TensorFlow, with --workers) they are refused, naming tfhive's
+// words.
+func torchrunFlags(c *cli.Context, j *commands.Job) error {
 	if !c.IsSet("nnodes") && !c.IsSet("nproc-per-node") {
 		return nil
 	}
-	nodes, per := c.Int("nnodes"), c.Int("nproc-per-node")
-	if !c.IsSet("nnodes") {
-		nodes = 1 // torchrun's default
+	nodes, per := 1, 1 // torchrun's defaults
+	if c.IsSet("nnodes") {
+		nodes = c.Int("nnodes")
 	}
-	if !c.IsSet("nproc-per-node") {
-		per = 1
+	if c.IsSet("nproc-per-node") {
+		per = c.Int("nproc-per-node")
 	}
-	workers := "N×K"
-	if nodes > 0 && per > 0 && nodes*per <= 1<<20 {
-		workers = strconv.Itoa(nodes * per)
+	if nodes < 1 || per < 1 || nodes > 1<<12 || per > 1<<12 {
+		return &commands.UsageError{Msg: fmt.Sprintf("--nnodes %d --nproc-per-node %d: each must be 1 to 4096", nodes, per)}
 	}
-	return &commands.UsageError{
-		Msg: "--nnodes and --nproc-per-node are torchrun's: tfhive places the ranks on free GPUs itself",
-		Fix: fmt.Sprintf("use --framework torch --workers %s (nodes × procs per node) --gpus-per-worker 1 --strategy pack; "+
-			"for at most K ranks on a host, --hostfile with `host slots=K` lines", workers),
+	if j.Framework != schedule.FrameworkTorch {
+		return &commands.UsageError{Msg: "--nnodes and --nproc-per-node are torchrun's: they need --framework torch",
+			Fix: fmt.Sprintf("add --framework torch, or give --workers %d", nodes*per)}
 	}
+	if c.IsSet("workers") {
+		return &commands.UsageError{Msg: "--workers and --nnodes/--nproc-per-node both count the ranks; give one",
+			Fix: fmt.Sprintf("--nnodes %d --nproc-per-node %d is %d ranks", nodes, per, nodes*per)}
+	}
+	j.Workers, j.RanksPerHost = nodes*per, per
+	if j.Chief {
+		j.Workers-- // the chief is rank 0, one of the N×K
+	}
+	if !c.IsSet("strategy") {
+		j.Strategy = schedule.StrategyPack
+	}
+	return nil
 }
 
 func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
-	if err := torchrunFlags(c); err != nil {
-		return commands.RunOptions{}, err
-	}
-	return commands.RunOptions{
+	o := commands.RunOptions{
 		Streams: w.streams(c), Hosts: hostOptions(c), Job: job(c),
 		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
 		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"), Wait: c.Duration("wait"),
@@ -81,7 +88,8 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
 		Sample:   c.Duration("sample"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
-	}, nil
+	}
+	return o, torchrunFlags(c, &o.Job)
 }
 
 func (w wiring) gc(c *cli.Context) (commands.GCOptions, error) {
@@ -300,8 +308,8 @@ func jobFlags() []cli.Flag {
 		&cli.IntFlag{Name: "gpus-per-ps", Category: catJob, Usage: "`N` GPUs for each parameter server"},
 		// torchrun's words, for those who look for them: refused with
 		// tfhive's equivalent (torchrunFlags).
-		&cli.IntFlag{Name: "nnodes", Category: catJob, Usage: "torchrun's hosts count: refused, with the --workers that matches"},
-		&cli.IntFlag{Name: "nproc-per-node", Category: catJob, Usage: "torchrun's ranks per host: refused, with the --workers and --hostfile slots that match"},
+		&cli.IntFlag{Name: "nnodes", Category: catJob, Usage: "torchrun's `N` hosts, with --framework torch: N×K ranks on exactly N hosts"},
+		&cli.IntFlag{Name: "nproc-per-node", Category: catJob, Usage: "torchrun's `K` ranks per host, with --framework torch: each host used holds exactly K (packed)"},
 		&cli.StringFlag{Name: "framework", Category: catJob, Value: schedule.FrameworkTF, Usage: "`FRAMEWORK`: tf (TF_CONFIG for ps, chief, workers, evaluator) or torch (MASTER_ADDR, RANK, WORLD_SIZE… as torchrun sets them; chief and workers are the ranks)"},
 		&cli.BoolFlag{Name: "tf-flags", Category: catJob, Usage: "append --ps_hosts --worker_hosts --job_name --task_index (TF1 between-graph scripts)"},
 		&cli.StringFlag{Name: "name", Category: catJob, Usage: "the run `ID` (default: time-based and unique)"},

@@ -49,12 +49,15 @@ type Job struct {
 	GPUsPerWorker int
 	GPUsPerPS     int
 	Strategy      string
-	PortRange     string // LO-HI
-	TFFlags       bool
-	NIC           string   // --nic: "", "auto" or an interface name
-	Priority      string   // --priority: low, normal (""), high
-	Name          string   // run id; "" for a new, time-based one
-	Command       []string // after --
+	// RanksPerHost is torchrun's --nproc-per-node (the cli sets Workers
+	// and Strategy to match it with --nnodes); 0: not given.
+	RanksPerHost int
+	PortRange    string // LO-HI
+	TFFlags      bool
+	NIC          string   // --nic: "", "auto" or an interface name
+	Priority     string   // --priority: low, normal (""), high
+	Name         string   // run id; "" for a new, time-based one
+	Command      []string // after --
 	// Sync is the --sync DIR to make present on every host used ("":
 	// none); SyncExclude its --sync-exclude patterns.
 	Sync        string
