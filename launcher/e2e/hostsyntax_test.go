@@ -81,3 +81,15 @@ func TestHostPortNotSlots(t *testing.T) {
 	}
 	wantContains(t, "output", r.stdout+r.stderr, "connection refused (127.0.0.1 port 4)", "-H host:4 is port 4, as in ssh", "--hostfile")
 }
+
+// torchrun's --nnodes 2 --nproc-per-node 1 is two ranks, one on each of
+// two hosts (packing alone would put both on h1).
+func TestTorchrunNnodes(t *testing.T) {
+	f := hostSyntaxFleet(t)
+	hosts, gpus := hostsOfRun(t, f, "-H", "h1,h2", "--framework", "torch", "--nnodes", "2", "--nproc-per-node", "1",
+		"--", "sh", "-c", `test "$WORLD_SIZE" = 2 && test "$LOCAL_WORLD_SIZE" = 1`)
+	slices.Sort(hosts)
+	if !slices.Equal(hosts, []string{"h1", "h2"}) || !slices.Equal(gpus, []int{1, 1}) {
+		t.Errorf("--nnodes 2 --nproc-per-node 1: ranks on %q with %v GPUs, want one on each of h1 and h2", hosts, gpus)
+	}
+}
