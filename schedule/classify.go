@@ -58,6 +58,8 @@ const (
 	ReasonMIG       = "MIG enabled"
 	ReasonNotListed = "not in hosts file gpus:"
 	ReasonExcluded  = "--exclude"
+	// ReasonSlots is a format: the hostfile's slot count.
+	ReasonSlots = "beyond the hostfile's slots=%d"
 )
 
 // maxCommandInReason keeps a busy reason to one readable line; ps gives
@@ -69,7 +71,19 @@ const maxCommandInReason = 40
 // nil. Exclusions are checked before busyness, so a GPU the user took out is
 // shown as excluded even when it is also busy: that is the reason that will
 // not go away by waiting.
+//
+// A hostfile's slots=N (Host.Slots) keeps N of a host's free GPUs free and
+// excludes the rest (capSlots).
 func Classify(inv inventory.Inventory, a Availability) [][]GPUStatus {
+	st := classify(inv, a)
+	capSlots(inv, st)
+	return st
+}
+
+// classify is Classify before the slots cap, which a plan applies after
+// the policies and the queue have taken their GPUs out: slots=N is N of
+// the GPUs this run may have.
+func classify(inv inventory.Inventory, a Availability) [][]GPUStatus {
 	out := make([][]GPUStatus, len(inv.Hosts))
 	for i := range inv.Hosts {
 		h := &inv.Hosts[i]
@@ -83,6 +97,59 @@ func Classify(inv inventory.Inventory, a Availability) [][]GPUStatus {
 		out[i] = st
 	}
 	return out
+}
+
+// capSlots keeps the first N free GPUs of each host with a hostfile's
+// `host slots=N` free and excludes the others: N is the most GPUs a run
+// uses there (0: no cap). Busy and claimed GPUs do not count against it:
+// the cap is on what this run takes.
+func capSlots(inv inventory.Inventory, st [][]GPUStatus) {
+	for i := range inv.Hosts {
+		slots, free := inv.Hosts[i].Host.Slots, 0
+		if slots <= 0 {
+			continue
+		}
+		for j := range st[i] {
+			if st[i][j].State != Free {
+				continue
+			}
+			if free++; free > slots {
+				st[i][j] = GPUStatus{Index: st[i][j].Index, State: Excluded, Reason: fmt.Sprintf(ReasonSlots, slots)}
+			}
+		}
+	}
+}
+
+// shapeHosts makes every host offer exactly ranks×gpus free GPUs or none,
+// for torchrun's --nproc-per-node (ranks; 0: nothing to do): a host with
+// fewer free is passed over, one with more keeps its first ranks×gpus
+// free. Packing then fills each host it uses with exactly ranks ranks.
+func shapeHosts(inv inventory.Inventory, st [][]GPUStatus, ranks, gpus int) {
+	if ranks <= 0 || gpus <= 0 {
+		return
+	}
+	want := ranks * gpus
+	for i := range inv.Hosts {
+		free := 0
+		for _, s := range st[i] {
+			if s.State == Free {
+				free++
+			}
+		}
+		reason := fmt.Sprintf("beyond --nproc-per-node %d", ranks)
+		if free < want {
+			reason = fmt.Sprintf("host has fewer than the %d free GPUs --nproc-per-node %d needs", want, ranks)
+		}
+		seen := 0
+		for j := range st[i] {
+			if st[i][j].State != Free {
+				continue
+			}
+			if seen++; free < want || seen > want {
+				st[i][j] = GPUStatus{Index: st[i][j].Index, State: Excluded, Reason: reason}
+			}
+		}
+	}
 }
 
 func classifyGPU(h *inventory.HostInventory, g *inventory.GPU, a Availability) GPUStatus {

@@ -1,7 +1,10 @@
 package schedule
 
 import (
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -77,5 +80,74 @@ func TestClassifySameUUID(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v\nwant %v", got, want)
+	}
+}
+
+// A hostfile's slots=N keeps N free GPUs of the host and excludes the
+// rest; busy GPUs do not count against the cap.
+func TestClassifySlots(t *testing.T) {
+	h := host("a", 4, util(0, 90))
+	h.Host.Slots = 2
+	got := Classify(inv(h, host("b", 2)), Availability{MaxUtilPct: 10, MaxMemMiB: 1024})
+	want := [][]GPUStatus{
+		{{0, Busy, "util 90% > 10%"}, {1, Free, ""}, {2, Free, ""}, {3, Excluded, "beyond the hostfile's slots=2"}},
+		{{0, Free, ""}, {1, Free, ""}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+}
+
+// A plan takes at most slots=N GPUs of a host, packing or not.
+func TestMakeSlots(t *testing.T) {
+	a := host("a", 4)
+	a.Host.Slots = 2
+	p, err := Make(inv(a, host("b", 2)), req(func(r *Request) { r.Workers, r.Strategy = 4, StrategyPack }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, task := range p.Tasks {
+		got[task.Host] += len(task.GPUs)
+	}
+	if got["a"] != 2 || got["b"] != 2 {
+		t.Errorf("GPUs by host %v, want a:2 (slots=2) b:2: %s", got, layout(p))
+	}
+	if _, err := Make(inv(a), req(func(r *Request) { r.Workers = 3 })); err == nil || !strings.Contains(err.Error(), "found 2") {
+		t.Errorf("3 workers on slots=2: %v", err)
+	}
+}
+
+// torchrun's --nproc-per-node K: every host used holds exactly K ranks; a
+// host with fewer free GPUs is passed over, though packing would have
+// used it.
+func TestMakeRanksPerHost(t *testing.T) {
+	in := inv(host("a", 3, util(0, 90)), host("b", 4), host("c", 2))
+	p, err := Make(in, req(func(r *Request) {
+		r.Framework, r.Workers, r.Strategy, r.RanksPerHost = FrameworkTorch, 4, StrategyPack, 2
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, task := range p.Tasks {
+		got[task.Host]++
+	}
+	if len(got) != 2 || slices.ContainsFunc(slices.Collect(maps.Values(got)), func(n int) bool { return n != 2 }) {
+		t.Errorf("ranks by host %v, want 2 on each of two hosts: %s", got, layout(p))
+	}
+	_, err = Make(inv(host("a", 3, util(0, 90)), host("b", 1)), req(func(r *Request) {
+		r.Framework, r.Workers, r.Strategy, r.RanksPerHost = FrameworkTorch, 4, StrategyPack, 2
+	}))
+	if err == nil || !strings.Contains(err.Error(), "not enough free GPUs") {
+		t.Errorf("two hosts of 2 and 1 free for 2×2: %v", err)
+	}
+	for _, r := range []Request{
+		req(func(r *Request) { r.Workers, r.RanksPerHost = 2, 2 }),
+		req(func(r *Request) { r.Framework, r.Workers, r.RanksPerHost = FrameworkTorch, 2, 2 }), // spread
+	} {
+		if err := r.Validate(); err == nil {
+			t.Errorf("%+v: valid", r)
+		}
 	}
 }

@@ -158,9 +158,11 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 	if err := checkSameMachine(inv); err != nil {
 		return nil, err
 	}
-	st := Classify(inv, req.Availability)
+	st := classify(inv, req.Availability)
 	applyPolicy(inv, st, &req)
 	applyQueue(inv, st, &req)
+	capSlots(inv, st)
+	shapeHosts(inv, st, req.RanksPerHost, req.GPUsPerWorker)
 	ds := demands(&req)
 	spots, ok := place(inv, st, ds, req.Strategy, req.GPUsPerWorker, req.GPUsPerPS)
 	if !ok {

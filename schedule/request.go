@@ -66,6 +66,10 @@ type Request struct {
 	// QueueSince, when set, is when the run began to wait: runs waiting
 	// since earlier (or at a higher priority) go first (queue.go).
 	QueueSince time.Time
+	// RanksPerHost, when not 0, is torchrun's --nproc-per-node (torch,
+	// pack only): every host used holds exactly this many ranks, and a
+	// host with fewer free GPUs than they need is passed over.
+	RanksPerHost int
 }
 
 // NewRequest returns a request with every flag at its documented default:
@@ -121,8 +125,15 @@ func (r *Request) Validate() error {
 	if r.MaxUtilPct < 0 || r.MaxUtilPct > 100 {
 		return usageErr("", "--max-util must be between 0 and 100, got %d", r.MaxUtilPct)
 	}
+	if r.RanksPerHost < 0 {
+		return usageErr("", "--nproc-per-node must be 1 or more, got %d", r.RanksPerHost)
+	}
 	switch r.Framework {
 	case FrameworkTF:
+		if r.RanksPerHost > 0 {
+			return usageErr("a TensorFlow run places ps and workers itself: give --workers and --strategy",
+				"--nnodes and --nproc-per-node are torchrun's: they need --framework torch")
+		}
 	case FrameworkTorch:
 		if err := r.validateTorch(); err != nil {
 			return err
@@ -181,6 +192,12 @@ func (r *Request) validateTorch() error {
 		if c.set {
 			return usageErr(c.hint, "%s cannot be used with --framework torch", c.flag)
 		}
+	}
+	if r.RanksPerHost > 0 && r.Strategy != StrategyPack {
+		return usageErr("--nproc-per-node fills each host it uses; leave --strategy out", "--nproc-per-node cannot be used with --strategy %s", r.Strategy)
+	}
+	if r.RanksPerHost > 0 && r.GPUsPerWorker == 0 {
+		return usageErr("--nproc-per-node K takes K ranks' GPUs on each host: give --gpus-per-worker 1 or more", "--nproc-per-node cannot be used with --gpus-per-worker 0")
 	}
 	return nil
 }

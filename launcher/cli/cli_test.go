@@ -202,3 +202,25 @@ func TestAfterStdoutClosed(t *testing.T) {
 		}
 	}
 }
+
+// torchrun's --nnodes and --nproc-per-node map onto --framework torch;
+// elsewhere they are refused before any host is touched, naming tfhive's
+// words.
+func TestTorchrunFlags(t *testing.T) {
+	isolate(t)
+	need := "tfhive: error: --nnodes and --nproc-per-node are torchrun's: they need --framework torch"
+	wantUsage(t, []string{"run", "--nnodes", "2", "--nproc-per-node", "4", "--", "x"}, need,
+		"tfhive: hint: add --framework torch, or give --workers 8")
+	wantUsage(t, []string{"plan", "--nproc-per-node", "4", "--", "x"}, need, "tfhive: hint: add --framework torch, or give --workers 4")
+	wantUsage(t, []string{"run", "--framework", "torch", "--nnodes", "2", "--workers", "3", "--", "x"},
+		"tfhive: error: --workers and --nnodes/--nproc-per-node both count the ranks; give one",
+		"tfhive: hint: --nnodes 2 --nproc-per-node 1 is 2 ranks")
+	wantUsage(t, []string{"run", "--framework", "torch", "--nnodes", "0", "--", "x"},
+		"tfhive: error: --nnodes 0 --nproc-per-node 1: each must be 1 to 4096")
+	// The request's own check (schedule.UsageError, exit 2 too).
+	_, _, stderr := tfhive(t, "run", "--framework", "torch", "--nproc-per-node", "2", "--strategy", "spread", "--", "x")
+	if want := "tfhive: error: --nproc-per-node cannot be used with --strategy spread\n" +
+		"tfhive: hint: --nproc-per-node fills each host it uses; leave --strategy out\n"; stderr != want {
+		t.Errorf("--strategy spread with --nproc-per-node:\n%s", stderr)
+	}
+}

@@ -115,6 +115,7 @@ var valuesOf = map[string]func(ctx context.Context, l *cmdLine, prefix, cur stri
 	"host":       hostValues,
 	"exclude":    excludeValues,
 	"hosts":      pathValues("files"),
+	"hostfile":   pathValues("files"),
 	"ssh-config": pathValues("files"),
 	"log-dir":    pathValues("dirs"),
 	"log-root":   pathValues("dirs"),
@@ -253,7 +254,7 @@ func (l *cmdLine) hostOptions() commands.HostOptions {
 	}
 	parallel, _ := strconv.Atoi(l.last("parallel"))
 	return commands.HostOptions{
-		Hosts: l.values["host"], File: file, SSHConfig: l.last("ssh-config"),
+		Hosts: l.values["host"], File: file, Hostfile: l.last("hostfile"), SSHConfig: l.last("ssh-config"),
 		ConnectTimeout: duration("connect-timeout"), CommandTimeout: duration("command-timeout"), Parallel: parallel,
 	}
 }

@@ -35,11 +35,49 @@ func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 }
 
 func (w wiring) plan(c *cli.Context) (commands.PlanOptions, error) {
-	return commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}, nil
+	o := commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}
+	return o, torchrunFlags(c, &o.Job)
+}
+
+// torchrunFlags maps torchrun's --nnodes N and --nproc-per-node K onto j
+// for --framework torch: N×K ranks (the chief one of them), packed K to a
+// host on exactly N hosts (schedule.Request.RanksPerHost). Where they do
+// not map (TensorFlow, with --workers) they are refused, naming tfhive's
+// words.
+func torchrunFlags(c *cli.Context, j *commands.Job) error {
+	if !c.IsSet("nnodes") && !c.IsSet("nproc-per-node") {
+		return nil
+	}
+	nodes, per := 1, 1 // torchrun's defaults
+	if c.IsSet("nnodes") {
+		nodes = c.Int("nnodes")
+	}
+	if c.IsSet("nproc-per-node") {
+		per = c.Int("nproc-per-node")
+	}
+	if nodes < 1 || per < 1 || nodes > 1<<12 || per > 1<<12 {
+		return &commands.UsageError{Msg: fmt.Sprintf("--nnodes %d --nproc-per-node %d: each must be 1 to 4096", nodes, per)}
+	}
+	if j.Framework != schedule.FrameworkTorch {
+		return &commands.UsageError{Msg: "--nnodes and --nproc-per-node are torchrun's: they need --framework torch",
+			Fix: fmt.Sprintf("add --framework torch, or give --workers %d", nodes*per)}
+	}
+	if c.IsSet("workers") {
+		return &commands.UsageError{Msg: "--workers and --nnodes/--nproc-per-node both count the ranks; give one",
+			Fix: fmt.Sprintf("--nnodes %d --nproc-per-node %d is %d ranks", nodes, per, nodes*per)}
+	}
+	j.Workers, j.RanksPerHost = nodes*per, per
+	if j.Chief {
+		j.Workers-- // the chief is rank 0, one of the N×K
+	}
+	if !c.IsSet("strategy") {
+		j.Strategy = schedule.StrategyPack
+	}
+	return nil
 }
 
 func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
-	return commands.RunOptions{
+	o := commands.RunOptions{
 		Streams: w.streams(c), Hosts: hostOptions(c), Job: job(c),
 		Env: c.StringSlice("env"), Workdir: c.String("workdir"), Setup: c.String("setup"), LogDir: c.String("log-dir"),
 		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"), Wait: c.Duration("wait"),
@@ -50,7 +88,8 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
 		Sample:   c.Duration("sample"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
-	}, nil
+	}
+	return o, torchrunFlags(c, &o.Job)
 }
 
 func (w wiring) gc(c *cli.Context) (commands.GCOptions, error) {
@@ -91,11 +130,11 @@ func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 	o := commands.FollowOptions{Streams: w.streams(c), RunID: c.Args().First(), LogDir: c.String("log-dir"),
 		Task: c.String("task"), Follow: c.Bool("follow"), Since: c.Int64("since")}
 	if c.Command.Name == "logs" {
-		o.Hosts, o.FromHosts = hostOptions(c), c.IsSet("host") || c.IsSet("hosts")
+		o.Hosts, o.FromHosts = hostOptions(c), c.IsSet("host") || c.IsSet("hosts") || c.IsSet("hostfile")
 	}
 	if c.Command.Name == "attach" {
 		o.Hosts, o.Grace, o.Reconnect = hostOptions(c), c.Duration("grace"), c.Duration("reconnect")
-		o.Adopt = c.IsSet("host") || c.IsSet("hosts")
+		o.Adopt = c.IsSet("host") || c.IsSet("hosts") || c.IsSet("hostfile")
 		o.Capture, o.CaptureFrom = c.StringSlice("capture"), c.String("capture-from")
 		if o.Grace < 0 || o.Reconnect <= 0 {
 			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
@@ -122,6 +161,7 @@ func hostOptions(c *cli.Context) commands.HostOptions {
 	return commands.HostOptions{
 		Hosts:             c.StringSlice("host"),
 		File:              c.String("hosts"),
+		Hostfile:          c.String("hostfile"),
 		SSHConfig:         c.String("ssh-config"),
 		AcceptNewHostKeys: c.Bool("accept-new-host-keys"),
 		ConnectTimeout:    c.Duration("connect-timeout"),
@@ -170,6 +210,7 @@ func hostFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "host", Category: catHosts, Aliases: []string{"H"}, Usage: "`[user@]host[:port]` to use (repeatable or comma-separated); overrides --hosts"},
 		&cli.StringFlag{Name: "hosts", Category: catHosts, EnvVars: []string{"TFHIVE_HOSTS"}, Usage: "hosts `FILE` (default ./hosts.yaml, else ~/.config/tfhive/hosts.yaml, else this machine)"},
+		&cli.StringFlag{Name: "hostfile", Category: catHosts, Usage: "hosts from an MPI/DeepSpeed hostfile `FILE` (lines: host slots=N; slots cap the GPUs used there)"},
 		&cli.StringFlag{Name: "ssh-config", Category: catHosts, Usage: "ssh_config `FILE` to honour (default: the hosts file's ssh_config, else ~/.ssh/config)"},
 		&cli.BoolFlag{Name: "accept-new-host-keys", Category: catHosts, Usage: "trust and record host keys not yet in known_hosts (trust on first use)"},
 		&cli.DurationFlag{Name: "connect-timeout", Category: catHosts, Value: 10 * time.Second, Usage: "limit `D` for TCP connect plus SSH handshake, per host"},
@@ -265,6 +306,10 @@ func jobFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "evaluator", Category: catJob, Usage: "add an evaluator task (kept out of the training cluster)"},
 		&cli.IntFlag{Name: "gpus-per-worker", Category: catJob, Value: schedule.DefaultGPUsPerWorker, Usage: "`N` GPUs for each worker, chief and evaluator (0: CPU only)"},
 		&cli.IntFlag{Name: "gpus-per-ps", Category: catJob, Usage: "`N` GPUs for each parameter server"},
+		// torchrun's words, for those who look for them: refused with
+		// tfhive's equivalent (torchrunFlags).
+		&cli.IntFlag{Name: "nnodes", Category: catJob, Usage: "torchrun's `N` hosts, with --framework torch: N×K ranks on exactly N hosts"},
+		&cli.IntFlag{Name: "nproc-per-node", Category: catJob, Usage: "torchrun's `K` ranks per host, with --framework torch: each host used holds exactly K (packed)"},
 		&cli.StringFlag{Name: "framework", Category: catJob, Value: schedule.FrameworkTF, Usage: "`FRAMEWORK`: tf (TF_CONFIG for ps, chief, workers, evaluator) or torch (MASTER_ADDR, RANK, WORLD_SIZE… as torchrun sets them; chief and workers are the ranks)"},
 		&cli.BoolFlag{Name: "tf-flags", Category: catJob, Usage: "append --ps_hosts --worker_hosts --job_name --task_index (TF1 between-graph scripts)"},
 		&cli.StringFlag{Name: "name", Category: catJob, Usage: "the run `ID` (default: time-based and unique)"},

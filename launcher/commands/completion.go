@@ -74,7 +74,7 @@ func CompleteHosts(h HostOptions, fleet bool) []Candidate {
 		}
 	}
 	if fleet {
-		o.Flags = h.Hosts
+		o.Flags, o.Hostfile = h.Hosts, h.Hostfile
 	}
 	list, origin, _ := hosts.LoadOrigin(o)
 	if origin.SSHConfig != "" {

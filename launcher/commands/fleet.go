@@ -82,6 +82,7 @@ func hostsOptions(h HostOptions) hosts.Options {
 	o := hosts.Options{
 		Flags:       h.Hosts,
 		File:        h.File,
+		Hostfile:    h.Hostfile,
 		DefaultFile: hosts.DefaultFile,
 		UserFile:    hosts.UserFile(home, os.Getenv("XDG_CONFIG_HOME")),
 		SSHConfig:   h.SSHConfig,

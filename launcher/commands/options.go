@@ -20,6 +20,7 @@ type Streams struct {
 type HostOptions struct {
 	Hosts             []string // -H values, before splitting at commas
 	File              string   // --hosts or $TFHIVE_HOSTS; "" for ./hosts.yaml, else the per-user file, when they exist
+	Hostfile          string   // --hostfile: an MPI-style hostfile
 	SSHConfig         string
 	AcceptNewHostKeys bool
 	ConnectTimeout    time.Duration
@@ -48,12 +49,15 @@ type Job struct {
 	GPUsPerWorker int
 	GPUsPerPS     int
 	Strategy      string
-	PortRange     string // LO-HI
-	TFFlags       bool
-	NIC           string   // --nic: "", "auto" or an interface name
-	Priority      string   // --priority: low, normal (""), high
-	Name          string   // run id; "" for a new, time-based one
-	Command       []string // after --
+	// RanksPerHost is torchrun's --nproc-per-node (the cli sets Workers
+	// and Strategy to match it with --nnodes); 0: not given.
+	RanksPerHost int
+	PortRange    string // LO-HI
+	TFFlags      bool
+	NIC          string   // --nic: "", "auto" or an interface name
+	Priority     string   // --priority: low, normal (""), high
+	Name         string   // run id; "" for a new, time-based one
+	Command      []string // after --
 	// Sync is the --sync DIR to make present on every host used ("":
 	// none); SyncExclude its --sync-exclude patterns.
 	Sync        string

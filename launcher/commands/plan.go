@@ -78,6 +78,7 @@ func (j Job) request(hosts []inventory.Host, verb string, tree *codesync.Tree) (
 		GPUsPerWorker: j.GPUsPerWorker,
 		GPUsPerPS:     j.GPUsPerPS,
 		Strategy:      j.Strategy,
+		RanksPerHost:  j.RanksPerHost,
 		PortLo:        lo,
 		PortHi:        hi,
 		Command:       j.Command,

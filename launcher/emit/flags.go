@@ -53,6 +53,8 @@ const (
 var flagRules = []flagRule{
 	{[]string{"host", "H"}, refused(whyPlaced, Slurm, TFJob, PyTorchJob)},
 	{[]string{"hosts"}, refused(whyPlaced, Slurm, TFJob, PyTorchJob)},
+	{[]string{"hostfile"}, refused(whyPlaced, Slurm, TFJob, PyTorchJob)},
+	{[]string{"nnodes", "nproc-per-node"}, refused("torchrun's flags: give --workers", Slurm, TFJob, PyTorchJob)},
 	{[]string{"ssh-config"}, refused(whyPlaced, Slurm, TFJob, PyTorchJob)},
 	{[]string{"accept-new-host-keys"}, refused(whyPlaced, Slurm, TFJob, PyTorchJob)},
 	{[]string{"connect-timeout"}, refused(whyPlaced, Slurm, TFJob, PyTorchJob)},

@@ -33,7 +33,9 @@ type hostEntry struct {
 	Name           string
 	ClusterAddress string
 	GPUs           []int // nil: all GPUs
-	Line           int
+	// Slots, from a --hostfile's slots=N, caps the GPUs used (0: no cap).
+	Slots int
+	Line  int
 }
 
 type hostsFile struct {
@@ -102,7 +104,9 @@ func parseHostsFile(name string, data []byte) (*hostsFile, error) {
 				if err != nil {
 					return err
 				}
-				hf.Hosts = append(hf.Hosts, e)
+				if hf.Hosts, err = appendExpanded(hf.Hosts, e, name); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -278,4 +282,25 @@ func parseGPUList(v *yaml.Node, fail failFunc) ([]int, error) {
 	}
 	sort.Ints(gpus)
 	return gpus, nil
+}
+
+// appendExpanded appends e, one entry per host when its address is a host
+// range (gpu[01-08]); a range's hosts share the entry's settings.
+func appendExpanded(hosts []hostEntry, e hostEntry, file string) ([]hostEntry, error) {
+	where := fmt.Sprintf("%s:%d", file, e.Line)
+	addrs, err := expandRanges(e.Address)
+	if err != nil {
+		return nil, prefixed(where, err)
+	}
+	if len(addrs) > 1 && (e.Name != "" || e.ClusterAddress != "") {
+		return nil, configErrorf("%s: address %s is a host range: it cannot have one name: or cluster_address:", where, e.Address)
+	}
+	if len(hosts)+len(addrs) > maxExpandedHosts {
+		return nil, configErrorf("%s: more than %d hosts", where, maxExpandedHosts)
+	}
+	for _, a := range addrs {
+		e.Address = a
+		hosts = append(hosts, e)
+	}
+	return hosts, nil
 }

@@ -32,6 +32,9 @@ import (
 type Options struct {
 	Flags []string
 	File  string
+	// Hostfile is --hostfile: an MPI-style hostfile (hostfile.go). It
+	// may not be given with Flags or File.
+	Hostfile string
 	// EnvFile is $TFHIVE_HOSTS: a file like File, told apart only in
 	// what Origin says.
 	EnvFile string
@@ -54,12 +57,13 @@ type Options struct {
 type OriginKind int
 
 const (
-	FromLocal   OriginKind = iota // none given: this machine
-	FromFlags                     // -H
-	FromFile                      // --hosts
-	FromEnv                       // $TFHIVE_HOSTS
-	FromDefault                   // ./hosts.yaml
-	FromUser                      // the per-user hosts file
+	FromLocal    OriginKind = iota // none given: this machine
+	FromFlags                      // -H
+	FromFile                       // --hosts
+	FromEnv                        // $TFHIVE_HOSTS
+	FromDefault                    // ./hosts.yaml
+	FromUser                       // the per-user hosts file
+	FromHostfile                   // --hostfile
 )
 
 // Origin says where the hosts came from, for the commands to say so.
@@ -74,7 +78,9 @@ type Origin struct {
 
 // CommandLine is true when the hosts were named on the command line (-H,
 // --hosts): the user knows where they came from.
-func (o Origin) CommandLine() bool { return o.Kind == FromFlags || o.Kind == FromFile }
+func (o Origin) CommandLine() bool {
+	return o.Kind == FromFlags || o.Kind == FromFile || o.Kind == FromHostfile
+}
 
 // Describe says where the hosts came from in a few words, with home as
 // ~: "~/.config/tfhive/hosts.yaml", "$TFHIVE_HOSTS (/lab/hosts.yaml)",
@@ -84,7 +90,7 @@ func (o Origin) Describe(home string) string {
 	switch o.Kind {
 	case FromFlags:
 		return "-H"
-	case FromFile:
+	case FromFile, FromHostfile:
 		return file
 	case FromEnv:
 		return "$TFHIVE_HOSTS (" + file + ")"
@@ -158,6 +164,8 @@ func Load(o Options) ([]inventory.Host, error) {
 // without reading it (Origin.File is "" for -H and this machine).
 func Source(o Options) Origin {
 	switch {
+	case o.Hostfile != "":
+		return Origin{Kind: FromHostfile, File: o.Hostfile}
 	case len(o.Flags) > 0:
 		return Origin{Kind: FromFlags}
 	case o.File != "":
@@ -175,13 +183,29 @@ func Source(o Options) Origin {
 // LoadOrigin is Load, also saying where the hosts came from.
 func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	origin := Source(o)
+	if o.Hostfile != "" && (len(o.Flags) > 0 || o.File != "") {
+		other := "--hosts"
+		if len(o.Flags) > 0 {
+			other = "-H"
+		}
+		return nil, origin, configErrorf("--hostfile and %s both name the hosts; give one", other).
+			withHint("--hostfile reads `host slots=N` lines; --hosts a YAML hosts file; -H hosts by name")
+	}
 	var hf *hostsFile
 	if origin.File != "" {
 		data, err := localfile.Read(origin.File, maxHostsFileSize)
 		if err != nil {
+			if origin.Kind == FromHostfile {
+				return nil, origin, configErrorf("hostfile: %v", localfile.Describe(err))
+			}
 			return nil, origin, configErrorf("hosts file: %v", localfile.Describe(err))
 		}
-		if hf, err = parseHostsFile(origin.File, data); err != nil {
+		if origin.Kind == FromHostfile {
+			hf, err = parseHostfile(origin.File, data)
+		} else {
+			hf, err = parseHostsFile(origin.File, data)
+		}
+		if err != nil {
 			return nil, origin, err
 		}
 		// --ssh-config wins over the file's, as a flag over a config.
@@ -212,13 +236,22 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 		if len(specs) == 0 {
 			return nil, origin, configErrorf("-H: no host given")
 		}
-		for _, s := range specs {
-			h, err := r.resolve(hostEntry{Address: s}, hostSettings{}, "-H "+s)
+		for _, spec := range specs {
+			expanded, err := expandRanges(spec)
 			if err != nil {
-				return nil, origin, err
+				return nil, origin, prefixed("-H "+spec, err)
 			}
-			hosts = append(hosts, h)
-			named = append(named, false)
+			if len(hosts)+len(expanded) > maxExpandedHosts {
+				return nil, origin, configErrorf("-H: more than %d hosts", maxExpandedHosts)
+			}
+			for _, s := range expanded {
+				h, err := r.resolve(hostEntry{Address: s}, hostSettings{}, "-H "+s)
+				if err != nil {
+					return nil, origin, err
+				}
+				hosts = append(hosts, h)
+				named = append(named, false)
+			}
 		}
 	} else {
 		for _, e := range hf.Hosts {

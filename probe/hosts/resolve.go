@@ -55,7 +55,7 @@ func (r resolver) merge(e hostEntry, d hostSettings, source string, depth int) (
 		return nil, fail("port given twice (%d in address, %d in port:)", spec.Port, *e.Port)
 	}
 	alias := spec.Host
-	c := &hostConfig{alias: alias, Host: inventory.Host{Name: cmp.Or(e.Name, alias), Source: source, GPUs: e.GPUs, ClusterAddress: e.ClusterAddress,
+	c := &hostConfig{alias: alias, Host: inventory.Host{Name: cmp.Or(e.Name, alias), Source: source, GPUs: e.GPUs, Slots: e.Slots, ClusterAddress: e.ClusterAddress,
 		ClusterAddressSet: e.ClusterAddress != ""}}
 	get := func(key string) string {
 		v, _ := r.cfg.Get(alias, key)

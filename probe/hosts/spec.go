@@ -79,11 +79,12 @@ func parsePort(s string) (int, error) {
 	return p, nil
 }
 
-// splitHostFlags accepts -H given several times and comma-separated lists.
+// splitHostFlags accepts -H given several times and comma-separated lists
+// (a comma inside a range's brackets, h[1-3,7], is the range's).
 func splitHostFlags(values []string) []string {
 	var out []string
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
+		for _, part := range splitHostList(v) {
 			if part = strings.TrimSpace(part); part != "" {
 				out = append(out, part)
 			}

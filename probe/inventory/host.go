@@ -31,7 +31,10 @@ type Host struct {
 	// then --nic does not move the host's cluster address.
 	ClusterAddressSet bool `json:"-"`
 	// GPUs, when not nil, are the only GPU indices that may be used.
-	GPUs    []int             `json:"gpus,omitempty"`
+	GPUs []int `json:"gpus,omitempty"`
+	// Slots, when not 0, is the most GPUs a run may use here: a
+	// --hostfile's `host slots=N`.
+	Slots   int               `json:"slots,omitempty"`
 	Workdir string            `json:"workdir,omitempty"`
 	Setup   string            `json:"setup,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`

@@ -225,13 +225,24 @@ func classifyDialError(err error, h inventory.Host, timeout time.Duration, ctx c
 		return &inventory.HostError{Kind: inventory.ErrDNS, Message: fmt.Sprintf("cannot resolve %s", h.Address)}
 	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(strings.ToLower(err.Error()), "connection refused"):
 		return &inventory.HostError{Kind: inventory.ErrRefused, Message: fmt.Sprintf("connection refused (%s port %d)", h.Address, h.Port),
-			Hint: "is sshd running there, and is the port right?"}
+			Hint: refusedHint(h.Port)}
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || isTimeout(err):
 		return &inventory.HostError{Kind: inventory.ErrTimeout, Message: fmt.Sprintf("connect timed out after %s", timeout)}
 	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
 		return &inventory.HostError{Kind: inventory.ErrRefused, Message: fmt.Sprintf("no route to %s", h.Address)}
 	}
 	return &inventory.HostError{Kind: inventory.ErrSSH, Message: err.Error()}
+}
+
+// refusedHint is what to check when a host refuses the connection. A
+// small port other than 22 is most likely horovodrun's or MPICH's
+// `-H host:N`, N slots, which here (as in ssh) is port N.
+func refusedHint(port int) string {
+	if port != 22 && port < 1024 {
+		return fmt.Sprintf("is sshd running there, and is the port right? -H host:%d is port %d, as in ssh; "+
+			"for %d GPUs there, use --hostfile with a line `host slots=%d`", port, port, port, port)
+	}
+	return "is sshd running there, and is the port right?"
 }
 
 func isTimeout(err error) bool {

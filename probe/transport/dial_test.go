@@ -291,3 +291,17 @@ func TestClassifyOutOfDescriptors(t *testing.T) {
 		}
 	}
 }
+
+// -H host:4 is port 4 (as in ssh), not horovodrun's 4 slots: a refused
+// small port says so and names --hostfile.
+func TestDialRefusedSmallPortHintsSlots(t *testing.T) {
+	h := inventory.Host{Name: "h1", Address: "127.0.0.1", Port: 4, User: "me"}
+	herr := classifyDialError(syscall.ECONNREFUSED, h, time.Second, context.Background())
+	wantHostError(t, herr, inventory.ErrRefused, "connection refused (127.0.0.1 port 4)",
+		"is sshd running there, and is the port right? -H host:4 is port 4, as in ssh; for 4 GPUs there, use --hostfile with a line `host slots=4`")
+	for _, port := range []int{22, 2222} {
+		if got := refusedHint(port); got != "is sshd running there, and is the port right?" {
+			t.Errorf("port %d: %q", port, got)
+		}
+	}
+}
