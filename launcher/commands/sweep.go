@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -280,9 +281,10 @@ func (o *SweepOptions) detach(name, dir string) error {
 
 // trialEnd is a trial's end, as the sweep's loop hears it.
 type trialEnd struct {
-	i   int
-	sum *record.Summary // nil: it left none
-	err error
+	i       int
+	sum     *record.Summary // nil: it left none
+	err     error
+	started bool // every task started
 }
 
 // run runs the trials not yet succeeded, prints the table and returns the
@@ -393,10 +395,12 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 		mu.Unlock()
 		go func() {
 			defer cancel(nil)
+			var began atomic.Bool
 			sum, err := o.trial(tctx, rec, t, shared, ts, func() {
+				began.Store(true)
 				fmt.Fprintf(stderr, "tfhive: trial %s started (%s)\n", t.ID, paramsLine(rec, t))
 			})
-			ends <- trialEnd{i: i, sum: sum, err: err}
+			ends <- trialEnd{i: i, sum: sum, err: err, started: began.Load()}
 		}()
 	}
 	for {
@@ -417,7 +421,14 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 			mu.Unlock()
 			ok := e.sum != nil && e.sum.Result == record.ResultSucceeded
 			q.Done(ok)
-			fmt.Fprintf(stderr, "tfhive: trial %s %s\n", rec.Trials[e.i].ID, endLine(e))
+			line := endLine(e)
+			if e.sum == nil && !e.started && (interrupted != nil || killed) {
+				// Stopped while it waited its turn: it never ran, and
+				// leaves nothing (its row says "not run").
+				os.RemoveAll(filepath.Join(logRoot, rec.Trials[e.i].ID))
+				line = "not started: the sweep was stopped while it waited"
+			}
+			fmt.Fprintf(stderr, "tfhive: trial %s %s\n", rec.Trials[e.i].ID, line)
 		case sig := <-sigs.run:
 			if sig == launcher.StdoutClosed && interrupted != nil {
 				continue

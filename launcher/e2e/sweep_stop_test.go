@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/sshtest"
+)
+
+// blockedTask is a trial's task that says when it starts in events (the
+// format of sweepTask's) and holds its GPU until the file gate exists.
+func blockedTask(events, gate string) string {
+	return `echo "start $TFHIVE_TRIAL $x $(hostname) $CUDA_VISIBLE_DEVICES $(date +%s.%N)" >> ` + events + `
+while [ ! -e ` + gate + ` ]; do sleep 0.1; done
+echo "loss={x}"`
+}
+
+// startsIn counts the trials' task starts in events.
+func startsIn(t *testing.T, events string) int {
+	return strings.Count(readFile(t, events), "start ")
+}
+
+// sweepOnHosts is `tfhive ps`'s runs whose id begins with prefix.
+func sweepOnHosts(t *testing.T, f *sshtest.Fleet, prefix string) []string {
+	t.Helper()
+	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "ps", "--json")...)
+	wantCode(t, r, 0)
+	var doc struct{ Runs []psRow }
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("ps --json: %v\n%s", err, r.stdout)
+	}
+	var ids []string
+	for _, row := range doc.Runs {
+		if strings.HasPrefix(row.RunID, prefix) {
+			ids = append(ids, row.RunID+"@"+row.Host)
+		}
+	}
+	return ids
+}
+
+// sweepRows is the sweep's table, each row's trial and result.
+func sweepRows(t *testing.T, table string) map[string]string {
+	t.Helper()
+	rows := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(table), "\n")[1:] {
+		c := splitCols(line)
+		if len(c) < 3 {
+			t.Fatalf("row %q of\n%s", line, table)
+		}
+		res := c[2]
+		if res == "not" && len(c) > 3 && c[3] == "run" {
+			res = "not run"
+		}
+		rows[c[0]] = res
+	}
+	return rows
+}
+
+// endsWithin waits for a started tfhive to end, reading what it says,
+// and fails the test if it takes longer than within.
+func endsWithin(t *testing.T, r *running, within time.Duration) (int, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { r.readAll(); r.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+		r.Process.Kill()
+		<-done
+		t.Fatalf("still running %s later:\n%s%s", within, r.read.String(), r.other.String())
+	}
+	return r.ProcessState.ExitCode(), time.Since(start)
+}
+
+// Ctrl-C once while a sweep of 6 trials, --max-parallel 5, has 4 running
+// on 2 hosts × 2 GPUs and a fifth waiting in the hosts' queue: the sweep
+// stops every trial gracefully and exits 130 within --grace and a
+// margin; every trial's tasks are gone from the hosts (no process, no
+// claim, no ticket), no other trial started, and the table marks the 4
+// interrupted and the 2 others not run (the one that waited leaves no
+// log dir). The same command again runs all 6.
+func TestSweepInterrupted(t *testing.T) {
+	f := sweepFleet(t)
+	dir := t.TempDir()
+	events, gate := filepath.Join(dir, "events"), filepath.Join(dir, "go")
+	args := sweepArgs(f, "--name", "si", "--max-parallel", "5", "--param", "x=1,2,3,4,5,6", "--capture", `loss=loss=(\d+)`,
+		"--", "sh", "-c", blockedTask(events, gate))
+	r := startTfhive(t, f, readStderr, args...)
+	var started []string
+	if !r.readUntil(func(l string) bool {
+		if id, ok := strings.CutPrefix(l, "tfhive: trial "); ok && strings.Contains(id, " started (") {
+			started = append(started, strings.Fields(id)[0])
+		}
+		return len(started) == 4
+	}) {
+		r.Wait()
+		t.Fatalf("4 trials did not start:\n%s%s", r.read.String(), r.other.String())
+	}
+	waitFor(t, 30*time.Second, "the 4 trials' tasks", func() bool { return startsIn(t, events) == 4 })
+	if on := sweepOnHosts(t, f, "si-"); len(on) != 4 {
+		t.Fatalf("ps: %v, want the 4 trials", on)
+	}
+	waitFor(t, 30*time.Second, "a fifth trial in the queue", func() bool { return len(queueOrder(t, f)) == 1 })
+	before := r.read.Len()
+
+	r.Process.Signal(syscall.SIGINT)
+	// --grace 2s, then the summaries: 20 s leaves room for a loaded machine.
+	code, took := endsWithin(t, r, 20*time.Second)
+	if code != 130 {
+		t.Fatalf("exit %d, want 130\n%s%s", code, r.read.String(), r.other.String())
+	}
+	t.Logf("the sweep ended %s after Ctrl-C", took.Round(time.Millisecond))
+	after := r.read.String()[before:]
+	wantContains(t, "stderr", after, "tfhive: sweep si: stopping its trials", "tfhive: trial "+started[0]+" interrupted",
+		"not started: the sweep was stopped while it waited")
+	if strings.Contains(after, " started (") {
+		t.Errorf("a trial started after Ctrl-C:\n%s", r.read.String())
+	}
+	noLeftovers(t, f, 5*time.Second)
+	if on := sweepOnHosts(t, f, "si-"); len(on) != 0 {
+		t.Errorf("ps after the sweep: %v", on)
+	}
+	if q := queueOrder(t, f); len(q) != 0 {
+		t.Errorf("queue after the sweep: %v", q)
+	}
+	if n := startsIn(t, events); n != 4 {
+		t.Errorf("%d trials' tasks started, want 4", n)
+	}
+	rows := sweepRows(t, r.other.String())
+	ids := []string{"si-001", "si-002", "si-003", "si-004", "si-005", "si-006"}
+	for _, id := range ids {
+		want := "not run"
+		if slices.Contains(started, id) {
+			want = "interrupted"
+		}
+		if rows[id] != want {
+			t.Errorf("table: %s %s, want %s\n%s", id, rows[id], want, r.other.String())
+		}
+	}
+
+	// Again, the gate open: every trial runs, the interrupted ones in
+	// fresh log dirs.
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, again, 0)
+	rows = sweepRows(t, again.stdout)
+	for _, id := range ids {
+		if rows[id] != "succeeded" {
+			t.Errorf("run again: %s %s\n%s", id, rows[id], again.stdout)
+		}
+	}
+	if n := startsIn(t, events); n != 10 {
+		t.Errorf("%d starts in all, want 4 + 6", n)
+	}
+	es, _ := os.ReadDir(filepath.Join(f.Dir, "tfhive-runs", "si", "earlier"))
+	var earlier, want []string
+	for _, e := range es {
+		earlier = append(earlier, e.Name())
+	}
+	for _, id := range started {
+		want = append(want, id+".1")
+	}
+	slices.Sort(want)
+	if !slices.Equal(earlier, want) {
+		t.Errorf("earlier/: %v, want %v", earlier, want)
+	}
+}
