@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,25 +34,22 @@ func Kill(ctx context.Context, o KillOptions) error {
 	if err := checkRunID("", o.RunID); err != nil {
 		return err
 	}
-	// A sweep of this log root: its tfhive is asked to start no more
-	// trials, and every trial's tasks are stopped.
+	// A sweep of this log root: its tfhive is asked to stop its trials and
+	// start no more (stopSweep); then whatever of its trials still holds
+	// GPUs on the hosts is stopped from here, as a run is.
 	ids := map[string]bool{o.RunID: true}
 	sweepDir := filepath.Join(logRoot, o.RunID)
 	rec, isSweep, err := readSweep(sweepDir)
 	if err != nil {
 		return err
 	}
+	sweepStopped := false
 	if isSweep {
 		for _, t := range rec.Trials {
 			ids[t.ID] = true
 		}
-		if runGoesOn(sweepDir) {
-			f, err := launcher.OpenLogFile(filepath.Join(sweepDir, sweepStop), os.O_CREATE|os.O_WRONLY)
-			if err != nil {
-				return fmt.Errorf("log dir: %w", err)
-			}
-			f.Close()
-			fmt.Fprintf(o.Stdout, "tfhive: sweep %s: its tfhive starts no more trials\n", o.RunID)
+		if sweepStopped, err = stopSweep(ctx, o, sweepDir); err != nil {
+			return err
 		}
 	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
@@ -85,9 +83,9 @@ func Kill(ctx context.Context, o KillOptions) error {
 		}
 	}
 	if len(targets) == 0 {
-		if isSweep && runGoesOn(sweepDir) {
-			// No trial holds GPUs yet (all wait): its tfhive stops them.
-			return nil
+		if sweepStopped {
+			// Its tfhive stopped every trial: nothing is left.
+			return unreachable(inv)
 		}
 		if err := unreachable(inv); err != nil {
 			return err
@@ -126,4 +124,47 @@ func orUnknown(user string) string {
 		return "an unknown user"
 	}
 	return user
+}
+
+// sweepStopMargin is how long, past kill's --grace, kill waits for a
+// sweep's tfhive to stop its trials before stopping them itself.
+const sweepStopMargin = 5 * time.Second
+
+// stopSweep asks the tfhive of the sweep in dir, if one runs it, to stop
+// its trials and start no more, and waits for its end: at most --grace
+// and sweepStopMargin, then kill stops the trials on the hosts itself
+// (a tfhive that hangs, or is stopped). True when it ended.
+//
+// The word is a file, tfhive-runs/SWEEP/stop, which that tfhive looks
+// for before it starts a trial and every sweepStopPoll: unlike a signal
+// it needs no pid (none to trust, none reused), reaches a foreground
+// sweep and a detached one alike, and a tfhive on another machine that
+// shares the log root. It is created only in a log dir of the user's own
+// (CheckLogDirPath), new (O_EXCL) and never through a link (O_NOFOLLOW).
+func stopSweep(ctx context.Context, o KillOptions, dir string) (bool, error) {
+	if !runGoesOn(dir) {
+		return false, nil
+	}
+	if err := launcher.CheckLogDirPath(dir); err != nil {
+		return false, fmt.Errorf("log dir: %w", err)
+	}
+	f, err := launcher.OpenLogFile(filepath.Join(dir, sweepStop), os.O_CREATE|os.O_WRONLY|os.O_EXCL)
+	switch {
+	case err == nil:
+		f.Close()
+	case !errors.Is(err, fs.ErrExist): // asked before: ask again is the same
+		return false, fmt.Errorf("log dir: %w", err)
+	}
+	fmt.Fprintf(o.Stdout, "tfhive: sweep %s: asked its tfhive to stop its trials and start no more\n", o.RunID)
+	wctx, cancel := context.WithTimeout(ctx, o.Grace+sweepStopMargin)
+	defer cancel()
+	if err := waitRunEnd(wctx, dir); err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		fmt.Fprintf(o.Stderr, "tfhive: warning: sweep %s's tfhive did not end within %s; stopping its trials on the hosts\n", o.RunID, o.Grace+sweepStopMargin)
+		return false, nil
+	}
+	fmt.Fprintf(o.Stdout, "tfhive: sweep %s stopped (tfhive runs --sweep %s shows its trials)\n", o.RunID, o.RunID)
+	return true, nil
 }

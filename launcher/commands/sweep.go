@@ -403,7 +403,18 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 			ends <- trialEnd{i: i, sum: sum, err: err, started: began.Load()}
 		}()
 	}
+	askedToStop := func() {
+		if !killed && stopAsked(dir) {
+			killed = true
+			q.Stop()
+			fmt.Fprintf(stderr, "tfhive: sweep %s: tfhive kill asked it to stop; stopping its trials\n", rec.Name)
+			stopAll(syscall.SIGTERM)
+		}
+	}
 	for {
+		// Before any trial starts: a trial that kill stopped on the
+		// hosts must not make room for another.
+		askedToStop()
 		for {
 			i, ok := q.Next()
 			if !ok {
@@ -440,12 +451,6 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 			}
 			stopAll(sig)
 		case <-tick.C:
-			if !killed && stopAsked(dir) {
-				killed = true
-				q.Stop()
-				fmt.Fprintf(stderr, "tfhive: sweep %s: tfhive kill asked it to stop; stopping its trials\n", rec.Name)
-				stopAll(syscall.SIGTERM)
-			}
 		}
 	}
 	tab := sweepTable(rec, o.Run.Stderr)

@@ -181,14 +181,19 @@ func writeSweepTable(w io.Writer, tab view.SweepTable, asJSON, asCSV bool) error
 // every trial succeeded.
 func sweepResult(rec record.Sweep) error {
 	tab := sweepTable(rec, io.Discard)
-	failed := 0
+	failed, notRun := 0, 0
 	for _, r := range tab.Trials {
 		if r.Result != record.ResultSucceeded {
 			failed++
 		}
+		if r.Result == view.ResultNotRun {
+			notRun++
+		}
 	}
 	if failed > 0 {
-		return &SweepFailedError{Name: rec.Name, Failed: failed, Total: len(tab.Trials)}
+		// A trial it never ran: it was stopped (kill, --max-failures,
+		// Ctrl-C) before the end.
+		return &SweepFailedError{Name: rec.Name, Failed: failed, Total: len(tab.Trials), Stopped: notRun > 0}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -172,5 +173,118 @@ func TestSweepInterrupted(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(earlier, want) {
 		t.Errorf("earlier/: %v, want %v", earlier, want)
+	}
+}
+
+// gone: process pid has ended (a zombie nobody reaped counts as ended).
+func gone(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	return err != nil || strings.Contains(string(stat), ") Z ")
+}
+
+// `tfhive kill SWEEP` of a detached sweep whose 4 trials run and 2 wait
+// their turn: every running trial's tasks stop within a bound, no other
+// trial starts, the keeper ends, `wait` exits 1 saying the sweep was
+// stopped, and nothing of it remains on the hosts; its table marks the 4
+// stopped and the 2 not run.
+func TestSweepDetachKill(t *testing.T) {
+	f := sweepFleet(t)
+	dir := t.TempDir()
+	events, gate := filepath.Join(dir, "events"), filepath.Join(dir, "go")
+	r := tfhive(t, f.Env(), f.Dir, sweepArgs(f, "--name", "kd", "--detach", "--param", "x=1,2,3,4,5,6",
+		"--", "sh", "-c", blockedTask(events, gate))...)
+	wantCode(t, r, 0)
+	if strings.TrimSpace(r.stdout) != "kd" {
+		t.Fatalf("--detach printed %q", r.stdout)
+	}
+	waitFor(t, 30*time.Second, "the 4 trials' tasks", func() bool { return startsIn(t, events) == 4 })
+	keeper := keeperOf(t, filepath.Join("tfhive-runs", "kd"))
+
+	start := time.Now()
+	k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "--grace", "2s", "kd")...)
+	wantCode(t, k, 0)
+	// Its keeper stopped the trials: kill found nothing left to stop.
+	if want := "tfhive: sweep kd: asked its tfhive to stop its trials and start no more\n" +
+		"tfhive: sweep kd stopped (tfhive runs --sweep kd shows its trials)\n"; k.stdout != want || k.stderr != "" {
+		t.Errorf("kill said:\n%s%s\nwant:\n%s", k.stdout, k.stderr, want)
+	}
+	w := tfhive(t, f.Env(), f.Dir, "wait", "kd")
+	took := time.Since(start)
+	wantCode(t, w, 1)
+	wantContains(t, "wait", w.stderr, "tfhive: error: sweep kd: 6 of 6 trials did not succeed; stopped before the end")
+	// --grace 2s, the stop file's poll, the summaries: 20 s leaves room
+	// for a loaded machine.
+	if took > 20*time.Second {
+		t.Errorf("the sweep ended %s after kill", took)
+	}
+	t.Logf("the sweep ended %s after kill", took.Round(time.Millisecond))
+	waitFor(t, 5*time.Second, "the keeper's end", func() bool { return gone(keeper) })
+	noLeftovers(t, f, 5*time.Second)
+	if on := sweepOnHosts(t, f, "kd-"); len(on) != 0 {
+		t.Errorf("ps after the sweep: %v", on)
+	}
+	if q := queueOrder(t, f); len(q) != 0 {
+		t.Errorf("queue after the sweep: %v", q)
+	}
+	if n := startsIn(t, events); n != 4 {
+		t.Errorf("%d trials' tasks started, want 4", n)
+	}
+	shown := tfhive(t, f.Env(), f.Dir, "runs", "--sweep", "kd")
+	wantCode(t, shown, 0)
+	rows := sweepRows(t, shown.stdout)
+	notRun := 0
+	for id, res := range rows {
+		switch res {
+		case "not run":
+			notRun++
+		case "succeeded", "running", "unknown":
+			t.Errorf("%s: %s", id, res)
+		}
+	}
+	if len(rows) != 6 || notRun != 2 {
+		t.Errorf("table:\n%s", shown.stdout)
+	}
+	logs := tfhive(t, f.Env(), f.Dir, "logs", "kd")
+	wantCode(t, logs, 0)
+	wantContains(t, "logs kd", logs.stdout, "tfhive: sweep kd: tfhive kill asked it to stop; stopping its trials")
+}
+
+// A detached sweep whose keeper does not answer (SIGSTOP: its machine
+// asleep) is still stopped by `tfhive kill SWEEP`: after its --grace and
+// 5 s kill stops the trials' tasks on the hosts itself. The keeper, woken,
+// starts no other trial and ends.
+func TestSweepKillKeeperStopped(t *testing.T) {
+	f := sweepFleet(t)
+	dir := t.TempDir()
+	events, gate := filepath.Join(dir, "events"), filepath.Join(dir, "go")
+	r := tfhive(t, f.Env(), f.Dir, sweepArgs(f, "--name", "ks", "--detach", "--param", "x=1,2,3,4,5,6",
+		"--", "sh", "-c", blockedTask(events, gate))...)
+	wantCode(t, r, 0)
+	waitFor(t, 30*time.Second, "the 4 trials' tasks", func() bool { return startsIn(t, events) == 4 })
+	keeper := keeperOf(t, filepath.Join("tfhive-runs", "ks"))
+	if err := syscall.Kill(keeper, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(keeper, syscall.SIGCONT)
+
+	k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "--grace", "1s", "ks")...)
+	wantCode(t, k, 0)
+	wantContains(t, "kill", k.stderr, "tfhive: warning: sweep ks's tfhive did not end within 6s; stopping its trials on the hosts\n")
+	if n := strings.Count(k.stdout, "tfhive: stopped run ks-00"); n != 4 {
+		t.Errorf("kill stopped %d trials, want 4:\n%s", n, k.stdout)
+	}
+	noLeftovers(t, f, 5*time.Second)
+
+	syscall.Kill(keeper, syscall.SIGCONT)
+	waitFor(t, 30*time.Second, "the keeper's end", func() bool { return gone(keeper) })
+	if n := startsIn(t, events); n != 4 {
+		t.Errorf("%d trials' tasks started, want 4", n)
+	}
+	w := tfhive(t, f.Env(), f.Dir, "wait", "ks")
+	wantCode(t, w, 1)
+	wantContains(t, "wait", w.stderr, "tfhive: error: sweep ks: 6 of 6 trials did not succeed; stopped before the end")
+	noLeftovers(t, f, 5*time.Second)
+	if on := sweepOnHosts(t, f, "ks-"); len(on) != 0 {
+		t.Errorf("ps after the sweep: %v", on)
 	}
 }
