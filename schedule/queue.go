@@ -56,15 +56,50 @@ func Queue(inv inventory.Inventory) []QueueEntry {
 // its place is theirs, dated by the hosts as every other waiter dates it
 // (QueueSince, this machine's clock when it began to wait, is only its
 // place until then): two waiters must agree on which is ahead.
+//
+// A request with NoBackfill (a sweep's trial) backfills nowhere: for a run
+// ahead that does not fit now, it keeps off every free GPU of the hosts
+// that run could be placed on once enough of them free up. A sweep is a
+// stream of runs: were each trial to take the GPU that one before it
+// freed, a run ahead asking more GPUs than one trial frees at a time
+// would wait as long as the sweep has trials. So the sweep's GPUs drain,
+// one trial's end at a time, until that run fits.
 func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 	for _, e := range Ahead(inv, *req) {
+		why := fmt.Sprintf("kept for run %s (%s, %s, waiting since %s)", e.RunID, e.User, e.Priority, e.Since.Format("15:04:05 UTC"))
 		taken, ok := fitTicket(inv, st, e)
 		if !ok {
+			if req.NoBackfill {
+				keepForLater(inv, st, e, why+": a sweep's trial does not backfill")
+			}
 			continue
 		}
-		why := fmt.Sprintf("kept for run %s (%s, %s, waiting since %s)", e.RunID, e.User, e.Priority, e.Since.Format("15:04:05 UTC"))
 		for _, t := range taken {
 			st[t[0]][t[1]] = GPUStatus{Index: st[t[0]][t[1]].Index, State: Queued, Reason: why}
+		}
+	}
+}
+
+// keepForLater keeps, for a ticket that does not fit now, the free GPUs
+// of each of its hosts that could ever hold its largest task (as many
+// GPUs there, and, for a ticket labelled high, a policy that lets its
+// user use --priority high: see fitTicket).
+func keepForLater(inv inventory.Inventory, st [][]GPUStatus, e QueueEntry, why string) {
+	largest := 0
+	for _, n := range e.Shape {
+		largest = max(largest, n)
+	}
+	if largest == 0 {
+		return
+	}
+	for i, h := range inv.Hosts {
+		if !slices.Contains(e.Hosts, h.Name) || len(st[i]) < largest || e.Priority == PriorityHigh && !mayUseHigh(&inv.Hosts[i], e.User) {
+			continue
+		}
+		for j, s := range st[i] {
+			if s.State == Free {
+				st[i][j] = GPUStatus{Index: s.Index, State: Queued, Reason: why}
+			}
 		}
 	}
 }

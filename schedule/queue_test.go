@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,5 +82,36 @@ func TestAhead(t *testing.T) {
 	inv.Hosts[0].Tickets = append(inv.Hosts[0].Tickets, ticket("me", "alice", PriorityNormal, t0.Add(6*time.Second), 1))
 	if got := ids(Ahead(inv, req)); !slices.Equal(got, []string{"high", "early", "late"}) {
 		t.Errorf("ahead with its ticket: %v, want high early late", got)
+	}
+}
+
+// A run behind one that waits for 2 GPUs of a host, one of them busy,
+// backfills on the free one; a sweep's trial (NoBackfill) does not, and
+// says for whom it is kept, but still starts on a host where the run
+// ahead could never fit (one GPU).
+func TestQueueNoBackfill(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	h1 := host("h1", 2, proc(0, "carol", 42, "python train.py"))
+	h1.Tickets = []inventory.Ticket{ticket("big", "bob", PriorityNormal, t0, 2)}
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{h1}}
+	req := NewRequest()
+	req.Workers, req.GPUsPerWorker, req.RunID, req.Command = 1, 1, "sw-005", []string{"true"}
+	req.QueueSince = t0.Add(time.Second)
+	if _, err := Make(inv, req); err != nil {
+		t.Fatalf("backfill: %v", err)
+	}
+	req.NoBackfill = true
+	_, err := Make(inv, req)
+	var ce *CapacityError
+	if !errors.As(err, &ce) || !strings.Contains(strings.Join(ce.Lines, "\n"), "kept for run big (bob, normal, waiting since 03:04:05 UTC): a sweep's trial does not backfill") {
+		t.Fatalf("NoBackfill: %v %+v", err, ce)
+	}
+	// A host of one GPU could never hold big's task of 2: not kept.
+	h2 := host("h2", 1)
+	h2.Tickets = []inventory.Ticket{ticket("big", "bob", PriorityNormal, t0, 2)}
+	inv.Hosts = append(inv.Hosts, h2)
+	p, err := Make(inv, req)
+	if err != nil || p.Tasks[0].Host != "h2" {
+		t.Fatalf("on h2: %v %+v", err, p)
 	}
 }

@@ -66,6 +66,9 @@ type Request struct {
 	// QueueSince, when set, is when the run began to wait: runs waiting
 	// since earlier (or at a higher priority) go first (queue.go).
 	QueueSince time.Time
+	// NoBackfill (a sweep's trial) never starts on GPUs that a run waiting
+	// ahead of it could use once more of them free up: see applyQueue.
+	NoBackfill bool
 	// RanksPerHost, when not 0, is torchrun's --nproc-per-node (torch,
 	// pack only): every host used holds exactly this many ranks, and a
 	// host with fewer free GPUs than they need is passed over.

@@ -222,6 +222,9 @@ func Run(ctx context.Context, o RunOptions) error {
 	// The run's place among waiting runs: when it began to wait, held
 	// on the hosts as tickets while it waits (see "Fair sharing").
 	req.QueueSince = time.Now()
+	// A sweep's trial waits behind whoever waits ahead, never backfilling:
+	// a sweep must not starve a colleague's larger run.
+	req.NoBackfill = o.trial != nil
 	var tickets *hostops.Tickets
 	defer func() { tickets.Release() }()
 	// The tickets' hosts say when their locks change: the wait between
