@@ -300,7 +300,13 @@ func Run(ctx context.Context, o RunOptions) error {
 				// The line says it all: no "probing hosts" line a retry.
 				fleet.NoProgress()
 			}
-			wl.show(waiting(err, schedule.Ahead(lastInv, req), o.Wait > 0, left, o.Wait))
+			shown := o.Wait
+			if shown >= sweepForever {
+				// A sweep's trial without --wait waits until the sweep
+				// ends: no time left to say.
+				shown = 0
+			}
+			wl.show(waiting(err, schedule.Ahead(lastInv, req), o.Wait > 0, left, shown))
 		},
 	}
 	sum, err := retry.Do(ctx, attempt)

@@ -170,6 +170,15 @@ func TestSweepDoesNotStarveColleague(t *testing.T) {
 	if q := queueOrder(t, f); len(q) != 2 || q[0] != "coll" || len(b.startedNow()) != 4 {
 		t.Fatalf("queue %v, started %v: the sweep's next trial should wait behind the colleague", q, b.startedNow())
 	}
+	// The trial says so in its console, with no time left of a --wait it
+	// was not given.
+	console := filepath.Join(f.Dir, "tfhive-runs", queueOrder(t, f)[1], "console.log")
+	waitFor(t, 30*time.Second, "the trial's waiting line", func() bool {
+		return strings.Contains(readFile(t, console), "2nd in the queue (after run coll of "+b.colleague.Name+")")
+	})
+	if c := readFile(t, console); strings.Contains(c, "left of --wait") {
+		t.Errorf("the trial's console:\n%s", c)
+	}
 	b.finish(on["s2"][0])
 	waitFor(t, 30*time.Second, "the sweep's next trial", func() bool {
 		return len(queueOrder(t, f)) == 3 || len(b.startedNow()) == 5
