@@ -294,12 +294,18 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 	if err := launcher.MakeLogDir(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
+	// A stop file that a kill left for a sweep that ended before it read
+	// it is stale: it goes before the lock is taken. `tfhive kill` writes
+	// one only while the lock is held, so once this sweep holds it, no
+	// kill of it is lost.
+	if !runGoesOn(dir) {
+		os.Remove(filepath.Join(dir, sweepStop))
+	}
 	release, err := holdRunLock(dir)
 	if err != nil {
 		return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
 	}
 	defer release()
-	os.Remove(filepath.Join(dir, sweepStop))
 	if err := writeSweepRecord(dir, rec); err != nil {
 		return err
 	}

@@ -191,8 +191,8 @@ func TestSweepDetachKill(t *testing.T) {
 	f := sweepFleet(t)
 	dir := t.TempDir()
 	events, gate := filepath.Join(dir, "events"), filepath.Join(dir, "go")
-	r := tfhive(t, f.Env(), f.Dir, sweepArgs(f, "--name", "kd", "--detach", "--param", "x=1,2,3,4,5,6",
-		"--", "sh", "-c", blockedTask(events, gate))...)
+	args := sweepArgs(f, "--name", "kd", "--detach", "--param", "x=1,2,3,4,5,6", "--", "sh", "-c", blockedTask(events, gate))
+	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
 	if strings.TrimSpace(r.stdout) != "kd" {
 		t.Fatalf("--detach printed %q", r.stdout)
@@ -247,6 +247,17 @@ func TestSweepDetachKill(t *testing.T) {
 	logs := tfhive(t, f.Env(), f.Dir, "logs", "kd")
 	wantCode(t, logs, 0)
 	wantContains(t, "logs kd", logs.stdout, "tfhive: sweep kd: tfhive kill asked it to stop; stopping its trials")
+
+	// Run again (the gate open), the kill's word is stale: all 6 run.
+	if _, err := os.Lstat(filepath.Join(f.Dir, "tfhive-runs", "kd", "stop")); err != nil {
+		t.Fatalf("the kill's word: %v", err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again := tfhive(t, f.Env(), f.Dir, slices.DeleteFunc(args, func(a string) bool { return a == "--detach" })...)
+	wantCode(t, again, 0)
+	wantContains(t, "run again", again.stderr, "sweep kd: 6 trials, 4 at a time")
 }
 
 // A detached sweep whose keeper does not answer (SIGSTOP: its machine
