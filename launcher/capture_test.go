@@ -176,7 +176,7 @@ func TestCaptureMatchesLinesAcrossSplits(t *testing.T) {
 				streams[s] = append(streams[s], ends[rng.Intn(len(ends))]...)
 			}
 		}
-		got := newTaskCapture(c)
+		got := newTaskCapture(c, nil)
 		ref := &refCapture{caps: c.List, vals: map[string]string{}}
 		for len(streams[0])+len(streams[1]) > 0 {
 			s := rng.Intn(2)
@@ -204,7 +204,7 @@ func TestCaptureMatchesLinesAcrossSplits(t *testing.T) {
 // size; a value is kept up to captureMaxValue bytes.
 func TestCaptureLongLines(t *testing.T) {
 	c := mustCaptures(t, "loss=loss=([0-9.]+)", "all=^(x+)")
-	tc := newTaskCapture(c)
+	tc := newTaskCapture(c, nil)
 	long := strings.Repeat("x", 3*outMaxLine)
 	tc.write(0, []byte("loss=1\n"+long[:10]))
 	for i := 10; i < len(long); i += 1000 {
@@ -217,7 +217,7 @@ func TestCaptureLongLines(t *testing.T) {
 		t.Errorf("loss %q, all %d bytes", m["loss"], len(m["all"]))
 	}
 	// Cut at a UTF-8 boundary.
-	tc = newTaskCapture(mustCaptures(t, "v=v(.*)"))
+	tc = newTaskCapture(mustCaptures(t, "v=v(.*)"), nil)
 	tc.write(1, []byte("v"+strings.Repeat("a", captureMaxValue-1)+"é\n"))
 	if v := tc.metrics()["v"]; len(v) != captureMaxValue-1 || !strings.HasSuffix(v, "a") {
 		t.Errorf("value of %d bytes, ending %q", len(v), v[len(v)-3:])
@@ -342,7 +342,7 @@ func BenchmarkCapture(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			chunk := []byte(strings.Repeat(bc.line, 32<<10/len(bc.line)))
-			tc := newTaskCapture(mustCaptures(b, bc.spec))
+			tc := newTaskCapture(mustCaptures(b, bc.spec), nil)
 			b.SetBytes(int64(len(chunk)))
 			for b.Loop() {
 				tc.write(0, chunk)

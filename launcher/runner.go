@@ -278,7 +278,12 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*record.Summary, er
 	if o.Restart.Max > 0 && o.Adopted && o.Mark != "" {
 		r.mark = o.Mark
 	}
+	if o.Captures != nil && len(o.Captures.List) > 0 {
+		r.series = newSeriesBook(filepath.Join(o.LogDir, "metrics.csv"), o.Relaunch != nil)
+	}
+	r.timeline = newTimeline(filepath.Join(o.LogDir, "events.csv"), o.Relaunch != nil)
 	sum := r.run(ctx)
+	r.timeline.close()
 	if err := r.p.Conflict(); err != nil {
 		return nil, err
 	}
@@ -305,6 +310,10 @@ type runner struct {
 	// mark is this tfhive's random word for its kept tasks' truncation
 	// lines (supervisor.TruncatedMarker).
 	mark string
+	// series is --capture's metrics.csv (series.go), nil without;
+	// timeline the run's events.csv (timeline.go).
+	series   *seriesBook
+	timeline *timeline
 	// usage and samplers are --sample's (sampler.go); nil without.
 	usage    *usageBook
 	samplers map[string]*sampler
@@ -453,6 +462,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			rt.log.Close()
 		}
 	}
+	r.series.close()
 	r.stopSamplers()
 	return r.summary()
 }
@@ -479,6 +489,7 @@ var ctlLines = map[lifecycle.Control]string{
 // apply feeds ev to the policy and carries out its decision.
 func (r *runner) apply(ev lifecycle.Event) {
 	d := r.p.Apply(ev)
+	r.noteEvent(ev, d)
 	for _, line := range d.Say {
 		r.o.Console.Printf("%s", line)
 	}
@@ -624,7 +635,7 @@ func (r *runner) openOutput(rt *runTask) error {
 	}
 	rt.log = logf
 	rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
-	rt.out.captureInto(r.o.Captures, rt.t.ID)
+	rt.out.captureInto(r.o.Captures, rt.t.ID, r.series)
 	rt.started = time.Now()
 	rt.attemptStart = rt.started
 	return nil

@@ -206,6 +206,17 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.runs, commands.Runs),
 			},
 			{
+				Name:      "report",
+				Usage:     "write a run's or a sweep's report: one HTML file to open offline or mail (timeline, GPU use, metrics, summary)",
+				ArgsUsage: "RUN_ID|SWEEP",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "log-root", Usage: "the run or sweep is in `DIR` instead of tfhive-runs"},
+					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write it to `FILE` (- for stdout) instead of report.html in its dir"},
+				},
+				OnUsageError: onUsage,
+				Action:       action(w.report, commands.Report),
+			},
+			{
 				Name:      "attach",
 				Usage:     "follow a detached run's console from its start, then live, and exit with its code; Ctrl-C only detaches; with -H or --hosts, find the run on the hosts and become its keeper",
 				ArgsUsage: "[RUN_ID]",

@@ -117,6 +117,14 @@ func (w wiring) runs(c *cli.Context) (commands.RunsOptions, error) {
 		Sort: c.String("sort"), Reverse: c.Bool("reverse")}, noArgs(c)
 }
 
+func (w wiring) report(c *cli.Context) (commands.ReportOptions, error) {
+	o := commands.ReportOptions{Streams: w.Streams, LogRoot: c.String("log-root"), Name: c.Args().First(), Out: c.String("output")}
+	if c.NArg() != 1 {
+		return o, &commands.UsageError{Msg: "report takes one run id or sweep name (tfhive runs lists the runs)"}
+	}
+	return o, nil
+}
+
 func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 	o := commands.KillOptions{Streams: w.Streams, Hosts: hostOptions(c), RunID: c.Args().First(), Grace: c.Duration("grace")}
 	if c.NArg() != 1 {

@@ -306,6 +306,11 @@ func Run(ctx context.Context, o RunOptions) error {
 		view.WriteSummary(o.Stdout, sum)
 	}
 	var recErr *record.RecordError
+	if !errors.As(err, &recErr) {
+		// After the summary, which the user reads meanwhile; not where
+		// the summary could not be written.
+		writeRunReport(logDir, sum.RunID, o.Stderr)
+	}
 	if errors.As(err, &recErr) && sum.ExitCode != 0 {
 		// A failed run keeps its own exit code: what the task said
 		// matters more to a script than the local record.
