@@ -58,9 +58,9 @@ type PlanTask struct {
 
 // Event is one row of events.csv.
 type Event struct {
-	Time               time.Time
-	Task, Host, Kind   string
-	Detail             string
+	Time             time.Time
+	Task, Host, Kind string
+	Detail           string
 }
 
 // TaskGPU is one task's samples: per GPU index.
