@@ -36,7 +36,7 @@ type line struct {
 }
 
 type dot struct {
-	X, Y         float64
+	X, Y, R      float64
 	Color, Title string
 }
 
@@ -112,6 +112,8 @@ func durLabel(d time.Duration) string {
 		return "0"
 	case d < time.Second:
 		return d.String()
+	case d < time.Minute && d%time.Second != 0:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
 	}
 	s := d.Round(time.Second).String()
 	for _, z := range []string{"0s", "0m"} {
@@ -226,7 +228,7 @@ func timeChart(title string, w, h float64, t0 time.Time, span time.Duration, lin
 		c.Lines = append(c.Lines, line{Points: b.String(), Color: color(i), Label: l.Label})
 		if len(l.Pts) == 1 {
 			// One point draws no line: a dot then.
-			c.Dots = append(c.Dots, dot{X: ta.x(l.Pts[0].t), Y: va.y(l.Pts[0].v), Color: color(i), Title: l.Label + ": " + numLabel(l.Pts[0].v)})
+			c.Dots = append(c.Dots, dot{X: ta.x(l.Pts[0].t), Y: va.y(l.Pts[0].v), R: 4, Color: color(i), Title: l.Label + ": " + numLabel(l.Pts[0].v)})
 		}
 		c.Legend = append(c.Legend, legendItem{Color: color(i), Label: l.Label})
 	}

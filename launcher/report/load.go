@@ -86,8 +86,14 @@ func Load(dir, id string) (*Run, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		r.note("plan.json: %v", why(err))
 	}
-	if r.Summary == nil && r.Plan == nil {
+	switch {
+	case r.Summary == nil && r.Plan == nil:
 		return nil, fs.ErrNotExist
+	case r.Summary != nil && r.Summary.RunID != "":
+		// A run's --log-dir may have another name than its id.
+		r.ID = r.Summary.RunID
+	case r.Plan != nil && r.Plan.RunID != "":
+		r.ID = r.Plan.RunID
 	}
 	if r.Summary == nil {
 		r.note("no summary.json: the run goes on, or its tfhive was killed")

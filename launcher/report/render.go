@@ -266,7 +266,11 @@ func (r *Run) taskTable() taskTable {
 		if len(t.Attempts) > 0 {
 			attempts = strconv.Itoa(len(t.Attempts))
 		}
-		row := []string{t.ID, t.Host, strings.TrimPrefix(gpuList(t.GPUs), " "), t.Outcome, code,
+		var gpus []string
+		for _, g := range t.GPUs {
+			gpus = append(gpus, strconv.Itoa(g))
+		}
+		row := []string{t.ID, t.Host, strings.Join(gpus, ","), t.Outcome, code,
 			t.Duration.Round(100 * time.Millisecond).String(), attempts, util, mem, note}
 		for _, n := range names {
 			row = append(row, t.Metrics[n])

@@ -205,8 +205,10 @@ func (s *Sweep) paramChart(m string, par record.SweepParam) chart {
 		c.Empty = "no trial has a number for " + m
 		return c
 	}
+	// Room above and below: a dot on the axis is half hidden by it.
+	pad := (hi - lo) * 0.08
 	var ys []float64
-	lo, hi, ys = niceAxis(lo, hi, 4)
+	lo, hi, ys = niceAxis(lo-pad, hi+pad, 4)
 	va := valueAxis{lo: lo, hi: hi, t: c.T, b: c.B}
 	for _, v := range ys {
 		c.YTicks = append(c.YTicks, tick{va.y(v), numLabel(v)})
@@ -221,8 +223,8 @@ func (s *Sweep) paramChart(m string, par record.SweepParam) chart {
 			xa.log = false
 		}
 	}
-	pad := 16.0
-	xpos := func(x float64) float64 { return c.L + pad + xa.f(x)*(c.R-c.L-2*pad) }
+	const edge = 16.0
+	xpos := func(x float64) float64 { return c.L + edge + xa.f(x)*(c.R-c.L-2*edge) }
 	if numeric {
 		for _, v := range par.Values {
 			c.XTicks = append(c.XTicks, tick{xpos(xs[v]), v})
@@ -233,7 +235,7 @@ func (s *Sweep) paramChart(m string, par record.SweepParam) chart {
 		}
 	}
 	for _, p := range pts {
-		c.Dots = append(c.Dots, dot{X: xpos(p.x), Y: va.y(p.y), Color: color(0), Title: p.title})
+		c.Dots = append(c.Dots, dot{X: xpos(p.x), Y: va.y(p.y), R: 6, Color: color(0), Title: p.title})
 	}
 	return c
 }

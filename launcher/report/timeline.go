@@ -65,7 +65,7 @@ func timelineChart(r *Run, t0 time.Time, span time.Duration) (chart, int) {
 		c.Bars = append(c.Bars, bar{X: x0, Y: c.T + float64(row*rowH) + 3, W: max(x1-x0, 1.5), H: rowH - 6, Color: col, Title: title})
 	}
 	addDot := func(row int, at time.Time, col, title string) {
-		c.Dots = append(c.Dots, dot{X: ta.x(at), Y: c.T + float64(row*rowH) + rowH/2, Color: col, Title: title})
+		c.Dots = append(c.Dots, dot{X: ta.x(at), Y: c.T + float64(row*rowH) + rowH/2, R: 4, Color: col, Title: title})
 	}
 	at := func(e Event) string { return durLabel(e.Time.Sub(t0).Round(100*time.Millisecond)) + ": " }
 	if len(r.Events) == 0 {
