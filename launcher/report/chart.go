@@ -105,7 +105,7 @@ func (a timeAxis) ticks() []tick {
 	return ts
 }
 
-// durLabel: 0, 500ms, 30s, 1m30s, 2h, 1h30m.
+// durLabel: 0, 500ms, 1.5s, 30s, 1m30s, 2h, 1h30m.
 func durLabel(d time.Duration) string {
 	switch {
 	case d == 0:
@@ -115,13 +115,18 @@ func durLabel(d time.Duration) string {
 	case d < time.Minute && d%time.Second != 0:
 		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
 	}
-	s := d.Round(time.Second).String()
-	for _, z := range []string{"0s", "0m"} {
-		if strings.HasSuffix(s, z) && len(s) > len(z) && s != "0s" {
-			s = strings.TrimSuffix(s, z)
+	d = d.Round(time.Second)
+	var b strings.Builder
+	for _, u := range []struct {
+		d    time.Duration
+		unit string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if n := d / u.d; n > 0 {
+			b.WriteString(strconv.FormatInt(int64(n), 10) + u.unit)
+			d -= n * u.d
 		}
 	}
-	return s
+	return b.String()
 }
 
 // valueAxis maps values to y.

@@ -124,6 +124,9 @@ func WriteSweep(w io.Writer, s *Sweep) error {
 	}
 	metrics := slices.Sorted(maps.Keys(names))
 	for _, m := range metrics {
+		if !s.anyNumber(m) {
+			continue // a word, as "n/a": in the table only
+		}
 		for _, par := range s.Rec.Params {
 			p.Charts = append(p.Charts, s.paramChart(m, par))
 		}
@@ -238,4 +241,17 @@ func (s *Sweep) paramChart(m string, par record.SweepParam) chart {
 		c.Dots = append(c.Dots, dot{X: xpos(p.x), Y: va.y(p.y), R: 6, Color: color(0), Title: p.title})
 	}
 	return c
+}
+
+// anyNumber: some trial's metric m is a number.
+func (s *Sweep) anyNumber(m string) bool {
+	for _, t := range s.Trials {
+		if t.Summary == nil {
+			continue
+		}
+		if v, err := strconv.ParseFloat(t.Summary.Metrics[m], 64); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			return true
+		}
+	}
+	return false
 }
