@@ -163,8 +163,26 @@ func splitCSV(fields []string, line []byte) []string {
 	}
 }
 
-// parseTime reads the launcher's times (2006-01-02T15:04:05.000Z).
+// parseTime reads the launcher's times (2006-01-02T15:04:05.000Z): by
+// hand, as a long run's gpu-usage.csv has millions; any other form
+// through time.Parse.
 func parseTime(s string) (time.Time, bool) {
+	const layout = "2006-01-02T15:04:05.000Z"
+	if len(s) == len(layout) && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':' && s[19] == '.' && s[23] == 'Z' {
+		n := [7]int{}
+		ok := true
+		for i, f := range [7][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}, {20, 23}} {
+			for _, c := range s[f[0]:f[1]] {
+				if c < '0' || c > '9' {
+					ok = false
+				}
+				n[i] = n[i]*10 + int(c-'0')
+			}
+		}
+		if ok && n[1] >= 1 && n[1] <= 12 && n[2] >= 1 && n[2] <= 31 && n[3] < 24 && n[4] < 60 && n[5] < 60 {
+			return time.Date(n[0], time.Month(n[1]), n[2], n[3], n[4], n[5], n[6]*1e6, time.UTC), true
+		}
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	return t, err == nil
 }

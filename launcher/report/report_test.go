@@ -177,3 +177,17 @@ func TestDurLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTime(t *testing.T) {
+	for _, s := range []string{"2026-01-02T10:00:05.123Z", "2026-12-31T23:59:59.999Z", "2026-01-02T10:00:05Z", "2026-01-02T10:00:05.5+02:00"} {
+		want, _ := time.Parse(time.RFC3339Nano, s)
+		if got, ok := parseTime(s); !ok || !got.Equal(want) {
+			t.Errorf("parseTime(%q) = %v, %v; want %v", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"", "2026-13-02T10:00:05.123Z", "2026-01-02T1x:00:05.123Z", "yesterday"} {
+		if _, ok := parseTime(s); ok {
+			t.Errorf("parseTime(%q) is a time", s)
+		}
+	}
+}
