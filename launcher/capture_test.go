@@ -335,14 +335,24 @@ func TestRunCaptures(t *testing.T) {
 // The cost of matching, per byte of output: a task printing its loss on
 // every line, and one whose lines never hold the literal.
 func BenchmarkCapture(b *testing.B) {
-	for _, bc := range []struct{ name, line, spec string }{
-		{"every-line", "step 123 loss 0.0123 lr 0.1\n", `loss=loss ([0-9.]+)`},
-		{"never", "12345678\n", `loss=loss ([0-9.]+)`},
-		{"no-literal", "12345678\n", `loss=(?i)loss ([0-9.]+)`},
+	for _, bc := range []struct {
+		name, line, spec string
+		series           bool
+	}{
+		{"every-line", "step 123 loss 0.0123 lr 0.1\n", `loss=loss ([0-9.]+)`, false},
+		{"every-line-metrics.csv", "step 123 loss 0.0123 lr 0.1\n", `loss=loss ([0-9.]+)`, true},
+		{"never", "12345678\n", `loss=loss ([0-9.]+)`, false},
+		{"no-literal", "12345678\n", `loss=(?i)loss ([0-9.]+)`, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			chunk := []byte(strings.Repeat(bc.line, 32<<10/len(bc.line)))
-			tc := newTaskCapture(mustCaptures(b, bc.spec), nil)
+			var series *taskSeries
+			if bc.series {
+				book := newSeriesBook(filepath.Join(b.TempDir(), "metrics.csv"), false)
+				defer book.close()
+				series = book.task("worker:0", 1)
+			}
+			tc := newTaskCapture(mustCaptures(b, bc.spec), series)
 			b.SetBytes(int64(len(chunk)))
 			for b.Loop() {
 				tc.write(0, chunk)
