@@ -95,9 +95,6 @@ func Load(dir, id string) (*Run, error) {
 	case r.Plan != nil && r.Plan.RunID != "":
 		r.ID = r.Plan.RunID
 	}
-	if r.Summary == nil {
-		r.note("no summary.json: the run goes on, or its tfhive was killed")
-	}
 	r.readEvents()
 	r.readGPU()
 	r.readMetrics()
