@@ -164,6 +164,7 @@ func hostOptions(c *cli.Context) commands.HostOptions {
 		Hostfile:          c.String("hostfile"),
 		SSHConfig:         c.String("ssh-config"),
 		AcceptNewHostKeys: c.Bool("accept-new-host-keys"),
+		Quiet:             c.Bool("quiet"), // run's -q, as ssh -q
 		ConnectTimeout:    c.Duration("connect-timeout"),
 		CommandTimeout:    c.Duration("command-timeout"),
 		Parallel:          c.Int("parallel"),
