@@ -37,7 +37,7 @@ func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 func (w wiring) top(c *cli.Context) (commands.TopOptions, error) {
 	return commands.TopOptions{
 		Streams: w.streams(c), Stdin: c.App.Reader, Hosts: hostOptions(c), Availability: availability(c),
-		Interval: c.Duration("interval"), Grace: c.Duration("grace"),
+		Interval: c.Duration("interval"), Grace: c.Duration("grace"), LogRoot: c.String("log-root"),
 	}, noArgs(c)
 }
 
@@ -240,6 +240,7 @@ func topFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.DurationFlag{Name: "interval", Usage: "refresh every `D` (default 2s; not on a terminal: print once, or every D when given)"},
 		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL when x stops a run"},
+		&cli.StringFlag{Name: "log-root", Usage: "the `DIR` holding your runs' log dirs (default tfhive-runs)"},
 	}
 }
 

@@ -31,6 +31,7 @@ type TopOptions struct {
 	// given (DefaultTopInterval on a terminal; one snapshot otherwise).
 	Interval time.Duration
 	Grace    time.Duration // a stopped run's SIGTERM → SIGKILL
+	LogRoot  string        // --log-root: where the user's runs are; "" for tfhive-runs
 }
 
 // DefaultTopInterval is top's refresh interval on a terminal.
@@ -45,42 +46,28 @@ const topEndedRuns = 5
 // Each host is dialled once and its connection reused by every refresh.
 func Top(ctx context.Context, o TopOptions) error {
 	if o.Interval < 0 {
-		return usagef("--interval must be positive")
+		return usagef("--interval must not be negative")
 	}
 	if o.Grace < 0 {
 		return usagef("--grace must not be negative")
 	}
-	out, tty := terminalFile(o.Stdout)
-	in, ttyIn := o.Stdin.(*os.File)
-	tty = tty && ttyIn && isTerminal(in)
-	// On a terminal the screen is the UI's: the fleet's warnings go to
-	// its footer instead of through it.
-	warnings := &lastLine{}
-	stderr := o.Stderr
-	if tty {
-		stderr = warnings
-	}
-	fleet, err := openFleet(o.Hosts, stderr, probeGPUs)
-	if err != nil {
-		return err
-	}
-	avail, err := o.Availability.availability(fleet.Hosts)
-	if err != nil {
-		return err
-	}
-	defer fleet.Close()
-	// The same round trip says what the user's run directories on the
-	// hosts say of their runs (their state), as for ps.
-	fleet.LookForRuns()
-	src := &topSource{fleet: fleet, avail: avail, grace: o.Grace, parallel: o.Hosts.Parallel, from: hostsFrom(o.Hosts), warnings: warnings}
-	if !tty {
-		return topPlain(ctx, o, src)
-	}
-	fleet.NoProgress()
 	color, err := o.colors(o.Stdout)
 	if err != nil {
 		return err
 	}
+	out, tty := terminalFile(o.Stdout)
+	in, ttyIn := o.Stdin.(*os.File)
+	tty = tty && ttyIn && isTerminal(in)
+	src, err := newTopSource(o, tty)
+	if err != nil {
+		return err
+	}
+	defer src.fleet.Close()
+	fleet := src.fleet
+	if !tty {
+		return topPlain(ctx, o, src)
+	}
+	fleet.NoProgress()
 	interval := o.Interval
 	if interval == 0 {
 		interval = DefaultTopInterval
@@ -131,6 +118,34 @@ func topPlain(ctx context.Context, o TopOptions, src *topSource) error {
 	}
 }
 
+// newTopSource validates o and opens the fleet (nothing dialled yet). On
+// a terminal (tty) the screen is the UI's: the fleet's warnings go to
+// its footer instead of through it.
+func newTopSource(o TopOptions, tty bool) (*topSource, error) {
+	warnings := &lastLine{}
+	stderr := o.Stderr
+	if tty {
+		stderr = warnings
+	}
+	fleet, err := openFleet(o.Hosts, stderr, probeGPUs)
+	if err != nil {
+		return nil, err
+	}
+	avail, err := o.Availability.availability(fleet.Hosts)
+	if err != nil {
+		return nil, err
+	}
+	// The same round trip says what the user's run directories on the
+	// hosts say of their runs (their state), as for ps.
+	fleet.LookForRuns()
+	root := o.LogRoot
+	if root == "" {
+		root = logRoot
+	}
+	return &topSource{fleet: fleet, avail: avail, grace: o.Grace, parallel: o.Hosts.Parallel, from: hostsFrom(o.Hosts),
+		warnings: warnings, root: root}, nil
+}
+
 // topSource gathers top's snapshots over the fleet's connections, and
 // stops runs through them.
 type topSource struct {
@@ -140,6 +155,7 @@ type topSource struct {
 	parallel int
 	from     string
 	warnings *lastLine
+	root     string // the log root
 
 	mu  sync.Mutex
 	inv inventory.Inventory // the last probe's, for stop
@@ -198,7 +214,7 @@ func (s *topSource) mine(inv inventory.Inventory, now time.Time) []top.Run {
 			r.Since = h.Since
 		}
 	}
-	recs, _ := listRuns(logRoot, io.Discard, now)
+	recs, _ := listRuns(s.root, io.Discard, now)
 	view.SortRunRecords(recs, "", true) // the latest first
 	ended := 0
 	for _, rec := range recs {

@@ -68,6 +68,8 @@ type Model struct {
 	logRun        Run
 	log           LogTail
 	logGen        int
+	// after is msg after d: tea.Tick, which tests replace with no wait.
+	after func(d time.Duration, msg tea.Msg) tea.Cmd
 }
 
 // New is the model before its first snapshot.
@@ -78,7 +80,10 @@ func New(cfg Config) Model {
 	if cfg.Ctx == nil {
 		cfg.Ctx = context.Background()
 	}
-	return Model{cfg: cfg, refreshing: true}
+	after := func(d time.Duration, msg tea.Msg) tea.Cmd {
+		return tea.Tick(d, func(time.Time) tea.Msg { return msg })
+	}
+	return Model{cfg: cfg, refreshing: true, after: after}
 }
 
 // Messages.
@@ -124,8 +129,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.Warning != "" {
 			m.note = msg.Warning
 		}
-		gen := m.gen
-		return m, tea.Tick(m.cfg.Interval, func(time.Time) tea.Msg { return tickMsg(gen) })
+		return m, m.after(m.cfg.Interval, tickMsg(m.gen))
 	case tickMsg:
 		if int(msg) != m.gen || m.refreshing {
 			return m, nil // a tick of an earlier refresh
@@ -144,8 +148,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.log = msg.LogTail
-		gen := m.logGen
-		return m, tea.Tick(logPoll, func(time.Time) tea.Msg { return logTickMsg(gen) })
+		return m, m.after(logPoll, logTickMsg(m.logGen))
 	case logTickMsg:
 		if m.mode != modeLog || int(msg) != m.logGen {
 			return m, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -27,7 +28,7 @@ import (
 
 // Caps on columns whose cells can be long.
 const (
-	capHost  = 18
+	capHost  = 16
 	capRun   = 28
 	capUser  = 12
 	capState = 11
@@ -71,14 +72,15 @@ func headline(snap *Snapshot, from string, every time.Duration) string {
 			bad++
 		}
 	}
-	parts := []string{"tfhive top", fmt.Sprintf("%d hosts", len(snap.Inv.Hosts))}
-	if bad > 0 {
-		parts[1] += fmt.Sprintf(" (%d unreachable)", bad)
-	}
-	parts = append(parts, fmt.Sprintf("%d GPUs, %d free", total, free), fmt.Sprintf("%d queued", len(snap.Queue)))
+	parts := []string{"tfhive top"}
 	if !snap.At.IsZero() {
 		parts = append(parts, snap.At.Local().Format("15:04:05"))
 	}
+	hosts := wording.Count(len(snap.Inv.Hosts), "host")
+	if bad > 0 {
+		hosts += fmt.Sprintf(", %d down", bad)
+	}
+	parts = append(parts, hosts, fmt.Sprintf("%s, %d free", wording.Count(total, "GPU"), free), fmt.Sprintf("%d queued", len(snap.Queue)))
 	if every > 0 {
 		parts = append(parts, "every "+every.String())
 	}
