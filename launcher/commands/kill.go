@@ -82,7 +82,7 @@ func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, i
 			}
 			// Only your own runs; root may stop any. The user is the
 			// holding processes' owner as the host's kernel says.
-			if h.User != r.User && h.User != "root" {
+			if user := loginUser(h); user != r.User && user != "root" {
 				others = append(others, fmt.Sprintf("%s holds claims labelled %s on %s", orUnknown(r.User), id, h.Name))
 				continue
 			}
@@ -119,6 +119,15 @@ func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, i
 		}
 	}
 	return k, nil
+}
+
+// loginUser is who tfhive is on host h: the user it logs in as, or on
+// this machine without SSH (no hosts given), the local user.
+func loginUser(h inventory.Host) string {
+	if h.Local && h.User == "" {
+		return localUser()
+	}
+	return h.User
 }
 
 func orUnknown(user string) string {

@@ -186,7 +186,7 @@ func (s *topSource) refresh(ctx context.Context) top.Snapshot {
 func (s *topSource) mine(inv inventory.Inventory, now time.Time) []top.Run {
 	login := map[string]string{}
 	for _, h := range s.fleet.Hosts {
-		login[h.Name] = h.User
+		login[h.Name] = loginUser(h)
 	}
 	byID := map[string]*top.Run{}
 	var order []*top.Run
