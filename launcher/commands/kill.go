@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
@@ -32,6 +35,27 @@ func Kill(ctx context.Context, o KillOptions) error {
 	if err := checkRunID("", o.RunID); err != nil {
 		return err
 	}
+	// A sweep of this log root: its tfhive is asked to start no more
+	// trials, and every trial's tasks are stopped.
+	ids := map[string]bool{o.RunID: true}
+	sweepDir := filepath.Join(logRoot, o.RunID)
+	rec, isSweep, err := readSweep(sweepDir)
+	if err != nil {
+		return err
+	}
+	if isSweep {
+		for _, t := range rec.Trials {
+			ids[t.ID] = true
+		}
+		if runGoesOn(sweepDir) {
+			f, err := launcher.OpenLogFile(filepath.Join(sweepDir, sweepStop), os.O_CREATE|os.O_WRONLY)
+			if err != nil {
+				return fmt.Errorf("log dir: %w", err)
+			}
+			f.Close()
+			fmt.Fprintf(o.Stdout, "tfhive: sweep %s: its tfhive starts no more trials\n", o.RunID)
+		}
+	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
 		return err
@@ -41,39 +65,45 @@ func Kill(ctx context.Context, o KillOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := killRun(ctx, fleet, inv, o.RunID, o.Grace, o.Hosts.Parallel, hostsFrom(o.Hosts))
+	k, err := killRun(ctx, fleet, inv, o.RunID, ids, o.Grace, o.Hosts.Parallel, hostsFrom(o.Hosts))
+	if k.none && isSweep && runGoesOn(sweepDir) {
+		// No trial holds GPUs yet (all wait): its tfhive stops them.
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	for _, w := range res.warnings {
+	for _, w := range k.warnings {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", w)
 	}
-	for _, line := range res.said {
+	for _, line := range k.said {
 		fmt.Fprintf(o.Stdout, "tfhive: %s\n", line)
 	}
-	if len(res.failed) > 0 {
-		return errors.New("could not stop run " + o.RunID + " everywhere: " + strings.Join(res.failed, "; "))
+	if len(k.failed) > 0 {
+		return errors.New("could not stop run " + o.RunID + " everywhere: " + strings.Join(k.failed, "; "))
 	}
 	return unreachable(inv)
 }
 
-// killed is what killRun did: a line per host where it stopped the run
-// (or found it ended), the hosts where it failed, and the claims of the
-// run left alone (another user's).
+// killed is what killRun did: a line per run and host where it stopped
+// the run (or found it ended), the hosts where it failed, and the claims
+// left alone (another user's); none: no claim of the runs was found.
 type killed struct {
 	said, failed, warnings []string
+	none                   bool
 }
 
-// killRun stops run id's tasks on the hosts of inv (fleet's last probe)
-// where it holds claims: only the user's own runs, or any when the user
-// is root. kill and top's stop share it; from is hostsFrom, for the
-// error when the run holds nothing.
-func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, id string, grace time.Duration, parallel int, from string) (killed, error) {
+// killRun stops the tasks of the runs ids (run id, or a sweep's trials)
+// on the hosts of inv (fleet's last probe) where they hold claims: only
+// the user's own runs, or any when the user is root. kill and top's stop
+// share it; from is hostsFrom, for the error when nothing is held.
+func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, id string, ids map[string]bool,
+	grace time.Duration, parallel int, from string) (killed, error) {
 	var targets []view.RunOnHost
 	var others []string
 	execs := map[string]remote.Executor{}
 	for _, r := range hostops.Runs(inv) {
-		if r.RunID != id {
+		if !ids[r.RunID] {
 			continue
 		}
 		for i, h := range fleet.Hosts {
@@ -94,6 +124,7 @@ func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, i
 	}
 	var k killed
 	if len(targets) == 0 {
+		k.none = true
 		if err := unreachable(inv); err != nil {
 			return k, err
 		}
@@ -113,9 +144,9 @@ func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, i
 		case res.Err != nil:
 			k.failed = append(k.failed, res.Host+": "+res.Err.Error())
 		case res.Tasks == 0:
-			k.said = append(k.said, fmt.Sprintf("run %s on %s had already ended", id, res.Host))
+			k.said = append(k.said, fmt.Sprintf("run %s on %s had already ended", res.RunID, res.Host))
 		default:
-			k.said = append(k.said, fmt.Sprintf("stopped run %s on %s (%s)", id, res.Host, wording.Count(res.Tasks, "task")))
+			k.said = append(k.said, fmt.Sprintf("stopped run %s on %s (%s)", res.RunID, res.Host, wording.Count(res.Tasks, "task")))
 		}
 	}
 	return k, nil

@@ -274,7 +274,7 @@ func (s *topSource) stop(ctx context.Context, id string) (string, error) {
 	s.mu.Lock()
 	inv := s.inv
 	s.mu.Unlock()
-	k, err := killRun(ctx, s.fleet, inv, id, s.grace, s.parallel, s.from)
+	k, err := killRun(ctx, s.fleet, inv, id, map[string]bool{id: true}, s.grace, s.parallel, s.from)
 	if err != nil {
 		return "", err
 	}
