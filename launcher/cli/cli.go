@@ -157,6 +157,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.status, commands.Status),
 			},
 			{
+				Name:         "top",
+				Usage:        "a live view of the fleet: GPUs and who holds them, the queue, your runs (? for keys)",
+				Flags:        join(hostFlags(), topFlags(), availabilityFlags(), []cli.Flag{colorFlag()}),
+				OnUsageError: onUsage,
+				Action:       action(w.top, commands.Top),
+			},
+			{
 				Name:         "plan",
 				Usage:        "show where every task would run, without starting anything",
 				ArgsUsage:    "-- CMD [ARGS...]",
@@ -171,6 +178,14 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Flags:        join(hostFlags(), jobFlags(), syncFlags(), runFlags(), []cli.Flag{colorFlag()}),
 				OnUsageError: onUsage,
 				Action:       action(w.run, commands.Run),
+			},
+			{
+				Name:         "sweep",
+				Usage:        "run the command over a grid of --param values, each trial a run of its own, as many at once as the GPUs fit; then a table of the results",
+				ArgsUsage:    "--param NAME=V1,V2,... -- CMD ... {NAME} ...",
+				Flags:        join(sweepFlags(), hostFlags(), jobFlags(), syncFlags(), runFlags(), []cli.Flag{colorFlag()}),
+				OnUsageError: onUsage,
+				Action:       action(w.sweep, commands.Sweep),
 			},
 			{
 				Name:         "doctor",
@@ -201,6 +216,8 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 					&cli.StringFlag{Name: "sort", Usage: "order by the metric `NAME` (numbers numerically) instead of start time"},
 					&cli.BoolFlag{Name: "reverse", Aliases: []string{"r"}, Usage: "the other way round (runs without the metric stay last)"},
 					&cli.BoolFlag{Name: "json", Usage: "print the runs as a JSON document"},
+					&cli.StringFlag{Name: "sweep", Usage: "show sweep `NAME`'s table of trials instead"},
+					&cli.BoolFlag{Name: "csv", Usage: "with --sweep: print the table as CSV"},
 				},
 				OnUsageError: onUsage,
 				Action:       action(w.runs, commands.Runs),

@@ -101,6 +101,21 @@ func writeRunReport(dir, id string, stderr io.Writer) {
 	}
 }
 
+// writeSweepReport writes report.html in a sweep's dir (<root>/NAME) as
+// it ends; what fails is a warning.
+func writeSweepReport(dir string, stderr io.Writer) {
+	err := func() error {
+		s, err := report.LoadSweep(filepath.Dir(dir), dir)
+		if err != nil {
+			return err
+		}
+		return writeLogDirFile(filepath.Join(dir, reportFile), func(w io.Writer) error { return report.WriteSweep(w, s) })
+	}()
+	if err != nil {
+		fmt.Fprintf(stderr, "tfhive: warning: the sweep's report (%s): %v\n", filepath.Join(dir, reportFile), pathErr(err))
+	}
+}
+
 // writeLogDirFile writes a file of a log dir whole or not at all: beside
 // it, never through a link, then renamed over it.
 func writeLogDirFile(path string, render func(io.Writer) error) (err error) {
