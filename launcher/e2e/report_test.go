@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"image/png"
 	"os"
@@ -14,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // reportTask prints a loss a line until its host's nvidia-smi was asked
@@ -90,47 +87,36 @@ func TestRunReport(t *testing.T) {
 	}
 }
 
-// A sweep of three trials, each a real run of its own with --capture,
-// and its record: tfhive report SWEEP plots the loss against the
-// parameter and lists the trials.
+// A sweep of three trials with --capture leaves report.html in its dir as
+// it ends: the loss against the parameter, a dot per trial, and the
+// trials; tfhive report SWEEP writes the same again.
 func TestReportSweep(t *testing.T) {
 	f := runFleet(t, "s1")
-	root := t.TempDir()
-	sw := record.Sweep{Name: "lrs", Command: []string{"sh", "-c", `awk -v lr="$1" 'BEGIN { print "loss", (lr - 0.01) ^ 2 + 0.5 }'`, "task", "{lr}"},
-		Params: []record.SweepParam{{Name: "lr", Values: []string{"0.001", "0.01", "0.1"}}}}
-	for i, lr := range sw.Params[0].Values {
-		id := fmt.Sprintf("lrs-%03d", i+1)
-		sw.Trials = append(sw.Trials, record.SweepTrial{ID: id, Params: map[string]string{"lr": lr}})
-		argv := append(sw.Command[:len(sw.Command)-1:len(sw.Command)-1], lr)
-		r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, append([]string{"run", "--name", id, "--log-dir", filepath.Join(root, id),
-			"--gpus-per-worker", "0", "--capture", "loss=loss ([0-9.e+-]+)", "--"}, argv...)...)...)
-		wantCode(t, r, 0)
-	}
-	if err := os.MkdirAll(filepath.Join(root, "lrs"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := json.Marshal(sw)
-	if err := os.WriteFile(filepath.Join(root, "lrs", "sweep.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := tfhive(t, f.Env(), f.Dir, "report", "--log-root", root, "lrs")
+	values := []string{"0.001", "0.01", "0.1"}
+	r := tfhive(t, f.Env(), f.Dir, sweepArgs(f, "--name", "lrs", "--param", "lr="+strings.Join(values, ","),
+		"--gpus-per-worker", "0", "--capture", "loss=loss ([0-9.e+-]+)", "--",
+		"sh", "-c", `awk -v lr="$1" 'BEGIN { print "loss", (lr - 0.01) ^ 2 + 0.5 }'`, "task", "{lr}")...)
 	wantCode(t, r, 0)
-	page := filepath.Join(root, "lrs", "report.html")
-	if r.stdout != page+"\n" {
-		t.Errorf("stdout %q, want the report's path", r.stdout)
-	}
+	page := filepath.Join(f.Dir, "tfhive-runs", "lrs", "report.html")
 	html := readFileT(t, page)
 	checkSelfContained(t, html)
 	c := chartOf(t, html, "loss against lr", "")
 	if n := strings.Count(c, "<circle"); n != 3 {
 		t.Errorf("loss against lr: %d dots, want one per trial:\n%s", n, c)
 	}
-	for i, lr := range sw.Params[0].Values {
+	for i, lr := range values {
 		wantContains(t, "report", c, fmt.Sprintf("<title>lrs-%03d: lr=%s, loss=", i+1, lr))
 	}
 	// Three dots of colour.
 	dom := renderInChromium(t, page, 3*50)
 	wantContains(t, "the rendered page", dom, "lrs-001", "lrs-002", "lrs-003", "loss against lr", "succeeded")
+
+	out := filepath.Join(t.TempDir(), "sweep.html")
+	rr := tfhive(t, f.Env(), f.Dir, "report", "lrs", "-o", out)
+	wantCode(t, rr, 0)
+	if again := readFileT(t, out); again != html || rr.stdout != out+"\n" {
+		t.Errorf("tfhive report SWEEP -o: stdout %q, and the file differs from the sweep's report.html", rr.stdout)
+	}
 }
 
 // checkSelfContained: nothing in the page is fetched, nor linked to,
