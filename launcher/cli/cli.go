@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -173,6 +172,14 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.run, commands.Run),
 			},
 			{
+				Name:         "rerun",
+				Usage:        "run a recorded run again as it was, under a new id, saying first what is not as it was (code, hosts, git commit, tfhive)",
+				ArgsUsage:    "RUN_ID|LOG_DIR",
+				Flags:        rerunFlags(),
+				OnUsageError: onUsage,
+				Action:       action(w.rerun, commands.Rerun),
+			},
+			{
 				Name:         "doctor",
 				Usage:        "compare Python, modules, driver and CUDA versions across the hosts",
 				Flags:        join(hostFlags(), doctorFlags(), syncFlags(), jsonFlag("print the report as a JSON document")),
@@ -282,13 +289,4 @@ func action[O any](options func(*cli.Context) (O, error), command func(context.C
 	}
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
-		}
-	}
-	return "dev"
-}
+func version() string { return commands.Version() }
