@@ -40,8 +40,8 @@ const (
 // tagged out, and what a rerun must not repeat is cleared there.
 type RunOptions struct {
 	Streams `json:"-"`
-	Hosts HostOptions
-	Job   Job
+	Hosts   HostOptions
+	Job     Job
 	// Env holds --env values: K=V, or K for this machine's value.
 	Env            []string
 	Workdir, Setup string // override the hosts file's when not empty
