@@ -143,8 +143,8 @@ func TestRerunDifferences(t *testing.T) {
 	ro := RunOptions{Hosts: HostOptions{Local: true}}
 	lines := rerunDifferences(rec, ro, nil)
 	want := []string{
-		"rerun of r1: the --sync tree was aaaaaaaaaaaa, now none",
-		`rerun of r1: tfhive was "old\x1b[31m", now ` + Version(),
+		"rerun of r1: --sync tree then aaaaaaaaaaaa, now none",
+		`rerun of r1: tfhive then "old\x1b[31m", now ` + Version(),
 	}
 	if !reflect.DeepEqual(lines, want) {
 		t.Errorf("lines\n%q\nwant\n%q", lines, want)

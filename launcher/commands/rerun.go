@@ -156,7 +156,7 @@ func rerunDifferences(rec *record.Repro, ro RunOptions, tree *codesync.Tree) []s
 	id := shown(rec.RunID)
 	var lines []string
 	differs := func(what, then, now string) {
-		lines = append(lines, fmt.Sprintf("rerun of %s: %s was %s, now %s", id, what, then, now))
+		lines = append(lines, fmt.Sprintf("rerun of %s: %s then %s, now %s", id, what, then, now))
 	}
 	var thenHash, nowHash string
 	if rec.Code != nil {
@@ -166,7 +166,7 @@ func rerunDifferences(rec *record.Repro, ro RunOptions, tree *codesync.Tree) []s
 		nowHash = tree.Hash
 	}
 	if thenHash != nowHash {
-		differs("the --sync tree", hashOrNone(thenHash), hashOrNone(nowHash))
+		differs("--sync tree", hashOrNone(thenHash), hashOrNone(nowHash))
 	}
 	if now, err := hosts.Load(hostsOptions(ro.Hosts)); err == nil {
 		names := make([]string, len(now))
@@ -174,18 +174,18 @@ func rerunDifferences(rec *record.Repro, ro RunOptions, tree *codesync.Tree) []s
 			names[i] = h.Name
 		}
 		if !slices.Equal(names, rec.Fleet) {
-			differs("the hosts", nameList(rec.Fleet), nameList(names))
+			differs("hosts", nameList(rec.Fleet), nameList(names))
 		}
 	}
 	cwd, _ := os.Getwd()
 	if g, then := gitState(cwd), rec.Git; gitWord(g) != gitWord(then) {
-		differs("the git commit", gitWord(then), gitWord(g))
+		differs("git commit", gitWord(then), gitWord(g))
 	}
 	if v := Version(); v != rec.Version {
 		differs("tfhive", shown(rec.Version), v)
 	}
 	if cwd != rec.LaunchDir {
-		differs("the launch dir", shown(rec.LaunchDir), cwd)
+		differs("launch dir", shown(rec.LaunchDir), cwd)
 	}
 	if len(lines) == 0 {
 		lines = append(lines, fmt.Sprintf("rerun of %s: the --sync tree, the hosts, the git commit and tfhive are as they were", id))
