@@ -180,6 +180,14 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.rerun, commands.Rerun),
 			},
 			{
+				Name:         "sweep",
+				Usage:        "run the command over a grid of --param values, each trial a run of its own, as many at once as the GPUs fit; then a table of the results",
+				ArgsUsage:    "--param NAME=V1,V2,... -- CMD ... {NAME} ...",
+				Flags:        join(sweepFlags(), hostFlags(), jobFlags(), syncFlags(), runFlags(), []cli.Flag{colorFlag()}),
+				OnUsageError: onUsage,
+				Action:       action(w.sweep, commands.Sweep),
+			},
+			{
 				Name:         "doctor",
 				Usage:        "compare Python, modules, driver and CUDA versions across the hosts",
 				Flags:        join(hostFlags(), doctorFlags(), syncFlags(), jsonFlag("print the report as a JSON document")),
@@ -208,6 +216,8 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 					&cli.StringFlag{Name: "sort", Usage: "order by the metric `NAME` (numbers numerically) instead of start time"},
 					&cli.BoolFlag{Name: "reverse", Aliases: []string{"r"}, Usage: "the other way round (runs without the metric stay last)"},
 					&cli.BoolFlag{Name: "json", Usage: "print the runs as a JSON document"},
+					&cli.StringFlag{Name: "sweep", Usage: "show sweep `NAME`'s table of trials instead"},
+					&cli.BoolFlag{Name: "csv", Usage: "with --sweep: print the table as CSV"},
 				},
 				OnUsageError: onUsage,
 				Action:       action(w.runs, commands.Runs),

@@ -92,6 +92,31 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 	return o, torchrunFlags(c, &o.Job)
 }
 
+// sweep is the run flags every trial gets, and the sweep's own.
+func (w wiring) sweep(c *cli.Context) (commands.SweepOptions, error) {
+	r, err := w.run(c)
+	return commands.SweepOptions{
+		Run: r, Params: c.StringSlice("param"), Random: c.Int("random"), Seed: c.Int64("seed"),
+		MaxParallel: c.Int("max-parallel"), MaxFailures: c.Int("max-failures"),
+		Sort: c.String("sort"), Reverse: c.Bool("reverse"), CSV: c.Bool("csv"),
+	}, err
+}
+
+// sweepFlags are `tfhive sweep`'s own.
+func sweepFlags() []cli.Flag {
+	const cat = "sweep"
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "param", Category: cat, Usage: "a parameter and its values, `NAME=V1,V2,...`: {NAME} in the command and $NAME in the tasks (repeatable: the grid of all combinations)"},
+		&cli.IntFlag{Name: "random", Category: cat, Usage: "run `N` combinations of the grid picked at random (see --seed)"},
+		&cli.Int64Flag{Name: "seed", Category: cat, Usage: "with --random: the `S` that picks them (the same S, the same trials)"},
+		&cli.IntFlag{Name: "max-parallel", Category: cat, Usage: "run at most `K` trials at once (default: as many as the hosts' GPUs fit)"},
+		&cli.IntFlag{Name: "max-failures", Category: cat, Usage: "start no more trials once `N` have failed (default: run them all)"},
+		&cli.StringFlag{Name: "sort", Category: cat, Usage: "order the table by the --capture'd metric `NAME` (numbers numerically)"},
+		&cli.BoolFlag{Name: "reverse", Category: cat, Aliases: []string{"r"}, Usage: "with --sort: the other way round"},
+		&cli.BoolFlag{Name: "csv", Category: cat, Usage: "print the table as CSV"},
+	}
+}
+
 func (w wiring) gc(c *cli.Context) (commands.GCOptions, error) {
 	return commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), OlderThan: c.Duration("older-than"), DryRun: c.Bool("dry-run"), JSON: c.Bool("json")}, noArgs(c)
 }
@@ -114,7 +139,7 @@ func (w wiring) queue(c *cli.Context) (commands.QueueOptions, error) {
 
 func (w wiring) runs(c *cli.Context) (commands.RunsOptions, error) {
 	return commands.RunsOptions{Streams: w.Streams, LogRoot: c.String("log-root"), JSON: c.Bool("json"),
-		Sort: c.String("sort"), Reverse: c.Bool("reverse")}, noArgs(c)
+		Sort: c.String("sort"), Reverse: c.Bool("reverse"), Sweep: c.String("sweep"), CSV: c.Bool("csv")}, noArgs(c)
 }
 
 func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {

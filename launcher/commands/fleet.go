@@ -28,21 +28,31 @@ const (
 // openFleet validates the host options and loads the hosts; nothing is
 // dialled yet.
 func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, error) {
-	if h.ConnectTimeout <= 0 {
-		return nil, usagef("--connect-timeout must be positive")
-	}
-	if h.CommandTimeout <= 0 {
-		return nil, usagef("--command-timeout must be positive")
-	}
-	if h.Parallel < 1 {
-		return nil, usagef("--parallel must be at least 1")
-	}
-	hosts, err := hosts.Load(hostsOptions(h))
+	hosts, opts, err := fleetOptions(h, stderr, what)
 	if err != nil {
 		return nil, err
 	}
+	return probe.NewFleet(hosts, opts), nil
+}
+
+// fleetOptions are openFleet's hosts and options: for a fleet, or for
+// probe.Shared connections that many fleets share.
+func fleetOptions(h HostOptions, stderr io.Writer, what probeWhat) ([]inventory.Host, probe.Options, error) {
+	if h.ConnectTimeout <= 0 {
+		return nil, probe.Options{}, usagef("--connect-timeout must be positive")
+	}
+	if h.CommandTimeout <= 0 {
+		return nil, probe.Options{}, usagef("--command-timeout must be positive")
+	}
+	if h.Parallel < 1 {
+		return nil, probe.Options{}, usagef("--parallel must be at least 1")
+	}
+	hosts, err := hosts.Load(hostsOptions(h))
+	if err != nil {
+		return nil, probe.Options{}, err
+	}
 	if err := transport.CheckLocalFiles(hosts); err != nil {
-		return nil, &UsageError{Msg: err.Error(), Fix: "point identity_file (or IdentityFile) at a private key and UserKnownHostsFile at a known_hosts file; /dev/null for none"}
+		return nil, probe.Options{}, &UsageError{Msg: err.Error(), Fix: "point identity_file (or IdentityFile) at a private key and UserKnownHostsFile at a known_hosts file; /dev/null for none"}
 	}
 	opts := probe.Options{
 		SSH: transport.Options{
@@ -71,7 +81,7 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 			}
 		}
 	}
-	return probe.NewFleet(hosts, opts), nil
+	return hosts, opts, nil
 }
 
 // hostsOptions say where h's hosts come from: -H, --hosts, $TFHIVE_HOSTS

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -30,6 +33,27 @@ func Kill(ctx context.Context, o KillOptions) error {
 	if err := checkRunID("", o.RunID); err != nil {
 		return err
 	}
+	// A sweep of this log root: its tfhive is asked to start no more
+	// trials, and every trial's tasks are stopped.
+	ids := map[string]bool{o.RunID: true}
+	sweepDir := filepath.Join(logRoot, o.RunID)
+	rec, isSweep, err := readSweep(sweepDir)
+	if err != nil {
+		return err
+	}
+	if isSweep {
+		for _, t := range rec.Trials {
+			ids[t.ID] = true
+		}
+		if runGoesOn(sweepDir) {
+			f, err := launcher.OpenLogFile(filepath.Join(sweepDir, sweepStop), os.O_CREATE|os.O_WRONLY)
+			if err != nil {
+				return fmt.Errorf("log dir: %w", err)
+			}
+			f.Close()
+			fmt.Fprintf(o.Stdout, "tfhive: sweep %s: its tfhive starts no more trials\n", o.RunID)
+		}
+	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
 		return err
@@ -43,7 +67,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 	var others []string
 	execs := map[string]remote.Executor{}
 	for _, r := range hostops.Runs(inv) {
-		if r.RunID != o.RunID {
+		if !ids[r.RunID] {
 			continue
 		}
 		for i, h := range fleet.Hosts {
@@ -61,6 +85,10 @@ func Kill(ctx context.Context, o KillOptions) error {
 		}
 	}
 	if len(targets) == 0 {
+		if isSweep && runGoesOn(sweepDir) {
+			// No trial holds GPUs yet (all wait): its tfhive stops them.
+			return nil
+		}
 		if err := unreachable(inv); err != nil {
 			return err
 		}
@@ -82,10 +110,10 @@ func Kill(ctx context.Context, o KillOptions) error {
 			continue
 		}
 		if res.Tasks == 0 {
-			fmt.Fprintf(o.Stdout, "tfhive: run %s on %s had already ended\n", o.RunID, res.Host)
+			fmt.Fprintf(o.Stdout, "tfhive: run %s on %s had already ended\n", res.RunID, res.Host)
 			continue
 		}
-		fmt.Fprintf(o.Stdout, "tfhive: stopped run %s on %s (%s)\n", o.RunID, res.Host, wording.Count(res.Tasks, "task"))
+		fmt.Fprintf(o.Stdout, "tfhive: stopped run %s on %s (%s)\n", res.RunID, res.Host, wording.Count(res.Tasks, "task"))
 	}
 	if len(failed) > 0 {
 		return errors.New("could not stop run " + o.RunID + " everywhere: " + strings.Join(failed, "; "))

@@ -82,6 +82,10 @@ type RunOptions struct {
 	// rerun: this run runs the recorded one again (rerun.go); nil
 	// otherwise.
 	rerun *rerunOf
+	// trial, set by a sweep, makes this run one of its trials
+	// (sweep.go): never a keeper, even in a detached sweep's, and its log
+	// dir made and checked by the sweep.
+	trial *trialHooks
 }
 
 // Run plans the job, starts it, streams its output and prints the summary.
@@ -96,7 +100,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
-	keeper := keeperMode()
+	keeper := keeperMode() && o.trial == nil
 	if o.Job.Name != "" && !keeper {
 		// Before --detach's log dir (tfhive-runs/NAME) is made.
 		if err := checkRunID("--name ", o.Job.Name); err != nil {
@@ -106,7 +110,8 @@ func Run(ctx context.Context, o RunOptions) error {
 	if o.Detach && o.Reconnect == 0 {
 		return &UsageError{Msg: "--detach needs --reconnect: a detached run's tasks outlive the sessions that started them", Fix: "drop --reconnect 0"}
 	}
-	if !o.Detach && o.Unattended != 0 {
+	// A detached sweep's trials run on unattended as a detached run does.
+	if !o.Detach && o.Unattended != 0 && o.trial == nil {
 		return &UsageError{Msg: "--unattended is for --detach", Fix: "a run in the foreground stops its tasks --reconnect after its link is gone"}
 	}
 	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {
@@ -175,7 +180,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if logDir == "" {
 		logDir = filepath.Join(logRoot, req.RunID)
 	}
-	if !keeper {
+	if !keeper && o.trial == nil {
 		if err := checkLogDir(logDir, o.LogDir != ""); err != nil {
 			return err
 		}
@@ -266,7 +271,13 @@ func Run(ctx context.Context, o RunOptions) error {
 		// The tickets are given up once every task holds its claims: a
 		// claim lost to a run ahead (that took other GPUs than the queue
 		// kept for it) keeps this run's place while it plans again.
-		lo.Started = func() { tickets.Release(); keeperStarted() }
+		lo.Started = func() {
+			tickets.Release()
+			keeperStarted()
+			if o.trial != nil {
+				o.trial.started()
+			}
+		}
 		if sender != nil {
 			// Hosts without a task need no tree, nor their spare session.
 			fleet.KeepSpares(plan.Hosts())

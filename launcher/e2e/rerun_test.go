@@ -90,3 +90,28 @@ func TestRerun(t *testing.T) {
 		t.Errorf("%d error lines:\n%s", n, r.stderr)
 	}
 }
+
+// A sweep's trial is a run of its own: `tfhive rerun` of one runs its
+// command again, its values substituted as they were, under a new id.
+func TestRerunSweepTrial(t *testing.T) {
+	f := runFleet(t, "t1", "t2")
+	launch := t.TempDir()
+	r := tfhive(t, f.Env(), launch, fleetArgs(f, "sweep", "--name", "sw", "--grace", "2s", "--param", "x=1,it's 2",
+		"--workers", "1", "--gpus-per-worker", "0", "--",
+		"sh", "-c", `echo "trial=$TFHIVE_TRIAL run=$TFHIVE_RUN_ID x=$x arg=$1"`, "sh", "{x}")...)
+	wantCode(t, r, 0)
+	trial := readJSON[record.Repro](t, filepath.Join(launch, "tfhive-runs", "sw-002"), "repro.json")
+	if trial.RunID != "sw-002" || !reflect.DeepEqual(trial.Command, []string{"sh", "-c", `echo "trial=$TFHIVE_TRIAL run=$TFHIVE_RUN_ID x=$x arg=$1"`, "sh", "it's 2"}) {
+		t.Fatalf("the trial's record %+v", trial)
+	}
+	r = tfhive(t, f.Env(), launch, "rerun", "sw-002")
+	wantCode(t, r, 0)
+	m := regexp.MustCompile(`\] trial=sw-002 run=(\S+) x=it's 2 arg=it's 2\n`).FindStringSubmatch(r.stdout)
+	if m == nil || m[1] == "sw-002" {
+		t.Fatalf("the rerun of sw-002:\n%s\n%s", r.stdout, r.stderr)
+	}
+	again := readJSON[record.Repro](t, filepath.Join(launch, "tfhive-runs", m[1]), "repro.json")
+	if again.RerunOf != "sw-002" || !reflect.DeepEqual(again.Command, trial.Command) {
+		t.Errorf("the rerun's record %+v", again)
+	}
+}
