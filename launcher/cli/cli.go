@@ -156,6 +156,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.status, commands.Status),
 			},
 			{
+				Name:         "top",
+				Usage:        "a live view of the fleet: GPUs and who holds them, the queue, your runs (? for keys)",
+				Flags:        join(hostFlags(), topFlags(), availabilityFlags(), []cli.Flag{colorFlag()}),
+				OnUsageError: onUsage,
+				Action:       action(w.top, commands.Top),
+			},
+			{
 				Name:         "plan",
 				Usage:        "show where every task would run, without starting anything",
 				ArgsUsage:    "-- CMD [ARGS...]",

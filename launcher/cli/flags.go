@@ -34,6 +34,13 @@ func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 	}, noArgs(c)
 }
 
+func (w wiring) top(c *cli.Context) (commands.TopOptions, error) {
+	return commands.TopOptions{
+		Streams: w.streams(c), Stdin: c.App.Reader, Hosts: hostOptions(c), Availability: availability(c),
+		Interval: c.Duration("interval"), Grace: c.Duration("grace"), LogRoot: c.String("log-root"),
+	}, noArgs(c)
+}
+
 func (w wiring) plan(c *cli.Context) (commands.PlanOptions, error) {
 	o := commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}
 	return o, torchrunFlags(c, &o.Job)
@@ -189,6 +196,7 @@ func hostOptions(c *cli.Context) commands.HostOptions {
 		Hostfile:          c.String("hostfile"),
 		SSHConfig:         c.String("ssh-config"),
 		AcceptNewHostKeys: c.Bool("accept-new-host-keys"),
+		Quiet:             c.Bool("quiet"), // run's -q, as ssh -q
 		ConnectTimeout:    c.Duration("connect-timeout"),
 		CommandTimeout:    c.Duration("command-timeout"),
 		Parallel:          c.Int("parallel"),
@@ -251,6 +259,14 @@ func statusFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print the status as a JSON document"},
 		&cli.DurationFlag{Name: "watch", Usage: "refresh every `INTERVAL` (e.g. 2s) until interrupted, reusing connections"},
+	}
+}
+
+func topFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "interval", Usage: "refresh every `D` (default 2s; not on a terminal: print once, or every D when given)"},
+		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL when x stops a run"},
+		&cli.StringFlag{Name: "log-root", Usage: "the `DIR` holding your runs' log dirs (default tfhive-runs)"},
 	}
 }
 
