@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -180,6 +179,14 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.run, commands.Run),
 			},
 			{
+				Name:         "rerun",
+				Usage:        "run a recorded run again as it was, under a new id, saying first what is not as it was (code, hosts, git commit, tfhive)",
+				ArgsUsage:    "RUN_ID|LOG_DIR",
+				Flags:        rerunFlags(),
+				OnUsageError: onUsage,
+				Action:       action(w.rerun, commands.Rerun),
+			},
+			{
 				Name:         "sweep",
 				Usage:        "run the command over a grid of --param values, each trial a run of its own, as many at once as the GPUs fit; then a table of the results",
 				ArgsUsage:    "--param NAME=V1,V2,... -- CMD ... {NAME} ...",
@@ -310,13 +317,4 @@ func action[O any](options func(*cli.Context) (O, error), command func(context.C
 	}
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
-		}
-	}
-	return "dev"
-}
+func version() string { return commands.Version() }

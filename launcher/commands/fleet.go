@@ -110,6 +110,9 @@ func hostsOptions(h HostOptions) hosts.Options {
 	if env := os.Getenv("TFHIVE_HOSTS"); env != "" && o.File == env {
 		o.File, o.EnvFile = "", env
 	}
+	if h.Local {
+		o.DefaultFile, o.UserFile = "", ""
+	}
 	return o
 }
 

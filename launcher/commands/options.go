@@ -32,7 +32,10 @@ type HostOptions struct {
 	// Dial, when set, opens the hosts' connections instead of SSH (and of
 	// this machine's sh for the no-hosts default): no flag sets it; tests
 	// give fake hosts (probe/hosttest). nil: the real transport.
-	Dial probe.Dialer
+	Dial probe.Dialer `json:"-"`
+	// Local: no hosts file however the directory, this machine without
+	// SSH (a rerun of a run that had none); no flag sets it.
+	Local bool
 }
 
 // Availability decides which GPUs count as free, for status and plans.

@@ -61,7 +61,8 @@ func TestRunReport(t *testing.T) {
 	if strings.Count(loss, "<polyline") != 2 || maxPoints(loss) < 5 {
 		t.Errorf("the loss chart has not the two workers' series:\n%s", loss)
 	}
-	wantContains(t, "report", html, "<title>worker:0: ", ", attempt-end attempt 1, code 0</title>", "restart, attempt 1", "attempt-end", "--capture loss")
+	wantContains(t, "report", html, "<title>worker:0: ", ", attempt-end attempt 1, code 0</title>", "restart, attempt 1", "attempt-end", "--capture loss",
+		"<th>tfhive command</th><td class=\"mono\">tfhive run --hosts ")
 	// metrics.csv keeps every value with its time: the last, 0.001, too.
 	rows := readFileT(t, filepath.Join(logDir, "metrics.csv"))
 	for _, id := range []string{"worker:0", "worker:1"} {

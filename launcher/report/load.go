@@ -31,7 +31,9 @@ type Run struct {
 	// tfhive was killed.
 	Summary *record.Summary
 	Plan    *Plan
-	Events  []Event
+	// Repro is the run's record (repro.json), nil without one.
+	Repro  *record.Repro
+	Events []Event
 	// GPU: each task's GPUs' utilisation and memory over time (--sample).
 	GPU map[string]*TaskGPU
 	// Metrics: each captured name's values over time, by task (--capture).
@@ -85,6 +87,13 @@ func Load(dir, id string) (*Run, error) {
 		r.Plan = &p
 	case !errors.Is(err, fs.ErrNotExist):
 		r.note("plan.json: %v", why(err))
+	}
+	var rp record.Repro
+	switch err := readJSON(filepath.Join(dir, "repro.json"), &rp); {
+	case err == nil:
+		r.Repro = &rp
+	case !errors.Is(err, fs.ErrNotExist):
+		r.note("repro.json: %v", why(err))
 	}
 	switch {
 	case r.Summary == nil && r.Plan == nil:

@@ -174,6 +174,34 @@ func (r *Run) head() []kv {
 func (r *Run) record() []kv {
 	var rec []kv
 	rec = append(rec, kv{"run id", r.ID}, kv{"log dir", r.Dir})
+	if rp := r.Repro; rp != nil {
+		rec = append(rec, kv{"tfhive command", shellLine(append([]string{"tfhive"}, redactEnv(rp.Args)...))})
+		if rp.RerunOf != "" {
+			rec = append(rec, kv{"a rerun of", rp.RerunOf})
+		}
+		rec = append(rec, kv{"tfhive version", rp.Version}, kv{"launch dir", rp.LaunchDir}, kv{"hosts from", rp.HostsFrom})
+		if g := rp.Git; g != nil {
+			commit := g.Commit
+			if g.Dirty != nil && *g.Dirty {
+				commit += " (with changes not committed)"
+			}
+			rec = append(rec, kv{"git commit", commit})
+		}
+		if c := rp.Code; c != nil {
+			rec = append(rec, kv{"--sync tree", c.Dir + " (" + c.Hash + ")"})
+		}
+		for _, h := range rp.Hosts {
+			var v []string
+			for _, x := range []struct{ k, v string }{{"driver", h.Driver}, {"CUDA", h.CUDA}, {"Python", h.Python}} {
+				if x.v != "" {
+					v = append(v, x.k+" "+x.v)
+				}
+			}
+			if len(v) > 0 {
+				rec = append(rec, kv{"versions on " + h.Name, strings.Join(v, ", ")})
+			}
+		}
+	}
 	if p := r.Plan; p != nil {
 		rec = append(rec, kv{"framework", strings.TrimSpace(p.Framework + " " + p.Strategy)})
 		// One line per distinct command, with the tasks that run it.
@@ -223,6 +251,26 @@ func gpuList(gpus []int) string {
 		s = append(s, strconv.Itoa(g))
 	}
 	return " (GPU " + strings.Join(s, ",") + ")"
+}
+
+// redactEnv hides --env's values: a report is made to be passed on,
+// and a token given as --env K=V must not go with it.
+func redactEnv(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		switch {
+		case (a == "--env" || a == "-env") && i+1 < len(out):
+			if k, _, ok := strings.Cut(out[i+1], "="); ok {
+				out[i+1] = k + "=…"
+			}
+		case strings.HasPrefix(a, "--env=") || strings.HasPrefix(a, "-env="):
+			flag, kv, _ := strings.Cut(a, "=")
+			if k, _, ok := strings.Cut(kv, "="); ok {
+				out[i] = flag + "=" + k + "=…"
+			}
+		}
+	}
+	return out
 }
 
 var plainArg = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)

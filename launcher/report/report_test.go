@@ -51,10 +51,14 @@ func TestRunReport(t *testing.T) {
 		"python &lt;script&gt;alert(1)&lt;/script&gt;",
 		"python train.py --lr 0.1 --note &#39;it&#39;\\&#39;&#39;s &lt;fine&gt;&#39;",
 		"abc123: 12 files, 2048 bytes, sent to 1 of 2 hosts",
+		"0123abcd (with changes not committed)", "driver 550.54, CUDA 12.4", "WANDB_API_KEY=…", "--env=TOKEN=…",
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the report has no %q", want)
 		}
+	}
+	if strings.Contains(html, "s3cr3t") || strings.Contains(html, "xyz") {
+		t.Error("an --env value is in the report")
 	}
 	// worker:0's two attempts: the first stopped by tfhive, the last too.
 	if n := strings.Count(html, `fill="`+colStopped+`"><title>worker:0:`); n != 2 {
