@@ -253,13 +253,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 			{
 				Name:         "version",
-				Usage:        "print the version",
+				Usage:        "print the version (as --version does)",
 				OnUsageError: onUsage,
 				Action: func(c *cli.Context) error {
 					if err := noArgs(c); err != nil {
 						return err
 					}
-					fmt.Fprintln(w.Stdout, "tfhive", version())
+					printVersion(c)
 					return nil
 				},
 			},
@@ -280,6 +280,14 @@ func action[O any](options func(*cli.Context) (O, error), command func(context.C
 		}
 		return command(c.Context, o)
 	}
+}
+
+// `tfhive version`, `tfhive --version` and `-v` print the same line, as
+// git's and go's do: "tfhive version dev-0123456789ab".
+func init() { cli.VersionPrinter = printVersion }
+
+func printVersion(c *cli.Context) {
+	fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, c.App.Version)
 }
 
 func version() string {
