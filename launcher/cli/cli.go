@@ -195,7 +195,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 			{
 				Name:  "runs",
-				Usage: "list the runs recorded here (tfhive-runs/): start, duration, result, exit code and --capture's metrics",
+				Usage: "list the runs recorded here (tfhive-runs/): start, duration, result, exit code, --capture's metrics, command",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "log-root", Usage: "list the runs in `DIR` instead of tfhive-runs"},
 					&cli.StringFlag{Name: "sort", Usage: "order by the metric `NAME` (numbers numerically) instead of start time"},

@@ -50,6 +50,11 @@ type Summary struct {
 	LogDir   string        `json:"log_dir"`
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration_ns"`
+	// Command is the tasks' command line as given, its {NAME}
+	// placeholders unfilled (each task's own is in plan.json); absent
+	// when the keeper that wrote the summary adopted the run elsewhere
+	// (attach -H), knowing it not.
+	Command []string `json:"command,omitempty"`
 	// Tasks: the task that decided a failure first, then plan order.
 	Tasks []TaskResult `json:"tasks"`
 	// Code is the --sync tree and where it was sent; absent without.
