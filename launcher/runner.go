@@ -794,6 +794,7 @@ func (r *runner) summary() *record.Summary {
 			rt.res.Attempts = r.attemptsOf(i)
 		}
 	}
+	r.cancelledSummary(s, decider)
 	r.preemptedSummary(s)
 	if decider >= 0 {
 		s.Tasks = append(s.Tasks, r.tasks[decider].res)

@@ -236,7 +236,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 			{
 				Name:         "kill",
-				Usage:        "stop a run's tasks on every host (yours; root may stop any)",
+				Usage:        "stop a run's tasks on every host (yours; root: any); it ends cancelled",
 				ArgsUsage:    "RUN_ID",
 				Flags:        join(hostFlags(), []cli.Flag{&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL"}}),
 				OnUsageError: onUsage,

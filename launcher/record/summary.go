@@ -11,8 +11,11 @@ import (
 const (
 	OutcomeExited  = "exited"
 	OutcomeStopped = "stopped" // stopped by tfhive once the run was decided: not a failure
-	OutcomeLost    = "lost"    // its host or connection was lost
-	OutcomeNoStart = "not-started"
+	// OutcomeCancelled: `tfhive kill` stopped it (a SIGTERM to its
+	// supervisor on its host) before tfhive did.
+	OutcomeCancelled = "cancelled"
+	OutcomeLost      = "lost" // its host or connection was lost
+	OutcomeNoStart   = "not-started"
 	// OutcomeHandedOver: another keeper adopted the run; this one let go
 	// of the task, still running.
 	OutcomeHandedOver = "handed-over"
@@ -126,6 +129,14 @@ const ResultPreempted = "preempted"
 
 // ResultStdoutClosed: the run was stopped because its stdout closed.
 const ResultStdoutClosed = "stdout-closed"
+
+// ResultCancelled: `tfhive kill` stopped the run (SkyPilot's CANCELLED);
+// its keeper only recorded it.
+const ResultCancelled = "cancelled"
+
+// ExitCancelled is a cancelled run's code: 128 + SIGTERM, what tfhive
+// kill sends, as for a keeper interrupted by SIGTERM.
+const ExitCancelled = 143
 
 // ExitStdoutClosed is 128 + SIGPIPE: what a shell shows for a producer
 // whose reader left (`yes | head`), in the family of 130 and 143 for

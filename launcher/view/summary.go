@@ -50,11 +50,12 @@ func WriteSummary(w io.Writer, s *record.Summary) error {
 
 // outcomeText is a task's (or an attempt's) OUTCOME cell: the outcome,
 // and the code for one that exited by itself ("exited 7"). A task tfhive
-// stopped once the run was decided is just "stopped", whatever its code:
-// 0, 143 or its own 7 say how the task took the SIGTERM, not how the run
-// went. The code stays in summary.json and --json.
+// stopped once the run was decided, or that `tfhive kill` cancelled, is
+// just "stopped" or "cancelled", whatever its code: 0, 143 or its own 7
+// say how the task took the SIGTERM, not how the run went. The code
+// stays in summary.json and --json.
 func outcomeText(outcome string, code *int) string {
-	if code == nil || outcome == record.OutcomeStopped {
+	if code == nil || outcome == record.OutcomeStopped || outcome == record.OutcomeCancelled {
 		return outcome
 	}
 	return outcome + " " + strconv.Itoa(*code)

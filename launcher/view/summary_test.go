@@ -34,6 +34,7 @@ func TestSummaryOutcomes(t *testing.T) {
 			{ID: "ps:0", Role: "ps", Host: "h1", Outcome: record.OutcomeStopped, ExitCode: code(143), Duration: 3400 * time.Millisecond, Log: "tfhive-runs/r1/ps-0.log"},
 			{ID: "worker:0", Role: "worker", Host: "h1", GPUs: []int{1}, Outcome: record.OutcomeStopped, ExitCode: code(0), Duration: 3400 * time.Millisecond, Log: "tfhive-runs/r1/worker-0.log"},
 			{ID: "worker:2", Role: "worker", Index: 2, Host: "h3", GPUs: []int{0}, Outcome: record.OutcomeStopped, ExitCode: code(7), Duration: 3400 * time.Millisecond, Log: "tfhive-runs/r1/worker-2.log"},
+			{ID: "worker:3", Role: "worker", Index: 3, Host: "h4", GPUs: []int{0}, Outcome: record.OutcomeCancelled, ExitCode: code(143), Duration: 3300 * time.Millisecond, Log: "tfhive-runs/r1/worker-3.log"},
 			{ID: "evaluator:0", Role: "evaluator", Host: "h5", Outcome: record.OutcomeLost, Error: "connection lost", Duration: time.Second, Log: "tfhive-runs/r1/evaluator-0.log"},
 		}}
 	var buf bytes.Buffer
@@ -41,7 +42,7 @@ func TestSummaryOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Golden(t, "testdata/summary/outcomes.txt", buf.Bytes())
-	for _, bad := range []string{"stopped 143", "stopped 0", "stopped 7"} {
+	for _, bad := range []string{"stopped 143", "stopped 0", "stopped 7", "cancelled 143"} {
 		if strings.Contains(buf.String(), bad) {
 			t.Errorf("%q in\n%s", bad, buf.String())
 		}
