@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +56,37 @@ func TestKillCancelsDetachedRun(t *testing.T) {
 	var list struct{ Runs []view.RunRecord }
 	if err := json.Unmarshal([]byte(runs.stdout), &list); err != nil || len(list.Runs) != 1 || list.Runs[0].Result != "cancelled" {
 		t.Errorf("runs --json: %v\n%s", err, runs.stdout)
+	}
+	noLeftovers(t, f, 10*time.Second)
+}
+
+// A run killed while no keeper followed it (its keeper killed) is found
+// cancelled by the keeper that adopts it later: the status files on the
+// hosts say so (attach.sh).
+func TestKillCancelsRunAdoptedLater(t *testing.T) {
+	f := runFleet(t, "y1")
+	args, logDir := runArgs(t, f, "--detach", "--name", "orphan", "--workers", "1", "--", "sh", "-c", "echo started; exec sleep 300")
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	old := keeperOf(t, logDir)
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the keeper to die", func() bool { return syscall.Kill(old, 0) != nil })
+
+	k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "--grace", "2s", "orphan")...)
+	wantCode(t, k, 0)
+	wantContains(t, "kill", k.stdout, "stopped run orphan on y1 (1 task)")
+
+	a, _, logDir2 := startAttach(t, f, "orphan")
+	a.readAll()
+	a.Wait()
+	if code := a.ProcessState.ExitCode(); code != 143 {
+		t.Errorf("attach -H: exit %d, want 143\n%s%s", code, a.read.String(), a.other.String())
+	}
+	s := summaryOf(t, logDir2)
+	if s.Result != "cancelled" || s.ExitCode != 143 || len(s.Tasks) != 1 || s.Tasks[0].Outcome != "cancelled" {
+		t.Errorf("adopter's summary: %+v", s)
 	}
 	noLeftovers(t, f, 10*time.Second)
 }
