@@ -388,8 +388,13 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 		timeout = t.C
 	}
 	done, killNow := ctx.Done(), r.o.KillNow
+	metricsTick, stopMetrics := r.metricsTicker()
+	defer stopMetrics()
+	var metrics map[string]string // the live metrics last written
 	for r.p.Running() > 0 {
 		select {
+		case <-metricsTick:
+			metrics = r.writeLiveMetrics(metrics)
 		case ev := <-r.events:
 			if ev.err != nil && r.sessionLost(ev) {
 				break

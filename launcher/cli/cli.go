@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -157,6 +156,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.status, commands.Status),
 			},
 			{
+				Name:         "top",
+				Usage:        "a live view of the fleet: GPUs and who holds them, the queue, your runs (? for keys)",
+				Flags:        join(hostFlags(), topFlags(), availabilityFlags(), []cli.Flag{colorFlag()}),
+				OnUsageError: onUsage,
+				Action:       action(w.top, commands.Top),
+			},
+			{
 				Name:         "plan",
 				Usage:        "show where every task would run, without starting anything",
 				ArgsUsage:    "-- CMD [ARGS...]",
@@ -171,6 +177,22 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Flags:        join(hostFlags(), jobFlags(), syncFlags(), runFlags(), []cli.Flag{colorFlag()}),
 				OnUsageError: onUsage,
 				Action:       action(w.run, commands.Run),
+			},
+			{
+				Name:         "rerun",
+				Usage:        "run a recorded run again as it was, under a new id, saying first what is not as it was (code, hosts, git commit, tfhive)",
+				ArgsUsage:    "RUN_ID|LOG_DIR",
+				Flags:        rerunFlags(),
+				OnUsageError: onUsage,
+				Action:       action(w.rerun, commands.Rerun),
+			},
+			{
+				Name:         "sweep",
+				Usage:        "run the command over a grid of --param values, each trial a run of its own, as many at once as the GPUs fit; then a table of the results",
+				ArgsUsage:    "--param NAME=V1,V2,... -- CMD ... {NAME} ...",
+				Flags:        join(sweepFlags(), hostFlags(), jobFlags(), syncFlags(), runFlags(), []cli.Flag{colorFlag()}),
+				OnUsageError: onUsage,
+				Action:       action(w.sweep, commands.Sweep),
 			},
 			{
 				Name:         "doctor",
@@ -203,6 +225,8 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 					&cli.StringFlag{Name: "sort", Usage: "order by the metric `NAME` (numbers numerically) instead of start time"},
 					&cli.BoolFlag{Name: "reverse", Aliases: []string{"r"}, Usage: "the other way round (runs without the metric stay last)"},
 					&cli.BoolFlag{Name: "json", Usage: "print the runs as a JSON document"},
+					&cli.StringFlag{Name: "sweep", Usage: "show sweep `NAME`'s table of trials instead"},
+					&cli.BoolFlag{Name: "csv", Usage: "with --sweep: print the table as CSV"},
 				},
 				OnUsageError: onUsage,
 				Action:       action(w.runs, commands.Runs),
@@ -292,13 +316,4 @@ func printVersion(c *cli.Context) {
 	fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, c.App.Version)
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
-		}
-	}
-	return "dev"
-}
+func version() string { return commands.Version() }

@@ -34,6 +34,13 @@ func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 	}, noArgs(c)
 }
 
+func (w wiring) top(c *cli.Context) (commands.TopOptions, error) {
+	return commands.TopOptions{
+		Streams: w.streams(c), Stdin: c.App.Reader, Hosts: hostOptions(c), Availability: availability(c),
+		Interval: c.Duration("interval"), Grace: c.Duration("grace"), LogRoot: c.String("log-root"),
+	}, noArgs(c)
+}
+
 func (w wiring) plan(c *cli.Context) (commands.PlanOptions, error) {
 	o := commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}
 	return o, torchrunFlags(c, &o.Job)
@@ -92,6 +99,31 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 	return o, torchrunFlags(c, &o.Job)
 }
 
+// sweep is the run flags every trial gets, and the sweep's own.
+func (w wiring) sweep(c *cli.Context) (commands.SweepOptions, error) {
+	r, err := w.run(c)
+	return commands.SweepOptions{
+		Run: r, Params: c.StringSlice("param"), Random: c.Int("random"), Seed: c.Int64("seed"),
+		MaxParallel: c.Int("max-parallel"), MaxFailures: c.Int("max-failures"),
+		Sort: c.String("sort"), Reverse: c.Bool("reverse"), CSV: c.Bool("csv"),
+	}, err
+}
+
+// sweepFlags are `tfhive sweep`'s own.
+func sweepFlags() []cli.Flag {
+	const cat = "sweep"
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "param", Category: cat, Usage: "a parameter and its values, `NAME=V1,V2,...`: {NAME} in the command and $NAME in the tasks (repeatable: the grid of all combinations)"},
+		&cli.IntFlag{Name: "random", Category: cat, Usage: "run `N` combinations of the grid picked at random (see --seed)"},
+		&cli.Int64Flag{Name: "seed", Category: cat, Usage: "with --random: the `S` that picks them (the same S, the same trials)"},
+		&cli.IntFlag{Name: "max-parallel", Category: cat, Usage: "run at most `K` trials at once (default: as many as the hosts' GPUs fit)"},
+		&cli.IntFlag{Name: "max-failures", Category: cat, Usage: "start no more trials once `N` have failed (default: run them all)"},
+		&cli.StringFlag{Name: "sort", Category: cat, Usage: "order the table by the --capture'd metric `NAME` (numbers numerically)"},
+		&cli.BoolFlag{Name: "reverse", Category: cat, Aliases: []string{"r"}, Usage: "with --sort: the other way round"},
+		&cli.BoolFlag{Name: "csv", Category: cat, Usage: "print the table as CSV"},
+	}
+}
+
 func (w wiring) gc(c *cli.Context) (commands.GCOptions, error) {
 	return commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), OlderThan: c.Duration("older-than"), DryRun: c.Bool("dry-run"), JSON: c.Bool("json")}, noArgs(c)
 }
@@ -130,7 +162,7 @@ func (w wiring) queue(c *cli.Context) (commands.QueueOptions, error) {
 
 func (w wiring) runs(c *cli.Context) (commands.RunsOptions, error) {
 	return commands.RunsOptions{Streams: w.Streams, LogRoot: c.String("log-root"), JSON: c.Bool("json"),
-		Sort: c.String("sort"), Reverse: c.Bool("reverse")}, noArgs(c)
+		Sort: c.String("sort"), Reverse: c.Bool("reverse"), Sweep: c.String("sweep"), CSV: c.Bool("csv")}, noArgs(c)
 }
 
 func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
@@ -180,6 +212,7 @@ func hostOptions(c *cli.Context) commands.HostOptions {
 		Hostfile:          c.String("hostfile"),
 		SSHConfig:         c.String("ssh-config"),
 		AcceptNewHostKeys: c.Bool("accept-new-host-keys"),
+		Quiet:             c.Bool("quiet"), // run's -q, as ssh -q
 		ConnectTimeout:    c.Duration("connect-timeout"),
 		CommandTimeout:    c.Duration("command-timeout"),
 		Parallel:          c.Int("parallel"),
@@ -242,6 +275,14 @@ func statusFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print the status as a JSON document"},
 		&cli.DurationFlag{Name: "watch", Usage: "refresh every `INTERVAL` (e.g. 2s) until interrupted, reusing connections"},
+	}
+}
+
+func topFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "interval", Usage: "refresh every `D` (default 2s; not on a terminal: print once, or every D when given)"},
+		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL when x stops a run"},
+		&cli.StringFlag{Name: "log-root", Usage: "the `DIR` holding your runs' log dirs (default tfhive-runs)"},
 	}
 }
 

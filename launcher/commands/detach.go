@@ -67,43 +67,14 @@ func detach(o RunOptions) error {
 	if err := checkLogDir(dir, o.LogDir != ""); err != nil {
 		return err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	if err := launcher.MakeLogDir(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
-	console, err := launcher.OpenLogFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_EXCL)
-	if err != nil {
-		return fmt.Errorf("log dir: %w", err)
-	}
-	defer console.Close()
-	klog, err := launcher.OpenLogFile(filepath.Join(dir, keeperLog), os.O_CREATE|os.O_RDWR|os.O_EXCL)
-	if err != nil {
-		return fmt.Errorf("log dir: %w", err)
-	}
-	defer klog.Close()
-	pr, pw, err := os.Pipe()
+	code, err := spawnKeeper(dir, id, os.O_EXCL, o.Stderr)
 	if err != nil {
 		return err
 	}
-	defer pr.Close()
-	cmd := exec.Command(self, os.Args[1:]...)
-	cmd.Env = append(os.Environ(), keeperEnv+"=3", keeperRunEnv+"="+id, keeperLogDirEnv+"="+dir)
-	cmd.Stdout, cmd.Stderr = console, klog
-	cmd.ExtraFiles = []*os.File{pw}
-	// Its own session: no terminal, so no SIGHUP when this one closes, and
-	// no Ctrl-C meant for this tfhive.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		return fmt.Errorf("starting the keeper: %w", err)
-	}
-	word, _ := bufio.NewReader(pr).ReadString('\n')
-	if word == "started\n" {
-		cmd.Process.Release()
+	if code < 0 {
 		if o.JSON {
 			fmt.Fprintf(o.Stdout, "{\"run_id\": %q, \"log_dir\": %q}\n", id, dir)
 		} else {
@@ -117,20 +88,66 @@ func detach(o RunOptions) error {
 		fmt.Fprintf(o.Stderr, "tfhive: hint: tfhive attach %s follows it, tfhive wait %s waits for its end, tfhive kill %s stops it\n", id, id, id)
 		return nil
 	}
-	// The keeper ended before its tasks started: its own words say why.
-	werr := cmd.Wait()
-	klog.Seek(0, io.SeekStart)
-	io.Copy(o.Stderr, klog)
-	code := 1
-	var ee *exec.ExitError
-	if errors.As(werr, &ee) && ee.ExitCode() > 0 {
-		code = ee.ExitCode()
-	}
 	if _, err := os.Stat(filepath.Join(dir, "summary.json")); errors.Is(err, os.ErrNotExist) {
 		// Nothing ran: no log dir is left behind.
 		os.RemoveAll(dir)
 	}
 	return &ExitError{Code: code}
+}
+
+// spawnKeeper starts the keeper, this tfhive again with the same command
+// line, its console and own lines in dir (opened with flag: O_EXCL for a
+// run's, O_APPEND for a sweep's, which a resumed sweep adds to), and
+// waits for its word: -1 once it said "started", else the keeper's exit
+// code, what it said copied to stderr.
+func spawnKeeper(dir, id string, flag int, stderr io.Writer) (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	console, err := launcher.OpenLogFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|flag)
+	if err != nil {
+		return 0, fmt.Errorf("log dir: %w", err)
+	}
+	defer console.Close()
+	klog, err := launcher.OpenLogFile(filepath.Join(dir, keeperLog), os.O_CREATE|os.O_RDWR|flag)
+	if err != nil {
+		return 0, fmt.Errorf("log dir: %w", err)
+	}
+	defer klog.Close()
+	start, _ := klog.Seek(0, io.SeekEnd)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer pr.Close()
+	cmd := exec.Command(self, os.Args[1:]...)
+	cmd.Env = append(os.Environ(), keeperEnv+"=3", keeperRunEnv+"="+id, keeperLogDirEnv+"="+dir)
+	cmd.Stdout, cmd.Stderr = console, klog
+	cmd.ExtraFiles = []*os.File{pw}
+	// Its own session: no terminal, so no SIGHUP when this one closes, and
+	// no Ctrl-C meant for this tfhive.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return 0, fmt.Errorf("starting the keeper: %w", err)
+	}
+	word, _ := bufio.NewReader(pr).ReadString('\n')
+	if word == "started\n" {
+		cmd.Process.Release()
+		return -1, nil
+	}
+	// The keeper ended before its tasks started: its own words say why.
+	werr := cmd.Wait()
+	klog.Seek(start, io.SeekStart)
+	io.Copy(stderr, klog)
+	code := 1
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) && ee.ExitCode() > 0 {
+		code = ee.ExitCode()
+	}
+	return code, nil
 }
 
 // keeperStarted tells the first tfhive that every task was told to go.

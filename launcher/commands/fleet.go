@@ -28,21 +28,36 @@ const (
 // openFleet validates the host options and loads the hosts; nothing is
 // dialled yet.
 func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, error) {
-	if h.ConnectTimeout <= 0 {
-		return nil, usagef("--connect-timeout must be positive")
-	}
-	if h.CommandTimeout <= 0 {
-		return nil, usagef("--command-timeout must be positive")
-	}
-	if h.Parallel < 1 {
-		return nil, usagef("--parallel must be at least 1")
-	}
-	hosts, err := hosts.Load(hostsOptions(h))
+	hosts, opts, err := fleetOptions(h, stderr, what)
 	if err != nil {
 		return nil, err
 	}
+	return probe.NewFleet(hosts, opts), nil
+}
+
+// fleetOptions are openFleet's hosts and options: for a fleet, or for
+// probe.Shared connections that many fleets share.
+func fleetOptions(h HostOptions, stderr io.Writer, what probeWhat) ([]inventory.Host, probe.Options, error) {
+	if h.ConnectTimeout <= 0 {
+		return nil, probe.Options{}, usagef("--connect-timeout must be positive")
+	}
+	if h.CommandTimeout <= 0 {
+		return nil, probe.Options{}, usagef("--command-timeout must be positive")
+	}
+	if h.Parallel < 1 {
+		return nil, probe.Options{}, usagef("--parallel must be at least 1")
+	}
+	hosts, err := hosts.Load(hostsOptions(h))
+	if err != nil {
+		return nil, probe.Options{}, err
+	}
 	if err := transport.CheckLocalFiles(hosts); err != nil {
-		return nil, &UsageError{Msg: err.Error(), Fix: "point identity_file (or IdentityFile) at a private key and UserKnownHostsFile at a known_hosts file; /dev/null for none"}
+		return nil, probe.Options{}, &UsageError{Msg: err.Error(), Fix: "point identity_file (or IdentityFile) at a private key and UserKnownHostsFile at a known_hosts file; /dev/null for none"}
+	}
+	// Over the progress line, on a terminal.
+	lineStart := ""
+	if isTerminal(stderr) {
+		lineStart = "\r\x1b[K"
 	}
 	opts := probe.Options{
 		SSH: transport.Options{
@@ -50,11 +65,14 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 			AcceptNewHostKeys: h.AcceptNewHostKeys,
 			AgentSocket:       os.Getenv("SSH_AUTH_SOCK"),
 			Warn: func(msg string) {
-				prefix := "tfhive: warning: "
-				if isTerminal(stderr) {
-					prefix = "\r\x1b[K" + prefix // over the progress line
+				fmt.Fprintf(stderr, "%stfhive: warning: %s\n", lineStart, msg)
+			},
+			// OpenSSH's own line, word for word, as ssh prints it (and
+			// ssh -q does not).
+			Added: func(line string) {
+				if !h.Quiet {
+					fmt.Fprintf(stderr, "%s%s\n", lineStart, line)
 				}
-				fmt.Fprintf(stderr, "%s%s\n", prefix, msg)
 			},
 		},
 		CommandTimeout: h.CommandTimeout,
@@ -71,7 +89,7 @@ func openFleet(h HostOptions, stderr io.Writer, what probeWhat) (*probe.Fleet, e
 			}
 		}
 	}
-	return probe.NewFleet(hosts, opts), nil
+	return hosts, opts, nil
 }
 
 // hostsOptions say where h's hosts come from: -H, --hosts, $TFHIVE_HOSTS
@@ -91,6 +109,9 @@ func hostsOptions(h HostOptions) hosts.Options {
 	}
 	if env := os.Getenv("TFHIVE_HOSTS"); env != "" && o.File == env {
 		o.File, o.EnvFile = "", env
+	}
+	if h.Local {
+		o.DefaultFile, o.UserFile = "", ""
 	}
 	return o
 }
@@ -173,13 +194,13 @@ func unreachable(inv inventory.Inventory) error {
 
 // availability validates the options against the hosts.
 func (o Availability) availability(hosts []inventory.Host) (schedule.Availability, error) {
-	ex, err := schedule.ParseExclude(o.Exclude)
-	if err != nil {
-		return schedule.Availability{}, err
-	}
 	names := make([]string, len(hosts))
 	for i, h := range hosts {
 		names[i] = h.Name
+	}
+	ex, err := schedule.ParseExclude(o.Exclude, names)
+	if err != nil {
+		return schedule.Availability{}, err
 	}
 	if err := ex.Validate(names); err != nil {
 		return schedule.Availability{}, err

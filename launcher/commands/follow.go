@@ -149,6 +149,13 @@ func waitRunEnd(ctx context.Context, dir string) error {
 
 // runResult is the run's end as its summary says: nil for a success.
 func runResult(dir, id string) error {
+	if rec, ok, err := readSweep(dir); err != nil || ok {
+		// A sweep's end is its trials'.
+		if err != nil {
+			return err
+		}
+		return sweepResult(rec)
+	}
 	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		return fmt.Errorf("run %s ended without a summary (see %s)", id, filepath.Join(dir, keeperLog))

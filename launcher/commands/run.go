@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/record"
@@ -33,10 +34,14 @@ const (
 )
 
 // RunOptions are `tfhive run`'s.
+//
+// A run's record (repro.json, repro.go) holds them as JSON, in Go's
+// field names, for `tfhive rerun`: a field that JSON cannot carry is
+// tagged out, and what a rerun must not repeat is cleared there.
 type RunOptions struct {
-	Streams
-	Hosts HostOptions
-	Job   Job
+	Streams `json:"-"`
+	Hosts   HostOptions
+	Job     Job
 	// Env holds --env values: K=V, or K for this machine's value.
 	Env            []string
 	Workdir, Setup string // override the hosts file's when not empty
@@ -73,7 +78,14 @@ type RunOptions struct {
 	RestartBackoff time.Duration
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
-	Signals *Signals
+	Signals *Signals `json:"-"`
+	// rerun: this run runs the recorded one again (rerun.go); nil
+	// otherwise.
+	rerun *rerunOf
+	// trial, set by a sweep, makes this run one of its trials
+	// (sweep.go): never a keeper, even in a detached sweep's, and its log
+	// dir made and checked by the sweep.
+	trial *trialHooks
 }
 
 // Run plans the job, starts it, streams its output and prints the summary.
@@ -88,7 +100,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
-	keeper := keeperMode()
+	keeper := keeperMode() && o.trial == nil
 	if o.Job.Name != "" && !keeper {
 		// Before --detach's log dir (tfhive-runs/NAME) is made.
 		if err := checkRunID("--name ", o.Job.Name); err != nil {
@@ -98,7 +110,8 @@ func Run(ctx context.Context, o RunOptions) error {
 	if o.Detach && o.Reconnect == 0 {
 		return &UsageError{Msg: "--detach needs --reconnect: a detached run's tasks outlive the sessions that started them", Fix: "drop --reconnect 0"}
 	}
-	if !o.Detach && o.Unattended != 0 {
+	// A detached sweep's trials run on unattended as a detached run does.
+	if !o.Detach && o.Unattended != 0 && o.trial == nil {
 		return &UsageError{Msg: "--unattended is for --detach", Fix: "a run in the foreground stops its tasks --reconnect after its link is gone"}
 	}
 	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {
@@ -133,10 +146,13 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	tree, err := o.Job.prepareSync(o.Stderr)
-	if err != nil {
+	var tree *codesync.Tree
+	if o.rerun != nil && o.rerun.tree != nil {
+		tree = o.rerun.tree
+	} else if tree, err = o.Job.prepareSync(o.Stderr); err != nil {
 		return err
 	}
+	launched := startLaunchState()
 	req, err := o.Job.request(fleet.Hosts, "run", tree)
 	if err != nil {
 		return err
@@ -164,7 +180,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if logDir == "" {
 		logDir = filepath.Join(logRoot, req.RunID)
 	}
-	if !keeper {
+	if !keeper && o.trial == nil {
 		if err := checkLogDir(logDir, o.LogDir != ""); err != nil {
 			return err
 		}
@@ -255,7 +271,13 @@ func Run(ctx context.Context, o RunOptions) error {
 		// The tickets are given up once every task holds its claims: a
 		// claim lost to a run ahead (that took other GPUs than the queue
 		// kept for it) keeps this run's place while it plans again.
-		lo.Started = func() { tickets.Release(); keeperStarted() }
+		lo.Started = func() {
+			tickets.Release()
+			keeperStarted()
+			if o.trial != nil {
+				o.trial.started()
+			}
+		}
 		if sender != nil {
 			// Hosts without a task need no tree, nor their spare session.
 			fleet.KeepSpares(plan.Hosts())
@@ -275,6 +297,7 @@ func Run(ctx context.Context, o RunOptions) error {
 			if release, err = holdRunLock(logDir); err != nil {
 				return nil, err
 			}
+			writeRepro(logDir, newRepro(o, req.RunID, launched, fleet, tree, plan, inv, check.done), o.Stderr)
 		}
 		startedOnce = true
 		return start(ctx, fleet, plan, lo, sigs, o.Stderr)

@@ -23,6 +23,10 @@ type RunsOptions struct {
 	JSON    bool
 	Sort    string // a metric's name; "" for start time
 	Reverse bool
+	// Sweep names a sweep of the log root: its table instead; CSV
+	// prints that as CSV.
+	Sweep string
+	CSV   bool
 }
 
 // summaryMax bounds the summary.json read for each run: a thousand
@@ -38,6 +42,9 @@ func Runs(_ context.Context, o RunsOptions) error {
 	root := o.LogRoot
 	if root == "" {
 		root = logRoot
+	}
+	if o.Sweep != "" || o.CSV {
+		return runsSweep(o, root)
 	}
 	rs, err := listRuns(root, o.Stderr, time.Now())
 	if err != nil {
@@ -130,4 +137,28 @@ func CompleteMetrics(root string) []Candidate {
 		cands = append(cands, Candidate{Word: n})
 	}
 	return cands
+}
+
+// runsSweep prints sweep o.Sweep's table again, from its record and its
+// trials' summaries.
+func runsSweep(o RunsOptions, root string) error {
+	switch {
+	case o.Sweep == "":
+		return &UsageError{Msg: "--csv is for --sweep", Fix: "tfhive runs --sweep NAME --csv"}
+	case o.JSON && o.CSV:
+		return usagef("--json and --csv: give one")
+	}
+	if err := checkRunID("--sweep ", o.Sweep); err != nil {
+		return err
+	}
+	rec, ok, err := readSweepIn(root, o.Sweep)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &NoRunError{Msg: fmt.Sprintf("no sweep %s in %s", o.Sweep, root)}
+	}
+	tab := sweepTableIn(root, rec, o.Stderr)
+	view.SortSweep(tab.Trials, o.Sort, o.Reverse)
+	return writeSweepTable(o.Stdout, tab, o.JSON, o.CSV)
 }

@@ -18,7 +18,8 @@ import (
 // KillResult is what `tfhive kill` did on one host.
 type KillResult struct {
 	Host  string
-	Tasks int // supervisors stopped
+	RunID string // a sweep's kill stops many runs
+	Tasks int    // supervisors stopped
 	Err   error
 }
 
@@ -35,7 +36,7 @@ func Kill(ctx context.Context, runs []view.RunOnHost, execs map[string]remote.Ex
 	g.SetLimit(max(parallel, 1))
 	for i, r := range runs {
 		g.Go(func() error {
-			results[i] = KillResult{Host: r.Host}
+			results[i] = KillResult{Host: r.Host, RunID: r.RunID}
 			ex := execs[r.Host]
 			switch {
 			case ex == nil:

@@ -83,6 +83,20 @@ func SortRunRecords(rs []RunRecord, metric string, reverse bool) {
 		})
 		return
 	}
+	cmp := metricCompare(metric, reverse)
+	slices.SortStableFunc(rs, func(a, b RunRecord) int {
+		if c := cmp(a, b); c != 0 {
+			return c
+		}
+		return byStart(a, b)
+	})
+}
+
+// metricCompare orders two records by metric: the values that read as
+// numbers numerically, then the others as text, then the records without
+// one; reverse turns the first two orders around, never the last. 0: a
+// tie, for the caller's own order.
+func metricCompare(metric string, reverse bool) func(a, b RunRecord) int {
 	// Each value's rank: 0 a number, 1 text, 2 none.
 	key := func(r RunRecord) (int, float64, string) {
 		v, ok := r.Metrics[metric]
@@ -94,7 +108,7 @@ func SortRunRecords(rs []RunRecord, metric string, reverse bool) {
 		}
 		return 1, 0, v
 	}
-	slices.SortStableFunc(rs, func(a, b RunRecord) int {
+	return func(a, b RunRecord) int {
 		ka, fa, sa := key(a)
 		kb, fb, sb := key(b)
 		if ka != kb {
@@ -110,11 +124,8 @@ func SortRunRecords(rs []RunRecord, metric string, reverse bool) {
 		if reverse {
 			c = -c
 		}
-		if c != 0 {
-			return c
-		}
-		return byStart(a, b)
-	})
+		return c
+	}
 }
 
 func compareFloat(a, b float64) int {

@@ -20,7 +20,8 @@
 #   TFHIVE_BENCH_SLOW_HOSTS=8,32  TFHIVE_BENCH_SLOW_TASKS=1,8   (hosts whose ~/.bashrc costs 200 ms)
 #   TFHIVE_BENCH_ANSWER_HOSTS=1,32,256,1024  TFHIVE_BENCH_ANSWER_PEERS=256   (answering hosts;
 #                                 pdsh and parallel-ssh up to that many)
-#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach,slowlogin,answering,queue
+#   TFHIVE_BENCH_SWEEP_HOSTS=8  TFHIVE_BENCH_SWEEP_TASK=2s   (the sweep: hosts of 4 GPUs, 2 trials a GPU)
+#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach,slowlogin,answering,queue,sweep
 #   TFHIVE_BENCH_TFHIVE=BIN       measure that tfhive binary instead of this tree's
 #                                 (before/after: go build -o /tmp/old . on the old commit)
 #   TFHIVE_BENCH_FLEET=FILE       start the fleet and keep it up until FILE is
@@ -31,7 +32,8 @@ cd "$(dirname "$0")/../.."
 if [ "${1-}" = --smoke ]; then
 	export TFHIVE_BENCH_HOSTS=4 TFHIVE_BENCH_RTT=0 TFHIVE_BENCH_REPS=1 \
 		TFHIVE_BENCH_STREAM_MB=5 TFHIVE_BENCH_TASKS_PER_HOST=2 TFHIVE_BENCH_SYNC_MB=5 \
-		TFHIVE_BENCH_SLOW_HOSTS=2 TFHIVE_BENCH_SLOW_TASKS=1,2 TFHIVE_BENCH_ANSWER_HOSTS=1,8
+		TFHIVE_BENCH_SLOW_HOSTS=2 TFHIVE_BENCH_SLOW_TASKS=1,2 TFHIVE_BENCH_ANSWER_HOSTS=1,8 \
+		TFHIVE_BENCH_SWEEP_HOSTS=1 TFHIVE_BENCH_SWEEP_TASK=1s
 	timeout=10m
 	shift
 elif [ $# -gt 0 ]; then
@@ -55,5 +57,6 @@ done
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 export TFHIVE_BENCH=1
-# TestBenchQueue (issue 14's queue handover) follows TestBench, with its own fleet and table.
-exec go test ./launcher/e2e -run '^TestBench(Queue)?$' -count=1 -v -timeout "$timeout"
+# TestBenchQueue (issue 14's queue handover) and TestBenchSweep (a sweep's hand-over and its
+# time against the ideal) follow TestBench, each with its own fleet and table.
+exec go test ./launcher/e2e -run '^TestBench(Queue|Sweep)?$' -count=1 -v -timeout "$timeout"

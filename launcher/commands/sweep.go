@@ -1,0 +1,579 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/sweep"
+	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe"
+)
+
+// `tfhive sweep` runs one command over a grid of parameters: each trial a
+// run of its own (tfhive-runs/NAME-NNN), run in this process as `tfhive
+// run --wait` runs, so that it waits its turn in the hosts' queue with a
+// ticket like any other run. At most --max-parallel trials are under way
+// at once (by default as many as the fleet's GPUs fit): a trial enters the
+// queue only when one ends, so a sweep never holds more places in it than
+// it can use, and a colleague who queued first starts first. All trials
+// share one connection per host (probe.Shared). Each trial's console (its
+// tasks' output, its summary) goes to console.log in its log dir, where
+// `tfhive logs TRIAL` reads it; the sweep says on stderr when each trial
+// starts and ends, then prints the table of results on stdout.
+
+// SweepOptions are `tfhive sweep`'s: the trials' run options, the sweep's
+// own flags.
+type SweepOptions struct {
+	// Run are the run flags every trial gets; Run.Job.Name is the sweep's
+	// name ("" for a new id), Run.Job.Command the command with {NAME}.
+	Run    RunOptions
+	Params []string // --param NAME=V1,V2,… values
+	// Random is --random N (0: the whole grid), Seed --seed.
+	Random      int
+	Seed        int64
+	MaxParallel int // 0: as many as the fleet's GPUs fit
+	MaxFailures int // 0: no limit
+	Sort        string
+	Reverse     bool
+	CSV         bool // the table as CSV; Run.JSON as JSON
+}
+
+// Files of a sweep's dir, tfhive-runs/NAME, besides console.log,
+// keeper.log and keeper.lock (a run's).
+const (
+	sweepRecord  = "sweep.json"
+	sweepStop    = "stop"    // written by `tfhive kill SWEEP`: start no more trials
+	sweepEarlier = "earlier" // the log dirs of trials run again, renamed
+)
+
+// sweepForever is how long a trial waits for GPUs without --wait: until
+// the sweep ends.
+const sweepForever = 100 * 365 * 24 * time.Hour
+
+// sweepStopPoll is how often a sweep looks for `tfhive kill`'s stop file.
+const sweepStopPoll = 200 * time.Millisecond
+
+// SweepFailedError: some trials did not succeed (or never ran); the table
+// says which. tfhive exits 1.
+type SweepFailedError struct {
+	Name          string
+	Failed, Total int
+	Stopped       bool // stopped early: --max-failures or kill
+}
+
+func (e *SweepFailedError) Error() string {
+	why := ""
+	if e.Stopped {
+		why = "; stopped before the end"
+	}
+	return fmt.Sprintf("sweep %s: %d of %d trials did not succeed%s", e.Name, e.Failed, e.Total, why)
+}
+
+// Hint says how to run the others again.
+func (e *SweepFailedError) Hint() string {
+	return "the same tfhive sweep command again runs only the trials that did not succeed"
+}
+
+// trialHooks is what a sweep learns from one of its trials' Run.
+type trialHooks struct {
+	started func() // every task started
+}
+
+// Sweep runs the sweep, or, with --detach, starts a keeper that does.
+func Sweep(ctx context.Context, o SweepOptions) error {
+	keeper := keeperMode()
+	rec, err := o.validate(keeper)
+	if err != nil {
+		return err
+	}
+	fleet, err := openFleet(o.Run.Hosts, o.Run.Stderr, probeGPUs)
+	if err != nil {
+		return err
+	}
+	// The trials' shape is checked here, once, with the first trial's
+	// command: a bad one is refused before anything starts.
+	first := o.Run.Job
+	first.Name = rec.Trials[0].ID
+	first.Command = sweep.Command(rec.Command, rec.Trials[0].Params)
+	req, err := first.request(fleet.Hosts, "run", nil)
+	if err != nil {
+		return err
+	}
+	trialGPUs := 0
+	for _, n := range req.Shape() {
+		trialGPUs += n
+	}
+	dir := filepath.Join(logRoot, rec.Name)
+	old, resumed, err := readSweep(dir)
+	if err != nil {
+		return err
+	}
+	if resumed {
+		if why := sweepDiffers(old, rec); why != "" {
+			return &UsageError{Msg: fmt.Sprintf("sweep %s was run with another %s", rec.Name, why),
+				Fix: "run it again as it was (tfhive runs --sweep " + rec.Name + " shows it), or choose another --name"}
+		}
+		if runGoesOn(dir) {
+			return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
+		}
+	} else if !keeper {
+		if err := checkLogDir(dir, false); err != nil {
+			return err
+		}
+	}
+	results := trialResults(rec)
+	if !keeper {
+		for _, t := range rec.Trials {
+			if results[t.ID] == record.ResultSucceeded {
+				continue
+			}
+			tdir := filepath.Join(logRoot, t.ID)
+			if resumed && runGoesOn(tdir) {
+				return &UsageError{Msg: fmt.Sprintf("trial %s is running", t.ID), Fix: "tfhive kill " + t.ID + " stops it"}
+			}
+			if !resumed {
+				if err := checkLogDir(tdir, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if o.Run.Detach && !keeper {
+		return o.detach(rec.Name, dir)
+	}
+	return o.run(ctx, rec, dir, results, trialGPUs)
+}
+
+// validate checks the sweep's own flags and what Run would refuse of the
+// run flags (every trial would), before any host is touched, and expands
+// the sweep into its record.
+func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
+	r := o.Run
+	switch {
+	case r.LogDir != "":
+		return record.Sweep{}, &UsageError{Msg: "--log-dir is for run: a sweep's trials are in tfhive-runs/SWEEP-NNN", Fix: "choose the sweep's name with --name"}
+	case o.MaxParallel < 0 || o.MaxFailures < 0 || o.Random < 0:
+		return record.Sweep{}, usagef("--max-parallel, --max-failures and --random must not be negative")
+	case o.Seed != 0 && o.Random == 0:
+		return record.Sweep{}, &UsageError{Msg: "--seed is for --random", Fix: "add --random N to pick N trials of the grid"}
+	case r.JSON && o.CSV:
+		return record.Sweep{}, usagef("--json and --csv: give one")
+	case o.Sort != "" && !launcher.ValidCaptureName(o.Sort):
+		return record.Sweep{}, &UsageError{Msg: fmt.Sprintf("--sort %q: not a metric name", o.Sort), Fix: "--sort takes a NAME given to --capture NAME=REGEX"}
+	case r.Detach && r.Reconnect == 0:
+		return record.Sweep{}, &UsageError{Msg: "--detach needs --reconnect: a detached run's tasks outlive the sessions that started them", Fix: "drop --reconnect 0"}
+	case !r.Detach && r.Unattended != 0:
+		return record.Sweep{}, &UsageError{Msg: "--unattended is for --detach", Fix: "a run in the foreground stops its tasks --reconnect after its link is gone"}
+	case r.Sample < 0 || (r.Sample > 0 && r.Sample < launcher.MinSample):
+		return record.Sweep{}, usagef("--sample must be 0 (never) or at least %s", launcher.MinSample)
+	case len(r.Job.Command) == 0:
+		return record.Sweep{}, &UsageError{Msg: "no command to sweep", Fix: "give it after --, with {NAME} where a parameter's value goes"}
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"grace", r.Grace}, {"timeout", r.Timeout}, {"wait", r.Wait}, {"reconnect", r.Reconnect}, {"unattended", r.Unattended}} {
+		if d.v < 0 {
+			return record.Sweep{}, usagef("--%s must not be negative", d.flag)
+		}
+	}
+	if len(r.Imports) > 0 && !r.Check {
+		return record.Sweep{}, &UsageError{Msg: "--import is for --check", Fix: "add --check, or see tfhive doctor --import"}
+	}
+	if _, err := captures(r.Capture, r.CaptureFrom, r.Job.taskIDs()); err != nil {
+		return record.Sweep{}, err
+	}
+	if _, err := restartPolicy(r.Restarts, r.RestartOn, r.RestartBackoff); err != nil {
+		return record.Sweep{}, err
+	}
+	if _, err := parseEnv(r.Env); err != nil {
+		return record.Sweep{}, err
+	}
+	var params []record.SweepParam
+	for _, s := range o.Params {
+		p, err := sweep.ParseParam(s)
+		if err != nil {
+			return record.Sweep{}, &UsageError{Msg: err.Error()}
+		}
+		params = append(params, p)
+	}
+	if err := sweep.Validate(params); err != nil {
+		return record.Sweep{}, &UsageError{Msg: err.Error()}
+	}
+	name := r.Job.Name
+	switch {
+	case keeper:
+		name = os.Getenv(keeperRunEnv)
+	case name == "":
+		name = newRunID(time.Now())
+	default:
+		if err := checkRunID("--name ", name); err != nil {
+			return record.Sweep{}, err
+		}
+	}
+	rec := record.Sweep{Name: name, Command: r.Job.Command, Params: params, Random: o.Random, Seed: o.Seed}
+	rec.Trials = sweep.Trials(rec)
+	if last := rec.Trials[len(rec.Trials)-1].ID; checkRunID("", last) != nil {
+		return record.Sweep{}, &UsageError{Msg: fmt.Sprintf("--name %s: its trials' ids (%s) are not run ids", name, last), Fix: "choose a shorter --name"}
+	}
+	if !keeper {
+		for _, p := range sweep.Unused(rec.Command, params) {
+			fmt.Fprintf(r.Stderr, "tfhive: warning: the command has no {%s}: its trials have it only as $%s\n", p, p)
+		}
+	}
+	return rec, nil
+}
+
+// sweepDiffers names what of rec differs from old, a resumed sweep's
+// record, or "".
+func sweepDiffers(old, rec record.Sweep) string {
+	switch {
+	case !slices.Equal(old.Command, rec.Command):
+		// The command may span lines: quoted, it is one.
+		return fmt.Sprintf("command (%q)", strings.Join(old.Command, " "))
+	case !slices.EqualFunc(old.Params, rec.Params, func(a, b record.SweepParam) bool {
+		return a.Name == b.Name && slices.Equal(a.Values, b.Values)
+	}):
+		var ps []string
+		for _, p := range old.Params {
+			ps = append(ps, "--param "+p.Name+"="+strings.Join(p.Values, ","))
+		}
+		return fmt.Sprintf("set of parameters (%s)", view.SanitizeCell(strings.Join(ps, " ")))
+	case old.Random != rec.Random || old.Seed != rec.Seed:
+		return fmt.Sprintf("trials (--random %d --seed %d)", old.Random, old.Seed)
+	}
+	return ""
+}
+
+// detach starts the sweep's keeper, which runs it all.
+func (o *SweepOptions) detach(name, dir string) error {
+	if err := launcher.MakeLogDir(dir); err != nil {
+		return fmt.Errorf("log dir: %w", err)
+	}
+	code, err := spawnKeeper(dir, name, os.O_APPEND, o.Run.Stderr)
+	if err != nil {
+		return err
+	}
+	if code >= 0 {
+		return &ExitError{Code: code}
+	}
+	if o.Run.JSON {
+		fmt.Fprintf(o.Run.Stdout, "{\"sweep\": %q, \"log_dir\": %q}\n", name, dir)
+	} else {
+		fmt.Fprintln(o.Run.Stdout, name)
+	}
+	fmt.Fprintf(o.Run.Stderr, "tfhive: sweep %s started, detached; its lines in %s\n", name, filepath.Join(dir, consoleLog))
+	fmt.Fprintf(o.Run.Stderr, "tfhive: hint: tfhive attach %s follows it, tfhive wait %s waits for its end, tfhive kill %s stops it\n", name, name, name)
+	return nil
+}
+
+// trialEnd is a trial's end, as the sweep's loop hears it.
+type trialEnd struct {
+	i   int
+	sum *record.Summary // nil: it left none
+	err error
+}
+
+// run runs the trials not yet succeeded, prints the table and returns the
+// sweep's end: nil when every trial succeeded.
+func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, results map[string]string, trialGPUs int) error {
+	stderr := o.Run.Stderr
+	if err := launcher.MakeLogDir(dir); err != nil {
+		return fmt.Errorf("log dir: %w", err)
+	}
+	release, err := holdRunLock(dir)
+	if err != nil {
+		return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
+	}
+	defer release()
+	os.Remove(filepath.Join(dir, sweepStop))
+	if err := writeSweepRecord(dir, rec); err != nil {
+		return err
+	}
+	// A foreground sweep's lines go to its console.log too: tfhive logs
+	// and attach read a sweep as they read a detached one.
+	var console io.Writer
+	if keeperMode() {
+		// Its stdout is the console.log; keeper.log is for its errors.
+		stderr = o.Run.Stdout
+	} else {
+		if f, err := launcher.OpenLogFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND); err == nil {
+			defer f.Close()
+			console = f
+		}
+	}
+	if console != nil {
+		stderr = io.MultiWriter(stderr, console)
+	}
+	stderr = &serialWriter{w: stderr}
+	ids := make([]string, len(rec.Trials))
+	for i, t := range rec.Trials {
+		ids[i] = t.ID
+	}
+	todo := sweep.Todo(ids, results)
+	if err := setAside(rec, todo); err != nil {
+		return err
+	}
+	hosts, opts, err := fleetOptions(o.Run.Hosts, io.Discard, probeGPUs)
+	if err != nil {
+		return err
+	}
+	shared := probe.NewShared(opts)
+	defer shared.Close()
+	fleetGPUs := 0
+	if o.MaxParallel == 0 && len(todo) > 0 {
+		// As many as fit: the fleet's GPUs, counted once.
+		opts.Dial = shared.Dialer()
+		f := probe.NewFleet(hosts, opts)
+		inv, err := probeAll(ctx, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for _, h := range inv.Hosts {
+			fleetGPUs += len(h.GPUs)
+		}
+		if fleetGPUs == 0 && trialGPUs > 0 {
+			if err := unreachable(inv); err != nil {
+				return err
+			}
+		}
+	}
+	parallel := sweep.Parallel(o.MaxParallel, fleetGPUs, trialGPUs, max(len(todo), 1))
+	done := len(rec.Trials) - len(todo)
+	switch {
+	case len(todo) == 0:
+		fmt.Fprintf(stderr, "tfhive: sweep %s: all %d trials succeeded before; nothing to run\n", rec.Name, len(rec.Trials))
+	case done > 0:
+		fmt.Fprintf(stderr, "tfhive: sweep %s: %d of %d trials to run (%d succeeded before), %d at a time\n", rec.Name, len(todo), len(rec.Trials), done, parallel)
+	default:
+		fmt.Fprintf(stderr, "tfhive: sweep %s: %d trials, %d at a time; a trial's output: tfhive logs %s\n", rec.Name, len(todo), parallel, rec.Trials[todo[0]].ID)
+	}
+
+	sigs := o.Run.Signals
+	if sigs == nil {
+		sigs = NewSignals(func(error) {})
+	}
+	if !sigs.toLauncher() {
+		return context.Canceled
+	}
+	defer sigs.toContext()
+	q := sweep.NewQueue(todo, parallel, o.MaxFailures)
+	ends := make(chan trialEnd)
+	var mu sync.Mutex
+	trialSigs := map[int]*Signals{}
+	var interrupted os.Signal
+	killed := false
+	stopAll := func(sig os.Signal) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range trialSigs {
+			s.Deliver(sig)
+		}
+	}
+	tick := time.NewTicker(sweepStopPoll)
+	defer tick.Stop()
+	start := func(i int) {
+		t := rec.Trials[i]
+		tctx, cancel := context.WithCancelCause(ctx)
+		ts := NewSignals(cancel)
+		mu.Lock()
+		trialSigs[i] = ts
+		mu.Unlock()
+		go func() {
+			defer cancel(nil)
+			sum, err := o.trial(tctx, rec, t, shared, ts, func() {
+				fmt.Fprintf(stderr, "tfhive: trial %s started (%s)\n", t.ID, paramsLine(rec, t))
+			})
+			ends <- trialEnd{i: i, sum: sum, err: err}
+		}()
+	}
+	for {
+		for {
+			i, ok := q.Next()
+			if !ok {
+				break
+			}
+			start(i)
+		}
+		if q.Finished() {
+			break
+		}
+		select {
+		case e := <-ends:
+			mu.Lock()
+			delete(trialSigs, e.i)
+			mu.Unlock()
+			ok := e.sum != nil && e.sum.Result == record.ResultSucceeded
+			q.Done(ok)
+			fmt.Fprintf(stderr, "tfhive: trial %s %s\n", rec.Trials[e.i].ID, endLine(e))
+		case sig := <-sigs.run:
+			if sig == launcher.StdoutClosed && interrupted != nil {
+				continue
+			}
+			if interrupted == nil {
+				interrupted = sig
+				q.Stop()
+				fmt.Fprintf(stderr, "tfhive: sweep %s: stopping its trials\n", rec.Name)
+			}
+			stopAll(sig)
+		case <-tick.C:
+			if !killed && stopAsked(dir) {
+				killed = true
+				q.Stop()
+				fmt.Fprintf(stderr, "tfhive: sweep %s: tfhive kill asked it to stop; stopping its trials\n", rec.Name)
+				stopAll(syscall.SIGTERM)
+			}
+		}
+	}
+	tab := sweepTable(rec, o.Run.Stderr)
+	view.SortSweep(tab.Trials, o.Sort, o.Reverse)
+	if err := writeSweepTable(o.Run.Stdout, tab, o.Run.JSON, o.CSV); err != nil {
+		return err
+	}
+	if console != nil && !o.Run.JSON && !o.CSV {
+		// The table in the console.log too, for logs and attach.
+		view.WriteSweep(console, tab)
+	}
+	if interrupted != nil {
+		return context.Canceled
+	}
+	failed := 0
+	for _, r := range tab.Trials {
+		if r.Result != record.ResultSucceeded {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return &SweepFailedError{Name: rec.Name, Failed: failed, Total: len(tab.Trials), Stopped: q.Stopped() && len(q.Unstarted()) > 0}
+	}
+	return nil
+}
+
+// trial runs trial t as `tfhive run --wait` would, its console in its log
+// dir, over the sweep's shared connections.
+func (o *SweepOptions) trial(ctx context.Context, rec record.Sweep, t record.SweepTrial, shared *probe.Shared, sigs *Signals, started func()) (*record.Summary, error) {
+	tdir := filepath.Join(logRoot, t.ID)
+	if err := launcher.MakeLogDir(tdir); err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	console, err := launcher.OpenLogFile(filepath.Join(tdir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
+	if err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	defer console.Close()
+	r := o.Run
+	w := &serialWriter{w: console}
+	r.Streams = Streams{Stdout: w, Stderr: w, Color: "never"}
+	r.Hosts.Dial = shared.Dialer()
+	r.Job.Name = t.ID
+	r.Job.Command = sweep.Command(rec.Command, t.Params)
+	r.Env = append(slices.Clone(o.Run.Env), sweep.Env(t)...)
+	if r.Wait == 0 {
+		r.Wait = sweepForever
+	}
+	r.Detach, r.JSON, r.Quiet = false, false, false
+	r.Signals = sigs
+	r.trial = &trialHooks{started: started}
+	err = Run(ctx, r)
+	sum, rerr := readTrialSummary(tdir)
+	if rerr != nil {
+		if err == nil {
+			err = rerr
+		}
+		fmt.Fprintf(w, "tfhive: error: %v\n", err)
+		return nil, err
+	}
+	return sum, nil
+}
+
+// endLine says how a trial ended, for the sweep's line.
+func endLine(e trialEnd) string {
+	if e.sum == nil {
+		msg := "ended without a summary"
+		if e.err != nil {
+			msg = "did not start: " + oneLine(e.err.Error())
+		}
+		return msg
+	}
+	s := e.sum
+	line := fmt.Sprintf("%s in %s", s.Result, roundSeconds(s.Duration))
+	if s.Result != record.ResultSucceeded {
+		line += fmt.Sprintf(", exit %d: %s", s.ExitCode, oneLine(s.Reason))
+		return line + " (tfhive logs " + s.RunID + ")"
+	}
+	var ms []string
+	for _, k := range sortedMetricKeys(s.Metrics) {
+		ms = append(ms, k+"="+s.Metrics[k])
+	}
+	if len(ms) > 0 {
+		line += " (" + strings.Join(ms, " ") + ")"
+	}
+	return line
+}
+
+// paramsLine is a trial's parameters, NAME=VALUE in --param order.
+func paramsLine(rec record.Sweep, t record.SweepTrial) string {
+	var ps []string
+	for _, p := range rec.Params {
+		ps = append(ps, p.Name+"="+t.Params[p.Name])
+	}
+	return strings.Join(ps, " ")
+}
+
+// setAside moves the log dirs of the trials to run again, a resumed
+// sweep's failed ones, to the sweep's earlier/ (TRIAL.1, TRIAL.2, …):
+// their logs stay, and each trial runs in a fresh log dir of its id.
+func setAside(rec record.Sweep, todo []int) error {
+	for _, i := range todo {
+		id := rec.Trials[i].ID
+		tdir := filepath.Join(logRoot, id)
+		if _, err := os.Lstat(tdir); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		earlier := filepath.Join(logRoot, rec.Name, sweepEarlier)
+		if err := launcher.MakeLogDir(earlier); err != nil {
+			return fmt.Errorf("log dir: %w", err)
+		}
+		for n := 1; ; n++ {
+			to := filepath.Join(earlier, fmt.Sprintf("%s.%d", id, n))
+			if _, err := os.Lstat(to); err == nil {
+				continue
+			}
+			if err := os.Rename(tdir, to); err != nil {
+				return fmt.Errorf("setting aside trial %s's earlier log dir: %v", id, pathErr(err))
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// stopAsked: `tfhive kill SWEEP` left its word in the sweep's dir.
+func stopAsked(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, sweepStop))
+	return err == nil
+}
+
+// serialWriter serialises the writes of many trials' goroutines.
+type serialWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *serialWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,219 @@
+package commands
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/sweep"
+	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe/localfile"
+)
+
+// A sweep's record, sweep.json in its dir, and its trials' summaries read
+// back: for a resumed sweep, its table, runs --sweep, wait and kill.
+
+// sweepRecordMax bounds sweep.json: MaxTrials trials of a few parameters.
+const sweepRecordMax = 32 << 20
+
+// readSweepIn reads sweep name's record in root.
+func readSweepIn(root, name string) (record.Sweep, bool, error) {
+	return readSweep(filepath.Join(root, name))
+}
+
+// readSweep reads dir's sweep.json: ok false when there is none. Its
+// trials are what its parameters give (sweep.Trials), whatever the file
+// lists: a trial id is a path here.
+func readSweep(dir string) (record.Sweep, bool, error) {
+	path := filepath.Join(dir, sweepRecord)
+	data, err := localfile.Read(path, sweepRecordMax)
+	if errors.Is(err, fs.ErrNotExist) {
+		return record.Sweep{}, false, nil
+	}
+	if err != nil {
+		return record.Sweep{}, false, fmt.Errorf("%s: %v", path, pathErr(err))
+	}
+	var s record.Sweep
+	if err := json.Unmarshal(data, &s); err != nil {
+		return record.Sweep{}, false, fmt.Errorf("%s: not a sweep's record: %v", path, err)
+	}
+	if s.Name != filepath.Base(dir) || checkRunID("", s.Name) != nil || sweep.Validate(s.Params) != nil || s.Random < 0 {
+		return record.Sweep{}, false, fmt.Errorf("%s: not a sweep's record of %s", path, filepath.Base(dir))
+	}
+	s.Trials = sweep.Trials(s)
+	return s, true, nil
+}
+
+// writeSweepRecord writes rec as dir's sweep.json, whole or not at all.
+func writeSweepRecord(dir string, rec record.Sweep) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, sweepRecord+".new")
+	os.Remove(tmp)
+	f, err := launcher.OpenLogFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_EXCL)
+	if err != nil {
+		return fmt.Errorf("log dir: %w", err)
+	}
+	_, werr := f.Write(append(data, '\n'))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, filepath.Join(dir, sweepRecord))
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("log dir: %w", werr)
+	}
+	return nil
+}
+
+// readTrialSummary reads a trial's summary.json.
+func readTrialSummary(dir string) (*record.Summary, error) {
+	data, err := localfile.Read(filepath.Join(dir, "summary.json"), summaryMax)
+	if err != nil {
+		return nil, fmt.Errorf("no summary in %s: %v", dir, pathErr(err))
+	}
+	var s record.Summary
+	if err := json.Unmarshal(data, &s); err != nil || s.Result == "" {
+		return nil, fmt.Errorf("%s: not a run summary", filepath.Join(dir, "summary.json"))
+	}
+	return &s, nil
+}
+
+// trialResults are the trials' results as their summaries say, by id; a
+// trial without one is absent.
+func trialResults(rec record.Sweep) map[string]string {
+	out := map[string]string{}
+	for _, t := range rec.Trials {
+		if s, err := readTrialSummary(filepath.Join(logRoot, t.ID)); err == nil && s.RunID == t.ID {
+			out[t.ID] = s.Result
+		}
+	}
+	return out
+}
+
+// sweepTable is the sweep's rows, in trial order: each trial's summary,
+// or what its log dir says without one (running, unknown, not run).
+func sweepTable(rec record.Sweep, stderr io.Writer) view.SweepTable {
+	return sweepTableIn(logRoot, rec, stderr)
+}
+
+// sweepTableIn is sweepTable of a sweep in root.
+func sweepTableIn(root string, rec record.Sweep, stderr io.Writer) view.SweepTable {
+	tab := view.SweepTable{Name: rec.Name, Trials: make([]view.SweepRow, len(rec.Trials))}
+	for _, p := range rec.Params {
+		tab.Params = append(tab.Params, p.Name)
+	}
+	for i, t := range rec.Trials {
+		tdir := filepath.Join(root, t.ID)
+		row := view.SweepRow{Params: t.Params,
+			RunRecord: view.RunRecord{RunID: t.ID, LogDir: tdir, Result: view.ResultNotRun, Metrics: map[string]string{}}}
+		data, err := localfile.Read(filepath.Join(tdir, "summary.json"), summaryMax)
+		switch {
+		case err == nil:
+			r, err := launcher.RunRecordFromSummary(t.ID, tdir, data)
+			if err != nil {
+				fmt.Fprintf(stderr, "tfhive: warning: %q is not a run summary (%v)\n", filepath.Join(tdir, "summary.json"), err)
+				row.Result = view.ResultUnknown
+				break
+			}
+			row.RunRecord = r
+			var s record.Summary
+			if json.Unmarshal(data, &s) == nil {
+				row.GPUs, row.UtilMean = gpuUse(s)
+			}
+		case errors.Is(err, fs.ErrNotExist):
+			if r, ok := unfinishedRun(t.ID, tdir, time.Now()); ok {
+				row.RunRecord = r
+			} else if runGoesOn(tdir) {
+				row.Result = view.ResultRunning
+			}
+		default:
+			row.Result = view.ResultUnknown
+		}
+		tab.Trials[i] = row
+	}
+	return tab
+}
+
+// gpuUse is the GPUs a run's tasks held and their mean utilisation over
+// the tasks that --sample saw (nil: none).
+func gpuUse(s record.Summary) (int, *float64) {
+	gpus, n, sum := 0, 0, 0.0
+	for _, t := range s.Tasks {
+		gpus += len(t.GPUs)
+		if t.GPUUsage != nil && t.GPUUsage.Samples > 0 {
+			n++
+			sum += t.GPUUsage.UtilMean
+		}
+	}
+	if n == 0 {
+		return gpus, nil
+	}
+	mean := sum / float64(n)
+	return gpus, &mean
+}
+
+// writeSweepTable prints the table, or its JSON or CSV.
+func writeSweepTable(w io.Writer, tab view.SweepTable, asJSON, asCSV bool) error {
+	switch {
+	case asJSON:
+		return view.WriteSweepJSON(w, tab)
+	case asCSV:
+		return view.WriteSweepCSV(w, tab)
+	}
+	return view.WriteSweep(w, tab)
+}
+
+// sweepResult is a finished sweep's end for wait and attach: nil when
+// every trial succeeded.
+func sweepResult(rec record.Sweep) error {
+	tab := sweepTable(rec, io.Discard)
+	failed := 0
+	for _, r := range tab.Trials {
+		if r.Result != record.ResultSucceeded {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return &SweepFailedError{Name: rec.Name, Failed: failed, Total: len(tab.Trials)}
+	}
+	return nil
+}
+
+// oneLine is s up to its first line end: a reason read from a summary.
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return view.SanitizeCell(s)
+}
+
+// roundSeconds: tenths under a minute, seconds above.
+func roundSeconds(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+func sortedMetricKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if launcher.ValidCaptureName(k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
