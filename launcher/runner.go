@@ -87,6 +87,9 @@ type RunOptions struct {
 	// plan says where the tree is on each host: the tasks' default
 	// workdir.
 	Code *record.CodeReport
+	// Command is the tasks' command line as given, for the summary; nil
+	// when unknown (an adopted run).
+	Command []string
 	// Captures are --capture and --capture-from (capture.go); nil: none.
 	Captures *Captures
 	// Sample is --sample: how often the tasks' GPUs are sampled, on each
@@ -791,7 +794,7 @@ func writeCtl(q <-chan ctlLine) {
 func (r *runner) summary() *record.Summary {
 	result, code, reason, decider := r.p.Final()
 	s := &record.Summary{RunID: r.o.Plan.RunID, Result: result, ExitCode: code, Reason: reason,
-		LogDir: r.o.LogDir, Started: r.start, Duration: time.Since(r.start), Code: r.o.Code}
+		LogDir: r.o.LogDir, Started: r.start, Duration: time.Since(r.start), Code: r.o.Code, Command: r.o.Command}
 	for i, rt := range r.tasks {
 		st := r.p.State(i)
 		rt.res.Outcome, rt.res.ExitCode, rt.res.Error = st.Outcome, st.Code, st.Err
@@ -807,6 +810,7 @@ func (r *runner) summary() *record.Summary {
 			rt.res.Attempts = r.attemptsOf(i)
 		}
 	}
+	r.cancelledSummary(s, decider)
 	r.preemptedSummary(s)
 	if decider >= 0 {
 		s.Tasks = append(s.Tasks, r.tasks[decider].res)

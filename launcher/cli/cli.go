@@ -202,9 +202,11 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.doctor, commands.Doctor),
 			},
 			{
-				Name:         "ps",
-				Usage:        "list the runs holding GPUs and ports on the hosts",
-				Flags:        join(hostFlags(), jsonFlag("print the runs as a JSON document")),
+				Name:      "ps",
+				Usage:     "list the runs holding GPUs and ports on the hosts",
+				ArgsUsage: "[--watch [INTERVAL]]",
+				Flags: join(hostFlags(), jsonFlag("print the runs as a JSON document"), []cli.Flag{&cli.BoolFlag{Name: "watch", Aliases: []string{"w"},
+					Usage: "list them again every INTERVAL (given after it; default 2s) until Ctrl-C, on the same connections"}}),
 				OnUsageError: onUsage,
 				Action:       action(w.ps, commands.Ps),
 			},
@@ -217,7 +219,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 			{
 				Name:  "runs",
-				Usage: "list the runs recorded here (tfhive-runs/): start, duration, result, exit code and --capture's metrics",
+				Usage: "list the runs recorded here (tfhive-runs/): start, duration, result, exit code, --capture's metrics, command",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "log-root", Usage: "list the runs in `DIR` instead of tfhive-runs"},
 					&cli.StringFlag{Name: "sort", Usage: "order by the metric `NAME` (numbers numerically) instead of start time"},
@@ -271,7 +273,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 			{
 				Name:         "kill",
-				Usage:        "stop a run's tasks on every host (yours; root may stop any)",
+				Usage:        "stop a run's tasks on every host (yours; root: any); it ends cancelled",
 				ArgsUsage:    "RUN_ID",
 				Flags:        join(hostFlags(), []cli.Flag{&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL"}}),
 				OnUsageError: onUsage,
@@ -288,13 +290,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 			{
 				Name:         "version",
-				Usage:        "print the version",
+				Usage:        "print the version (as --version does)",
 				OnUsageError: onUsage,
 				Action: func(c *cli.Context) error {
 					if err := noArgs(c); err != nil {
 						return err
 					}
-					fmt.Fprintln(w.Stdout, "tfhive", version())
+					printVersion(c)
 					return nil
 				},
 			},
@@ -315,6 +317,14 @@ func action[O any](options func(*cli.Context) (O, error), command func(context.C
 		}
 		return command(c.Context, o)
 	}
+}
+
+// `tfhive version`, `tfhive --version` and `-v` print the same line, as
+// git's and go's do: "tfhive version dev-0123456789ab".
+func init() { cli.VersionPrinter = printVersion }
+
+func printVersion(c *cli.Context) {
+	fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, c.App.Version)
 }
 
 func version() string { return commands.Version() }

@@ -137,7 +137,23 @@ func (w wiring) doctor(c *cli.Context) (commands.DoctorOptions, error) {
 }
 
 func (w wiring) ps(c *cli.Context) (commands.PsOptions, error) {
-	return commands.PsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
+	o := commands.PsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}
+	if !c.Bool("watch") {
+		return o, noArgs(c)
+	}
+	// --watch [INTERVAL], as watch -n: the one word after it, if any.
+	o.Watch = commands.DefaultPsWatch
+	switch args := c.Args().Slice(); {
+	case len(args) > 1:
+		return o, &commands.UsageError{Msg: fmt.Sprintf("unexpected argument %q", args[1])}
+	case len(args) == 1:
+		d, err := time.ParseDuration(args[0])
+		if err != nil || d < 100*time.Millisecond {
+			return o, &commands.UsageError{Msg: fmt.Sprintf("--watch %q: not an interval of 100ms or more", args[0]), Fix: "e.g. tfhive ps --watch 5s"}
+		}
+		o.Watch = d
+	}
+	return o, nil
 }
 
 func (w wiring) queue(c *cli.Context) (commands.QueueOptions, error) {

@@ -206,7 +206,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
 		Reconnect: o.Reconnect, Redial: fleet.Redial, Started: keeperStarted,
-		Unattended: o.Unattended, Captures: caps, Sample: o.Sample, Restart: restart,
+		Unattended: o.Unattended, Captures: caps, Sample: o.Sample, Restart: restart, Command: o.Job.Command,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Quiet: o.Quiet, HostsFrom: hostsFrom(o.Hosts),
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
