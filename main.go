@@ -71,7 +71,8 @@ func exitCode(err error) int {
 	case errors.As(err, &runFailed):
 		// The deciding task's own code, or 1 where that is one of the
 		// codes below (record.TaskExitCode: lifecycle chose it), 124
-		// timeout, 130/143, 4 host lost.
+		// timeout, 130/143 interrupted, 143 cancelled (tfhive kill), 4
+		// host lost.
 		if runFailed.Summary.Result == record.ResultPreempted {
 			return exitPreempted
 		}

@@ -250,8 +250,9 @@ func TestEveryHostUnreachable(t *testing.T) {
 		if want := "tfhive: error: 1 of 1 hosts could not be reached"; lines[0] != want {
 			t.Errorf("%s: %q, want %q", cmd, lines[0], want)
 		}
-		// The reason is the probe's own, as status gives it.
-		if want := "tfhive:   127.0.0.1: connection refused (127.0.0.1 port " + port + ")"; !strings.HasPrefix(lines[1], want) {
+		// The reason is the probe's own, as status gives it; the host is
+		// named with its port, as it was written.
+		if want := "tfhive:   127.0.0.1:" + port + ": connection refused (127.0.0.1 port " + port + ")"; !strings.HasPrefix(lines[1], want) {
 			t.Errorf("%s: %q, want it to begin %q", cmd, lines[1], want)
 		}
 	}

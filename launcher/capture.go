@@ -170,10 +170,12 @@ type taskCapture struct {
 	vals []string
 	got  []bool
 	part [2][]byte // stdout's, stderr's
+	// series records each value with its time (series.go); nil: not.
+	series *taskSeries
 }
 
-func newTaskCapture(c *Captures) *taskCapture {
-	return &taskCapture{caps: c.List, vals: make([]string, len(c.List)), got: make([]bool, len(c.List))}
+func newTaskCapture(c *Captures, series *taskSeries) *taskCapture {
+	return &taskCapture{caps: c.List, vals: make([]string, len(c.List)), got: make([]bool, len(c.List)), series: series}
 }
 
 // write takes the next bytes of a stream (0 stdout, 1 stderr).
@@ -202,6 +204,11 @@ func (c *taskCapture) flush() {
 	for i := range c.part {
 		c.match(c.part[i])
 		c.part[i] = nil
+	}
+	if c.series != nil {
+		for i, cp := range c.caps {
+			c.series.end(i, cp.Name, c.vals[i])
+		}
 	}
 }
 
@@ -274,6 +281,9 @@ func (c *taskCapture) set(i int, v []byte) {
 			n--
 		}
 		v = v[:n]
+	}
+	if c.series != nil {
+		c.series.found(i, c.caps[i].Name, v)
 	}
 	if c.got[i] && c.vals[i] == string(v) {
 		return

@@ -176,7 +176,7 @@ func TestCaptureMatchesLinesAcrossSplits(t *testing.T) {
 				streams[s] = append(streams[s], ends[rng.Intn(len(ends))]...)
 			}
 		}
-		got := newTaskCapture(c)
+		got := newTaskCapture(c, nil)
 		ref := &refCapture{caps: c.List, vals: map[string]string{}}
 		for len(streams[0])+len(streams[1]) > 0 {
 			s := rng.Intn(2)
@@ -204,7 +204,7 @@ func TestCaptureMatchesLinesAcrossSplits(t *testing.T) {
 // size; a value is kept up to captureMaxValue bytes.
 func TestCaptureLongLines(t *testing.T) {
 	c := mustCaptures(t, "loss=loss=([0-9.]+)", "all=^(x+)")
-	tc := newTaskCapture(c)
+	tc := newTaskCapture(c, nil)
 	long := strings.Repeat("x", 3*outMaxLine)
 	tc.write(0, []byte("loss=1\n"+long[:10]))
 	for i := 10; i < len(long); i += 1000 {
@@ -217,7 +217,7 @@ func TestCaptureLongLines(t *testing.T) {
 		t.Errorf("loss %q, all %d bytes", m["loss"], len(m["all"]))
 	}
 	// Cut at a UTF-8 boundary.
-	tc = newTaskCapture(mustCaptures(t, "v=v(.*)"))
+	tc = newTaskCapture(mustCaptures(t, "v=v(.*)"), nil)
 	tc.write(1, []byte("v"+strings.Repeat("a", captureMaxValue-1)+"é\n"))
 	if v := tc.metrics()["v"]; len(v) != captureMaxValue-1 || !strings.HasSuffix(v, "a") {
 		t.Errorf("value of %d bytes, ending %q", len(v), v[len(v)-3:])
@@ -335,14 +335,24 @@ func TestRunCaptures(t *testing.T) {
 // The cost of matching, per byte of output: a task printing its loss on
 // every line, and one whose lines never hold the literal.
 func BenchmarkCapture(b *testing.B) {
-	for _, bc := range []struct{ name, line, spec string }{
-		{"every-line", "step 123 loss 0.0123 lr 0.1\n", `loss=loss ([0-9.]+)`},
-		{"never", "12345678\n", `loss=loss ([0-9.]+)`},
-		{"no-literal", "12345678\n", `loss=(?i)loss ([0-9.]+)`},
+	for _, bc := range []struct {
+		name, line, spec string
+		series           bool
+	}{
+		{"every-line", "step 123 loss 0.0123 lr 0.1\n", `loss=loss ([0-9.]+)`, false},
+		{"every-line-metrics.csv", "step 123 loss 0.0123 lr 0.1\n", `loss=loss ([0-9.]+)`, true},
+		{"never", "12345678\n", `loss=loss ([0-9.]+)`, false},
+		{"no-literal", "12345678\n", `loss=(?i)loss ([0-9.]+)`, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			chunk := []byte(strings.Repeat(bc.line, 32<<10/len(bc.line)))
-			tc := newTaskCapture(mustCaptures(b, bc.spec))
+			var series *taskSeries
+			if bc.series {
+				book := newSeriesBook(filepath.Join(b.TempDir(), "metrics.csv"), false)
+				defer book.close()
+				series = book.task("worker:0", 1)
+			}
+			tc := newTaskCapture(mustCaptures(b, bc.spec), series)
 			b.SetBytes(int64(len(chunk)))
 			for b.Loop() {
 				tc.write(0, chunk)

@@ -163,3 +163,7 @@ func userName(uid int) string {
 	}
 	return strconv.Itoa(uid)
 }
+
+// WriteJSONFile writes v as an indented JSON document at path, whole or
+// not at all, as the run's own records are.
+func WriteJSONFile(path string, v any) error { return writeJSONFile(path, v) }

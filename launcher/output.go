@@ -397,10 +397,11 @@ func (s *outStream) index() int {
 }
 
 // captureInto starts matching the task's output for c (--capture), when
-// c concerns the task; before any Write.
-func (t *TaskOutput) captureInto(c *Captures, id string) {
+// c concerns the task, recording each value in series (nil: only the
+// last); before any Write.
+func (t *TaskOutput) captureInto(c *Captures, id string, series *seriesBook) {
 	if c.concerns(id) {
-		t.capture = newTaskCapture(c)
+		t.capture = newTaskCapture(c, series.task(id, len(c.List)))
 	}
 }
 

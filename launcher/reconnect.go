@@ -106,6 +106,7 @@ func (r *runner) sessionLost(ev exitEvent) bool {
 		why = wording.FirstLine(ev.err.Error())
 	}
 	r.links.redo[host] = &reconnecting{since: time.Now(), why: why, tasks: []int{ev.i}}
+	r.timeline.add("", host, EventLinkLost, why)
 	r.o.Console.Printf("tfhive: lost the connection to %s (%s); reconnecting for up to %s", host, why, r.o.Reconnect)
 	go r.redial(host)
 	return true
@@ -158,6 +159,7 @@ func (r *runner) hostBack(b hostBack) {
 	if b.err != nil {
 		why := fmt.Sprintf("no connection for %s (%s)", r.o.Reconnect, wording.FirstLine(b.err.Error()))
 		r.links.gone[b.host] = why
+		r.timeline.add("", b.host, EventHostLost, why)
 		r.o.Console.Printf("tfhive: gave up on %s: %s", b.host, why)
 		for _, i := range rc.tasks {
 			r.lost(i, why)
@@ -166,8 +168,9 @@ func (r *runner) hostBack(b hostBack) {
 	}
 	r.links.conn[b.host] = b.ex
 	r.o.Execs[b.host] = b.ex
-	r.o.Console.Printf("tfhive: %s is back after %s; following %s again", b.host,
-		time.Since(rc.since).Round(100*time.Millisecond), wording.Count(len(rc.tasks), "task"))
+	after := time.Since(rc.since).Round(100 * time.Millisecond)
+	r.timeline.add("", b.host, EventReconnect, "after "+after.String())
+	r.o.Console.Printf("tfhive: %s is back after %s; following %s again", b.host, after, wording.Count(len(rc.tasks), "task"))
 	for _, i := range rc.tasks {
 		if r.p.State(i).Phase == lifecycle.PhaseStarted {
 			r.attach(i)
@@ -303,7 +306,9 @@ func (r *runner) stepDown(why string) {
 	for _, rt := range r.tasks {
 		rt.abandoned = true
 	}
-	d := r.p.Apply(lifecycle.Event{Kind: lifecycle.EvSteppedDown, Err: why})
+	ev := lifecycle.Event{Kind: lifecycle.EvSteppedDown, Err: why}
+	d := r.p.Apply(ev)
+	r.noteEvent(ev, d)
 	for _, i := range d.Abandon {
 		if rt := r.tasks[i]; rt.proc != nil {
 			rt.proc.Close()

@@ -87,6 +87,9 @@ type RunOptions struct {
 	// plan says where the tree is on each host: the tasks' default
 	// workdir.
 	Code *record.CodeReport
+	// Command is the tasks' command line as given, for the summary; nil
+	// when unknown (an adopted run).
+	Command []string
 	// Captures are --capture and --capture-from (capture.go); nil: none.
 	Captures *Captures
 	// Sample is --sample: how often the tasks' GPUs are sampled, on each
@@ -278,7 +281,12 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*record.Summary, er
 	if o.Restart.Max > 0 && o.Adopted && o.Mark != "" {
 		r.mark = o.Mark
 	}
+	if o.Captures != nil && len(o.Captures.List) > 0 {
+		r.series = newSeriesBook(filepath.Join(o.LogDir, "metrics.csv"), o.Relaunch != nil)
+	}
+	r.timeline = newTimeline(filepath.Join(o.LogDir, "events.csv"), o.Relaunch != nil)
 	sum := r.run(ctx)
+	r.timeline.close()
 	if err := r.p.Conflict(); err != nil {
 		return nil, err
 	}
@@ -305,6 +313,10 @@ type runner struct {
 	// mark is this tfhive's random word for its kept tasks' truncation
 	// lines (supervisor.TruncatedMarker).
 	mark string
+	// series is --capture's metrics.csv (series.go), nil without;
+	// timeline the run's events.csv (timeline.go).
+	series   *seriesBook
+	timeline *timeline
 	// usage and samplers are --sample's (sampler.go); nil without.
 	usage    *usageBook
 	samplers map[string]*sampler
@@ -385,8 +397,13 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 		timeout = t.C
 	}
 	done, killNow := ctx.Done(), r.o.KillNow
+	metricsTick, stopMetrics := r.metricsTicker()
+	defer stopMetrics()
+	var metrics map[string]string // the live metrics last written
 	for r.p.Running() > 0 {
 		select {
+		case <-metricsTick:
+			metrics = r.writeLiveMetrics(metrics)
 		case ev := <-r.events:
 			if ev.err != nil && r.sessionLost(ev) {
 				break
@@ -453,6 +470,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			rt.log.Close()
 		}
 	}
+	r.series.close()
 	r.stopSamplers()
 	return r.summary()
 }
@@ -479,6 +497,7 @@ var ctlLines = map[lifecycle.Control]string{
 // apply feeds ev to the policy and carries out its decision.
 func (r *runner) apply(ev lifecycle.Event) {
 	d := r.p.Apply(ev)
+	r.noteEvent(ev, d)
 	for _, line := range d.Say {
 		r.o.Console.Printf("%s", line)
 	}
@@ -624,7 +643,7 @@ func (r *runner) openOutput(rt *runTask) error {
 	}
 	rt.log = logf
 	rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
-	rt.out.captureInto(r.o.Captures, rt.t.ID)
+	rt.out.captureInto(r.o.Captures, rt.t.ID, r.series)
 	rt.started = time.Now()
 	rt.attemptStart = rt.started
 	return nil
@@ -775,7 +794,7 @@ func writeCtl(q <-chan ctlLine) {
 func (r *runner) summary() *record.Summary {
 	result, code, reason, decider := r.p.Final()
 	s := &record.Summary{RunID: r.o.Plan.RunID, Result: result, ExitCode: code, Reason: reason,
-		LogDir: r.o.LogDir, Started: r.start, Duration: time.Since(r.start), Code: r.o.Code}
+		LogDir: r.o.LogDir, Started: r.start, Duration: time.Since(r.start), Code: r.o.Code, Command: r.o.Command}
 	for i, rt := range r.tasks {
 		st := r.p.State(i)
 		rt.res.Outcome, rt.res.ExitCode, rt.res.Error = st.Outcome, st.Code, st.Err
@@ -791,6 +810,7 @@ func (r *runner) summary() *record.Summary {
 			rt.res.Attempts = r.attemptsOf(i)
 		}
 	}
+	r.cancelledSummary(s, decider)
 	r.preemptedSummary(s)
 	if decider >= 0 {
 		s.Tasks = append(s.Tasks, r.tasks[decider].res)

@@ -250,7 +250,10 @@ func TestRunSucceeds(t *testing.T) {
 	wantLines(t, "worker:1's task stage", f.proc("worker:1").runStage, "file-h2", "cli-value", "worker:1", "/work/dir")
 	var buf bytes.Buffer
 	view.WriteSummary(&buf, s)
-	wantLines(t, "summary table", buf.String(), "OUTCOME", "stopped 143", "run r1 succeeded: every worker exited 0 (exit 0)")
+	wantLines(t, "summary table", buf.String(), "OUTCOME", "stopped  ", "run r1 succeeded: every worker exited 0 (exit 0)")
+	if strings.Contains(buf.String(), "stopped 143") {
+		t.Errorf("a stopped task's code in the table:\n%s", buf.String())
+	}
 }
 
 func TestRunFailures(t *testing.T) {

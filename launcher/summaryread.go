@@ -35,7 +35,7 @@ func RunRecordFromSummary(id, dir string, data []byte) (view.RunRecord, error) {
 		return view.RunRecord{}, errors.New("no result")
 	}
 	r := view.RunRecord{RunID: id, LogDir: dir, Started: s.Started, Duration: s.Duration, Result: s.Result,
-		ExitCode: intPtr(s.ExitCode), Reason: s.Reason, Metrics: map[string]string{}, Captures: []string{}}
+		ExitCode: intPtr(s.ExitCode), Reason: s.Reason, Command: s.Command, Metrics: map[string]string{}, Captures: []string{}}
 	for k, v := range s.Metrics {
 		if ValidCaptureName(k) {
 			r.Metrics[k] = v

@@ -352,7 +352,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		smi = parseSMI(po.smiExit, po.smi, f.opts.CommandTimeout)
 	}
 	fillOwners(smi.GPUs, parsePS(po.ps))
-	hi.Driver, hi.DriverError, hi.NoNvidiaSMI = smi.Driver, smi.DriverError, smi.NoNvidiaSMI
+	hi.Driver, hi.CUDA, hi.DriverError, hi.NoNvidiaSMI = smi.Driver, smi.CUDA, smi.DriverError, smi.NoNvidiaSMI
 	if smi.GPUs != nil {
 		hi.GPUs = smi.GPUs
 	}

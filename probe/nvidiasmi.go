@@ -18,6 +18,7 @@ import (
 // The JSON names are HostInventory's, so golden files read like status output.
 type smiFacts struct {
 	Driver      string          `json:"driver_version"`
+	CUDA        string          `json:"cuda_version,omitempty"`
 	GPUs        []inventory.GPU `json:"gpus"`
 	NoNvidiaSMI bool            `json:"no_nvidia_smi"`
 	DriverError string          `json:"driver_error"`
@@ -39,11 +40,11 @@ func parseSMI(exitCode int, output []byte, timeout time.Duration) smiFacts {
 		if !bytes.Contains(output, []byte("<nvidia_smi_log")) && hasNoDevices(output) {
 			return smiFacts{GPUs: []inventory.GPU{}}
 		}
-		driver, gpus, err := parseNvidiaSMIXML(output)
+		log, gpus, err := parseNvidiaSMIXML(output)
 		if err != nil {
 			return smiFacts{DriverError: "cannot parse nvidia-smi output: " + err.Error()}
 		}
-		return smiFacts{Driver: driver, GPUs: gpus}
+		return smiFacts{Driver: log.Driver, CUDA: log.CUDA, GPUs: gpus}
 	case 124, 137:
 		// 124: timeout sent TERM; 137 = 128+KILL: it had to use -k, or the
 		// kernel OOM killer got there first, which we cannot tell apart.
@@ -105,6 +106,7 @@ func sanitizeText(s string) string {
 type smiLog struct {
 	XMLName xml.Name `xml:"nvidia_smi_log"`
 	Driver  string   `xml:"driver_version"`
+	CUDA    string   `xml:"cuda_version"`
 	GPUs    []smiGPU `xml:"gpu"`
 }
 
@@ -142,10 +144,10 @@ type smiProcess struct {
 // SM time as surely as a CUDA one, and placement should not put a job beside
 // it unknowingly. Values nvidia-smi could not read ("N/A", "[Not Supported]",
 // "Unknown Error"…) become nil.
-func parseNvidiaSMIXML(data []byte) (driver string, gpus []inventory.GPU, err error) {
+func parseNvidiaSMIXML(data []byte) (versions smiVersions, gpus []inventory.GPU, err error) {
 	doc, err := extractSMIDocument(data)
 	if err != nil {
-		return "", nil, err
+		return versions, nil, err
 	}
 	// Strict mode on purpose: lenient mode silently "repairs" mismatched or
 	// truncated output into partial data. The one known defect of real output,
@@ -156,9 +158,9 @@ func parseNvidiaSMIXML(data []byte) (driver string, gpus []inventory.GPU, err er
 	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
 	var log smiLog
 	if err := dec.Decode(&log); err != nil {
-		return "", nil, err
+		return versions, nil, err
 	}
-	driver = strings.TrimSpace(log.Driver)
+	versions = smiVersions{Driver: strings.TrimSpace(log.Driver), CUDA: strings.TrimSpace(log.CUDA)}
 	gpus = make([]inventory.GPU, 0, len(log.GPUs))
 	for i, g := range log.GPUs {
 		mem := g.FBMemory
@@ -193,8 +195,11 @@ func parseNvidiaSMIXML(data []byte) (driver string, gpus []inventory.GPU, err er
 		}
 		gpus = append(gpus, gpu)
 	}
-	return driver, gpus, nil
+	return versions, gpus, nil
 }
+
+// smiVersions are the driver's and CUDA's versions nvidia-smi names.
+type smiVersions struct{ Driver, CUDA string }
 
 // extractSMIDocument cuts the XML document out of combined stdout+stderr
 // (nvidia-smi prints warnings such as "WARNING: infoROM is corrupted at gpu

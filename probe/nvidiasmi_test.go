@@ -153,12 +153,12 @@ func TestParseNvidiaSMIXMLGoldens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			driver, gpus, err := parseNvidiaSMIXML(readTestdata(t, "nvidia-smi/"+tt.file))
+			v, gpus, err := parseNvidiaSMIXML(readTestdata(t, "nvidia-smi/"+tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if driver != tt.driver {
-				t.Errorf("driver = %q, want %q", driver, tt.driver)
+			if v.Driver != tt.driver {
+				t.Errorf("driver = %q, want %q", v.Driver, tt.driver)
 			}
 			assertGPUs(t, gpus, tt.gpus)
 		})
@@ -328,12 +328,12 @@ func TestParseNvidiaSMIXMLRobustness(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			driver, gpus, err := parseNvidiaSMIXML([]byte(tt.in))
+			v, gpus, err := parseNvidiaSMIXML([]byte(tt.in))
 			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
-			if driver != "550.54.14" {
-				t.Errorf("driver = %q", driver)
+			if v.Driver != "550.54.14" {
+				t.Errorf("driver = %q", v.Driver)
 			}
 			assertGPUs(t, gpus, tt.want)
 		})

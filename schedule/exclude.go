@@ -23,10 +23,13 @@ type Exclusions map[string][]int
 // all of gpu02, and "gpu01,3" is an error rather than a guess. Host names
 // that are only digits cannot be written, which costs nothing in practice.
 // An IPv6 literal is written in brackets ("[fe80::1]:0"); a bare host with
-// more than one colon is taken whole as an IPv6 address.
+// more than one colon is taken whole as an IPv6 address. A host whose name
+// carries its port (10.0.0.5:2222, see hosts.displayName) is read by its
+// name, one of hostNames: "10.0.0.5:2222" is that host whole,
+// "10.0.0.5:2222:0,1" its GPUs 0 and 1.
 //
 // Naming a host twice merges its indices; excluding it whole wins.
-func ParseExclude(specs []string) (Exclusions, error) {
+func ParseExclude(specs, hostNames []string) (Exclusions, error) {
 	ex := Exclusions{}
 	for _, spec := range specs {
 		host := "" // the item indices are added to; "" before the first host
@@ -46,7 +49,7 @@ func ParseExclude(specs []string) (Exclusions, error) {
 				ex.add(host, idx)
 				continue
 			}
-			name, list, err := splitHostItem(spec, tok)
+			name, list, err := splitHostItem(spec, tok, hostNames)
 			if err != nil {
 				return nil, err
 			}
@@ -113,8 +116,15 @@ func isIndexToken(s string) bool {
 	return strings.Trim(s, "0123456789-") == "" && strings.ContainsAny(s, "0123456789")
 }
 
-// splitHostItem splits "host" or "host:list" (see ParseExclude for IPv6).
-func splitHostItem(spec, tok string) (host, list string, err error) {
+// splitHostItem splits "host" or "host:list" (see ParseExclude for IPv6
+// and names with a port).
+func splitHostItem(spec, tok string, hostNames []string) (host, list string, err error) {
+	if slices.Contains(hostNames, tok) {
+		return tok, "", nil
+	}
+	if i := strings.LastIndex(tok, ":"); i > 0 && slices.Contains(hostNames, tok[:i]) && isIndexToken(tok[i+1:]) {
+		return tok[:i], tok[i+1:], nil
+	}
 	if strings.HasPrefix(tok, "[") {
 		end := strings.Index(tok, "]")
 		if end < 0 {

@@ -38,7 +38,7 @@ func TestParseExclude(t *testing.T) {
 		{[]string{"[fd00::1]x"}, nil, "unexpected"},
 	}
 	for _, tt := range tests {
-		got, err := ParseExclude(tt.specs)
+		got, err := ParseExclude(tt.specs, nil)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("ParseExclude(%q) err = %v, want %q", tt.specs, err, tt.wantErr)
@@ -47,6 +47,30 @@ func TestParseExclude(t *testing.T) {
 			}
 			continue
 		}
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseExclude(%q) = %v, %v; want %v", tt.specs, got, err, tt.want)
+		}
+	}
+}
+
+// A host named with its port (two sshds on one address) is read by its
+// name, whole or with GPU indices; other hosts as ever.
+func TestParseExcludeNamesWithPorts(t *testing.T) {
+	hosts := []string{"10.0.0.5:2222", "10.0.0.5:2223", "[fd00::1]:2222", "gpu01"}
+	for _, tt := range []struct {
+		specs []string
+		want  Exclusions
+	}{
+		{[]string{"10.0.0.5:2222"}, Exclusions{"10.0.0.5:2222": {}}},
+		{[]string{"10.0.0.5:2223:0,1"}, Exclusions{"10.0.0.5:2223": {0, 1}}},
+		{[]string{"10.0.0.5:2222:1,10.0.0.5:2223"}, Exclusions{"10.0.0.5:2222": {1}, "10.0.0.5:2223": {}}},
+		{[]string{"[fd00::1]:2222:0-1"}, Exclusions{"[fd00::1]:2222": {0, 1}}},
+		{[]string{"[fd00::1]:2222"}, Exclusions{"[fd00::1]:2222": {}}},
+		{[]string{"gpu01:1,gpu01"}, Exclusions{"gpu01": {}}},
+		// Not a host's name: read as ever (and then unknown to Validate).
+		{[]string{"10.0.0.5:7"}, Exclusions{"10.0.0.5": {7}}},
+	} {
+		got, err := ParseExclude(tt.specs, hosts)
 		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("ParseExclude(%q) = %v, %v; want %v", tt.specs, got, err, tt.want)
 		}

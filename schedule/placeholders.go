@@ -17,7 +17,7 @@ var placeholders = []string{
 	"cluster_spec", // the training cluster as JSON, as in TF_CONFIG (tf)
 	"tf_config",    // the task's TF_CONFIG (tf)
 	"run_id",       // the run id
-	"host",         // the host's name as the user wrote it
+	"host",         // the host's name in output (hosts.displayName: its name:, else as written, :port included)
 	"port",         // the task's port (tf)
 	"gpus",         // comma-joined GPU indices, "" for a CPU task
 	"rank",         // RANK (torch)

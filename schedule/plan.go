@@ -31,7 +31,7 @@ const PlanVersion = 1
 //	  "master": "addr:port",             // torch only: MASTER_ADDR:MASTER_PORT
 //	  "tasks": [{
 //	    "id": "worker:0", "role": "worker", "index": 0,
-//	    "host": "gpu01",                   // the host's name as written by the user
+//	    "host": "gpu01",                   // the host's name in output (as written, :port included)
 //	    "address": "10.0.0.1:2222",        // what the cluster spec lists; torch: "10.0.0.1"
 //	    "port": 2222,                      // tensorflow only
 //	    "gpus": [0, 1], "gpu_uuids": ["GPU-…", "GPU-…"],   // [] for a CPU task

@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -157,6 +156,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.status, commands.Status),
 			},
 			{
+				Name:         "top",
+				Usage:        "a live view of the fleet: GPUs and who holds them, the queue, your runs (? for keys)",
+				Flags:        join(hostFlags(), topFlags(), availabilityFlags(), []cli.Flag{colorFlag()}),
+				OnUsageError: onUsage,
+				Action:       action(w.top, commands.Top),
+			},
+			{
 				Name:         "plan",
 				Usage:        "show where every task would run, without starting anything",
 				ArgsUsage:    "-- CMD [ARGS...]",
@@ -171,6 +177,14 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Flags:        join(hostFlags(), jobFlags(), syncFlags(), runFlags(), []cli.Flag{colorFlag()}),
 				OnUsageError: onUsage,
 				Action:       action(w.run, commands.Run),
+			},
+			{
+				Name:         "rerun",
+				Usage:        "run a recorded run again as it was, under a new id, saying first what is not as it was (code, hosts, git commit, tfhive)",
+				ArgsUsage:    "RUN_ID|LOG_DIR",
+				Flags:        rerunFlags(),
+				OnUsageError: onUsage,
+				Action:       action(w.rerun, commands.Rerun),
 			},
 			{
 				Name:         "sweep",
@@ -188,9 +202,11 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.doctor, commands.Doctor),
 			},
 			{
-				Name:         "ps",
-				Usage:        "list the runs holding GPUs and ports on the hosts",
-				Flags:        join(hostFlags(), jsonFlag("print the runs as a JSON document")),
+				Name:      "ps",
+				Usage:     "list the runs holding GPUs and ports on the hosts",
+				ArgsUsage: "[--watch [INTERVAL]]",
+				Flags: join(hostFlags(), jsonFlag("print the runs as a JSON document"), []cli.Flag{&cli.BoolFlag{Name: "watch", Aliases: []string{"w"},
+					Usage: "list them again every INTERVAL (given after it; default 2s) until Ctrl-C, on the same connections"}}),
 				OnUsageError: onUsage,
 				Action:       action(w.ps, commands.Ps),
 			},
@@ -203,7 +219,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 			{
 				Name:  "runs",
-				Usage: "list the runs recorded here (tfhive-runs/): start, duration, result, exit code and --capture's metrics",
+				Usage: "list the runs recorded here (tfhive-runs/): start, duration, result, exit code, --capture's metrics, command",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "log-root", Usage: "list the runs in `DIR` instead of tfhive-runs"},
 					&cli.StringFlag{Name: "sort", Usage: "order by the metric `NAME` (numbers numerically) instead of start time"},
@@ -214,6 +230,17 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				},
 				OnUsageError: onUsage,
 				Action:       action(w.runs, commands.Runs),
+			},
+			{
+				Name:      "report",
+				Usage:     "write a run's or a sweep's report: one HTML file to open offline or mail (timeline, GPU use, metrics, summary)",
+				ArgsUsage: "RUN_ID|SWEEP",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "log-root", Usage: "the run or sweep is in `DIR` instead of tfhive-runs"},
+					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write it to `FILE` (- for stdout) instead of report.html in its dir"},
+				},
+				OnUsageError: onUsage,
+				Action:       action(w.report, commands.Report),
 			},
 			{
 				Name:      "attach",
@@ -246,7 +273,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 			{
 				Name:         "kill",
-				Usage:        "stop a run's tasks on every host (yours; root may stop any), or a sweep",
+				Usage:        "stop a run's tasks on every host (yours; root: any); it ends cancelled; or a sweep",
 				ArgsUsage:    "RUN_ID",
 				Flags:        join(hostFlags(), []cli.Flag{&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL"}}),
 				OnUsageError: onUsage,
@@ -263,13 +290,13 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 			{
 				Name:         "version",
-				Usage:        "print the version",
+				Usage:        "print the version (as --version does)",
 				OnUsageError: onUsage,
 				Action: func(c *cli.Context) error {
 					if err := noArgs(c); err != nil {
 						return err
 					}
-					fmt.Fprintln(w.Stdout, "tfhive", version())
+					printVersion(c)
 					return nil
 				},
 			},
@@ -292,13 +319,12 @@ func action[O any](options func(*cli.Context) (O, error), command func(context.C
 	}
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
-		}
-	}
-	return "dev"
+// `tfhive version`, `tfhive --version` and `-v` print the same line, as
+// git's and go's do: "tfhive version dev-0123456789ab".
+func init() { cli.VersionPrinter = printVersion }
+
+func printVersion(c *cli.Context) {
+	fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, c.App.Version)
 }
+
+func version() string { return commands.Version() }

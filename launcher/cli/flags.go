@@ -34,6 +34,13 @@ func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 	}, noArgs(c)
 }
 
+func (w wiring) top(c *cli.Context) (commands.TopOptions, error) {
+	return commands.TopOptions{
+		Streams: w.streams(c), Stdin: c.App.Reader, Hosts: hostOptions(c), Availability: availability(c),
+		Interval: c.Duration("interval"), Grace: c.Duration("grace"), LogRoot: c.String("log-root"),
+	}, noArgs(c)
+}
+
 func (w wiring) plan(c *cli.Context) (commands.PlanOptions, error) {
 	o := commands.PlanOptions{Streams: w.Streams, Hosts: hostOptions(c), Job: job(c), JSON: c.Bool("json"), Emit: emitOptions(c)}
 	return o, torchrunFlags(c, &o.Job)
@@ -130,7 +137,23 @@ func (w wiring) doctor(c *cli.Context) (commands.DoctorOptions, error) {
 }
 
 func (w wiring) ps(c *cli.Context) (commands.PsOptions, error) {
-	return commands.PsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
+	o := commands.PsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}
+	if !c.Bool("watch") {
+		return o, noArgs(c)
+	}
+	// --watch [INTERVAL], as watch -n: the one word after it, if any.
+	o.Watch = commands.DefaultPsWatch
+	switch args := c.Args().Slice(); {
+	case len(args) > 1:
+		return o, &commands.UsageError{Msg: fmt.Sprintf("unexpected argument %q", args[1])}
+	case len(args) == 1:
+		d, err := time.ParseDuration(args[0])
+		if err != nil || d < 100*time.Millisecond {
+			return o, &commands.UsageError{Msg: fmt.Sprintf("--watch %q: not an interval of 100ms or more", args[0]), Fix: "e.g. tfhive ps --watch 5s"}
+		}
+		o.Watch = d
+	}
+	return o, nil
 }
 
 func (w wiring) queue(c *cli.Context) (commands.QueueOptions, error) {
@@ -140,6 +163,14 @@ func (w wiring) queue(c *cli.Context) (commands.QueueOptions, error) {
 func (w wiring) runs(c *cli.Context) (commands.RunsOptions, error) {
 	return commands.RunsOptions{Streams: w.Streams, LogRoot: c.String("log-root"), JSON: c.Bool("json"),
 		Sort: c.String("sort"), Reverse: c.Bool("reverse"), Sweep: c.String("sweep"), CSV: c.Bool("csv")}, noArgs(c)
+}
+
+func (w wiring) report(c *cli.Context) (commands.ReportOptions, error) {
+	o := commands.ReportOptions{Streams: w.Streams, LogRoot: c.String("log-root"), Name: c.Args().First(), Out: c.String("output")}
+	if c.NArg() != 1 {
+		return o, &commands.UsageError{Msg: "report takes one run id or sweep name (tfhive runs lists the runs)"}
+	}
+	return o, nil
 }
 
 func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
@@ -189,6 +220,7 @@ func hostOptions(c *cli.Context) commands.HostOptions {
 		Hostfile:          c.String("hostfile"),
 		SSHConfig:         c.String("ssh-config"),
 		AcceptNewHostKeys: c.Bool("accept-new-host-keys"),
+		Quiet:             c.Bool("quiet"), // run's -q, as ssh -q
 		ConnectTimeout:    c.Duration("connect-timeout"),
 		CommandTimeout:    c.Duration("command-timeout"),
 		Parallel:          c.Int("parallel"),
@@ -251,6 +283,14 @@ func statusFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print the status as a JSON document"},
 		&cli.DurationFlag{Name: "watch", Usage: "refresh every `INTERVAL` (e.g. 2s) until interrupted, reusing connections"},
+	}
+}
+
+func topFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "interval", Usage: "refresh every `D` (default 2s; not on a terminal: print once, or every D when given)"},
+		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL when x stops a run"},
+		&cli.StringFlag{Name: "log-root", Usage: "the `DIR` holding your runs' log dirs (default tfhive-runs)"},
 	}
 }
 

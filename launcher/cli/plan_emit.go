@@ -26,6 +26,11 @@ func emitFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-dir", Category: catOutput, Usage: "--emit slurm: the `DIR` of the job's output file"},
 		&cli.DurationFlag{Name: "grace", Category: catOutput, Value: 10 * time.Second, Usage: "--emit: time `D` between SIGTERM and SIGKILL when tasks are stopped"},
 		&cli.DurationFlag{Name: "timeout", Category: catOutput, Usage: "--emit: the job's time limit `D`"},
+		// A sweep, as one Slurm job array.
+		&cli.StringSliceFlag{Name: "param", Category: catOutput, Usage: "--emit slurm: sweep `NAME=V1,V2,…` (repeatable): a job array, one task per combination, {NAME} in the command"},
+		&cli.IntFlag{Name: "random", Category: catOutput, Usage: "--emit slurm --param: `N` combinations picked at random (--seed), not every one"},
+		&cli.Int64Flag{Name: "seed", Category: catOutput, Usage: "--emit slurm --random: the pick's seed `S` (the same S, the same trials; default 0)"},
+		&cli.IntFlag{Name: "max-parallel", Category: catOutput, Usage: "--emit slurm --param: at most `K` trials at once (--array's %K)"},
 	}
 }
 
@@ -47,6 +52,7 @@ func emitOptions(c *cli.Context) commands.EmitOptions {
 		Grace: c.Duration("grace"), Timeout: c.Duration("timeout"),
 		Image: c.String("image"), Namespace: c.String("namespace"), Secret: c.String("secret"),
 		Nodes: c.Int("nodes"), GPUsPerNode: c.Int("gpus-per-node"),
+		Params: c.StringSlice("param"), Random: c.Int("random"), Seed: c.Int64("seed"), MaxParallel: c.Int("max-parallel"),
 		Given: given,
 	}
 }

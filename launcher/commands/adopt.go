@@ -123,6 +123,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		return res.err
 	}
 	view.WriteSummary(o.Stdout, res.sum)
+	writeRunReport(dir, o.RunID, o.Stderr)
 	if res.err != nil {
 		return res.err
 	}

@@ -54,17 +54,25 @@ func fleetOptions(h HostOptions, stderr io.Writer, what probeWhat) ([]inventory.
 	if err := transport.CheckLocalFiles(hosts); err != nil {
 		return nil, probe.Options{}, &UsageError{Msg: err.Error(), Fix: "point identity_file (or IdentityFile) at a private key and UserKnownHostsFile at a known_hosts file; /dev/null for none"}
 	}
+	// Over the progress line, on a terminal.
+	lineStart := ""
+	if isTerminal(stderr) {
+		lineStart = "\r\x1b[K"
+	}
 	opts := probe.Options{
 		SSH: transport.Options{
 			ConnectTimeout:    h.ConnectTimeout,
 			AcceptNewHostKeys: h.AcceptNewHostKeys,
 			AgentSocket:       os.Getenv("SSH_AUTH_SOCK"),
 			Warn: func(msg string) {
-				prefix := "tfhive: warning: "
-				if isTerminal(stderr) {
-					prefix = "\r\x1b[K" + prefix // over the progress line
+				fmt.Fprintf(stderr, "%stfhive: warning: %s\n", lineStart, msg)
+			},
+			// OpenSSH's own line, word for word, as ssh prints it (and
+			// ssh -q does not).
+			Added: func(line string) {
+				if !h.Quiet {
+					fmt.Fprintf(stderr, "%s%s\n", lineStart, line)
 				}
-				fmt.Fprintf(stderr, "%s%s\n", prefix, msg)
 			},
 		},
 		CommandTimeout: h.CommandTimeout,
@@ -101,6 +109,9 @@ func hostsOptions(h HostOptions) hosts.Options {
 	}
 	if env := os.Getenv("TFHIVE_HOSTS"); env != "" && o.File == env {
 		o.File, o.EnvFile = "", env
+	}
+	if h.Local {
+		o.DefaultFile, o.UserFile = "", ""
 	}
 	return o
 }
@@ -183,13 +194,13 @@ func unreachable(inv inventory.Inventory) error {
 
 // availability validates the options against the hosts.
 func (o Availability) availability(hosts []inventory.Host) (schedule.Availability, error) {
-	ex, err := schedule.ParseExclude(o.Exclude)
-	if err != nil {
-		return schedule.Availability{}, err
-	}
 	names := make([]string, len(hosts))
 	for i, h := range hosts {
 		names[i] = h.Name
+	}
+	ex, err := schedule.ParseExclude(o.Exclude, names)
+	if err != nil {
+		return schedule.Availability{}, err
 	}
 	if err := ex.Validate(names); err != nil {
 		return schedule.Availability{}, err

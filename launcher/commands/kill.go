@@ -13,6 +13,8 @@ import (
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 )
@@ -61,6 +63,40 @@ func Kill(ctx context.Context, o KillOptions) error {
 	if err != nil {
 		return err
 	}
+	k, err := killRun(ctx, fleet, inv, o.RunID, ids, o.Grace, o.Hosts.Parallel, hostsFrom(o.Hosts))
+	if k.none && sweepStopped {
+		// Its tfhive stopped every trial: nothing is left.
+		return unreachable(inv)
+	}
+	if err != nil {
+		return err
+	}
+	for _, w := range k.warnings {
+		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", w)
+	}
+	for _, line := range k.said {
+		fmt.Fprintf(o.Stdout, "tfhive: %s\n", line)
+	}
+	if len(k.failed) > 0 {
+		return errors.New("could not stop run " + o.RunID + " everywhere: " + strings.Join(k.failed, "; "))
+	}
+	return unreachable(inv)
+}
+
+// killed is what killRun did: a line per run and host where it stopped
+// the run (or found it ended), the hosts where it failed, and the claims
+// left alone (another user's); none: no claim of the runs was found.
+type killed struct {
+	said, failed, warnings []string
+	none                   bool
+}
+
+// killRun stops the tasks of the runs ids (run id, or a sweep's trials)
+// on the hosts of inv (fleet's last probe) where they hold claims: only
+// the user's own runs, or any when the user is root. kill and top's stop
+// share it; from is hostsFrom, for the error when nothing is held.
+func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, id string, ids map[string]bool,
+	grace time.Duration, parallel int, from string) (killed, error) {
 	var targets []view.RunOnHost
 	var others []string
 	execs := map[string]remote.Executor{}
@@ -74,49 +110,53 @@ func Kill(ctx context.Context, o KillOptions) error {
 			}
 			// Only your own runs; root may stop any. The user is the
 			// holding processes' owner as the host's kernel says.
-			if h.User != r.User && h.User != "root" {
-				others = append(others, fmt.Sprintf("%s holds claims labelled %s on %s", orUnknown(r.User), o.RunID, h.Name))
+			if user := loginUser(h); user != r.User && user != "root" {
+				others = append(others, fmt.Sprintf("%s holds claims labelled %s on %s", orUnknown(r.User), id, h.Name))
 				continue
 			}
-			execs[h.Name] = fleet.Executor(i)
-			targets = append(targets, r)
+			if e := fleet.Executor(i); e != nil {
+				execs[h.Name] = e
+				targets = append(targets, r)
+			}
 		}
 	}
+	var k killed
 	if len(targets) == 0 {
-		if sweepStopped {
-			// Its tfhive stopped every trial: nothing is left.
-			return unreachable(inv)
-		}
+		k.none = true
 		if err := unreachable(inv); err != nil {
-			return err
+			return k, err
 		}
 		if len(others) > 0 {
-			return fmt.Errorf("run %s is not yours to stop: %s; only they or root can stop it", o.RunID, strings.Join(others, "; "))
+			return k, fmt.Errorf("run %s is not yours to stop: %s; only they or root can stop it", id, strings.Join(others, "; "))
 		}
-		if from := hostsFrom(o.Hosts); from != "" {
-			return fmt.Errorf("no run %s holds GPUs or ports on these hosts (%s)", o.RunID, from)
+		if from != "" {
+			return k, fmt.Errorf("no run %s holds GPUs or ports on these hosts (%s)", id, from)
 		}
-		return fmt.Errorf("no run %s holds GPUs or ports on these hosts", o.RunID)
+		return k, fmt.Errorf("no run %s holds GPUs or ports on these hosts", id)
 	}
 	for _, other := range others {
-		fmt.Fprintf(o.Stderr, "tfhive: warning: %s; left alone\n", other)
+		k.warnings = append(k.warnings, other+"; left alone")
 	}
-	var failed []string
-	for _, res := range hostops.Kill(ctx, targets, execs, o.Grace, o.Hosts.Parallel) {
-		if res.Err != nil {
-			failed = append(failed, res.Host+": "+res.Err.Error())
-			continue
+	for _, res := range hostops.Kill(ctx, targets, execs, grace, parallel) {
+		switch {
+		case res.Err != nil:
+			k.failed = append(k.failed, res.Host+": "+res.Err.Error())
+		case res.Tasks == 0:
+			k.said = append(k.said, fmt.Sprintf("run %s on %s had already ended", res.RunID, res.Host))
+		default:
+			k.said = append(k.said, fmt.Sprintf("stopped run %s on %s (%s)", res.RunID, res.Host, wording.Count(res.Tasks, "task")))
 		}
-		if res.Tasks == 0 {
-			fmt.Fprintf(o.Stdout, "tfhive: run %s on %s had already ended\n", res.RunID, res.Host)
-			continue
-		}
-		fmt.Fprintf(o.Stdout, "tfhive: stopped run %s on %s (%s)\n", res.RunID, res.Host, wording.Count(res.Tasks, "task"))
 	}
-	if len(failed) > 0 {
-		return errors.New("could not stop run " + o.RunID + " everywhere: " + strings.Join(failed, "; "))
+	return k, nil
+}
+
+// loginUser is who tfhive is on host h: the user it logs in as, or on
+// this machine without SSH (no hosts given), the local user.
+func loginUser(h inventory.Host) string {
+	if h.Local && h.User == "" {
+		return localUser()
 	}
-	return unreachable(inv)
+	return h.User
 }
 
 func orUnknown(user string) string {
@@ -152,7 +192,7 @@ func stopSweep(ctx context.Context, o KillOptions, dir string) (bool, error) {
 	switch {
 	case err == nil:
 		f.Close()
-	case !errors.Is(err, fs.ErrExist): // asked before: ask again is the same
+	case !errors.Is(err, fs.ErrExist): // asked before: asking again is the same
 		return false, fmt.Errorf("log dir: %w", err)
 	}
 	fmt.Fprintf(o.Stdout, "tfhive: sweep %s: asked its tfhive to stop its trials and start no more\n", o.RunID)

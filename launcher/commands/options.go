@@ -23,13 +23,19 @@ type HostOptions struct {
 	Hostfile          string   // --hostfile: an MPI-style hostfile
 	SSHConfig         string
 	AcceptNewHostKeys bool
-	ConnectTimeout    time.Duration
-	CommandTimeout    time.Duration
-	Parallel          int
+	// Quiet keeps the keys --accept-new-host-keys adds unsaid (run -q,
+	// as ssh -q): OpenSSH's "Permanently added" line is printed otherwise.
+	Quiet          bool
+	ConnectTimeout time.Duration
+	CommandTimeout time.Duration
+	Parallel       int
 	// Dial, when set, opens the hosts' connections instead of SSH (and of
 	// this machine's sh for the no-hosts default): no flag sets it; tests
 	// give fake hosts (probe/hosttest). nil: the real transport.
-	Dial probe.Dialer
+	Dial probe.Dialer `json:"-"`
+	// Local: no hosts file however the directory, this machine without
+	// SSH (a rerun of a run that had none); no flag sets it.
+	Local bool
 }
 
 // Availability decides which GPUs count as free, for status and plans.

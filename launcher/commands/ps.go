@@ -13,6 +13,9 @@ type PsOptions struct {
 	Streams
 	Hosts HostOptions
 	JSON  bool
+	// Watch, when not 0, lists the runs again at that interval, over the
+	// same connections, until ctx ends (psWatch).
+	Watch time.Duration
 }
 
 // Ps lists the runs holding claims on the hosts, with the state of the
@@ -23,10 +26,13 @@ func Ps(ctx context.Context, o PsOptions) error {
 		return err
 	}
 	defer fleet.Close()
-	noteHostsFrom(o.Hosts, o.Stderr)
 	// In the same round trip: what the user's run directories say of the
 	// runs holding claims (their state, whether a keeper follows them).
 	fleet.LookForRuns()
+	if o.Watch > 0 {
+		return psWatch(ctx, o, fleet)
+	}
+	noteHostsFrom(o.Hosts, o.Stderr)
 	inv, err := probeAll(ctx, fleet)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/record"
@@ -33,10 +34,14 @@ const (
 )
 
 // RunOptions are `tfhive run`'s.
+//
+// A run's record (repro.json, repro.go) holds them as JSON, in Go's
+// field names, for `tfhive rerun`: a field that JSON cannot carry is
+// tagged out, and what a rerun must not repeat is cleared there.
 type RunOptions struct {
-	Streams
-	Hosts HostOptions
-	Job   Job
+	Streams `json:"-"`
+	Hosts   HostOptions
+	Job     Job
 	// Env holds --env values: K=V, or K for this machine's value.
 	Env            []string
 	Workdir, Setup string // override the hosts file's when not empty
@@ -73,7 +78,10 @@ type RunOptions struct {
 	RestartBackoff time.Duration
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
-	Signals *Signals
+	Signals *Signals `json:"-"`
+	// rerun: this run runs the recorded one again (rerun.go); nil
+	// otherwise.
+	rerun *rerunOf
 	// trial, set by a sweep, makes this run one of its trials
 	// (sweep.go): never a keeper, even in a detached sweep's, and its log
 	// dir made and checked by the sweep.
@@ -138,10 +146,13 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	tree, err := o.Job.prepareSync(o.Stderr)
-	if err != nil {
+	var tree *codesync.Tree
+	if o.rerun != nil && o.rerun.tree != nil {
+		tree = o.rerun.tree
+	} else if tree, err = o.Job.prepareSync(o.Stderr); err != nil {
 		return err
 	}
+	launched := startLaunchState()
 	req, err := o.Job.request(fleet.Hosts, "run", tree)
 	if err != nil {
 		return err
@@ -195,7 +206,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: logDir, Grace: o.Grace, Timeout: o.Timeout,
 		Reconnect: o.Reconnect, Redial: fleet.Redial, Started: keeperStarted,
-		Unattended: o.Unattended, Captures: caps, Sample: o.Sample, Restart: restart,
+		Unattended: o.Unattended, Captures: caps, Sample: o.Sample, Restart: restart, Command: o.Job.Command,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Quiet: o.Quiet, HostsFrom: hostsFrom(o.Hosts),
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
@@ -289,6 +300,7 @@ func Run(ctx context.Context, o RunOptions) error {
 			if release, err = holdRunLock(logDir); err != nil {
 				return nil, err
 			}
+			writeRepro(logDir, newRepro(o, req.RunID, launched, fleet, tree, plan, inv, check.done), o.Stderr)
 		}
 		startedOnce = true
 		return start(ctx, fleet, plan, lo, sigs, o.Stderr)
@@ -326,6 +338,11 @@ func Run(ctx context.Context, o RunOptions) error {
 		view.WriteSummary(o.Stdout, sum)
 	}
 	var recErr *record.RecordError
+	if !errors.As(err, &recErr) {
+		// After the summary, which the user reads meanwhile; not where
+		// the summary could not be written.
+		writeRunReport(logDir, sum.RunID, o.Stderr)
+	}
 	if errors.As(err, &recErr) && sum.ExitCode != 0 {
 		// A failed run keeps its own exit code: what the task said
 		// matters more to a script than the local record.

@@ -57,7 +57,7 @@ func Runs(_ context.Context, o RunsOptions) error {
 	if o.JSON {
 		return view.WriteRunRecordsJSON(o.Stdout, rs)
 	}
-	return view.WriteRunRecords(o.Stdout, rs)
+	return view.WriteRunRecords(o.Stdout, rs, termWidth(o.Stdout))
 }
 
 // listRuns reads every run dir of root. A directory that holds no run

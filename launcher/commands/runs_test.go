@@ -24,8 +24,8 @@ func summaryJSON(id, result string, code int, started string, d time.Duration, m
 	if metrics != "" {
 		m = `, "captures": {"loss": "loss=(\\S+)", "acc": "acc=(\\S+)"}, "metrics": {` + metrics + `}`
 	}
-	return fmt.Sprintf(`{"run_id": %q, "result": %q, "exit_code": %d, "reason": "r", "log_dir": "x", "started": %q, "duration_ns": %d, "tasks": []%s}`,
-		id, result, code, started, d, m)
+	return fmt.Sprintf(`{"run_id": %q, "result": %q, "exit_code": %d, "reason": "r", "log_dir": "x", "started": %q, "duration_ns": %d, "tasks": []%s, "command": ["python", "train.py", "--run", %q]}`,
+		id, result, code, started, d, m, id)
 }
 
 // runsRoot is a log root with what a sweep leaves, and what else a
@@ -149,7 +149,7 @@ func TestRunsListsALogRoot(t *testing.T) {
 	} {
 		view.SortRunRecords(rs, c.sort, c.reverse)
 		var out bytes.Buffer
-		if err := view.WriteRunRecords(&out, rs); err != nil {
+		if err := view.WriteRunRecords(&out, rs, 0); err != nil {
 			t.Fatal(err)
 		}
 		testkit.Golden(t, filepath.Join(runsGoldenDir, c.golden), bytes.ReplaceAll(out.Bytes(), []byte(root), []byte("ROOT")))

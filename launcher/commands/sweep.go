@@ -468,6 +468,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 		// The table in the console.log too, for logs and attach.
 		view.WriteSweep(console, tab)
 	}
+	writeSweepReport(dir, o.Run.Stderr)
 	if interrupted != nil {
 		return context.Canceled
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestRunCaptureSweep(t *testing.T) {
 	wantCode(t, r, 0)
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	header := splitCols(lines[0])
-	if len(lines) != 3 || strings.Join(header, " ") != "RUN STARTED DURATION RESULT EXIT loss step" {
+	if len(lines) != 3 || strings.Join(header, " ") != "RUN STARTED DURATION RESULT EXIT loss step COMMAND" {
 		t.Fatalf("runs --sort loss:\n%s", r.stdout)
 	}
 	first, second := splitCols(lines[1]), splitCols(lines[2])
@@ -96,7 +97,9 @@ func TestRunCaptureSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(list.Runs) != 2 || list.Runs[0].RunID != "sweep-a" || list.Runs[0].Metrics["loss"] != s.Metrics["loss"] ||
-		list.Runs[1].Metrics["loss"] != sb.Metrics["loss"] || list.Runs[1].ExitCode == nil || *list.Runs[1].ExitCode != 0 {
+		list.Runs[1].Metrics["loss"] != sb.Metrics["loss"] || list.Runs[1].ExitCode == nil || *list.Runs[1].ExitCode != 0 ||
+		// The detached run's keeper records the command too.
+		!slices.Equal(list.Runs[1].Command, []string{trainerBin}) {
 		t.Errorf("runs --json:\n%s", r.stdout)
 	}
 	noLeftovers(t, f, 10*time.Second)

@@ -199,11 +199,20 @@ func TestKillStopsOneRunOnly(t *testing.T) {
 	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "--grace", "2s", "victim")...)
 	wantCode(t, r, 0)
 	wantContains(t, "kill", r.stdout, "stopped run victim on k")
-	if err := victim.Wait(); err == nil {
-		t.Errorf("the killed run should fail:\n%s", verr.String())
+	// Cancelled, not failed: exit 143 (SIGTERM's), every task that the
+	// kill ended cancelled, none failed.
+	if err := victim.Wait(); victim.ProcessState.ExitCode() != 143 {
+		t.Errorf("the killed run: %v, want exit 143:\n%s", err, verr.String())
 	}
-	if s := summaryOf(t, vlog); s.Result != "failed" {
+	wantContains(t, "victim's stderr", verr.String(), "tfhive: error: run victim cancelled: task worker:", "was cancelled (tfhive kill)")
+	s := summaryOf(t, vlog)
+	if s.Result != "cancelled" || s.ExitCode != 143 {
 		t.Errorf("victim summary: %+v", s)
+	}
+	for _, task := range s.Tasks {
+		if task.Outcome != "cancelled" && task.Outcome != "stopped" || s.Tasks[0].Outcome != "cancelled" {
+			t.Errorf("victim's %s: %s, want cancelled (or stopped)", task.ID, task.Outcome)
+		}
 	}
 	// The other run is untouched and still holds its claims.
 	if other.ProcessState != nil {

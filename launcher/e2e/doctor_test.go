@@ -75,7 +75,7 @@ func TestDoctor(t *testing.T) {
 	// are alike.
 	r = tfhive(t, f.Env(), f.Dir, append([]string{"doctor", "-H", "127.0.0.1:1", "--connect-timeout", "2s"}, justAB...)...)
 	wantCode(t, r, 4)
-	if rows := rowsOf(r.stdout, "127.0.0.1"); len(rows) != 1 || !strings.HasPrefix(rows[0][len(rows[0])-1], "not reached: connection refused") ||
+	if rows := rowsOf(r.stdout, "127.0.0.1:1"); len(rows) != 1 || !strings.HasPrefix(rows[0][len(rows[0])-1], "not reached: connection refused") ||
 		strings.Contains(r.stdout, "*") {
 		t.Errorf("a host not reached:\n%s", r.stdout)
 	}

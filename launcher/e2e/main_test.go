@@ -100,13 +100,25 @@ func wantContains(t *testing.T, what, s string, subs ...string) {
 }
 
 // rowsOf returns the table rows (split on runs of 2+ spaces) whose first
-// column is host.
+// column is host. A line that starts blank goes on with the row above's
+// last cell (status wraps a long DETAIL): joined with a space.
 func rowsOf(table, host string) [][]string {
 	var rows [][]string
+	mine := false
 	for _, line := range strings.Split(table, "\n") {
 		cols := splitCols(line)
-		if len(cols) > 0 && cols[0] == host {
-			rows = append(rows, cols)
+		switch {
+		case len(cols) == 0:
+		case strings.HasPrefix(line, " "):
+			if mine {
+				row := rows[len(rows)-1]
+				row[len(row)-1] += " " + strings.Join(cols, " ")
+			}
+		default:
+			mine = cols[0] == host
+			if mine {
+				rows = append(rows, cols)
+			}
 		}
 	}
 	return rows

@@ -74,6 +74,30 @@ func TestSlurm(t *testing.T) {
 		}
 	})
 
+	t.Run("a sweep is one job array: every trial once, with its own values", func(t *testing.T) {
+		script := emit(t, "--name", "slurm-sweep", "--param", "lr=0.1,1e-3", "--param", "opt=adam,it's sgd", "--max-parallel", "2",
+			"--workers", "1", "--gpus-per-worker", "0", "--",
+			"sh", "-c", `echo "trial=$TFHIVE_TRIAL run=$TFHIVE_RUN_ID lr=$lr opt=$opt args=$1|$2"`, "sh", "{lr}", "{opt}")
+		wantContains(t, "the script", script, "#SBATCH --array=0-3%2\n")
+		jobs := c.RunArray(script, nil, 4)
+		want := []string{"slurm-sweep-001 run=slurm-sweep-001 lr=0.1 opt=adam args=0.1|adam",
+			"slurm-sweep-002 run=slurm-sweep-002 lr=0.1 opt=it's sgd args=0.1|it's sgd",
+			"slurm-sweep-003 run=slurm-sweep-003 lr=1e-3 opt=adam args=1e-3|adam",
+			"slurm-sweep-004 run=slurm-sweep-004 lr=1e-3 opt=it's sgd args=1e-3|it's sgd"}
+		all := ""
+		for k, j := range jobs {
+			if j.State != "COMPLETED" || j.ExitCode != 0 {
+				t.Errorf("array task %d (%s): state %s, exit %d\n%s", k, j.ID, j.State, j.ExitCode, j.Output)
+			}
+			wantContains(t, "array task "+itoa(k)+"'s output", j.Output, "] trial="+want[k]+"\n",
+				"tfhive: run slurm-sweep-00"+itoa(k+1)+" succeeded\n")
+			all += j.Output
+		}
+		if n := strings.Count(all, "] trial="); n != 4 {
+			t.Errorf("%d trials ran, want 4 (each once):\n%s", n, all)
+		}
+	})
+
 	t.Run("a failing worker fails the job with its code", func(t *testing.T) {
 		// Worker 1 fails at its third step; worker 0 would train forever.
 		script := emit(t, "--name", "slurm-fail", "--ps", "1", "--workers", "2", "--gpus-per-worker", "0", "--",

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/sshtest"
@@ -63,8 +64,24 @@ func TestStatusMixedFleet(t *testing.T) {
 	wantContains(t, "gpu-busy GPU 2", strings.Join(busy[2], " "), owner+":"+itoa(h.Busy[1]), owner+":"+itoa(h.Busy[2])+" ray::RolloutWorker.sample(batch=512")
 	wantContains(t, "gpu-busy GPU 3", strings.Join(busy[3], " "), "85%", "util 85% > 10%")
 
-	if rows := rowsOf(r.stdout, "gpu-nodriver"); len(rows) != 1 || rows[0][5] != "driver-error" || !strings.Contains(rows[0][6], "couldn't communicate with the NVIDIA driver") {
+	if rows := rowsOf(r.stdout, "gpu-nodriver"); len(rows) != 1 || rows[0][5] != "driver-error" ||
+		!strings.Contains(rows[0][6], "couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running. (exit 9)") {
 		t.Errorf("gpu-nodriver rows %v", rows)
+	}
+	// Its 150-character reason goes on below its row, within 100 columns
+	// (a GPU's processes stay on its row).
+	wrapped := 0
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(line, " ") {
+			wrapped++
+		}
+		gpuRow := len(splitCols(line)) > 1 && splitCols(line)[1] != "-" && !strings.HasPrefix(line, " ")
+		if n := utf8.RuneCountInString(line); n > 100 && !gpuRow {
+			t.Errorf("a line of %d columns:\n%s", n, line)
+		}
+	}
+	if wrapped < 2 {
+		t.Errorf("gpu-nodriver's reason in one line:\n%s", r.stdout)
 	}
 	if rows := rowsOf(r.stdout, "cpu-only"); len(rows) != 1 || rows[0][5] != "no-gpus" {
 		t.Errorf("cpu-only rows %v", rows)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/sweep"
 	"github.com/tfhive/tfhive/probe/testkit"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -79,6 +81,14 @@ var goldenCases = []goldenCase{
 		o.Request.Chief, o.Request.Workers = true, 2
 		o.Image = "pytorch/pytorch:2.3.0"
 	}, "python", "train.py", "--index", "{task_index}")},
+	{"slurm-sweep.sh", job(Slurm, func(o *Options) {
+		o.Request.Workers, o.Request.GPUsPerWorker = 2, 1
+		o.Request.RunID = "sw"
+		o.Sweep = &record.Sweep{Name: "sw", Params: []record.SweepParam{
+			{Name: "lr", Values: []string{"0.1", "1e-3"}}, {Name: "opt", Values: []string{"adam", "it's sgd"}}}}
+		o.Sweep.Trials = sweep.Trials(*o.Sweep)
+		o.MaxParallel, o.LogDir = 2, "logs"
+	}, "python", "train.py", "--lr={lr}", "--opt", "{opt}", "--out=/shared/{run_id}/{lr}", "{task_index}")},
 }
 
 func TestGolden(t *testing.T) {

@@ -78,7 +78,14 @@ var flagRules = []flagRule{
 	{[]string{"image"}, refused("Slurm runs the command on the nodes themselves", Slurm)},
 	{[]string{"namespace"}, refused("Slurm has no namespaces", Slurm)},
 	{[]string{"secret"}, refused("Slurm reads --env NAME from sbatch's environment (--export)", Slurm)},
+	{[]string{"param", "random", "seed", "max-parallel"}, refused(whySweep, TFJob, PyTorchJob)},
 }
+
+// whySweep: a sweep is emitted as a Slurm job array only.
+const whySweep = "a sweep is emitted as a Slurm job array (--emit slurm)"
+
+// SweepOnly are plan's flags for a sweep's job array.
+var SweepOnly = []string{"param", "random", "seed", "max-parallel"}
 
 // Refusal says why flag (without dashes) has no counterpart on target,
 // or "" when it has one.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -29,6 +30,11 @@ type Options struct {
 	// Given names the flags given on the command line, without dashes, so
 	// that those without a counterpart on the target are refused.
 	Given []string
+	// Sweep, for Slurm, makes the job a job array of its Trials (its Name
+	// is the request's run id); MaxParallel caps the trials that run at
+	// once (0: no cap). nil: one job.
+	Sweep       *record.Sweep
+	MaxParallel int
 }
 
 // envVar is one --env: a value, or a secret read where the job runs.
@@ -93,7 +99,16 @@ func (o *Options) check() error {
 		}
 		r.Framework = schedule.FrameworkTorch
 	}
-	if err := r.Validate(); err != nil {
+	// A sweep's {NAME} are no placeholders of tfhive's: checked as the
+	// markers they become.
+	v := *r
+	if o.Sweep != nil && o.Target == Slurm {
+		if err := o.checkSweep(); err != nil {
+			return err
+		}
+		v.Command = sweepCommand(o.Sweep, r.Command)
+	}
+	if err := v.Validate(); err != nil {
 		return err
 	}
 	if len(r.Command) == 0 {

@@ -67,6 +67,13 @@ next:
 				}
 			}
 		}
+		if m := paramRE.FindStringSubmatch(s[i:]); m != nil {
+			// A sweep's parameter: the array task's value (array.go).
+			flush()
+			b.WriteString(`"${` + m[1] + `}"`)
+			i += len(m[0])
+			continue
+		}
 		if m := markerRE.FindStringSubmatch(s[i:]); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			flush()

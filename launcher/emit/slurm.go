@@ -25,7 +25,11 @@ const maxTaskProgram = 120 << 10
 
 // slurmScript renders the sbatch script.
 func slurmScript(o *Options) (string, error) {
-	l, err := planSlurm(o.Request, o.Nodes, o.GPUsPerNode)
+	req := o.Request
+	if o.Sweep != nil {
+		req.Command = sweepCommand(o.Sweep, req.Command)
+	}
+	l, err := planSlurm(req, o.Nodes, o.GPUsPerNode)
 	if err != nil {
 		return "", err
 	}
@@ -33,10 +37,22 @@ func slurmScript(o *Options) (string, error) {
 	p := l.plan
 	var b strings.Builder
 	b.WriteString("#!/bin/bash -l\n")
-	fmt.Fprintf(&b, "# tfhive run %s for Slurm, as `tfhive plan --emit slurm` planned it: %s.\n", p.RunID, summary(p))
+	if o.Sweep != nil {
+		// Each trial is a run of its own: its id is the array task's.
+		for i := range p.Tasks {
+			p.Tasks[i].Env["TFHIVE_RUN_ID"] = paramMarker(trialVar)
+		}
+		fmt.Fprintf(&b, "# tfhive sweep %s for Slurm, a job array of one task per trial, each the job\n", p.RunID)
+		fmt.Fprintf(&b, "# `tfhive plan --emit slurm` planned: %s.\n", summary(p))
+	} else {
+		fmt.Fprintf(&b, "# tfhive run %s for Slurm, as `tfhive plan --emit slurm` planned it: %s.\n", p.RunID, summary(p))
+	}
 	b.WriteString("# Submit it with `sbatch FILE`; sbatch's own options (--partition,\n")
 	b.WriteString("# --cpus-per-task, --mem, …) win over the #SBATCH lines below.\n")
 	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", p.RunID)
+	if o.Sweep != nil {
+		b.WriteString(arrayLine(o))
+	}
 	fmt.Fprintf(&b, "#SBATCH --nodes=%d\n", l.nodes)
 	fmt.Fprintf(&b, "#SBATCH --ntasks-per-node=%d\n", l.tasksPerNode)
 	if l.gpusPerNode > 0 {
@@ -46,7 +62,11 @@ func slurmScript(o *Options) (string, error) {
 		fmt.Fprintf(&b, "#SBATCH --time=%s\n", slurmTime(o.Timeout))
 	}
 	if o.LogDir != "" {
-		fmt.Fprintf(&b, "#SBATCH --output=%s/%%x-%%j.out\n", strings.TrimSuffix(o.LogDir, "/"))
+		name := "%x-%j.out"
+		if o.Sweep != nil {
+			name = "%x-%A_%a.out" // the array's job id, the task's index
+		}
+		fmt.Fprintf(&b, "#SBATCH --output=%s/%s\n", strings.TrimSuffix(o.LogDir, "/"), name)
 	}
 	export := "NONE"
 	if s := o.secrets(); len(s) > 0 {
@@ -67,7 +87,12 @@ func slurmScript(o *Options) (string, error) {
 
 	train, serve := steps(p)
 	b.WriteString("\n# shellcheck disable=SC2317 # functions reach the tasks through declare -f\n")
-	b.WriteString("tfhive_run_id=" + p.RunID + "\n")
+	if o.Sweep != nil {
+		b.WriteString(trialCase(o))
+		b.WriteString("tfhive_run_id=$" + trialVar + "\n")
+	} else {
+		b.WriteString("tfhive_run_id=" + p.RunID + "\n")
+	}
 	fmt.Fprintf(&b, "tfhive_grace=%d # seconds between SIGTERM and SIGKILL when stopping tasks (--grace)\n", seconds(o.Grace))
 	fmt.Fprintf(&b, "tfhive_secrets=(%s) # --env K without a value: exported by sbatch, never written here\n", strings.Join(o.secrets(), " "))
 	fmt.Fprintf(&b, "tfhive_train_nodes=(%s) # the node of each task of the train step, by rank\n", nodeList(l, train))

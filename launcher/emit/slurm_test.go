@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/sweep"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -124,5 +127,49 @@ func TestShellWords(t *testing.T) {
 	}
 	if got := shellPath("~/my dir"); got != `"$HOME"/'my dir'` {
 		t.Errorf("shellPath = %s", got)
+	}
+}
+
+// TestSlurmArrayTrials runs the job array's trial selection and layout
+// in bash for every array index: each sets its own parameters, exported,
+// and the command with its values where {NAME} and {run_id} were, byte
+// for byte; an index that is no trial is exit 2.
+func TestSlurmArrayTrials(t *testing.T) {
+	o := job(Slurm, func(o *Options) {
+		o.Request.RunID, o.Request.Workers, o.Request.GPUsPerWorker = "sw", 1, 0
+		o.Sweep = &record.Sweep{Name: "sw", Params: []record.SweepParam{
+			{Name: "lr", Values: []string{"0.1", "it's $HOME"}}, {Name: "b", Values: []string{"`id`", "a b", "{lr}"}}}}
+		o.Sweep.Trials = sweep.Trials(*o.Sweep)
+	}, "train", "--lr={lr}", "{b}{lr}", "/out/{run_id}", "{{x}}")
+	var b bytes.Buffer
+	if err := Write(&b, o); err != nil {
+		t.Fatal(err)
+	}
+	script := b.String()
+	start := strings.Index(script, "\ncase ${SLURM_ARRAY_TASK_ID-} in")
+	end := strings.Index(script, "\n\tesac\n}\n")
+	if start < 0 || end < 0 {
+		t.Fatalf("no trial case or layout:\n%s", script)
+	}
+	prog := script[start:end] + "\n\tesac\n}\ntfhive_nodes=(n0)\ntfhive_layout train\n" +
+		`printf '%s\0' "${tfhive_argv[@]}" "$lr" "$b" "$TFHIVE_TRIAL" "$TFHIVE_RUN_ID"`
+	for i, tr := range o.Sweep.Trials {
+		cmd := exec.Command("bash", "-c", prog)
+		cmd.Env = []string{"SLURM_ARRAY_TASK_ID=" + strconv.Itoa(i), "SLURM_PROCID=0"}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("trial %d: %v", i, err)
+		}
+		got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+		want := append(sweep.Command([]string{"train", "--lr={lr}", "{b}{lr}", "/out/" + tr.ID, "{x}"}, tr.Params),
+			tr.Params["lr"], tr.Params["b"], tr.ID, tr.ID)
+		if !slices.Equal(got, want) {
+			t.Errorf("trial %d:\n got %q\nwant %q", i, got, want)
+		}
+	}
+	cmd := exec.Command("bash", "-c", prog)
+	cmd.Env = []string{"SLURM_ARRAY_TASK_ID=6", "SLURM_PROCID=0"}
+	if out, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "array task 6 is not a trial of this sweep (0-5)") {
+		t.Errorf("index 6: %v\n%s", err, out)
 	}
 }

@@ -3,7 +3,8 @@
 // what the runner must do (decisions: control lines, timers, console
 // lines), with restarts after a failure (Restart), a run started again
 // after a lost host (Relaunch), another try after lost claims
-// (NextRetry), and the end of a preempted run (Preempted). Its one job is
+// (NextRetry), and the end of a preempted run (Preempted) or of one
+// `tfhive kill` cancelled (Cancelled). Its one job is
 // these decisions, as pure functions: every rule is table-tested without
 // hosts, processes or timers.
 //

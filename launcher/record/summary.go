@@ -11,8 +11,11 @@ import (
 const (
 	OutcomeExited  = "exited"
 	OutcomeStopped = "stopped" // stopped by tfhive once the run was decided: not a failure
-	OutcomeLost    = "lost"    // its host or connection was lost
-	OutcomeNoStart = "not-started"
+	// OutcomeCancelled: `tfhive kill` stopped it (a SIGTERM to its
+	// supervisor on its host) before tfhive did.
+	OutcomeCancelled = "cancelled"
+	OutcomeLost      = "lost" // its host or connection was lost
+	OutcomeNoStart   = "not-started"
 	// OutcomeHandedOver: another keeper adopted the run; this one let go
 	// of the task, still running.
 	OutcomeHandedOver = "handed-over"
@@ -50,6 +53,11 @@ type Summary struct {
 	LogDir   string        `json:"log_dir"`
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration_ns"`
+	// Command is the tasks' command line as given, its {NAME}
+	// placeholders unfilled (each task's own is in plan.json); absent
+	// when the keeper that wrote the summary adopted the run elsewhere
+	// (attach -H), knowing it not.
+	Command []string `json:"command,omitempty"`
 	// Tasks: the task that decided a failure first, then plan order.
 	Tasks []TaskResult `json:"tasks"`
 	// Code is the --sync tree and where it was sent; absent without.
@@ -121,6 +129,14 @@ const ResultPreempted = "preempted"
 
 // ResultStdoutClosed: the run was stopped because its stdout closed.
 const ResultStdoutClosed = "stdout-closed"
+
+// ResultCancelled: `tfhive kill` stopped the run (SkyPilot's CANCELLED);
+// its keeper only recorded it.
+const ResultCancelled = "cancelled"
+
+// ExitCancelled is a cancelled run's code: 128 + SIGTERM, what tfhive
+// kill sends, as for a keeper interrupted by SIGTERM.
+const ExitCancelled = 143
 
 // ExitStdoutClosed is 128 + SIGPIPE: what a shell shows for a producer
 // whose reader left (`yes | head`), in the family of 130 and 143 for

@@ -7,28 +7,36 @@ import (
 	"sync"
 )
 
-// PreemptTap takes a session's preemption line (PreemptedMarker, the
-// mark, " HIGH USER\n") out of its stderr and keeps what it says; every
-// other byte passes on. It stands first on the session's stderr, so the
-// line is never counted as output (streamGate's offsets).
+// PreemptTap takes a session's lines of a stop from outside out of its
+// stderr and keeps what they say: the preemption line (PreemptedMarker,
+// the mark, " HIGH USER\n") and the cancellation line (CancelledMarker,
+// the mark, " kill\n"); every other byte passes on. It stands first on
+// the session's stderr, so the lines are never counted as output
+// (streamGate's offsets).
 type PreemptTap struct {
-	next   io.Writer
-	prefix []byte
-	held   []byte // the last bytes, when they may be the prefix's start
-	line   []byte // after the prefix, up to its newline
-	inLine bool
-	rec    *Preemption
+	next     io.Writer
+	prefixes [2][]byte // the preemption line's, the cancellation line's
+	held     []byte    // the last bytes, when they may be a prefix's start
+	line     []byte    // after the prefix, up to its newline
+	in       int       // 0: in no line; 1 + the prefix's index
+	rec      *Preemption
 }
 
-// Preemption is who preempted a task, once a session said so.
+// Preemption is who preempted a task, or that it was cancelled, once a
+// session said so.
 type Preemption struct {
-	mu sync.Mutex
-	by string // "HIGH USER"; "" when not preempted
+	mu        sync.Mutex
+	by        string // "HIGH USER"; "" when not preempted
+	cancelled bool
 }
 
-func (p *Preemption) set(by string) {
+func (p *Preemption) set(which int, what string) {
 	p.mu.Lock()
-	p.by = by
+	if which == 0 {
+		p.by = what
+	} else {
+		p.cancelled = true
+	}
 	p.mu.Unlock()
 }
 
@@ -44,10 +52,18 @@ func (p *Preemption) Get() (run, user string, ok bool) {
 	return run, user, true
 }
 
+// Cancelled says whether a SIGTERM to the task's supervisor (tfhive kill)
+// stopped it.
+func (p *Preemption) Cancelled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cancelled
+}
+
 func (t *PreemptTap) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
-		if t.inLine {
+		if t.in > 0 {
 			i := bytes.IndexByte(p, '\n')
 			if i < 0 {
 				if len(t.line) < 256 {
@@ -56,8 +72,8 @@ func (t *PreemptTap) Write(p []byte) (int, error) {
 				return n, nil
 			}
 			t.line = append(t.line, p[:i]...)
-			t.rec.set(strings.TrimSpace(string(t.line)))
-			t.inLine, t.line = false, nil
+			t.rec.set(t.in-1, strings.TrimSpace(string(t.line)))
+			t.in, t.line = 0, nil
 			p = p[i+1:]
 			continue
 		}
@@ -66,13 +82,19 @@ func (t *PreemptTap) Write(p []byte) (int, error) {
 			data = append(t.held, p...)
 			t.held = nil
 		}
-		if i := bytes.Index(data, t.prefix); i >= 0 {
-			t.pass(data[:i])
-			t.inLine = true
-			p = data[i+len(t.prefix):]
+		at, which := -1, 0
+		for k, prefix := range t.prefixes {
+			if i := bytes.Index(data, prefix); i >= 0 && (at < 0 || i < at) {
+				at, which = i, k
+			}
+		}
+		if at >= 0 {
+			t.pass(data[:at])
+			t.in = which + 1
+			p = data[at+len(t.prefixes[which]):]
 			continue
 		}
-		k := len(data) - PartialPrefix(data, t.prefix)
+		k := len(data) - max(PartialPrefix(data, t.prefixes[0]), PartialPrefix(data, t.prefixes[1]))
 		t.pass(data[:k])
 		if k < len(data) {
 			t.held = append([]byte(nil), data[k:]...)
@@ -88,7 +110,7 @@ func (t *PreemptTap) pass(p []byte) {
 	}
 }
 
-// Flush passes on what was held back as the possible start of the line:
+// Flush passes on what was held back as the possible start of a line:
 // the session has ended without it.
 func (t *PreemptTap) Flush() {
 	p := t.held
@@ -96,8 +118,12 @@ func (t *PreemptTap) Flush() {
 	t.pass(p)
 }
 
-// NewPreemptTap takes the preemption line of a session of a run whose
-// word is mark out of its stderr, into rec; the rest goes to next.
+// NewPreemptTap takes the preemption and cancellation lines of a session
+// of a run whose word is mark out of its stderr, into rec; the rest goes
+// to next.
 func NewPreemptTap(next io.Writer, mark string, rec *Preemption) *PreemptTap {
-	return &PreemptTap{next: next, prefix: []byte(PreemptedMarker + mark + " "), rec: rec}
+	return &PreemptTap{next: next, rec: rec, prefixes: [2][]byte{
+		[]byte(PreemptedMarker + mark + " "),
+		[]byte(CancelledMarker + mark + " "),
+	}}
 }

@@ -220,6 +220,12 @@ const TruncatedMarker = "@@tfhive-truncated "
 // later session could not know) and a newline.
 const PreemptedMarker = "@@tfhive-preempted "
 
+// CancelledMarker, then the session's mark, is what a task's session says
+// on stderr after the task's last byte when a SIGTERM to its supervisor
+// (tfhive kill) stopped it, followed by " kill" and a newline: tfhive's
+// own stops are control lines, so that is someone cancelling the run.
+const CancelledMarker = "@@tfhive-cancelled "
+
 // taskShell is what runs inside the task's new session: cd, setup, exec
 // (scripts/task.sh).
 func taskShell(t Task) string {

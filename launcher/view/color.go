@@ -89,6 +89,10 @@ var stateColors = map[string]string{
 	stateDriverError:          sgrRed,
 }
 
+// PaintState colours a GPU or host state as status's STATE column does
+// (tfhive top's rows); a state without a colour stays plain.
+func PaintState(state string) string { return paint(state, stateColors[state]) }
+
 // paint wraps s in SGR code sgr; "" leaves it plain.
 func paint(s, sgr string) string {
 	if sgr == "" || s == "" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,4 +88,16 @@ func WriteRunsJSON(w io.Writer, runs []RunOnHost) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(map[string]any{"runs": runs})
+}
+
+// RunsChanged says whether `tfhive ps --watch` off a terminal prints the
+// runs again: a run came or went, or one's state, keeper, tasks, GPUs or
+// ports changed. The GPUs' live utilisation alone is no change (it moves
+// at every refresh), nor is the time since.
+func RunsChanged(was, now []RunOnHost) bool {
+	return !slices.EqualFunc(was, now, func(a, b RunOnHost) bool {
+		return a.RunID == b.RunID && a.User == b.User && a.Host == b.Host && a.State == b.State &&
+			(a.Keeper == nil) == (b.Keeper == nil) && (a.Keeper == nil || *a.Keeper == *b.Keeper) &&
+			slices.Equal(a.Tasks, b.Tasks) && slices.Equal(a.GPUs, b.GPUs) && slices.Equal(a.Ports, b.Ports) && a.Since.Equal(b.Since)
+	})
 }

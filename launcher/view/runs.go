@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +40,9 @@ type RunRecord struct {
 	// ExitCode is nil while the run goes on or when unknown.
 	ExitCode *int   `json:"exit_code"`
 	Reason   string `json:"reason,omitempty"`
+	// Command is what ran, the summary's (null when it has none: a run
+	// still going, one whose keeper died, one adopted elsewhere).
+	Command []string `json:"command"`
 	// Metrics are the run's values of --capture, a name without one
 	// absent; Captures the names asked for.
 	Metrics  map[string]string `json:"metrics"`
@@ -135,8 +139,10 @@ func compareFloat(a, b float64) int {
 }
 
 // WriteRunRecords prints `tfhive runs`: a column per metric name after the
-// run's own, "-" where a run has no value.
-func WriteRunRecords(w io.Writer, rs []RunRecord) error {
+// run's own, "-" where a run has no value, then COMMAND, last so that it
+// can be cut to fit: to width (a terminal's columns; 0, not a terminal:
+// runsCellMax), never below commandMin. --json has it whole.
+func WriteRunRecords(w io.Writer, rs []RunRecord, width int) error {
 	names := MetricNames(rs)
 	header := append([]string{"RUN", "STARTED", "DURATION", "RESULT", "EXIT"}, names...)
 	rows := make([][]string, len(rs))
@@ -161,18 +167,67 @@ func WriteRunRecords(w io.Writer, rs []RunRecord) error {
 		}
 		rows[i] = row
 	}
+	header = append(header, "COMMAND")
+	room := runsCellMax
+	if width > 0 {
+		room = max(width-tableWidth(header[:len(header)-1], rows), commandMin)
+	}
+	for i, r := range rs {
+		cmd := "-"
+		if len(r.Command) > 0 {
+			// Made safe first, so that the cut counts what is shown.
+			cmd = cutTo(SanitizeCell(CommandLine(r.Command)), room)
+		}
+		rows[i] = append(rows[i], cmd)
+	}
 	return WriteTable(w, header, rows)
 }
+
+// commandMin is the least of a command `tfhive runs` shows, however
+// narrow the terminal.
+const commandMin = 20
+
+// tableWidth is how wide WriteTable makes these columns, each with the
+// two blanks that follow it.
+func tableWidth(header []string, rows [][]string) int {
+	n := 0
+	for c := range header {
+		w := utf8.RuneCountInString(SanitizeCell(header[c]))
+		for _, r := range rows {
+			w = max(w, utf8.RuneCountInString(SanitizeCell(r[c])))
+		}
+		n += w + 2
+	}
+	return n
+}
+
+// CommandLine is argv as a shell would take it back: words of safe
+// characters bare, the others single-quoted.
+func CommandLine(argv []string) string {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = a
+		if !safeWord.MatchString(a) {
+			words[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+var safeWord = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
 
 // runsCellMax is the most of a value the table shows (runes); JSON has
 // it all.
 const runsCellMax = 40
 
-func cutCell(v string) string {
-	if utf8.RuneCountInString(v) <= runsCellMax {
+func cutCell(v string) string { return cutTo(v, runsCellMax) }
+
+// cutTo cuts v to n runes, the last an ellipsis when cut.
+func cutTo(v string, n int) string {
+	if utf8.RuneCountInString(v) <= n {
 		return v
 	}
-	return string([]rune(v)[:runsCellMax-1]) + "…"
+	return string([]rune(v)[:n-1]) + "…"
 }
 
 // roundDuration: tenths of a second under a minute, seconds above.

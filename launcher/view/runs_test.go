@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tfhive/tfhive/probe/testkit"
 )
@@ -75,17 +77,32 @@ func TestWriteRunRecords(t *testing.T) {
 	code := func(n int) *int { return &n }
 	rs := []RunRecord{
 		{RunID: "lr-0.1", Started: t0, Duration: 95*time.Minute + 1500*time.Millisecond, Result: "succeeded", ExitCode: code(0),
-			Metrics: map[string]string{"loss": "0.25", "acc": "0.91"}, Captures: []string{"acc", "loss"}},
+			Metrics: map[string]string{"loss": "0.25", "acc": "0.91"}, Captures: []string{"acc", "loss"},
+			Command: []string{"python", "train.py", "--lr", "0.1"}},
 		{RunID: "lr-1", Started: t0.Add(time.Hour), Duration: 3240 * time.Millisecond, Result: "failed", ExitCode: code(1),
+			Command: []string{"sh", "-c", "echo it's \x1b[31mred; exec python train.py --lr 1 --model_dir /shared/{run_id}"},
 			Metrics: map[string]string{"loss": strings.Repeat("9", 50), "note": "über " + strings.Repeat("é", 45)}},
 		{RunID: "still-going", Started: t0.Add(2 * time.Hour), Result: ResultRunning, Metrics: map[string]string{}},
 		{RunID: "gone", Result: ResultUnknown, Metrics: map[string]string{}},
 	}
 	var b bytes.Buffer
-	if err := WriteRunRecords(&b, rs); err != nil {
+	if err := WriteRunRecords(&b, rs, 0); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Golden(t, filepath.Join(runsGoldenDir, "table.txt"), b.Bytes())
+	// On a terminal the command is cut to its width, never below 20.
+	for _, width := range []int{180, 200, 40} {
+		b.Reset()
+		if err := WriteRunRecords(&b, rs, width); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Golden(t, filepath.Join(runsGoldenDir, "width-"+strconv.Itoa(width)+".txt"), b.Bytes())
+		for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			if n := utf8.RuneCountInString(line); width > 40 && n > width {
+				t.Errorf("width %d: a line of %d:\n%s", width, n, line)
+			}
+		}
+	}
 	if got := MetricNames(rs); !slices.Equal(got, []string{"acc", "loss", "note"}) {
 		t.Errorf("metric names %q", got)
 	}
@@ -101,7 +118,8 @@ func TestWriteRunRecords(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Runs) != 1 || doc.Runs[0]["metrics"].(map[string]any)["loss"] != strings.Repeat("9", 50) || doc.Runs[0]["Captures"] != nil {
+	if len(doc.Runs) != 1 || doc.Runs[0]["metrics"].(map[string]any)["loss"] != strings.Repeat("9", 50) || doc.Runs[0]["Captures"] != nil ||
+		len(doc.Runs[0]["command"].([]any)) != 3 || !strings.HasSuffix(doc.Runs[0]["command"].([]any)[2].(string), "/shared/{run_id}") {
 		t.Errorf("JSON: %s", b.Bytes())
 	}
 	b.Reset()

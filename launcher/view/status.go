@@ -58,8 +58,18 @@ func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUS
 			return stateColors[rows[row][col]]
 		}
 	}
-	return writeTable(w, []string{"HOST", "GPU", "NAME", "MEMORY", "UTIL", "STATE", "DETAIL"}, rows, sgr)
+	// A host's reason (a driver's message, a dial error: as long as they
+	// come) goes on below its row rather than in one line past the
+	// terminal's edge. A GPU's processes stay on its row: each command is
+	// cut already, and a row of its own per GPU is what scripts grep.
+	return writeTableWrapped(w, statusHeader, rows, sgr, statusWidth, func(row int) bool { return rows[row][1] == "-" })
 }
+
+var statusHeader = []string{"HOST", "GPU", "NAME", "MEMORY", "UTIL", "STATE", "DETAIL"}
+
+// statusWidth is as wide as the status table goes with a host's long
+// reason: 100 columns, the width of tfhive's help.
+const statusWidth = 100
 
 func memory(g inventory.GPU) string {
 	return fmt.Sprintf("%s/%s MiB", intOr(g.MemoryUsedMiB, "?"), intOr(g.MemoryTotalMiB, "?"))

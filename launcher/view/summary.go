@@ -21,10 +21,7 @@ import (
 func WriteSummary(w io.Writer, s *record.Summary) error {
 	var rows [][]string
 	for _, t := range s.Tasks {
-		outcome := t.Outcome
-		if t.ExitCode != nil {
-			outcome += " " + fmt.Sprint(*t.ExitCode)
-		}
+		outcome := outcomeText(t.Outcome, t.ExitCode)
 		if t.Error != "" {
 			outcome += ": " + t.Error
 		}
@@ -49,6 +46,19 @@ func WriteSummary(w io.Writer, s *record.Summary) error {
 		return err
 	}
 	return writeMetricsLine(w, s)
+}
+
+// outcomeText is a task's (or an attempt's) OUTCOME cell: the outcome,
+// and the code for one that exited by itself ("exited 7"). A task tfhive
+// stopped once the run was decided, or that `tfhive kill` cancelled, is
+// just "stopped" or "cancelled", whatever its code: 0, 143 or its own 7
+// say how the task took the SIGTERM, not how the run went. The code
+// stays in summary.json and --json.
+func outcomeText(outcome string, code *int) string {
+	if code == nil || outcome == record.OutcomeStopped || outcome == record.OutcomeCancelled {
+		return outcome
+	}
+	return outcome + " " + strconv.Itoa(*code)
 }
 
 // withUsageColumns adds GPU UTIL (mean) and MEM PEAK before LOG, when
@@ -131,10 +141,7 @@ func writeRestartNotes(w io.Writer, s *record.Summary) error {
 			if a.Restart == "" {
 				continue
 			}
-			how := a.Outcome
-			if a.ExitCode != nil {
-				how += " " + strconv.Itoa(*a.ExitCode)
-			}
+			how := outcomeText(a.Outcome, a.ExitCode)
 			host := t.Host
 			if a.Host != "" {
 				host = a.Host

@@ -35,8 +35,9 @@ import (
 type Checker struct {
 	acceptNew bool
 	warn      func(string) // called with k.mu held, so never concurrently
+	added     func(string) // as warn: OpenSSH's "Permanently added" line
 	mu        sync.Mutex
-	added     map[string]ssh.PublicKey // key-lookup name → key appended this run
+	appended  map[string]ssh.PublicKey // key-lookup name → key appended this run
 	dbs       map[string]*khDB         // see database
 	warned    map[string]bool
 }
@@ -45,11 +46,16 @@ type Checker struct {
 // known_hosts file instead of refusing them (--accept-new-host-keys). warn
 // receives what is wrong in a known_hosts file that is used anyway, one
 // message per call, never two calls at once (nil: printed on stderr).
-func New(acceptNew bool, warn func(string)) *Checker {
+// added receives, the same way, OpenSSH's line for each key appended
+// (AddedLine; nil: printed on stderr, as ssh prints it).
+func New(acceptNew bool, warn, added func(string)) *Checker {
 	if warn == nil {
 		warn = func(msg string) { fmt.Fprintf(os.Stderr, "tfhive: warning: %s\n", msg) }
 	}
-	return &Checker{acceptNew: acceptNew, warn: warn, added: map[string]ssh.PublicKey{},
+	if added == nil {
+		added = func(line string) { fmt.Fprintln(os.Stderr, line) }
+	}
+	return &Checker{acceptNew: acceptNew, warn: warn, added: added, appended: map[string]ssh.PublicKey{},
 		dbs: map[string]*khDB{}, warned: map[string]bool{}}
 }
 
@@ -111,7 +117,7 @@ func (k *Checker) For(h inventory.Host) (*Check, error) {
 		hc.Known = ke.Want
 	}
 	k.mu.Lock()
-	if added, ok := k.added[name]; ok {
+	if added, ok := k.appended[name]; ok {
 		hc.Known = append(hc.Known, knownhosts.KnownKey{Key: added})
 	}
 	k.mu.Unlock()
@@ -152,7 +158,7 @@ func (k *Checker) For(h inventory.Host) (*Check, error) {
 func (k *Checker) unknown(h inventory.Host, name string, key ssh.PublicKey) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if prev, ok := k.added[name]; ok {
+	if prev, ok := k.appended[name]; ok {
 		if string(prev.Marshal()) == string(key.Marshal()) {
 			return nil
 		}
@@ -162,7 +168,7 @@ func (k *Checker) unknown(h inventory.Host, name string, key ssh.PublicKey) erro
 	if !k.acceptNew {
 		return &inventory.HostError{Kind: inventory.ErrHostKeyUnknown,
 			Message: fmt.Sprintf("host key unknown: %s %s is not in %s", key.Type(), ssh.FingerprintSHA256(key), strings.Join(h.KnownHostsFiles, " or ")),
-			Hint:    "check the fingerprint, then rerun with --accept-new-host-keys (or `ssh " + h.Name + "` once) to trust it"}
+			Hint:    "check the fingerprint, then rerun with --accept-new-host-keys (or `" + sshCommand(h) + "` once) to trust it"}
 	}
 	if len(h.KnownHostsFiles) == 0 {
 		return &inventory.HostError{Kind: inventory.ErrHostKeyUnknown, Message: "host key unknown and no known_hosts file to add it to"}
@@ -171,8 +177,56 @@ func (k *Checker) unknown(h inventory.Host, name string, key ssh.PublicKey) erro
 	if err := appendKnownHost(file, name, key); err != nil {
 		return &inventory.HostError{Kind: inventory.ErrHostKeyUnknown, Message: fmt.Sprintf("cannot add host key to %s: %v", file, err)}
 	}
-	k.added[name] = key
+	k.appended[name] = key
+	k.added(AddedLine(name, key))
 	return nil
+}
+
+// AddedLine is what OpenSSH prints for a key it appends to known_hosts
+// (StrictHostKeyChecking=accept-new), word for word: the name as written
+// there ('[10.0.0.5]:2222' off port 22) and the key's type as ssh names
+// it (ED25519, ECDSA, RSA…).
+func AddedLine(name string, key ssh.PublicKey) string {
+	return fmt.Sprintf("Warning: Permanently added '%s' (%s) to the list of known hosts.", knownhosts.Normalize(name), keyTypeName(key.Type()))
+}
+
+// keyTypeName is OpenSSH's short name of a key type (sshkey_type()).
+func keyTypeName(algo string) string {
+	cert := strings.HasSuffix(algo, "-cert-v01@openssh.com")
+	algo = strings.TrimSuffix(algo, "-cert-v01@openssh.com")
+	var name string
+	switch {
+	case algo == ssh.KeyAlgoED25519:
+		name = "ED25519"
+	case algo == ssh.KeyAlgoRSA:
+		name = "RSA"
+	case algo == ssh.KeyAlgoDSA:
+		name = "DSA"
+	case strings.HasPrefix(algo, "ecdsa-sha2-"):
+		name = "ECDSA"
+	case strings.HasPrefix(algo, "sk-ssh-ed25519"):
+		name = "ED25519-SK"
+	case strings.HasPrefix(algo, "sk-ecdsa-sha2-"):
+		name = "ECDSA-SK"
+	default:
+		return "unknown"
+	}
+	if cert {
+		name += "-CERT"
+	}
+	return name
+}
+
+// sshCommand is the ssh command line that reaches h as tfhive does
+// (hosts.Load sets it; a Host made otherwise gets its address and port).
+func sshCommand(h inventory.Host) string {
+	if h.SSH != "" {
+		return h.SSH
+	}
+	if h.Port != 0 && h.Port != 22 {
+		return "ssh -p " + strconv.Itoa(h.Port) + " " + shellescape.Quote(h.Address)
+	}
+	return "ssh " + shellescape.Quote(h.Address)
 }
 
 func appendKnownHost(file, name string, key ssh.PublicKey) error {

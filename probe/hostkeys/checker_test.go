@@ -139,7 +139,7 @@ func TestHostKeysAccept(t *testing.T) {
 			file := testfs.WriteFile(t, dir, "known_hosts", tt.kh)
 			h := tt.host
 			h.KnownHostsFiles = []string{filepath.Join(dir, "missing"), file, filepath.Join(dir, "also/missing")}
-			algos, err := checkKey(t, hostkeys.New(false, noWarnings(t)), h, tt.key)
+			algos, err := checkKey(t, hostkeys.New(false, noWarnings(t), nil), h, tt.key)
 			if err != nil {
 				t.Fatalf("key refused: %v", err)
 			}
@@ -171,13 +171,19 @@ func TestHostKeysRefuse(t *testing.T) {
 			msg:  "host key unknown: ssh-ed25519 " + ssh.FingerprintSHA256(ed) + " is not in FILE or MISSING",
 			hint: unknownHint},
 		{name: "plain entry does not cover port 2222", kh: khLine("gpu01", ed),
-			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: ed, kind: inventory.ErrHostKeyUnknown,
+			host: inventory.Host{Name: "gpu01:2222", Address: "gpu01", Port: 2222}, key: ed, kind: inventory.ErrHostKeyUnknown,
 			msg:  "host key unknown: ssh-ed25519 " + ssh.FingerprintSHA256(ed) + " is not in FILE or MISSING",
-			hint: unknownHint},
+			hint: "check the fingerprint, then rerun with --accept-new-host-keys (or `ssh -p 2222 gpu01` once) to trust it"},
 		{name: "name entry does not cover the HostName", kh: khLine("gpu01", ed),
-			host: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 22}, key: ed, kind: inventory.ErrHostKeyUnknown,
+			host: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 22, SSH: "ssh gpu01"}, key: ed, kind: inventory.ErrHostKeyUnknown,
 			msg:  "host key unknown: ssh-ed25519 " + ssh.FingerprintSHA256(ed) + " is not in FILE or MISSING",
 			hint: unknownHint},
+		// The hint's command is the one hosts.Load made: ssh config, port, user.
+		{name: "the host's ssh command", kh: khLine("gpu01", ed),
+			host: inventory.Host{Name: "lab", Address: "127.0.0.11", Port: 50729, SSH: "ssh -F /lab/cfg -p 50729 bob@127.0.0.11"}, key: ed,
+			kind: inventory.ErrHostKeyUnknown,
+			msg:  "host key unknown: ssh-ed25519 " + ssh.FingerprintSHA256(ed) + " is not in FILE or MISSING",
+			hint: "check the fingerprint, then rerun with --accept-new-host-keys (or `ssh -F /lab/cfg -p 50729 bob@127.0.0.11` once) to trust it"},
 		{name: "changed", kh: khLine("gpu00", ed2) + khLine("gpu01", ed),
 			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed2, kind: inventory.ErrHostKeyChanged,
 			msg:       "host key changed (FILE:2): the server sent ssh-ed25519 " + ssh.FingerprintSHA256(ed2) + ", possible man-in-the-middle",
@@ -214,7 +220,7 @@ func TestHostKeysRefuse(t *testing.T) {
 			h := tt.host
 			h.KnownHostsFiles = []string{file, missing}
 			before, _ := os.ReadFile(file)
-			algos, err := checkKey(t, hostkeys.New(false, noWarnings(t)), h, tt.key)
+			algos, err := checkKey(t, hostkeys.New(false, noWarnings(t), nil), h, tt.key)
 			if err == nil {
 				t.Fatal("key accepted")
 			}
@@ -232,26 +238,30 @@ func TestHostKeysRefuse(t *testing.T) {
 }
 
 func TestHostKeysAcceptNew(t *testing.T) {
-	ed, ed2, _, rs := hostTestKeys(t)
+	ed, ed2, ec, rs := hostTestKeys(t)
 	tests := []struct {
 		name     string
 		existing string // "" : no file (nor directory) yet
 		host     inventory.Host
 		key      ssh.PublicKey
 		line     string // the line appended
+		said     string // OpenSSH's line saying so
 	}{
 		{name: "creates file and directory", host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed,
-			line: khLine("gpu01", ed)},
+			line: khLine("gpu01", ed), said: "Warning: Permanently added 'gpu01' (ED25519) to the list of known hosts."},
 		{name: "appends", existing: khLine("gpu00", ed2), host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed,
-			line: khLine("gpu01", ed)},
-		{name: "non-22 port", existing: khLine("gpu01", ed2), host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 2222}, key: rs,
-			line: khLine("[gpu01]:2222", rs)},
+			line: khLine("gpu01", ed), said: "Warning: Permanently added 'gpu01' (ED25519) to the list of known hosts."},
+		{name: "non-22 port", existing: khLine("gpu01", ed2), host: inventory.Host{Name: "gpu01:2222", Address: "gpu01", Port: 2222}, key: rs,
+			line: khLine("[gpu01]:2222", rs), said: "Warning: Permanently added '[gpu01]:2222' (RSA) to the list of known hosts."},
+		{name: "ECDSA, an address", host: inventory.Host{Name: "10.1.2.3:2200", Address: "10.1.2.3", Port: 2200}, key: ec,
+			line: khLine("[10.1.2.3]:2200", ec), said: "Warning: Permanently added '[10.1.2.3]:2200' (ECDSA) to the list of known hosts."},
 		{name: "HostKeyAlias", host: inventory.Host{Name: "gpu01", Address: "10.1.2.3", Port: 22, HostKeyAlias: "gpu01-key"}, key: ed,
-			line: khLine("gpu01-key", ed)},
+			line: khLine("gpu01-key", ed), said: "Warning: Permanently added 'gpu01-key' (ED25519) to the list of known hosts."},
 		// A hand-edited file often lacks its final newline: the new entry
 		// must not be glued to the last one.
 		{name: "file without final newline", existing: strings.TrimSuffix(khLine("gpu00", ed2), "\n"),
-			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, line: "\n" + khLine("gpu01", ed)},
+			host: inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22}, key: ed, line: "\n" + khLine("gpu01", ed),
+			said: "Warning: Permanently added 'gpu01' (ED25519) to the list of known hosts."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -262,9 +272,13 @@ func TestHostKeysAcceptNew(t *testing.T) {
 			}
 			h := tt.host
 			h.KnownHostsFiles = []string{file, filepath.Join(dir, "global")}
-			k := hostkeys.New(true, noWarnings(t))
+			var said []string
+			k := hostkeys.New(true, noWarnings(t), func(line string) { said = append(said, line) })
 			if _, err := checkKey(t, k, h, tt.key); err != nil {
 				t.Fatalf("accept-new refused a new key: %v", err)
+			}
+			if len(said) != 1 || said[0] != tt.said {
+				t.Errorf("said %q, want %q once", said, tt.said)
 			}
 			got, err := os.ReadFile(file)
 			if err != nil {
@@ -278,7 +292,7 @@ func TestHostKeysAcceptNew(t *testing.T) {
 			if _, err := checkKey(t, k, h, tt.key); err != nil {
 				t.Errorf("same key refused later in the same run: %v", err)
 			}
-			if _, err := checkKey(t, hostkeys.New(false, noWarnings(t)), h, tt.key); err != nil {
+			if _, err := checkKey(t, hostkeys.New(false, noWarnings(t), nil), h, tt.key); err != nil {
 				t.Errorf("a fresh strict check refuses the appended key: %v", err)
 			}
 			// Earlier entries still readable.
@@ -287,7 +301,7 @@ func TestHostKeysAcceptNew(t *testing.T) {
 				if tt.host.Port == 2222 {
 					prev = inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
 				}
-				if _, err := checkKey(t, hostkeys.New(false, noWarnings(t)), prev, ed2); err != nil {
+				if _, err := checkKey(t, hostkeys.New(false, noWarnings(t), nil), prev, ed2); err != nil {
 					t.Errorf("existing entry broken by the append: %v", err)
 				}
 			}
@@ -309,6 +323,9 @@ func TestHostKeysAcceptNew(t *testing.T) {
 			if string(got2) != string(got) {
 				t.Errorf("second key appended too:\n%s", got2)
 			}
+			if len(said) != 1 {
+				t.Errorf("said %q, want one line: the key was added once", said)
+			}
 		})
 	}
 }
@@ -321,7 +338,7 @@ func TestHostKeysAcceptNewSameRun(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "known_hosts")
 	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
-	k := hostkeys.New(true, noWarnings(t))
+	k := hostkeys.New(true, noWarnings(t), func(string) {})
 	var cbs []ssh.HostKeyCallback
 	for range 3 {
 		hc, err := k.For(h)
@@ -356,7 +373,8 @@ func TestHostKeysAcceptNewConcurrent(t *testing.T) {
 	ed, _, _, _ := hostTestKeys(t)
 	file := filepath.Join(t.TempDir(), "known_hosts")
 	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
-	k := hostkeys.New(true, noWarnings(t))
+	var said []string // called under the checker's lock
+	k := hostkeys.New(true, noWarnings(t), func(line string) { said = append(said, line) })
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
@@ -379,6 +397,9 @@ func TestHostKeysAcceptNewConcurrent(t *testing.T) {
 	if want := khLine("gpu01", ed); string(data) != want {
 		t.Errorf("known_hosts = %q, want the key once", data)
 	}
+	if len(said) != 1 {
+		t.Errorf("said %q, want one Permanently added line", said)
+	}
 }
 
 func TestHostKeysAcceptNewUnwritable(t *testing.T) {
@@ -386,7 +407,7 @@ func TestHostKeysAcceptNewUnwritable(t *testing.T) {
 	dir := t.TempDir()
 	blocker := testfs.WriteFile(t, dir, "not-a-dir", "")
 	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{filepath.Join(blocker, "known_hosts")}}
-	_, err := checkKey(t, hostkeys.New(true, noWarnings(t)), h, ed)
+	_, err := checkKey(t, hostkeys.New(true, noWarnings(t), func(string) {}), h, ed)
 	var he *inventory.HostError
 	if !errors.As(err, &he) || he.Kind != inventory.ErrHostKeyUnknown || !strings.HasPrefix(he.Message, "cannot add host key to "+h.KnownHostsFiles[0]+": ") {
 		t.Errorf("error = %v, want cannot add host key to %s: …", err, h.KnownHostsFiles[0])
@@ -422,7 +443,7 @@ func TestHostKeysSkipMalformedLines(t *testing.T) {
 			kh := khLine("gpu00", ed2) + tt.line + "\n" + "# comment\r\n" + khLine("gpu01", ed) + khLine("gpu02", ec)
 			file := testfs.WriteFile(t, dir, "known_hosts", kh)
 			var w testkit.Warnings
-			k := hostkeys.New(false, w.Add)
+			k := hostkeys.New(false, w.Add, nil)
 			h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}
 			algos, err := checkKey(t, k, h, ed)
 			if err != nil {
@@ -456,7 +477,7 @@ func TestHostKeysRevokedLineInSanitisedFile(t *testing.T) {
 	file := testfs.WriteFile(t, t.TempDir(), "known_hosts", "garbage\n"+khLine("gpu01", ed)+
 		"@revoked * "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ed)))+"\n")
 	var w testkit.Warnings
-	_, err := checkKey(t, hostkeys.New(false, w.Add), inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed)
+	_, err := checkKey(t, hostkeys.New(false, w.Add, nil), inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed)
 	wantHostKeyError(t, err, inventory.ErrHostKeyChanged, "host key is revoked ("+file+":3)", "")
 }
 
@@ -465,7 +486,7 @@ func TestHostKeysWarningsCapped(t *testing.T) {
 	ed, _, _, _ := hostTestKeys(t)
 	file := testfs.WriteFile(t, t.TempDir(), "known_hosts", strings.Repeat("junk\n", 8)+khLine("gpu01", ed))
 	var w testkit.Warnings
-	if _, err := checkKey(t, hostkeys.New(false, w.Add), inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed); err != nil {
+	if _, err := checkKey(t, hostkeys.New(false, w.Add, nil), inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{file}}, ed); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
@@ -485,7 +506,7 @@ func TestHostKeysRereadWhenChanged(t *testing.T) {
 	dir := t.TempDir()
 	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{filepath.Join(dir, "known_hosts")}}
 	var w testkit.Warnings
-	k := hostkeys.New(false, w.Add)
+	k := hostkeys.New(false, w.Add, nil)
 	testfs.WriteFile(t, dir, "known_hosts", "garbage\n"+khLine("gpu01", ed))
 	if _, err := checkKey(t, k, h, ed); err != nil {
 		t.Fatal(err)
@@ -509,13 +530,13 @@ func TestHostKeysUnboundedFiles(t *testing.T) {
 		{"/dev/zero", "known_hosts: /dev/zero: not a regular file (a character device)"},
 		{testfs.SparseFile(t, 65<<20), "too large (65 MiB, the limit is 64 MiB)"},
 	} {
-		_, err := hostkeys.New(false, noWarnings(t)).For(inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{tt.file}})
+		_, err := hostkeys.New(false, noWarnings(t), nil).For(inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{tt.file}})
 		if err == nil || !strings.HasSuffix(err.Error(), tt.err) {
 			t.Errorf("%s: error %v, want …%s", tt.file, err, tt.err)
 		}
 	}
 	h := inventory.Host{Name: "gpu01", Address: "gpu01", Port: 22, KnownHostsFiles: []string{os.DevNull}}
-	_, err := checkKey(t, hostkeys.New(false, noWarnings(t)), h, ed)
+	_, err := checkKey(t, hostkeys.New(false, noWarnings(t), nil), h, ed)
 	wantHostKeyError(t, err, inventory.ErrHostKeyUnknown,
 		"host key unknown: ssh-ed25519 "+ssh.FingerprintSHA256(ed)+" is not in /dev/null",
 		"check the fingerprint, then rerun with --accept-new-host-keys (or `ssh gpu01` once) to trust it")

@@ -21,6 +21,9 @@ type hostConfig struct {
 	// (OpenSSH's GlobalKnownHostsFile; tfhive does not read it from the
 	// ssh config).
 	globalKnownHosts []string
+	// ssh is what OpenSSH's ssh, given the same ssh config, would pick
+	// for alias by itself: Host.SSH adds what differs (sshCommand).
+	ssh sshView
 }
 
 // Validate checks what only the merged, defaulted host can show: every
@@ -39,6 +42,9 @@ func (c *hostConfig) Validate() error {
 
 func (c *hostConfig) host() inventory.Host {
 	h := c.Host
+	if !h.Local {
+		h.SSH = sshCommand(c)
+	}
 	h.KnownHostsFiles = append(slices.Clip(h.KnownHostsFiles), c.globalKnownHosts...)
 	return h
 }

@@ -274,7 +274,9 @@ hosts:
 }
 
 // TestHostsFileResolved checks what a hosts file means once Load has
-// applied defaults: inheritance, the address shorthand, env merging.
+// applied defaults: inheritance, the address shorthand, env merging, and
+// the names: a port written with a host that is not the defaults' is part
+// of its name (gpu02's own port: 22 included), the defaults' is not.
 func TestHostsFileResolved(t *testing.T) {
 	home := t.TempDir()
 	file := testfs.WriteFile(t, t.TempDir(), "hosts.yaml", `defaults:
@@ -312,9 +314,9 @@ hosts:
 	want := []view{
 		{"gpu01", "alice", "~/exp", "conda activate tf", "hosts.yaml:10", 2200,
 			map[string]string{"NCCL_DEBUG": "WARN", "SHARED": "from-defaults"}},
-		{"gpu02", "bob", "/scratch", "conda activate tf", "hosts.yaml:11", 22,
+		{"gpu02:22", "bob", "/scratch", "conda activate tf", "hosts.yaml:11", 22,
 			map[string]string{"NCCL_DEBUG": "WARN", "SHARED": "from-host", "EXTRA": "1"}},
-		{"gpu03", "carol", "~/exp", "conda activate tf", "hosts.yaml:18", 2222,
+		{"gpu03:2222", "carol", "~/exp", "conda activate tf", "hosts.yaml:18", 2222,
 			map[string]string{"NCCL_DEBUG": "WARN", "SHARED": "from-defaults"}},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -12,6 +12,7 @@
 package hosts
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -230,7 +231,9 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	r := resolver{opts: cfgOpts, cfg: cfg, defaults: defaultsFor(o)}
 
 	var hosts []inventory.Host
-	named := make([]bool, 0, len(o.Flags))
+	// labels are each host's `name:`, else its alias: a name may not be
+	// another host's alias, on any port.
+	var labels []label
 	if hf == nil {
 		specs := splitHostFlags(o.Flags)
 		if len(specs) == 0 {
@@ -250,7 +253,7 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 					return nil, origin, err
 				}
 				hosts = append(hosts, h)
-				named = append(named, false)
+				labels = append(labels, label{text: aliasOf(s)})
 			}
 		}
 	} else {
@@ -260,10 +263,10 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 				return nil, origin, err
 			}
 			hosts = append(hosts, h)
-			named = append(named, e.Name != "")
+			labels = append(labels, label{text: cmp.Or(e.Name, aliasOf(e.Address)), named: e.Name != ""})
 		}
 	}
-	if err := checkDuplicates(hosts, named); err != nil {
+	if err := checkDuplicates(hosts, labels); err != nil {
 		return nil, origin, err
 	}
 	return hosts, origin, nil
@@ -291,35 +294,50 @@ func Local() inventory.Host {
 	return inventory.Host{Name: "localhost", Address: "localhost", ClusterAddress: "localhost", Local: true, Source: "default"}
 }
 
+// label is a host's `name:` (named), else the host part of its address.
+type label struct {
+	text  string
+	named bool
+}
+
+// aliasOf is the host part of an address already parsed once.
+func aliasOf(address string) string {
+	spec, _ := parseHostSpec(address)
+	return spec.Host
+}
+
 // checkDuplicates refuses a host given twice, by name or by where it
 // resolves (an alias and its IP are one machine: the same GPUs would be
 // handed out twice).
 //
-// A host's `name:` is a label of its own: no other host may show it, on
-// any port.
-func checkDuplicates(hosts []inventory.Host, named []bool) error {
-	seen := map[string]inventory.Host{}
-	plain := map[string]int{} // by name alone, port aside
+// Names tell hosts apart in every output (displayName): no two hosts may
+// show the same one, and a `name:` is a label of its own: no other host
+// may be written with it, on any port (gpu01 and gpu01:2222 would look
+// like one machine's two sshds).
+func checkDuplicates(hosts []inventory.Host, labels []label) error {
+	byName := map[string]int{}
+	byLabel := map[string]int{}
+	byAddress := map[string]int{}
 	for i, h := range hosts {
-		if first, dup := plain[h.Name]; !dup {
-			plain[h.Name] = i
-		} else if named[i] || named[first] {
-			return configErrorf("%s: name %s is another host's too (%s); a name must be unique", h.Source, h.Name, hosts[first].Source)
+		first, dup := byName[h.Name]
+		if f, ok := byLabel[labels[i].text]; !dup && ok && (labels[i].named || labels[f].named) {
+			first, dup = f, true
 		}
-		name := h.Name
-		if h.Port != DefaultPort {
-			name += ":" + strconv.Itoa(h.Port)
+		switch {
+		case dup && (labels[i].named || labels[first].named):
+			return configErrorf("%s: name %s is another host's too (%s); a name must be unique", h.Source, labels[i].text, hosts[first].Source)
+		case dup:
+			return configErrorf("%s: duplicate host %s (first at %s)", h.Source, h.Name, hosts[first].Source)
 		}
-		resolved := "@" + net.JoinHostPort(h.Address, strconv.Itoa(h.Port))
-		for _, key := range []string{name, resolved} {
-			if first, dup := seen[key]; dup {
-				if key == resolved && first.Name != h.Name {
-					return configErrorf("%s: host %s is %s again (first at %s)", h.Source, name, first.Name, first.Source)
-				}
-				return configErrorf("%s: duplicate host %s (first at %s)", h.Source, name, first.Source)
-			}
-			seen[key] = h
+		byName[h.Name] = i
+		if _, seen := byLabel[labels[i].text]; !seen {
+			byLabel[labels[i].text] = i
 		}
+		resolved := net.JoinHostPort(h.Address, strconv.Itoa(h.Port))
+		if first, dup := byAddress[resolved]; dup {
+			return configErrorf("%s: host %s is %s again (first at %s)", h.Source, h.Name, hosts[first].Name, hosts[first].Source)
+		}
+		byAddress[resolved] = i
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func (r resolver) merge(e hostEntry, d hostSettings, source string, depth int) (
 		return nil, fail("port given twice (%d in address, %d in port:)", spec.Port, *e.Port)
 	}
 	alias := spec.Host
-	c := &hostConfig{alias: alias, Host: inventory.Host{Name: cmp.Or(e.Name, alias), Source: source, GPUs: e.GPUs, Slots: e.Slots, ClusterAddress: e.ClusterAddress,
+	c := &hostConfig{alias: alias, Host: inventory.Host{Source: source, GPUs: e.GPUs, Slots: e.Slots, ClusterAddress: e.ClusterAddress,
 		ClusterAddressSet: e.ClusterAddress != ""}}
 	get := func(key string) string {
 		v, _ := r.cfg.Get(alias, key)
@@ -63,14 +63,19 @@ func (r resolver) merge(e hostEntry, d hostSettings, source string, depth int) (
 	}
 
 	c.User = cmp.Or(spec.User, deref(e.User), deref(d.User), get("User"))
-	c.Port = cmp.Or(spec.Port, derefInt(e.Port), derefInt(d.Port))
-	if p := get("Port"); c.Port == 0 && p != "" {
+	// The port written with the host (its address's, its own port:)
+	// and the one its alias alone gets (defaults:, ssh config, 22).
+	own := cmp.Or(spec.Port, derefInt(e.Port))
+	base := derefInt(d.Port)
+	if p := get("Port"); base == 0 && p != "" {
 		port, err := parsePort(p)
 		if err != nil {
 			return nil, fail("ssh config Port: %v", err)
 		}
-		c.Port = port
+		base = port
 	}
+	c.Port = cmp.Or(own, base)
+	c.Name = displayName(e.Name, alias, own, cmp.Or(base, DefaultPort))
 	jump := cmp.Or(deref(e.Jump), deref(d.Jump))
 	identity := cmp.Or(deref(e.IdentityFile), deref(d.IdentityFile))
 	c.Workdir = cmp.Or(deref(e.Workdir), deref(d.Workdir))
@@ -93,6 +98,10 @@ func (r resolver) merge(e hostEntry, d hostSettings, source string, depth int) (
 		}
 	}
 	c.Jump = jump
+	c.ssh = sshView{config: r.opts.SSHConfig, port: DefaultPort, user: cmp.Or(get("User"), r.opts.LocalUser), jump: get("ProxyJump")}
+	if p, err := strconv.Atoi(get("Port")); err == nil {
+		c.ssh.port = p
+	}
 	if jump != "" {
 		via, err := r.resolveJump(jump, source, depth)
 		if err != nil {

@@ -6,8 +6,10 @@ import "time"
 // ~/.ssh/config have been applied. Every Host that leaves hosts.Load has
 // passed its Validate.
 type Host struct {
-	// Name is the host as the user wrote it (alias or address, without
-	// user@ and :port): the label used in output and in --exclude.
+	// Name is the host's label in output and in --exclude: its `name:`,
+	// else the alias or address as the user wrote it, without user@, with
+	// :port when the user gave a port other than 22 (hosts.displayName
+	// decides it; no other code formats a host's name).
 	Name string `json:"name"`
 	// Address is what is dialled: ssh_config's HostName, else Name.
 	Address string `json:"address"`
@@ -43,6 +45,9 @@ type Host struct {
 	// set how soon a task whose link went silent is stopped on its host.
 	KeepAlive    time.Duration `json:"-"`
 	KeepAliveMax int           `json:"-"`
+	// SSH is the ssh command line that reaches the host as tfhive dials
+	// it ("ssh -p 2222 10.0.0.5"), for hints; "" for a local host.
+	SSH string `json:"-"`
 	// Local hosts run commands without SSH (the no-hosts-given default).
 	Local bool `json:"local,omitempty"`
 	// Source says where the host was defined ("hosts.yaml:12", "-H"), for

@@ -24,6 +24,8 @@ type HostInventory struct {
 	Err *HostError `json:"error,omitempty"`
 	// Driver is the NVIDIA driver version, "" when unknown or no driver.
 	Driver string `json:"driver_version,omitempty"`
+	// CUDA is the CUDA version the driver supports, as nvidia-smi says it.
+	CUDA string `json:"cuda_version,omitempty"`
 	// DriverError says why GPUs could not be listed on a reachable host
 	// (driver not loaded, nvidia-smi timed out). GPUs is empty then.
 	DriverError string `json:"driver_error,omitempty"`

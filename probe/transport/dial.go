@@ -41,6 +41,11 @@ type Options struct {
 	// "tfhive: warning: " prefix, never two calls at once. Nil prints them
 	// on stderr with that prefix.
 	Warn func(msg string)
+	// Added receives, the same way, OpenSSH's line for each host key
+	// --accept-new-host-keys appends ("Warning: Permanently added
+	// '[10.0.0.5]:2222' (ED25519) to the list of known hosts."), to print
+	// as ssh does unless quiet. Nil prints it on stderr.
+	Added func(line string)
 }
 
 // SetDefaults fills in what o leaves unset.
@@ -69,7 +74,7 @@ type jumpConn struct {
 // NewDialer returns a Dialer for one run.
 func NewDialer(o Options) *Dialer {
 	o.SetDefaults()
-	return &Dialer{opts: o, keys: hostkeys.New(o.AcceptNewHostKeys, o.Warn), auth: newKeyring(o.AgentSocket), jumps: map[string]*jumpConn{}}
+	return &Dialer{opts: o, keys: hostkeys.New(o.AcceptNewHostKeys, o.Warn, o.Added), auth: newKeyring(o.AgentSocket), jumps: map[string]*jumpConn{}}
 }
 
 // Dial connects to h (through its jump hosts). The caller closes the

@@ -219,7 +219,7 @@ func TestDialHostKeyErrors(t *testing.T) {
 		_, herr := dialTest(t, Options{ConnectTimeout: 5 * time.Second}, srv.Host(kh, id))
 		wantHostError(t, herr, inventory.ErrHostKeyUnknown,
 			"host key unknown: ssh-ed25519 "+ssh.FingerprintSHA256(hostKey.PublicKey())+" is not in "+kh,
-			"check the fingerprint, then rerun with --accept-new-host-keys (or `ssh fake` once) to trust it")
+			"check the fingerprint, then rerun with --accept-new-host-keys (or `ssh -p "+strconv.Itoa(srv.Port)+" 127.0.0.1` once) to trust it")
 	})
 	t.Run("changed", func(t *testing.T) {
 		kh := srv.KnownHostsFor(t, other.PublicKey())
@@ -230,8 +230,14 @@ func TestDialHostKeyErrors(t *testing.T) {
 	})
 	t.Run("accept new", func(t *testing.T) {
 		kh := filepath.Join(t.TempDir(), "known_hosts")
-		if _, herr := dialTest(t, Options{ConnectTimeout: 5 * time.Second, AcceptNewHostKeys: true}, srv.Host(kh, id)); herr != nil {
+		var said []string
+		added := func(line string) { said = append(said, line) }
+		if _, herr := dialTest(t, Options{ConnectTimeout: 5 * time.Second, AcceptNewHostKeys: true, Added: added}, srv.Host(kh, id)); herr != nil {
 			t.Fatalf("dial: %s", herr.Message)
+		}
+		want := "Warning: Permanently added '[127.0.0.1]:" + strconv.Itoa(srv.Port) + "' (ED25519) to the list of known hosts."
+		if len(said) != 1 || said[0] != want {
+			t.Errorf("said %q, want %q once", said, want)
 		}
 		if _, herr := dialTest(t, Options{ConnectTimeout: 5 * time.Second}, srv.Host(kh, id)); herr != nil {
 			t.Fatalf("strict dial after accept-new: %s", herr.Message)

@@ -402,6 +402,61 @@ func (c *Cluster) Run(script string, env []string, args ...string) Job {
 	return j
 }
 
+// RunArray submits a job array's script as Run submits a job, and
+// returns its n array tasks once every one has ended, by array index
+// (each Job's ID is the array task's, JOBID_INDEX; Sacct is left empty).
+func (c *Cluster) RunArray(script string, env []string, n int, args ...string) []Job {
+	c.t.Helper()
+	path := filepath.Join(c.Dir, fmt.Sprintf("array-%d.sh", time.Now().UnixNano()))
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	out := filepath.Join(c.Dir, "array-%A_%a.out")
+	cmd := c.Command("sbatch", append(append([]string{"--parsable", "--output=" + out}, args...), path)...)
+	if env != nil {
+		cmd.Env = append(env, "SLURM_CONF="+c.Conf)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		c.t.Fatalf("sbatch: %v\n%s%s", err, stderr.String(), c.Logs())
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(stdout.String()), ";")
+	jobs := make([]Job, n)
+	// scontrol lists an array's tasks one record (line) each once they
+	// are out of the pending block (ArrayTaskId=2-3 while pending).
+	c.waitForJob("job array "+id+" to end", func() bool {
+		show, err := c.Command("scontrol", "--oneliner", "show", "job", id).Output()
+		if err != nil {
+			return false
+		}
+		done := 0
+		for _, line := range strings.Split(string(show), "\n") {
+			fields := map[string]string{}
+			for _, f := range strings.Fields(line) {
+				if k, v, ok := strings.Cut(f, "="); ok {
+					fields[k] = v
+				}
+			}
+			k, err := strconv.Atoi(fields["ArrayTaskId"])
+			if err != nil || k < 0 || k >= n || !ended[fields["JobState"]] {
+				continue
+			}
+			code, _, _ := strings.Cut(fields["ExitCode"], ":")
+			jobs[k].ID, jobs[k].State = id+"_"+strconv.Itoa(k), fields["JobState"]
+			jobs[k].ExitCode, _ = strconv.Atoi(code)
+			done++
+		}
+		return done == n
+	})
+	for k := range jobs {
+		name := strings.ReplaceAll(strings.ReplaceAll(out, "%A", id), "%a", strconv.Itoa(k))
+		data, _ := os.ReadFile(name)
+		jobs[k].Output = string(data)
+	}
+	return jobs
+}
+
 // ended are the states of a job that is over.
 var ended = map[string]bool{
 	"COMPLETED": true, "FAILED": true, "CANCELLED": true, "TIMEOUT": true, "NODE_FAIL": true,

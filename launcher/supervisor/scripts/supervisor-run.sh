@@ -12,7 +12,10 @@
 #     tfhive_hb_timeout seconds (the link went silent: read -t, no file,
 #     no polling) stops the group: TERM, then KILL 5 s later;
 #   - SIGTERM to the supervisor (tfhive kill) stops the task the same way,
-#     a second one kills it;
+#     a second one kills it, and the session says "@@tfhive-cancelled MARK
+#     kill" after the task's last byte, as for a preemption (kept:
+#     "cancelled" in the status file too): tfhive's own stops are control
+#     lines, so a SIGTERM is someone cancelling the run;
 #   - the supervisor killed outright (its holders then release the claims)
 #     stops the task at once: a watcher reading a pipe only the supervisor
 #     holds open sees EOF; a holder killed is seen at the next control
@@ -389,16 +392,20 @@ if [ -n "$tfhive_pw" ]; then
 	kill "$tfhive_pw" 2>/dev/null
 	exec 9<&-
 fi
+# SIGTERM (tfhive kill) stopped it, not a preemption: cancelled.
+tfhive_cancel=
+[ "$tfhive_stops" = 0 ] || [ -n "$tfhive_by" ] || tfhive_cancel='kill'
 if [ "$tfhive_keep" != 0 ]; then
 	# The loggers end when the task's last process closes its output.
 	tfhive_drain
-	printf '%-31s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}" 1<>"$tfhive_f.rc"
+	printf '%-31s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}${tfhive_cancel:+ cancelled}" 1<>"$tfhive_f.rc"
 	kill "$tfhive_feed" 2>/dev/null
 	if [ "$tfhive_mux" != 0 ]; then
 		# The multiplexer follows this stderr's file with the task's and
 		# gives the status only once it has them all: no tail to wait for.
 		[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
-	elif [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ]; then
+		[ -z "$tfhive_cancel" ] || printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&8
+	elif [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ] || [ -n "$tfhive_cancel" ]; then
 		# After stderr's last byte: once its tail has ended (or is a
 		# zombie: once this supervisor is gone, its orphans' reaper may
 		# never reap). In the background, as the tails are: a session that
@@ -410,11 +417,14 @@ if [ "$tfhive_keep" != 0 ]; then
 			done
 			[ -z "$tfhive_trunc" ] || printf '%s %s\n' '@@tfhive-truncated' "$tfhive_mark" >&8
 			[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
+			[ -z "$tfhive_cancel" ] || printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&8
 		} 2>/dev/null 3<&- 6<&- 7>&- &
 	fi
 	exec 8>&-
 elif [ -n "$tfhive_by" ]; then
 	printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&2
+elif [ -n "$tfhive_cancel" ]; then
+	printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&2
 fi
 trap '' TERM
 kill "$tfhive_watch" "$tfhive_reader" 2>/dev/null

@@ -1,0 +1,143 @@
+package commands
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/report"
+)
+
+// ReportOptions are `tfhive report`'s.
+type ReportOptions struct {
+	Streams
+	LogRoot string // --log-root; "" for tfhive-runs
+	Name    string // the run's or the sweep's id
+	// Out is -o: the file to write; "" for report.html in the run's (or
+	// sweep's) dir, "-" for stdout.
+	Out string
+}
+
+// reportFile is the report's name in a log dir.
+const reportFile = "report.html"
+
+// Report writes the report of a run or a sweep of the log root.
+func Report(_ context.Context, o ReportOptions) error {
+	if err := checkRunID("", o.Name); err != nil {
+		return err
+	}
+	root := o.LogRoot
+	if root == "" {
+		root = logRoot
+	}
+	dir := filepath.Join(root, o.Name)
+	var render func(io.Writer) error
+	if report.IsSweep(dir) {
+		s, err := report.LoadSweep(root, dir)
+		if err != nil {
+			return fmt.Errorf("sweep %s: %w", o.Name, err)
+		}
+		render = func(w io.Writer) error { return report.WriteSweep(w, s) }
+	} else {
+		r, err := report.Load(dir, o.Name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return &UsageError{Msg: fmt.Sprintf("no run or sweep %s in %s (tfhive runs lists its runs)", o.Name, root)}
+		}
+		if err != nil {
+			return err
+		}
+		render = func(w io.Writer) error { return report.Write(w, r) }
+	}
+	switch o.Out {
+	case "-":
+		return render(o.Stdout)
+	case "":
+		out := filepath.Join(dir, reportFile)
+		if err := launcher.CheckLogDirPath(dir); err != nil {
+			return &UsageError{Msg: fmt.Sprintf("%s: %v", dir, err), Fix: "write the report elsewhere with -o FILE"}
+		}
+		if err := writeLogDirFile(out, render); err != nil {
+			return err
+		}
+		fmt.Fprintln(o.Stdout, out)
+		return nil
+	}
+	f, err := os.OpenFile(o.Out, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	err = render(w)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		fmt.Fprintln(o.Stdout, o.Out)
+	}
+	return err
+}
+
+// writeRunReport writes report.html in a run's log dir as the run ends:
+// what fails is a warning, never the run's outcome.
+func writeRunReport(dir, id string, stderr io.Writer) {
+	err := func() error {
+		r, err := report.Load(dir, id)
+		if err != nil {
+			return err
+		}
+		return writeLogDirFile(filepath.Join(dir, reportFile), func(w io.Writer) error { return report.Write(w, r) })
+	}()
+	if err != nil {
+		fmt.Fprintf(stderr, "tfhive: warning: the run's report (%s): %v\n", filepath.Join(dir, reportFile), pathErr(err))
+	}
+}
+
+// writeSweepReport writes report.html in a sweep's dir (<root>/NAME) as
+// it ends; what fails is a warning.
+func writeSweepReport(dir string, stderr io.Writer) {
+	err := func() error {
+		s, err := report.LoadSweep(filepath.Dir(dir), dir)
+		if err != nil {
+			return err
+		}
+		return writeLogDirFile(filepath.Join(dir, reportFile), func(w io.Writer) error { return report.WriteSweep(w, s) })
+	}()
+	if err != nil {
+		fmt.Fprintf(stderr, "tfhive: warning: the sweep's report (%s): %v\n", filepath.Join(dir, reportFile), pathErr(err))
+	}
+}
+
+// writeLogDirFile writes a file of a log dir whole or not at all: beside
+// it, never through a link, then renamed over it.
+func writeLogDirFile(path string, render func(io.Writer) error) (err error) {
+	tmp := path + ".new"
+	os.Remove(tmp)
+	f, err := launcher.OpenLogFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	err = render(w)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}

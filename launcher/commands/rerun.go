@@ -1,0 +1,243 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/hosts"
+	"github.com/tfhive/tfhive/probe/localfile"
+)
+
+// `tfhive rerun RUN` runs a recorded run again, as it was, under a new id:
+// the options its repro.json holds go through Run like any run's. Only
+// what names, keeps and shows the new run may be given again (RerunOptions);
+// what runs (the command, the hosts, the job) is the record's. Before
+// anything on a host is touched, one line says each thing that is not as
+// it was: the --sync tree's hash, the hosts the hosts file gives, the
+// launch dir's git commit, tfhive's version, the directory.
+
+// RerunOptions are `tfhive rerun`'s.
+type RerunOptions struct {
+	Streams
+	// Run is the run to run again: an id of tfhive-runs here, or its log
+	// dir (any argument with a /).
+	Run string
+	// Name and LogDir are the new run's (--name, --log-dir); "" for a new
+	// id in tfhive-runs.
+	Name, LogDir string
+	// Detach and Wait, when not nil, replace the record's.
+	Detach *bool
+	Wait   *time.Duration
+	Quiet  bool
+	JSON   bool
+	// Signals: see RunOptions.
+	Signals *Signals
+}
+
+// rerunOf is what Run knows of the run it runs again.
+type rerunOf struct {
+	id string
+	// tree is the --sync tree, already prepared for the comparison.
+	tree *codesync.Tree
+}
+
+// Rerun runs the recorded run again.
+func Rerun(ctx context.Context, o RerunOptions) error {
+	dir, id, err := rerunDir(o.Run)
+	if err != nil {
+		return err
+	}
+	rec, err := readRepro(dir, id)
+	if err != nil {
+		return err
+	}
+	var ro RunOptions
+	if err := json.Unmarshal(rec.Request, &ro); err != nil || len(ro.Job.Command) == 0 {
+		return &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) holds no run this tfhive can start", id, reproFile)}
+	}
+	ro.Streams, ro.Signals = o.Streams, o.Signals
+	ro.Job.Name, ro.LogDir = o.Name, o.LogDir
+	ro.Quiet, ro.JSON = o.Quiet, o.JSON
+	if o.Detach != nil {
+		ro.Detach = *o.Detach
+	}
+	switch {
+	case !ro.Detach:
+		ro.Unattended = 0
+	case ro.Unattended == 0:
+		ro.Unattended = DefaultUnattended
+	}
+	if o.Wait != nil {
+		ro.Wait = *o.Wait
+	}
+	ro.rerun = &rerunOf{id: rec.RunID}
+	if keeperMode() {
+		// The first tfhive said what differs; its keeper runs the run.
+		return Run(ctx, ro)
+	}
+	if o.Name != "" {
+		// Before anything is compared: a bad --name is one line.
+		if err := checkRunID("--name ", o.Name); err != nil {
+			return err
+		}
+	}
+	tree, err := ro.Job.prepareSync(o.Stderr)
+	if err != nil {
+		return err
+	}
+	ro.rerun.tree = tree
+	for _, line := range rerunDifferences(rec, ro, tree) {
+		fmt.Fprintf(o.Stderr, "tfhive: %s\n", line)
+	}
+	return Run(ctx, ro)
+}
+
+// rerunDir is the log dir of the run the argument names, and its id.
+func rerunDir(arg string) (dir, id string, err error) {
+	if arg == "" {
+		return "", "", &UsageError{Msg: "rerun takes the run to run again", Fix: "tfhive runs lists this directory's runs"}
+	}
+	if strings.Contains(arg, "/") {
+		dir = filepath.Clean(arg)
+		id = filepath.Base(dir)
+	} else {
+		if err := checkRunID("", arg); err != nil {
+			return "", "", err
+		}
+		dir, id = filepath.Join(logRoot, arg), arg
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		where := "in " + logRoot + " here"
+		if dir != filepath.Join(logRoot, id) {
+			where = "at " + dir
+		}
+		return "", "", &UsageError{Msg: fmt.Sprintf("no run %s %s", id, where), Fix: "tfhive runs lists this directory's runs"}
+	}
+	return dir, id, nil
+}
+
+// readRepro reads a run's record, bounded; a missing one, or one of
+// another format, is one line.
+func readRepro(dir, id string) (*record.Repro, error) {
+	data, err := localfile.Read(filepath.Join(dir, reproFile), record.MaxReproSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &UsageError{Msg: fmt.Sprintf("run %s has no record of how it was started (%s): a tfhive before records, or a run that never started", id, reproFile),
+			Fix: "start it with tfhive run"}
+	}
+	if err != nil {
+		return nil, &UsageError{Msg: fmt.Sprintf("run %s: its record cannot be read: %v", id, localfile.Describe(err))}
+	}
+	var r record.Repro
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) is not a record this tfhive reads", id, reproFile)}
+	}
+	if r.Format != record.ReproFormat {
+		return nil, &UsageError{Msg: fmt.Sprintf("run %s: its record is of format %d; this tfhive reads format %d", id, r.Format, record.ReproFormat),
+			Fix: "rerun it with the tfhive that started it"}
+	}
+	return &r, nil
+}
+
+// rerunDifferences are the lines that say what is not as it was: one per
+// thing, or one saying that all is.
+func rerunDifferences(rec *record.Repro, ro RunOptions, tree *codesync.Tree) []string {
+	id := shown(rec.RunID)
+	var lines []string
+	differs := func(what, then, now string) {
+		lines = append(lines, fmt.Sprintf("rerun of %s: %s then %s, now %s", id, what, then, now))
+	}
+	var thenHash, nowHash string
+	if rec.Code != nil {
+		thenHash = rec.Code.Hash
+	}
+	if tree != nil {
+		nowHash = tree.Hash
+	}
+	if thenHash != nowHash {
+		differs("--sync tree", hashOrNone(thenHash), hashOrNone(nowHash))
+	}
+	if now, err := hosts.Load(hostsOptions(ro.Hosts)); err == nil {
+		names := make([]string, len(now))
+		for i, h := range now {
+			names[i] = h.Name
+		}
+		if !slices.Equal(names, rec.Fleet) {
+			differs("hosts", nameList(rec.Fleet), nameList(names))
+		}
+	}
+	cwd, _ := os.Getwd()
+	if g, then := gitState(cwd), rec.Git; gitWord(g) != gitWord(then) {
+		differs("git commit", gitWord(then), gitWord(g))
+	}
+	if v := Version(); v != rec.Version {
+		differs("tfhive", shown(rec.Version), v)
+	}
+	if cwd != rec.LaunchDir {
+		differs("launch dir", shown(rec.LaunchDir), cwd)
+	}
+	if len(lines) == 0 {
+		lines = append(lines, fmt.Sprintf("rerun of %s: the --sync tree, the hosts, the git commit and tfhive are as they were", id))
+	}
+	return lines
+}
+
+func hashOrNone(h string) string {
+	if h == "" {
+		return "none"
+	}
+	return shown(h[:min(len(h), 12)])
+}
+
+// nameList writes a few names, then how many there are.
+func nameList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	const few = 6
+	out := make([]string, 0, few)
+	for _, n := range names[:min(len(names), few)] {
+		out = append(out, shown(n))
+	}
+	s := strings.Join(out, ",")
+	if len(names) > few {
+		s += fmt.Sprintf(",… (%d)", len(names))
+	}
+	return s
+}
+
+func gitWord(g *record.ReproGit) string {
+	if g == nil {
+		return "none"
+	}
+	s := shown(g.Commit[:min(len(g.Commit), 12)])
+	if g.Dirty != nil && *g.Dirty {
+		s += " (dirty)"
+	}
+	return s
+}
+
+// shown is a value read from a record as it may be printed: quoted when
+// it holds anything but printable characters.
+func shown(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) || r == ' ' {
+			return strconv.Quote(s)
+		}
+	}
+	if len(s) > 200 {
+		return strconv.Quote(s[:200]) + "…"
+	}
+	return s
+}

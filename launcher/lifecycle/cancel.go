@@ -1,0 +1,12 @@
+package lifecycle
+
+import "github.com/tfhive/tfhive/launcher/record"
+
+// Cancelled is how a run ends once `tfhive kill` stopped its task id on
+// host (that task's session said its supervisor got SIGTERM): cancelled,
+// exit ExitCancelled, whatever the task's code (143 when it died of the
+// SIGTERM, its own when it handled it), since a cancel is no failure of
+// the job's.
+func Cancelled(id, host string) (result string, code int, reason string) {
+	return record.ResultCancelled, record.ExitCancelled, "task " + id + " on " + host + " was cancelled (tfhive kill)"
+}

@@ -1,0 +1,197 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/testkit"
+)
+
+// checkInert: the page fetches nothing, links nowhere, runs nothing, and
+// what the files held (a task's command, a host's error, a metric's name)
+// is text in it.
+func checkInert(t *testing.T, html string) {
+	t.Helper()
+	if m := regexp.MustCompile(`(?i)<(script|link|img|iframe|object|embed|foreignObject)\b|\b(src|href|xlink:href|on[a-z]+)=`).FindString(html); m != "" {
+		t.Errorf("the page holds %q", m)
+	}
+	if !strings.Contains(html, `content="default-src 'none'; style-src 'unsafe-inline'"`) {
+		t.Error("the page has not its Content-Security-Policy")
+	}
+}
+
+// A run's report from a log dir, golden: the timeline with its restarts,
+// a link lost and back, each task's GPUs, the loss of both workers, the
+// summary table, the intruder (its command text, not markup) and the
+// record; the line of events.csv that is not tfhive's is said.
+func TestRunReport(t *testing.T) {
+	r, err := Load("testdata/run", "fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	checkInert(t, html)
+	for _, want := range []string{
+		"<title>tfhive run fixture-run</title>",
+		"events.csv: 1 lines passed over",
+		`aria-label="loss"`, `aria-label="&lt;b&gt;n&lt;/b&gt;"`,
+		"worker:1 on gpu02", "link to gpu02", "EOF &lt;/title&gt;&lt;script&gt;alert(2)&lt;/script&gt;",
+		"python &lt;script&gt;alert(1)&lt;/script&gt;",
+		"python train.py --lr 0.1 --note &#39;it&#39;\\&#39;&#39;s &lt;fine&gt;&#39;",
+		"abc123: 12 files, 2048 bytes, sent to 1 of 2 hosts",
+		"0123abcd (with changes not committed)", "driver 550.54, CUDA 12.4", "WANDB_API_KEY=…", "--env=TOKEN=…",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the report has no %q", want)
+		}
+	}
+	if strings.Contains(html, "s3cr3t") || strings.Contains(html, "xyz") {
+		t.Error("an --env value is in the report")
+	}
+	// worker:0's two attempts: the first stopped by tfhive, the last too.
+	if n := strings.Count(html, `fill="`+colStopped+`"><title>worker:0:`); n != 2 {
+		t.Errorf("worker:0: %d bars of attempts stopped by tfhive, want 2", n)
+	}
+	testkit.Golden(t, "testdata/golden/run.html", b.Bytes())
+}
+
+// A sweep's report, golden: the loss against each parameter (lr on a
+// logarithmic line, opt by name), a metric that is no number left out of
+// the charts, the trials, one without a summary and one whose id is a
+// path passed over.
+func TestSweepReport(t *testing.T) {
+	s, err := LoadSweep("testdata/sweeps", "testdata/sweeps/grid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteSweep(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	checkInert(t, html)
+	for _, want := range []string{"loss against opt", "loss against lr", "sgd&lt;script&gt;",
+		`trial &#34;../../etc&#34;: not a run id; passed over`, "1 trials have no summary yet",
+		"<title>grid-002: opt=sgd&lt;script&gt;, loss=0.3</title>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the report has no %q", want)
+		}
+	}
+	if strings.Contains(html, "acc against") {
+		t.Error("acc, never a number, is charted")
+	}
+	if n := strings.Count(html, "<circle"); n != 6 {
+		t.Errorf("%d dots, want 3 trials with a loss on 2 charts", n)
+	}
+	testkit.Golden(t, "testdata/golden/sweep.html", b.Bytes())
+}
+
+// A dir without a run; a summary too large, a FIFO where a CSV should
+// be, a line too long: each said, none hangs or fills memory.
+func TestLoadBounded(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(dir, "x"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an empty dir: %v, want fs.ErrNotExist", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.json"), []byte(`{"run_id": "x", "tasks": [{"id": "worker:0"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte(" "), jsonMax+1)
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "gpu-usage.csv"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	long := "time,task,name,value\n2026-01-02T10:00:05.000Z,worker:0,loss," + strings.Repeat("9", csvMaxLine) + "\n" +
+		"2026-01-02T10:00:06.000Z,worker:0,loss,1\n"
+	if err := os.WriteFile(filepath.Join(dir, "metrics.csv"), []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var r *Run
+	var err error
+	go func() {
+		r, err = Load(dir, "x")
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Load hangs on a FIFO")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	for _, want := range []string{"summary.json: larger than 16 MiB", "gpu-usage.csv: not a regular file",
+		"metrics.csv: 1 lines passed over"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q: no %q", notes, want)
+		}
+	}
+	if s := r.Metrics["loss"]["worker:0"]; s == nil || len(s.points()) != 1 {
+		t.Errorf("the good line of metrics.csv was not read: %v", r.Metrics)
+	}
+}
+
+// A series keeps at most maxPoints points, spread over all it was
+// given, the last included.
+func TestSeriesThinned(t *testing.T) {
+	var s series
+	t0 := time.Unix(0, 0)
+	const n = 100_000
+	for i := range n {
+		s.add(point{t0.Add(time.Duration(i) * time.Second), float64(i)})
+	}
+	pts := s.points()
+	if len(pts) > maxPoints+1 || len(pts) < maxPoints/4 {
+		t.Errorf("%d points", len(pts))
+	}
+	if pts[0].v != 0 || pts[len(pts)-1].v != n-1 {
+		t.Errorf("first %v, last %v", pts[0].v, pts[len(pts)-1].v)
+	}
+	for i := 1; i < len(pts); i++ {
+		if pts[i].v <= pts[i-1].v {
+			t.Fatalf("out of order at %d", i)
+		}
+		if gap := pts[i].v - pts[i-1].v; gap > 4*n/maxPoints {
+			t.Fatalf("a gap of %v at %d: not spread", gap, i)
+		}
+	}
+}
+
+func TestDurLabel(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0", 500 * time.Millisecond: "500ms", 1500 * time.Millisecond: "1.5s",
+		30 * time.Second: "30s", 90 * time.Second: "1m30s", 2 * time.Hour: "2h", 90 * time.Minute: "1h30m", 10 * time.Second: "10s"} {
+		if got := durLabel(d); got != want {
+			t.Errorf("durLabel(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestParseTime(t *testing.T) {
+	for _, s := range []string{"2026-01-02T10:00:05.123Z", "2026-12-31T23:59:59.999Z", "2026-01-02T10:00:05Z", "2026-01-02T10:00:05.5+02:00"} {
+		want, _ := time.Parse(time.RFC3339Nano, s)
+		if got, ok := parseTime(s); !ok || !got.Equal(want) {
+			t.Errorf("parseTime(%q) = %v, %v; want %v", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"", "2026-13-02T10:00:05.123Z", "2026-01-02T1x:00:05.123Z", "yesterday"} {
+		if _, ok := parseTime(s); ok {
+			t.Errorf("parseTime(%q) is a time", s)
+		}
+	}
+}

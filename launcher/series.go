@@ -1,0 +1,158 @@
+package launcher
+
+import (
+	"bufio"
+	"os"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// metrics.csv: the values --capture finds, each with the time it arrived
+// (time,task,name,value), so that the report draws each metric over the
+// run; the summary keeps only the last.
+//
+// Decisions:
+//   - A value is what capture.go finds: the last match of the lines that
+//     arrived together (one Write), stamped with their arrival. Lines that
+//     arrive together have one time: keeping their every match would add
+//     points at that one time, and cost a regex per line.
+//   - Bounded, however long the run: each task's series of each name keeps
+//     seriesDense rows at every stride, first every value, then every 2nd,
+//     4th… (so a week's run keeps its whole curve, denser at its start);
+//     the last value is always written when the task's output ends. At
+//     most seriesMaxRows rows in all, values cut at seriesMaxValue bytes.
+//   - Written where the value is found, under the task's lock, into a
+//     buffer (a write to the file per 64 KiB): it costs a run next to
+//     nothing. A run started again on a new plan appends, as the logs do.
+
+const (
+	seriesDense    = 1000
+	seriesMaxRows  = 100_000
+	seriesMaxValue = 64
+)
+
+// seriesBook is a run's metrics.csv.
+type seriesBook struct {
+	mu      sync.Mutex
+	path    string
+	appends bool
+	f       *os.File
+	w       *bufio.Writer
+	rows    int
+	err     error
+	closed  bool
+	line    []byte
+}
+
+func newSeriesBook(path string, appends bool) *seriesBook {
+	return &seriesBook{path: path, appends: appends}
+}
+
+// taskSeries is one task's series, one per capture.
+type taskSeries struct {
+	book *seriesBook
+	task string
+	st   []seriesState
+}
+
+// seriesState thins one series: skip values before the next kept one,
+// kept at this stride; pending: the last value found was not written, at.
+type seriesState struct {
+	stride, skip, kept int
+	pending            bool
+	at                 time.Time
+}
+
+func (b *seriesBook) task(id string, n int) *taskSeries {
+	if b == nil {
+		return nil
+	}
+	ts := &taskSeries{book: b, task: id, st: make([]seriesState, n)}
+	for i := range ts.st {
+		ts.st[i].stride = 1
+	}
+	return ts
+}
+
+// found takes capture i's value v (named name), found now.
+func (ts *taskSeries) found(i int, name string, v []byte) {
+	st := &ts.st[i]
+	now := time.Now()
+	if st.skip > 0 {
+		st.skip--
+		st.pending, st.at = true, now
+		return
+	}
+	st.pending = false
+	ts.book.write(now, ts.task, name, v)
+	st.skip = st.stride - 1
+	if st.kept++; st.kept == seriesDense {
+		st.stride, st.kept = 2*st.stride, 0
+	}
+}
+
+// end writes capture i's last value, if thinning passed it over.
+func (ts *taskSeries) end(i int, name, v string) {
+	if st := &ts.st[i]; st.pending {
+		st.pending = false
+		ts.book.write(st.at, ts.task, name, []byte(v))
+	}
+}
+
+func (b *seriesBook) write(t time.Time, task, name string, v []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.err != nil || b.rows >= seriesMaxRows {
+		return
+	}
+	if b.f == nil {
+		mode := os.O_TRUNC
+		if b.appends {
+			mode = os.O_APPEND
+		}
+		if b.f, b.err = OpenLogFile(b.path, os.O_CREATE|os.O_WRONLY|mode); b.err != nil {
+			return
+		}
+		b.w = bufio.NewWriterSize(b.f, 64<<10)
+		if fi, err := b.f.Stat(); err != nil || fi.Size() == 0 {
+			b.w.WriteString("time,task,name,value\n")
+		}
+	}
+	if len(v) > seriesMaxValue {
+		n := seriesMaxValue
+		for n > 0 && !utf8.RuneStart(v[n]) {
+			n--
+		}
+		v = v[:n]
+	}
+	l := t.UTC().AppendFormat(b.line[:0], "2006-01-02T15:04:05.000Z")
+	l = append(append(l, ','), csvField(task)...)
+	l = append(append(l, ','), name...)
+	l = append(append(l, ','), csvField(string(v))...)
+	b.line = append(l, '\n')
+	b.w.Write(b.line)
+	b.rows++
+}
+
+// close flushes metrics.csv.
+func (b *seriesBook) close() error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	if b.f == nil {
+		return b.err
+	}
+	err := b.w.Flush()
+	if cerr := b.f.Close(); err == nil {
+		err = cerr
+	}
+	b.f = nil
+	if b.err == nil {
+		b.err = err
+	}
+	return b.err
+}

@@ -1,0 +1,160 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher/lifecycle"
+	"github.com/tfhive/tfhive/probe/wording"
+)
+
+// events.csv: what happened to the run's tasks and links, when
+// (time,task,host,event,detail), for the report's timeline. The summary
+// has each task's and attempt's duration, not when things happened.
+//
+// The events, each a word: start (the task was told to go; adopted, for a
+// run attach -H took over), not-started, attempt-end and restart (with
+// --restarts), stop (SIGTERM sent), kill (SIGKILL sent), abort (another
+// task could not claim), exit, lost, preempted; a host's link-lost,
+// reconnected and host-lost (task empty); the run's timeout, interrupt and
+// stepped-down (task and host empty). At most timelineMaxRows rows, the
+// last then saying "truncated"; each row is written as it happens (a run
+// has few), so that a run still going on, or killed, has its own.
+
+const timelineMaxRows = 10_000
+
+// Timeline event words.
+const (
+	EventStart      = "start"
+	EventAdopted    = "adopted"
+	EventNotStarted = "not-started"
+	EventAttemptEnd = "attempt-end"
+	EventRestart    = "restart"
+	EventStop       = "stop"
+	EventKill       = "kill"
+	EventAbort      = "abort"
+	EventExit       = "exit"
+	EventLost       = "lost"
+	EventPreempted  = "preempted"
+	EventLinkLost   = "link-lost"
+	EventReconnect  = "reconnected"
+	EventHostLost   = "host-lost"
+	EventTimeout    = "timeout"
+	EventInterrupt  = "interrupt"
+	EventSteppedDn  = "stepped-down"
+	EventTruncated  = "truncated"
+)
+
+// timeline is a run's events.csv.
+type timeline struct {
+	mu      sync.Mutex
+	path    string
+	appends bool
+	f       *os.File
+	rows    int
+	err     error
+}
+
+func newTimeline(path string, appends bool) *timeline {
+	return &timeline{path: path, appends: appends}
+}
+
+// add writes one event now.
+func (tl *timeline) add(task, host, event, detail string) {
+	if tl == nil {
+		return
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if tl.err != nil || tl.rows > timelineMaxRows {
+		return
+	}
+	if tl.f == nil {
+		mode := os.O_TRUNC
+		if tl.appends {
+			mode = os.O_APPEND
+		}
+		if tl.f, tl.err = OpenLogFile(tl.path, os.O_CREATE|os.O_WRONLY|mode); tl.err != nil {
+			return
+		}
+		if fi, err := tl.f.Stat(); err != nil || fi.Size() == 0 {
+			tl.f.WriteString("time,task,host,event,detail\n")
+		}
+	}
+	if tl.rows == timelineMaxRows {
+		task, host, event, detail = "", "", EventTruncated, "more events were not recorded"
+	}
+	tl.rows++
+	detail = wording.FirstLine(detail)
+	if len(detail) > 200 {
+		detail = detail[:200]
+	}
+	_, tl.err = fmt.Fprintf(tl.f, "%s,%s,%s,%s,%s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+		csvField(task), csvField(host), event, csvField(detail))
+}
+
+func (tl *timeline) close() {
+	if tl == nil {
+		return
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if tl.f != nil {
+		tl.f.Close()
+	}
+	tl.f, tl.err = nil, os.ErrClosed
+}
+
+// taskEvent writes task i's event.
+func (r *runner) taskEvent(i int, event, detail string) {
+	t := r.tasks[i].t
+	r.timeline.add(t.ID, t.Host, event, detail)
+}
+
+// noteEvent writes what ev and the policy's decision d did to the
+// timeline.
+func (r *runner) noteEvent(ev lifecycle.Event, d lifecycle.Decision) {
+	if r.timeline == nil {
+		return
+	}
+	switch ev.Kind {
+	case lifecycle.EvNotStarted:
+		r.taskEvent(ev.Task, EventNotStarted, ev.Err)
+	case lifecycle.EvExited:
+		if run, user, ok := r.tasks[ev.Task].preempted.Get(); ok {
+			r.taskEvent(ev.Task, EventPreempted, "by run "+run+" of "+user)
+		}
+		r.taskEvent(ev.Task, EventExit, "code "+strconv.Itoa(ev.Code))
+	case lifecycle.EvLost:
+		r.taskEvent(ev.Task, EventLost, ev.Err)
+	case lifecycle.EvAttemptEnd:
+		detail := "code " + strconv.Itoa(ev.Code)
+		if a := r.p.State(ev.Task).Attempts; len(a) > 0 {
+			detail = fmt.Sprintf("attempt %d, code %d", a[len(a)-1].Attempt, ev.Code)
+		}
+		r.taskEvent(ev.Task, EventAttemptEnd, detail)
+	case lifecycle.EvTimeout:
+		r.timeline.add("", "", EventTimeout, "after "+ev.After.String())
+	case lifecycle.EvInterrupt:
+		r.timeline.add("", "", EventInterrupt, ev.Sig.String())
+	case lifecycle.EvSteppedDown:
+		r.timeline.add("", "", EventSteppedDn, ev.Err)
+	}
+	word := map[lifecycle.Control]string{lifecycle.CtlGo: EventStart, lifecycle.CtlTerm: EventStop,
+		lifecycle.CtlKill: EventKill, lifecycle.CtlAbort: EventAbort}[d.Send]
+	detail := map[lifecycle.Control]string{lifecycle.CtlTerm: "SIGTERM", lifecycle.CtlKill: "SIGKILL"}[d.Send]
+	for _, i := range d.To {
+		if d.Send == lifecycle.CtlGo && r.o.Restart.Max > 0 {
+			detail = "attempt " + strconv.Itoa(r.p.State(i).Attempt)
+		}
+		if word != "" {
+			r.taskEvent(i, word, detail)
+		}
+	}
+	for _, i := range d.Restart {
+		r.taskEvent(i, EventRestart, "attempt "+strconv.Itoa(r.p.State(i).Attempt))
+	}
+}
