@@ -202,8 +202,8 @@ func Interrupt(sig os.Signal) error { return &interruptError{sig} }
 type interruptError struct{ sig os.Signal }
 
 func (e *interruptError) Error() string {
-	if e.sig == StdoutClosed {
-		return StdoutClosed.String()
+	if e.sig == StdoutClosed || e.sig == Cancel {
+		return e.sig.String()
 	}
 	return "interrupted by " + signalOf(e.sig).String()
 }
@@ -215,6 +215,8 @@ func signalOf(sig os.Signal) lifecycle.Signal {
 		return lifecycle.SigNone
 	case StdoutClosed:
 		return lifecycle.SigStdoutClosed
+	case Cancel:
+		return lifecycle.SigCancelled
 	case syscall.SIGTERM:
 		return lifecycle.SigTerm
 	}

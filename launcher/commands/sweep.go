@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
@@ -414,7 +413,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 			killed = true
 			q.Stop()
 			fmt.Fprintf(stderr, "tfhive: sweep %s: tfhive kill asked it to stop; stopping its trials\n", rec.Name)
-			stopAll(syscall.SIGTERM)
+			stopAll(launcher.Cancel)
 		}
 	}
 	for {

@@ -229,24 +229,11 @@ func TestSweepDetachKill(t *testing.T) {
 	if n := startsIn(t, events); n != 4 {
 		t.Errorf("%d trials' tasks started, want 4", n)
 	}
-	shown := tfhive(t, f.Env(), f.Dir, "runs", "--sweep", "kd")
-	wantCode(t, shown, 0)
-	rows := sweepRows(t, shown.stdout)
-	notRun := 0
-	for id, res := range rows {
-		switch res {
-		case "not run":
-			notRun++
-		case "succeeded", "running", "unknown":
-			t.Errorf("%s: %s", id, res)
-		}
-	}
-	if len(rows) != 6 || notRun != 2 {
-		t.Errorf("table:\n%s", shown.stdout)
-	}
+	wantStopped(t, f, "kd", events)
 	logs := tfhive(t, f.Env(), f.Dir, "logs", "kd")
 	wantCode(t, logs, 0)
-	wantContains(t, "logs kd", logs.stdout, "tfhive: sweep kd: tfhive kill asked it to stop; stopping its trials")
+	wantContains(t, "logs kd", logs.stdout, "tfhive: sweep kd: tfhive kill asked it to stop; stopping its trials",
+		"exit 143: cancelled (tfhive kill of its sweep)")
 
 	// Run again (the gate open), the kill's word is stale: all 6 run.
 	if _, err := os.Lstat(filepath.Join(f.Dir, "tfhive-runs", "kd", "stop")); err != nil {
@@ -297,5 +284,28 @@ func TestSweepKillKeeperStopped(t *testing.T) {
 	noLeftovers(t, f, 5*time.Second)
 	if on := sweepOnHosts(t, f, "ks-"); len(on) != 0 {
 		t.Errorf("ps after the sweep: %v", on)
+	}
+	wantStopped(t, f, "ks", events)
+}
+
+// wantStopped: the table of sweep name, stopped by kill, lists the trials
+// whose tasks started (in events) cancelled, as kill RUN leaves a run,
+// and the others not run.
+func wantStopped(t *testing.T, f *sshtest.Fleet, name, events string) {
+	t.Helper()
+	shown := tfhive(t, f.Env(), f.Dir, "runs", "--sweep", name)
+	wantCode(t, shown, 0)
+	rows := sweepRows(t, shown.stdout)
+	started := map[string]bool{}
+	for _, e := range sweepEvents(t, events) {
+		started[e.trial] = true
+	}
+	for id, res := range rows {
+		if want := map[bool]string{true: "cancelled", false: "not run"}[started[id]]; res != want {
+			t.Errorf("%s: %s, want %s\n%s", id, res, want, shown.stdout)
+		}
+	}
+	if len(rows) != 6 || len(started) != 4 {
+		t.Errorf("%d trials started; table:\n%s", len(started), shown.stdout)
 	}
 }

@@ -10,3 +10,8 @@ import "github.com/tfhive/tfhive/launcher/record"
 func Cancelled(id, host string) (result string, code int, reason string) {
 	return record.ResultCancelled, record.ExitCancelled, "task " + id + " on " + host + " was cancelled (tfhive kill)"
 }
+
+// CancelledReason is the reason of a sweep's trial that its sweep's
+// tfhive stopped because `tfhive kill SWEEP` asked it to (SigCancelled):
+// cancelled, exit ExitCancelled, as a run that kill stops itself.
+const CancelledReason = "cancelled (tfhive kill of its sweep)"

@@ -76,6 +76,7 @@ const (
 	SigInt                        // SIGINT, or any signal but SIGTERM
 	SigTerm                       // SIGTERM
 	SigStdoutClosed               // tfhive's stdout closed (a pipe reader such as head ended)
+	SigCancelled                  // tfhive kill of the sweep the run is a trial of
 )
 
 // StdoutClosedReason is the run's reason when its stdout closed.
@@ -89,6 +90,8 @@ func (s Signal) String() string {
 		return "SIGTERM"
 	case SigStdoutClosed:
 		return StdoutClosedReason
+	case SigCancelled:
+		return CancelledReason
 	}
 	return "SIGINT"
 }
@@ -267,6 +270,10 @@ func (p *Policy) Apply(ev Event) Decision {
 		}
 		if ev.Sig == SigStdoutClosed {
 			p.decide(&d, record.ResultStdoutClosed, record.ExitStdoutClosed, -1, StdoutClosedReason)
+			break
+		}
+		if ev.Sig == SigCancelled {
+			p.decide(&d, record.ResultCancelled, record.ExitCancelled, -1, CancelledReason)
 			break
 		}
 		code, reason := 130, "interrupted"

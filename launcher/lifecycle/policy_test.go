@@ -46,13 +46,14 @@ func exited(i, code int) Event     { return Event{Kind: EvExited, Task: i, Code:
 func lost(i int, err string) Event { return Event{Kind: EvLost, Task: i, Err: err} }
 
 var (
-	interruptINT  = Event{Kind: EvInterrupt, Sig: SigInt}
-	interruptTERM = Event{Kind: EvInterrupt, Sig: SigTerm}
-	interruptBare = Event{Kind: EvInterrupt}
-	interruptPipe = Event{Kind: EvInterrupt, Sig: SigStdoutClosed}
-	killNowEv     = Event{Kind: EvKillNow}
-	graceOver     = Event{Kind: EvGraceOver}
-	giveUp        = Event{Kind: EvGiveUp}
+	interruptINT    = Event{Kind: EvInterrupt, Sig: SigInt}
+	interruptTERM   = Event{Kind: EvInterrupt, Sig: SigTerm}
+	interruptBare   = Event{Kind: EvInterrupt}
+	interruptPipe   = Event{Kind: EvInterrupt, Sig: SigStdoutClosed}
+	interruptCancel = Event{Kind: EvInterrupt, Sig: SigCancelled}
+	killNowEv       = Event{Kind: EvKillNow}
+	graceOver       = Event{Kind: EvGraceOver}
+	giveUp          = Event{Kind: EvGiveUp}
 )
 
 func timedOut(d time.Duration) Event { return Event{Kind: EvTimeout, After: d} }
@@ -358,6 +359,16 @@ func TestPolicy(t *testing.T) {
 			},
 			result: record.ResultStdoutClosed, code: record.ExitStdoutClosed, reason: "standard output closed (a pipe reader such as head ended)",
 			outcomes: []string{"stopped 143", "stopped 143", "stopped 143"},
+		},
+		{
+			name: "kill of its sweep stops a trial as an interrupt does, cancelled, 143",
+			plan: psWorkers,
+			steps: []step{
+				{interruptCancel, "t ps:0,worker:0,worker:1 | kill-timer"},
+				{exited(0, 143), ""}, {exited(1, 0), ""}, {exited(2, 143), ""},
+			},
+			result: record.ResultCancelled, code: record.ExitCancelled, reason: "cancelled (tfhive kill of its sweep)",
+			outcomes: []string{"stopped 143", "stopped 0", "stopped 143"},
 		},
 		{
 			name: "a closed stdout while stopping after a failure kills nothing sooner",
