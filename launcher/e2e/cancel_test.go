@@ -23,6 +23,12 @@ func TestKillCancelsDetachedRun(t *testing.T) {
 		`[ "$TFHIVE_TASK" = worker:1 ] && trap 'exit 0' TERM; echo started; sleep 300 & wait`)...)
 	wantCode(t, r, 0)
 	waitForClaims(t, f, 2)
+	// Held claims say the tasks started, not that worker:1's shell has set
+	// its trap yet: its "started" line, printed after the trap, does.
+	waitFor(t, 30*time.Second, "both tasks' started lines", func() bool {
+		return strings.Contains(readFile(t, filepath.Join(logDir, "worker-0.log")), "started") &&
+			strings.Contains(readFile(t, filepath.Join(logDir, "worker-1.log")), "started")
+	})
 
 	k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "--grace", "2s", "victim")...)
 	wantCode(t, k, 0)
@@ -43,7 +49,8 @@ func TestKillCancelsDetachedRun(t *testing.T) {
 	for id, code := range map[string]int{"worker:0": 143, "worker:1": 0} {
 		task := taskByID(s, id)
 		if task.Outcome != "cancelled" && task.Outcome != "stopped" || task.ExitCode == nil || *task.ExitCode != code {
-			t.Errorf("%s: %+v, want cancelled (or stopped) with its code %d", id, task, code)
+			t.Errorf("%s: %+v (code %v), want cancelled (or stopped) with its code %d", id, task, derefInt(task.ExitCode), code)
+			t.Logf("console.log:\n%s\nworker-1.log:\n%s\nevents.csv:\n%s", readFile(t, filepath.Join(logDir, "console.log")), readFile(t, filepath.Join(logDir, "worker-1.log")), readFile(t, filepath.Join(logDir, "events.csv")))
 		}
 	}
 
@@ -89,4 +96,11 @@ func TestKillCancelsRunAdoptedLater(t *testing.T) {
 		t.Errorf("adopter's summary: %+v", s)
 	}
 	noLeftovers(t, f, 10*time.Second)
+}
+
+func derefInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -315,9 +315,20 @@ trap tfhive_stop TERM
 while :; do
 	tfhive_rc=
 	while [ -z "$tfhive_rc" ]; do
+		tfhive_seen=$tfhive_stops
 		wait "$tfhive_pid"
 		tfhive_st=$?
-		kill -0 "$tfhive_pid" 2>/dev/null || tfhive_rc=$tfhive_st
+		kill -0 "$tfhive_pid" 2>/dev/null && continue
+		# A SIGTERM's trap may have cut the wait short (its status is then
+		# 128+15, not the task's) and the task ended just after, reaped
+		# by bash meanwhile: bash still holds its status for one more
+		# wait. Not a child any more (127): the wait above had it.
+		if [ "$tfhive_stops" != "$tfhive_seen" ]; then
+			wait "$tfhive_pid"
+			tfhive_again=$?
+			[ "$tfhive_again" = 127 ] || tfhive_st=$tfhive_again
+		fi
+		tfhive_rc=$tfhive_st
 	done
 	# Stopped by SIGTERM (tfhive kill): no attempt line, no next attempt.
 	if [ "$tfhive_restarts" = 0 ] || [ "$tfhive_stops" != 0 ]; then break; fi
