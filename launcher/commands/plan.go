@@ -46,7 +46,7 @@ func Plan(ctx context.Context, o PlanOptions) error {
 	if tree != nil {
 		fleet.LookForCode(tree.Hash)
 	}
-	plan, _, err := probeAndPlan(ctx, fleet, req, o.Stderr, nil)
+	plan, _, err := probeAndPlan(ctx, fleet, req, o.Stderr, nil, schedule.Make)
 	if err != nil {
 		return err
 	}
@@ -105,10 +105,14 @@ func newRunID(now time.Time) string {
 	return fmt.Sprintf("%s-%x", now.Format("20060102-150405"), b)
 }
 
+// planner makes the plan from a probe's inventory: schedule.Make, or for a
+// sweep's trial bookedPlanner, which keeps off its siblings' GPUs.
+type planner func(inventory.Inventory, schedule.Request) (*schedule.Plan, error)
+
 // probeAndPlan is the shared first half of plan and run: probe every host
-// once, plan, and say which hosts the plan had to do without. The
-// inventory is the probe's, for run --check.
-func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request, stderr io.Writer, avoid map[string][]int) (*schedule.Plan, inventory.Inventory, error) {
+// once, plan (with mk), and say which hosts the plan had to do without.
+// The inventory is the probe's, for run --check.
+func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request, stderr io.Writer, avoid map[string][]int, mk planner) (*schedule.Plan, inventory.Inventory, error) {
 	inv, err := probeAll(ctx, fleet)
 	if err != nil {
 		return nil, inv, err
@@ -123,7 +127,7 @@ func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request,
 	if e, ok := unreachable(inv).(*UnreachableError); ok && e.Bad == e.Total {
 		return nil, inv, e
 	}
-	plan, err := schedule.Make(inv, req)
+	plan, err := mk(inv, req)
 	if err != nil {
 		return nil, inv, err
 	}

@@ -246,12 +246,21 @@ func Run(ctx context.Context, o RunOptions) error {
 	// tickets give its place in the queue.
 	wl := newWaitLine(o.Stderr, redraws(o.Stderr))
 	var lastInv inventory.Inventory
+	mk := schedule.Make
+	if o.trial != nil && o.trial.book != nil {
+		mk = bookedPlanner(o.trial.book)
+	}
 	attempt := func(ctx context.Context) (*record.Summary, error) {
+		if o.trial != nil && o.trial.book != nil {
+			// A sweep's trial holds its place in the sweep's book for
+			// this attempt: until its tasks end, or its start fails.
+			defer o.trial.book.Drop(req.RunID)
+		}
 		var avoid map[string][]int
 		if lo.Relaunch != nil {
 			avoid = used
 		}
-		plan, inv, err := probeAndPlan(ctx, fleet, req, wl, avoid)
+		plan, inv, err := probeAndPlan(ctx, fleet, req, wl, avoid, mk)
 		lastInv = inv
 		if !startedOnce {
 			// Once this run has started, its id's claims may be its own.

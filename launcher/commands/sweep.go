@@ -18,6 +18,8 @@ import (
 	"github.com/tfhive/tfhive/launcher/sweep"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/schedule"
 )
 
 // `tfhive sweep` runs one command over a grid of parameters: each trial a
@@ -88,6 +90,29 @@ func (e *SweepFailedError) Hint() string {
 // trialHooks is what a sweep learns from one of its trials' Run.
 type trialHooks struct {
 	started func() // every task started
+	// book keeps the sweep's trials off each other's GPUs (sweep.Book).
+	book *sweep.Book
+}
+
+// bookedPlanner plans a sweep's trial on its probe as book shows it: its
+// siblings' GPUs taken, its own entered before it claims them.
+func bookedPlanner(book *sweep.Book) planner {
+	return func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
+		var plan *schedule.Plan
+		err := book.Place(req.RunID, inv, func(seen inventory.Inventory) (map[string][]int, error) {
+			p, err := schedule.Make(seen, req)
+			if err != nil {
+				return nil, err
+			}
+			plan = p
+			gpus := map[string][]int{}
+			for _, t := range p.Tasks {
+				gpus[t.Host] = append(gpus[t.Host], t.GPUs...)
+			}
+			return gpus, nil
+		})
+		return plan, err
+	}
 }
 
 // Sweep runs the sweep, or, with --detach, starts a keeper that does.
@@ -338,6 +363,8 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 	}
 	shared := probe.NewShared(opts)
 	defer shared.Close()
+	// The trials plan apart: none picks a GPU that a sibling has planned.
+	book := sweep.NewBook()
 	fleetGPUs := 0
 	if o.MaxParallel == 0 && len(todo) > 0 {
 		// As many as fit: the fleet's GPUs, counted once.
@@ -401,7 +428,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 		go func() {
 			defer cancel(nil)
 			var began atomic.Bool
-			sum, err := o.trial(tctx, rec, t, shared, ts, func() {
+			sum, err := o.trial(tctx, rec, t, shared, book, ts, func() {
 				began.Store(true)
 				fmt.Fprintf(stderr, "tfhive: trial %s started (%s)\n", t.ID, paramsLine(rec, t))
 			})
@@ -485,7 +512,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 
 // trial runs trial t as `tfhive run --wait` would, its console in its log
 // dir, over the sweep's shared connections.
-func (o *SweepOptions) trial(ctx context.Context, rec record.Sweep, t record.SweepTrial, shared *probe.Shared, sigs *Signals, started func()) (*record.Summary, error) {
+func (o *SweepOptions) trial(ctx context.Context, rec record.Sweep, t record.SweepTrial, shared *probe.Shared, book *sweep.Book, sigs *Signals, started func()) (*record.Summary, error) {
 	tdir := filepath.Join(logRoot, t.ID)
 	if err := launcher.MakeLogDir(tdir); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
@@ -507,7 +534,7 @@ func (o *SweepOptions) trial(ctx context.Context, rec record.Sweep, t record.Swe
 	}
 	r.Detach, r.JSON, r.Quiet = false, false, false
 	r.Signals = sigs
-	r.trial = &trialHooks{started: started}
+	r.trial = &trialHooks{started: started, book: book}
 	err = Run(ctx, r)
 	sum, rerr := readTrialSummary(tdir)
 	if rerr != nil {
