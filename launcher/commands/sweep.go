@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/sweep"
 	"github.com/tfhive/tfhive/launcher/view"
@@ -29,7 +30,10 @@ import (
 // at once (by default as many as the fleet's GPUs fit): a trial enters the
 // queue only when one ends, so a sweep never holds more places in it than
 // it can use, and a colleague who queued first starts first. All trials
-// share one connection per host (probe.Shared). Each trial's console (its
+// share one connection per host (probe.Shared) and one placement book
+// (sweep.Book): a trial plans on its own probe, keeping off the GPUs its
+// siblings have planned, so trials started together do not all race for
+// the same first free GPU. Each trial's console (its
 // tasks' output, its summary) goes to console.log in its log dir, where
 // `tfhive logs TRIAL` reads it; the sweep says on stderr when each trial
 // starts and ends, then prints the table of results on stdout.
@@ -95,21 +99,22 @@ type trialHooks struct {
 }
 
 // bookedPlanner plans a sweep's trial on its probe as book shows it: its
-// siblings' GPUs taken, its own entered before it claims them.
+// siblings' GPUs and ports taken, its own entered before it claims them.
 func bookedPlanner(book *sweep.Book) planner {
 	return func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
 		var plan *schedule.Plan
-		err := book.Place(req.RunID, inv, func(seen inventory.Inventory) (map[string][]int, error) {
+		err := book.Place(req.RunID, inv, func(seen inventory.Inventory) (sweep.Places, error) {
 			p, err := schedule.Make(seen, req)
 			if err != nil {
 				return nil, err
 			}
 			plan = p
-			gpus := map[string][]int{}
+			// What its tasks will claim: GPUs and ports.
+			places := sweep.Places{}
 			for _, t := range p.Tasks {
-				gpus[t.Host] = append(gpus[t.Host], t.GPUs...)
+				places[t.Host] = append(places[t.Host], lifecycle.Claims(t)...)
 			}
-			return gpus, nil
+			return places, nil
 		})
 		return plan, err
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,6 +96,18 @@ func TestSweepGrid(t *testing.T) {
 	}
 	if n := mostAtOnce(evs); n != 4 {
 		t.Errorf("%d trials at once, want 4", n)
+	}
+	// The trials started together plan apart (the sweep's book): none
+	// loses a claim to a sibling and retries.
+	for i := 1; i <= 6; i++ {
+		id := fmt.Sprintf("sw-%03d", i)
+		data, err := os.ReadFile(filepath.Join(f.Dir, "tfhive-runs", id, "console.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "claimed by another run while starting") {
+			t.Errorf("trial %s collided with a sibling:\n%s", id, data)
+		}
 	}
 	var rows [][]string
 	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n")[1:] {

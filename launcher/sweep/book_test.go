@@ -19,7 +19,7 @@ func bookInv(n int) inventory.Inventory {
 	for _, name := range []string{"w0", "w1"} {
 		h := inventory.HostInventory{Name: name}
 		for i := range n {
-			h.GPUs = append(h.GPUs, inventory.GPU{Index: i, UUID: name + "-uuid" + string(rune('0'+i))})
+			h.GPUs = append(h.GPUs, inventory.GPU{Index: i, UUID: fmt.Sprintf("%s-uuid%d", name, i)})
 		}
 		inv.Hosts = append(inv.Hosts, h)
 	}
@@ -28,7 +28,7 @@ func bookInv(n int) inventory.Inventory {
 
 // firstFree is a one-GPU plan as the schedule makes it: the first GPU that
 // no claim holds, host by host.
-func firstFree(inv inventory.Inventory) (map[string][]int, error) {
+func firstFree(inv inventory.Inventory) (Places, error) {
 	for _, h := range inv.Hosts {
 	gpus:
 		for _, g := range h.GPUs {
@@ -37,10 +37,18 @@ func firstFree(inv inventory.Inventory) (map[string][]int, error) {
 					continue gpus
 				}
 			}
-			return map[string][]int{h.Name: {g.Index}}, nil
+			return Places{h.Name: {{Kind: "gpu", ID: g.Index}}}, nil
 		}
 	}
 	return nil, errors.New("not enough free GPUs")
+}
+
+// gpuAt is "host:index" of a one-GPU place.
+func gpuAt(p Places) string {
+	for h, cs := range p {
+		return fmt.Sprintf("%s:%d", h, cs[0].ID)
+	}
+	return ""
 }
 
 // The case: trials that probed the same free fleet at once each
@@ -50,11 +58,9 @@ func TestBookKeepsSiblingsApart(t *testing.T) {
 	inv := bookInv(2)
 	var got []string
 	for _, id := range []string{"s-001", "s-002", "s-003", "s-004"} {
-		err := b.Place(id, inv, func(seen inventory.Inventory) (map[string][]int, error) {
+		err := b.Place(id, inv, func(seen inventory.Inventory) (Places, error) {
 			g, err := firstFree(seen)
-			for h, idx := range g {
-				got = append(got, h+":"+string(rune('0'+idx[0])))
-			}
+			got = append(got, gpuAt(g))
 			return g, err
 		})
 		if err != nil {
@@ -72,12 +78,12 @@ func TestBookKeepsSiblingsApart(t *testing.T) {
 		t.Fatal("a fifth trial placed on 4 GPUs held by its siblings")
 	}
 	b.Drop("s-002")
-	var g map[string][]int
-	if err := b.Place("s-005", inv, func(seen inventory.Inventory) (map[string][]int, error) {
+	var g Places
+	if err := b.Place("s-005", inv, func(seen inventory.Inventory) (Places, error) {
 		var err error
 		g, err = firstFree(seen)
 		return g, err
-	}); err != nil || !reflect.DeepEqual(g, map[string][]int{"w0": {1}}) {
+	}); err != nil || gpuAt(g) != "w0:1" {
 		t.Fatalf("after s-002 ended: %v %v, want w0:1", g, err)
 	}
 }
@@ -87,9 +93,9 @@ func TestBookKeepsSiblingsApart(t *testing.T) {
 func TestBookPlaceAgainAndFailure(t *testing.T) {
 	b := NewBook()
 	inv := bookInv(1)
-	b.Place("a", inv, func(inventory.Inventory) (map[string][]int, error) { return map[string][]int{"w0": {0}}, nil })
+	b.Place("a", inv, func(inventory.Inventory) (Places, error) { return Places{"w0": {{Kind: "gpu", ID: 0}}}, nil })
 	var seenA inventory.Inventory
-	b.Place("a", inv, func(seen inventory.Inventory) (map[string][]int, error) {
+	b.Place("a", inv, func(seen inventory.Inventory) (Places, error) {
 		seenA = seen
 		return nil, errors.New("claim lost")
 	})
@@ -97,13 +103,13 @@ func TestBookPlaceAgainAndFailure(t *testing.T) {
 		t.Fatalf("a trial sees its own place as a sibling's: %+v", seenA.Hosts[0].Claims)
 	}
 	g, err := firstFree(Seen(inv, b.held, "b"))
-	if err != nil || !reflect.DeepEqual(g, map[string][]int{"w0": {0}}) {
+	if err != nil || gpuAt(g) != "w0:0" {
 		t.Fatalf("after a's failed plan b gets %v %v, want w0:0", g, err)
 	}
 }
 
-// A sibling's place reads as its claim (by the sweep's user, whom a
-// policy's limits count), and a placed sibling's tickets are no longer
+// A sibling's places read as its claims, GPUs and ports (by the sweep's
+// user, whom a policy's limits count), and a placed sibling's tickets are no longer
 // ahead of anyone; other runs' tickets stay.
 func TestSeenClaimsAndTickets(t *testing.T) {
 	inv := bookInv(2)
@@ -111,9 +117,15 @@ func TestSeenClaimsAndTickets(t *testing.T) {
 	for i := range inv.Hosts {
 		inv.Hosts[i].Tickets = []inventory.Ticket{{RunID: "s-001", User: "alice"}, {RunID: "colleague", User: "bob"}, {RunID: "s-002", User: "alice"}}
 	}
-	held := map[string]map[string][]int{"s-001": {"w0": {1}}, "s-003": {"w1": {0}}}
+	held := map[string]Places{
+		"s-001": {"w0": {{Kind: "gpu", ID: 1, UUID: "w0-uuid1"}, {Kind: "port", ID: 2222}}},
+		"s-003": {"w1": {{Kind: "gpu", ID: 0}}},
+	}
 	seen := Seen(inv, held, "s-002")
-	if want := []inventory.Claim{{Kind: "gpu", ID: 1, UUID: "w0-uuid1", RunID: "s-001", Task: "planned by this sweep", User: "alice"}}; !reflect.DeepEqual(seen.Hosts[0].Claims, want) {
+	if want := []inventory.Claim{
+		{Kind: "gpu", ID: 1, UUID: "w0-uuid1", RunID: "s-001", Task: "planned by this sweep", User: "alice"},
+		{Kind: "port", ID: 2222, RunID: "s-001", Task: "planned by this sweep", User: "alice"},
+	}; !reflect.DeepEqual(seen.Hosts[0].Claims, want) {
 		t.Fatalf("w0's claims %+v, want %+v", seen.Hosts[0].Claims, want)
 	}
 	if c := seen.Hosts[1].Claims; len(c) != 1 || c[0].RunID != "s-003" || c[0].ID != 0 || c[0].User != "" {
@@ -147,18 +159,16 @@ func TestBookConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() {
-			id := "t" + string(rune('a'+i))
-			err := b.Place(id, inv, func(seen inventory.Inventory) (map[string][]int, error) {
+			id := fmt.Sprintf("t%d", i)
+			err := b.Place(id, inv, func(seen inventory.Inventory) (Places, error) {
 				g, err := firstFree(seen)
 				mu.Lock()
 				defer mu.Unlock()
-				for h, idx := range g {
-					k := h + string(rune('0'+idx[0]))
-					if other, ok := taken[k]; ok {
-						t.Errorf("%s and %s both on %s", other, id, k)
-					}
-					taken[k] = id
+				k := gpuAt(g)
+				if other, ok := taken[k]; ok {
+					t.Errorf("%s and %s both on %s", other, id, k)
 				}
+				taken[k] = id
 				return g, err
 			})
 			if err != nil {
@@ -193,47 +203,56 @@ func queuedInv(n int, free ...int) inventory.Inventory {
 
 // trialPlan is schedule.Make's one-GPU plan of trial id, waiting as a
 // sweep's trials wait, through the book.
-func trialPlan(b *Book, inv inventory.Inventory, id string) ([]int, error) {
+func trialPlan(b *Book, inv inventory.Inventory, id string) (gpus []int, port int, err error) {
 	req := schedule.NewRequest()
 	req.Workers, req.GPUsPerWorker, req.RunID, req.Command = 1, 1, id, []string{"true"}
 	req.QueueSince, req.NoBackfill = time.Date(2026, 11, 27, 14, 0, 0, 0, time.UTC), true
-	var got []int
-	err := b.Place(id, inv, func(seen inventory.Inventory) (map[string][]int, error) {
+	err = b.Place(id, inv, func(seen inventory.Inventory) (Places, error) {
 		p, err := schedule.Make(seen, req)
 		if err != nil {
 			return nil, err
 		}
+		places := Places{}
 		for _, t := range p.Tasks {
-			got = append(got, t.GPUs...)
+			gpus = append(gpus, t.GPUs...)
+			for _, g := range t.GPUs {
+				places[t.Host] = append(places[t.Host], inventory.Claim{Kind: "gpu", ID: g})
+			}
+			places[t.Host] = append(places[t.Host], inventory.Claim{Kind: "port", ID: t.Port})
+			port = t.Port
 		}
-		return map[string][]int{"w0": got}, nil
+		return places, nil
 	})
-	return got, err
+	return gpus, port, err
 }
 
 // Trials waiting in the hosts' queue: when one GPU frees, only the trial
 // first in the queue goes for it, whichever probes first; when two free,
-// both start, the one behind not held back by the tickets of the one
-// ahead that has placed already.
+// both start, on ports of their own, the one behind not held back by the
+// tickets of the one ahead that has placed already.
 func TestBookWaitingTrials(t *testing.T) {
 	b := NewBook()
 	one := queuedInv(4, 2)
-	if g, err := trialPlan(b, one, "s-002"); !errors.As(err, new(*schedule.CapacityError)) {
+	if g, _, err := trialPlan(b, one, "s-002"); !errors.As(err, new(*schedule.CapacityError)) {
 		t.Fatalf("s-002 behind s-001 took %v (%v): the one GPU is s-001's", g, err)
 	}
-	if g, err := trialPlan(b, one, "s-001"); err != nil || !slices.Equal(g, []int{2}) {
+	if g, _, err := trialPlan(b, one, "s-001"); err != nil || !slices.Equal(g, []int{2}) {
 		t.Fatalf("s-001: %v %v, want GPU 2", g, err)
 	}
-	if g, err := trialPlan(b, one, "s-002"); err == nil {
+	if g, _, err := trialPlan(b, one, "s-002"); err == nil {
 		t.Fatalf("s-002 took %v: s-001 planned the one free GPU", g)
 	}
 	b.Drop("s-001")
 	b.Drop("s-002")
 
 	two := queuedInv(4, 1, 3)
-	g1, err1 := trialPlan(b, two, "s-001")
-	g2, err2 := trialPlan(b, two, "s-002")
+	g1, p1, err1 := trialPlan(b, two, "s-001")
+	g2, p2, err2 := trialPlan(b, two, "s-002")
 	if err1 != nil || err2 != nil || len(g1) != 1 || len(g2) != 1 || g1[0] == g2[0] {
 		t.Fatalf("two GPUs free: s-001 %v %v, s-002 %v %v, want one each", g1, err1, g2, err2)
+	}
+	// Each task's port is the host's first free one: the siblings' differ.
+	if p1 == 0 || p1 == p2 {
+		t.Fatalf("ports %d and %d: siblings on one host on one port", p1, p2)
 	}
 }
