@@ -78,6 +78,11 @@ func Seen(inv inventory.Inventory, held map[string]Places, id string) inventory.
 				continue
 			}
 			for _, p := range held[other][h.Name] {
+				if slices.ContainsFunc(h.Claims, func(c inventory.Claim) bool { return c.Kind == p.Kind && c.ID == p.ID }) {
+					// Claimed already (by the trial, once started): once
+					// only, or a policy's limits would count it twice.
+					continue
+				}
 				c := inventory.Claim{Kind: p.Kind, ID: p.ID, UUID: p.UUID, RunID: other, Task: "planned by this sweep"}
 				if h.PolicyContext != nil {
 					// The sweep's user, whose GPUs a policy's limits count.

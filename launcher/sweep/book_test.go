@@ -143,6 +143,12 @@ func TestSeenClaimsAndTickets(t *testing.T) {
 			t.Fatal("Seen changed the probe's inventory")
 		}
 	}
+	// A place its trial has claimed already shows once, as the probe saw it.
+	inv.Hosts[1].Claims = []inventory.Claim{{Kind: "gpu", ID: 0, RunID: "s-003", User: "alice", PID: 42}}
+	if c := Seen(inv, held, "s-002").Hosts[1].Claims; len(c) != 1 || c[0].PID != 42 {
+		t.Fatalf("w1's claims %+v, want s-003's own claim once", c)
+	}
+	inv.Hosts[1].Claims = nil
 	// Trial s-001 itself still sees its own tickets and no claim of its own.
 	own := Seen(inv, held, "s-001")
 	if len(own.Hosts[0].Claims) != 0 || len(own.Hosts[0].Tickets) != 3 {
