@@ -157,6 +157,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "--wait", "soon", "--", "x"}, []string{`tfhive: error: invalid value "soon" for --wait`, "tfhive: hint: --wait takes a duration such as 500ms, 10s, 2m or 1h30m"}},
 		{[]string{"status", "--json=maybe"}, []string{`tfhive: error: invalid value "maybe" for --json`, "tfhive: hint: --json takes no value, or =true / =false"}},
 		{[]string{"status", "-H", "a", "--host", "b"}, []string{"tfhive: error: --host and -H are the same flag", "tfhive: hint: use one of them"}},
+		// Another command's flag says whose it is.
+		{[]string{"status", "--workers", "2"}, []string{"tfhive: error: flag provided but not defined: -workers", "tfhive: hint: --workers is not a flag of status; plan, run and sweep take it"}},
+		{[]string{"sweep", "--emit", "slurm", "--param", "a=1", "--", "x"}, []string{"tfhive: error: flag provided but not defined: -emit", "tfhive: hint: a sweep's Slurm job array is `tfhive plan --emit slurm --param NAME=V1,V2,… -- COMMAND`"}},
 	}
 	for _, c := range cases {
 		wantUsage(t, c.args, c.lines...)

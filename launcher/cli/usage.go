@@ -30,6 +30,13 @@ func onUsage(c *cli.Context, err error, _ bool) error {
 			e.Fix = fmt.Sprintf("%s is a command's flag: put it after the command name", dashed(name))
 		} else if near := closest(name, flagNames(c.Command.Flags)); near != "" {
 			e.Fix = fmt.Sprintf("did you mean %s?", dashed(near))
+		} else if owners := flagOwners(c.App, name); !isRoot && len(owners) > 0 {
+			e.Fix = fmt.Sprintf("%s is not a flag of %s; %s %s it", dashed(name), c.Command.Name,
+				andList(owners), map[bool]string{true: "takes", false: "take"}[len(owners) == 1])
+		}
+		if c.Command.Name == "sweep" && name == "emit" {
+			// A sweep has a Slurm form, but plan writes it: say where.
+			e.Fix = "a sweep's Slurm job array is `" + c.App.Name + " plan --emit slurm --param NAME=V1,V2,… -- COMMAND`"
 		}
 		return e
 	}
@@ -84,6 +91,30 @@ func commandFlag(app *cli.App, name string) bool {
 		}
 	}
 	return false
+}
+
+// flagOwners names the commands, in the app's order, with a flag of that
+// name: for a flag given to the wrong command.
+func flagOwners(app *cli.App, name string) []string {
+	var out []string
+	for _, cmd := range app.Commands {
+		if !cmd.Hidden && slices.Contains(flagNames(cmd.Flags), name) {
+			out = append(out, cmd.Name)
+		}
+	}
+	return out
+}
+
+// andList writes "a", "a and b", "a, b and c", or the first three and
+// "others" beyond.
+func andList(names []string) string {
+	if len(names) > 3 {
+		names = append(names[:3:3], "others")
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // flagKind names what a flag's value must look like, for the hint.
