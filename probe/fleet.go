@@ -58,6 +58,9 @@ type Options struct {
 	// HostError is the host's probe error, as a failed SSH dial's is.
 	// nil: the real transport.
 	Dial Dialer
+	// Coalesce, when set, shares this fleet's probes with the other
+	// fleets given the same Coalescer (a sweep's trials): see Coalescer.
+	Coalesce *Coalescer
 }
 
 // Dialer opens host h's connection, for Options.Dial.
@@ -187,6 +190,10 @@ func (f *Fleet) Close() {
 // parallel and bounded. It always returns a full inventory: a host that
 // failed carries its error, and the others are not held up by it.
 func (f *Fleet) Probe(ctx context.Context) inventory.Inventory {
+	if c := f.opts.Coalesce; c != nil {
+		shared, err := c.probe(ctx, f)
+		return f.adopt(ctx, shared, err)
+	}
 	inv := inventory.Inventory{Hosts: make([]inventory.HostInventory, len(f.Hosts))}
 	f.spares.DropAll()
 	var g errgroup.Group

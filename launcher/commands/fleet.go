@@ -79,6 +79,7 @@ func fleetOptions(h HostOptions, stderr io.Writer, what probeWhat) ([]inventory.
 		Parallel:       h.Parallel,
 		ClaimsOnly:     what == probeClaims,
 		Dial:           h.Dial,
+		Coalesce:       h.Coalesce,
 	}
 	if isTerminal(stderr) && len(hosts) > 1 {
 		opts.Progress = func(done, total int) {

@@ -33,6 +33,9 @@ type HostOptions struct {
 	// this machine's sh for the no-hosts default): no flag sets it; tests
 	// give fake hosts (probe/hosttest). nil: the real transport.
 	Dial probe.Dialer `json:"-"`
+	// Coalesce, when set, shares the fleet's probes with other runs' (a
+	// sweep's trials: probe.Coalescer); no flag sets it.
+	Coalesce *probe.Coalescer `json:"-"`
 	// Local: no hosts file however the directory, this machine without
 	// SSH (a rerun of a run that had none); no flag sets it.
 	Local bool

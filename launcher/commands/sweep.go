@@ -368,6 +368,10 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 	}
 	shared := probe.NewShared(opts)
 	defer shared.Close()
+	// The trials share their probes: each joins the next probe of the
+	// hosts, instead of all probing every host at once.
+	probes := probe.NewCoalescer()
+	defer probes.Close()
 	// The trials plan apart: none picks a GPU that a sibling has planned.
 	book := sweep.NewBook()
 	fleetGPUs := 0
@@ -433,7 +437,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 		go func() {
 			defer cancel(nil)
 			var began atomic.Bool
-			sum, err := o.trial(tctx, rec, t, shared, book, ts, func() {
+			sum, err := o.trial(tctx, rec, t, shared, probes, book, ts, func() {
 				began.Store(true)
 				fmt.Fprintf(stderr, "tfhive: trial %s started (%s)\n", t.ID, paramsLine(rec, t))
 			})
@@ -516,8 +520,8 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 }
 
 // trial runs trial t as `tfhive run --wait` would, its console in its log
-// dir, over the sweep's shared connections.
-func (o *SweepOptions) trial(ctx context.Context, rec record.Sweep, t record.SweepTrial, shared *probe.Shared, book *sweep.Book, sigs *Signals, started func()) (*record.Summary, error) {
+// dir, over the sweep's shared connections, sharing its probes.
+func (o *SweepOptions) trial(ctx context.Context, rec record.Sweep, t record.SweepTrial, shared *probe.Shared, probes *probe.Coalescer, book *sweep.Book, sigs *Signals, started func()) (*record.Summary, error) {
 	tdir := filepath.Join(logRoot, t.ID)
 	if err := launcher.MakeLogDir(tdir); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
@@ -531,6 +535,7 @@ func (o *SweepOptions) trial(ctx context.Context, rec record.Sweep, t record.Swe
 	w := &serialWriter{w: console}
 	r.Streams = Streams{Stdout: w, Stderr: w, Color: "never"}
 	r.Hosts.Dial = shared.Dialer()
+	r.Hosts.Coalesce = probes
 	r.Job.Name = t.ID
 	r.Job.Command = sweep.Command(rec.Command, t.Params)
 	r.Env = append(slices.Clone(o.Run.Env), sweep.Env(t)...)
