@@ -28,6 +28,7 @@ func TestBenchQueue(t *testing.T) {
 	if only := os.Getenv("TFHIVE_BENCH_ONLY"); only != "" && !strings.Contains(","+only+",", ",queue,") {
 		t.Skip("TFHIVE_BENCH_ONLY leaves out queue")
 	}
+	benchBinary()
 	rtt := envDuration(t, "TFHIVE_BENCH_RTT", 50*time.Millisecond)
 	var ps []sshtest.Profile
 	for i := range 4 {

@@ -39,6 +39,7 @@ func TestBenchSweep(t *testing.T) {
 	if only := os.Getenv("TFHIVE_BENCH_ONLY"); only != "" && !strings.Contains(","+only+",", ",sweep,") {
 		t.Skip("TFHIVE_BENCH_ONLY leaves out sweep")
 	}
+	benchBinary()
 	rtt := envDuration(t, "TFHIVE_BENCH_RTT", 50*time.Millisecond)
 	hosts := envInts(t, "TFHIVE_BENCH_SWEEP_HOSTS", []int{8})[0]
 	task := envDuration(t, "TFHIVE_BENCH_SWEEP_TASK", 2*time.Second)
