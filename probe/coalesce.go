@@ -180,7 +180,7 @@ func (f *Fleet) adopt(ctx context.Context, shared inventory.Inventory, err error
 			if _, herr := f.connect(ctx, i); herr != nil {
 				hi.Err = herr
 			}
-		case hi.Err.Kind == inventory.ErrSSH || hi.Err.Kind == inventory.ErrTimeout:
+		case err == nil && (hi.Err.Kind == inventory.ErrSSH || hi.Err.Kind == inventory.ErrTimeout):
 			// The probe's link failed and was dropped: f's handle on it
 			// goes too, so that it dials again.
 			f.mu.Lock()
