@@ -392,7 +392,7 @@ func TestEmitUsage(t *testing.T) {
 			"tfhive: hint: drop --nic; `tfhive help emit` maps every flag to each target"}},
 		{[]string{"plan", "--emit", "slurm", "--check", "--", "python"}, []string{
 			"tfhive: error: flag provided but not defined: -check",
-			"tfhive: hint: see `tfhive plan --help`"}},
+			"tfhive: hint: --check is not a flag of plan; run and sweep take it"}},
 		{[]string{"plan", "--env", "A=1", "-H", addr, "--", "python"}, []string{
 			"tfhive: error: --env only applies with --emit",
 			"tfhive: hint: tfhive run takes it; plan takes it with --emit slurm, tfjob or pytorchjob"}},
@@ -404,7 +404,7 @@ func TestEmitUsage(t *testing.T) {
 			"tfhive: hint: use --emit slurm, --emit tfjob, --emit pytorchjob"}},
 		{[]string{"plan", "--emit", "slurm", "--quiet", "--", "python"}, []string{
 			"tfhive: error: flag provided but not defined: -quiet",
-			"tfhive: hint: see `tfhive plan --help`"}},
+			"tfhive: hint: --quiet is not a flag of plan; run, rerun and sweep take it"}},
 	} {
 		wantUsage(t, c.args, c.lines...)
 	}
