@@ -31,6 +31,9 @@ type running struct {
 	lines *bufio.Scanner
 	read  strings.Builder // the lines read so far, each ending in "\n"
 	other bytes.Buffer
+	// discarded is closed once discardRest's reader has read to the end:
+	// from then on that reader owns lines, and a later read waits for it.
+	discarded chan struct{}
 }
 
 // startTfhive starts tfhive with f's environment in f's directory. The
@@ -90,6 +93,10 @@ func startTfhive(t *testing.T, f *sshtest.Fleet, s stream, args ...string) *runn
 // readUntil reads lines until one matches, and says whether one did
 // before the stream ended.
 func (r *running) readUntil(match func(line string) bool) bool {
+	if r.discarded != nil {
+		<-r.discarded
+		return false
+	}
 	for r.lines.Scan() {
 		r.read.WriteString(r.lines.Text() + "\n")
 		if match(r.lines.Text()) {
@@ -105,7 +112,12 @@ func (r *running) readAll() { r.readUntil(func(string) bool { return false }) }
 // discardRest reads the rest of the stream in the background, unkept, so
 // that tfhive never blocks on a full pipe while the test does other things.
 func (r *running) discardRest() {
+	if r.discarded != nil {
+		return
+	}
+	r.discarded = make(chan struct{})
 	go func() {
+		defer close(r.discarded)
 		for r.lines.Scan() {
 		}
 	}()
