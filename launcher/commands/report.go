@@ -72,15 +72,7 @@ func Report(_ context.Context, o ReportOptions) error {
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(f)
-	err = render(w)
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
+	if err = renderTo(f, render); err == nil {
 		fmt.Fprintln(o.Stdout, o.Out)
 	}
 	return err
@@ -125,19 +117,26 @@ func writeLogDirFile(path string, render func(io.Writer) error) (err error) {
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(f)
-	err = render(w)
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = renderTo(f, render)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
 		os.Remove(tmp)
+	}
+	return err
+}
+
+// renderTo renders into f, buffered, and closes it: the first error of
+// the three is the one said.
+func renderTo(f *os.File, render func(io.Writer) error) error {
+	w := bufio.NewWriter(f)
+	err := render(w)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }
