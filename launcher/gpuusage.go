@@ -1,10 +1,8 @@
 package launcher
 
 import (
-	"bufio"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,17 +108,13 @@ func (it *idleTrack) add(t time.Time, mean float64, window time.Duration) (warn 
 // usageBook collects the samples of every host's sampler: per task, the
 // values, the idle rule, and gpu-usage.csv in the log dir.
 type usageBook struct {
-	mu   sync.Mutex
-	path string
-	f    *os.File
-	csv  *bufio.Writer
-	err  error
-	// appends: a run started again after a lost host adds to the
+	mu sync.Mutex
+	// csv appends when a run started again after a lost host adds to the
 	// samples of its earlier starts.
-	appends bool
-	window  time.Duration
-	say     func(task int, line string)
-	tasks   []taskUsage
+	csv    csvLog
+	window time.Duration
+	say    func(task int, line string)
+	tasks  []taskUsage
 	// byHost: a host's GPU index → the tasks using it.
 	byHost map[string]map[int][]int
 	ids    []string // task ids, for the CSV
@@ -137,7 +131,7 @@ type taskUsage struct {
 }
 
 func newUsageBook(path string, window time.Duration, say func(int, string)) *usageBook {
-	return &usageBook{path: path, window: window, say: say, byHost: map[string]map[int][]int{}}
+	return &usageBook{csv: csvLog{path: path, header: "time,task,host,gpu,util_pct,mem_mib\n", bufSize: 4096}, window: window, say: say, byHost: map[string]map[int][]int{}}
 }
 
 // addTask registers task i, on host, using gpus.
@@ -195,24 +189,11 @@ func (b *usageBook) endSample(host string, t time.Time) {
 }
 
 func (b *usageBook) writeCSV(t time.Time, i int, host string, r gpuRow) {
-	if b.err != nil {
+	w := b.csv.writer()
+	if w == nil {
 		return
 	}
-	if b.f == nil {
-		mode := os.O_TRUNC
-		if b.appends {
-			mode = os.O_APPEND
-		}
-		b.f, b.err = OpenLogFile(b.path, os.O_CREATE|os.O_WRONLY|mode)
-		if b.err != nil {
-			return
-		}
-		b.csv = bufio.NewWriter(b.f)
-		if fi, err := b.f.Stat(); err != nil || fi.Size() == 0 {
-			b.csv.WriteString("time,task,host,gpu,util_pct,mem_mib\n")
-		}
-	}
-	fmt.Fprintf(b.csv, "%s,%s,%s,%d,%s,%s\n", t.UTC().Format("2006-01-02T15:04:05.000Z"), csvField(b.ids[i]), csvField(host),
+	fmt.Fprintf(w, "%s,%s,%s,%d,%s,%s\n", t.UTC().Format("2006-01-02T15:04:05.000Z"), csvField(b.ids[i]), csvField(host),
 		r.index, strconv.FormatFloat(r.util, 'f', -1, 64), strconv.FormatFloat(r.mem, 'f', -1, 64))
 }
 
@@ -229,21 +210,9 @@ func csvField(s string) string {
 func (b *usageBook) close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.f == nil {
-		return b.err
-	}
-	err := b.csv.Flush()
-	if cerr := b.f.Close(); err == nil {
-		err = cerr
-	}
-	b.f = nil
-	if b.err == nil {
-		b.err = err
-	}
-	return b.err
+	return b.csv.close()
 }
 
-// usage is task i's aggregate, nil when nothing was sampled.
 func (b *usageBook) usage(i int) *record.GPUUsage {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -1,8 +1,6 @@
 package launcher
 
 import (
-	"bufio"
-	"os"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -34,19 +32,14 @@ const (
 
 // seriesBook is a run's metrics.csv.
 type seriesBook struct {
-	mu      sync.Mutex
-	path    string
-	appends bool
-	f       *os.File
-	w       *bufio.Writer
-	rows    int
-	err     error
-	closed  bool
-	line    []byte
+	mu   sync.Mutex
+	csv  csvLog
+	rows int
+	line []byte
 }
 
 func newSeriesBook(path string, appends bool) *seriesBook {
-	return &seriesBook{path: path, appends: appends}
+	return &seriesBook{csv: csvLog{path: path, appends: appends, header: "time,task,name,value\n", bufSize: 64 << 10}}
 }
 
 // taskSeries is one task's series, one per capture.
@@ -103,21 +96,12 @@ func (ts *taskSeries) end(i int, name, v string) {
 func (b *seriesBook) write(t time.Time, task, name string, v []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed || b.err != nil || b.rows >= seriesMaxRows {
+	if b.rows >= seriesMaxRows {
 		return
 	}
-	if b.f == nil {
-		mode := os.O_TRUNC
-		if b.appends {
-			mode = os.O_APPEND
-		}
-		if b.f, b.err = OpenLogFile(b.path, os.O_CREATE|os.O_WRONLY|mode); b.err != nil {
-			return
-		}
-		b.w = bufio.NewWriterSize(b.f, 64<<10)
-		if fi, err := b.f.Stat(); err != nil || fi.Size() == 0 {
-			b.w.WriteString("time,task,name,value\n")
-		}
+	w := b.csv.writer()
+	if w == nil {
+		return
 	}
 	if len(v) > seriesMaxValue {
 		n := seriesMaxValue
@@ -131,7 +115,7 @@ func (b *seriesBook) write(t time.Time, task, name string, v []byte) {
 	l = append(append(l, ','), name...)
 	l = append(append(l, ','), csvField(string(v))...)
 	b.line = append(l, '\n')
-	b.w.Write(b.line)
+	w.Write(b.line)
 	b.rows++
 }
 
@@ -142,17 +126,5 @@ func (b *seriesBook) close() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.closed = true
-	if b.f == nil {
-		return b.err
-	}
-	err := b.w.Flush()
-	if cerr := b.f.Close(); err == nil {
-		err = cerr
-	}
-	b.f = nil
-	if b.err == nil {
-		b.err = err
-	}
-	return b.err
+	return b.csv.close()
 }

@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -50,16 +49,13 @@ const (
 
 // timeline is a run's events.csv.
 type timeline struct {
-	mu      sync.Mutex
-	path    string
-	appends bool
-	f       *os.File
-	rows    int
-	err     error
+	mu   sync.Mutex
+	csv  csvLog
+	rows int
 }
 
 func newTimeline(path string, appends bool) *timeline {
-	return &timeline{path: path, appends: appends}
+	return &timeline{csv: csvLog{path: path, appends: appends, header: "time,task,host,event,detail\n"}}
 }
 
 // add writes one event now.
@@ -69,20 +65,12 @@ func (tl *timeline) add(task, host, event, detail string) {
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	if tl.err != nil || tl.rows > timelineMaxRows {
+	if tl.rows > timelineMaxRows {
 		return
 	}
-	if tl.f == nil {
-		mode := os.O_TRUNC
-		if tl.appends {
-			mode = os.O_APPEND
-		}
-		if tl.f, tl.err = OpenLogFile(tl.path, os.O_CREATE|os.O_WRONLY|mode); tl.err != nil {
-			return
-		}
-		if fi, err := tl.f.Stat(); err != nil || fi.Size() == 0 {
-			tl.f.WriteString("time,task,host,event,detail\n")
-		}
+	w := tl.csv.writer()
+	if w == nil {
+		return
 	}
 	if tl.rows == timelineMaxRows {
 		task, host, event, detail = "", "", EventTruncated, "more events were not recorded"
@@ -92,7 +80,7 @@ func (tl *timeline) add(task, host, event, detail string) {
 	if len(detail) > 200 {
 		detail = detail[:200]
 	}
-	_, tl.err = fmt.Fprintf(tl.f, "%s,%s,%s,%s,%s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+	_, tl.csv.err = fmt.Fprintf(w, "%s,%s,%s,%s,%s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
 		csvField(task), csvField(host), event, csvField(detail))
 }
 
@@ -102,10 +90,7 @@ func (tl *timeline) close() {
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	if tl.f != nil {
-		tl.f.Close()
-	}
-	tl.f, tl.err = nil, os.ErrClosed
+	tl.csv.close()
 }
 
 // taskEvent writes task i's event.
