@@ -6,11 +6,12 @@ import (
 	"html/template"
 	"io"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 //go:embed report.html.tmpl
@@ -175,7 +176,7 @@ func (r *Run) record() []kv {
 	var rec []kv
 	rec = append(rec, kv{"run id", r.ID}, kv{"log dir", r.Dir})
 	if rp := r.Repro; rp != nil {
-		rec = append(rec, kv{"tfhive command", shellLine(append([]string{"tfhive"}, redactEnv(rp.Args)...))})
+		rec = append(rec, kv{"tfhive command", view.CommandLine(append([]string{"tfhive"}, redactEnv(rp.Args)...))})
 		if rp.RerunOf != "" {
 			rec = append(rec, kv{"a rerun of", rp.RerunOf})
 		}
@@ -210,7 +211,7 @@ func (r *Run) record() []kv {
 		hosts := map[string][]string{}
 		var hostOrder []string
 		for _, t := range p.Tasks {
-			c := shellLine(t.Argv)
+			c := view.CommandLine(t.Argv)
 			if by[c] == nil {
 				cmds = append(cmds, c)
 			}
@@ -271,21 +272,6 @@ func redactEnv(args []string) []string {
 		}
 	}
 	return out
-}
-
-var plainArg = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
-
-// shellLine writes argv as sh would take it.
-func shellLine(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		if plainArg.MatchString(a) {
-			q[i] = a
-		} else {
-			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(q, " ")
 }
 
 // taskTable is the summary's table.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // A sweep's report: each captured metric (the run's value of each trial,
@@ -155,7 +156,7 @@ func WriteSweep(w io.Writer, s *Sweep) error {
 		}
 		p.Trials.Rows = append(p.Trials.Rows, row)
 	}
-	p.Record = []kv{{"sweep", s.Rec.Name}, {"dir", s.Dir}, {"command", shellLine(s.Rec.Command)}}
+	p.Record = []kv{{"sweep", s.Rec.Name}, {"dir", s.Dir}, {"command", view.CommandLine(s.Rec.Command)}}
 	for _, par := range s.Rec.Params {
 		p.Record = append(p.Record, kv{"--param " + par.Name, strings.Join(par.Values, ",")})
 	}
