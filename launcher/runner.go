@@ -832,10 +832,22 @@ func intPtr(n int) *int { return &n }
 
 // writeJSONFile writes v indented, encoded straight into the file (the
 // plan through WritePlanJSON, which holds no copy of the whole document).
-func writeJSONFile(path string, v any) (err error) {
-	// Whole or not at all: written beside it and renamed over it, so that
-	// a full disk leaves no empty or cut record (runs, wait and attach
-	// read it).
+func writeJSONFile(path string, v any) error {
+	return WriteLogFile(path, func(w io.Writer) error {
+		if p, ok := v.(*schedule.Plan); ok {
+			return view.WritePlanJSON(w, p)
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	})
+}
+
+// WriteLogFile writes a file of a log dir, what render writes, whole or
+// not at all: beside it (never through a link), then renamed over it, so
+// that a full disk leaves no empty or cut record (runs, wait, attach and
+// the report read them).
+func WriteLogFile(path string, render func(io.Writer) error) (err error) {
 	tmp := path + ".new"
 	os.Remove(tmp)
 	f, err := OpenLogFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY)
@@ -856,13 +868,7 @@ func writeJSONFile(path string, v any) (err error) {
 		}
 	}()
 	w := bufio.NewWriter(f)
-	if p, ok := v.(*schedule.Plan); ok {
-		err = view.WritePlanJSON(w, p)
-	} else {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(v)
-	}
+	err = render(w)
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}

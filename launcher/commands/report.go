@@ -62,7 +62,7 @@ func Report(_ context.Context, o ReportOptions) error {
 		if err := launcher.CheckLogDirPath(dir); err != nil {
 			return &UsageError{Msg: fmt.Sprintf("%s: %v", dir, err), Fix: "write the report elsewhere with -o FILE"}
 		}
-		if err := writeLogDirFile(out, render); err != nil {
+		if err := launcher.WriteLogFile(out, render); err != nil {
 			return err
 		}
 		fmt.Fprintln(o.Stdout, out)
@@ -86,7 +86,7 @@ func writeRunReport(dir, id string, stderr io.Writer) {
 		if err != nil {
 			return err
 		}
-		return writeLogDirFile(filepath.Join(dir, reportFile), func(w io.Writer) error { return report.Write(w, r) })
+		return launcher.WriteLogFile(filepath.Join(dir, reportFile), func(w io.Writer) error { return report.Write(w, r) })
 	}()
 	if err != nil {
 		fmt.Fprintf(stderr, "tfhive: warning: the run's report (%s): %v\n", filepath.Join(dir, reportFile), pathErr(err))
@@ -101,30 +101,11 @@ func writeSweepReport(dir string, stderr io.Writer) {
 		if err != nil {
 			return err
 		}
-		return writeLogDirFile(filepath.Join(dir, reportFile), func(w io.Writer) error { return report.WriteSweep(w, s) })
+		return launcher.WriteLogFile(filepath.Join(dir, reportFile), func(w io.Writer) error { return report.WriteSweep(w, s) })
 	}()
 	if err != nil {
 		fmt.Fprintf(stderr, "tfhive: warning: the sweep's report (%s): %v\n", filepath.Join(dir, reportFile), pathErr(err))
 	}
-}
-
-// writeLogDirFile writes a file of a log dir whole or not at all: beside
-// it, never through a link, then renamed over it.
-func writeLogDirFile(path string, render func(io.Writer) error) (err error) {
-	tmp := path + ".new"
-	os.Remove(tmp)
-	f, err := launcher.OpenLogFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY)
-	if err != nil {
-		return err
-	}
-	err = renderTo(f, render)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }
 
 // renderTo renders into f, buffered, and closes it: the first error of

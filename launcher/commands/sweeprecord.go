@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,26 +54,8 @@ func readSweep(dir string) (record.Sweep, bool, error) {
 
 // writeSweepRecord writes rec as dir's sweep.json, whole or not at all.
 func writeSweepRecord(dir string, rec record.Sweep) error {
-	data, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, sweepRecord+".new")
-	os.Remove(tmp)
-	f, err := launcher.OpenLogFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_EXCL)
-	if err != nil {
+	if err := launcher.WriteJSONFile(filepath.Join(dir, sweepRecord), rec); err != nil {
 		return fmt.Errorf("log dir: %w", err)
-	}
-	_, werr := f.Write(append(data, '\n'))
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, filepath.Join(dir, sweepRecord))
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("log dir: %w", werr)
 	}
 	return nil
 }
