@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/localfile"
 )
@@ -197,7 +198,7 @@ func hashOrNone(h string) string {
 	if h == "" {
 		return "none"
 	}
-	return shown(h[:min(len(h), 12)])
+	return shown(view.ShortHash(h))
 }
 
 // nameList writes a few names, then how many there are.
@@ -221,7 +222,7 @@ func gitWord(g *record.ReproGit) string {
 	if g == nil {
 		return "none"
 	}
-	s := shown(g.Commit[:min(len(g.Commit), 12)])
+	s := shown(view.ShortHash(g.Commit))
 	if g.Dirty != nil && *g.Dirty {
 		s += " (dirty)"
 	}

@@ -567,7 +567,7 @@ func endLine(e trialEnd) string {
 		return msg
 	}
 	s := e.sum
-	line := fmt.Sprintf("%s in %s", s.Result, roundSeconds(s.Duration))
+	line := fmt.Sprintf("%s in %s", s.Result, view.RoundDuration(s.Duration))
 	if s.Result != record.ResultSucceeded {
 		line += fmt.Sprintf(", exit %d: %s", s.ExitCode, oneLine(s.Reason))
 		return line + " (tfhive logs " + s.RunID + ")"

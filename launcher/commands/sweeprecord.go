@@ -185,14 +185,6 @@ func oneLine(s string) string {
 	return view.SanitizeCell(s)
 }
 
-// roundSeconds: tenths under a minute, seconds above.
-func roundSeconds(d time.Duration) time.Duration {
-	if d < time.Minute {
-		return d.Round(100 * time.Millisecond)
-	}
-	return d.Round(time.Second)
-}
-
 func sortedMetricKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -1,7 +1,8 @@
 package sweep
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher/record"
@@ -12,7 +13,7 @@ import (
 // parameter stay as they are (a Python -c or a shell ${VAR} is the task's).
 func Command(args []string, params map[string]string) []string {
 	pairs := make([]string, 0, 2*len(params))
-	for _, k := range sortedKeys(params) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		pairs = append(pairs, "{"+k+"}", params[k])
 	}
 	r := strings.NewReplacer(pairs...)
@@ -27,7 +28,7 @@ func Command(args []string, params map[string]string) []string {
 // TFHIVE_TRIAL=ID: what the trial's tasks find in their environment.
 func Env(t record.SweepTrial) []string {
 	out := make([]string, 0, len(t.Params)+1)
-	for _, k := range sortedKeys(t.Params) {
+	for _, k := range slices.Sorted(maps.Keys(t.Params)) {
 		out = append(out, k+"="+t.Params[k])
 	}
 	return append(out, "TFHIVE_TRIAL="+t.ID)
@@ -44,13 +45,4 @@ func Unused(args []string, params []record.SweepParam) []string {
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -152,7 +152,7 @@ func WriteRunRecords(w io.Writer, rs []RunRecord, width int) error {
 			started = r.Started.Local().Format("2006-01-02 15:04:05")
 		}
 		if r.Duration > 0 {
-			duration = roundDuration(r.Duration).String()
+			duration = RoundDuration(r.Duration).String()
 		}
 		if r.ExitCode != nil {
 			code = strconv.Itoa(*r.ExitCode)
@@ -230,8 +230,9 @@ func cutTo(v string, n int) string {
 	return string([]rune(v)[:n-1]) + "…"
 }
 
-// roundDuration: tenths of a second under a minute, seconds above.
-func roundDuration(d time.Duration) time.Duration {
+// RoundDuration: tenths of a second under a minute, seconds above, as
+// the tables show a run's time.
+func RoundDuration(d time.Duration) time.Duration {
 	if d < time.Minute {
 		return d.Round(100 * time.Millisecond)
 	}

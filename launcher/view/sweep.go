@@ -80,7 +80,7 @@ func (t SweepTable) cells(raw bool) ([]string, [][]string) {
 			code = strconv.Itoa(*r.ExitCode)
 		}
 		if r.Duration > 0 {
-			dur = roundDuration(r.Duration).String()
+			dur = RoundDuration(r.Duration).String()
 			if raw {
 				dur = strconv.FormatFloat(r.Duration.Seconds(), 'f', 3, 64)
 			}
