@@ -275,13 +275,7 @@ func lastGroup(re *regexp.Regexp, line []byte) ([]byte, bool) {
 }
 
 func (c *taskCapture) set(i int, v []byte) {
-	if len(v) > captureMaxValue {
-		n := captureMaxValue
-		for n > 0 && !utf8.RuneStart(v[n]) {
-			n--
-		}
-		v = v[:n]
-	}
+	v = cutRunes(v, captureMaxValue)
 	if c.series != nil {
 		c.series.found(i, c.caps[i].Name, v)
 	}
@@ -388,4 +382,16 @@ func RunMetrics(tasks []record.TaskResult, decided bool) map[string]string {
 		}
 	}
 	return m
+}
+
+// cutRunes cuts v to at most n bytes, at a character's start, so that a
+// cut value stays valid UTF-8.
+func cutRunes[T ~string | ~[]byte](v T, n int) T {
+	if len(v) <= n {
+		return v
+	}
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n]
 }

@@ -360,3 +360,16 @@ func BenchmarkCapture(b *testing.B) {
 		})
 	}
 }
+
+// A value cut to its bound stays valid UTF-8 (metrics.csv, events.csv).
+func TestCutRunes(t *testing.T) {
+	if got := cutRunes("aé", 2); got != "a" {
+		t.Errorf("cutRunes(aé, 2) = %q, want a", got)
+	}
+	if got := cutRunes([]byte("abc"), 5); string(got) != "abc" {
+		t.Errorf("cutRunes(abc, 5) = %q", got)
+	}
+	if got := cutRunes("ééé", 4); got != "éé" {
+		t.Errorf("cutRunes(ééé, 4) = %q", got)
+	}
+}

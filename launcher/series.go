@@ -3,7 +3,6 @@ package launcher
 import (
 	"sync"
 	"time"
-	"unicode/utf8"
 )
 
 // metrics.csv: the values --capture finds, each with the time it arrived
@@ -103,13 +102,7 @@ func (b *seriesBook) write(t time.Time, task, name string, v []byte) {
 	if w == nil {
 		return
 	}
-	if len(v) > seriesMaxValue {
-		n := seriesMaxValue
-		for n > 0 && !utf8.RuneStart(v[n]) {
-			n--
-		}
-		v = v[:n]
-	}
+	v = cutRunes(v, seriesMaxValue)
 	l := t.UTC().AppendFormat(b.line[:0], "2006-01-02T15:04:05.000Z")
 	l = append(append(l, ','), csvField(task)...)
 	l = append(append(l, ','), name...)

@@ -76,10 +76,7 @@ func (tl *timeline) add(task, host, event, detail string) {
 		task, host, event, detail = "", "", EventTruncated, "more events were not recorded"
 	}
 	tl.rows++
-	detail = wording.FirstLine(detail)
-	if len(detail) > 200 {
-		detail = detail[:200]
-	}
+	detail = cutRunes(wording.FirstLine(detail), 200)
 	_, tl.csv.err = fmt.Fprintf(w, "%s,%s,%s,%s,%s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
 		csvField(task), csvField(host), event, csvField(detail))
 }
