@@ -50,8 +50,6 @@ type RerunOptions struct {
 // rerunOf is what Run knows of the run it runs again.
 type rerunOf struct {
 	id string
-	// tree is the --sync tree, already prepared for the comparison.
-	tree *codesync.Tree
 }
 
 // Rerun runs the recorded run again.
@@ -98,7 +96,7 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 	if err != nil {
 		return err
 	}
-	ro.rerun.tree = tree
+	ro.tree = tree
 	for _, line := range rerunDifferences(rec, ro, tree) {
 		fmt.Fprintf(o.Stderr, "tfhive: %s\n", line)
 	}

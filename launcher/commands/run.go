@@ -86,6 +86,10 @@ type RunOptions struct {
 	// (sweep.go): never a keeper, even in a detached sweep's, and its log
 	// dir made and checked by the sweep.
 	trial *trialHooks
+	// tree is the --sync tree when the caller has already listed and
+	// hashed it: a rerun, for its comparison; a sweep, once for all its
+	// trials. nil: Run prepares it.
+	tree *codesync.Tree
 }
 
 // Run plans the job, starts it, streams its output and prints the summary.
@@ -146,11 +150,11 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	var tree *codesync.Tree
-	if o.rerun != nil && o.rerun.tree != nil {
-		tree = o.rerun.tree
-	} else if tree, err = o.Job.prepareSync(o.Stderr); err != nil {
-		return err
+	tree := o.tree
+	if tree == nil {
+		if tree, err = o.Job.prepareSync(o.Stderr); err != nil {
+			return err
+		}
 	}
 	launched := startLaunchState()
 	req, err := o.Job.request(fleet.Hosts, "run", tree)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -217,5 +218,33 @@ func TestSweepFailureDetachWaitResume(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.Dir, "tfhive-runs", "fl", "earlier", "fl-002.1", "summary.json")); err != nil {
 		t.Errorf("the failed attempt's log dir: %v", err)
+	}
+}
+
+// A sweep with --sync: the tree is listed and hashed once, before the
+// first trial, and every trial runs that code (the same hash in each
+// summary, the file it holds read by each trial's task).
+func TestSweepSync(t *testing.T) {
+	f := sweepFleet(t)
+	code := filepath.Join(f.Dir, "code")
+	if err := os.MkdirAll(code, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(code, "ident"), []byte("v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := tfhive(t, f.Env(), f.Dir, sweepArgs(f, "--name", "sy", "--sync", "code", "--param", "x=1,2",
+		"--", "sh", "-c", `echo "ident=$(cat ident) x={x}"`)...)
+	wantCode(t, r, 0)
+	var hash string
+	for i, x := range []string{"1", "2"} {
+		dir := filepath.Join(f.Dir, "tfhive-runs", fmt.Sprintf("sy-%03d", i+1))
+		s := readJSON[record.Summary](t, dir, "summary.json")
+		if s.Code == nil || len(s.Code.Hash) != 64 || hash != "" && s.Code.Hash != hash {
+			t.Errorf("trial %d's code: %+v, want one hash for all (%s)", i+1, s.Code, hash)
+		} else {
+			hash = s.Code.Hash
+		}
+		wantContains(t, "trial's log", readFile(t, filepath.Join(dir, "worker-0.log")), "ident=v1 x="+x)
 	}
 }
