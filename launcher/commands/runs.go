@@ -65,6 +65,24 @@ func Runs(_ context.Context, o RunsOptions) error {
 // over; a summary.json that cannot be read as one is passed over with a
 // warning. A root that does not exist holds no runs.
 func listRuns(root string, stderr io.Writer, now time.Time) ([]view.RunRecord, error) {
+	return listRunsCached(root, stderr, now, nil)
+}
+
+// summaryCache keeps the records read from ended runs' summary.json, by
+// run dir, for a caller that lists the log root again and again (top): a
+// summary is renamed into place whole and never written again, so the
+// same size and time of the same file is the same record.
+type summaryCache map[string]cachedSummary
+
+type cachedSummary struct {
+	size int64
+	mod  time.Time
+	rec  view.RunRecord
+}
+
+// listRunsCached is listRuns reading only the summaries not in cache
+// (nil: every one).
+func listRunsCached(root string, stderr io.Writer, now time.Time, cache summaryCache) ([]view.RunRecord, error) {
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -79,6 +97,11 @@ func listRuns(root string, stderr io.Writer, now time.Time) ([]view.RunRecord, e
 			continue
 		}
 		path := filepath.Join(dir, "summary.json")
+		fi, statErr := os.Lstat(path)
+		if c, ok := cache[dir]; ok && statErr == nil && fi.Size() == c.size && fi.ModTime().Equal(c.mod) {
+			rs = append(rs, c.rec)
+			continue
+		}
 		data, err := localfile.Read(path, summaryMax)
 		switch {
 		case err == nil:
@@ -87,6 +110,9 @@ func listRuns(root string, stderr io.Writer, now time.Time) ([]view.RunRecord, e
 				// %q: a name in the log root may hold anything.
 				fmt.Fprintf(stderr, "tfhive: warning: %q is not a run summary (%v); skipped\n", path, err)
 				continue
+			}
+			if cache != nil && statErr == nil {
+				cache[dir] = cachedSummary{size: fi.Size(), mod: fi.ModTime(), rec: r}
 			}
 			rs = append(rs, r)
 		case errors.Is(err, fs.ErrNotExist):

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,48 @@ func TestRunsCommand(t *testing.T) {
 	o.LogRoot = filepath.Join(root, "stray.txt")
 	if err := Runs(context.Background(), o); err == nil || err.Error() != "log root "+o.LogRoot+": not a directory" {
 		t.Errorf("a file as log root: %v", err)
+	}
+}
+
+// top lists the log root every refresh: an ended run's summary is read
+// once, and read again only when the file is another (a run name used
+// again).
+func TestListRunsCachedReadsASummaryOnce(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "tfhive-runs")
+	dir := filepath.Join(root, "r1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "summary.json")
+	write := func(result string, mod time.Time) {
+		if err := os.WriteFile(path, []byte(summaryJSON("r1", result, 0, "2026-11-27T10:00:00Z", time.Second, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	then := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	write("succeeded", then)
+	cache := summaryCache{}
+	list := func() string {
+		rs, err := listRunsCached(root, io.Discard, time.Now(), cache)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%v, %+v", err, rs)
+		}
+		return rs[0].Result
+	}
+	if got := list(); got != "succeeded" {
+		t.Fatalf("first list: %s", got)
+	}
+	// The cached record stands for the file while it is the same file:
+	// overwritten in place keeping size and time, the cache still answers.
+	write("cancelled", then)
+	if got := list(); got != "succeeded" {
+		t.Errorf("an unchanged summary was read again: %s", got)
+	}
+	write("cancelled", then.Add(time.Second))
+	if got := list(); got != "cancelled" {
+		t.Errorf("a new summary was not read: %s", got)
 	}
 }

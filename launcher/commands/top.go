@@ -156,6 +156,8 @@ type topSource struct {
 	from     string
 	warnings *lastLine
 	root     string // the log root
+	// summaries: the ended runs' records, read once, not every refresh.
+	summaries summaryCache
 
 	mu  sync.Mutex
 	inv inventory.Inventory // the last probe's, for stop
@@ -214,7 +216,12 @@ func (s *topSource) mine(inv inventory.Inventory, now time.Time) []top.Run {
 			r.Since = h.Since
 		}
 	}
-	recs, _ := listRuns(s.root, io.Discard, now)
+	s.mu.Lock() // a refresh asked for ('r') may overlap the timed one
+	if s.summaries == nil {
+		s.summaries = summaryCache{}
+	}
+	recs, _ := listRunsCached(s.root, io.Discard, now, s.summaries)
+	s.mu.Unlock()
 	view.SortRunRecords(recs, "", true) // the latest first
 	ended := 0
 	for _, rec := range recs {
