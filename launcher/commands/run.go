@@ -111,15 +111,8 @@ func Run(ctx context.Context, o RunOptions) error {
 			return err
 		}
 	}
-	if o.Detach && o.Reconnect == 0 {
-		return &UsageError{Msg: "--detach needs --reconnect: a detached run's tasks outlive the sessions that started them", Fix: "drop --reconnect 0"}
-	}
-	// A detached sweep's trials run on unattended as a detached run does.
-	if !o.Detach && o.Unattended != 0 && o.trial == nil {
-		return &UsageError{Msg: "--unattended is for --detach", Fix: "a run in the foreground stops its tasks --reconnect after its link is gone"}
-	}
-	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {
-		return &UsageError{Msg: fmt.Sprintf("--sample must be 0 (never) or at least %s", launcher.MinSample)}
+	if err := o.checkLinkFlags(); err != nil {
+		return err
 	}
 	// The console: stdout, or stderr under --json.
 	out := o.Stdout
@@ -165,18 +158,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}, {"reconnect", o.Reconnect}, {"unattended", o.Unattended}} {
-		if d.v < 0 {
-			return usagef("--%s must not be negative", d.flag)
-		}
-	}
-	if len(o.Imports) > 0 && !o.Check {
-		return &UsageError{Msg: "--import is for --check", Fix: "add --check, or see tfhive doctor --import"}
-	}
-	mods, err := doctorModules(o.Imports)
+	mods, err := o.checkTimesAndImports()
 	if err != nil {
 		return err
 	}
@@ -464,4 +446,37 @@ func fleetExecs(fleet *probe.Fleet) []remote.Executor {
 		execs[i] = fleet.Executor(i)
 	}
 	return execs
+}
+
+// checkLinkFlags: --detach, --unattended and --sample, which Run checks
+// first and a sweep for all its trials.
+func (o *RunOptions) checkLinkFlags() error {
+	if o.Detach && o.Reconnect == 0 {
+		return &UsageError{Msg: "--detach needs --reconnect: a detached run's tasks outlive the sessions that started them", Fix: "drop --reconnect 0"}
+	}
+	// A detached sweep's trials run on unattended as a detached run does.
+	if !o.Detach && o.Unattended != 0 && o.trial == nil {
+		return &UsageError{Msg: "--unattended is for --detach", Fix: "a run in the foreground stops its tasks --reconnect after its link is gone"}
+	}
+	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {
+		return &UsageError{Msg: fmt.Sprintf("--sample must be 0 (never) or at least %s", launcher.MinSample)}
+	}
+	return nil
+}
+
+// checkTimesAndImports: no negative duration, --import only with --check
+// and only Python module names; the modules --check imports.
+func (o *RunOptions) checkTimesAndImports() ([]string, error) {
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}, {"reconnect", o.Reconnect}, {"unattended", o.Unattended}} {
+		if d.v < 0 {
+			return nil, usagef("--%s must not be negative", d.flag)
+		}
+	}
+	if len(o.Imports) > 0 && !o.Check {
+		return nil, &UsageError{Msg: "--import is for --check", Fix: "add --check, or see tfhive doctor --import"}
+	}
+	return doctorModules(o.Imports)
 }

@@ -206,25 +206,14 @@ func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
 		return record.Sweep{}, usagef("--json and --csv: give one")
 	case o.Sort != "" && !launcher.ValidCaptureName(o.Sort):
 		return record.Sweep{}, &UsageError{Msg: fmt.Sprintf("--sort %q: not a metric name", o.Sort), Fix: "--sort takes a NAME given to --capture NAME=REGEX"}
-	case r.Detach && r.Reconnect == 0:
-		return record.Sweep{}, &UsageError{Msg: "--detach needs --reconnect: a detached run's tasks outlive the sessions that started them", Fix: "drop --reconnect 0"}
-	case !r.Detach && r.Unattended != 0:
-		return record.Sweep{}, &UsageError{Msg: "--unattended is for --detach", Fix: "a run in the foreground stops its tasks --reconnect after its link is gone"}
-	case r.Sample < 0 || (r.Sample > 0 && r.Sample < launcher.MinSample):
-		return record.Sweep{}, usagef("--sample must be 0 (never) or at least %s", launcher.MinSample)
 	case len(r.Job.Command) == 0:
 		return record.Sweep{}, &UsageError{Msg: "no command to sweep", Fix: "give it after --, with {NAME} where a parameter's value goes"}
 	}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"grace", r.Grace}, {"timeout", r.Timeout}, {"wait", r.Wait}, {"reconnect", r.Reconnect}, {"unattended", r.Unattended}} {
-		if d.v < 0 {
-			return record.Sweep{}, usagef("--%s must not be negative", d.flag)
-		}
+	if err := r.checkLinkFlags(); err != nil {
+		return record.Sweep{}, err
 	}
-	if len(r.Imports) > 0 && !r.Check {
-		return record.Sweep{}, &UsageError{Msg: "--import is for --check", Fix: "add --check, or see tfhive doctor --import"}
+	if _, err := r.checkTimesAndImports(); err != nil {
+		return record.Sweep{}, err
 	}
 	if _, err := captures(r.Capture, r.CaptureFrom, r.Job.taskIDs()); err != nil {
 		return record.Sweep{}, err

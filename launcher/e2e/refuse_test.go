@@ -50,6 +50,9 @@ func TestCLIRefusedBeforeAnyHost(t *testing.T) {
 		{fleetArgs(f, "kill", long), `tfhive: error: "` + long + `" ` + notID},
 		{fleetArgs(f, "run", "--", "python", "train.py", "--task_index={task_index"),
 			`tfhive: error: placeholder {task_index is not closed in "--task_index={task_index"` + "\ntfhive: hint: write {task_index}, or {{task_index for a literal {task_index\n"},
+		// A sweep refuses what each of its trials' runs would, before any host.
+		{fleetArgs(f, "sweep", "--param", "a=1,2", "--check", "--import", "os;id", "--", "true"), `tfhive: error: --import "os;id" is not a Python module name`},
+		{fleetArgs(f, "sweep", "--param", "a=1,2", "--grace", "-1s", "--", "true"), `tfhive: error: --grace must not be negative`},
 		{fleetArgs(f, "ps", "--watch", "nope"), `tfhive: error: --watch "nope": not an interval of 100ms or more` + "\ntfhive: hint: e.g. tfhive ps --watch 5s\n"},
 		{fleetArgs(f, "ps", "--watch", "10ms"), `tfhive: error: --watch "10ms": not an interval of 100ms or more`},
 		{fleetArgs(f, "ps", "-w", "1s", "2s"), `tfhive: error: unexpected argument "2s"`},
