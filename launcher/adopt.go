@@ -84,7 +84,7 @@ func (r *runner) adoptAll() {
 		rt.log = logf
 		rt.out = r.o.Console.Task(rt.t.ID+" "+rt.t.Host, logf, r.o.Quiet)
 		rt.out.captureInto(r.o.Captures, rt.t.ID, r.series)
-		r.taskEvent(i, EventAdopted, "")
+		r.taskEvent(i, record.EventAdopted, "")
 		r.attach(i)
 	}
 	r.o.Console.Printf("tfhive: run %s adopted (keeper generation %d): %s on %s, logs in %s", r.o.Plan.RunID, r.gen(),

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // metrics.csv keeps each value with its time: every one of the first
@@ -60,10 +62,10 @@ func TestTimelineBounded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.csv")
 	tl := newTimeline(path, false)
 	for range timelineMaxRows + 5 {
-		tl.add("worker:0", "h1", EventStart, "line one\nline two")
+		tl.add("worker:0", "h1", record.EventStart, "line one\nline two")
 	}
 	tl.close()
-	tl.add("worker:0", "h1", EventExit, "after close")
+	tl.add("worker:0", "h1", record.EventExit, "after close")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
@@ -24,28 +25,6 @@ import (
 // has few), so that a run still going on, or killed, has its own.
 
 const timelineMaxRows = 10_000
-
-// Timeline event words.
-const (
-	EventStart      = "start"
-	EventAdopted    = "adopted"
-	EventNotStarted = "not-started"
-	EventAttemptEnd = "attempt-end"
-	EventRestart    = "restart"
-	EventStop       = "stop"
-	EventKill       = "kill"
-	EventAbort      = "abort"
-	EventExit       = "exit"
-	EventLost       = "lost"
-	EventPreempted  = "preempted"
-	EventLinkLost   = "link-lost"
-	EventReconnect  = "reconnected"
-	EventHostLost   = "host-lost"
-	EventTimeout    = "timeout"
-	EventInterrupt  = "interrupt"
-	EventSteppedDn  = "stepped-down"
-	EventTruncated  = "truncated"
-)
 
 // timeline is a run's events.csv.
 type timeline struct {
@@ -73,7 +52,7 @@ func (tl *timeline) add(task, host, event, detail string) {
 		return
 	}
 	if tl.rows == timelineMaxRows {
-		task, host, event, detail = "", "", EventTruncated, "more events were not recorded"
+		task, host, event, detail = "", "", record.EventTruncated, "more events were not recorded"
 	}
 	tl.rows++
 	detail = cutRunes(wording.FirstLine(detail), 200)
@@ -104,29 +83,29 @@ func (r *runner) noteEvent(ev lifecycle.Event, d lifecycle.Decision) {
 	}
 	switch ev.Kind {
 	case lifecycle.EvNotStarted:
-		r.taskEvent(ev.Task, EventNotStarted, ev.Err)
+		r.taskEvent(ev.Task, record.EventNotStarted, ev.Err)
 	case lifecycle.EvExited:
 		if run, user, ok := r.tasks[ev.Task].preempted.Get(); ok {
-			r.taskEvent(ev.Task, EventPreempted, "by run "+run+" of "+user)
+			r.taskEvent(ev.Task, record.EventPreempted, "by run "+run+" of "+user)
 		}
-		r.taskEvent(ev.Task, EventExit, "code "+strconv.Itoa(ev.Code))
+		r.taskEvent(ev.Task, record.EventExit, "code "+strconv.Itoa(ev.Code))
 	case lifecycle.EvLost:
-		r.taskEvent(ev.Task, EventLost, ev.Err)
+		r.taskEvent(ev.Task, record.EventLost, ev.Err)
 	case lifecycle.EvAttemptEnd:
 		detail := "code " + strconv.Itoa(ev.Code)
 		if a := r.p.State(ev.Task).Attempts; len(a) > 0 {
 			detail = fmt.Sprintf("attempt %d, code %d", a[len(a)-1].Attempt, ev.Code)
 		}
-		r.taskEvent(ev.Task, EventAttemptEnd, detail)
+		r.taskEvent(ev.Task, record.EventAttemptEnd, detail)
 	case lifecycle.EvTimeout:
-		r.timeline.add("", "", EventTimeout, "after "+ev.After.String())
+		r.timeline.add("", "", record.EventTimeout, "after "+ev.After.String())
 	case lifecycle.EvInterrupt:
-		r.timeline.add("", "", EventInterrupt, ev.Sig.String())
+		r.timeline.add("", "", record.EventInterrupt, ev.Sig.String())
 	case lifecycle.EvSteppedDown:
-		r.timeline.add("", "", EventSteppedDn, ev.Err)
+		r.timeline.add("", "", record.EventSteppedDn, ev.Err)
 	}
-	word := map[lifecycle.Control]string{lifecycle.CtlGo: EventStart, lifecycle.CtlTerm: EventStop,
-		lifecycle.CtlKill: EventKill, lifecycle.CtlAbort: EventAbort}[d.Send]
+	word := map[lifecycle.Control]string{lifecycle.CtlGo: record.EventStart, lifecycle.CtlTerm: record.EventStop,
+		lifecycle.CtlKill: record.EventKill, lifecycle.CtlAbort: record.EventAbort}[d.Send]
 	detail := map[lifecycle.Control]string{lifecycle.CtlTerm: "SIGTERM", lifecycle.CtlKill: "SIGKILL"}[d.Send]
 	for _, i := range d.To {
 		if d.Send == lifecycle.CtlGo && r.o.Restart.Max > 0 {
@@ -137,6 +116,6 @@ func (r *runner) noteEvent(ev lifecycle.Event, d lifecycle.Decision) {
 		}
 	}
 	for _, i := range d.Restart {
-		r.taskEvent(i, EventRestart, "attempt "+strconv.Itoa(r.p.State(i).Attempt))
+		r.taskEvent(i, record.EventRestart, "attempt "+strconv.Itoa(r.p.State(i).Attempt))
 	}
 }

@@ -27,8 +27,9 @@ var timelineLegend = []legendItem{{colOK, "exited 0"}, {colFailed, "failed"}, {c
 	{colLost, "lost"}, {colRunning, "running, or its end not recorded"}}
 
 // eventColor is an event's dot's.
-var eventColor = map[string]string{"restart": colRunning, "stop": colStopped, "kill": colStopped, "abort": colStopped,
-	"preempted": "#b07aa1", "link-lost": colFailed, "reconnected": colOK, "host-lost": colMark, "not-started": colFailed}
+var eventColor = map[string]string{record.EventRestart: colRunning, record.EventStop: colStopped, record.EventKill: colStopped,
+	record.EventAbort: colStopped, record.EventPreempted: "#b07aa1", record.EventLinkLost: colFailed, record.EventReconnect: colOK,
+	record.EventHostLost: colMark, record.EventNotStarted: colFailed}
 
 const rowH = 18
 
@@ -100,18 +101,18 @@ func timelineChart(r *Run, t0 time.Time, span time.Duration) (chart, int) {
 		}
 		o := opened[e.Task]
 		switch e.Kind {
-		case "start", "adopted", "restart":
+		case record.EventStart, record.EventAdopted, record.EventRestart:
 			opened[e.Task] = &open{since: e.Time}
-			if e.Kind == "restart" {
+			if e.Kind == record.EventRestart {
 				addDot(row, e.Time, eventColor[e.Kind], at(e)+"restart, "+e.Detail)
 			}
-		case "attempt-end", "exit", "lost":
+		case record.EventAttemptEnd, record.EventExit, record.EventLost:
 			if o == nil {
 				continue
 			}
 			col := colFailed
 			switch {
-			case e.Kind == "lost":
+			case e.Kind == record.EventLost:
 				col = colLost
 			case o.stopped:
 				col = colStopped
@@ -121,7 +122,7 @@ func timelineChart(r *Run, t0 time.Time, span time.Duration) (chart, int) {
 			addBar(row, o.since, e.Time, col, e.Task+": "+durLabel(o.since.Sub(t0).Round(100*time.Millisecond))+" to "+
 				durLabel(e.Time.Sub(t0).Round(100*time.Millisecond))+", "+e.Kind+" "+e.Detail)
 			delete(opened, e.Task)
-		case "stop", "kill", "abort":
+		case record.EventStop, record.EventKill, record.EventAbort:
 			if o != nil {
 				o.stopped = true
 			}
