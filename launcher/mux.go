@@ -59,7 +59,15 @@ type hostMux struct {
 	ready  bool
 	demux  *supervisor.MuxFrames
 	events []byte
+	// failure is why the multiplexer's pump could not follow the files
+	// (its frame "failed"), at most maxMuxFailure bytes: every task not
+	// ended reports it once the session has ended, which it does at once.
+	fmu     sync.Mutex
+	failure []byte
 }
+
+// maxMuxFailure bounds the pump's reason kept: a path and a few words.
+const maxMuxFailure = 1024
 
 // muxProc is one supervisor started by a multiplexer.
 type muxProc struct {
@@ -120,7 +128,13 @@ func (m *hostMux) wait() {
 	rc, err := m.proc.Wait()
 	m.stderr.end()
 	close(m.sampled)
-	if err == nil {
+	m.fmu.Lock()
+	failure := string(m.failure)
+	m.fmu.Unlock()
+	switch {
+	case failure != "":
+		err = fmt.Errorf("the host's multiplexer failed: %s", wording.FirstLine(failure))
+	case err == nil:
 		err = fmt.Errorf("the host's multiplexer ended (status %d)", rc)
 		if why := bytes.TrimSpace(m.noise.Bytes()); len(why) > 0 {
 			err = fmt.Errorf("%w: %s", err, wording.FirstLine(string(why)))
@@ -282,6 +296,12 @@ func (e *muxStderr) end() {
 
 // emit takes one file's bytes from a frame.
 func (m *hostMux) emit(name string, b []byte) {
+	if name == "failed" {
+		m.fmu.Lock()
+		m.failure = append(m.failure, b[:min(len(b), maxMuxFailure-len(m.failure))]...)
+		m.fmu.Unlock()
+		return
+	}
 	if name == "events" {
 		m.events = append(m.events, b...)
 		for {

@@ -213,3 +213,51 @@ func TestMuxSampleLocal(t *testing.T) {
 		t.Errorf("noise %q", noise)
 	}
 }
+
+// A multiplexer whose pump cannot open a task's files (here removed
+// between the start and the follow, as a clone's multiplexer sharing
+// the directory once did) says why at once, and the task's session ends
+// with that reason, not after the watchdog's silence.
+func TestMuxPumpFailureSaid(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	const run = "20260101-000000-muxfail"
+	m := newHostMux("F4ILMARK")
+	so := &lockedBuf{}
+	var trunc atomic.Bool
+	p := m.add("worker:0", so, &lockedBuf{}, &lockedBuf{}, &lockedBuf{}, &trunc)
+	if err := m.open(context.Background(), remote.Local{}, run, true); err != nil {
+		t.Fatal(err)
+	}
+	defer m.proc.Close()
+	tk := supervisor.Task{Argv: []string{"true"}, HeartbeatTimeout: 10 * time.Second, Keep: time.Minute, RunID: run, ID: "worker:0", Mux: true, Mark: "F4ILMARK"}
+	if err := m.start(p, supervisor.Input(tk)); err != nil {
+		t.Fatal(err)
+	}
+	// The start is done once its files are there.
+	var out string
+	for range 1000 {
+		if ms, _ := filepath.Glob(filepath.Join(home, ".tfhive", "runs-*", run, "worker-0.out")); len(ms) == 1 {
+			out = ms[0]
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if out == "" || os.Remove(out) != nil {
+		t.Fatalf("no task file to remove (%q)", out)
+	}
+	if err := m.follow(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var err error
+	go func() { _, err = p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the task's session is still waiting: the pump's failure went unsaid")
+	}
+	if want := "the host's multiplexer failed: cannot open " + filepath.Dir(out) + "/.mux-F4ILMARK/worker-0.out"; err == nil || err.Error() != want {
+		t.Errorf("Wait: %v, want %q", err, want)
+	}
+}

@@ -53,8 +53,9 @@ type holder struct {
 
 // claimsSection is the probe's claims output, cut in its parts.
 type claimsSection struct {
-	machineID, dir string
-	files          []byte
+	// machineID, processTable: see inventory.HostInventory.
+	machineID, processTable, dir string
+	files                        []byte
 	// overflow: the claims dir lists more than MaxLockFiles lock files.
 	overflow bool
 	locks    []byte

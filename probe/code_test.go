@@ -39,10 +39,10 @@ func TestParseCode(t *testing.T) {
 func TestSplitProbeOutputCode(t *testing.T) {
 	const nic = "1: lo    inet 127.0.0.1/8 scope host lo"
 	for _, tt := range []struct{ in, tcp, nic, code string }{
-		{"@@tfhive-smi 0\n@@tfhive-ps\n@@tfhive-tcp\nLISTEN 0.0.0.0:22\n@@tfhive-nic\n" + nic + "\n@@tfhive-code\npresent /h/x\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n", "\nLISTEN 0.0.0.0:22", "\n" + nic, "present /h/x"},
-		{"@@tfhive-smi 0\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-code\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n", "", "", ""},
+		{"@@tfhive-smi 0\n@@tfhive-ps\n@@tfhive-tcp\nLISTEN 0.0.0.0:22\n@@tfhive-nic\n" + nic + "\n@@tfhive-code\npresent /h/x\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n", "\nLISTEN 0.0.0.0:22", "\n" + nic, "present /h/x"},
+		{"@@tfhive-smi 0\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-code\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n", "", "", ""},
 		// An older probe, without the section.
-		{"@@tfhive-smi 0\n@@tfhive-ps\n@@tfhive-tcp\nLISTEN 0.0.0.0:22\n@@tfhive-nic\n" + nic + "\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n", "\nLISTEN 0.0.0.0:22", "\n" + nic, ""},
+		{"@@tfhive-smi 0\n@@tfhive-ps\n@@tfhive-tcp\nLISTEN 0.0.0.0:22\n@@tfhive-nic\n" + nic + "\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n", "\nLISTEN 0.0.0.0:22", "\n" + nic, ""},
 	} {
 		po, err := splitProbeOutput([]byte(tt.in))
 		if err != nil {

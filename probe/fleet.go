@@ -192,7 +192,9 @@ func (f *Fleet) Close() {
 func (f *Fleet) Probe(ctx context.Context) inventory.Inventory {
 	if c := f.opts.Coalesce; c != nil {
 		shared, err := c.probe(ctx, f)
-		return f.adopt(ctx, shared, err)
+		inv := f.adopt(ctx, shared, err)
+		f.warnClones(inv)
+		return inv
 	}
 	inv := inventory.Inventory{Hosts: make([]inventory.HostInventory, len(f.Hosts))}
 	f.spares.DropAll()
@@ -209,6 +211,7 @@ func (f *Fleet) Probe(ctx context.Context) inventory.Inventory {
 		})
 	}
 	g.Wait()
+	f.warnClones(inv)
 	return inv
 }
 
@@ -386,7 +389,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	if hi.PolicyWarning != "" && f.opts.SSH.Warn != nil && f.warnOnce(h.Name+hi.PolicyWarning) {
 		f.opts.SSH.Warn(h.Name + ": " + hi.PolicyWarning)
 	}
-	hi.MachineID, hi.ClaimsDir = po.claims.machineID, po.claims.dir
+	hi.MachineID, hi.ProcessTable, hi.ClaimsDir = po.claims.machineID, po.claims.processTable, po.claims.dir
 	hi.Tickets = parseTickets(po.claims, now)
 	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)
 	if f.opts.Runs {

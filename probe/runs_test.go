@@ -13,6 +13,7 @@ import (
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
+	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
 // keptTask makes a task's files in a run directory as a kept supervisor
@@ -62,27 +63,6 @@ func runRunsScript(t *testing.T, home, dir string) *inventory.KeptRuns {
 	return parseRuns(po.runs, po.claims.locks)
 }
 
-// machineKey is this machine's key in its directory of runs (runs-KEY),
-// as rundir.sh and runs.sh make it.
-func machineKey(t *testing.T) string {
-	t.Helper()
-	id, _ := os.ReadFile("/etc/machine-id")
-	k := strings.TrimSpace(string(id))
-	if len(k) == 32 && strings.Trim(k, "0123456789abcdef") == "" {
-		return k
-	}
-	name, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "host-" + strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r) {
-			return r
-		}
-		return '_'
-	}, name)
-}
-
 func mkdirs(t *testing.T, mode os.FileMode, dirs ...string) {
 	t.Helper()
 	for _, d := range dirs {
@@ -100,7 +80,7 @@ func mkdirs(t *testing.T, mode os.FileMode, dirs ...string) {
 func TestKeptRuns(t *testing.T) {
 	requireFlock(t)
 	home, dir := t.TempDir(), t.TempDir()
-	runs := filepath.Join(home, ".tfhive", "runs-"+machineKey(t))
+	runs := filepath.Join(home, ".tfhive", sshtest.LocalRunsKey())
 	mkdirs(t, 0o700, filepath.Join(home, ".tfhive"), runs, filepath.Join(runs, "r1"), filepath.Join(runs, "r2"))
 	// Another machine's runs in a home shared with it (NFS), one of them
 	// holding a claim here under the same run id: none of its tasks counts.

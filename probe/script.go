@@ -111,7 +111,8 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	var sections [7][]byte
 	var claimsLine []string
 	for i, mark := range []string{markPS, markTCP, markNIC, markClaims, markLocks, markHolders, markEnd} {
-		// The claims marker carries the machine id and the claims dir.
+		// The claims marker carries the machine id, the process table's
+		// word and the claims dir.
 		m := []byte("\n" + mark + "\n")
 		if mark == markClaims {
 			m = []byte("\n" + mark + " ")
@@ -146,8 +147,8 @@ func splitProbeOutput(out []byte) (probeOutput, error) {
 	files, overflow := cutOverflow(sections[4])
 	po.claims = claimsSection{files: files, overflow: overflow, locks: sections[5], holders: holders}
 	po.runs = runs
-	if len(claimsLine) == 2 {
-		po.claims.machineID, po.claims.dir = claimsLine[0], claimsLine[1]
+	if len(claimsLine) == 3 {
+		po.claims.machineID, po.claims.processTable, po.claims.dir = claimsLine[0], claimsLine[1], claimsLine[2]
 	}
 	return po, nil
 }

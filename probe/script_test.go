@@ -25,7 +25,7 @@ func section(b []byte) string { return strings.TrimPrefix(string(b), "\n") }
 
 func TestSplitProbeOutput(t *testing.T) {
 	const nicLine = `1: lo    inet 127.0.0.1/8 scope host lo\       valid_lft forever preferred_lft forever`
-	const tail = "@@tfhive-ps\n 4242 alice    python train.py --x\n@@tfhive-tcp\n  sl  local_address\n   0: 00000000:0016 00000000:0000 0A\n@@tfhive-nic\n" + nicLine + "\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n"
+	const tail = "@@tfhive-ps\n 4242 alice    python train.py --x\n@@tfhive-tcp\n  sl  local_address\n   0: 00000000:0016 00000000:0000 0A\n@@tfhive-nic\n" + nicLine + "\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n"
 	tests := []struct {
 		name         string
 		in           string
@@ -37,19 +37,19 @@ func TestSplitProbeOutput(t *testing.T) {
 		{name: "well formed", in: "@@tfhive-smi 0\n<?xml?>\n<nvidia_smi_log>\n</nvidia_smi_log>\n" + tail,
 			exit: 0, smi: "<?xml?>\n<nvidia_smi_log>\n</nvidia_smi_log>",
 			ps: " 4242 alice    python train.py --x", tcp: "  sl  local_address\n   0: 00000000:0016 00000000:0000 0A", nic: nicLine},
-		{name: "failed nvidia-smi", in: "@@tfhive-smi 9\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n",
+		{name: "failed nvidia-smi", in: "@@tfhive-smi 9\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n",
 			exit: 9, smi: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."},
-		{name: "empty nvidia-smi output as the script prints it", in: "@@tfhive-smi 127\n\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n",
+		{name: "empty nvidia-smi output as the script prints it", in: "@@tfhive-smi 127\n\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n",
 			exit: 127},
 		{name: "empty nvidia-smi output, no blank line", in: "@@tfhive-smi 0\n" + tail,
 			ps: " 4242 alice    python train.py --x", tcp: "  sl  local_address\n   0: 00000000:0016 00000000:0000 0A", nic: nicLine},
-		{name: "empty sections", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n",
+		{name: "empty sections", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n",
 			smi: "<x/>"},
 		{name: "rc-file junk before the first marker", in: "Welcome to gpu01!\n\nYou have new mail.\n@@tfhive-smi 0\n<x/>\n" + tail,
 			smi: "<x/>", ps: " 4242 alice    python train.py --x", tcp: "  sl  local_address\n   0: 00000000:0016 00000000:0000 0A", nic: nicLine},
-		{name: "anything after the end marker is ignored", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\nlogout\n",
+		{name: "anything after the end marker is ignored", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\nlogout\n",
 			smi: "<x/>"},
-		{name: "negative exit", in: "@@tfhive-smi -1\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n", exit: -1},
+		{name: "negative exit", in: "@@tfhive-smi -1\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-end\n", exit: -1},
 
 		// Truncated or foreign output.
 		{name: "nothing", in: "", err: `unexpected probe output ""`},
@@ -63,8 +63,8 @@ func TestSplitProbeOutput(t *testing.T) {
 		{name: "no tcp marker", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n 4242 alice python\n", err: "probe output ends early (no @@tfhive-tcp)"},
 		{name: "no nic marker", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n@@tfhive-tcp\n  sl  local_address\n", err: "probe output ends early (no @@tfhive-nic)"},
 		{name: "no claims marker", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n1: lo    inet 127.0.0.1/8 scope host lo\n", err: "probe output ends early (no @@tfhive-claims)"},
-		{name: "no end marker", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n", err: "probe output ends early (no @@tfhive-end)"},
-		{name: "end marker cut", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-en", err: "probe output ends early (no @@tfhive-end)"},
+		{name: "no end marker", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n", err: "probe output ends early (no @@tfhive-end)"},
+		{name: "end marker cut", in: "@@tfhive-smi 0\n<x/>\n@@tfhive-ps\n@@tfhive-tcp\n@@tfhive-nic\n@@tfhive-claims m b-1 /tmp\n@@tfhive-locks\n@@tfhive-holders\n@@tfhive-en", err: "probe output ends early (no @@tfhive-end)"},
 		{name: "markers out of order", in: "@@tfhive-smi 0\n@@tfhive-tcp\n@@tfhive-ps\n@@tfhive-end\n", err: "probe output ends early (no @@tfhive-tcp)"},
 	}
 	for _, tt := range tests {

@@ -6,9 +6,10 @@ import "github.com/tfhive/tfhive/probe/inventory"
 // DNS name, another of its addresses): planning it would book its GPUs and
 // ports twice, and its own claims would then conflict with each other. A
 // machine is known by what it reports, not by its name: a GPU UUID, or its
-// machine id together with its claims directory (hosts that share a
-// machine id but keep claims apart, like containers, share nothing tfhive
-// books).
+// machine id together with its process table and claims directory. Hosts
+// that share a machine id but not a process table are clones of one image
+// (VMs cloned without a new id, containers), separate machines; hosts that
+// keep claims apart share nothing tfhive books.
 func checkSameMachine(inv inventory.Inventory) error {
 	seen := map[string]string{}
 	for _, h := range inv.Hosts {
@@ -23,7 +24,7 @@ func checkSameMachine(inv inventory.Inventory) error {
 			}
 		}
 		if h.MachineID != "" && h.MachineID != "-" {
-			keys = append(keys, "machine id "+h.MachineID+" and claims in "+h.ClaimsDir)
+			keys = append(keys, "machine id "+h.MachineID+", process table "+h.ProcessTable+" and claims in "+h.ClaimsDir)
 		}
 		for _, k := range keys {
 			if other, ok := seen[k]; ok && other != h.Name {

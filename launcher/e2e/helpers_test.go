@@ -65,9 +65,9 @@ func waitHostPID(t *testing.T, h *sshtest.Host, pid int) int {
 }
 
 // hostRunDir is run id's directory on host h: ~/.tfhive/runs-KEY/ID, KEY
-// the machine's id (launcher/supervisor/scripts/rundir.sh).
+// naming the machine's process table (launcher/supervisor/scripts/rundir.sh).
 func hostRunDir(h *sshtest.Host, id string) string {
-	return filepath.Join(h.Home(), ".tfhive", "runs-"+h.MachineID(), id)
+	return filepath.Join(h.RunsDir(), id)
 }
 
 // privateBed is the bed for a test whose hosts must not share a home:

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/sshtest"
@@ -30,6 +31,59 @@ func TestSameMachineUnderTwoNames(t *testing.T) {
 	r := tfhive(t, f.Env(), f.Dir, "status", "--hosts", hosts, "--ssh-config", f.SSHConfig)
 	wantCode(t, r, 0)
 	if len(rowsOf(r.stdout, "m1")) != 2 || len(rowsOf(r.stdout, "127.0.0.2")) != 2 {
+		t.Errorf("status:\n%s", r.stdout)
+	}
+}
+
+// Hosts cloned from one image report one machine-id (here one hostname
+// too, and their claims at one path, as /tmp is) but are machines of
+// their own: a run spanning them works as on distinct hosts, each
+// keeps its run files apart in the one home they share, their GPUs are
+// each their own, and tfhive says once that they look alike. Before run
+// directories were keyed by the process table, the second host's start
+// emptied the first's directory (exit 1, or 45 s of silence and "host
+// lost"); before that, planning took them for one machine (exit 2).
+func TestClonesAreSeparateMachines(t *testing.T) {
+	f := sshtest.StartOn(t, sshtest.Clones,
+		sshtest.Profile{Name: "c1", GPU: "idle-2gpu.xml", Hostname: "node"},
+		sshtest.Profile{Name: "c2", GPU: "idle-2gpu.xml", Hostname: "node"})
+	c1, c2 := f.Host("c1"), f.Host("c2")
+	if c1.MachineID() != c2.MachineID() || c1.RunsDir() == c2.RunsDir() {
+		t.Fatalf("not clones: machine ids %s %s, runs dirs %s %s", c1.MachineID(), c2.MachineID(), c1.RunsDir(), c2.RunsDir())
+	}
+	logs := t.TempDir()
+	for i := range 3 {
+		name := "cl" + itoa(i)
+		r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "run", "--log-dir", filepath.Join(logs, name), "--name", name,
+			"--workers", "4", "--gpus-per-worker", "1", "--", "sh", "-c", `echo "hi on $(hostname) gpu $CUDA_VISIBLE_DEVICES"; sleep 1`)...)
+		wantCode(t, r, 0)
+		if n := strings.Count(r.stdout, "hi on node gpu "); n != 4 {
+			t.Errorf("run %d: %d workers said hi, want 4:\n%s", i, n, r.stdout)
+		}
+		if n := strings.Count(r.stderr, "c1, c2 report one machine id ("+c1.MachineID()+"): clones of one image?"); n != 1 {
+			t.Errorf("run %d: the clones warning %d times, want once:\n%s", i, n, r.stderr)
+		}
+		// Each host's tasks are in its own directory, none in the other's.
+		for _, h := range []*sshtest.Host{c1, c2} {
+			ents, err := os.ReadDir(hostRunDir(h, name))
+			if err != nil {
+				t.Fatalf("%s: %v", h.Name, err)
+			}
+			var rcs []string
+			for _, e := range ents {
+				if strings.HasSuffix(e.Name(), ".rc") {
+					rcs = append(rcs, e.Name())
+				}
+			}
+			if len(rcs) != 2 {
+				t.Errorf("run %d on %s: task status files %v, want the 2 tasks it ran", i, h.Name, rcs)
+			}
+		}
+	}
+	// status shows each clone's two GPUs, as its own.
+	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "status")...)
+	wantCode(t, r, 0)
+	if len(rowsOf(r.stdout, "c1")) != 2 || len(rowsOf(r.stdout, "c2")) != 2 {
 		t.Errorf("status:\n%s", r.stdout)
 	}
 }

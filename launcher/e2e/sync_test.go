@@ -135,7 +135,7 @@ func TestSyncCode(t *testing.T) {
 	// one home share one cache: the three sends race for it, and a host
 	// whose send starts once another's tree is in place finds it there
 	// and sends nothing, so there it is sent to 1 to 3 of them.
-	shared := f.Bed == sshtest.SharedHome
+	shared := f.Bed.SharesHome()
 	args, logDir := runArgs(t, f, append(syncArgs, "--", "sh", "-c", script)...)
 	r = tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
@@ -218,14 +218,14 @@ func TestSyncCode(t *testing.T) {
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "gc", "--dry-run")...)
 	wantCode(t, r, 0)
 	// One home: one cache, counted once, on the first host.
-	counter := map[bool]string{true: "s1", false: "s2"}[f.Bed == sshtest.SharedHome]
+	counter := map[bool]string{true: "s1", false: "s2"}[f.Bed.SharesHome()]
 	wantContains(t, "gc --dry-run", r.stdout, counter+": would free ", " (1 tree)\n", "tfhive: gc would free ")
-	if f.Bed == sshtest.SharedHome {
+	if f.Bed.SharesHome() {
 		wantContains(t, "gc --dry-run", r.stdout, "s2: its --sync cache is s1's (one home): counted there\n")
 	}
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "gc")...)
 	wantCode(t, r, 0)
-	counter = map[bool]string{true: "s1", false: "s3"}[f.Bed == sshtest.SharedHome]
+	counter = map[bool]string{true: "s1", false: "s3"}[f.Bed.SharesHome()]
 	wantContains(t, "gc", r.stdout, counter+": freed ", " (1 tree)\n")
 	for _, h := range f.Hosts {
 		if _, err := os.Stat(filepath.Join(h.Home(), ".cache", "tfhive", "code", hash)); !os.IsNotExist(err) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/remote/shscript"
+	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
 // rundir.sh's tfhive_rundir in a bash of its own, with HOME set: what it
@@ -104,16 +105,8 @@ func TestRunDir(t *testing.T) {
 }
 
 // hostRuns is this machine's directory of runs under ~/.tfhive, as
-// rundir.sh's tfhive_runsdir names it: runs-MACHINEID.
-var hostRuns = func() string {
-	id, _ := os.ReadFile("/etc/machine-id")
-	k := strings.TrimSpace(string(id))
-	if len(k) != 32 || strings.Trim(k, "0123456789abcdef") != "" {
-		name, _ := os.Hostname()
-		k = "host-" + name
-	}
-	return "runs-" + k
-}()
+// rundir.sh's tfhive_runsdir names it.
+var hostRuns = sshtest.LocalRunsKey()
 
 func mkdirs(t *testing.T, dir string) {
 	t.Helper()

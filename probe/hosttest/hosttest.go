@@ -39,6 +39,7 @@ import (
 
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
 // Profile describes one fake host.
@@ -267,21 +268,10 @@ func (h *Host) MachineID() string {
 }
 
 // RunDir is run id's directory on the host, ~/.tfhive/runs-KEY/ID
-// (launcher/scripts/rundir.sh), KEY the machine id, or "host-" and the
-// hostname (other characters than letters, digits and ._- made _) on a
-// machine without a valid one.
+// (launcher/supervisor/scripts/rundir.sh), KEY naming this machine's
+// process table, which the fake hosts share.
 func (h *Host) RunDir(id string) string {
-	key := h.MachineID()
-	if key == "" || strings.Trim(key, "0123456789abcdef") != "" {
-		n, _ := os.Hostname()
-		key = "host-" + strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r) {
-				return r
-			}
-			return '_'
-		}, n)
-	}
-	return filepath.Join(h.Home(), ".tfhive", "runs-"+key, id)
+	return filepath.Join(h.Home(), ".tfhive", sshtest.LocalRunsKey(), id)
 }
 
 // SetDown makes later dials of the host fail (true), or succeed again.

@@ -38,11 +38,14 @@ type HostInventory struct {
 	// Claims are the GPUs and ports tfhive runs hold on this host now, and
 	// the lock files that block one (Claim.Blocked).
 	Claims []Claim `json:"claims"`
-	// MachineID is the host's /etc/machine-id ("-" when it has none) and
-	// ClaimsDir where its claims live: two names for one machine share
-	// both, and would book its GPUs twice.
-	MachineID string `json:"machine_id,omitempty"`
-	ClaimsDir string `json:"claims_dir,omitempty"`
+	// MachineID is the host's /etc/machine-id ("-" when it has none),
+	// ProcessTable its boot id's first word and PID namespace's number
+	// ("BOOT-PIDNS"), and ClaimsDir where its claims live: two names for
+	// one machine share all three, and would book its GPUs twice. Clones
+	// of one image often share a machine id, never a process table.
+	MachineID    string `json:"machine_id,omitempty"`
+	ProcessTable string `json:"process_table,omitempty"`
+	ClaimsDir    string `json:"claims_dir,omitempty"`
 	// CodeDir is where the --sync tree the probe asked about lives, or
 	// would, on this host (absolute); CodePresent says it is there
 	// already. Both are empty when no tree was asked about.

@@ -24,7 +24,11 @@
 : "${cmax?}";
 d=${TFHIVE_CLAIMS_DIR:-/tmp};
 m=-; if [ -r /etc/machine-id ]; then read -r m </etc/machine-id; fi;
-echo @@tfhive-claims "${m:--}" "$d";
+# Then the process table's own word, BOOT-PIDNS (rundir.sh's tfhive_runsdir:
+# clones that report one machine id differ in it; two names of one
+# machine share it).
+b=; if [ -r /proc/sys/kernel/random/boot_id ]; then read -r b </proc/sys/kernel/random/boot_id; fi; n=$(readlink /proc/self/ns/pid 2>/dev/null); n=${n#pid:\[}; i=${b%%-*}-${n%]};
+echo @@tfhive-claims "${m:--}" "$i" "$d";
 # A file find found unusable is looked at again, by opening it: only a
 # symlink or an open refused for permission blocks its GPU or port; one
 # that went since (its owner may unlink and make it again, as fast as she

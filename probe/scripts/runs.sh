@@ -34,11 +34,12 @@
 : "${runs?}" "${t?}";
 echo @@tfhive-runs;
 # This machine's runs: KEY is claims.sh's machine id when it is 32 hex
-# digits (machine-id(5)), else "host-" and the hostname, as rundir.sh's
-# tfhive_runsdir says (its pattern built without a "!", csh's).
+# digits (machine-id(5)), else "host-" and the hostname, then claims.sh's
+# process table word, as rundir.sh's tfhive_runsdir says (its pattern
+# built without a "!", csh's).
 x='[0-9a-f]'; x=$x$x; x=$x$x; x=$x$x; x=$x$x; x=$x$x;
-# shellcheck disable=SC2254,SC2154 # $x is the pattern; m: claims.sh's
-case $m in $x) r=.tfhive/runs-$m ;; *) r=.tfhive/runs-host-$(uname -n | tr -c 'A-Za-z0-9._-' _) ;; esac;
+# shellcheck disable=SC2254,SC2154 # $x is the pattern; m, i: claims.sh's
+case $m in $x) r=.tfhive/runs-$m-$i ;; *) r=.tfhive/runs-host-$(uname -n | tr -c 'A-Za-z0-9._-' _)-$i ;; esac;
 if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d "$r" ] && [ ! -L .tfhive ] && [ ! -L "$r" ]; then
   set -f; set --; s=0;
   # The run id is the second word after the holder's marker (its label is

@@ -36,6 +36,15 @@ const (
 	// PrivateHomes hosts are separate as SharedHome ones, and every user
 	// has a home of each host's own.
 	PrivateHomes
+	// Clones hosts are separate as SharedHome ones, with one home, and
+	// are clones of one image: every host reports the same
+	// /etc/machine-id (its hostname is its own, unless Profile.Hostname
+	// gives several one), and its claims directory (its own) at the same
+	// path, as /tmp is on every real host. VMs cloned without
+	// systemd-machine-id-setup, containers of one image and a lab's
+	// imaged machines look like this; anything keyed by the machine id
+	// alone collides here.
+	Clones
 )
 
 // String is the bed's name as TFHIVE_TEST_BED takes it.
@@ -47,17 +56,24 @@ func (b Bed) String() string {
 		return "shared-home"
 	case PrivateHomes:
 		return "private-homes"
+	case Clones:
+		return "clones"
 	}
 	return fmt.Sprintf("Bed(%d)", int(b))
 }
 
 // Separate says whether the bed's hosts have namespaces of their own.
-func (b Bed) Separate() bool { return b == SharedHome || b == PrivateHomes }
+func (b Bed) Separate() bool { return b == SharedHome || b == PrivateHomes || b == Clones }
+
+// SharesHome says whether every host of the bed sees one home for each
+// user (as NFS gives): SharedHome and Clones.
+func (b Bed) SharesHome() bool { return b == SharedHome || b == Clones }
 
 // BedEnv names the environment variable that chooses the bed of fleets
-// started without one (Start, StartShared): plain, shared-home or
-// private-homes. Unset, it is shared-home when the test runs as root
-// (what a lab's hosts are like, and what CI runs), plain otherwise.
+// started without one (Start, StartShared): plain, shared-home,
+// private-homes or clones. Unset, it is clones when the test runs as root
+// (what a lab's hosts are like: separate process tables and /tmp, one
+// home, and often one machine-id; what CI runs), plain otherwise.
 const BedEnv = "TFHIVE_TEST_BED"
 
 // DefaultBed is the bed that Start and StartShared use.
@@ -66,7 +82,7 @@ func DefaultBed(t testing.TB) Bed {
 	switch v := os.Getenv(BedEnv); v {
 	case "":
 		if os.Geteuid() == 0 {
-			return SharedHome
+			return Clones
 		}
 		return Plain
 	case "plain":
@@ -75,8 +91,10 @@ func DefaultBed(t testing.TB) Bed {
 		return SharedHome
 	case "private-homes":
 		return PrivateHomes
+	case "clones":
+		return Clones
 	default:
-		t.Fatalf("sshtest: %s=%q: want plain, shared-home or private-homes", BedEnv, v)
+		t.Fatalf("sshtest: %s=%q: want plain, shared-home, private-homes or clones", BedEnv, v)
 		return 0
 	}
 }
@@ -118,11 +136,13 @@ func KeepVisible(dirs ...string) {
 // separateScript runs as root in the host's new namespaces, before sshd:
 // it names the host, gives it a machine-id and a private /tmp that still
 // shows the directories the test keeps, and, for private homes, binds the
-// host's own /home. Arguments: HOSTNAME MACHINE_ID_FILE HOMES STAGING
-// KEEP... -- SSHD ARGS... (HOMES empty: /home stays the machine's).
+// host's own /home; for clones, it binds the host's own claims directory
+// where every clone's sessions find theirs. Arguments: HOSTNAME
+// MACHINE_ID_FILE HOMES CLAIMS SEEN STAGING KEEP... -- SSHD ARGS... (HOMES
+// empty: /home stays the machine's; CLAIMS empty: no bind).
 const separateScript = `set -eu
-name=$1 mid=$2 homes=$3 stage=$4
-shift 4
+name=$1 mid=$2 homes=$3 claims=$4 seen=$5 stage=$6
+shift 6
 mount --make-rprivate /
 hostname "$name"
 mount --bind "$mid" /etc/machine-id
@@ -145,6 +165,10 @@ while [ "$1" != -- ]; do
 done
 shift
 umount -l "$stage"
+if [ -n "$claims" ]; then
+	mkdir -p "$seen"
+	mount --bind "$claims" "$seen"
+fi
 exec "$@"
 `
 
@@ -170,8 +194,11 @@ func (h *Host) separateCommand(sshd []string) (*exec.Cmd, error) {
 		return nil, err
 	}
 	mid := filepath.Join(h.Dir, "machine-id")
+	if h.bed == Clones {
+		mid = filepath.Join(h.fleetDir(), "machine-id")
+	}
 	if _, err := os.Stat(mid); err != nil {
-		sum := sha256.Sum256([]byte("sshtest machine " + h.Dir))
+		sum := sha256.Sum256([]byte("sshtest machine " + filepath.Dir(mid)))
 		if err := os.WriteFile(mid, []byte(hex.EncodeToString(sum[:16])+"\n"), 0o444); err != nil {
 			return nil, err
 		}
@@ -180,8 +207,12 @@ func (h *Host) separateCommand(sshd []string) (*exec.Cmd, error) {
 	if h.bed == PrivateHomes {
 		homes = h.homesDir()
 	}
+	claims := ""
+	if h.bed == Clones {
+		claims = h.ClaimsDir()
+	}
 	args := []string{"--pid", "--fork", "--mount-proc", "--mount", "--uts", "--kill-child=SIGKILL", "--",
-		"/bin/sh", "-c", separateScript, "sshtest-host", h.Name, mid, homes, stageDir}
+		"/bin/sh", "-c", separateScript, "sshtest-host", h.hostname(), mid, homes, claims, h.claimsSeen(), stageDir}
 	args = append(args, h.keep...)
 	args = append(args, "--")
 	args = append(args, sshd...)
@@ -414,10 +445,13 @@ func (h *Host) HostPID(pid int) int {
 }
 
 // MachineID is the host's /etc/machine-id as its sessions read it: one of
-// its own on a separate bed, the test machine's on a Plain one.
+// its own on a separate bed, the fleet's on a Clones one, the test
+// machine's on a Plain one.
 func (h *Host) MachineID() string {
 	path := "/etc/machine-id"
-	if h.bed.Separate() {
+	if h.bed == Clones {
+		path = filepath.Join(h.fleetDir(), "machine-id")
+	} else if h.bed.Separate() {
 		path = filepath.Join(h.machineOf().Dir, "machine-id")
 	}
 	data, _ := os.ReadFile(path)
@@ -469,4 +503,26 @@ func (h *Host) waitHostPID(pid int) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return 0
+}
+
+// fleetDir is the fleet's directory, which holds hosts/NAME.
+func (h *Host) fleetDir() string { return filepath.Dir(filepath.Dir(h.Dir)) }
+
+// hostname is the host's hostname as its sessions see it: Hostname, or
+// its name.
+func (h *Host) hostname() string {
+	if h.Hostname != "" {
+		return h.Hostname
+	}
+	return h.Name
+}
+
+// claimsSeen is where the host's sessions find its claims directory
+// ($TFHIVE_CLAIMS_DIR): ClaimsDir itself, or on a Clones bed one path
+// for every host, as /tmp is, where each host sees its own.
+func (h *Host) claimsSeen() string {
+	if h.bed == Clones {
+		return filepath.Join(h.fleetDir(), "claims")
+	}
+	return h.ClaimsDir()
 }

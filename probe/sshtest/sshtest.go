@@ -50,6 +50,9 @@ type Profile struct {
 	// appearance, with real processes owned by another user (nobody when
 	// running as root) whose command line is the given string.
 	BusyPIDs []string
+	// Hostname is the hostname a separate host reports (default: Name):
+	// clones of one image may all say the same.
+	Hostname string
 	// Python, when set, puts a fake python3 on the host's PATH
 	// (testdata/fake/python3): the machine's own, claiming this version.
 	Python string
@@ -253,7 +256,7 @@ func start(t testing.TB, bed Bed, shared bool, profiles []Profile) *Fleet {
 		// One home for every host (NFS) on a SharedHome bed; a home of
 		// each host's own on the others.
 		h.home = filepath.Join(h.Dir, "home")
-		if bed == SharedHome {
+		if bed.SharesHome() {
 			h.home = filepath.Join(dir, "hosthome")
 		}
 		if p.Listen != "" {
@@ -362,7 +365,8 @@ func (h *Host) Stop() {
 
 // Home is the HOME the test user's sessions get on this host (unless
 // RealHome): empty at the start, for a test's own rc files. On a
-// SharedHome bed it is the same directory for every host of the fleet.
+// bed that shares homes (SharesHome) it is the same directory for every
+// host of the fleet.
 func (h *Host) Home() string { return h.home }
 
 // mountHome puts a tmpfs of HomeSize bytes on Home. It is unmounted after
@@ -580,7 +584,7 @@ func (h *Host) start(t testing.TB, authorized string) error {
 		}
 	}
 	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_FAKE_NIC=%s TFHIVE_CLAIMS_DIR=%s TFHIVE_POLICY=%s",
-		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.ClaimsDir(), h.PolicyFile())
+		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.claimsSeen(), h.PolicyFile())
 	// sshd keeps the first SetEnv it meets: the test user's Match comes
 	// first, everyone else gets the PATH alone.
 	envCfg := "SetEnv " + setEnv + "\n"

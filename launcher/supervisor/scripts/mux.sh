@@ -33,7 +33,8 @@
 # output (supervisor-run.sh), and the sizes of its four files then.
 #
 # Frames, not text, say whose bytes are whose: each is a line "FILE LEN"
-# (FILE: NAME.so, NAME.se, NAME.out, NAME.err or events) and then exactly
+# (FILE: NAME.so, NAME.se, NAME.out, NAME.err, events, or "failed": why
+# the pump cannot follow the files, its last frame) and then exactly
 # LEN bytes of that file, the next frame's line right after them. tfhive
 # finds each line where the previous frame's length ends, and nowhere
 # else: whatever a task prints (a line that looks like a frame's, or like
@@ -219,16 +220,21 @@ tfhive_end() {
 # wait between looks is a read with a timeout on a FIFO nobody writes: no
 # sleep process. 50 ms while the files grow, 200 ms after a second with
 # nothing new (the first bytes after a pause come within that).
+#
+# A file it cannot open (removed meanwhile, or a home whose file system
+# takes no hard link) is said at once, as a frame "failed" with the
+# reason, and ends the multiplexer: tfhive reports it then, never as a
+# silence that ends in "no answer from the host".
 tfhive_pump() {
 	tfhive_pin=() tfhive_pat=() tfhive_pnm=() tfhive_pdev=()
 	for tfhive_x in "$@"; do
-		exec {tfhive_y}<"$tfhive_x" || exit 1
+		exec {tfhive_y}<"$tfhive_x" || tfhive_pumpfail "cannot open $tfhive_rd/$tfhive_x"
 		tfhive_pin+=("$tfhive_y")
 		tfhive_pat+=(0)
 		tfhive_pnm+=("${tfhive_x##*/}")
 		tfhive_pdev+=("/dev/fd/$tfhive_y")
 	done
-	exec {tfhive_z}<>"$tfhive_md/tick" || exit 1
+	exec {tfhive_z}<>"$tfhive_md/tick" || tfhive_pumpfail "cannot open $tfhive_md/tick"
 	tfhive_last=0 tfhive_idle=0
 	while :; do
 		kill -0 "$tfhive_mux" 2>/dev/null || tfhive_last=1
@@ -256,6 +262,14 @@ tfhive_pump() {
 		fi
 	done
 }
+# tfhive_pumpfail WHY says WHY as the pump's last frame (its length in
+# bytes, whatever the locale), ends the multiplexer and exits.
+tfhive_pumpfail() {
+	local LC_ALL=C
+	printf 'failed %s\n%s' "${#1}" "$1"
+	kill -TERM "$tfhive_mux" 2>/dev/null
+	exit 1
+}
 tfhive_following=
 tfhive_follow() {
 	[ -z "$tfhive_following" ] || return 0
@@ -267,7 +281,7 @@ tfhive_follow() {
 	done
 	(
 		tfhive_closeall
-		cd "$tfhive_rd" || exit
+		cd "$tfhive_rd" || tfhive_pumpfail "cannot enter $tfhive_rd"
 		[ "${#tfhive_ls[@]}" = 0 ] || ln -- "${tfhive_ls[@]}" "$tfhive_m/" 2>/dev/null
 		exec 2>/dev/null
 		tfhive_pump "${tfhive_files[@]}" "$tfhive_m/events"

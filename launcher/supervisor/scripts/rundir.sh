@@ -9,18 +9,25 @@
 # shellcheck disable=SC2034 # tfhive_why, tfhive_w…: the callers'
 
 # tfhive_runsdir sets tfhive_runs to this machine's directory of runs,
-# ~/.tfhive/runs-KEY. KEY is the machine's /etc/machine-id, or, on a
-# machine without a valid one, "host-" and its hostname: a home shared by
-# many hosts (NFS) keeps each host's runs apart, as separate machines'
-# processes, FIFOs and locks are. probe/scripts/runs.sh and probe/runs.go
-# find the same directory.
+# ~/.tfhive/runs-KEY. KEY is the machine's /etc/machine-id (or, on a
+# machine without a valid one, "host-" and its hostname), then the first
+# word of its boot id and its PID namespace's number: what is kept there
+# (pids, FIFOs, locks, multiplexers) means something only to the process
+# table that made it. A home shared by many hosts (NFS) keeps each host's
+# runs apart, and so do clones of one image that report one machine-id
+# (cloned VMs differ in boot id, containers of one kernel in PID
+# namespace). probe/scripts/claims.sh and runs.sh find the same
+# directory.
 tfhive_runsdir() {
-	tfhive_key=
+	tfhive_key='' tfhive_boot=''
 	read -r tfhive_key 2>/dev/null </etc/machine-id
 	case $tfhive_key in
 	'' | *[!0-9a-f]*) tfhive_key=host-${HOSTNAME//[!A-Za-z0-9._-]/_} ;;
 	esac
-	tfhive_runs=$HOME/.tfhive/runs-$tfhive_key
+	read -r tfhive_boot 2>/dev/null </proc/sys/kernel/random/boot_id
+	tfhive_ns=$(readlink /proc/self/ns/pid 2>/dev/null)
+	tfhive_ns=${tfhive_ns#pid:\[}
+	tfhive_runs=$HOME/.tfhive/runs-$tfhive_key-${tfhive_boot%%-*}-${tfhive_ns%]}
 }
 
 # tfhive_rundir RUN CREATE sets tfhive_rd to the directory, creating what
