@@ -82,7 +82,7 @@ func prepared(t *testing.T, files map[string]string) (*Tree, string) {
 	t.Helper()
 	dir := t.TempDir()
 	writeTree(t, dir, files)
-	tr, err := Prepare(dir, nil, func(w string) { t.Log(w) })
+	tr, err := Prepare(dir, nil, nil, func(w string) { t.Log(w) })
 	if err != nil {
 		t.Fatal(err)
 	}

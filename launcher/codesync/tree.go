@@ -64,11 +64,13 @@ func (e *Error) Hint() string { return e.Fix }
 
 // Prepare lists dir and hashes it. Left out: every .git, what git
 // ignores when dir is in a git work tree (tracked files are always
-// sent), and what matches an exclude pattern (see Excluded). Without git
+// sent), what matches an exclude pattern (see Excluded), and the
+// directories leave names (tfhive's own log root and log dir: runs'
+// records would change the hash at every run, and be sent again). Without git
 // on this machine .gitignore cannot be read: warn says so, once, and
 // only .git and the patterns are left out. warn also names the special
 // files (sockets, FIFOs, devices) skipped.
-func Prepare(dir string, excludes []string, warn func(string)) (*Tree, error) {
+func Prepare(dir string, excludes, leave []string, warn func(string)) (*Tree, error) {
 	for _, p := range excludes {
 		if err := checkPattern(p); err != nil {
 			return nil, err
@@ -85,6 +87,15 @@ func Prepare(dir string, excludes []string, warn func(string)) (*Tree, error) {
 		return nil, &Error{Msg: fmt.Sprintf("--sync %s: not a directory", dir), Fix: "--sync takes the directory whose content every host should have"}
 	}
 	t := &Tree{Root: root}
+	left := map[string]bool{}
+	for _, d := range leave {
+		if d, err := filepath.Abs(d); err == nil {
+			if real, err := filepath.EvalSymlinks(d); err == nil {
+				d = real
+			}
+			left[d] = true
+		}
+	}
 	ignored, err := t.gitIgnored(warn)
 	if err != nil {
 		return nil, err
@@ -97,7 +108,7 @@ func Prepare(dir string, excludes []string, warn func(string)) (*Tree, error) {
 			return nil
 		}
 		rel := filepath.ToSlash(p[len(root)+1:])
-		if d.Name() == ".git" || ignored[rel] || Excluded(rel, excludes) {
+		if d.Name() == ".git" || ignored[rel] || Excluded(rel, excludes) || d.IsDir() && left[p] {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

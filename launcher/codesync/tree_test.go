@@ -99,7 +99,7 @@ func TestPrepareGitTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warnings []string
-	tr, err := Prepare(dir, []string{"*.ckpt", "ckpt/"}, func(w string) { warnings = append(warnings, w) })
+	tr, err := Prepare(dir, []string{"*.ckpt", "ckpt/"}, nil, func(w string) { warnings = append(warnings, w) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPrepareHash(t *testing.T) {
 		if edit != nil {
 			edit(dir)
 		}
-		tr, err := Prepare(dir, nil, func(string) {})
+		tr, err := Prepare(dir, nil, nil, func(string) {})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestPrepareRefuses(t *testing.T) {
 				files[k] = strings.ReplaceAll(v, "ROOT", dir)
 			}
 			writeTree(t, dir, files)
-			_, err := Prepare(dir, tt.ex, func(string) {})
+			_, err := Prepare(dir, tt.ex, nil, func(string) {})
 			var e *Error
 			if !errors.As(err, &e) || !strings.HasPrefix(e.Msg, tt.msg) || e.Fix == "" {
 				t.Fatalf("err = %v, want an *Error starting %q with a hint", err, tt.msg)
@@ -198,13 +198,13 @@ func TestPrepareRefuses(t *testing.T) {
 	// Left out, a symlink out is not looked at.
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"keep": "x", "models/latest": "-> " + outside})
-	if tr, err := Prepare(dir, []string{"models/latest"}, func(string) {}); err != nil || !slices.Equal(entryNames(tr), []string{"keep", "models/"}) {
+	if tr, err := Prepare(dir, []string{"models/latest"}, nil, func(string) {}); err != nil || !slices.Equal(entryNames(tr), []string{"keep", "models/"}) {
 		t.Errorf("excluded symlink: %v, %q", err, entryNames(tr))
 	}
-	if _, err := Prepare(filepath.Join(dir, "keep"), nil, func(string) {}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	if _, err := Prepare(filepath.Join(dir, "keep"), nil, nil, func(string) {}); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("a file: %v", err)
 	}
-	if _, err := Prepare(filepath.Join(dir, "nothing"), nil, func(string) {}); err == nil || !strings.Contains(err.Error(), "no such file") {
+	if _, err := Prepare(filepath.Join(dir, "nothing"), nil, nil, func(string) {}); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("nothing: %v", err)
 	}
 }
@@ -214,14 +214,14 @@ func TestPrepareRefuses(t *testing.T) {
 func TestPrepareWithoutGit(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{".gitignore": "*.log\n", "a.log": "x", "b": "y"})
-	plain, err := Prepare(dir, nil, func(w string) { t.Errorf("warning for a plain directory: %s", w) })
+	plain, err := Prepare(dir, nil, nil, func(w string) { t.Errorf("warning for a plain directory: %s", w) })
 	if err != nil || plain.Git || len(plain.entries) != 3 {
 		t.Fatalf("plain directory: %v, git %v, %q", err, plain.Git, entryNames(plain))
 	}
 	gitInit(t, dir, "b")
 	t.Setenv("PATH", t.TempDir())
 	var warnings []string
-	tr, err := Prepare(dir, nil, func(w string) { warnings = append(warnings, w) })
+	tr, err := Prepare(dir, nil, nil, func(w string) { warnings = append(warnings, w) })
 	if err != nil || tr.Git || !slices.Equal(entryNames(tr), []string{".gitignore", "a.log", "b"}) {
 		t.Fatalf("%v, git %v, %q", err, tr.Git, entryNames(tr))
 	}
@@ -249,5 +249,21 @@ func TestExcluded(t *testing.T) {
 		if got := Excluded(tt.rel, tt.pats); got != tt.want {
 			t.Errorf("Excluded(%q, %q) = %v", tt.rel, tt.pats, got)
 		}
+	}
+}
+
+// The directories leave names (tfhive's log root, relative to the
+// launch directory; a run's --log-dir, absolute) are never listed; a
+// directory of that name elsewhere in the tree is.
+func TestPrepareLeaves(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"train.py": "x", "tfhive-runs/r1/summary.json": "{}", "sub/tfhive-runs/keep": "k", "logs/r2/console.log": "c"})
+	t.Chdir(dir)
+	tr, err := Prepare(".", nil, []string{"tfhive-runs", filepath.Join(dir, "logs", "r2"), "nowhere"}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := entryNames(tr), []string{"logs/", "sub/", "sub/tfhive-runs/", "sub/tfhive-runs/keep", "train.py"}; !slices.Equal(got, want) {
+		t.Errorf("entries %q, want %q", got, want)
 	}
 }

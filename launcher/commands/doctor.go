@@ -39,7 +39,9 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	if err != nil {
 		return err
 	}
-	tree, err := prepareSync(o.Sync, o.SyncExclude, o.Stderr)
+	// It shows the hosts: it says which look alike (clones).
+	fleet.SayClones()
+	tree, err := prepareSync(o.Sync, o.SyncExclude, "", o.Stderr)
 	if err != nil {
 		return err
 	}

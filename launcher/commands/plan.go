@@ -34,7 +34,9 @@ func Plan(ctx context.Context, o PlanOptions) error {
 	if err != nil {
 		return err
 	}
-	tree, err := o.Job.prepareSync(o.Stderr)
+	// It shows the hosts: it says which look alike (clones).
+	fleet.SayClones()
+	tree, err := o.Job.prepareSync("", o.Stderr)
 	if err != nil {
 		return err
 	}

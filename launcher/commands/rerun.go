@@ -92,7 +92,7 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 			return err
 		}
 	}
-	tree, err := ro.Job.prepareSync(o.Stderr)
+	tree, err := ro.Job.prepareSync(o.LogDir, o.Stderr)
 	if err != nil {
 		return err
 	}

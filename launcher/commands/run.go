@@ -145,7 +145,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	tree := o.tree
 	if tree == nil {
-		if tree, err = o.Job.prepareSync(o.Stderr); err != nil {
+		if tree, err = o.Job.prepareSync(o.LogDir, o.Stderr); err != nil {
 			return err
 		}
 	}

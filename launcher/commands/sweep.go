@@ -184,7 +184,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 	}
 	// The --sync tree is listed and hashed once for every trial: each
 	// trial's Run takes it as it is now.
-	if o.Run.tree, err = o.Run.Job.prepareSync(o.Run.Stderr); err != nil {
+	if o.Run.tree, err = o.Run.Job.prepareSync("", o.Run.Stderr); err != nil {
 		return err
 	}
 	return o.run(ctx, rec, dir, results, trialGPUs)

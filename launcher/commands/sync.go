@@ -20,19 +20,25 @@ import (
 
 // prepareSync lists and hashes the --sync tree, before any host is
 // touched: a symlink out of it, an unreadable file or a bad pattern is a
-// usage error. nil without --sync.
-func (j Job) prepareSync(stderr io.Writer) (*codesync.Tree, error) {
-	return prepareSync(j.Sync, j.SyncExclude, stderr)
+// usage error. nil without --sync. The log root in the launch directory
+// (tfhive-runs) is never part of the tree, nor is the run's --log-dir
+// (logDir, "" when not given).
+func (j Job) prepareSync(logDir string, stderr io.Writer) (*codesync.Tree, error) {
+	return prepareSync(j.Sync, j.SyncExclude, logDir, stderr)
 }
 
-func prepareSync(dir string, excludes []string, stderr io.Writer) (*codesync.Tree, error) {
+func prepareSync(dir string, excludes []string, logDir string, stderr io.Writer) (*codesync.Tree, error) {
 	if dir == "" {
 		if len(excludes) > 0 {
 			return nil, &UsageError{Msg: "--sync-exclude without --sync", Fix: "add --sync DIR: --sync-exclude leaves paths of DIR out"}
 		}
 		return nil, nil
 	}
-	tree, err := codesync.Prepare(dir, excludes, func(msg string) { fmt.Fprintf(stderr, "tfhive: warning: %s\n", msg) })
+	leave := []string{logRoot}
+	if logDir != "" {
+		leave = append(leave, logDir)
+	}
+	tree, err := codesync.Prepare(dir, excludes, leave, func(msg string) { fmt.Fprintf(stderr, "tfhive: warning: %s\n", msg) })
 	var e *codesync.Error
 	if errors.As(err, &e) {
 		return nil, &UsageError{Msg: e.Msg, Fix: e.Fix}

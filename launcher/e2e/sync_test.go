@@ -430,3 +430,36 @@ func TestSyncDoctor(t *testing.T) {
 	}
 	noLeftovers(t, f, 10*time.Second)
 }
+
+// `--sync .` from a directory that is not a git work tree, whose runs'
+// log dirs go to ./tfhive-runs there: the log root is never part of the
+// tree. Before, each run's records changed the hash, so every run sent
+// the tree again (and the log dirs with it) and left a new one on every
+// host.
+func TestSyncLeavesTheLogRootOut(t *testing.T) {
+	f := sshtest.Start(t, sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml"})
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "train.sh"), []byte("echo training\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var hashes []string
+	for i := range 2 {
+		r := tfhive(t, f.Env(), src, fleetArgs(f, "run", "--name", "sy"+itoa(i), "--sync", ".", "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "train.sh")...)
+		wantCode(t, r, 0)
+		s := summaryOf(t, filepath.Join(src, "tfhive-runs", "sy"+itoa(i)))
+		if s.Code == nil || s.Code.Files != 1 {
+			t.Fatalf("run %d: code %+v, want train.sh alone", i, s.Code)
+		}
+		hashes = append(hashes, s.Code.Hash)
+		if i == 1 && (s.Code.Sent != 0 || strings.Contains(r.stderr, "sent code")) {
+			t.Errorf("the second run sent the tree again: %+v\n%s", s.Code, r.stderr)
+		}
+	}
+	if hashes[0] != hashes[1] {
+		t.Errorf("hashes %v: the log root changed the tree", hashes)
+	}
+	entries, _ := os.ReadDir(filepath.Join(f.Host("s1").Home(), ".cache", "tfhive", "code"))
+	if len(entries) != 1 {
+		t.Errorf("the host's cache holds %d trees, want 1", len(entries))
+	}
+}
