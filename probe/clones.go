@@ -15,7 +15,7 @@ import (
 // that share the process table too are one machine under two names,
 // which planning refuses.
 func (f *Fleet) warnClones(inv inventory.Inventory) {
-	if f.opts.SSH.Warn == nil {
+	if !f.opts.Clones || f.opts.SSH.Warn == nil {
 		return
 	}
 	type seen struct {

@@ -11,6 +11,11 @@ func TestWarnClones(t *testing.T) {
 	var got []string
 	f := NewFleet(nil, Options{})
 	f.opts.SSH.Warn = func(msg string) { got = append(got, msg) }
+	f.warnClones(inventory.Inventory{Hosts: []inventory.HostInventory{{Name: "a", MachineID: "m1", ProcessTable: "1"}, {Name: "b", MachineID: "m1", ProcessTable: "2"}}})
+	if len(got) != 0 {
+		t.Fatalf("warned without being asked: %q", got)
+	}
+	f.SayClones()
 	h := func(name, id, table string) inventory.HostInventory {
 		return inventory.HostInventory{Name: name, MachineID: id, ProcessTable: table}
 	}

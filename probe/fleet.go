@@ -52,6 +52,10 @@ type Options struct {
 	// Runs: the probe also reads what the user's kept runs' directories
 	// say of the runs holding claims (HostInventory.Kept), for tfhive ps.
 	Runs bool
+	// Clones: warn, once, of hosts that report one machine id from
+	// process tables of their own (warnClones): for the commands that
+	// show the hosts (status, plan, doctor), not for every run.
+	Clones bool
 	// Dial, when set, opens every host's connection (Probe's and
 	// Redial's), the local host's too, instead of the SSH transport and
 	// this machine's sh: a test's fake hosts (probe/hosttest). Its
@@ -122,6 +126,9 @@ func (f *Fleet) LookForCode(hash string) { f.opts.Code = hash }
 
 // LookForRuns sets Options.Runs; call it before the first Probe.
 func (f *Fleet) LookForRuns() { f.opts.Runs = true }
+
+// SayClones makes later probes warn of clones (Options.Clones).
+func (f *Fleet) SayClones() { f.opts.Clones = true }
 
 // NoProgress unsets Options.Progress (a waiting run's line says more);
 // call it between probes.

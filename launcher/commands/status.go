@@ -44,6 +44,8 @@ func Status(ctx context.Context, o StatusOptions) error {
 	if err != nil {
 		return err
 	}
+	// It shows the hosts: it says which look alike (clones).
+	fleet.SayClones()
 	avail, err := o.Availability.availability(fleet.Hosts)
 	if err != nil {
 		return err

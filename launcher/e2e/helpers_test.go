@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,4 +79,17 @@ func privateBed(t *testing.T) sshtest.Bed {
 		return sshtest.PrivateHomes
 	}
 	return sshtest.Plain
+}
+
+// withoutClonesWarning is stderr less status's, plan's and doctor's
+// warning that hosts report one machine id, which every fleet of the
+// clones bed does: for tests about something else that read stderr whole.
+func withoutClonesWarning(stderr string) string {
+	var keep []string
+	for _, l := range strings.SplitAfter(stderr, "\n") {
+		if !strings.HasPrefix(l, "tfhive: warning: ") || !strings.Contains(l, " report one machine id (") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "")
 }

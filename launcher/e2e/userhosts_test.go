@@ -31,11 +31,28 @@ func TestUserHostsFile(t *testing.T) {
 
 	r := tfhive(t, env, dir, "status")
 	wantCode(t, r, 0)
-	if r.stderr != note {
+	if withoutClonesWarning(r.stderr) != note {
 		t.Errorf("status's stderr %q, want %q", r.stderr, note)
 	}
 	if len(rowsOf(r.stdout, "u1")) != 2 || len(rowsOf(r.stdout, "second")) != 2 || len(rowsOf(r.stdout, "u2")) != 0 {
 		t.Errorf("status: want 2 GPUs of u1 and of second (u2 by its name):\n%s", r.stdout)
+	}
+	// -H picks hosts of the file (by address, range or name), reached
+	// with its ssh config; before, "cannot resolve u1", exit 4.
+	for _, pick := range []struct{ flag, want, not string }{{"u[1-2]", "u1 second", ""}, {"second", "second", "u1"}} {
+		r := tfhive(t, env, dir, "status", "-H", pick.flag)
+		wantCode(t, r, 0)
+		if want := "tfhive: hosts from -H, their settings from ~/.config/tfhive/hosts.yaml\n"; withoutClonesWarning(r.stderr) != want {
+			t.Errorf("status -H %s: stderr %q, want %q", pick.flag, r.stderr, want)
+		}
+		for _, h := range strings.Fields(pick.want) {
+			if len(rowsOf(r.stdout, h)) != 2 {
+				t.Errorf("status -H %s: want 2 GPUs of %s:\n%s", pick.flag, h, r.stdout)
+			}
+		}
+		if pick.not != "" && len(rowsOf(r.stdout, pick.not)) != 0 {
+			t.Errorf("status -H %s shows %s:\n%s", pick.flag, pick.not, r.stdout)
+		}
 	}
 	j := tfhive(t, env, dir, "status", "--json")
 	wantCode(t, j, 0)

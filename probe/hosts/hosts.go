@@ -75,12 +75,21 @@ type Origin struct {
 	// SSHConfig is the ssh config a hosts file's `ssh_config:` named,
 	// resolved ("" when none or when Options.SSHConfig won).
 	SSHConfig string
+	// Lent is the hosts file whose entries and settings (`defaults:`,
+	// `ssh_config:`) -H and --hostfile used: the one that would have
+	// given the hosts without them ("" when none). LentKind is where
+	// that file came from.
+	Lent     string
+	LentKind OriginKind
 }
 
-// CommandLine is true when the hosts were named on the command line (-H,
-// --hosts): the user knows where they came from.
+// CommandLine is true when the hosts and all their settings were named
+// on the command line (-H, --hosts, --hostfile, and with -H or
+// --hostfile no hosts file but --hosts's): the user knows where they
+// came from.
 func (o Origin) CommandLine() bool {
-	return o.Kind == FromFlags || o.Kind == FromFile || o.Kind == FromHostfile
+	lentHere := o.Lent == "" || o.LentKind == FromFile
+	return o.Kind == FromFlags && lentHere || o.Kind == FromFile || o.Kind == FromHostfile && lentHere
 }
 
 // Describe says where the hosts came from in a few words, with home as
@@ -112,6 +121,9 @@ func (o Origin) Describe(home string) string {
 func (o Origin) Note(home string) string {
 	if o.Kind == FromLocal {
 		return "no hosts given: " + o.Describe(home)
+	}
+	if o.Lent != "" {
+		return "hosts from " + o.Describe(home) + ", their settings from " + Origin{Kind: o.LentKind, File: o.Lent}.Describe(home)
 	}
 	return "hosts from " + o.Describe(home)
 }
@@ -166,9 +178,9 @@ func Load(o Options) ([]inventory.Host, error) {
 func Source(o Options) Origin {
 	switch {
 	case o.Hostfile != "":
-		return Origin{Kind: FromHostfile, File: o.Hostfile}
+		return lend(Origin{Kind: FromHostfile, File: o.Hostfile}, o)
 	case len(o.Flags) > 0:
-		return Origin{Kind: FromFlags}
+		return lend(Origin{Kind: FromFlags}, o)
 	case o.File != "":
 		return Origin{Kind: FromFile, File: o.File}
 	case o.EnvFile != "":
@@ -181,6 +193,16 @@ func Source(o Options) Origin {
 	return Origin{Kind: FromLocal}
 }
 
+// lend names in origin (-H's, --hostfile's) the hosts file that would
+// have given the hosts without them: it lends its entries and settings.
+func lend(origin Origin, o Options) Origin {
+	o.Flags, o.Hostfile = nil, ""
+	if src := Source(o); src.File != "" {
+		origin.Lent, origin.LentKind = src.File, src.Kind
+	}
+	return origin
+}
+
 // LoadOrigin is Load, also saying where the hosts came from.
 func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	origin := Source(o)
@@ -191,6 +213,20 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 		}
 		return nil, origin, configErrorf("--hostfile and %s both name the hosts; give one", other).
 			withHint("--hostfile reads `host slots=N` lines; --hosts a YAML hosts file; -H hosts by name")
+	}
+	// With -H or --hostfile, the hosts file that would have given the
+	// hosts without them lends its entries and settings: -H picks hosts
+	// of it, as pdsh -w picks among a cluster's configured hosts, and a
+	// host it does not list gets its `defaults:` and `ssh_config:`.
+	var lent *hostsFile
+	if origin.Lent != "" {
+		data, err := localfile.Read(origin.Lent, maxHostsFileSize)
+		if err != nil {
+			return nil, origin, configErrorf("hosts file: %v", localfile.Describe(err))
+		}
+		if lent, err = parseHostsFile(origin.Lent, data); err != nil {
+			return nil, origin, err
+		}
 	}
 	var hf *hostsFile
 	if origin.File != "" {
@@ -209,10 +245,15 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 		if err != nil {
 			return nil, origin, err
 		}
-		// --ssh-config wins over the file's, as a flag over a config.
-		if hf.SSHConfig != "" && o.SSHConfig == "" {
-			origin.SSHConfig = filePath(hf.SSHConfig, origin.File, o.Home)
-		}
+	}
+	// --ssh-config wins over the file's, as a flag over a config; the
+	// hostfile names no ssh config: the lent file's counts.
+	cfgFile, cfgFrom := hf, origin.File
+	if lent != nil {
+		cfgFile, cfgFrom = lent, origin.Lent
+	}
+	if cfgFile != nil && cfgFile.SSHConfig != "" && o.SSHConfig == "" {
+		origin.SSHConfig = filePath(cfgFile.SSHConfig, cfgFrom, o.Home)
 	}
 	cfgOpts := o
 	if origin.SSHConfig != "" {
@@ -221,7 +262,7 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	cfg, err := loadSSHConfig(cfgOpts)
 	if err != nil {
 		if origin.SSHConfig != "" {
-			return nil, origin, configErrorf("%s:%d: ssh_config: %v", origin.File, hf.SSHConfigLine, err)
+			return nil, origin, configErrorf("%s:%d: ssh_config: %v", cfgFrom, cfgFile.SSHConfigLine, err)
 		}
 		return nil, origin, err
 	}
@@ -248,7 +289,14 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 				return nil, origin, configErrorf("-H: more than %d hosts", maxExpandedHosts)
 			}
 			for _, s := range expanded {
-				h, err := r.resolve(hostEntry{Address: s}, hostSettings{}, "-H "+s)
+				e, d, source := hostEntry{Address: s}, hostSettings{}, "-H "+s
+				if lent != nil {
+					d = lent.Defaults
+					if le, ok := lent.entry(s); ok {
+						e, source = le, fmt.Sprintf("-H %s (%s:%d)", s, origin.Lent, le.Line)
+					}
+				}
+				h, err := r.resolve(e, d, source)
 				if err != nil {
 					return nil, origin, err
 				}
@@ -258,7 +306,17 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 		}
 	} else {
 		for _, e := range hf.Hosts {
-			h, err := r.resolve(e, hf.Defaults, fmt.Sprintf("%s:%d", origin.File, e.Line))
+			d := hf.Defaults
+			if lent != nil {
+				// A hostfile's line gives a host and its slots; the rest
+				// is the lent file's.
+				d = lent.Defaults
+				if le, ok := lent.entry(e.Address); ok {
+					le.Slots, le.Line = e.Slots, e.Line
+					e = le
+				}
+			}
+			h, err := r.resolve(e, d, fmt.Sprintf("%s:%d", origin.File, e.Line))
 			if err != nil {
 				return nil, origin, err
 			}
@@ -351,4 +409,15 @@ func present(name string) bool {
 	}
 	_, err := os.Lstat(name)
 	return err == nil || !errors.Is(err, fs.ErrNotExist)
+}
+
+// entry is the host of f that word names: its `name:`, its address as
+// written, or the host part of it (gpu03 for bob@gpu03:2222).
+func (f *hostsFile) entry(word string) (hostEntry, bool) {
+	for _, e := range f.Hosts {
+		if e.Name == word || e.Address == word || e.Name == "" && aliasOf(e.Address) == word {
+			return e, true
+		}
+	}
+	return hostEntry{}, false
 }

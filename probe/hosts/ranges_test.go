@@ -154,7 +154,7 @@ func TestLoadRangesAndHostfile(t *testing.T) {
 	if err := os.WriteFile(hf, []byte("h1 slots=1\nh2:3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	hs, origin, err := LoadOrigin(e.opts(Options{Hostfile: hf, EnvFile: "/nonexistent"}))
+	hs, origin, err := LoadOrigin(e.opts(Options{Hostfile: hf}))
 	if err != nil {
 		t.Fatal(err)
 	}

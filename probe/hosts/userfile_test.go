@@ -52,7 +52,13 @@ func TestLoadOriginOrder(t *testing.T) {
 			if got := origin.Describe(e.home); got != tt.desc {
 				t.Errorf("Describe = %q, want %q", got, tt.desc)
 			}
-			if note := origin.Note(e.home); note != "hosts from "+tt.desc && note != "no hosts given: "+tt.desc {
+			note := origin.Note(e.home)
+			if tt.kind == FromFlags {
+				// --hosts lends -H its settings, and says so.
+				if note != "hosts from -H, their settings from "+file {
+					t.Errorf("Note = %q", note)
+				}
+			} else if note != "hosts from "+tt.desc && note != "no hosts given: "+tt.desc {
 				t.Errorf("Note = %q", note)
 			}
 			if origin.CommandLine() != (tt.kind == FromFlags || tt.kind == FromFile) {
@@ -231,5 +237,58 @@ func TestHostName(t *testing.T) {
 			}
 			checkConfigError(t, err)
 		})
+	}
+}
+
+// -H and --hostfile pick hosts; the hosts file that would have given the
+// hosts without them lends its entries, `defaults:` and `ssh_config:`,
+// as pdsh -w picks among a cluster's configured hosts. Before, -H 'h[1-2]'
+// ignored the file and its ssh config: "cannot resolve h1".
+func TestFlagsTakeTheHostsFileSettings(t *testing.T) {
+	e := newLoadEnv(t, "")
+	testfs.WriteFile(t, e.home, ".config/tfhive/lab_ssh_config", "Host h1\n  HostName 10.0.0.1\nHost h3\n  HostName 10.0.0.3\nHost h4\n  HostName 10.0.0.4\nHost *\n  Port 2200\n")
+	user := testfs.WriteFile(t, e.home, ".config/tfhive/hosts.yaml", `ssh_config: lab_ssh_config
+defaults:
+  user: ann
+  setup: source ~/venv/bin/activate
+hosts:
+  - h1
+  - address: bob@h2:2222
+    name: two
+    workdir: /scratch
+`)
+	o := Options{UserFile: user, DefaultFile: filepath.Join(e.dir, "none.yaml")}
+	o.Flags = []string{"h1,two,h3"}
+	hs, origin, err := LoadOrigin(e.opts(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 3 {
+		t.Fatalf("hosts %+v", hs)
+	}
+	h1, two, h3 := hs[0], hs[1], hs[2]
+	if h1.Address != "10.0.0.1" || h1.Port != 2200 || h1.User != "ann" || h1.Setup != "source ~/venv/bin/activate" {
+		t.Errorf("h1: %+v", h1)
+	}
+	if two.Name != "two" || two.User != "bob" || two.Port != 2222 || two.Workdir != "/scratch" || !strings.Contains(two.Source, user+":7") {
+		t.Errorf("two: %+v", two)
+	}
+	// Not in the file: its defaults and ssh config all the same.
+	if h3.Address != "10.0.0.3" || h3.Port != 2200 || h3.User != "ann" || h3.Setup == "" {
+		t.Errorf("h3: %+v", h3)
+	}
+	if origin.CommandLine() || origin.Note(e.home) != "hosts from -H, their settings from ~/.config/tfhive/hosts.yaml" {
+		t.Errorf("origin %+v, note %q", origin, origin.Note(e.home))
+	}
+
+	hf := testfs.WriteFile(t, e.dir, "hostfile", "two slots=1\nh4\n")
+	o.Flags, o.Hostfile = nil, hf
+	hs, _, err = LoadOrigin(e.opts(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 2 || hs[0].Name != "two" || hs[0].Port != 2222 || hs[0].Slots != 1 || hs[0].Workdir != "/scratch" ||
+		hs[1].Address != "10.0.0.4" || hs[1].User != "ann" {
+		t.Errorf("--hostfile: %+v", hs)
 	}
 }
