@@ -96,6 +96,9 @@ type Console struct {
 	w     io.Writer
 	tty   bool // sanitise text
 	color bool // colour prefixes
+	// rec, when set (Record), gets every line too, quiet tasks' as well:
+	// the run's console.log.
+	rec *Console
 
 	mu     sync.Mutex
 	cond   sync.Cond
@@ -123,10 +126,18 @@ func NewColorConsole(w io.Writer, tty, color bool) *Console {
 	return c
 }
 
+// Record makes every later line of c go to w too, as a console of its
+// own (no colour, nothing sanitised: a file), quiet tasks' lines as well:
+// -q quietens the terminal, never the record. Call it before Task.
+func (c *Console) Record(w io.Writer) { c.rec = NewColorConsole(w, false, false) }
+
 // Printf queues one of tfhive's own lines, e.g. "tfhive: worker:1 on gpu02
 // exited 3", adding "\n" if missing. It is shown even for quiet tasks.
 // After Close it does nothing.
 func (c *Console) Printf(format string, a ...any) {
+	if c.rec != nil {
+		c.rec.Printf(format, a...)
+	}
 	b := fmt.Appendf(nil, format, a...)
 	if len(b) > 0 && b[len(b)-1] == '\n' {
 		b = b[:len(b)-1]
@@ -158,6 +169,9 @@ func (c *Console) Task(label string, log io.Writer, quiet bool) *TaskOutput {
 	}
 	t := &TaskOutput{c: c, label: label, prefix: []byte(prefix), log: log, quiet: quiet}
 	t.out.t, t.err.t = t, t
+	if c.rec != nil {
+		t.rec = c.rec.Task(label, nil, false)
+	}
 	return t
 }
 
@@ -170,6 +184,9 @@ func (c *Console) Close() error {
 	c.cond.Signal()
 	c.mu.Unlock()
 	<-c.done
+	if c.rec != nil {
+		c.rec.Close()
+	}
 	return c.err
 }
 
@@ -263,6 +280,7 @@ type TaskOutput struct {
 	batch    []byte // console lines being built (during Write and Close)
 	closed   bool
 	capture  *taskCapture // --capture's matching, for the tasks concerned
+	rec      *TaskOutput  // the task on the console's record (Record)
 }
 
 // Stdout is the writer for the task's standard output.
@@ -296,6 +314,9 @@ func (t *TaskOutput) Close() error {
 	}
 	t.flush()
 	t.batch = nil
+	if t.rec != nil {
+		t.rec.Close()
+	}
 	return t.logErr
 }
 
@@ -370,6 +391,13 @@ func (s *outStream) Write(p []byte) (int, error) {
 	s.log(p)
 	if t.capture != nil {
 		t.capture.write(s.index(), p)
+	}
+	if t.rec != nil {
+		if s.index() == 0 {
+			t.rec.out.Write(p)
+		} else {
+			t.rec.err.Write(p)
+		}
 	}
 	if !t.quiet {
 		// The console lines of one Write are built in a pooled buffer:

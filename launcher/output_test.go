@@ -677,3 +677,29 @@ func TestOutputTerminalSanitized(t *testing.T) {
 		}
 	}
 }
+
+// A console's record (Record: a run's console.log) gets every line the
+// terminal gets, without colour or sanitising, and a quiet task's lines,
+// which the terminal does not; the task's log is written once.
+func TestOutputRecord(t *testing.T) {
+	var term, rec, log testkit.SyncBuffer
+	c := NewColorConsole(&term, true, true)
+	c.Record(&rec)
+	loud := c.Task("worker:0 h1", &log, false)
+	quiet := c.Task("worker:1 h2", &log, true)
+	c.Printf("tfhive: run r1: 2 tasks")
+	io.WriteString(loud.Stdout(), "loud \x1b]0;title\x07line\n")
+	io.WriteString(quiet.Stderr(), "quiet line\npartial")
+	loud.Close()
+	quiet.Close()
+	c.Close()
+	if got, want := rec.String(), "tfhive: run r1: 2 tasks\n[worker:0 h1] loud \x1b]0;title\x07line\n[worker:1 h2] quiet line\n[worker:1 h2] partial\n"; got != want {
+		t.Errorf("record %q, want %q", got, want)
+	}
+	if strings.Contains(term.String(), "quiet") || !strings.Contains(term.String(), "loud") || strings.Contains(term.String(), "\x1b]0;") {
+		t.Errorf("terminal %q", term.String())
+	}
+	if got := log.String(); got != "loud \x1b]0;title\x07line\nquiet line\npartial" {
+		t.Errorf("log %q", got)
+	}
+}

@@ -205,7 +205,7 @@ func Attach(ctx context.Context, o FollowOptions) error {
 	}
 	path := filepath.Join(dir, consoleLog)
 	if _, err := os.Stat(path); err != nil {
-		return &NoRunError{Msg: fmt.Sprintf("run %s was not detached: its console is the terminal that started it", o.RunID)}
+		return &NoRunError{Msg: fmt.Sprintf("run %s kept no console (no console.log: started by an older tfhive): its console was the terminal that started it", o.RunID)}
 	}
 	if err := follow(ctx, o.Stdout, path, o.Since, dir, true); err != nil {
 		// Its reader gone, a follower has nothing to say: the run never
@@ -249,7 +249,7 @@ func Logs(ctx context.Context, o FollowOptions) error {
 		if o.Task != "" {
 			return &NoRunError{Msg: fmt.Sprintf("run %s has no task %s (no %s)", o.RunID, o.Task, path)}
 		}
-		return &NoRunError{Msg: fmt.Sprintf("run %s was not detached: give --task ROLE:INDEX for a task's log", o.RunID)}
+		return &NoRunError{Msg: fmt.Sprintf("run %s kept no console (no console.log: started by an older tfhive): give --task ROLE:INDEX for a task's log", o.RunID)}
 	}
 	return follow(ctx, o.Stdout, path, 0, dir, o.Follow)
 }

@@ -184,6 +184,14 @@ func Run(ctx context.Context, o RunOptions) error {
 	fleet.KeepSessions(supervisor.Command)
 
 	console := launcher.NewColorConsole(out, isTerminal(out), color)
+	// Every run keeps its console, console.log: a detached run's keeper
+	// writes it as its stdout; a foreground run's terminal is recorded
+	// there too (a sweep's trial has its own).
+	var conlog *launcher.ConsoleLog
+	if !keeper && o.trial == nil {
+		conlog = launcher.NewConsoleLog(filepath.Join(logDir, consoleLog))
+		console.Record(conlog)
+	}
 	sigs := o.Signals
 	if sigs == nil {
 		sigs = NewSignals(func(error) {})
@@ -194,7 +202,9 @@ func Run(ctx context.Context, o RunOptions) error {
 		Reconnect: o.Reconnect, Redial: fleet.Redial, Started: keeperStarted,
 		Unattended: o.Unattended, Captures: caps, Sample: o.Sample, Restart: restart, Command: o.Job.Command,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
-		Console: console, Quiet: o.Quiet, HostsFrom: hostsFrom(o.Hosts),
+		// A keeper's console is the run's record: -q quietens a
+		// terminal, never the record.
+		Console: console, Quiet: o.Quiet && !keeper, HostsFrom: hostsFrom(o.Hosts),
 		Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
 	}
 	for _, h := range fleet.Hosts {
@@ -323,6 +333,12 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	if cerr := console.Close(); err == nil {
 		err = cerr
+	}
+	if conlog != nil {
+		if sum != nil {
+			view.WriteSummary(conlog, sum)
+		}
+		conlog.Close()
 	}
 	if sum == nil {
 		return err

@@ -1,0 +1,40 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every run keeps its console, console.log in its log dir, and `tfhive
+// logs RUN` prints it: a foreground run's too (before, "run fg was not
+// detached: give --task ROLE:INDEX"), and a -q run's task lines are in
+// it, foreground or detached (before, a detached -q run recorded only
+// tfhive's own lines): -q quietens the terminal, never the record.
+func TestEveryRunKeepsItsConsole(t *testing.T) {
+	f := runFleet(t, "k1")
+	dir := t.TempDir()
+	run := func(name string, flags ...string) result {
+		args := append([]string{"run", "--name", name, "--workers", "1", "--gpus-per-worker", "0"}, flags...)
+		return tfhive(t, f.Env(), dir, fleetArgs(f, append(args, "--", "sh", "-c", "echo hello-"+name)...)...)
+	}
+	logs := func(name string) string {
+		r := tfhive(t, f.Env(), dir, "logs", name)
+		wantCode(t, r, 0)
+		return r.stdout
+	}
+	r := run("fg")
+	wantCode(t, r, 0)
+	wantContains(t, "logs fg", logs("fg"), "[worker:0 k1] hello-fg\n", "tfhive: run fg: 1 task on 1 host", "OUTCOME", "succeeded")
+
+	r = run("quiet", "-q")
+	wantCode(t, r, 0)
+	if strings.Contains(r.stdout, "hello-quiet") {
+		t.Errorf("-q printed the task's line:\n%s", r.stdout)
+	}
+	wantContains(t, "logs quiet", logs("quiet"), "[worker:0 k1] hello-quiet\n")
+
+	r = run("dq", "-q", "--detach")
+	wantCode(t, r, 0)
+	wantCode(t, tfhive(t, f.Env(), dir, "wait", "dq"), 0)
+	wantContains(t, "logs dq", logs("dq"), "[worker:0 k1] hello-dq\n")
+}
