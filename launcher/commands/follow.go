@@ -106,10 +106,14 @@ func runLogDir(o FollowOptions) (string, error) {
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
 		where := "in " + logRoot + " here"
+		// A run started in another directory (a colleague's, yours
+		// elsewhere) has its log dir there: ps lists it all the same.
+		fix := fmt.Sprintf("a run's log dir is where it was started (tfhive-runs/%s there, or its --log-dir): "+
+			"go there or give --log-dir DIR; or read it from its hosts: tfhive logs -H HOSTS %s (attach -H to follow it)", o.RunID, o.RunID)
 		if o.LogDir != "" {
-			where = "in " + o.LogDir
+			where, fix = "in "+o.LogDir, ""
 		}
-		return "", &NoRunError{Msg: fmt.Sprintf("no run %s %s", o.RunID, where)}
+		return "", &NoRunError{Msg: fmt.Sprintf("no run %s %s", o.RunID, where), Fix: fix}
 	}
 	return dir, nil
 }

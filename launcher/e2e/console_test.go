@@ -33,6 +33,16 @@ func TestEveryRunKeepsItsConsole(t *testing.T) {
 	}
 	wantContains(t, "logs quiet", logs("quiet"), "[worker:0 k1] hello-quiet\n")
 
+	// From another directory: where to look, and from the hosts.
+	elsewhere := t.TempDir()
+	r = tfhive(t, f.Env(), elsewhere, "logs", "fg")
+	wantCode(t, r, 1)
+	wantContains(t, "logs fg elsewhere", r.stderr, "tfhive: error: no run fg in tfhive-runs here\n",
+		"tfhive: hint: a run's log dir is where it was started", "tfhive logs -H HOSTS fg")
+	r = tfhive(t, f.Env(), elsewhere, "logs", "-H", "k1", "--ssh-config", f.SSHConfig, "fg")
+	wantCode(t, r, 0)
+	wantContains(t, "logs -H fg", r.stdout, "hello-fg")
+
 	r = run("dq", "-q", "--detach")
 	wantCode(t, r, 0)
 	wantCode(t, tfhive(t, f.Env(), dir, "wait", "dq"), 0)
