@@ -110,13 +110,18 @@ func TestUserHostsFileOnFakeHosts(t *testing.T) {
 	contains(t, "kill", k.stdout.String(), "stopped run mine on ")
 	errAs[*RunFailedError](t, wait())
 
-	// ./hosts.yaml wins over the user's; -H is the command line: no word.
+	// ./hosts.yaml wins over the user's; -H picks hosts, ./hosts.yaml
+	// lending its settings, and says so; -H with --hosts is the command
+	// line: no word.
 	writeFile(t, empty, "hosts.yaml", "hosts: [b]\n")
 	if got := hostsFrom(h); got != "hosts from ./hosts.yaml" {
 		t.Errorf("with ./hosts.yaml: %q", got)
 	}
-	if got := hostsFrom(HostOptions{Hosts: []string{"a"}}); got != "" {
+	if got := hostsFrom(HostOptions{Hosts: []string{"a"}}); got != "hosts from -H, their settings from ./hosts.yaml" {
 		t.Errorf("with -H: %q", got)
+	}
+	if got := hostsFrom(HostOptions{Hosts: []string{"a"}, File: filepath.Join(empty, "hosts.yaml")}); got != "" {
+		t.Errorf("with -H and --hosts: %q", got)
 	}
 	t.Setenv("TFHIVE_HOSTS", filepath.Join(conf, "hosts.yaml"))
 	if got := hostsFrom(HostOptions{File: filepath.Join(conf, "hosts.yaml")}); got != "hosts from $TFHIVE_HOSTS ("+filepath.Join(conf, "hosts.yaml")+")" {

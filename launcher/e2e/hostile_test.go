@@ -50,7 +50,14 @@ func (s *sharedHost) as(args ...string) []string {
 	return append([]string{args[0], "--hosts", s.aliceHosts, "--ssh-config", s.f.SSHConfig}, args[1:]...)
 }
 
+// lockFile is a lock file of the host's claims dir as the host names it
+// (for its commands and tfhive's messages); lockFileHere, as the test
+// reaches it.
 func (s *sharedHost) lockFile(name string) string {
+	return filepath.Join(s.h.ClaimsPath(), "tfhive-claim."+name+".lock")
+}
+
+func (s *sharedHost) lockFileHere(name string) string {
 	return filepath.Join(s.h.ClaimsDir(), "tfhive-claim."+name+".lock")
 }
 
@@ -164,7 +171,7 @@ func TestHostileForgedClaims(t *testing.T) {
 	forged := s.lockFile("port-39999")
 	s.mallorySh(t, "printf 'run=victim task=worker:0 user="+s.alice.Name+" since=1 pgid=1\\n' >"+forged)
 	for _, f := range []string{s.lockFile("gpu-" + s.uuids[0]), s.lockFile("gpu-" + s.uuids[1])} {
-		if _, err := os.Stat(f); err != nil {
+		if _, err := os.Stat(filepath.Join(s.h.ClaimsDir(), filepath.Base(f))); err != nil {
 			continue // the GPU alice's run does not use
 		}
 		// Her text in alice's files: she cannot write them.
@@ -173,7 +180,7 @@ func TestHostileForgedClaims(t *testing.T) {
 		}
 	}
 	fake := background(t, s.h, s.mallory, "exec 4<"+forged+"; echo ready; exec flock -n -o /proc/self/fd/4 bash --norc -c 'sleep 300' tfhive-sup "+
-		s.h.ClaimsDir()+" victim worker:7 port:39999")
+		s.h.ClaimsPath()+" victim worker:7 port:39999")
 
 	ps := tfhive(t, s.f.Env(), s.f.Dir, s.as("ps", "--json")...)
 	var doc struct{ Runs []view.RunOnHost }
@@ -227,7 +234,7 @@ func TestHostileDeletedLock(t *testing.T) {
 	run, _ := startRun(t, s.f, runArgv...)
 
 	if err := s.h.Command(s.mallory, "rm", "-f", s.lockFile("gpu-"+s.uuids[1])).Run(); err == nil {
-		if _, err := os.Stat(s.lockFile("gpu-" + s.uuids[1])); err != nil {
+		if _, err := os.Stat(s.lockFileHere("gpu-" + s.uuids[1])); err != nil {
 			t.Fatal("mallory deleted alice's lock file")
 		}
 	}
@@ -252,7 +259,7 @@ func TestHostileDeletedLock(t *testing.T) {
 // fails closed, its GPUs never free.
 func TestHostileFloodedClaimsDir(t *testing.T) {
 	s := newSharedHost(t)
-	dir := s.h.ClaimsDir()
+	dir := s.h.ClaimsPath()
 	s.mallorySh(t, "cd "+dir+" && seq 1 30000 | sed 's/^/tfhive-claim."+strings.Repeat("x", 200)+"/; s/$/.lock/' | xargs touch")
 	s.mallorySh(t, "ln -s /etc/passwd "+s.lockFile("gpu-"+s.uuids[1]))
 	held := s.lockFile("gpu-" + s.uuids[0])
@@ -344,7 +351,7 @@ func TestHostileSwappedLockFiles(t *testing.T) {
 	for p := 2300; p <= 2303; p++ {
 		files = append(files, s.lockFile("port-"+itoa(p)))
 	}
-	swaps := filepath.Join(s.h.ClaimsDir(), "mallory-swaps")
+	swaps := filepath.Join(s.h.ClaimsPath(), "mallory-swaps")
 	background(t, s.h, s.mallory, "SWAPS="+swaps+" exec perl -e '"+swapLocks+"' "+strings.Join(files, " "))
 
 	type use struct {
@@ -407,7 +414,7 @@ func TestHostileSwappedLockFiles(t *testing.T) {
 		t.Errorf("%d GPUs or addresses double-booked in 10 trials", doubled)
 	}
 	// The attack took place: mallory swapped files that were locked.
-	data, _ := os.ReadFile(swaps)
+	data, _ := os.ReadFile(filepath.Join(s.h.ClaimsDir(), "mallory-swaps"))
 	if n := atoi(strings.TrimSpace(string(data))); n == 0 {
 		t.Error("mallory never swapped a locked file: the trials proved nothing")
 	} else {

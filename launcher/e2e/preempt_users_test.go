@@ -128,7 +128,7 @@ func TestPreemptForgedRequest(t *testing.T) {
 		t.Errorf("the forger's run asked to preempt:\n%s", r.stderr)
 	}
 
-	dir := p.f.Host("h1").ClaimsDir()
+	dir := p.f.Host("h1").ClaimsPath()
 	hold := func(file string, label ...string) {
 		background(t, p.f.Host("h1"), forger, "exec flock -n -o "+dir+"/"+file+" bash --norc -c 'echo ready; exec sleep 300' "+strings.Join(label, " "))
 	}
@@ -141,7 +141,7 @@ func TestPreemptForgedRequest(t *testing.T) {
 	// each time the directory is opened after the forgeries were in
 	// place but the last, the watch has weighed them and said no. The
 	// bound below only fails a watch that never looks at all.
-	opens := dirOpens(t, dir)
+	opens := dirOpens(t, p.f.Host("h1").ClaimsDir())
 	for range 3 {
 		select {
 		case <-opens:
@@ -229,7 +229,7 @@ func TestPreemptPremadeRequest(t *testing.T) {
 	p := newPreemptHost(t)
 	mallory := sshtest.AddUser(t, "mallory")
 	low, _, gpus := p.startLow(t)
-	dir := p.f.Host("h1").ClaimsDir()
+	dir := p.f.Host("h1").ClaimsPath()
 	premade := dir + "/tfhive-preempt.high-b.low-a.lock"
 	out, err := p.f.Host("h1").Command(mallory, "/bin/sh", "-c", ": >"+premade).CombinedOutput()
 	if err != nil {
@@ -261,7 +261,7 @@ func TestPreemptPremadeRequest(t *testing.T) {
 		"tfhive: warning: h1: tfhive-preempt.high-b.low-a.lock was made by "+mallory.Name+", not by this run",
 		"tfhive: preempting run low-a of "+p.low.Name+" (--priority low) on h1 for its 2 GPUs")
 	var st syscall.Stat_t
-	if err := syscall.Stat(premade, &st); err != nil || int(st.Uid) != mallory.UID {
+	if err := syscall.Stat(filepath.Join(p.f.Host("h1").ClaimsDir(), filepath.Base(premade)), &st); err != nil || int(st.Uid) != mallory.UID {
 		t.Errorf("mallory's file: %v, uid %d", err, st.Uid)
 	}
 }
@@ -284,7 +284,7 @@ func TestPreemptNeedsAWaitingRun(t *testing.T) {
 	lowDone := make(chan struct{})
 	go func() { low.readAll(); low.Wait(); close(lowDone) }()
 
-	dir := f.Host("h1").ClaimsDir()
+	dir := f.Host("h1").ClaimsPath()
 	var forged []*exec.Cmd
 	hold := func(file string, label ...string) {
 		forged = append(forged, background(t, f.Host("h1"), mallory, "exec flock -n -o "+dir+"/"+file+" bash --norc -c 'echo ready; exec sleep 300' "+strings.Join(label, " ")))
@@ -296,7 +296,7 @@ func TestPreemptNeedsAWaitingRun(t *testing.T) {
 
 	// Each opening of the directory but the last after the forgeries were
 	// in place is a look of the watch at them that said no.
-	opens := dirOpens(t, dir)
+	opens := dirOpens(t, f.Host("h1").ClaimsDir())
 	for range 3 {
 		select {
 		case <-opens:

@@ -54,7 +54,7 @@ func TestQueueForgedSince(t *testing.T) {
 	w.discardRest()
 	before := time.Now()
 
-	dir := f.Host("h1").ClaimsDir()
+	dir := f.Host("h1").ClaimsPath()
 	background(t, f.Host("h1"), mallory, "exec flock -n -o "+dir+"/tfhive-ticket.1.0.forged.lock bash --norc -c 'echo ready; exec sleep 300' tfhive-ticket "+dir+" 1.0.forged forged normal 0 2")
 
 	q := queueEntries(t, f)

@@ -212,7 +212,7 @@ func (h *Host) separateCommand(sshd []string) (*exec.Cmd, error) {
 		claims = h.ClaimsDir()
 	}
 	args := []string{"--pid", "--fork", "--mount-proc", "--mount", "--uts", "--kill-child=SIGKILL", "--",
-		"/bin/sh", "-c", separateScript, "sshtest-host", h.hostname(), mid, homes, claims, h.claimsSeen(), stageDir}
+		"/bin/sh", "-c", separateScript, "sshtest-host", h.hostname(), mid, homes, claims, h.ClaimsPath(), stageDir}
 	args = append(args, h.keep...)
 	args = append(args, "--")
 	args = append(args, sshd...)
@@ -517,10 +517,12 @@ func (h *Host) hostname() string {
 	return h.Name
 }
 
-// claimsSeen is where the host's sessions find its claims directory
-// ($TFHIVE_CLAIMS_DIR): ClaimsDir itself, or on a Clones bed one path
-// for every host, as /tmp is, where each host sees its own.
-func (h *Host) claimsSeen() string {
+// ClaimsPath is the host's claims directory as its sessions name it
+// ($TFHIVE_CLAIMS_DIR, and so in tfhive's messages and labels):
+// ClaimsDir itself, or on a Clones bed one path for every host, as /tmp
+// is, where each host sees its own. The test reads and writes the
+// directory through ClaimsDir; a command on the host may use either.
+func (h *Host) ClaimsPath() string {
 	if h.bed == Clones {
 		return filepath.Join(h.fleetDir(), "claims")
 	}

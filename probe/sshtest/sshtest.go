@@ -584,7 +584,7 @@ func (h *Host) start(t testing.TB, authorized string) error {
 		}
 	}
 	setEnv := fmt.Sprintf("PATH=%s:/usr/local/bin:/usr/bin:/bin TFHIVE_FAKE_GPU=%s TFHIVE_FAKE_NIC=%s TFHIVE_CLAIMS_DIR=%s TFHIVE_POLICY=%s",
-		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.claimsSeen(), h.PolicyFile())
+		filepath.Join(h.Dir, "bin"), filepath.Join(h.Dir, "gpu"), filepath.Join(h.Dir, "nic"), h.ClaimsPath(), h.PolicyFile())
 	// sshd keeps the first SetEnv it meets: the test user's Match comes
 	// first, everyone else gets the PATH alone.
 	envCfg := "SetEnv " + setEnv + "\n"
