@@ -48,6 +48,9 @@ func Plan(ctx context.Context, o PlanOptions) error {
 	if tree != nil {
 		fleet.LookForCode(tree.Hash)
 	}
+	// As status and run do: a plan made on ./hosts.yaml's fleet is
+	// another than one made on the user's.
+	noteHostsFrom(o.Hosts, o.Stderr)
 	plan, _, err := probeAndPlan(ctx, fleet, req, o.Stderr, nil, schedule.Make)
 	if err != nil {
 		return err

@@ -54,6 +54,12 @@ func TestUserHostsFile(t *testing.T) {
 			t.Errorf("status -H %s shows %s:\n%s", pick.flag, pick.not, r.stdout)
 		}
 	}
+	// plan says it too (before, it said nothing of where its hosts came from).
+	pl := tfhive(t, env, dir, "plan", "--workers", "2", "--", "true")
+	wantCode(t, pl, 0)
+	if got := withoutClonesWarning(pl.stderr); got != note {
+		t.Errorf("plan's stderr %q, want %q", got, note)
+	}
 	j := tfhive(t, env, dir, "status", "--json")
 	wantCode(t, j, 0)
 	var doc struct {
