@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -281,6 +282,7 @@ type TaskOutput struct {
 	closed   bool
 	capture  *taskCapture // --capture's matching, for the tasks concerned
 	rec      *TaskOutput  // the task on the console's record (Record)
+	errTail  lineTail     // stderr's last lines, for the summary
 }
 
 // Stdout is the writer for the task's standard output.
@@ -392,6 +394,9 @@ func (s *outStream) Write(p []byte) (int, error) {
 	if t.capture != nil {
 		t.capture.write(s.index(), p)
 	}
+	if s.index() == 1 {
+		t.errTail.write(p)
+	}
 	if t.rec != nil {
 		if s.index() == 0 {
 			t.rec.out.Write(p)
@@ -431,6 +436,15 @@ func (t *TaskOutput) captureInto(c *Captures, id string, series *seriesBook) {
 	if c.concerns(id) {
 		t.capture = newTaskCapture(c, series.task(id, len(c.List)))
 	}
+}
+
+// LastErrLines are the last lines (at most lastLines, each cut at
+// lastLineBytes) the task wrote on stderr, its last line without a
+// newline too: why it failed, for the summary. Read them after Close.
+func (t *TaskOutput) LastErrLines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.errTail.lines()
 }
 
 // Metrics are the values captured (--capture), by name: nil when the
@@ -558,4 +572,63 @@ func outIndex(p []byte, off int, c byte) int {
 		return -1
 	}
 	return off + i
+}
+
+// lineTail keeps the last non-blank lines of a stream, bounded: lastLines
+// lines of at most lastLineBytes each (cut on a character's boundary).
+type lineTail struct {
+	last [lastLines]string
+	n    int    // lines kept, at most lastLines
+	at   int    // where the next one goes
+	part []byte // the line being written, at most lastLineBytes
+}
+
+const (
+	lastLines     = 5
+	lastLineBytes = 200
+)
+
+func (l *lineTail) write(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			l.add(p)
+			return
+		}
+		l.add(p[:i])
+		l.end()
+		p = p[i+1:]
+	}
+}
+
+func (l *lineTail) add(b []byte) {
+	if room := lastLineBytes - len(l.part); room > 0 {
+		l.part = append(l.part, b[:min(len(b), room)]...)
+	}
+}
+
+// end keeps the line written so far, unless it is blank.
+func (l *lineTail) end() {
+	line := strings.TrimSpace(strings.ToValidUTF8(string(l.part), ""))
+	l.part = l.part[:0]
+	if line == "" {
+		return
+	}
+	l.last[l.at] = line
+	l.at = (l.at + 1) % lastLines
+	l.n = min(l.n+1, lastLines)
+}
+
+func (l *lineTail) lines() []string {
+	var out []string
+	for k := l.n; k > 0; k-- {
+		out = append(out, l.last[(l.at-k+lastLines)%lastLines])
+	}
+	if line := strings.TrimSpace(strings.ToValidUTF8(string(l.part), "")); line != "" {
+		out = append(out, line)
+		if len(out) > lastLines {
+			out = out[1:]
+		}
+	}
+	return out
 }

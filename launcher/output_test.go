@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -701,5 +702,24 @@ func TestOutputRecord(t *testing.T) {
 	}
 	if got := log.String(); got != "loud \x1b]0;title\x07line\nquiet line\npartial" {
 		t.Errorf("log %q", got)
+	}
+}
+
+// The last lines a task wrote on stderr: at most five, blank ones left
+// out, each cut at 200 bytes on a character's boundary, the last one
+// without its newline too.
+func TestOutputLastErrLines(t *testing.T) {
+	c := NewConsole(io.Discard, false)
+	o := c.Task("worker:0 h1", nil, true)
+	io.WriteString(o.Stdout(), "not this\n")
+	io.WriteString(o.Stderr(), "one\n\n  \ntwo\nthr")
+	io.WriteString(o.Stderr(), "ee\n"+strings.Repeat("é", 150)+"\nfive\nsix\nValueError: did not")
+	io.WriteString(o.Stderr(), " converge")
+	o.Close()
+	c.Close()
+	got := o.LastErrLines()
+	want := []string{"three", strings.Repeat("é", 100), "five", "six", "ValueError: did not converge"}
+	if !slices.Equal(got, want) {
+		t.Errorf("last lines %q, want %q", got, want)
 	}
 }

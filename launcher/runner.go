@@ -815,7 +815,11 @@ func (r *runner) summary() *record.Summary {
 	r.cancelledSummary(s, decider)
 	r.preemptedSummary(s)
 	if decider >= 0 {
-		s.Tasks = append(s.Tasks, r.tasks[decider].res)
+		d := r.tasks[decider]
+		if result == record.ResultFailed && d.out != nil {
+			d.res.LastLines = d.out.LastErrLines()
+		}
+		s.Tasks = append(s.Tasks, d.res)
 	}
 	for i, rt := range r.tasks {
 		if i != decider {

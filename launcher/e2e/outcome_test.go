@@ -57,3 +57,21 @@ func TestRunStoppedOutcomeOneText(t *testing.T) {
 	}
 	noLeftovers(t, f, 10*time.Second)
 }
+
+// A failed run's summary shows why: the deciding task's last lines on
+// stderr, behind "  | ", its control bytes inert; summary.json keeps
+// them (last_lines). Before, one had to open its log to learn that it
+// "did not converge".
+func TestRunSummaryShowsWhy(t *testing.T) {
+	f := runFleet(t, "w1")
+	script := `if [ "$TFHIVE_TASK" = worker:1 ]; then printf 'step 1\n\nTraceback (most recent call last):\nValueError: did not converge \033[31m\n' >&2; exit 7; fi; exec sleep 30`
+	args, logDir := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "0", "--", "sh", "-c", script)
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 7)
+	wantContains(t, "summary", r.stdout, "worker:1's last lines on stderr (all of it: ",
+		"\n  | step 1\n  | Traceback (most recent call last):\n  | ValueError: did not converge ^[[31m\n")
+	s := summaryOf(t, logDir)
+	if len(s.Tasks) == 0 || s.Tasks[0].ID != "worker:1" || len(s.Tasks[0].LastLines) != 3 || len(s.Tasks[1].LastLines) != 0 {
+		t.Errorf("summary.json's tasks: %+v", s.Tasks)
+	}
+}

@@ -96,6 +96,10 @@ type TaskResult struct {
 	// Intruders are the processes --sample saw on the task's GPUs that
 	// were not the run's (launcher/intruders.go).
 	Intruders []Intruder `json:"intruders,omitempty"`
+	// LastLines are the last lines the task wrote on stderr (at most 5,
+	// each cut at 200 bytes): kept for the task that decided a failed
+	// run, so that the summary says why without opening its log.
+	LastLines []string `json:"last_lines,omitempty"`
 }
 
 // RecordError: the run ended (Result) but its log dir could not take its

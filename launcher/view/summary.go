@@ -45,7 +45,29 @@ func WriteSummary(w io.Writer, s *record.Summary) error {
 	if _, err := fmt.Fprintf(w, "run %s %s: %s (exit %d)\n", s.RunID, s.Result, s.Reason, s.ExitCode); err != nil {
 		return err
 	}
+	if err := writeLastLines(w, s); err != nil {
+		return err
+	}
 	return writeMetricsLine(w, s)
+}
+
+// writeLastLines shows the deciding task's last lines on stderr, when the
+// run failed: why, without opening its log. They are the task's text:
+// control bytes made inert, each behind "  | ".
+func writeLastLines(w io.Writer, s *record.Summary) error {
+	if len(s.Tasks) == 0 || len(s.Tasks[0].LastLines) == 0 {
+		return nil
+	}
+	t := s.Tasks[0]
+	if _, err := fmt.Fprintf(w, "%s's last lines on stderr (all of it: %s):\n", t.ID, t.Log); err != nil {
+		return err
+	}
+	for _, l := range t.LastLines {
+		if _, err := fmt.Fprintf(w, "  | %s\n", SanitizeCell(l)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // outcomeText is a task's (or an attempt's) OUTCOME cell: the outcome,
