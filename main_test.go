@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
@@ -410,5 +411,44 @@ func TestEmitUsage(t *testing.T) {
 	}
 	if !untouched() {
 		t.Error("a refused --emit contacted a host")
+	}
+}
+
+// report -o refuses what is not a regular file (a FIFO would block the
+// open for good, past Ctrl-C; a device or a directory is no report), in
+// one line and exit 2, before it reads the run; a new file or a regular
+// one is written.
+func TestReportOutputNotAFile(t *testing.T) {
+	dir := isolate(t)
+	run := filepath.Join(dir, "tfhive-runs", "r1")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "plan.json"), []byte(`{"run_id": "r1", "tasks": [{"id": "worker:0", "host": "h"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("fifo", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{"fifo", "link", "/dev/null", "tfhive-runs"} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			wantUsage(t, []string{"report", "r1", "-o", out}, "tfhive: error: -o "+out+": not a regular file",
+				"tfhive: hint: -o - writes the report to stdout (tfhive report RUN -o - > PATH)")
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("report -o %s: still blocked after 10s", out)
+		}
+	}
+	for _, out := range []string{"new.html", "new.html"} {
+		if code, stdout, stderr := tfhive(t, "report", "r1", "-o", out); code != 0 || stdout != out+"\n" {
+			t.Errorf("report -o %s: exit %d, stdout %q, stderr %q", out, code, stdout, stderr)
+		}
 	}
 }
