@@ -452,3 +452,37 @@ func TestReportOutputNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// A request far beyond any fleet (a typo's extra zeros) is refused in a
+// line, before any host is touched and before anything is planned.
+func TestRequestBoundedBeforeAnyHost(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	for _, c := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"--workers", "100000000"}, "tfhive: error: --workers must be at most 65536, got 100000000"},
+		{[]string{"--ps", "70000"}, "tfhive: error: --ps must be at most 65536, got 70000"},
+		{[]string{"--gpus-per-worker", "4096"}, "tfhive: error: --gpus-per-worker must be at most 1024, got 4096"},
+		{[]string{"--framework", "torch", "--nnodes", "4096", "--nproc-per-node", "4096"},
+			"tfhive: error: --nnodes 4096 --nproc-per-node 4096 is 16777216 ranks: at most 65536"},
+	} {
+		for _, verb := range []string{"plan", "run"} {
+			args := append(append([]string{verb, "--connect-timeout", "1s", "-H", addr}, c.args...), "--", "true")
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				wantUsage(t, args, c.line)
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%q: still running after 20s", args)
+			}
+		}
+	}
+	if !untouched() {
+		t.Error("a host was contacted although the request was refused")
+	}
+}

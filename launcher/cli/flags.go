@@ -65,6 +65,9 @@ func torchrunFlags(c *cli.Context, j *commands.Job) error {
 	if nodes < 1 || per < 1 || nodes > 1<<12 || per > 1<<12 {
 		return &commands.UsageError{Msg: fmt.Sprintf("--nnodes %d --nproc-per-node %d: each must be 1 to 4096", nodes, per)}
 	}
+	if nodes*per > schedule.MaxTasks {
+		return &commands.UsageError{Msg: fmt.Sprintf("--nnodes %d --nproc-per-node %d is %d ranks: at most %d", nodes, per, nodes*per, schedule.MaxTasks)}
+	}
 	if j.Framework != schedule.FrameworkTorch {
 		return &commands.UsageError{Msg: "--nnodes and --nproc-per-node are torchrun's: they need --framework torch",
 			Fix: fmt.Sprintf("add --framework torch, or give --workers %d", nodes*per)}

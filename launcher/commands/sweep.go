@@ -215,6 +215,9 @@ func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
 	if _, err := r.checkTimesAndImports(); err != nil {
 		return record.Sweep{}, err
 	}
+	if err := r.Job.checkCounts(); err != nil {
+		return record.Sweep{}, err
+	}
 	if _, err := captures(r.Capture, r.CaptureFrom, r.Job.taskIDs()); err != nil {
 		return record.Sweep{}, err
 	}
