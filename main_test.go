@@ -319,6 +319,10 @@ func TestReport(t *testing.T) {
 				"tfhive: hint: tfhive doctor shows every host side by side; run without --check to start anyway\n"},
 		// Said already, where it was said at all (run's stop).
 		{commands.ErrStdoutClosed, ""},
+		// Whatever an error names (a path, a host's words), each line
+		// stays one line, inert: control and bidi characters escaped.
+		{&schedule.CapacityError{Msg: "bad\nline \x1b[2J", Fix: "fix\r\u202eit", Lines: []string{"a\tb\u2066"}},
+			"tfhive: error: bad\\nline \\x1b[2J\ntfhive:   a\\tb\\u2066\ntfhive: hint: fix\\r\\u202eit\n"},
 	}
 	for _, c := range cases {
 		var b bytes.Buffer
@@ -484,5 +488,26 @@ func TestRequestBoundedBeforeAnyHost(t *testing.T) {
 	}
 	if !untouched() {
 		t.Error("a host was contacted although the request was refused")
+	}
+}
+
+// A host given with a control or bidi character, or a name longer than
+// a DNS name's 253 characters, is refused in one line that shows it
+// escaped (and cut), exit 2, at once: a 100 KB name once took status
+// 11 s and 1.7 GB.
+func TestHostNamesBounded(t *testing.T) {
+	isolate(t)
+	long := strings.Repeat("a", 100_000)
+	cut := `"` + strings.Repeat("a", 64) + `…"`
+	for _, c := range []struct{ host, line string }{
+		{"h1\nh2", `tfhive: error: -H "h1\nh2": host "h1\nh2": "h1\nh2" is not a host name or IP address`},
+		{"h1\u202eh2", `tfhive: error: -H "h1\u202eh2": host "h1\u202eh2": "h1\u202eh2" is not a host name or IP address`},
+		{long, "tfhive: error: -H " + cut + ": host " + cut + " (100000 characters): longer than a host name's 253"},
+	} {
+		start := time.Now()
+		wantUsage(t, []string{"status", "--connect-timeout", "1s", "-H", c.host}, c.line)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%.20q: refused after %s", c.host, d)
+		}
 	}
 }

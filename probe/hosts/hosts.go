@@ -242,13 +242,13 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 		for _, spec := range specs {
 			expanded, err := expandRanges(spec)
 			if err != nil {
-				return nil, origin, prefixed("-H "+spec, err)
+				return nil, origin, prefixed("-H "+shown(spec), err)
 			}
 			if len(hosts)+len(expanded) > maxExpandedHosts {
 				return nil, origin, configErrorf("-H: more than %d hosts", maxExpandedHosts)
 			}
 			for _, s := range expanded {
-				h, err := r.resolve(hostEntry{Address: s}, hostSettings{}, "-H "+s)
+				h, err := r.resolve(hostEntry{Address: s}, hostSettings{}, "-H "+shown(s))
 				if err != nil {
 					return nil, origin, err
 				}
