@@ -511,3 +511,21 @@ func TestHostNamesBounded(t *testing.T) {
 		}
 	}
 }
+
+// A sweep checks every trial's command before anything starts: a value
+// that makes a bad placeholder in its trial's command is exit 2, naming
+// the trial, with no host touched (it once failed that trial at run
+// time, exit 1).
+func TestSweepChecksEveryTrial(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	wantUsage(t, []string{"sweep", "--connect-timeout", "1s", "-H", addr, "--name", "sw", "--param", "x=a,{nope}", "--", "echo", "{x}"},
+		"tfhive: error: trial sw-002 (x={nope}): unknown placeholder {nope} in command",
+		"tfhive: hint: known placeholders: {job_name} {task_index} {ps_hosts} {worker_hosts} {chief_hosts} {cluster_spec} {tf_config} {run_id} {host} {port} {gpus} {rank} {world_size} {master_addr} {master_port} {code_dir}; write {{nope}} for a literal {nope}")
+	if !untouched() {
+		t.Error("a host was contacted although a trial's command was refused")
+	}
+	if _, err := os.Stat("tfhive-runs/sw"); err == nil {
+		t.Error("the sweep's dir was made although a trial's command was refused")
+	}
+}
