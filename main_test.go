@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -528,4 +529,23 @@ func TestSweepChecksEveryTrial(t *testing.T) {
 	if _, err := os.Stat("tfhive-runs/sw"); err == nil {
 		t.Error("the sweep's dir was made although a trial's command was refused")
 	}
+}
+
+// --random N picks N trials of a grid larger than the 10,000 a sweep
+// runs; the grid's own limit names --random only when it was not given.
+func TestSweepRandomOfALargeGrid(t *testing.T) {
+	isolate(t)
+	var a, b []string
+	for i := range 200 {
+		a, b = append(a, "a"+strconv.Itoa(i)), append(b, "b"+strconv.Itoa(i))
+	}
+	pa, pb := "a="+strings.Join(a, ","), "b="+strings.Join(b, ",")
+	code, stdout, stderr := tfhive(t, "plan", "--emit", "slurm", "--name", "sw", "--param", pa, "--param", pb, "--random", "3", "--seed", "5", "--", "echo", "{a}", "{b}")
+	if code != 0 || stderr != "" || !strings.Contains(stdout, "#SBATCH --array=0-2\n") || !strings.Contains(stdout, "3 trials: 3 combinations of a, b picked with --seed 5") {
+		t.Errorf("--random 3 of a 40000-trial grid: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+	wantUsage(t, []string{"plan", "--emit", "slurm", "--param", pa, "--param", pb, "--random", "20000", "--", "echo", "{a}", "{b}"},
+		"tfhive: error: --random 20000: at most 10000 trials")
+	wantUsage(t, []string{"plan", "--emit", "slurm", "--param", pa, "--param", pb, "--", "echo", "{a}", "{b}"},
+		"tfhive: error: the grid has 40000 combinations, at most 10000; pick some with --random N")
 }

@@ -259,7 +259,7 @@ func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
 		}
 		params = append(params, p)
 	}
-	if err := sweep.Validate(params); err != nil {
+	if err := sweep.Validate(params, o.Random); err != nil {
 		return record.Sweep{}, &UsageError{Msg: err.Error()}
 	}
 	name := r.Job.Name
