@@ -128,7 +128,14 @@ func sweepFlags() []cli.Flag {
 }
 
 func (w wiring) gc(c *cli.Context) (commands.GCOptions, error) {
-	return commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), OlderThan: c.Duration("older-than"), DryRun: c.Bool("dry-run"), JSON: c.Bool("json")}, noArgs(c)
+	o := commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), DryRun: c.Bool("dry-run"), JSON: c.Bool("json")}
+	// Given, 0 included, or not: 0 is not the default (a week of run
+	// files).
+	if c.IsSet("older-than") {
+		d := c.Duration("older-than")
+		o.OlderThan = &d
+	}
+	return o, noArgs(c)
 }
 
 func (w wiring) doctor(c *cli.Context) (commands.DoctorOptions, error) {
@@ -399,7 +406,7 @@ func syncFlags() []cli.Flag {
 
 func gcFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.DurationFlag{Name: "older-than", Usage: "keep --sync trees used within `D` (at least 1m) and ended runs' host files touched within D (default: trees unused now, run files 7d)"},
+		&cli.DurationFlag{Name: "older-than", Usage: "keep --sync trees used within `D` (at least 1m) and ended runs' host files touched within D (0s: none; default: trees unused now, run files 7d)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "remove nothing; say what would be removed"},
 	}
 }
