@@ -549,3 +549,28 @@ func TestSweepRandomOfALargeGrid(t *testing.T) {
 	wantUsage(t, []string{"plan", "--emit", "slurm", "--param", pa, "--param", pb, "--", "echo", "{a}", "{b}"},
 		"tfhive: error: the grid has 40000 combinations, at most 10000; pick some with --random N")
 }
+
+// A log root that is there but is not a directory is bad input for every
+// command that reads one: one line, exit 2, no host touched (top once
+// showed no runs and exited 0).
+func TestLogRootNotADirectory(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	for _, args := range [][]string{
+		{"top", "--connect-timeout", "1s", "-H", addr, "--log-root", "/dev/zero"},
+		{"runs", "--log-root", "/dev/zero"},
+		{"runs", "--log-root", "/dev/zero", "--sweep", "sw"},
+		{"report", "--log-root", "/dev/zero", "r1"},
+	} {
+		wantUsage(t, args, "tfhive: error: --log-root /dev/zero: not a directory",
+			"tfhive: hint: --log-root names the directory that holds the runs' log dirs")
+	}
+	if err := os.WriteFile("tfhive-runs", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantUsage(t, []string{"runs"}, "tfhive: error: log root tfhive-runs: not a directory",
+		"tfhive: hint: --log-root names the directory that holds the runs' log dirs")
+	if !untouched() {
+		t.Error("a host was contacted although the log root was refused")
+	}
+}

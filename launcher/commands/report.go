@@ -38,9 +38,9 @@ func Report(_ context.Context, o ReportOptions) error {
 			return notRegularOut(o.Out)
 		}
 	}
-	root := o.LogRoot
-	if root == "" {
-		root = logRoot
+	root, err := checkLogRoot(o.LogRoot)
+	if err != nil {
+		return err
 	}
 	dir := filepath.Join(root, o.Name)
 	var render func(io.Writer) error
