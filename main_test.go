@@ -8,8 +8,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
@@ -318,6 +320,10 @@ func TestReport(t *testing.T) {
 				"tfhive: hint: tfhive doctor shows every host side by side; run without --check to start anyway\n"},
 		// Said already, where it was said at all (run's stop).
 		{commands.ErrStdoutClosed, ""},
+		// Whatever an error names (a path, a host's words), each line
+		// stays one line, inert: control and bidi characters escaped.
+		{&schedule.CapacityError{Msg: "bad\nline \x1b[2J", Fix: "fix\r\u202eit", Lines: []string{"a\tb\u2066"}},
+			"tfhive: error: bad\\nline \\x1b[2J\ntfhive:   a\\tb\\u2066\ntfhive: hint: fix\\r\\u202eit\n"},
 	}
 	for _, c := range cases {
 		var b bytes.Buffer
@@ -410,5 +416,161 @@ func TestEmitUsage(t *testing.T) {
 	}
 	if !untouched() {
 		t.Error("a refused --emit contacted a host")
+	}
+}
+
+// report -o refuses what is not a regular file (a FIFO would block the
+// open for good, past Ctrl-C; a device or a directory is no report), in
+// one line and exit 2, before it reads the run; a new file or a regular
+// one is written.
+func TestReportOutputNotAFile(t *testing.T) {
+	dir := isolate(t)
+	run := filepath.Join(dir, "tfhive-runs", "r1")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "plan.json"), []byte(`{"run_id": "r1", "tasks": [{"id": "worker:0", "host": "h"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("fifo", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{"fifo", "link", "/dev/null", "tfhive-runs"} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			wantUsage(t, []string{"report", "r1", "-o", out}, "tfhive: error: -o "+out+": not a regular file",
+				"tfhive: hint: -o - writes the report to stdout (tfhive report RUN -o - > PATH)")
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("report -o %s: still blocked after 10s", out)
+		}
+	}
+	for _, out := range []string{"new.html", "new.html"} {
+		if code, stdout, stderr := tfhive(t, "report", "r1", "-o", out); code != 0 || stdout != out+"\n" {
+			t.Errorf("report -o %s: exit %d, stdout %q, stderr %q", out, code, stdout, stderr)
+		}
+	}
+}
+
+// A request far beyond any fleet (a typo's extra zeros) is refused in a
+// line, before any host is touched and before anything is planned.
+func TestRequestBoundedBeforeAnyHost(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	for _, c := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"--workers", "100000000"}, "tfhive: error: --workers must be at most 65536, got 100000000"},
+		{[]string{"--ps", "70000"}, "tfhive: error: --ps must be at most 65536, got 70000"},
+		{[]string{"--gpus-per-worker", "4096"}, "tfhive: error: --gpus-per-worker must be at most 1024, got 4096"},
+		{[]string{"--framework", "torch", "--nnodes", "4096", "--nproc-per-node", "4096"},
+			"tfhive: error: --nnodes 4096 --nproc-per-node 4096 is 16777216 ranks: at most 65536"},
+	} {
+		for _, verb := range []string{"plan", "run"} {
+			args := append(append([]string{verb, "--connect-timeout", "1s", "-H", addr}, c.args...), "--", "true")
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				wantUsage(t, args, c.line)
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%q: still running after 20s", args)
+			}
+		}
+	}
+	if !untouched() {
+		t.Error("a host was contacted although the request was refused")
+	}
+}
+
+// A host given with a control or bidi character, or a name longer than
+// a DNS name's 253 characters, is refused in one line that shows it
+// escaped (and cut), exit 2, at once: a 100 KB name once took status
+// 11 s and 1.7 GB.
+func TestHostNamesBounded(t *testing.T) {
+	isolate(t)
+	long := strings.Repeat("a", 100_000)
+	cut := `"` + strings.Repeat("a", 64) + `…"`
+	for _, c := range []struct{ host, line string }{
+		{"h1\nh2", `tfhive: error: -H "h1\nh2": host "h1\nh2": "h1\nh2" is not a host name or IP address`},
+		{"h1\u202eh2", `tfhive: error: -H "h1\u202eh2": host "h1\u202eh2": "h1\u202eh2" is not a host name or IP address`},
+		{long, "tfhive: error: -H " + cut + ": host " + cut + " (100000 characters): longer than a host name's 253"},
+	} {
+		start := time.Now()
+		wantUsage(t, []string{"status", "--connect-timeout", "1s", "-H", c.host}, c.line)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%.20q: refused after %s", c.host, d)
+		}
+	}
+}
+
+// A sweep checks every trial's command before anything starts: a value
+// that makes a bad placeholder in its trial's command is exit 2, naming
+// the trial, with no host touched (it once failed that trial at run
+// time, exit 1).
+func TestSweepChecksEveryTrial(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	wantUsage(t, []string{"sweep", "--connect-timeout", "1s", "-H", addr, "--name", "sw", "--param", "x=a,{nope}", "--", "echo", "{x}"},
+		"tfhive: error: trial sw-002 (x={nope}): unknown placeholder {nope} in command",
+		"tfhive: hint: known placeholders: {job_name} {task_index} {ps_hosts} {worker_hosts} {chief_hosts} {cluster_spec} {tf_config} {run_id} {host} {port} {gpus} {rank} {world_size} {master_addr} {master_port} {code_dir}; write {{nope}} for a literal {nope}")
+	if !untouched() {
+		t.Error("a host was contacted although a trial's command was refused")
+	}
+	if _, err := os.Stat("tfhive-runs/sw"); err == nil {
+		t.Error("the sweep's dir was made although a trial's command was refused")
+	}
+}
+
+// --random N picks N trials of a grid larger than the 10,000 a sweep
+// runs; the grid's own limit names --random only when it was not given.
+func TestSweepRandomOfALargeGrid(t *testing.T) {
+	isolate(t)
+	var a, b []string
+	for i := range 200 {
+		a, b = append(a, "a"+strconv.Itoa(i)), append(b, "b"+strconv.Itoa(i))
+	}
+	pa, pb := "a="+strings.Join(a, ","), "b="+strings.Join(b, ",")
+	code, stdout, stderr := tfhive(t, "plan", "--emit", "slurm", "--name", "sw", "--param", pa, "--param", pb, "--random", "3", "--seed", "5", "--", "echo", "{a}", "{b}")
+	if code != 0 || stderr != "" || !strings.Contains(stdout, "#SBATCH --array=0-2\n") || !strings.Contains(stdout, "3 trials: 3 combinations of a, b picked with --seed 5") {
+		t.Errorf("--random 3 of a 40000-trial grid: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+	wantUsage(t, []string{"plan", "--emit", "slurm", "--param", pa, "--param", pb, "--random", "20000", "--", "echo", "{a}", "{b}"},
+		"tfhive: error: --random 20000: at most 10000 trials")
+	wantUsage(t, []string{"plan", "--emit", "slurm", "--param", pa, "--param", pb, "--", "echo", "{a}", "{b}"},
+		"tfhive: error: the grid has 40000 combinations, at most 10000; pick some with --random N")
+}
+
+// A log root that is there but is not a directory is bad input for every
+// command that reads one: one line, exit 2, no host touched (top once
+// showed no runs and exited 0).
+func TestLogRootNotADirectory(t *testing.T) {
+	isolate(t)
+	addr, untouched := silentHost(t)
+	for _, args := range [][]string{
+		{"top", "--connect-timeout", "1s", "-H", addr, "--log-root", "/dev/zero"},
+		{"runs", "--log-root", "/dev/zero"},
+		{"runs", "--log-root", "/dev/zero", "--sweep", "sw"},
+		{"report", "--log-root", "/dev/zero", "r1"},
+	} {
+		wantUsage(t, args, "tfhive: error: --log-root /dev/zero: not a directory",
+			"tfhive: hint: --log-root names the directory that holds the runs' log dirs")
+	}
+	if err := os.WriteFile("tfhive-runs", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantUsage(t, []string{"runs"}, "tfhive: error: log root tfhive-runs: not a directory",
+		"tfhive: hint: --log-root names the directory that holds the runs' log dirs")
+	if !untouched() {
+		t.Error("a host was contacted although the log root was refused")
 	}
 }

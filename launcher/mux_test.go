@@ -261,3 +261,47 @@ func TestMuxPumpFailureSaid(t *testing.T) {
 		t.Errorf("Wait: %v, want %q", err, want)
 	}
 }
+
+// A multiplexer that cannot make its directory says why, as the system
+// says it (a full disk's "no space left on device"; here a file in the
+// way): the run's tasks could not start, and the line says what to fix.
+func TestMuxCannotCreate(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	const run = "20260101-000000-mux"
+	key, _ := os.ReadFile("/etc/machine-id")
+	k := strings.TrimSpace(string(key))
+	if len(k) != 32 || strings.Trim(k, "0123456789abcdef") != "" {
+		name, _ := os.Hostname()
+		k = "host-" + strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r) {
+				return r
+			}
+			return '_'
+		}, name)
+	}
+	rd := filepath.Join(home, ".tfhive", "runs-"+k, run)
+	if err := os.MkdirAll(rd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(home, ".tfhive"), filepath.Dir(rd), rd} {
+		os.Chmod(d, 0o700)
+	}
+	if err := os.WriteFile(filepath.Join(rd, ".mux-T3STMARK"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := newHostMux("T3STMARK")
+	if err := m.open(context.Background(), remote.Local{}, run, false); err != nil {
+		t.Fatal(err)
+	}
+	defer m.proc.Close()
+	select {
+	case <-m.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the multiplexer did not end")
+	}
+	why := m.refused.Load()
+	if want := "cannot create " + filepath.Join(rd, ".mux-T3STMARK") + ": file exists"; why == nil || *why != want {
+		t.Errorf("refused %v, want %q", why, want)
+	}
+}

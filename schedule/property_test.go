@@ -128,10 +128,3 @@ func TestPlanProperties(t *testing.T) {
 		t.Errorf("weak sample: %d planned, %d short", planned, short)
 	}
 }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

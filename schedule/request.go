@@ -41,6 +41,18 @@ const (
 	DefaultPortRange     = "2222-2400"
 )
 
+// Bounds of a request, checked by Validate before anything is planned:
+// a typo (--workers 100000000) fails in a line instead of planning
+// millions of tasks for minutes and gigabytes. Far above any fleet tfhive
+// drives over SSH: a task's GPUs are on one host.
+const (
+	// MaxTasks bounds the tasks of a run (ps, workers, chief and
+	// evaluator together), and a host's torch ranks.
+	MaxTasks = 1 << 16
+	// MaxGPUsPerTask bounds --gpus-per-worker and --gpus-per-ps.
+	MaxGPUsPerTask = 1024
+)
+
 // Request is what the user asked `plan` or `run` for.
 type Request struct {
 	Availability
@@ -113,17 +125,8 @@ func (r *Request) Validate() error {
 	default:
 		return usageErr("", "--priority must be low, normal or high, got %q", r.Priority)
 	}
-	for _, c := range []struct {
-		flag string
-		v    int
-	}{
-		{"--ps", r.PS}, {"--workers", r.Workers},
-		{"--gpus-per-worker", r.GPUsPerWorker}, {"--gpus-per-ps", r.GPUsPerPS},
-		{"--max-mem", r.MaxMemMiB},
-	} {
-		if c.v < 0 {
-			return usageErr("", "%s must be 0 or more, got %d", c.flag, c.v)
-		}
+	if err := r.ValidateCounts(); err != nil {
+		return err
 	}
 	if r.MaxUtilPct < 0 || r.MaxUtilPct > 100 {
 		return usageErr("", "--max-util must be between 0 and 100, got %d", r.MaxUtilPct)
@@ -176,6 +179,47 @@ func (r *Request) Validate() error {
 		return usageErr(claim.RunIDRule, "bad run id %q", r.RunID)
 	}
 	return checkCommand(r.Command, r.Framework, r.Code != nil)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ValidateCounts checks Validate's bounds on the request's counts alone
+// (none negative; tasks, ranks and GPUs per task within MaxTasks and
+// MaxGPUsPerTask): what must hold before anything is made per task, even
+// a list of the tasks' ids.
+func (r *Request) ValidateCounts() error {
+	for _, c := range []struct {
+		flag string
+		v    int
+	}{
+		{"--ps", r.PS}, {"--workers", r.Workers},
+		{"--gpus-per-worker", r.GPUsPerWorker}, {"--gpus-per-ps", r.GPUsPerPS},
+		{"--max-mem", r.MaxMemMiB},
+	} {
+		if c.v < 0 {
+			return usageErr("", "%s must be 0 or more, got %d", c.flag, c.v)
+		}
+	}
+	for _, c := range []struct {
+		flag   string
+		v, max int
+	}{
+		{"--ps", r.PS, MaxTasks}, {"--workers", r.Workers, MaxTasks}, {"--nproc-per-node", r.RanksPerHost, MaxTasks},
+		{"--gpus-per-worker", r.GPUsPerWorker, MaxGPUsPerTask}, {"--gpus-per-ps", r.GPUsPerPS, MaxGPUsPerTask},
+	} {
+		if c.v > c.max {
+			return usageErr("", "%s must be at most %d, got %d", c.flag, c.max, c.v)
+		}
+	}
+	if n := r.PS + r.Workers + b2i(r.Chief) + b2i(r.Evaluator); n > MaxTasks {
+		return usageErr("", "%d tasks (ps, workers, chief and evaluator): at most %d", n, MaxTasks)
+	}
+	return nil
 }
 
 // validateTorch refuses the TensorFlow-only parts of a request: a torch

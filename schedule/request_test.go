@@ -36,6 +36,15 @@ func TestRequestValidate(t *testing.T) {
 		{"torch", func(r *Request) { r.Framework, r.Chief, r.Workers, r.GPUsPerWorker = FrameworkTorch, true, 3, 0 }, ""},
 		{"torch ps", func(r *Request) { r.Framework, r.PS = FrameworkTorch, 2 }, "--ps cannot be used with --framework torch"},
 		{"framework typo", func(r *Request) { r.Framework = "pytorch" }, `unknown framework "pytorch"`},
+		{"workers at the limit", func(r *Request) { r.Workers, r.GPUsPerWorker = MaxTasks, 0 }, ""},
+		{"workers over the limit", func(r *Request) { r.Workers = 100_000_000 }, "--workers must be at most 65536, got 100000000"},
+		{"ps over the limit", func(r *Request) { r.PS = MaxTasks + 1 }, "--ps must be at most 65536, got 65537"},
+		{"tasks over the limit", func(r *Request) { r.PS, r.Workers, r.Chief = MaxTasks/2, MaxTasks/2, true },
+			"65537 tasks (ps, workers, chief and evaluator): at most 65536"},
+		{"gpus per worker over the limit", func(r *Request) { r.GPUsPerWorker = 1 << 40 }, "--gpus-per-worker must be at most 1024, got 1099511627776"},
+		{"gpus per ps over the limit", func(r *Request) { r.PS, r.GPUsPerPS = 1, MaxGPUsPerTask+1 }, "--gpus-per-ps must be at most 1024, got 1025"},
+		{"nproc-per-node over the limit", func(r *Request) { r.Framework, r.Strategy, r.RanksPerHost = FrameworkTorch, StrategyPack, MaxTasks+1 },
+			"--nproc-per-node must be at most 65536, got 65537"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

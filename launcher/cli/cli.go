@@ -23,6 +23,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/commands"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/wording"
 )
 
 // Run runs tfhive with injectable streams (args[0] is the program's name)
@@ -113,16 +114,18 @@ func Report(w io.Writer, err error, interrupted bool) {
 	if interrupted && errors.Is(err, context.Canceled) {
 		msg = "interrupted"
 	}
-	fmt.Fprintf(w, "tfhive: error: %s\n", msg)
+	// Each line one line, whatever it names (a path, a value given, a
+	// host's words): a control or bidi character is written escaped.
+	fmt.Fprintf(w, "tfhive: error: %s\n", wording.OneLine(msg))
 	var d interface{ Details() []string }
 	if errors.As(err, &d) {
 		for _, line := range d.Details() {
-			fmt.Fprintf(w, "tfhive:   %s\n", line)
+			fmt.Fprintf(w, "tfhive:   %s\n", wording.OneLine(line))
 		}
 	}
 	var h interface{ Hint() string }
 	if errors.As(err, &h) && h.Hint() != "" {
-		fmt.Fprintf(w, "tfhive: hint: %s\n", h.Hint())
+		fmt.Fprintf(w, "tfhive: hint: %s\n", wording.OneLine(h.Hint()))
 	}
 }
 

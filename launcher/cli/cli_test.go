@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/tfhive/tfhive/launcher/commands"
 	"github.com/tfhive/tfhive/launcher/help"
 	"github.com/tfhive/tfhive/launcher/record"
@@ -225,5 +227,27 @@ func TestTorchrunFlags(t *testing.T) {
 	if want := "tfhive: error: --nproc-per-node cannot be used with --strategy spread\n" +
 		"tfhive: hint: --nproc-per-node fills each host it uses; leave --strategy out\n"; stderr != want {
 		t.Errorf("--strategy spread with --nproc-per-node:\n%s", stderr)
+	}
+}
+
+// gc's --older-than is told given, 0 included, from not given (the
+// default: a week of run files): 0s once meant that week.
+func TestGCOlderThanGiven(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" : not given
+	}{{nil, ""}, {[]string{"--older-than", "0s"}, "0s"}, {[]string{"--older-than", "2h"}, "2h0m0s"}} {
+		var got commands.GCOptions
+		app := &cli.App{Commands: []*cli.Command{{Name: "gc", Flags: join(hostFlags(), gcFlags()),
+			Action: func(c *cli.Context) error { got, _ = wiring{}.gc(c); return nil }}}}
+		if err := app.Run(append([]string{"tfhive", "gc"}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case c.want == "" && got.OlderThan != nil:
+			t.Errorf("%q: --older-than %s, want not given", c.args, *got.OlderThan)
+		case c.want != "" && (got.OlderThan == nil || got.OlderThan.String() != c.want):
+			t.Errorf("%q: --older-than %v, want %s", c.args, got.OlderThan, c.want)
+		}
 	}
 }

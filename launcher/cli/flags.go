@@ -65,6 +65,9 @@ func torchrunFlags(c *cli.Context, j *commands.Job) error {
 	if nodes < 1 || per < 1 || nodes > 1<<12 || per > 1<<12 {
 		return &commands.UsageError{Msg: fmt.Sprintf("--nnodes %d --nproc-per-node %d: each must be 1 to 4096", nodes, per)}
 	}
+	if nodes*per > schedule.MaxTasks {
+		return &commands.UsageError{Msg: fmt.Sprintf("--nnodes %d --nproc-per-node %d is %d ranks: at most %d", nodes, per, nodes*per, schedule.MaxTasks)}
+	}
 	if j.Framework != schedule.FrameworkTorch {
 		return &commands.UsageError{Msg: "--nnodes and --nproc-per-node are torchrun's: they need --framework torch",
 			Fix: fmt.Sprintf("add --framework torch, or give --workers %d", nodes*per)}
@@ -125,7 +128,14 @@ func sweepFlags() []cli.Flag {
 }
 
 func (w wiring) gc(c *cli.Context) (commands.GCOptions, error) {
-	return commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), OlderThan: c.Duration("older-than"), DryRun: c.Bool("dry-run"), JSON: c.Bool("json")}, noArgs(c)
+	o := commands.GCOptions{Streams: w.Streams, Hosts: hostOptions(c), DryRun: c.Bool("dry-run"), JSON: c.Bool("json")}
+	// Given, 0 included, or not: 0 is not the default (a week of run
+	// files).
+	if c.IsSet("older-than") {
+		d := c.Duration("older-than")
+		o.OlderThan = &d
+	}
+	return o, noArgs(c)
 }
 
 func (w wiring) doctor(c *cli.Context) (commands.DoctorOptions, error) {
@@ -396,7 +406,7 @@ func syncFlags() []cli.Flag {
 
 func gcFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.DurationFlag{Name: "older-than", Usage: "keep --sync trees used within `D` (at least 1m) and ended runs' host files touched within D (default: trees unused now, run files 7d)"},
+		&cli.DurationFlag{Name: "older-than", Usage: "keep --sync trees used within `D` (at least 1m) and ended runs' host files touched within D (0s: none; default: trees unused now, run files 7d)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "remove nothing; say what would be removed"},
 	}
 }

@@ -69,8 +69,19 @@ func describeTasks(ids []string) string {
 
 // taskIDs are the tasks the job asks for, before any host is asked.
 func (j Job) taskIDs() []string {
+	if j.checkCounts() != nil {
+		return nil // refused before anything asks (checkCounts)
+	}
 	r := schedule.Request{PS: j.PS, Workers: j.Workers, Chief: j.Chief, Evaluator: j.Evaluator}
 	return r.TaskIDs()
+}
+
+// checkCounts is schedule's bound on the job's counts, checked before
+// anything is made per task (the tasks' ids for --capture-from).
+func (j Job) checkCounts() error {
+	r := schedule.Request{PS: j.PS, Workers: j.Workers, Chief: j.Chief, Evaluator: j.Evaluator,
+		GPUsPerWorker: j.GPUsPerWorker, GPUsPerPS: j.GPUsPerPS, RanksPerHost: j.RanksPerHost}
+	return r.ValidateCounts()
 }
 
 func planTaskIDs(p *schedule.Plan) []string {

@@ -118,7 +118,7 @@ func sweepOf(e EmitOptions, name string) (*record.Sweep, error) {
 		}
 		s.Params = append(s.Params, sp)
 	}
-	if err := sweep.Validate(s.Params); err != nil {
+	if err := sweep.Validate(s.Params, s.Random); err != nil {
 		return nil, &UsageError{Msg: err.Error()}
 	}
 	s.Trials = sweep.Trials(*s)

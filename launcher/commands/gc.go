@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,9 +20,11 @@ import (
 type GCOptions struct {
 	Streams
 	Hosts HostOptions
-	// OlderThan keeps the trees used more recently than this (at least
-	// codesync.MinKeep).
-	OlderThan time.Duration
+	// OlderThan is --older-than, nil when it was not given: gc keeps the
+	// trees used more recently than this (at least codesync.MinKeep; 0
+	// without it) and the ended runs' files touched more recently
+	// (hostops.RunRetention without it; 0 keeps none).
+	OlderThan *time.Duration
 	DryRun    bool
 	JSON      bool
 }
@@ -33,8 +34,12 @@ type GCOptions struct {
 // than --older-than (hostops.RunRetention without it), never a running
 // run's; it says how much space that freed and what it kept.
 func GC(ctx context.Context, o GCOptions) error {
-	if o.OlderThan < 0 {
-		return usagef("--older-than must not be negative")
+	treeKeep, runKeep := time.Duration(0), hostops.RunRetention
+	if o.OlderThan != nil {
+		if *o.OlderThan < 0 {
+			return usagef("--older-than must not be negative")
+		}
+		treeKeep, runKeep = *o.OlderThan, *o.OlderThan
 	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
@@ -57,9 +62,9 @@ func GC(ctx context.Context, o GCOptions) error {
 		g.Go(func() error {
 			// First only what each host sees: hosts that share one cache
 			// (one home) each see only their own processes.
-			reports[i], errs[i] = codesync.GC(ctx, fleet.Executor(i), o.OlderThan, true, nil)
+			reports[i], errs[i] = codesync.GC(ctx, fleet.Executor(i), treeKeep, true, nil)
 			if errs[i] == nil {
-				runs[i], errs[i] = hostops.GCRuns(ctx, fleet.Executor(i), o.OlderThan, o.DryRun)
+				runs[i], errs[i] = hostops.GCRuns(ctx, fleet.Executor(i), runKeep, o.DryRun)
 			}
 			return nil
 		})
@@ -98,7 +103,7 @@ func GC(ctx context.Context, o GCOptions) error {
 			}
 			only, merged := codesync.Shared(rs)
 			if !o.DryRun && len(only) > 0 {
-				if _, err := codesync.GC(ctx, fleet.Executor(f), o.OlderThan, false, only); err != nil {
+				if _, err := codesync.GC(ctx, fleet.Executor(f), treeKeep, false, only); err != nil {
 					errs[f] = err
 				}
 			}
@@ -135,9 +140,9 @@ func GC(ctx context.Context, o GCOptions) error {
 				if sharedWith[i] != "" {
 					fmt.Fprintf(o.Stdout, "%s: its --sync cache is %s's (one home): counted there\n", h.Name, sharedWith[i])
 				} else {
-					fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(reports[i], freed, max(o.OlderThan, codesync.MinKeep)))
+					fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(reports[i], freed, max(treeKeep, codesync.MinKeep)))
 				}
-				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, runs[i].Line(freed, cmp.Or(o.OlderThan, hostops.RunRetention)))
+				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, runs[i].Line(freed, runKeep))
 			}
 		}
 		hj.RunsDir, hj.Runs = runs[i].Dir, []gcRunJSON{}

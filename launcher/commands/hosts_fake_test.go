@@ -133,7 +133,7 @@ func TestGCOnFakeHosts(t *testing.T) {
 		})
 	}
 	var o out
-	if err := GC(context.Background(), GCOptions{Streams: o.streams(), Hosts: b.hosts, OlderThan: time.Hour, DryRun: true}); err != nil {
+	if err := GC(context.Background(), GCOptions{Streams: o.streams(), Hosts: b.hosts, OlderThan: ptr(time.Hour), DryRun: true}); err != nil {
 		t.Fatalf("gc --dry-run: %v", err)
 	}
 	for _, h := range b.fleet.Hosts {
@@ -142,7 +142,7 @@ func TestGCOnFakeHosts(t *testing.T) {
 		}
 	}
 	o = out{}
-	if err := GC(context.Background(), GCOptions{Streams: o.streams(), Hosts: b.hosts, OlderThan: time.Hour, JSON: true}); err != nil {
+	if err := GC(context.Background(), GCOptions{Streams: o.streams(), Hosts: b.hosts, OlderThan: ptr(time.Hour), JSON: true}); err != nil {
 		t.Fatalf("gc: %v\n%s", err, o.stderr.String())
 	}
 	var doc struct {
@@ -168,11 +168,30 @@ func TestGCOnFakeHosts(t *testing.T) {
 	}
 	contains(t, "gc --json", o.stdout.String(), `"run_id": "old"`, `"removed": true`)
 	o = out{}
-	if err := GC(context.Background(), GCOptions{Streams: o.streams(), Hosts: b.hosts, OlderThan: time.Hour}); err != nil {
+	if err := GC(context.Background(), GCOptions{Streams: o.streams(), Hosts: b.hosts, OlderThan: ptr(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	contains(t, "gc", o.stdout.String(), "a: run files: freed 0 B", "1 ended in the last 1h0m")
+	// --older-than 0s is 0: the run that just ended goes too. Without
+	// --older-than, a week.
+	o = out{}
+	if err := GC(context.Background(), GCOptions{Streams: o.streams(), Hosts: b.hosts}); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "gc", o.stdout.String(), "a: run files: freed 0 B", "1 ended in the last 7d")
+	o = out{}
+	if err := GC(context.Background(), GCOptions{Streams: o.streams(), Hosts: b.hosts, OlderThan: ptr(time.Duration(0))}); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "gc --older-than 0s", o.stdout.String(), "(1 ended run)")
+	for _, h := range b.fleet.Hosts {
+		if _, err := os.Stat(h.RunDir("new")); err == nil {
+			t.Errorf("%s: gc --older-than 0s kept the run that ended", h.Name)
+		}
+	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // run --sync makes the tree present on every host used, the tasks run
 // in it; a second run finds it there; gc keeps it while it is recent.
@@ -210,7 +229,7 @@ func TestRunSyncOnFakeHosts(t *testing.T) {
 		}
 	}
 	var o out
-	if err := GC(context.Background(), GCOptions{Streams: o.streams(), Hosts: b.hosts, OlderThan: time.Hour}); err != nil {
+	if err := GC(context.Background(), GCOptions{Streams: o.streams(), Hosts: b.hosts, OlderThan: ptr(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	contains(t, "gc", o.stdout.String(), "a: ", "b: ")

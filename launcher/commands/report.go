@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/report"
@@ -32,9 +33,14 @@ func Report(_ context.Context, o ReportOptions) error {
 	if err := checkRunID("", o.Name); err != nil {
 		return err
 	}
-	root := o.LogRoot
-	if root == "" {
-		root = logRoot
+	if o.Out != "" && o.Out != "-" {
+		if st, err := os.Stat(o.Out); err == nil && !st.Mode().IsRegular() {
+			return notRegularOut(o.Out)
+		}
+	}
+	root, err := checkLogRoot(o.LogRoot)
+	if err != nil {
+		return err
 	}
 	dir := filepath.Join(root, o.Name)
 	var render func(io.Writer) error
@@ -68,7 +74,7 @@ func Report(_ context.Context, o ReportOptions) error {
 		fmt.Fprintln(o.Stdout, out)
 		return nil
 	}
-	f, err := os.OpenFile(o.Out, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := openOut(o.Out)
 	if err != nil {
 		return err
 	}
@@ -76,6 +82,29 @@ func Report(_ context.Context, o ReportOptions) error {
 		fmt.Fprintln(o.Stdout, o.Out)
 	}
 	return err
+}
+
+// openOut opens -o's file for the report: a regular file, made when
+// missing. O_NONBLOCK: a FIFO put there since the stat must not block
+// the open for good (an open blocked for a reader heeds no signal); the
+// open then fails (no reader) or the fstat refuses it.
+func openOut(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ENXIO) {
+		return nil, notRegularOut(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, notRegularOut(path)
+	}
+	return f, nil
+}
+
+func notRegularOut(path string) error {
+	return &UsageError{Msg: fmt.Sprintf("-o %s: not a regular file", path), Fix: "-o - writes the report to stdout (tfhive report RUN -o - > PATH)"}
 }
 
 // writeRunReport writes report.html in a run's log dir as the run ends:

@@ -123,6 +123,9 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := o.Job.checkCounts(); err != nil {
+		return err
+	}
 	// A keeper reads them again: the first tfhive refuses bad ones.
 	caps, err := captures(o.Capture, o.CaptureFrom, o.Job.taskIDs())
 	if err != nil {

@@ -39,9 +39,9 @@ func Runs(_ context.Context, o RunsOptions) error {
 	if o.Sort != "" && !launcher.ValidCaptureName(o.Sort) {
 		return &UsageError{Msg: fmt.Sprintf("--sort %q: not a metric name", o.Sort), Fix: "--sort takes a NAME given to tfhive run --capture NAME=REGEX"}
 	}
-	root := o.LogRoot
-	if root == "" {
-		root = logRoot
+	root, err := checkLogRoot(o.LogRoot)
+	if err != nil {
+		return err
 	}
 	if o.Sweep != "" || o.CSV {
 		return runsSweep(o, root)
@@ -58,6 +58,20 @@ func Runs(_ context.Context, o RunsOptions) error {
 		return view.WriteRunRecordsJSON(o.Stdout, rs)
 	}
 	return view.WriteRunRecords(o.Stdout, rs, termWidth(o.Stdout))
+}
+
+// checkLogRoot is the log root to read: given (--log-root), else
+// tfhive-runs. One that is there and is not a directory is bad input;
+// one that is not there holds no runs.
+func checkLogRoot(given string) (string, error) {
+	root, what := given, "--log-root "+given
+	if root == "" {
+		root, what = logRoot, "log root "+logRoot
+	}
+	if st, err := os.Stat(root); err == nil && !st.IsDir() {
+		return "", &UsageError{Msg: what + ": not a directory", Fix: "--log-root names the directory that holds the runs' log dirs"}
+	}
+	return root, nil
 }
 
 // listRuns reads every run dir of root. A directory that holds no run

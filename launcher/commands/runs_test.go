@@ -190,9 +190,10 @@ func TestRunsCommand(t *testing.T) {
 	if err := Runs(context.Background(), o); err != nil || out.String() != "{\n  \"runs\": []\n}\n" {
 		t.Errorf("%v %q", err, out.String())
 	}
-	// A log root that is a file is an error.
+	// A log root that is a file is bad input (exit 2).
 	o.LogRoot = filepath.Join(root, "stray.txt")
-	if err := Runs(context.Background(), o); err == nil || err.Error() != "log root "+o.LogRoot+": not a directory" {
+	var usage *UsageError
+	if err := Runs(context.Background(), o); !errors.As(err, &usage) || err.Error() != "--log-root "+o.LogRoot+": not a directory" {
 		t.Errorf("a file as log root: %v", err)
 	}
 }

@@ -132,13 +132,27 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 		return err
 	}
 	// The trials' shape is checked here, once, with the first trial's
-	// command: a bad one is refused before anything starts.
+	// command, and every other trial's command after it: a bad one (a
+	// value that makes an unknown placeholder) is refused before
+	// anything starts.
 	first := o.Run.Job
 	first.Name = rec.Trials[0].ID
 	first.Command = sweep.Command(rec.Command, rec.Trials[0].Params)
 	req, err := first.request(fleet.Hosts, "run", nil)
 	if err != nil {
-		return err
+		plain := first
+		plain.Command = []string{"true"}
+		if _, perr := plain.request(fleet.Hosts, "run", nil); perr != nil {
+			return err // the run flags': every trial's
+		}
+		return trialErr(rec, 0, err)
+	}
+	for i, t := range rec.Trials[1:] {
+		r := req
+		r.RunID, r.Command = t.ID, sweep.Command(rec.Command, t.Params)
+		if err := r.Validate(); err != nil {
+			return trialErr(rec, i+1, err)
+		}
 	}
 	trialGPUs := 0
 	for _, n := range req.Shape() {
@@ -190,6 +204,16 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 	return o.run(ctx, rec, dir, results, trialGPUs)
 }
 
+// trialErr is err, trial i's command's, naming the trial and its
+// parameters.
+func trialErr(rec record.Sweep, i int, err error) error {
+	var ps []string
+	for _, p := range rec.Params {
+		ps = append(ps, p.Name+"="+rec.Trials[i].Params[p.Name])
+	}
+	return fmt.Errorf("trial %s (%s): %w", rec.Trials[i].ID, strings.Join(ps, ", "), err)
+}
+
 // validate checks the sweep's own flags and what Run would refuse of the
 // run flags (every trial would), before any host is touched, and expands
 // the sweep into its record.
@@ -215,6 +239,9 @@ func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
 	if _, err := r.checkTimesAndImports(); err != nil {
 		return record.Sweep{}, err
 	}
+	if err := r.Job.checkCounts(); err != nil {
+		return record.Sweep{}, err
+	}
 	if _, err := captures(r.Capture, r.CaptureFrom, r.Job.taskIDs()); err != nil {
 		return record.Sweep{}, err
 	}
@@ -232,7 +259,7 @@ func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
 		}
 		params = append(params, p)
 	}
-	if err := sweep.Validate(params); err != nil {
+	if err := sweep.Validate(params, o.Random); err != nil {
 		return record.Sweep{}, &UsageError{Msg: err.Error()}
 	}
 	name := r.Job.Name

@@ -45,7 +45,7 @@ func readSweep(dir string) (record.Sweep, bool, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return record.Sweep{}, false, fmt.Errorf("%s: not a sweep's record: %v", path, err)
 	}
-	if s.Name != filepath.Base(dir) || checkRunID("", s.Name) != nil || sweep.Validate(s.Params) != nil || s.Random < 0 {
+	if s.Name != filepath.Base(dir) || checkRunID("", s.Name) != nil || sweep.Validate(s.Params, s.Random) != nil || s.Random < 0 {
 		return record.Sweep{}, false, fmt.Errorf("%s: not a sweep's record of %s", path, filepath.Base(dir))
 	}
 	s.Trials = sweep.Trials(s)

@@ -51,6 +51,9 @@ func Top(ctx context.Context, o TopOptions) error {
 	if o.Grace < 0 {
 		return usagef("--grace must not be negative")
 	}
+	if _, err := checkLogRoot(o.LogRoot); err != nil {
+		return err
+	}
 	color, err := o.colors(o.Stdout)
 	if err != nil {
 		return err

@@ -80,7 +80,7 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 		{"doctor sync-exclude alone", "--sync-exclude without --sync", "add --sync DIR: --sync-exclude leaves paths of DIR out",
 			Doctor(context.Background(), DoctorOptions{Streams: streams, Hosts: hosts, SyncExclude: []string{"*.ckpt"}})},
 		{"gc older-than", "--older-than must not be negative", "",
-			GC(context.Background(), GCOptions{Streams: streams, Hosts: hosts, OlderThan: -time.Second})},
+			GC(context.Background(), GCOptions{Streams: streams, Hosts: hosts, OlderThan: ptr(-time.Second)})},
 		{"capture regex", "--capture loss: error parsing regexp: missing closing ): `loss ([0-9.]+`", "REGEX is Go's syntax (RE2); its first group is what is recorded",
 			run(func(o *RunOptions) { o.Capture = []string{"loss=loss ([0-9.]+"} })},
 		{"capture no group", `--capture loss: "loss [0-9.]+" has no group: put what to record in parentheses, as loss=([0-9.]+)`, "REGEX is Go's syntax (RE2); its first group is what is recorded",

@@ -30,7 +30,7 @@ const trialVar = "TFHIVE_TRIAL"
 // checkSweep refuses what a job array cannot hold.
 func (o *Options) checkSweep() error {
 	s := o.Sweep
-	if err := sweep.Validate(s.Params); err != nil {
+	if err := sweep.Validate(s.Params, s.Random); err != nil {
 		return usage("", "%v", err)
 	}
 	for _, p := range s.Params {

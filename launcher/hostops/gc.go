@@ -81,19 +81,16 @@ func (r RunsGCReport) Line(freed string, keep time.Duration) string {
 }
 
 // GCRuns removes, on one host, the directories of this user's runs that
-// ended and whose files nobody touched for keep (RunRetention when 0); a
-// running run's are never removed. dry removes nothing and reports the
+// ended and whose files nobody touched for keep (0: every ended run's);
+// a running run's are never removed. dry removes nothing and reports the
 // same.
 func GCRuns(ctx context.Context, ex remote.Executor, keep time.Duration, dry bool) (RunsGCReport, error) {
-	if keep <= 0 {
-		keep = RunRetention
-	}
 	d := "0"
 	if dry {
 		d = "1"
 	}
 	s := gcRunsSh.With(
-		shscript.Set("tfhive_mins", strconv.Itoa(max(int((keep+time.Minute-1)/time.Minute), 1))),
+		shscript.Set("tfhive_mins", strconv.Itoa(max(int((keep+time.Minute-1)/time.Minute), 0))),
 		shscript.Set("tfhive_dry", d),
 	)
 	var out, errb bytes.Buffer

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,25 +86,38 @@ func (a timeAxis) x(t time.Time) float64 {
 	return a.l + math.Max(0, math.Min(1, f))*(a.r-a.l)
 }
 
-// ticks: at most 8, at round durations from the run's start.
+// ticks: at most 9 (0 and up to 8 steps), at round durations from the
+// run's start, whatever the span: past a week's steps, whole weeks. The
+// i-th tick is i steps, never a sum that could overflow.
 func (a timeAxis) ticks() []tick {
+	if a.span < 0 {
+		return nil
+	}
 	steps := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second,
 		2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute,
 		2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour,
-		2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 48 * time.Hour, 7 * 24 * time.Hour}
-	step := steps[len(steps)-1]
+		2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 48 * time.Hour, week}
+	step := time.Duration(0)
 	for _, s := range steps {
 		if a.span/s <= 8 {
 			step = s
 			break
 		}
 	}
-	var ts []tick
-	for d := time.Duration(0); d <= a.span; d += step {
+	if step == 0 {
+		// span/8 rounded up to whole weeks: span/step <= 8.
+		step = (a.span/8/week + 1) * week
+	}
+	n := int(a.span / step)
+	ts := make([]tick, 0, n+1)
+	for i := range n + 1 {
+		d := time.Duration(i) * step
 		ts = append(ts, tick{a.x(a.t0.Add(d)), durLabel(d)})
 	}
 	return ts
 }
+
+const week = 7 * 24 * time.Hour
 
 // durLabel: 0, 500ms, 1.5s, 30s, 1m30s, 2h, 1h30m.
 func durLabel(d time.Duration) string {
@@ -143,15 +157,25 @@ func (a valueAxis) f(v float64) float64 {
 	if a.hi == a.lo {
 		return 0.5
 	}
-	return math.Max(0, math.Min(1, (v-a.lo)/(a.hi-a.lo)))
+	// Halves: the ends of float64 apart do not overflow.
+	f := (v/2 - a.lo/2) / (a.hi/2 - a.lo/2)
+	if math.IsNaN(f) {
+		return 0.5
+	}
+	return math.Max(0, math.Min(1, f))
 }
 
 func (a valueAxis) y(v float64) float64 { return a.b - a.f(v)*(a.b-a.t) }
 
-// niceAxis widens lo..hi to round ticks (about n of them) and returns
-// them.
+// finite: neither NaN nor infinite.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// niceAxis widens lo..hi to round ticks (about n of them, at most 4n+1)
+// and returns them. Whatever lo and hi are (NaN, infinite, the ends of
+// float64, equal, lo above hi), the range it returns is finite with lo
+// below hi, and its ticks are finite, rising and within it.
 func niceAxis(lo, hi float64, n int) (float64, float64, []float64) {
-	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsNaN(lo) || math.IsNaN(hi) {
+	if !finite(lo) || !finite(hi) || lo > hi {
 		lo, hi = 0, 1
 	}
 	switch {
@@ -159,9 +183,19 @@ func niceAxis(lo, hi float64, n int) (float64, float64, []float64) {
 		hi = 1
 	case hi == lo:
 		pad := math.Abs(lo) * 0.1
-		lo, hi = lo-pad, hi+pad
+		if lo-pad == lo {
+			pad = 1 // a value too small for a tenth of it to count
+		}
+		l, h := lo-pad, hi+pad
+		if !finite(h) {
+			l, h = lo-2*pad, hi
+		}
+		if !finite(l) {
+			l, h = lo, hi+2*pad
+		}
+		lo, hi = l, h
 	}
-	raw := (hi - lo) / float64(n)
+	raw := hi/float64(n) - lo/float64(n)
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
 	step := mag * 10
 	for _, m := range []float64{1, 2, 2.5, 5, 10} {
@@ -170,14 +204,30 @@ func niceAxis(lo, hi float64, n int) (float64, float64, []float64) {
 			break
 		}
 	}
-	lo, hi = math.Floor(lo/step)*step, math.Ceil(hi/step)*step
+	if !finite(step) || step <= 0 {
+		return lo, hi, []float64{lo, hi}
+	}
+	// Widened to whole steps where that stays finite.
+	if l := math.Floor(lo/step) * step; finite(l) {
+		lo = l
+	}
+	if h := math.Ceil(hi/step) * step; finite(h) {
+		hi = h
+	}
 	var vs []float64
-	for i := 0; ; i++ {
-		v := lo + float64(i)*step
-		if v > hi+step/2 || i > 4*n {
+	first := math.Ceil(lo/step) * step
+	for i := 0; i <= 4*n; i++ {
+		v := math.Round((first+float64(i)*step)/step) * step
+		if !finite(v) || v > hi {
 			break
 		}
-		vs = append(vs, math.Round(v/step)*step)
+		if v < lo || len(vs) > 0 && v <= vs[len(vs)-1] {
+			continue
+		}
+		vs = append(vs, v)
+	}
+	if len(vs) == 0 {
+		vs = []float64{lo, hi}
 	}
 	return lo, hi, vs
 }
@@ -205,7 +255,9 @@ func timeChart(title string, w, h float64, t0 time.Time, span time.Duration, lin
 		lo, hi = math.Inf(1), math.Inf(-1)
 		for _, l := range lines {
 			for _, p := range l.Pts {
-				lo, hi = math.Min(lo, p.v), math.Max(hi, p.v)
+				if finite(p.v) {
+					lo, hi = math.Min(lo, p.v), math.Max(hi, p.v)
+				}
 			}
 		}
 		if fromZero && lo >= 0 {
@@ -222,6 +274,9 @@ func timeChart(title string, w, h float64, t0 time.Time, span time.Duration, lin
 	}
 	points := 0
 	for i, l := range lines {
+		// The files' values are finite (load.go): these are
+		// the caller's.
+		l.Pts = slices.DeleteFunc(slices.Clone(l.Pts), func(p point) bool { return !finite(p.v) })
 		var b strings.Builder
 		for _, p := range l.Pts {
 			if b.Len() > 0 {

@@ -166,13 +166,17 @@ func (r *Run) readEvents() {
 }
 
 func (r *Run) readGPU() {
-	n, dropped := 0, 0
+	n, dropped, nonFinite := 0, 0, 0
 	r.readCSVFile("gpu-usage.csv", "time,task,host,gpu,util_pct,mem_mib", 6, func(f []string) {
 		t, ok := parseTime(f[0])
 		gpu, err1 := strconv.Atoi(f[3])
 		util, err2 := strconv.ParseFloat(f[4], 64)
 		mem, err3 := strconv.ParseFloat(f[5], 64)
 		if !ok || err1 != nil || err2 != nil || err3 != nil {
+			return
+		}
+		if !finite(util) || !finite(mem) {
+			nonFinite++
 			return
 		}
 		tg := r.GPU[f[1]]
@@ -194,15 +198,24 @@ func (r *Run) readGPU() {
 	if dropped > 0 {
 		r.note("gpu-usage.csv: only its first %d GPUs' series were read", maxSeries)
 	}
+	if nonFinite > 0 {
+		r.note("gpu-usage.csv: %d samples not finite (NaN or infinite) left out", nonFinite)
+	}
 }
 
 func (r *Run) readMetrics() {
-	n, dropped := 0, 0
+	n, dropped, nonFinite := 0, 0, 0
 	r.readCSVFile("metrics.csv", "time,task,name,value", 4, func(f []string) {
 		t, ok := parseTime(f[0])
 		v, err := strconv.ParseFloat(f[3], 64)
 		if !ok || err != nil {
 			return // a value that is no number is not drawn
+		}
+		if !finite(v) {
+			// A loss gone NaN: said, not drawn (a NaN would blank
+			// the chart, an infinity flatten it).
+			nonFinite++
+			return
 		}
 		byTask := r.Metrics[f[2]]
 		if byTask == nil || byTask[f[1]] == nil {
@@ -221,6 +234,9 @@ func (r *Run) readMetrics() {
 	})
 	if dropped > 0 {
 		r.note("metrics.csv: only its first %d series were read", maxSeries)
+	}
+	if nonFinite > 0 {
+		r.note("metrics.csv: %d values not finite (NaN or infinite) left out", nonFinite)
 	}
 }
 

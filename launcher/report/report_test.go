@@ -3,7 +3,9 @@ package report
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -192,6 +194,161 @@ func TestParseTime(t *testing.T) {
 	for _, s := range []string{"", "2026-13-02T10:00:05.123Z", "2026-01-02T1x:00:05.123Z", "yesterday"} {
 		if _, ok := parseTime(s); ok {
 			t.Errorf("parseTime(%q) is a time", s)
+		}
+	}
+}
+
+// nonFinite is a position in the page's SVG that is not a number.
+var nonFinite = regexp.MustCompile(`\b(points|x|y|x1|x2|y1|y2|cx|cy|width|height)="[^"]*(NaN|Inf)[^"]*"`)
+
+// within fails the test when f has not returned after d: a loop that
+// does not end fails it instead of hanging the package.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: still running after %s", what, d)
+	}
+}
+
+// Every axis has a few ticks whatever its span: a run of centuries (a
+// crafted events.csv, a summary's largest duration) or values at the
+// ends of float64, none of them NaN.
+func TestAxesBounded(t *testing.T) {
+	for _, span := range []time.Duration{-time.Second, 0, time.Millisecond, 90 * time.Second, 3 * 365 * 24 * time.Hour,
+		math.MaxInt64 / 2, math.MaxInt64 - 1, math.MaxInt64} {
+		var ts []tick
+		within(t, 5*time.Second, fmt.Sprintf("ticks of %d ns", int64(span)), func() {
+			ts = timeAxis{t0: time.Unix(0, 0), span: span, l: 0, r: 100}.ticks()
+		})
+		if len(ts) > 9 {
+			t.Errorf("span %d ns: %d ticks", int64(span), len(ts))
+		}
+		for i, tk := range ts {
+			if math.IsNaN(tk.Pos) || tk.Pos < 0 || tk.Pos > 100 || i > 0 && tk.Pos <= ts[i-1].Pos {
+				t.Errorf("span %d ns: tick %d at %v (%q)", int64(span), i, tk.Pos, tk.Label)
+			}
+		}
+		if span >= 0 && (len(ts) == 0 || ts[0].Label != "0") {
+			t.Errorf("span %d ns: ticks %v, want the first at 0", int64(span), ts)
+		}
+	}
+	inf, nan := math.Inf(1), math.NaN()
+	for _, c := range [][2]float64{{0, 0}, {1, 1}, {-math.MaxFloat64, math.MaxFloat64}, {math.MaxFloat64, math.MaxFloat64},
+		{-math.MaxFloat64, -math.MaxFloat64 / 2}, {5e-324, 5e-324}, {0, 5e-324}, {1e300, 1e300 * (1 + 1e-15)},
+		{-inf, inf}, {nan, 1}, {1, nan}, {3, 2}} {
+		lo, hi, vs := niceAxis(c[0], c[1], 4)
+		if !(lo < hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || len(vs) == 0 || len(vs) > 17 {
+			t.Errorf("niceAxis(%v, %v) = %v, %v, %d ticks", c[0], c[1], lo, hi, len(vs))
+		}
+		va := valueAxis{lo: lo, hi: hi, t: 0, b: 100}
+		for i, v := range vs {
+			if y := va.y(v); math.IsNaN(v) || math.IsInf(v, 0) || math.IsNaN(y) || i > 0 && v <= vs[i-1] {
+				t.Errorf("niceAxis(%v, %v): tick %d is %v (y %v)", c[0], c[1], i, v, y)
+			}
+		}
+		for _, v := range []float64{c[0], c[1], 0, math.MaxFloat64, -math.MaxFloat64} {
+			if y := va.y(v); math.IsNaN(y) || y < 0 || y > 100 {
+				t.Errorf("niceAxis(%v, %v): %v drawn at y %v", c[0], c[1], v, y)
+			}
+		}
+	}
+}
+
+// A crafted log dir: events three centuries apart, a summary of the
+// largest duration, metrics at the ends of float64. The report is
+// written, soon, with a few ticks on each axis.
+func TestReportOfExtremeRun(t *testing.T) {
+	for name, files := range map[string]map[string]string{
+		"events centuries apart": {
+			"events.csv": "time,task,host,event,detail\n1700-01-01T00:00:00.000Z,worker:0,h,start,attempt 0\n" +
+				"2262-04-12T00:00:00.000Z,worker:0,h,exit,code 0\n2999-01-01T00:00:00.000Z,,,timeout,\n",
+		},
+		"largest duration": {
+			"summary.json": `{"run_id": "x", "result": "succeeded", "started": "2026-01-02T10:00:00Z", "duration_ns": 9223372036854775807,
+				"tasks": [{"id": "worker:0", "host": "h", "outcome": "exited", "exit_code": 0, "duration_ns": 9223372036854775807}]}`,
+		},
+		"metric values at the ends": {
+			"metrics.csv": "time,task,name,value\n2026-01-02T10:00:01.000Z,worker:0,loss,-1.7976931348623157e308\n" +
+				"2026-01-02T10:00:02.000Z,worker:0,loss,1.7976931348623157e308\n2026-01-02T10:00:03.000Z,worker:0,loss,5e-324\n",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			files["plan.json"] = `{"run_id": "x", "tasks": [{"id": "worker:0", "host": "h"}]}`
+			for f, s := range files {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var b bytes.Buffer
+			within(t, 10*time.Second, "the report", func() {
+				r, err := Load(dir, "x")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := Write(&b, r); err != nil {
+					t.Error(err)
+				}
+			})
+			html := b.String()
+			if b.Len() > 1<<20 {
+				t.Errorf("a report of %d bytes", b.Len())
+			}
+			if m := nonFinite.FindString(html); m != "" {
+				t.Errorf("the report draws at %s", m)
+			}
+		})
+	}
+}
+
+// A value that is not a finite number (a loss gone NaN) is left out of
+// its chart, which still draws the others, and the report says so.
+func TestNonFiniteMetricsSkipped(t *testing.T) {
+	dir := t.TempDir()
+	for f, s := range map[string]string{
+		"plan.json": `{"run_id": "x", "tasks": [{"id": "worker:0", "host": "h"}]}`,
+		"metrics.csv": "time,task,name,value\n2026-01-02T10:00:01.000Z,worker:0,loss,2.5\n2026-01-02T10:00:02.000Z,worker:0,loss,NaN\n" +
+			"2026-01-02T10:00:03.000Z,worker:0,loss,+Inf\n2026-01-02T10:00:04.000Z,worker:0,loss,1.5\n",
+		"gpu-usage.csv": "time,task,host,gpu,util_pct,mem_mib\n2026-01-02T10:00:01.000Z,worker:0,h,0,50,100\n" +
+			"2026-01-02T10:00:02.000Z,worker:0,h,0,nan,100\n2026-01-02T10:00:03.000Z,worker:0,h,0,60,-inf\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Load(dir, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	if m := nonFinite.FindString(html); m != "" {
+		t.Errorf("the report draws at %s", m)
+	}
+	if !strings.Contains(html, `aria-label="loss"`) || !regexp.MustCompile(`points="[0-9.]+,[0-9.]+ [0-9.]+,[0-9.]+"><title>worker:0`).MatchString(html) {
+		t.Error("loss: no line through its 2 finite values")
+	}
+	if n := len(r.Metrics["loss"]["worker:0"].points()); n != 2 {
+		t.Errorf("loss: %d points, want the 2 finite ones", n)
+	}
+	if n := len(r.GPU["worker:0"].Util[0].points()); n != 1 {
+		t.Errorf("GPU 0: %d samples, want the 1 whose values are both finite", n)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	for _, want := range []string{"metrics.csv: 2 values not finite (NaN or infinite) left out", "gpu-usage.csv: 2 samples not finite (NaN or infinite) left out"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q: no %q", notes, want)
 		}
 	}
 }

@@ -210,9 +210,14 @@ func (s *Sweep) paramChart(m string, par record.SweepParam) chart {
 		return c
 	}
 	// Room above and below: a dot on the axis is half hidden by it.
-	pad := (hi - lo) * 0.08
+	// (Each end's share, and only while it stays finite: values at the
+	// ends of float64 have no room.)
+	pad := hi*0.08 - lo*0.08
+	if l, h := lo-pad, hi+pad; finite(l) && finite(h) {
+		lo, hi = l, h
+	}
 	var ys []float64
-	lo, hi, ys = niceAxis(lo-pad, hi+pad, 4)
+	lo, hi, ys = niceAxis(lo, hi, 4)
 	va := valueAxis{lo: lo, hi: hi, t: c.T, b: c.B}
 	for _, v := range ys {
 		c.YTicks = append(c.YTicks, tick{va.y(v), numLabel(v)})

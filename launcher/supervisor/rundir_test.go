@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/sshtest"
@@ -120,4 +121,36 @@ func symlink(t *testing.T, target, link string) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A directory that cannot be made is said with the system's reason (a
+// full disk's "no space left on device"; here a HOME under a file), in
+// one line.
+func TestRunDirCannotCreate(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(file, "home")
+	got, ok := runDir(t, home, "20260101-000000-abcdef", true)
+	want := "cannot create " + filepath.Join(home, ".tfhive") + ": not a directory"
+	if ok || got != want {
+		t.Errorf("got %q (ok %v), want %q", got, ok, want)
+	}
+}
+
+// A kept task that cannot make its files says why, as the system says it
+// (a full disk's "no space left on device"; here a directory in the way
+// of its control FIFO), in its one claim line.
+func TestKeptTaskCannotCreate(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	const run = "20260101-000000-abcdef"
+	rd := filepath.Join(home, ".tfhive", hostRuns, run)
+	mkdirs(t, filepath.Join(rd, "worker-0.ctl", "in-the-way"))
+	s := supervise(t, Task{Argv: []string{"true"}, HeartbeatTimeout: 5 * time.Second, Keep: time.Minute, RunID: run, ID: "worker:0"})
+	if got, want := s.line(t), ClaimFailed+"cannot create the task's files in "+rd+": file exists"; got != want {
+		t.Errorf("claim line %q, want %q", got, want)
+	}
+	s.wait(t, 10*time.Second)
 }

@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher/record"
@@ -65,9 +66,14 @@ func ParseParam(s string) (record.SweepParam, error) {
 	return record.SweepParam{Name: name, Values: values}, nil
 }
 
+// MaxGrid bounds a grid --random picks from: its combinations are
+// numbered in a uint64.
+const MaxGrid = 1 << 62
+
 // Validate checks the parameters together: at least one, each name once,
-// and a grid of at most MaxTrials combinations.
-func Validate(params []record.SweepParam) error {
+// and at most MaxTrials trials: the whole grid, or random (--random N,
+// 0 for none) of a grid of at most MaxGrid combinations.
+func Validate(params []record.SweepParam, random int) error {
 	if len(params) == 0 {
 		return fmt.Errorf("a sweep needs at least one --param NAME=V1,V2,…")
 	}
@@ -78,21 +84,34 @@ func Validate(params []record.SweepParam) error {
 		}
 		seen[p.Name] = true
 	}
-	if n := GridSize(params); n > MaxTrials {
-		return fmt.Errorf("the grid has %d combinations, at most %d; pick some with --random N", n, MaxTrials)
+	n := gridSize(params)
+	switch {
+	case random == 0 && n > MaxTrials:
+		return fmt.Errorf("the grid has %s combinations, at most %d; pick some with --random N", gridWords(n), MaxTrials)
+	case random > 0 && n > MaxGrid:
+		return fmt.Errorf("the grid has more than 2^62 combinations, even for --random")
+	case random > MaxTrials && n > MaxTrials:
+		return fmt.Errorf("--random %d: at most %d trials", random, MaxTrials)
 	}
 	return nil
 }
 
-// GridSize is the number of combinations, capped just above MaxTrials so
-// that it never overflows.
-func GridSize(params []record.SweepParam) int {
-	n := 1
+func gridWords(n uint64) string {
+	if n > MaxGrid {
+		return "more than 2^62"
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// gridSize is the number of combinations, MaxGrid+1 for any more.
+func gridSize(params []record.SweepParam) uint64 {
+	n := uint64(1)
 	for _, p := range params {
-		n *= len(p.Values)
-		if n > MaxTrials {
-			return MaxTrials + 1
+		v := uint64(len(p.Values))
+		if v != 0 && n > MaxGrid/v {
+			return MaxGrid + 1
 		}
+		n *= v
 	}
 	return n
 }

@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,16 +27,72 @@ func TestParseParam(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	a := record.SweepParam{Name: "a", Values: []string{"1", "2"}}
-	if err := Validate(nil); err == nil {
+	if err := Validate(nil, 0); err == nil {
 		t.Error("no params accepted")
 	}
-	if err := Validate([]record.SweepParam{a, a}); err == nil {
+	if err := Validate([]record.SweepParam{a, a}, 0); err == nil {
 		t.Error("a name twice accepted")
 	}
 	big := record.SweepParam{Name: "b", Values: make([]string, 200)}
 	c := record.SweepParam{Name: "c", Values: make([]string, 200)}
-	if err := Validate([]record.SweepParam{big, c}); err == nil || !strings.Contains(err.Error(), "--random") {
+	if err := Validate([]record.SweepParam{big, c}, 0); err == nil || err.Error() != "the grid has 40000 combinations, at most 10000; pick some with --random N" {
 		t.Errorf("a 40000-trial grid: %v", err)
+	}
+	// --random N picks N of a grid of any size, N at most MaxTrials.
+	if err := Validate([]record.SweepParam{big, c}, 500); err != nil {
+		t.Errorf("--random 500 of a 40000-trial grid: %v", err)
+	}
+	if err := Validate([]record.SweepParam{big, c}, 20000); err == nil || err.Error() != "--random 20000: at most 10000 trials" {
+		t.Errorf("--random 20000 of a 40000-trial grid: %v", err)
+	}
+	if err := Validate([]record.SweepParam{a}, 20000); err != nil {
+		t.Errorf("--random 20000 of a 2-trial grid (all of it): %v", err)
+	}
+	var huge []record.SweepParam
+	for _, n := range "defghij" {
+		huge = append(huge, record.SweepParam{Name: string(n), Values: make([]string, 1000)})
+	}
+	if err := Validate(huge, 5); err == nil || err.Error() != "the grid has more than 2^62 combinations, even for --random" {
+		t.Errorf("--random 5 of 1000^7: %v", err)
+	}
+}
+
+// --random N of a grid larger than MaxTrials picks N distinct
+// combinations, the same for the same seed, in grid order, without
+// making the grid.
+func TestRandomOfALargeGrid(t *testing.T) {
+	var ps []record.SweepParam
+	for _, n := range []string{"a", "b", "c"} {
+		p := record.SweepParam{Name: n}
+		for i := range 1000 {
+			p.Values = append(p.Values, n+strconv.Itoa(i))
+		}
+		ps = append(ps, p)
+	}
+	one := Random(ps, 300, 7)
+	if !reflect.DeepEqual(one, Random(ps, 300, 7)) {
+		t.Fatal("the same seed picked different trials")
+	}
+	if reflect.DeepEqual(one, Random(ps, 300, 8)) {
+		t.Error("two seeds picked the same trials")
+	}
+	if len(one) != 300 {
+		t.Fatalf("%d trials, want 300", len(one))
+	}
+	index := func(c map[string]string) int {
+		k := 0
+		for _, p := range ps {
+			k = k*1000 + slices.Index(p.Values, c[p.Name])
+		}
+		return k
+	}
+	for i, c := range one {
+		if len(c) != 3 || slices.Contains([]int{-1}, index(c)) {
+			t.Fatalf("trial %d: %v", i, c)
+		}
+		if i > 0 && index(c) <= index(one[i-1]) {
+			t.Fatalf("trial %d (%v) not after trial %d (%v): not distinct, or not in grid order", i, c, i-1, one[i-1])
+		}
 	}
 }
 

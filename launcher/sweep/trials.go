@@ -2,7 +2,9 @@ package sweep
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"github.com/tfhive/tfhive/launcher/record"
@@ -33,12 +35,35 @@ func Grid(params []record.SweepParam) []map[string]string {
 // by seed, kept in grid order: the same seed picks the same trials, so a
 // resumed sweep and its Slurm job array agree. n ≥ the grid's size is the
 // whole grid.
+//
+// A grid of more than MaxTrials combinations (Validate bounds it to
+// MaxGrid) is never made: n numbers of combinations are drawn (Floyd's
+// sampling) and each made alone.
 func Random(params []record.SweepParam, n int, seed int64) []map[string]string {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x7466686976650a)) // "tfhive\n"
+	if size := gridSize(params); size > MaxTrials {
+		if n <= 0 || n > MaxTrials || size > MaxGrid {
+			return nil // what Validate refuses
+		}
+		picked := make(map[uint64]bool, n)
+		for j := size - uint64(n); j < size; j++ {
+			k := r.Uint64N(j + 1)
+			if picked[k] {
+				k = j
+			}
+			picked[k] = true
+		}
+		ks := slices.Sorted(maps.Keys(picked))
+		out := make([]map[string]string, len(ks))
+		for i, k := range ks {
+			out[i] = combination(params, k)
+		}
+		return out
+	}
 	grid := Grid(params)
 	if n >= len(grid) {
 		return grid
 	}
-	r := rand.New(rand.NewPCG(uint64(seed), 0x7466686976650a)) // "tfhive\n"
 	picked := r.Perm(len(grid))[:n]
 	sort.Ints(picked)
 	out := make([]map[string]string, n)
@@ -46,6 +71,18 @@ func Random(params []record.SweepParam, n int, seed int64) []map[string]string {
 		out[i] = grid[k]
 	}
 	return out
+}
+
+// combination is the grid's k-th combination, in Grid's order (the first
+// parameter varying slowest).
+func combination(params []record.SweepParam, k uint64) map[string]string {
+	m := make(map[string]string, len(params))
+	for i := len(params) - 1; i >= 0; i-- {
+		v := uint64(len(params[i].Values))
+		m[params[i].Name] = params[i].Values[k%v]
+		k /= v
+	}
+	return m
 }
 
 // TrialID is trial i's run id (0-based i): NAME-001, NAME-002, …

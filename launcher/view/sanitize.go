@@ -20,10 +20,12 @@ import (
 //   - C0 controls and DEL in caret notation: ESC is "^[", NUL "^@", BEL
 //     "^G", DEL "^?". It is what cat -v, less and the terminal's own echo
 //     show, it says which byte it was, and it is printable ASCII;
-//   - C1 controls (U+0080-U+009F) and every byte that is not part of valid
+//   - C1 controls (U+0080-U+009F), the bidi embeddings, overrides and
+//     isolates (U+202A-U+202E, U+2066-U+2069: they would reorder what
+//     follows on the screen) and every byte that is not part of valid
 //     UTF-8 (a raw 0x9B CSI, an overlong encoding) as U+FFFD, one per
 //     invalid byte: what a UTF-8 terminal shows for invalid bytes anyway,
-//     and C1 has no familiar caret form.
+//     and none of them has a familiar caret form.
 //
 // A literal "^[" in the output looks the same as a rendered ESC; the log
 // file has the exact bytes.
@@ -63,7 +65,7 @@ func AppendSanitized(dst, b []byte, mode SanitizeMode) ([]byte, bool) {
 			continue
 		case c >= 0x80:
 			r, n := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && n == 1 || r >= 0x80 && r < 0xa0 {
+			if r == utf8.RuneError && n == 1 || r >= 0x80 && r < 0xa0 || bidiControl(r) {
 				dst = append(dst, b[start:i]...)
 				dst = append(dst, "\uFFFD"...)
 				i += n
@@ -98,7 +100,7 @@ func needsSanitizing(s string) bool {
 				return true
 			}
 			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n == 1 || r < 0xa0 {
+			if r == utf8.RuneError && n == 1 || r < 0xa0 || bidiControl(r) {
 				return true
 			}
 			i += n - 1
@@ -165,3 +167,9 @@ func safePrefix(b []byte) int {
 	}
 	return i
 }
+
+// bidiControl: U+202A-U+202E (embeddings, overrides) and U+2066-U+2069
+// (isolates). They reorder the text after them on the screen: a host's
+// "gpu01\u202e..." could show another name, a command line another
+// command ("Trojan Source").
+func bidiControl(r rune) bool { return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 }

@@ -60,6 +60,10 @@ var sanitizeCases = []struct {
 	{name: "overlong C1 CSI", in: "\xe0\x82\x9b2J", console: sp("\uFFFD\uFFFD\uFFFD2J")},
 	{name: "truncated rune then 0x9b", in: "\xe2\x9b2J", console: sp("\uFFFD\uFFFD2J")},
 	{name: "surrogate", in: "\xed\xa0\x80", console: sp("\uFFFD\uFFFD\uFFFD")},
+	{name: "bidi override", in: "file‮txt.exe", console: sp("file�txt.exe")},
+	{name: "every bidi embedding, override and isolate", in: "a‪‫‬‭‮b⁦⁧⁨⁩c",
+		console: sp("a�����b����c")},
+	{name: "next to the bidi controls", in: "  ⁥⁪", console: sp("  ⁥⁪")},
 	{name: "long line, late ESC", in: strings.Repeat("abcdefgh", 9) + "\x1b]0;x\x07", console: sp(strings.Repeat("abcdefgh", 9) + "^[]0;x^G")},
 }
 
@@ -100,7 +104,7 @@ func sanitizeCheck(t *testing.T, in, out []byte, mode SanitizeMode) {
 		case r == 0x1b && mode == ConsoleMode && sgrLen(out[i:]) > 0:
 			n = sgrLen(out[i:])
 		case (r == '\t' || r == '\n') && mode == ConsoleMode:
-		case r < 0x20 || r >= 0x7f && r < 0xa0:
+		case r < 0x20 || r >= 0x7f && r < 0xa0 || bidiControl(r):
 			t.Fatalf("%q -> %q: control %U at %d", in, out, r, i)
 		}
 		i += n

@@ -31,8 +31,11 @@ type hostConfig struct {
 func (c *hostConfig) Validate() error {
 	// The name was checked as -H or address:, so a bad address is a
 	// HostName from the ssh config.
+	if why := hostNameTooLong("ssh config HostName ", c.Address); why != "" {
+		return configErrorf("%s: %s", c.Source, why)
+	}
 	if !hostNameRE.MatchString(c.Address) && !isIP(c.Address) {
-		return configErrorf("%s: ssh config HostName %q is not a host name or IP address", c.Source, c.Address)
+		return configErrorf("%s: ssh config HostName %s is not a host name or IP address", c.Source, quoted(c.Address))
 	}
 	if c.User == "" {
 		return configErrorf("%s: no user name (set user: or User in the ssh config)", c.Source)

@@ -171,15 +171,21 @@ func parseHostEntry(n *yaml.Node, fail failFunc) (hostEntry, error) {
 				return err
 			case "name":
 				s, err := scalarString(v, k, fail)
+				if why := hostNameTooLong("name ", s); err == nil && why != "" {
+					err = fail(v.Line, "%s", why)
+				}
 				if err == nil && !hostNameRE.MatchString(s) {
-					err = fail(v.Line, "name %q is not a host name (letters, digits, ., _ and -)", s)
+					err = fail(v.Line, "name %s is not a host name (letters, digits, ., _ and -)", quoted(s))
 				}
 				e.Name = s
 				return err
 			case "cluster_address":
 				s, err := scalarString(v, k, fail)
+				if why := hostNameTooLong("cluster_address ", s); err == nil && why != "" {
+					err = fail(v.Line, "%s", why)
+				}
 				if err == nil && !hostNameRE.MatchString(s) && !isIP(s) {
-					err = fail(v.Line, "cluster_address %q is not a host name or IP address", s)
+					err = fail(v.Line, "cluster_address %s is not a host name or IP address", quoted(s))
 				}
 				e.ClusterAddress = s
 				return err
@@ -240,8 +246,8 @@ func setSetting(s *hostSettings, key string, v *yaml.Node, fail failFunc) error 
 	}
 	switch key {
 	case "user":
-		if !userRE.MatchString(str) {
-			return fail(v.Line, "user: bad user name %q", str)
+		if len(str) > maxUserLen || !userRE.MatchString(str) {
+			return fail(v.Line, "user: bad user name %s", quoted(str))
 		}
 		s.User = &str
 	case "identity_file":
@@ -293,7 +299,7 @@ func appendExpanded(hosts []hostEntry, e hostEntry, file string) ([]hostEntry, e
 		return nil, prefixed(where, err)
 	}
 	if len(addrs) > 1 && (e.Name != "" || e.ClusterAddress != "") {
-		return nil, configErrorf("%s: address %s is a host range: it cannot have one name: or cluster_address:", where, e.Address)
+		return nil, configErrorf("%s: address %s is a host range: it cannot have one name: or cluster_address:", where, shown(e.Address))
 	}
 	if len(hosts)+len(addrs) > maxExpandedHosts {
 		return nil, configErrorf("%s: more than %d hosts", where, maxExpandedHosts)

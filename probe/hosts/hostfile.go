@@ -39,7 +39,7 @@ func parseHostfile(name string, data []byte) (*hostsFile, error) {
 		if h, s, ok := strings.Cut(e.Address, ":"); ok && !strings.Contains(s, ":") && !strings.HasPrefix(e.Address, "[") {
 			slots, err := strconv.Atoi(s)
 			if err != nil || slots < 1 {
-				return nil, fail("%s: bad slot count %q (host:N is N slots in a hostfile; the port comes from the ssh config)", e.Address, s)
+				return nil, fail("%s: bad slot count %s (host:N is N slots in a hostfile; the port comes from the ssh config)", shown(e.Address), quoted(s))
 			}
 			e.Address, e.Slots = h, slots
 		}

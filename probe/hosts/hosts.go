@@ -283,17 +283,17 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 		for _, spec := range specs {
 			expanded, err := expandRanges(spec)
 			if err != nil {
-				return nil, origin, prefixed("-H "+spec, err)
+				return nil, origin, prefixed("-H "+shown(spec), err)
 			}
 			if len(hosts)+len(expanded) > maxExpandedHosts {
 				return nil, origin, configErrorf("-H: more than %d hosts", maxExpandedHosts)
 			}
 			for _, s := range expanded {
-				e, d, source := hostEntry{Address: s}, hostSettings{}, "-H "+s
+				e, d, source := hostEntry{Address: s}, hostSettings{}, "-H "+shown(s)
 				if lent != nil {
 					d = lent.Defaults
 					if le, ok := lent.entry(s); ok {
-						e, source = le, fmt.Sprintf("-H %s (%s:%d)", s, origin.Lent, le.Line)
+						e, source = le, fmt.Sprintf("-H %s (%s:%d)", shown(s), origin.Lent, le.Line)
 					}
 				}
 				h, err := r.resolve(e, d, source)

@@ -340,7 +340,7 @@ func TestLoadHostsProxyJumpLoop(t *testing.T) {
 }
 
 func TestLoadHostsErrors(t *testing.T) {
-	const cfg = `
+	cfg := `
 Host pc
   ProxyCommand ssh -W %h:%p bastion
 Host badname
@@ -351,7 +351,10 @@ Host jbad
   ProxyJump x;y
 Host jpc
   ProxyJump pc
+Host longhn
+  HostName ` + strings.Repeat("h", 254) + `
 `
+	a254, a40 := strings.Repeat("a", 254), strings.Repeat("a", shownMax)
 	tests := []struct {
 		name  string
 		flags []string
@@ -375,6 +378,30 @@ Host jpc
 			err: `FILE:2 (jump $(x)): host "$(x)": "$(x)" is not a host name or IP address`},
 		{name: "bad -H", flags: []string{"good", "a;b"},
 			err: `-H a;b: host "a;b": "a;b" is not a host name or IP address`},
+		{name: "-H with a newline", flags: []string{"h1\nh2"},
+			err: `-H "h1\nh2": host "h1\nh2": "h1\nh2" is not a host name or IP address`},
+		{name: "-H with an escape", flags: []string{"gpu\x1b[31m"},
+			err: `-H "gpu\x1b[31m": bad host range: [ without ]`},
+		{name: "-H with a bidi override", flags: []string{"gpu\u202e10"},
+			err: `-H "gpu\u202e10": host "gpu\u202e10": "gpu\u202e10" is not a host name or IP address`},
+		{name: "-H too long", flags: []string{a254},
+			err: `-H "` + a40 + `…": host "` + a40 + `…" (254 characters): longer than a host name's 253`},
+		{name: "-H of 100 KB", flags: []string{"u@" + strings.Repeat("a", 100_000) + ":22"},
+			err: `-H "u@` + a40[2:] + `…": host "` + a40 + `…" (100000 characters): longer than a host name's 253`},
+		{name: "user too long", flags: []string{strings.Repeat("u", 257) + "@h"},
+			err: `-H "` + strings.Repeat("u", shownMax) + `…": host "` + strings.Repeat("u", shownMax) + `…": user name of 257 characters: longer than 256`},
+		{name: "range of names too long", flags: []string{"h[1-2]" + a254},
+			err: `-H "h1` + a40[2:] + `…": host "h1` + a40[2:] + `…" (256 characters): longer than a host name's 253`},
+		{name: "HostName too long", flags: []string{"longhn"},
+			err: `-H longhn: ssh config HostName "` + strings.Repeat("h", shownMax) + `…" (254 characters): longer than a host name's 253`},
+		{name: "address too long in file", yaml: "hosts:\n  - " + a254 + "\n",
+			err: `FILE:2: host "` + a40 + `…" (254 characters): longer than a host name's 253`},
+		{name: "name too long in file", yaml: "hosts:\n  - address: gpu01\n    name: " + a254 + "\n",
+			err: `FILE:3: name "` + a40 + `…" (254 characters): longer than a host name's 253`},
+		{name: "cluster_address too long in file", yaml: "hosts:\n  - address: gpu01\n    cluster_address: " + a254 + "\n",
+			err: `FILE:3: cluster_address "` + a40 + `…" (254 characters): longer than a host name's 253`},
+		{name: "name with a bidi override in file", yaml: "hosts:\n  - address: gpu01\n    name: \"a\\u202eb\"\n",
+			err: `FILE:3: name "a\u202eb" is not a host name (letters, digits, ., _ and -)`},
 		{name: "empty -H", flags: []string{" , "},
 			err: `-H: no host given`},
 		{name: "user given twice", yaml: "hosts:\n  - gpu00\n  - address: bob@gpu01\n    user: alice\n",
@@ -541,5 +568,15 @@ func TestLoadHostsDevNull(t *testing.T) {
 	_, err = Load(e.opts(Options{File: os.DevNull}))
 	if want := os.DevNull + ": no hosts (the file is empty)"; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)
+	}
+}
+
+// A host name of 253 characters, a DNS name's most, is a host name.
+func TestLoadHostsLongestName(t *testing.T) {
+	e := newLoadEnv(t, "")
+	name := strings.Repeat("a", 253)
+	hosts, err := Load(e.opts(Options{Flags: []string{name}}))
+	if err != nil || len(hosts) != 1 || hosts[0].Name != name {
+		t.Fatalf("got %v, %v", hosts, err)
 	}
 }

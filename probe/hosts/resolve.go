@@ -149,7 +149,7 @@ func (r resolver) resolveJump(jump, source string, depth int) ([]inventory.Host,
 	}
 	var hops []inventory.Host
 	for _, s := range strings.Split(jump, ",") {
-		hop, err := r.resolveDepth(hostEntry{Address: strings.TrimSpace(s)}, hostSettings{}, source+" (jump "+strings.TrimSpace(s)+")", depth+1)
+		hop, err := r.resolveDepth(hostEntry{Address: strings.TrimSpace(s)}, hostSettings{}, source+" (jump "+shown(strings.TrimSpace(s))+")", depth+1)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ package wording
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Count says n of what, "1 GPU" or "2 GPUs": what is a noun whose plural
@@ -26,4 +27,36 @@ func Count(n int, what string) string {
 func FirstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// OneLine is s with every character that is not printable (a control
+// character, a newline or tab, a bidi control, a byte that is not UTF-8)
+// written as Go's %q writes it, without the quotes: an error line that
+// names what the user gave stays one line, and inert on a terminal.
+func OneLine(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteString(`\x`)
+			b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16) + strconv.FormatUint(uint64(s[i])&0xf, 16))
+		case strconv.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }

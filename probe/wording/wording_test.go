@@ -26,3 +26,22 @@ func TestFirstLine(t *testing.T) {
 		}
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                    "",
+		"plain: gpu01 (ü, 日本)":                "plain: gpu01 (ü, 日本)",
+		"h1\nh2":                              `h1\nh2`,
+		"a\tb\r\n":                            `a\tb\r\n`,
+		"\x1b[31mred\x07":                     `\x1b[31mred\a`,
+		"x\x7fy":                              `x\x7fy`,
+		"c1 \u009b2J":                         `c1 \u009b2J`,
+		"bidi \u202eevil\u202c \u2066x\u2069": `bidi \u202eevil\u202c \u2066x\u2069`,
+		"bad \xff byte":                       `bad \xff byte`,
+		`quotes "kept" \ too`:                 `quotes "kept" \ too`,
+	} {
+		if got := OneLine(in); got != want {
+			t.Errorf("OneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -94,8 +94,8 @@ tfhive_md=$tfhive_rd/$tfhive_m
 # gets its first bytes ("s;", which tfhive passes over), before any task
 # can have filled the disk: a disk full later still takes the events
 # (the file's first block is there), and could not take a new file.
-{ mkdir -m 700 "$tfhive_md" && printf 's;\n' >"$tfhive_md/events" && mkfifo -m 600 "$tfhive_md/tick"; } 2>/dev/null ||
-	{ tfhive_say "failed cannot create $tfhive_md"; exit 126; }
+tfhive_e=$({ mkdir -m 700 "$tfhive_md" && printf 's;\n' >"$tfhive_md/events" && mkfifo -m 600 "$tfhive_md/tick"; } 2>&1) ||
+	{ tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_say "failed cannot create $tfhive_md${tfhive_e:+: ${tfhive_e,}}"; exit 126; }
 tfhive_mux=$$
 declare -A tfhive_fds tfhive_pids
 tfhive_names=()

@@ -47,7 +47,7 @@ tfhive_rundir() {
 		fi
 		# Another task of the run may make it first: only what is there
 		# then counts.
-		mkdir -m 700 "$tfhive_d" 2>/dev/null || [ -e "$tfhive_d" ] || { tfhive_why="cannot create $tfhive_d"; return 1; }
+		tfhive_e=$(mkdir -m 700 "$tfhive_d" 2>&1) || [ -e "$tfhive_d" ] || { tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_why="cannot create $tfhive_d${tfhive_e:+: ${tfhive_e,}}"; return 1; }
 	done
 	if [ -z "$tfhive_why" ]; then
 		# One stat for the three (it does not follow symlinks: %F says so).

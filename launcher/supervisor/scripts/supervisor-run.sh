@@ -134,12 +134,14 @@ if [ "$tfhive_keep" != 0 ]; then
 	tfhive_old=("$tfhive_f".*)
 	if [ "$tfhive_mux" = 0 ] && { [ -e "${tfhive_old[0]}" ] || [ -L "${tfhive_old[0]}" ]; }; then rm -f -- "${tfhive_old[@]}"; fi
 	# The status slot is written now, while the disk may have room, and
-	# overwritten in place at the end.
-	{ mkfifo -m 600 "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" && : >"$tfhive_f.out" && : >"$tfhive_f.err" &&
+	# overwritten in place at the end. What fails says why, as the system
+	# says it ("no space left on device"): its last words, of its first
+	# line. ($$ in the subshell is still the supervisor's.)
+	tfhive_e=$({ mkfifo -m 600 "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" && : >"$tfhive_f.out" && : >"$tfhive_f.err" &&
 		printf '%31s\n' '' >"$tfhive_f.rc" && printf '%-47s\n' "$$" >"$tfhive_f.pid" &&
 		{ [ -f "$tfhive_rd/keeper.gen" ] || printf '1\n' >"$tfhive_rd/keeper.gen"; } &&
-		{ [ -z "$tfhive_runinfo" ] || printf '%s\n' "$tfhive_runinfo" >"$tfhive_rd/run.json"; }; } 2>/dev/null ||
-		tfhive_cannot "cannot create the task's files in $tfhive_rd"
+		{ [ -z "$tfhive_runinfo" ] || printf '%s\n' "$tfhive_runinfo" >"$tfhive_rd/run.json"; }; } 2>&1) ||
+		{ tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_cannot "cannot create the task's files in $tfhive_rd${tfhive_e:+: ${tfhive_e,}}"; }
 fi
 printf '%s\n' '@@tfhive-claim ok'
 # Nothing starts until every task of the run holds its claims.
