@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
 // lockedBuf is a buffer written by the session's copying goroutine and
@@ -269,18 +270,7 @@ func TestMuxCannotCreate(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	const run = "20260101-000000-mux"
-	key, _ := os.ReadFile("/etc/machine-id")
-	k := strings.TrimSpace(string(key))
-	if len(k) != 32 || strings.Trim(k, "0123456789abcdef") != "" {
-		name, _ := os.Hostname()
-		k = "host-" + strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r) {
-				return r
-			}
-			return '_'
-		}, name)
-	}
-	rd := filepath.Join(home, ".tfhive", "runs-"+k, run)
+	rd := filepath.Join(home, ".tfhive", sshtest.LocalRunsKey(), run)
 	if err := os.MkdirAll(rd, 0o700); err != nil {
 		t.Fatal(err)
 	}

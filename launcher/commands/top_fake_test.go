@@ -52,7 +52,8 @@ func TestTopOnFakeHosts(t *testing.T) {
 	contains(t, "plain", plain, "HOST", "claimed", "watched", "worker:0", "worker:1", "QUEUE  no run waits", "loss=0.75")
 
 	tail := tailRunLog(run, 0, 10)
-	if tail.Err != nil || len(tail.Files) != 2 || !strings.Contains(strings.Join(tail.Lines, "\n"), "step 1 loss=0.75") {
+	// A foreground run keeps its console too: console.log first.
+	if tail.Err != nil || len(tail.Files) != 3 || tail.Files[0] != "console.log" || !strings.Contains(strings.Join(tail.Lines, "\n"), "step 1 loss=0.75") {
 		t.Errorf("tail: %+v", tail)
 	}
 
