@@ -19,16 +19,21 @@ const DefaultPsWatch = 2 * time.Second
 // psWatch is `tfhive ps --watch`, as kubectl get -w and watch(1): every
 // interval it probes again over the fleet's connections (one per host,
 // opened once). On a terminal it redraws the table in place, with a
-// header; otherwise (or with --json) it prints the table (the document)
-// again only when the runs changed (view.RunsChanged), so that a log of
-// it is a log of changes, and says on stderr when the hosts that cannot
-// be reached change. Ctrl-C ends it with exit 0, as status --watch: the
+// header, within the terminal's width and height (view.Screen);
+// otherwise (or with --json) it prints the table (the document) again
+// only when the runs changed (view.RunsChanged), so that a log of it is
+// a log of changes, and says on stderr when the hosts that cannot be
+// reached change. Ctrl-C ends it with exit 0, as status --watch: the
 // watch was the point, nothing was interrupted.
 func psWatch(ctx context.Context, o PsOptions, fleet *probe.Fleet) error {
 	redraw := isTerminal(o.Stdout) && !o.JSON
 	from := hostsFrom(o.Hosts)
 	if !redraw {
 		noteHostsFrom(o.Hosts, o.Stderr)
+	} else {
+		// The screen ends without a newline (view.Screen): the shell's
+		// prompt goes below it.
+		defer fmt.Fprintln(o.Stdout)
 	}
 	var last []view.RunOnHost
 	lastBad := ""
@@ -44,8 +49,11 @@ func psWatch(ctx context.Context, o PsOptions, fleet *probe.Fleet) error {
 		bad := unreachableLines(inv)
 		switch {
 		case redraw:
+			// As status --watch: within the terminal's width and height
+			// (asked at each refresh), the rows that do not fit counted.
+			cols, height := termSize(o.Stdout)
 			var buf strings.Builder
-			if err := view.WriteRuns(&buf, runs, time.Now()); err != nil {
+			if err := view.WriteRuns(view.OnTerminal(&buf, cols), runs, time.Now()); err != nil {
 				return err
 			}
 			header := fmt.Sprintf("Every %s: tfhive ps    %s", o.Watch, time.Now().Format("15:04:05"))
@@ -53,8 +61,13 @@ func psWatch(ctx context.Context, o PsOptions, fleet *probe.Fleet) error {
 				header += "    " + from
 			}
 			// The hosts that could not be reached go with the screen they
-			// belong to: stderr would be cleared with it.
-			if _, err := fmt.Fprintf(o.Stdout, "\x1b[H\x1b[2J%s\n\n%s%s", header, buf.String(), bad); err != nil {
+			// belong to (stderr would be cleared with it), below the table,
+			// kept when rows are not.
+			var tail []string
+			if bad != "" {
+				tail = strings.Split(strings.TrimSuffix(bad, "\n"), "\n")
+			}
+			if _, err := fmt.Fprintf(o.Stdout, "\x1b[H\x1b[2J%s", view.Screen([]string{header, ""}, buf.String(), tail, cols, height)); err != nil {
 				return err
 			}
 		case first || view.RunsChanged(last, runs):

@@ -57,7 +57,7 @@ func Runs(_ context.Context, o RunsOptions) error {
 	if o.JSON {
 		return view.WriteRunRecordsJSON(o.Stdout, rs)
 	}
-	return view.WriteRunRecords(o.Stdout, rs, termWidth(o.Stdout))
+	return view.WriteRunRecords(o.Stdout, rs)
 }
 
 // checkLogRoot is the log root to read: given (--log-root), else

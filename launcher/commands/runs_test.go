@@ -150,7 +150,7 @@ func TestRunsListsALogRoot(t *testing.T) {
 	} {
 		view.SortRunRecords(rs, c.sort, c.reverse)
 		var out bytes.Buffer
-		if err := view.WriteRunRecords(&out, rs, 0); err != nil {
+		if err := view.WriteRunRecords(&out, rs); err != nil {
 			t.Fatal(err)
 		}
 		testkit.Golden(t, filepath.Join(runsGoldenDir, c.golden), bytes.ReplaceAll(out.Bytes(), []byte(root), []byte("ROOT")))

@@ -79,21 +79,36 @@ func Status(ctx context.Context, o StatusOptions) error {
 		return unreachable(inv)
 	}
 	tty := isTerminal(o.Stdout)
+	if tty {
+		// The screen ends without a newline (view.Screen): the shell's
+		// prompt goes below it.
+		defer fmt.Fprintln(o.Stdout)
+	}
 	for {
 		var buf strings.Builder
-		if _, err := show(&buf); err != nil {
+		// Asked at each refresh: a resized terminal gets a screen that
+		// fits it at the next.
+		cols, rows := termSize(o.Stdout)
+		var table io.Writer = &buf
+		if tty {
+			table = view.OnTerminal(&buf, cols)
+		}
+		if _, err := show(table); err != nil {
 			if ctx.Err() != nil {
 				return nil // Ctrl-C ends a watch normally
 			}
 			return err
 		}
 		if tty {
-			// Redraw in place, like watch(1).
+			// Redraw in place, like watch(1), within the terminal: each
+			// line cut to its width, the rows that do not fit its height
+			// counted on the last line; a screen that scrolled would
+			// lose its header and leave old rows above it.
 			header := fmt.Sprintf("Every %s: tfhive status    %s", o.Watch, time.Now().Format("15:04:05"))
 			if from != "" { // the screen is cleared: in the header
 				header += "    " + from
 			}
-			fmt.Fprintf(o.Stdout, "\x1b[H\x1b[2J%s\n\n%s", header, buf.String())
+			fmt.Fprintf(o.Stdout, "\x1b[H\x1b[2J%s", view.Screen([]string{header, ""}, buf.String(), nil, cols, rows))
 		} else {
 			fmt.Fprintf(o.Stdout, "%s\n", buf.String())
 		}

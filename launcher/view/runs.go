@@ -139,10 +139,10 @@ func compareFloat(a, b float64) int {
 }
 
 // WriteRunRecords prints `tfhive runs`: a column per metric name after the
-// run's own, "-" where a run has no value, then COMMAND, last so that it
-// can be cut to fit: to width (a terminal's columns; 0, not a terminal:
-// runsCellMax), never below commandMin. --json has it whole.
-func WriteRunRecords(w io.Writer, rs []RunRecord, width int) error {
+// run's own, "-" where a run has no value, then COMMAND, last so that the
+// cut of a terminal's width (width.go) takes from it first; whole into a
+// pipe, and in --json.
+func WriteRunRecords(w io.Writer, rs []RunRecord) error {
 	names := MetricNames(rs)
 	header := append([]string{"RUN", "STARTED", "DURATION", "RESULT", "EXIT"}, names...)
 	rows := make([][]string, len(rs))
@@ -168,37 +168,10 @@ func WriteRunRecords(w io.Writer, rs []RunRecord, width int) error {
 		rows[i] = row
 	}
 	header = append(header, "COMMAND")
-	room := runsCellMax
-	if width > 0 {
-		room = max(width-tableWidth(header[:len(header)-1], rows), commandMin)
-	}
 	for i, r := range rs {
-		cmd := "-"
-		if len(r.Command) > 0 {
-			// Made safe first, so that the cut counts what is shown.
-			cmd = cutTo(SanitizeCell(CommandLine(r.Command)), room)
-		}
-		rows[i] = append(rows[i], cmd)
+		rows[i] = append(rows[i], Dash(CommandLine(r.Command)))
 	}
 	return WriteTable(w, header, rows)
-}
-
-// commandMin is the least of a command `tfhive runs` shows, however
-// narrow the terminal.
-const commandMin = 20
-
-// tableWidth is how wide WriteTable makes these columns, each with the
-// two blanks that follow it.
-func tableWidth(header []string, rows [][]string) int {
-	n := 0
-	for c := range header {
-		w := utf8.RuneCountInString(SanitizeCell(header[c]))
-		for _, r := range rows {
-			w = max(w, utf8.RuneCountInString(SanitizeCell(r[c])))
-		}
-		n += w + 2
-	}
-	return n
 }
 
 // CommandLine is argv as a shell would take it back: words of safe
@@ -216,8 +189,9 @@ func CommandLine(argv []string) string {
 
 var safeWord = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
 
-// runsCellMax is the most of a value the table shows (runes); JSON has
-// it all.
+// runsCellMax is the most of a captured value the table shows (runes),
+// on a terminal or not: the column's cap, so that one long value does not
+// push the others off; JSON has it all.
 const runsCellMax = 40
 
 func cutCell(v string) string { return cutTo(v, runsCellMax) }

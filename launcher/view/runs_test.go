@@ -70,7 +70,8 @@ func TestSortRunRecords(t *testing.T) {
 }
 
 // The table: a column per metric any run has or asked for, "-" for what
-// a run lacks, long values cut, durations rounded by size.
+// a run lacks, long values cut, durations rounded by size; the command
+// last, whole into a pipe, cut with the line on a terminal.
 func TestWriteRunRecords(t *testing.T) {
 	// Local, as the table shows start times in the local zone.
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.Local)
@@ -86,19 +87,23 @@ func TestWriteRunRecords(t *testing.T) {
 		{RunID: "gone", Result: ResultUnknown, Metrics: map[string]string{}},
 	}
 	var b bytes.Buffer
-	if err := WriteRunRecords(&b, rs, 0); err != nil {
+	if err := WriteRunRecords(&b, rs); err != nil {
 		t.Fatal(err)
 	}
+	// Into a pipe the command is whole.
 	testkit.Golden(t, filepath.Join(runsGoldenDir, "table.txt"), b.Bytes())
-	// On a terminal the command is cut to its width, never below 20.
+	if !strings.Contains(b.String(), "  sh -c 'echo it'\\''s ^[[31mred; exec python train.py --lr 1 --model_dir /shared/{run_id}'\n") {
+		t.Errorf("into a pipe, a command was cut:\n%s", b.String())
+	}
+	// On a terminal every line is cut to its width, as every table's.
 	for _, width := range []int{180, 200, 40} {
 		b.Reset()
-		if err := WriteRunRecords(&b, rs, width); err != nil {
+		if err := WriteRunRecords(OnTerminal(&b, width), rs); err != nil {
 			t.Fatal(err)
 		}
 		testkit.Golden(t, filepath.Join(runsGoldenDir, "width-"+strconv.Itoa(width)+".txt"), b.Bytes())
 		for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
-			if n := utf8.RuneCountInString(line); width > 40 && n > width {
+			if n := utf8.RuneCountInString(line); n > width {
 				t.Errorf("width %d: a line of %d:\n%s", width, n, line)
 			}
 		}

@@ -22,7 +22,8 @@ const (
 const statusStateCol = 5
 
 // WriteStatusTable prints one row per GPU, and one row per host that has
-// none to show, with the reason. st is schedule.Classify's answer for inv.
+// none to show, with the reason, each one line (width.go). st is
+// schedule.Classify's answer for inv.
 // color colours the STATE column (stateColors; UseColor decides).
 func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUStatus, color bool) error {
 	var rows [][]string
@@ -59,17 +60,13 @@ func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUS
 		}
 	}
 	// A host's reason (a driver's message, a dial error: as long as they
-	// come) goes on below its row rather than in one line past the
-	// terminal's edge. A GPU's processes stay on its row: each command is
-	// cut already, and a row of its own per GPU is what scripts grep.
-	return writeTableWrapped(w, statusHeader, rows, sgr, statusWidth, func(row int) bool { return rows[row][1] == "-" })
+	// come) is on its row like a GPU's processes: one line per GPU or
+	// host, which scripts grep; cut to a terminal's width, whole into a
+	// pipe or a file (width.go), whole in --json.
+	return writeTable(w, statusHeader, rows, sgr)
 }
 
 var statusHeader = []string{"HOST", "GPU", "NAME", "MEMORY", "UTIL", "STATE", "DETAIL"}
-
-// statusWidth is as wide as the status table goes with a host's long
-// reason: 100 columns, the width of tfhive's help.
-const statusWidth = 100
 
 func memory(g inventory.GPU) string {
 	return fmt.Sprintf("%s/%s MiB", intOr(g.MemoryUsedMiB, "?"), intOr(g.MemoryTotalMiB, "?"))

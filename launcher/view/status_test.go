@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -65,28 +64,5 @@ func TestWriteStatus(t *testing.T) {
 		doc.Hosts[4].GPUs[1].State != schedule.Busy || doc.Hosts[4].GPUs[2].Reason != schedule.ReasonExcluded ||
 		doc.Hosts[4].GPUs[1].Processes[0].PID != 4242 {
 		t.Errorf("document read back: %+v", doc)
-	}
-}
-
-// A host's long reason goes on below its row, indented past HOST, within
-// the width; a word wider than a line is cut into lines of its own.
-func TestWriteTableWrapped(t *testing.T) {
-	var b bytes.Buffer
-	long := "x " + strings.Repeat("é", 70) + " tail"
-	rows := [][]string{{"h1", "-", "unreachable", "short"}, {"h2", "-", "driver-error", long}, {"h3", "0", "busy", long}}
-	if err := writeTableWrapped(&b, []string{"HOST", "GPU", "STATE", "DETAIL"}, rows, nil, 50, func(row int) bool { return row != 2 }); err != nil {
-		t.Fatal(err)
-	}
-	want := "HOST  GPU  STATE         DETAIL\n" +
-		"h1    -    unreachable   short\n" +
-		"h2    -    driver-error  x\n" +
-		"      " + strings.Repeat("é", 44) + "\n" +
-		"      " + strings.Repeat("é", 26) + " tail\n" +
-		"h3    0    busy          " + long + "\n"
-	if b.String() != want {
-		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
-	}
-	if rows[1][3] != long {
-		t.Error("the caller's row changed")
 	}
 }

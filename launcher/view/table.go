@@ -20,6 +20,9 @@ import (
 // Every cell is sanitised, on a terminal or not: cells come from hosts (GPU
 // names, other users' user names and command lines), a table never needs a
 // control byte, and a "\n" in a process name would forge a row.
+//
+// Each row is one line; on a terminal (TableWidth(w) > 0) it is cut to the
+// terminal's width, whole otherwise: the rule of every table (width.go).
 func WriteTable(w io.Writer, header []string, rows [][]string) error {
 	return writeTable(w, header, rows, nil)
 }
@@ -29,7 +32,8 @@ func WriteTable(w io.Writer, header []string, rows [][]string) error {
 // table, around the cell's text where the columns put it: given to
 // tablewriter, escape codes come back with resets of its own in the next
 // cell and defeat the trimming of trailing blanks. So the columns are
-// those of the plain table, byte for byte (TestStatusColor).
+// those of the plain table, byte for byte (TestStatusColor). Each line
+// is cut to w's TableWidth last, colour and all (width.go).
 func writeTable(w io.Writer, header []string, rows [][]string, sgr func(row, col int) string) error {
 	header = SanitizeCells(header)
 	safe := make([][]string, len(rows))
@@ -66,6 +70,7 @@ func writeTable(w io.Writer, header []string, rows [][]string, sgr func(row, col
 	if sgr != nil {
 		starts = columnStarts(header, rows)
 	}
+	width := TableWidth(w)
 	var out bytes.Buffer
 	for i, line := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
 		nl := bytes.HasSuffix(line, []byte("\n"))
@@ -73,7 +78,7 @@ func writeTable(w io.Writer, header []string, rows [][]string, sgr func(row, col
 		if sgr != nil && i > 0 && i <= len(rows) {
 			line = paintRow(line, rows[i-1], starts, func(col int) string { return sgr(i-1, col) })
 		}
-		out.Write(line)
+		out.WriteString(CutLine(string(line), width))
 		if nl {
 			out.WriteByte('\n')
 		}
@@ -153,117 +158,4 @@ func SanitizeCells(cells []string) []string {
 		out[i] = SanitizeCell(c)
 	}
 	return out
-}
-
-// writeTableWrapped is writeTable for a table at most width columns wide
-// whose last column holds long texts (status's DETAIL): the last cell of a
-// row that wrap says (nil: every row) that does not fit has what fits in its column, and the rest goes on in lines
-// of their own below its row, indented to the second column (past the
-// first, which says whose row it is) and as wide as the table may be, so
-// that a long reason takes a few lines, not a line each few words. The
-// cells are made safe first (SanitizeCells), so that the wrap counts what
-// is shown.
-func writeTableWrapped(w io.Writer, header []string, rows [][]string, sgr func(row, col int) string, width int, wrap func(row int) bool) error {
-	last := len(header) - 1
-	safe := make([][]string, len(rows))
-	for i, r := range rows {
-		safe[i] = SanitizeCells(r)
-	}
-	starts := columnStarts(header, safe)
-	indent := 0
-	if last > 0 {
-		indent = starts[1]
-	}
-	more := make([][]string, len(rows))
-	for i, r := range safe {
-		cell := r[last]
-		if starts[last]+twwidth.Width(cell) <= width || wrap != nil && !wrap(i) {
-			continue
-		}
-		first, rest := fitWords(cell, width-starts[last])
-		r[last] = first
-		more[i] = wrapText(rest, max(width-indent, 20))
-	}
-	var buf bytes.Buffer
-	if err := writeTable(&buf, header, safe, sgr); err != nil {
-		return err
-	}
-	var out bytes.Buffer
-	pad := strings.Repeat(" ", indent)
-	for i, line := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
-		out.Write(line)
-		if i > 0 && i <= len(rows) {
-			for _, l := range more[i-1] {
-				out.WriteString(pad + l + "\n")
-			}
-		}
-	}
-	_, err := w.Write(out.Bytes())
-	return err
-}
-
-// fitWords splits s after the words that fit in width display columns:
-// none when the first does not.
-func fitWords(s string, width int) (string, string) {
-	fit := 0 // bytes of s that fit
-	for i := 0; i < len(s); {
-		j := strings.IndexByte(s[i:], ' ')
-		end := len(s)
-		if j >= 0 {
-			end = i + j
-		}
-		if twwidth.Width(s[:end]) > width {
-			break
-		}
-		fit = end
-		i = end + 1
-	}
-	return s[:fit], strings.TrimLeft(s[fit:], " ")
-}
-
-// wrapText breaks s into lines of at most width display columns, between
-// words where it can.
-func wrapText(s string, width int) []string {
-	if twwidth.Width(s) <= width {
-		return []string{s}
-	}
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		for twwidth.Width(word) > width {
-			// Too long for any line: what is left of this one, then
-			// lines of its own.
-			if line != "" {
-				lines, line = append(lines, line), ""
-			}
-			head, rest := splitAtWidth(word, width)
-			lines, word = append(lines, head), rest
-		}
-		switch {
-		case line == "":
-			line = word
-		case twwidth.Width(line)+1+twwidth.Width(word) <= width:
-			line += " " + word
-		default:
-			lines, line = append(lines, line), word
-		}
-	}
-	if line != "" || len(lines) == 0 {
-		lines = append(lines, line)
-	}
-	return lines
-}
-
-// splitAtWidth cuts s after at most width display columns (one rune at
-// the least).
-func splitAtWidth(s string, width int) (string, string) {
-	w := 0
-	for i, r := range s {
-		rw := twwidth.Width(string(r))
-		if w+rw > width && i > 0 {
-			return s[:i], s[i:]
-		}
-		w += rw
-	}
-	return s, ""
 }
