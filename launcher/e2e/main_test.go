@@ -100,25 +100,13 @@ func wantContains(t *testing.T, what, s string, subs ...string) {
 }
 
 // rowsOf returns the table rows (split on runs of 2+ spaces) whose first
-// column is host. A line that starts blank goes on with the row above's
-// last cell (status wraps a long DETAIL): joined with a space.
+// column is host: a row is one line, on a terminal or not (a line that
+// starts blank is none of its host's).
 func rowsOf(table, host string) [][]string {
 	var rows [][]string
-	mine := false
 	for _, line := range strings.Split(table, "\n") {
-		cols := splitCols(line)
-		switch {
-		case len(cols) == 0:
-		case strings.HasPrefix(line, " "):
-			if mine {
-				row := rows[len(rows)-1]
-				row[len(row)-1] += " " + strings.Join(cols, " ")
-			}
-		default:
-			mine = cols[0] == host
-			if mine {
-				rows = append(rows, cols)
-			}
+		if cols := splitCols(line); len(cols) > 0 && !strings.HasPrefix(line, " ") && cols[0] == host {
+			rows = append(rows, cols)
 		}
 	}
 	return rows

@@ -11,8 +11,9 @@ import (
 )
 
 // `tfhive runs` says what each run ran: COMMAND, last, the command line
-// as given (placeholders unfilled), quoted as a shell takes it back and
-// cut to 40 characters off a terminal; --json has it whole.
+// as given (placeholders unfilled), quoted as a shell takes it back,
+// whole off a terminal (cut with the line on one: view's width.go), as
+// --json has it.
 func TestRunsCommandColumn(t *testing.T) {
 	f := runFleet(t, "c1")
 	root := t.TempDir()
@@ -33,7 +34,7 @@ func TestRunsCommandColumn(t *testing.T) {
 		c := splitCols(line)
 		got[c[0]] = c[len(c)-1]
 	}
-	if got["short"] != "true" || got["long"] != "sh -c 'echo {run_id} is a run with a co…" {
+	if got["short"] != "true" || got["long"] != "sh -c 'echo {run_id} is a run with a command longer than the column' ignored" {
 		t.Errorf("COMMAND %q:\n%s", got, r.stdout)
 	}
 	r = tfhive(t, f.Env(), f.Dir, "runs", "--log-root", root, "--json")

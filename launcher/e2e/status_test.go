@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/sshtest"
@@ -68,20 +67,19 @@ func TestStatusMixedFleet(t *testing.T) {
 		!strings.Contains(rows[0][6], "couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running. (exit 9)") {
 		t.Errorf("gpu-nodriver rows %v", rows)
 	}
-	// Its 150-character reason goes on below its row, within 100 columns
-	// (a GPU's processes stay on its row).
-	wrapped := 0
-	for _, line := range strings.Split(r.stdout, "\n") {
+	// Into a pipe every row is one line, whole: its 150-character reason
+	// on its row, as a GPU's processes are on theirs.
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	for _, line := range lines {
 		if strings.HasPrefix(line, " ") {
-			wrapped++
-		}
-		gpuRow := len(splitCols(line)) > 1 && splitCols(line)[1] != "-" && !strings.HasPrefix(line, " ")
-		if n := utf8.RuneCountInString(line); n > 100 && !gpuRow {
-			t.Errorf("a line of %d columns:\n%s", n, line)
+			t.Errorf("a continuation line:\n%s", line)
 		}
 	}
-	if wrapped < 2 {
-		t.Errorf("gpu-nodriver's reason in one line:\n%s", r.stdout)
+	if len(lines) != 1+2+4+2+2+1+1 {
+		t.Errorf("%d lines, want a header and 12 rows:\n%s", len(lines), r.stdout)
+	}
+	if rows := rowsOf(r.stdout, "gpu-nodriver"); len(rows) != 1 || rows[0][6] != nodriverReason {
+		t.Errorf("gpu-nodriver's reason is not whole on its row:\n%s", r.stdout)
 	}
 	if rows := rowsOf(r.stdout, "cpu-only"); len(rows) != 1 || rows[0][5] != "no-gpus" {
 		t.Errorf("cpu-only rows %v", rows)

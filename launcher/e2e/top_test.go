@@ -54,9 +54,15 @@ func (b *tmuxBed) screen() string { return b.tmux("capture-pane", "-p", "-t", "t
 // waitScreen polls the pane until ok says yes, for up to within.
 func (b *tmuxBed) waitScreen(what string, within time.Duration, ok func(string) bool) string {
 	b.t.Helper()
+	return b.waitPane("top", what, within, ok)
+}
+
+// waitPane is waitScreen on session name's pane.
+func (b *tmuxBed) waitPane(name, what string, within time.Duration, ok func(string) bool) string {
+	b.t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		s := b.screen()
+		s := b.tmux("capture-pane", "-p", "-t", name)
 		if ok(s) {
 			return s
 		}
