@@ -1,10 +1,17 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
@@ -119,5 +126,109 @@ EOF`)
 	}
 	if strings.Contains(ok.stdout+ok.stderr, "refused") {
 		t.Errorf("refused: %s", ok.stderr)
+	}
+}
+
+// holdAs starts a long-lived command as u on this machine that prints
+// "ready" first; it is killed at the end of the test.
+func holdAs(t *testing.T, u *sshtest.User, script string) {
+	t.Helper()
+	cmd := u.Command("/bin/sh", "-c", script)
+	cmd.SysProcAttr.Setpgid = true
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("as %s: %s: %q", u.Name, script, line)
+	}
+}
+
+// tfhiveWithin is tfhive, killed after within; ok is false then.
+func tfhiveWithin(t *testing.T, within time.Duration, env []string, dir string, args ...string) (r result, ok bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tfhiveBin, args...)
+	cmd.Env, cmd.Dir = env, dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r = result{stdout: out.String(), stderr: errb.String()}
+	if ee, isExit := err.(*exec.ExitError); isExit {
+		r.code = ee.ExitCode()
+	}
+	return r, ctx.Err() == nil
+}
+
+// Another user cannot hold a run's keeper.lock, nor have her lock taken
+// for the run's: before the fix, `flock -x …/keeper.lock sleep 300` by
+// her made wait, attach and logs -f hang and runs show an ended run as
+// running, and `flock -s` on a sweep's made its resume fail with "sweep
+// sw1 is running". The lock is made 0600, so that she cannot open it;
+// one she opened while it was 0644 (an older tfhive's) and holds does
+// not count, and a sweep takes a fresh one.
+func TestHostileRunLock(t *testing.T) {
+	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
+	mallory := sshtest.AddUser(t, "mallory")
+	scratch := sharedScratch(t, f)
+	env := f.Env()
+	d := tfhive(t, env, scratch, fleetArgs(f, "run", "--detach", "--name", "v1", "--grace", "2s", "--workers", "1",
+		"--gpus-per-worker", "0", "--", "true")...)
+	wantCode(t, d, 0)
+	wantCode(t, tfhive(t, env, scratch, "wait", "v1"), 0)
+	lock := filepath.Join(scratch, "tfhive-runs", "v1", "keeper.lock")
+	if fi, err := os.Stat(lock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("keeper.lock: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+	if out, err := mallory.Command("flock", "-n", "-x", lock, "true").CombinedOutput(); err == nil {
+		t.Errorf("%s could lock the run's keeper.lock", mallory.Name)
+	} else if !strings.Contains(string(out), "Permission denied") {
+		t.Errorf("her flock: %v: %s", err, out)
+	}
+
+	// An older tfhive's lock, 0644: she opened it in time and holds it.
+	os.Chmod(lock, 0o644)
+	holdAs(t, mallory, `exec flock -x `+lock+` sh -c 'echo ready; exec sleep 300'`)
+	for _, args := range [][]string{{"wait", "v1"}, {"attach", "v1"}, {"logs", "-f", "v1"}} {
+		r, ok := tfhiveWithin(t, 20*time.Second, env, scratch, args...)
+		if !ok {
+			t.Errorf("tfhive %s hung on her lock:\n%s", strings.Join(args, " "), r.stderr)
+		} else if r.code != 0 {
+			t.Errorf("tfhive %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	// A run whose keeper died before its summary: not running, whoever
+	// holds its lock.
+	os.Remove(filepath.Join(scratch, "tfhive-runs", "v1", "summary.json"))
+	runs := tfhive(t, env, scratch, "runs")
+	wantCode(t, runs, 0)
+	if rows := rowsOf(runs.stdout, "v1"); len(rows) != 1 || !slices.Contains(rows[0], "unknown") {
+		t.Errorf("runs: the dead run v1 is not unknown:\n%s", runs.stdout)
+	}
+
+	// A sweep whose lock she holds shared (an older tfhive's, 0644) is
+	// resumed all the same.
+	ok := filepath.Join(scratch, "ok")
+	args := fleetArgs(f, "sweep", "--name", "sw1", "--grace", "2s", "--gpus-per-worker", "0", "--param", "x=1,2",
+		"--", "sh", "-c", "[ {x} = 1 ] || [ -e "+ok+" ]")
+	first := tfhive(t, env, scratch, args...)
+	wantCode(t, first, 1)
+	swLock := filepath.Join(scratch, "tfhive-runs", "sw1", "keeper.lock")
+	os.Chmod(swLock, 0o644)
+	holdAs(t, mallory, `exec flock -s `+swLock+` sh -c 'echo ready; exec sleep 300'`)
+	os.WriteFile(ok, nil, 0o644)
+	again, done := tfhiveWithin(t, 60*time.Second, env, scratch, args...)
+	if !done || again.code != 0 {
+		t.Fatalf("resume: exit %d (ended %v)\n%s", again.code, done, again.stderr)
+	}
+	wantContains(t, "resume", again.stderr, "1 of 2 trials to run (1 succeeded before)")
+	if fi, err := os.Stat(swLock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the sweep's keeper.lock after the resume: %v, mode %v; want a fresh 0600 one", err, fi.Mode().Perm())
+	}
+	if w, ok := tfhiveWithin(t, 20*time.Second, env, scratch, "wait", "sw1"); !ok || w.code != 0 {
+		t.Errorf("wait sw1: exit %d (ended %v)\n%s", w.code, ok, w.stderr)
 	}
 }
