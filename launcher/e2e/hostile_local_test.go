@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,5 +231,98 @@ func TestHostileRunLock(t *testing.T) {
 	}
 	if w, ok := tfhiveWithin(t, 20*time.Second, env, scratch, "wait", "sw1"); !ok || w.code != 0 {
 		t.Errorf("wait sw1: exit %d (ended %v)\n%s", w.code, ok, w.stderr)
+	}
+}
+
+// A record another user wrote is never run without asking: before the
+// fix, `tfhive rerun /scratch/her-run` ran her repro.json's setup as the
+// victim. It is refused, exit 2, naming her, before any host is
+// contacted; --trust runs it all the same. `runs` shows whose each run
+// is when some are not yours.
+func TestHostileRerunRecord(t *testing.T) {
+	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
+	h := f.Host("h1")
+	mallory := sshtest.AddUser(t, "mallory")
+	scratch := sharedScratch(t, f)
+	env := f.Env()
+	mine := filepath.Join(scratch, "mine")
+	r := tfhive(t, env, scratch, fleetArgs(f, "run", "--log-dir", mine, "--grace", "2s", "--workers", "1",
+		"--gpus-per-worker", "0", "--", "true")...)
+	wantCode(t, r, 0)
+
+	// Hers: the victim's record with a setup of her own, and a summary.
+	repro := readJSON[map[string]any](t, mine, "repro.json")
+	req := repro["request"].(map[string]any)
+	req["Setup"] = "id > ~/pwned.txt"
+	repro["run_id"] = "her-run"
+	data, err := json.Marshal(repro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := strings.Replace(readFile(t, filepath.Join(mine, "summary.json")), filepath.Base(mine), "her-run", 1)
+	her := filepath.Join(scratch, "her-run")
+	asUser(t, mallory, scratch, "mkdir her-run && cat > her-run/repro.json <<'EOF'\n"+string(data)+"\nEOF\n"+
+		"cat > her-run/summary.json <<'EOF'\n"+summary+"EOF")
+
+	// runs: whose each run is, when some are not yours.
+	l := tfhive(t, env, scratch, "runs", "--log-root", scratch)
+	wantCode(t, l, 0)
+	if !strings.HasPrefix(l.stdout, "RUN      OWNER") {
+		t.Errorf("runs --log-root %s: no OWNER column:\n%s", scratch, l.stdout)
+	}
+	if rows := rowsOf(l.stdout, "her-run"); len(rows) != 1 || rows[0][1] != mallory.Name {
+		t.Errorf("runs: her-run is not shown as %s's:\n%s", mallory.Name, l.stdout)
+	}
+	if rows := rowsOf(l.stdout, "mine"); len(rows) != 1 || rows[0][1] != "you" {
+		t.Errorf("runs: mine is not shown as yours:\n%s", l.stdout)
+	}
+	j := tfhive(t, env, scratch, "runs", "--log-root", scratch, "--json")
+	wantCode(t, j, 0)
+	var doc struct {
+		Runs []map[string]any `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil {
+		t.Fatalf("runs --json: %v\n%s", err, j.stdout)
+	}
+	owners := map[string]any{}
+	for _, run := range doc.Runs {
+		owners[run["run_id"].(string)] = run["owner"]
+	}
+	if owners["her-run"] != mallory.Name || owners["mine"] != nil {
+		t.Errorf("runs --json: owners %v, want her-run %s's and mine without one\n%s", owners, mallory.Name, j.stdout)
+	}
+
+	// rerun of her record: refused.
+	pwned := filepath.Join(h.Home(), "pwned.txt")
+	calls := h.SMICalls()
+	rr := tfhive(t, env, scratch, "rerun", her)
+	if _, err := os.Stat(pwned); err == nil {
+		t.Errorf("her setup ran as the victim: %s", readFile(t, pwned))
+	}
+	wantCode(t, rr, 2)
+	wantContains(t, "rerun's stderr", rr.stderr,
+		"tfhive: error: run her-run's record "+filepath.Join(her, "repro.json")+" refused: it is owned by "+mallory.Name+", not by you or root\n",
+		"tfhive: hint: ", "tfhive rerun --trust "+her+" runs it anyway")
+	if strings.Contains(rr.stderr, "as they were") {
+		t.Errorf("the refused rerun said all was as it was:\n%s", rr.stderr)
+	}
+	if n := h.SMICalls(); n != calls {
+		t.Errorf("the host was probed (%d nvidia-smi calls) before the refusal", n-calls)
+	}
+
+	// Trusted, it runs as it says (her setup too: the user asked).
+	tr := tfhive(t, env, scratch, "rerun", "--trust", her)
+	wantCode(t, tr, 0)
+	wantContains(t, "rerun --trust's stderr", tr.stderr,
+		"tfhive: rerun of her-run: --trust: its record "+filepath.Join(her, "repro.json")+" runs as you, though it is owned by "+mallory.Name+", not by you or root\n")
+	if _, err := os.Stat(pwned); err != nil {
+		t.Errorf("the trusted rerun did not run the record's setup: %v", err)
+	}
+
+	// Only your own runs: no OWNER column.
+	own := tfhive(t, env, scratch, "runs")
+	wantCode(t, own, 0)
+	if strings.Contains(own.stdout, "OWNER") || len(strings.Split(strings.TrimSpace(own.stdout), "\n")) != 2 {
+		t.Errorf("runs of your own:\n%s", own.stdout)
 	}
 }
