@@ -59,23 +59,42 @@ func holdRunLock(dir string) (release func(), err error) {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
 	inUse := fmt.Errorf("log dir %s is in use by another run", dir)
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
-		if fi, err := f.Stat(); err == nil && fi.Mode().Perm() != runLockMode {
-			// An older tfhive's: closed to others from now on (what they
-			// opened before is passed over, see above).
-			f.Chmod(runLockMode)
+	for try := 0; ; try++ {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+			if fi, err := f.Stat(); err == nil && fi.Mode().Perm() != runLockMode {
+				// An older tfhive's: closed to others from now on (what
+				// they opened before is passed over, see above).
+				f.Chmod(runLockMode)
+			}
+			return func() { f.Close() }, nil
 		}
-		return func() { f.Close() }, nil
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, inUse
+		}
+		write, read, known := ownerLocks(fi)
+		if write || !known {
+			f.Close()
+			return nil, inUse
+		}
+		if !read {
+			break
+		}
+		// A reader of the user's (runGoesOn) lets go at once: the file
+		// is not replaced under it, or another tfhive of the user's
+		// could lock the old one once it has, and two would hold.
+		if try == runLockTries {
+			f.Close()
+			return nil, inUse
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	fi, err := f.Stat()
 	f.Close()
-	if err != nil {
-		return nil, inUse
-	}
-	if held, known := heldByOwner(fi); held || !known {
-		return nil, inUse
-	}
-	// Held by other users only: a fresh lock in its place.
+	// Held by other users only: a fresh lock in its place. (Two tfhives
+	// of the user's starting on one log dir at that very moment, as
+	// another user lets go of hers, could still both hold one: the
+	// name's check below narrows it to that.)
 	tmp := path + "." + strconv.Itoa(os.Getpid())
 	os.Remove(tmp) // a dead tfhive's of the same pid: the log dir is ours
 	f, err = openRunLock(tmp, os.O_CREATE|os.O_EXCL|os.O_RDWR)
@@ -103,6 +122,10 @@ func holdRunLock(dir string) (release func(), err error) {
 	return func() { f.Close() }, nil
 }
 
+// runLockTries is how many times holdRunLock tries again, 10 ms apart,
+// a lock one of the user's readers holds.
+const runLockTries = 20
+
 // openRunLock opens a run's lock in its log dir, never through a link.
 func openRunLock(path string, flag int) (*os.File, error) {
 	return os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, runLockMode)
@@ -117,7 +140,7 @@ func runGoesOn(dir string) bool {
 		// Another user's run, whose lock (0600) only she may open: the
 		// kernel's list of locks says.
 		if fi, lerr := os.Lstat(path); errors.Is(err, fs.ErrPermission) && lerr == nil && fi.Mode().IsRegular() {
-			held, _ := heldByOwner(fi)
+			held, _, _ := ownerLocks(fi)
 			return held
 		}
 		return false
@@ -130,7 +153,7 @@ func runGoesOn(dir string) bool {
 	if err != nil {
 		return true
 	}
-	held, known := heldByOwner(fi)
+	held, _, known := ownerLocks(fi)
 	return held || !known
 }
 
@@ -172,33 +195,37 @@ func waitRunEnd(ctx context.Context, dir string) error {
 	}
 }
 
-// heldByOwner says whether a process of the owner of the file fi
-// describes holds an exclusive flock on it, as /proc/locks says; known
-// is false when the system has no /proc/locks.
-func heldByOwner(fi fs.FileInfo) (held, known bool) {
+// ownerLocks says whether a process of the owner of the file fi
+// describes holds an exclusive flock on it (write: the run's tfhive), or
+// a shared one (read: a reader's), as /proc/locks says; other users'
+// locks are passed over. known is false when the system has no
+// /proc/locks.
+func ownerLocks(fi fs.FileInfo) (write, read, known bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return false, false
+		return false, false, false
 	}
 	data, err := os.ReadFile("/proc/locks")
 	if err != nil {
-		return false, false
+		return false, false, false
 	}
 	for _, l := range parseProcLocks(data) {
 		// The inode only: /proc/locks' device is the filesystem's, which
 		// is not stat's on btrfs subvolumes nor on overlayfs. The
 		// holder's open files settle which file it is, below.
-		if l.ino != st.Ino || !l.write || l.pid <= 0 {
+		if l.ino != st.Ino || l.pid <= 0 || (l.write && write) || (!l.write && read) {
 			continue
 		}
-		if uid, ok := realUID(l.pid); !ok || uid != st.Uid {
+		if uid, ok := realUID(l.pid); !ok || uid != st.Uid || !hasOpen(l.pid, fi) {
 			continue
 		}
-		if hasOpen(l.pid, fi) {
-			return true, true
+		if l.write {
+			write = true
+		} else {
+			read = true
 		}
 	}
-	return false, true
+	return write, read, true
 }
 
 // procLock is a granted flock of /proc/locks.

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseProcLocks(t *testing.T) {
@@ -53,6 +55,26 @@ func TestRunLockOwner(t *testing.T) {
 	if runGoesOn(dir) {
 		t.Error("released, the lock still counts")
 	}
+
+	// A reader of the user's holding it shared a moment is waited for:
+	// the file is not replaced under it.
+	reader, err := os.Open(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(reader.Fd()), unix.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(50*time.Millisecond, func() { reader.Close() })
+	first, _ := os.Stat(lock)
+	release, err = holdRunLock(dir)
+	if err != nil {
+		t.Fatalf("a reader's lock kept the run from its own: %v", err)
+	}
+	if now, err := os.Stat(lock); err != nil || !os.SameFile(first, now) {
+		t.Errorf("the lock was replaced under a reader of the user's: %v", err)
+	}
+	release()
 
 	if os.Geteuid() != 0 {
 		t.Skip("holding the lock as another user needs root")
