@@ -60,5 +60,5 @@ func TestRunRelaunchedInProcess(t *testing.T) {
 	}
 	var table bytes.Buffer
 	view.WriteSummary(&table, sum)
-	wantLines(t, "summary", table.String(), "restart: worker:0 on h1: attempt 0 lost after ", "; host lost: re-planned without h1\n")
+	wantLines(t, "summary", table.String(), "restart: worker:0 on h1: attempt 1 lost after ", "; host lost: re-planned without h1\n")
 }

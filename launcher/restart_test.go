@@ -87,7 +87,7 @@ func TestRunRestartsInProcess(t *testing.T) {
 	}
 	var table bytes.Buffer
 	view.WriteSummary(&table, sum)
-	wantLines(t, "summary", table.String(), "restart: worker:1 on h2: attempt 0 exited 5 after ", "restart: worker:1 on h2: attempt 1 exited 5 after ", "; restarted alone\n")
+	wantLines(t, "summary", table.String(), "restart: worker:1 on h2: attempt 1 exited 5 after ", "restart: worker:1 on h2: attempt 2 exited 5 after ", "; restarted alone\n")
 	if !strings.Contains(table.String(), "ATTEMPTS") {
 		t.Errorf("no ATTEMPTS column:\n%s", table.String())
 	}

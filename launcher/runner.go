@@ -306,7 +306,9 @@ type runner struct {
 	p      *lifecycle.Policy
 	tasks  []*runTask
 	events chan exitEvent
-	start  time.Time
+	// notFoundSaid: the not-found hint was said (once a run).
+	notFoundSaid bool
+	start        time.Time
 
 	killAt   <-chan time.Time
 	giveUpAt <-chan time.Time
@@ -422,6 +424,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			if ev.err != nil {
 				r.apply(lifecycle.Event{Kind: lifecycle.EvLost, Task: ev.i, Err: ev.err.Error()})
 			} else {
+				r.sayNotFoundHint(ev.i, ev.rc)
 				r.apply(lifecycle.Event{Kind: lifecycle.EvExited, Task: ev.i, Code: ev.rc})
 			}
 		case a := <-r.attemptEnds:
@@ -880,4 +883,17 @@ func WriteLogFile(path string, render func(io.Writer) error) (err error) {
 		err = cerr
 	}
 	return err
+}
+
+// sayNotFoundHint says, once a run, what may help when task i exited
+// 127 because its command or script is not on its host (notFoundHint).
+func (r *runner) sayNotFoundHint(i, code int) {
+	rt := r.tasks[i]
+	if r.notFoundSaid || rt.out == nil {
+		return
+	}
+	if hint := notFoundHint(code, rt.out.LastErrLines(), r.o.Plan.Code != nil); hint != "" {
+		r.notFoundSaid = true
+		r.o.Console.Printf("%s", hint)
+	}
 }

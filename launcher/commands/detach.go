@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tfhive/tfhive/launcher"
 )
 
@@ -165,20 +163,3 @@ func keeperStarted() {
 }
 
 var keeperSaid sync.Once
-
-// holdRunLock takes keeper.lock in the run's log dir for as long as the
-// run goes on; release lets go of it.
-func holdRunLock(dir string) (release func(), err error) {
-	if err := launcher.MakeLogDir(dir); err != nil {
-		return nil, fmt.Errorf("log dir: %w", err)
-	}
-	f, err := launcher.OpenLogFile(filepath.Join(dir, keeperLock), os.O_CREATE|os.O_RDWR)
-	if err != nil {
-		return nil, fmt.Errorf("log dir: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("log dir %s is in use by another run", dir)
-	}
-	return func() { f.Close() }, nil
-}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
-	"golang.org/x/sys/unix"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/view"
@@ -116,39 +115,6 @@ func runLogDir(o FollowOptions) (string, error) {
 		return "", &NoRunError{Msg: fmt.Sprintf("no run %s %s", o.RunID, where), Fix: fix}
 	}
 	return dir, nil
-}
-
-// runGoesOn says whether the run's tfhive still holds its lock.
-func runGoesOn(dir string) bool {
-	// O_NONBLOCK: a FIFO in its place must not hang tfhive runs.
-	f, err := os.OpenFile(filepath.Join(dir, keeperLock), os.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil
-}
-
-// waitRunEnd blocks until the run's tfhive lets go of its lock.
-func waitRunEnd(ctx context.Context, dir string) error {
-	f, err := os.Open(filepath.Join(dir, keeperLock))
-	if err != nil {
-		return nil // never started, or an older run: it is not running
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for unix.Flock(int(f.Fd()), unix.LOCK_SH) == unix.EINTR {
-		}
-	}()
-	select {
-	case <-done:
-		f.Close()
-		return nil
-	case <-ctx.Done():
-		// The blocked flock ends with the process.
-		return ctx.Err()
-	}
 }
 
 // runResult is the run's end as its summary says: nil for a success.

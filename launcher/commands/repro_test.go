@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,29 @@ func TestRerunDifferences(t *testing.T) {
 	rec.Version, rec.Code = Version(), nil
 	if lines := rerunDifferences(rec, ro, nil); len(lines) != 1 || !strings.Contains(lines[0], "as they were") {
 		t.Errorf("nothing differs: %q", lines)
+	}
+}
+
+// A record someone else could have written is refused, naming whose it
+// is, unless trusted; the user's own is read.
+func TestReadReproOwner(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	os.Mkdir(dir, 0o755)
+	doc := `{"format": ` + strconv.Itoa(record.ReproFormat) + `, "run_id": "run", "request": {}}`
+	path := filepath.Join(dir, reproFile)
+	os.WriteFile(path, []byte(doc), 0o644)
+	if _, foreign, err := readRepro(dir, "run", false); err != nil || foreign != "" {
+		t.Fatalf("the user's own record: %q, %v", foreign, err)
+	}
+	os.Chmod(path, 0o666)
+	_, _, err := readRepro(dir, "run", false)
+	var ue *UsageError
+	if !errors.As(err, &ue) || ue.Msg != "run run's record "+path+" refused: it is writable by group and others" ||
+		!strings.Contains(ue.Fix, "tfhive rerun --trust "+dir+" runs it anyway") {
+		t.Errorf("a record others may write: %v (%s)", err, ue.Fix)
+	}
+	r, foreign, err := readRepro(dir, "run", true)
+	if err != nil || r.RunID != "run" || foreign != "--trust: its record "+path+" runs as you, though it is writable by group and others" {
+		t.Errorf("trusted: %+v %q %v", r, foreign, err)
 	}
 }

@@ -43,6 +43,9 @@ type RerunOptions struct {
 	Wait   *time.Duration
 	Quiet  bool
 	JSON   bool
+	// Trust is --trust: run a record that someone else than the user (or
+	// root) could have written, as it says.
+	Trust bool
 	// Signals: see RunOptions.
 	Signals *Signals
 }
@@ -58,7 +61,7 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 	if err != nil {
 		return err
 	}
-	rec, err := readRepro(dir, id)
+	rec, foreign, err := readRepro(dir, id, o.Trust)
 	if err != nil {
 		return err
 	}
@@ -97,6 +100,9 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 		return err
 	}
 	ro.tree = tree
+	if foreign != "" {
+		fmt.Fprintf(o.Stderr, "tfhive: rerun of %s: %s\n", shown(id), foreign)
+	}
 	for _, line := range rerunDifferences(rec, ro, tree) {
 		fmt.Fprintf(o.Stderr, "tfhive: %s\n", line)
 	}
@@ -129,24 +135,43 @@ func rerunDir(arg string) (dir, id string, err error) {
 
 // readRepro reads a run's record, bounded; a missing one, or one of
 // another format, is one line.
-func readRepro(dir, id string) (*record.Repro, error) {
-	data, err := localfile.Read(filepath.Join(dir, reproFile), record.MaxReproSize)
+//
+// A record runs as the user what it says: the command, the hosts file,
+// the setup. One that someone else than the user or root could have
+// written (repro.json or its log dir another user's, or writable by
+// others: localfile.ReadOwned) is refused unless trust (--trust) says to
+// run it anyway; foreign then says whose it is, for a line before the
+// run. A flag rather than a y/N question: a detached rerun's keeper runs
+// `tfhive rerun` again with the same command line and no terminal, and
+// a flag in a script says once and for all whom it trusts.
+func readRepro(dir, id string, trust bool) (r *record.Repro, foreign string, err error) {
+	path := filepath.Join(dir, reproFile)
+	data, err := localfile.ReadOwned(path, record.MaxReproSize)
+	var no *localfile.NotOwnedError
+	if errors.As(err, &no) {
+		if !trust {
+			return nil, "", &UsageError{Msg: fmt.Sprintf("run %s's record %s refused: %s", shown(id), shown(path), no.Why),
+				Fix: fmt.Sprintf("a rerun runs what its record says (the command, the hosts, the setup) as you, so only a record nobody else can have written is run; tfhive rerun --trust %s runs it anyway, if you trust who wrote it", shown(dir))}
+		}
+		foreign = fmt.Sprintf("--trust: its record %s runs as you, though %s", shown(path), no.Why)
+		data, err = localfile.Read(path, record.MaxReproSize)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &UsageError{Msg: fmt.Sprintf("run %s has no record of how it was started (%s): a tfhive before records, or a run that never started", id, reproFile),
+		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s has no record of how it was started (%s): a tfhive before records, or a run that never started", id, reproFile),
 			Fix: "start it with tfhive run"}
 	}
 	if err != nil {
-		return nil, &UsageError{Msg: fmt.Sprintf("run %s: its record cannot be read: %v", id, localfile.Describe(err))}
+		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record cannot be read: %v", id, localfile.Describe(err))}
 	}
-	var r record.Repro
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) is not a record this tfhive reads", id, reproFile)}
+	r = &record.Repro{}
+	if err := json.Unmarshal(data, r); err != nil {
+		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) is not a record this tfhive reads", id, reproFile)}
 	}
 	if r.Format != record.ReproFormat {
-		return nil, &UsageError{Msg: fmt.Sprintf("run %s: its record is of format %d; this tfhive reads format %d", id, r.Format, record.ReproFormat),
+		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record is of format %d; this tfhive reads format %d", id, r.Format, record.ReproFormat),
 			Fix: "rerun it with the tfhive that started it"}
 	}
-	return &r, nil
+	return r, foreign, nil
 }
 
 // rerunDifferences are the lines that say what is not as it was: one per

@@ -107,12 +107,15 @@ func listRunsCached(root string, stderr io.Writer, now time.Time, cache summaryC
 	var rs []view.RunRecord
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		di, err := os.Stat(dir)
+		if err != nil || !di.IsDir() {
 			continue
 		}
+		owner := ownerName(di)
 		path := filepath.Join(dir, "summary.json")
 		fi, statErr := os.Lstat(path)
 		if c, ok := cache[dir]; ok && statErr == nil && fi.Size() == c.size && fi.ModTime().Equal(c.mod) {
+			c.rec.Owner = owner
 			rs = append(rs, c.rec)
 			continue
 		}
@@ -128,9 +131,11 @@ func listRunsCached(root string, stderr io.Writer, now time.Time, cache summaryC
 			if cache != nil && statErr == nil {
 				cache[dir] = cachedSummary{size: fi.Size(), mod: fi.ModTime(), rec: r}
 			}
+			r.Owner = owner
 			rs = append(rs, r)
 		case errors.Is(err, fs.ErrNotExist):
 			if r, ok := unfinishedRun(e.Name(), dir, now); ok {
+				r.Owner = owner
 				rs = append(rs, r)
 			}
 		default:
@@ -138,6 +143,16 @@ func listRunsCached(root string, stderr io.Writer, now time.Time, cache summaryC
 		}
 	}
 	return rs, nil
+}
+
+// ownerName is the login of the user whose log dir di describes, "" when
+// it is the user's own: a shared log root (runs --log-root /scratch)
+// holds other users' runs, and what they wrote is shown as theirs.
+func ownerName(di fs.FileInfo) string {
+	if o := localfile.Owner(di); o != os.Geteuid() {
+		return localfile.UserName(o)
+	}
+	return ""
 }
 
 // unfinishedRun is a run dir without a summary: running while its tfhive

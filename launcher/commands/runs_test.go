@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe/localfile"
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 
@@ -238,5 +239,36 @@ func TestListRunsCachedReadsASummaryOnce(t *testing.T) {
 	write("cancelled", then.Add(time.Second))
 	if got := list(); got != "cancelled" {
 		t.Errorf("a new summary was not read: %s", got)
+	}
+}
+
+// A run dir of another user's is listed as hers; the user's own has no
+// owner.
+func TestListRunsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a run dir of another user's needs root")
+	}
+	root := t.TempDir()
+	for _, id := range []string{"mine", "hers"} {
+		dir := filepath.Join(root, id)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "summary.json"), []byte(summaryJSON(id, "succeeded", 0, "2026-11-20T10:00:00Z", time.Second, "")), 0o644)
+	}
+	const nobody = 65534
+	if err := os.Chown(filepath.Join(root, "hers"), nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := listRuns(root, io.Discard, time.Now())
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("listRuns: %v %+v", err, rs)
+	}
+	owners := map[string]string{}
+	for _, r := range rs {
+		owners[r.RunID] = r.Owner
+	}
+	if owners["mine"] != "" || owners["hers"] != localfile.UserName(nobody) {
+		t.Errorf("owners %q", owners)
 	}
 }

@@ -51,6 +51,9 @@ type Host struct {
 	// DriverError why it reported none.
 	Driver      *string `json:"driver"`
 	DriverError string  `json:"driver_error,omitempty"`
+	// NoDevices: nvidia-smi is there and found no devices, which status
+	// says in the same words (a nil Driver alone is no nvidia-smi).
+	NoDevices bool `json:"no_devices,omitempty"`
 	// CUDA, CuDNN and NCCL map a framework (tensorflow, torch) to the
 	// version it reports being built with.
 	CUDA  map[string]*string `json:"cuda"`
@@ -203,6 +206,8 @@ func checkHost(ctx context.Context, hi inventory.HostInventory, ex remote.Execut
 		d.Driver = ptr(clip(hi.Driver))
 	case hi.DriverError != "":
 		d.DriverError = hi.DriverError
+	case !hi.NoNvidiaSMI && len(hi.GPUs) == 0 && hi.Err == nil:
+		d.NoDevices = true
 	}
 	if ex == nil {
 		d.Error = "no connection"

@@ -56,8 +56,11 @@ func doctorItems(modules []string) []doctorItem {
 	}
 	items = append(items, doctorItem{key: "driver", header: "DRIVER", label: "NVIDIA driver", none: "no nvidia-smi", compared: true,
 		get: func(d *Host) *string {
-			if d.DriverError != "" {
+			switch {
+			case d.DriverError != "":
 				return ptr("error")
+			case d.NoDevices && d.Driver == nil:
+				return ptr("nvidia-smi found no devices")
 			}
 			return d.Driver
 		}})

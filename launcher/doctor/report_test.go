@@ -144,6 +144,11 @@ func TestCompareDoctorErrorsAndTies(t *testing.T) {
 	if _, ok := r.Majority["driver"]; ok || !slices.Equal(r.Problems(), want) {
 		t.Errorf("a tie: majority %v, problems %q", r.Majority["driver"], r.Problems())
 	}
+	// nvidia-smi there, no device: status's words, not "no nvidia-smi".
+	r = Compare([]Host{doctorHost("a", nil), doctorHost("b", func(d *Host) { d.Driver, d.NoDevices = nil, true })}, doctorMods)
+	if p := r.Problems(); len(p) != 2 || p[1].Text != "b: NVIDIA driver nvidia-smi found no devices, and no value is on more hosts than every other" {
+		t.Errorf("no devices: %q", p)
+	}
 }
 
 func TestWriteDoctor(t *testing.T) {

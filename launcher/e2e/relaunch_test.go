@@ -85,7 +85,7 @@ func TestRestartLostHostReplanned(t *testing.T) {
 			second := map[string]string{"l1": "l2", "l2": "l1"}[first]
 			wantContains(t, "console", console, "tfhive: warning: "+first+" not used: lost during the run",
 				"tfhive: lost "+first+"; re-planning without it and restarting every task in 100ms (attempt 2 of 2)",
-				"restart: worker:0 on "+first+": attempt 0 lost after ", "; host lost: re-planned without "+first+"\n")
+				"restart: worker:0 on "+first+": attempt 1 lost after ", "; host lost: re-planned without "+first+"\n")
 			s := summaryOf(t, logDir)
 			tr := taskByID(s, "worker:0")
 			if s.Result != record.ResultSucceeded || tr.Host != second {

@@ -53,7 +53,7 @@ func TestRestartAlwaysFailing(t *testing.T) {
 			if log != "attempt 0attempt 1attempt 2" {
 				t.Errorf("log %q", log)
 			}
-			wantContains(t, "summary", r.stdout, "ATTEMPTS", "restart: worker:0 on a1: attempt 0 exited 6 after", "restart: worker:0 on a1: attempt 1 exited 6 after")
+			wantContains(t, "summary", r.stdout, "ATTEMPTS", "restart: worker:0 on a1: attempt 1 exited 6 after", "restart: worker:0 on a1: attempt 2 exited 6 after")
 			if strings.Contains(r.stdout+r.stderr, "@@tfhive-attempt") {
 				t.Errorf("an attempt line leaked:\n%s\n%s", r.stdout, r.stderr)
 			}

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"maps"
@@ -32,6 +33,10 @@ const (
 type RunRecord struct {
 	RunID  string `json:"run_id"`
 	LogDir string `json:"log_dir"`
+	// Owner is the login of the user whose run it is (its log dir's)
+	// when that is not the user listing it: another user's run in a
+	// shared log root. "" for the user's own.
+	Owner string `json:"owner,omitempty"`
 	// Started and Duration are the summary's; for a run without one, since
 	// its plan was written, and so far (0 when it is unknown).
 	Started  time.Time     `json:"started"`
@@ -144,7 +149,14 @@ func compareFloat(a, b float64) int {
 // pipe, and in --json.
 func WriteRunRecords(w io.Writer, rs []RunRecord) error {
 	names := MetricNames(rs)
-	header := append([]string{"RUN", "STARTED", "DURATION", "RESULT", "EXIT"}, names...)
+	// OWNER only when some run is another user's: then each run says
+	// whose it is, "you" for the user's own.
+	owners := slices.ContainsFunc(rs, func(r RunRecord) bool { return r.Owner != "" })
+	header := []string{"RUN", "STARTED", "DURATION", "RESULT", "EXIT"}
+	if owners {
+		header = slices.Insert(header, 1, "OWNER")
+	}
+	header = append(header, names...)
 	rows := make([][]string, len(rs))
 	for i, r := range rs {
 		started, duration, code := "-", "-", "-"
@@ -158,6 +170,9 @@ func WriteRunRecords(w io.Writer, rs []RunRecord) error {
 			code = strconv.Itoa(*r.ExitCode)
 		}
 		row := []string{r.RunID, started, duration, r.Result, code}
+		if owners {
+			row = slices.Insert(row, 1, cmp.Or(cutCell(r.Owner), "you"))
+		}
 		for _, n := range names {
 			v, ok := r.Metrics[n]
 			if !ok {

@@ -132,3 +132,42 @@ func TestWriteRunRecords(t *testing.T) {
 		t.Errorf("no runs: %q, %v", b.String(), err)
 	}
 }
+
+// Another user's run in the log root: an OWNER column says whose each
+// run is ("you" for the user's own), and --json has her login as owner;
+// with the user's own runs only there is no such column.
+func TestWriteRunRecordsOwner(t *testing.T) {
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.Local)
+	code := 0
+	rs := []RunRecord{
+		{RunID: "mine", Started: t0, Result: "succeeded", ExitCode: &code, Metrics: map[string]string{}},
+		{RunID: "her-run", Owner: "mallory", Started: t0, Result: "succeeded", ExitCode: &code, Metrics: map[string]string{}},
+	}
+	var b bytes.Buffer
+	if err := WriteRunRecords(&b, rs, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := `RUN      OWNER    STARTED              DURATION  RESULT     EXIT  COMMAND
+mine     you      2026-11-20 10:00:00  -         succeeded  0     -
+her-run  mallory  2026-11-20 10:00:00  -         succeeded  0     -
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	WriteRunRecords(&b, rs[:1], 0)
+	if strings.Contains(b.String(), "OWNER") {
+		t.Errorf("an OWNER column for the user's own runs only:\n%s", b.String())
+	}
+	b.Reset()
+	WriteRunRecordsJSON(&b, rs)
+	var doc struct {
+		Runs []map[string]any `json:"runs"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || len(doc.Runs) != 2 {
+		t.Fatalf("JSON: %v\n%s", err, b.Bytes())
+	}
+	if _, ok := doc.Runs[0]["owner"]; ok || doc.Runs[1]["owner"] != "mallory" {
+		t.Errorf("JSON owners: %v, %v", doc.Runs[0]["owner"], doc.Runs[1]["owner"])
+	}
+}

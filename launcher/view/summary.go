@@ -156,7 +156,9 @@ func withAttemptsColumn(s *record.Summary, header []string, rows [][]string) ([]
 }
 
 // writeRestartNotes: one line per attempt that was followed by another,
-// saying how it ended and why the task restarted.
+// saying how it ended and why the task restarted. Attempts count from 1,
+// as the live line does ("restarting … (attempt 2 of 3)"); summary.json's
+// attempt field counts from 0.
 func writeRestartNotes(w io.Writer, s *record.Summary) error {
 	for _, t := range s.Tasks {
 		for _, a := range t.Attempts {
@@ -169,7 +171,7 @@ func writeRestartNotes(w io.Writer, s *record.Summary) error {
 				host = a.Host
 			}
 			if _, err := fmt.Fprintf(w, "restart: %s on %s: attempt %d %s after %s; %s\n", t.ID, SanitizeCells([]string{host})[0],
-				a.Attempt, how, a.Duration.Round(100*time.Millisecond), a.Restart); err != nil {
+				a.Attempt+1, how, a.Duration.Round(100*time.Millisecond), a.Restart); err != nil {
 				return err
 			}
 		}

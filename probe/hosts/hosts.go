@@ -220,9 +220,9 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	// host it does not list gets its `defaults:` and `ssh_config:`.
 	var lent *hostsFile
 	if origin.Lent != "" {
-		data, err := localfile.Read(origin.Lent, maxHostsFileSize)
+		data, err := readHostsFile(Origin{Kind: origin.LentKind, File: origin.Lent}, o.Home)
 		if err != nil {
-			return nil, origin, configErrorf("hosts file: %v", localfile.Describe(err))
+			return nil, origin, err
 		}
 		if lent, err = parseHostsFile(origin.Lent, data); err != nil {
 			return nil, origin, err
@@ -230,12 +230,9 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	}
 	var hf *hostsFile
 	if origin.File != "" {
-		data, err := localfile.Read(origin.File, maxHostsFileSize)
+		data, err := readHostsFile(origin, o.Home)
 		if err != nil {
-			if origin.Kind == FromHostfile {
-				return nil, origin, configErrorf("hostfile: %v", localfile.Describe(err))
-			}
-			return nil, origin, configErrorf("hosts file: %v", localfile.Describe(err))
+			return nil, origin, err
 		}
 		if origin.Kind == FromHostfile {
 			hf, err = parseHostfile(origin.File, data)
@@ -248,9 +245,9 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	}
 	// --ssh-config wins over the file's, as a flag over a config; the
 	// hostfile names no ssh config: the lent file's counts.
-	cfgFile, cfgFrom := hf, origin.File
+	cfgFile, cfgFrom, cfgKind := hf, origin.File, origin.Kind
 	if lent != nil {
-		cfgFile, cfgFrom = lent, origin.Lent
+		cfgFile, cfgFrom, cfgKind = lent, origin.Lent, origin.LentKind
 	}
 	if cfgFile != nil && cfgFile.SSHConfig != "" && o.SSHConfig == "" {
 		origin.SSHConfig = filePath(cfgFile.SSHConfig, cfgFrom, o.Home)
@@ -259,8 +256,18 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	if origin.SSHConfig != "" {
 		cfgOpts.SSHConfig = origin.SSHConfig
 	}
-	cfg, err := loadSSHConfig(cfgOpts)
+	// What a hosts file found by itself names is read as that file is:
+	// only when nobody else can have written it.
+	owned := origin.SSHConfig != "" && found(cfgKind)
+	cfg, err := loadSSHConfig(cfgOpts, owned)
 	if err != nil {
+		var no *localfile.NotOwnedError
+		if errors.As(err, &no) {
+			name := origin.SSHConfig
+			origin.SSHConfig = ""
+			return nil, origin, configErrorf("%s:%d: ssh_config %s refused: %s", cfgFrom, cfgFile.SSHConfigLine, name, no.Why).
+				withHint("the ssh config of a hosts file found by itself must be yours or root's, in a directory nobody else can write to; --ssh-config %s reads it anyway, if you trust it", name)
+		}
 		if origin.SSHConfig != "" {
 			return nil, origin, configErrorf("%s:%d: ssh_config: %v", cfgFrom, cfgFile.SSHConfigLine, err)
 		}
@@ -329,6 +336,46 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	}
 	return hosts, origin, nil
 }
+
+// readHostsFile reads the hosts file origin names. One tfhive found by
+// itself (./hosts.yaml, the per-user file, given the hosts or lending
+// them its settings) must be one nobody else can have written
+// (localfile.ReadOwned): in a lab's shared /scratch, another user's
+// hosts.yaml would otherwise choose the hosts, their `setup:` and where
+// --env goes. --hosts, --hostfile and $TFHIVE_HOSTS are the user's own
+// choice, read as they are.
+func readHostsFile(origin Origin, home string) ([]byte, error) {
+	what := "hosts file"
+	if origin.Kind == FromHostfile {
+		what = "hostfile"
+	}
+	if !found(origin.Kind) {
+		data, err := localfile.Read(origin.File, maxHostsFileSize)
+		if err != nil {
+			return nil, configErrorf("%s: %v", what, localfile.Describe(err))
+		}
+		return data, nil
+	}
+	data, err := localfile.ReadOwned(origin.File, maxHostsFileSize)
+	var no *localfile.NotOwnedError
+	switch {
+	case errors.As(err, &no):
+		name := origin.Describe(home)
+		elsewhere := ""
+		if origin.Kind == FromDefault {
+			elsewhere = " (or launch from a directory of your own)"
+		}
+		return nil, configErrorf("hosts file %s refused: %s", name, no.Why).
+			withHint("a hosts file found by itself must be yours or root's, in a directory nobody else can write to; --hosts %s reads it anyway, if you trust it%s", name, elsewhere)
+	case err != nil:
+		return nil, configErrorf("hosts file: %v", localfile.Describe(err))
+	}
+	return data, nil
+}
+
+// found says whether tfhive found the hosts file by itself rather than
+// being told it.
+func found(k OriginKind) bool { return k == FromDefault || k == FromUser }
 
 // filePath resolves a local path a hosts file names: ~ is the home, and a
 // relative path is relative to the file's directory (as OpenSSH resolves

@@ -13,15 +13,27 @@ import (
 	"github.com/tfhive/tfhive/probe/localfile"
 )
 
-func loadSSHConfig(o Options) (*ssh_config.Config, error) {
+// loadSSHConfig reads o.SSHConfig, else ~/.ssh/config when it exists.
+// owned: the file must be one nobody else can have written
+// (localfile.ReadOwned), whose *localfile.NotOwnedError is returned as
+// it is.
+func loadSSHConfig(o Options, owned bool) (*ssh_config.Config, error) {
 	name := o.SSHConfig
 	explicit := name != ""
 	if !explicit {
 		name = filepath.Join(o.Home, ".ssh", "config")
 	}
-	data, err := localfile.Read(name, maxSSHConfigSize)
+	read := localfile.Read
+	if owned {
+		read = localfile.ReadOwned
+	}
+	data, err := read(name, maxSSHConfigSize)
 	if err != nil {
-		if !explicit && errors.Is(err, fs.ErrNotExist) {
+		var no *localfile.NotOwnedError
+		switch {
+		case errors.As(err, &no):
+			return nil, err
+		case !explicit && errors.Is(err, fs.ErrNotExist):
 			return &ssh_config.Config{}, nil
 		}
 		return nil, configErrorf("ssh config: %v", localfile.Describe(err))

@@ -292,3 +292,72 @@ hosts:
 		t.Errorf("--hostfile: %+v", hs)
 	}
 }
+
+// A hosts file tfhive finds by itself (./hosts.yaml, the per-user file)
+// is read only when nobody else can have written it, and so is the ssh
+// config it names; named (--hosts, $TFHIVE_HOSTS, --ssh-config), the
+// same files are read as they are.
+func TestFoundFilesMustBeOwned(t *testing.T) {
+	e := newLoadEnv(t, "")
+	open := filepath.Join(e.dir, "scratch")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o777|os.ModeSticky) // a lab's /scratch
+	cfg := testfs.WriteFile(t, open, "lab_ssh", "Host lab\n  HostName 10.0.0.1\n")
+	planted := testfs.WriteFile(t, open, "hosts.yaml", "hosts: [lab]\n")
+	confDir := filepath.Join(e.home, ".config", "tfhive")
+	user := testfs.WriteFile(t, confDir, "hosts.yaml", "ssh_config: "+cfg+"\nhosts: [lab]\n")
+	const hint = "in a directory nobody else can write to; "
+
+	for _, c := range []struct {
+		name      string
+		o         Options
+		err, hint string // "" for read
+	}{
+		{"./hosts.yaml in a shared directory", Options{DefaultFile: planted},
+			"hosts file " + planted + " refused: its directory " + open + " is writable by group and others",
+			"a hosts file found by itself must be yours or root's, " + hint + "--hosts " + planted + " reads it anyway, if you trust it (or launch from a directory of your own)"},
+		{"the same lending -H its settings", Options{Flags: []string{"lab"}, DefaultFile: planted},
+			"hosts file " + planted + " refused: its directory " + open + " is writable by group and others",
+			"a hosts file found by itself must be yours or root's, " + hint + "--hosts " + planted + " reads it anyway, if you trust it (or launch from a directory of your own)"},
+		{"named with --hosts", Options{File: planted}, "", ""},
+		{"named with --hosts, lending -H its settings", Options{Flags: []string{"lab"}, File: planted}, "", ""},
+		{"named with $TFHIVE_HOSTS", Options{EnvFile: planted}, "", ""},
+		{"the per-user file naming an ssh config in a shared directory", Options{UserFile: user},
+			user + ":1: ssh_config " + cfg + " refused: its directory " + open + " is writable by group and others",
+			"the ssh config of a hosts file found by itself must be yours or root's, " + hint + "--ssh-config " + cfg + " reads it anyway, if you trust it"},
+		{"its ssh config, lending -H its settings", Options{Flags: []string{"lab"}, UserFile: user},
+			user + ":1: ssh_config " + cfg + " refused: its directory " + open + " is writable by group and others",
+			"the ssh config of a hosts file found by itself must be yours or root's, " + hint + "--ssh-config " + cfg + " reads it anyway, if you trust it"},
+		{"that ssh config named with --ssh-config", Options{UserFile: user, SSHConfig: cfg}, "", ""},
+		{"the per-user file named with --hosts", Options{File: user}, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hosts, origin, err := LoadOrigin(e.opts(c.o))
+			if c.err == "" {
+				if err != nil || len(hosts) != 1 {
+					t.Fatalf("hosts %+v, err %v", hosts, err)
+				}
+				return
+			}
+			if err == nil || err.Error() != c.err {
+				t.Fatalf("error\n got: %v\nwant: %s", err, c.err)
+			}
+			checkConfigError(t, err)
+			if h := err.(*ConfigError).Hint(); h != c.hint {
+				t.Errorf("hint\n got: %s\nwant: %s", h, c.hint)
+			}
+			if origin.SSHConfig != "" {
+				t.Errorf("a refused ssh config is the origin's: %+v", origin)
+			}
+		})
+	}
+
+	// The per-user file writable by its group: refused as well.
+	os.Chmod(user, 0o664)
+	_, err := Load(e.opts(Options{UserFile: user}))
+	if want := "hosts file ~/.config/tfhive/hosts.yaml refused: it is writable by its group"; err == nil || err.Error() != want {
+		t.Errorf("error\n got: %v\nwant: %s", err, want)
+	}
+}

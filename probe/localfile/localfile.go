@@ -45,17 +45,25 @@ func (e *notRegularError) Error() string {
 // of saying "none". Errors are *fs.PathError, so callers print them as
 // "NAME: why" (see Describe) and errors.Is(err, fs.ErrNotExist) works.
 func Read(name string, max int64) ([]byte, error) {
-	fail := func(err error) ([]byte, error) {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	data, _, err := read(name, max)
+	return data, err
+}
+
+// read is Read, also returning what the opened file is (nil for
+// os.DevNull): the descriptor's fstat, not the name's, so that a file
+// swapped in after a look at the name is the one judged.
+func read(name string, max int64) ([]byte, fs.FileInfo, error) {
+	fail := func(err error) ([]byte, fs.FileInfo, error) {
+		return nil, nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
 	// Stat before opening: opening a FIFO blocks until a writer comes, and
 	// opening a device can have effects of its own.
 	st, err := os.Stat(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if isDevNull(st) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := checkRegular(st, max); err != nil {
 		return fail(err)
@@ -65,11 +73,11 @@ func Read(name string, max int64) ([]byte, error) {
 	// it. On a regular file O_NONBLOCK changes nothing.
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	if st, err = f.Stat(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkRegular(st, max); err != nil {
 		return fail(err)
@@ -77,12 +85,12 @@ func Read(name string, max int64) ([]byte, error) {
 	// A file that grows while being read is cut at max+1 bytes.
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if int64(len(data)) > max {
 		return fail(&fileTooLargeError{size: -1, max: max})
 	}
-	return data, nil
+	return data, st, nil
 }
 
 // Check says, without opening it, whether Read would refuse the file

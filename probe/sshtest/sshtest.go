@@ -50,6 +50,11 @@ type Profile struct {
 	// appearance, with real processes owned by another user (nobody when
 	// running as root) whose command line is the given string.
 	BusyPIDs []string
+	// CPUHogs, when set, starts that many busy loops beside the host's
+	// sshd (in its namespaces on a separate bed), at nice 0, as the data
+	// loaders of a busy training box keep every core busy: a loaded
+	// host. They end with the host, and after 10 minutes in any case.
+	CPUHogs int
 	// Hostname is the hostname a separate host reports (default: Name):
 	// clones of one image may all say the same.
 	Hostname string
@@ -141,6 +146,21 @@ type Host struct {
 	bed  Bed
 	home string
 	keep []string
+	// hogs are the CPUHogs' processes.
+	hogs []*exec.Cmd
+}
+
+// startHogs starts the host's CPUHogs busy loops, each its own process
+// (one per core a data loader keeps busy), bounded by timeout.
+func (h *Host) startHogs() error {
+	for range h.CPUHogs {
+		c := h.Command(nil, "timeout", "600", "sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			return fmt.Errorf("a CPU hog: %w", err)
+		}
+		h.hogs = append(h.hogs, c)
+	}
+	return nil
 }
 
 // Fleet is a running set of fake hosts and the client files to reach them.
@@ -349,6 +369,11 @@ func (h *Host) Stop() {
 		p.Wait()
 	}
 	h.Procs = nil
+	for _, c := range h.hogs {
+		c.Process.Kill()
+		c.Wait()
+	}
+	h.hogs = nil
 	hostStopped(h)
 	if h.answering {
 		return
@@ -654,6 +679,9 @@ LogLevel VERBOSE
 		}
 		err = h.runSSHD(cfgFile, 1+len(h.ExtraAddrs))
 		if err == nil {
+			if err := h.startHogs(); err != nil {
+				return err
+			}
 			return h.startBusyLater()
 		}
 		if attempt == 5 {

@@ -24,18 +24,14 @@ if [ -n "$tfhive_setup" ]; then
 fi
 # A command that is not there, or an interpreter's script that is not (a
 # relative path is the workdir's), is one plain line naming what and where,
-# with a hint, and exit 127, the shells' "not found" (a path that is there
+# and exit 127, the shells' "not found" (a path that is there
 # but cannot be run: 126, theirs for "cannot execute"): never bash's
 # "tfhive-task: line N: exec: …", nor python's exit 2, which is tfhive's
 # usage code. An interpreter's script is its first word after flags that
 # take no value (python -u x.py, bash -e x.sh); -c, -m and the rest are
-# left to the interpreter.
+# left to the interpreter. The hint is tfhive's to say, once a run
+# (launcher/notfound.go), not once a task.
 eval "set -- $tfhive_argv"
-if [ -n "${TFHIVE_CODE_DIR-}" ]; then
-	tfhive_hint='is it in the tree --sync sent? git-ignored files are not sent'
-else
-	tfhive_hint='--sync DIR sends your code; workdir: in the hosts file (or --workdir) sets where tasks start'
-fi
 if [ $# -gt 0 ] && ! command -v -- "$1" >/dev/null 2>&1; then
 	case $1 in
 	*/*) if [ -e "$1" ]; then
@@ -43,11 +39,7 @@ if [ $# -gt 0 ] && ! command -v -- "$1" >/dev/null 2>&1; then
 		exit 126
 	fi ;;
 	esac
-	case $1 in
-	*/*) ;;
-	*) tfhive_hint="setup: in the hosts file can set PATH or activate a venv; $tfhive_hint" ;;
-	esac
-	printf 'tfhive: %s: command not found in %s (hint: %s)\n' "$1" "$PWD" "$tfhive_hint" >&2
+	printf 'tfhive: %s: command not found in %s\n' "$1" "$PWD" >&2
 	exit 127
 fi
 tfhive_flags=
@@ -62,7 +54,7 @@ if [ -n "$tfhive_flags" ]; then
 		-*) continue ;;
 		esac
 		if [ ! -e "$tfhive_a" ]; then
-			printf 'tfhive: %s: script %s not found in %s (hint: %s)\n' "$1" "$tfhive_a" "$PWD" "$tfhive_hint" >&2
+			printf 'tfhive: %s: script %s not found in %s\n' "$1" "$tfhive_a" "$PWD" >&2
 			exit 127
 		fi
 		break
