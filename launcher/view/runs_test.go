@@ -144,7 +144,7 @@ func TestWriteRunRecordsOwner(t *testing.T) {
 		{RunID: "her-run", Owner: "mallory", Started: t0, Result: "succeeded", ExitCode: &code, Metrics: map[string]string{}},
 	}
 	var b bytes.Buffer
-	if err := WriteRunRecords(&b, rs, 0); err != nil {
+	if err := WriteRunRecords(&b, rs); err != nil {
 		t.Fatal(err)
 	}
 	want := `RUN      OWNER    STARTED              DURATION  RESULT     EXIT  COMMAND
@@ -155,7 +155,7 @@ her-run  mallory  2026-11-20 10:00:00  -         succeeded  0     -
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
 	}
 	b.Reset()
-	WriteRunRecords(&b, rs[:1], 0)
+	WriteRunRecords(&b, rs[:1])
 	if strings.Contains(b.String(), "OWNER") {
 		t.Errorf("an OWNER column for the user's own runs only:\n%s", b.String())
 	}
