@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/sshtest"
 	"github.com/tfhive/tfhive/schedule"
@@ -163,4 +164,161 @@ func TestTFDoctorAndCheck(t *testing.T) {
 			t.Errorf("%s: a refused --check left claims %v or processes %v", h.Name, entries, h.Leftovers())
 		}
 	}
+}
+
+// lossesIn are the values of "PREFIX … loss=X" lines in log, in order.
+func lossesIn(log, prefix string) []float64 {
+	var out []float64
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		if _, v, ok := strings.Cut(l, "loss="); ok {
+			var x float64
+			if _, err := fmt.Sscanf(v, "%g", &x); err == nil {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// tfLeftNothing: no process of the run is left on any host, once the
+// feeders' lock holders (which outlive them by up to a second) are gone.
+func tfLeftNothing(t *testing.T, f *sshtest.Fleet) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, h := range f.Hosts {
+		for len(h.Leftovers()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if left := h.Leftovers(); len(left) > 0 {
+			t.Errorf("%s: left running: %v", h.Name, left)
+		}
+	}
+}
+
+// TF2 ParameterServerStrategy on three hosts: the chief trains through
+// ClusterCoordinator, its variables on the ps tasks; both workers run
+// steps (their own logs say so); the evaluator reads the chief's
+// checkpoints from the shared model dir; the chief's exit ends the run
+// and the servers, which join() forever, are stopped; exit 0, nothing
+// left. The run's report shows the chief's captured loss and the
+// timeline.
+func TestTFParameterServer(t *testing.T) {
+	b := newTFBed(t, sshtest.DefaultBed(t), "p1", "p2", "p3")
+	model := filepath.Join(b.f.Dir, "model") // every host sees the fleet's directory
+	r, logDir := b.run(t, "--chief", "--ps", "2", "--workers", "2", "--evaluator", "--gpus-per-worker", "0",
+		"--capture", "loss=loss=([0-9.]+)", "--capture-from", "chief:0",
+		"--", "python3", "ps_strategy.py", "--model_dir="+model)
+	wantCode(t, r, 0)
+	chief := taskLog(t, logDir, "chief:0")
+	wantContains(t, "the chief's log", chief, "chief: variable dense/kernel on /job:ps/replica:0/task:", "chief: variable dense/bias on /job:ps/replica:0/task:", "chief: done, loss=")
+	if l := lossesIn(chief, "chief: epoch "); len(l) < 3 || l[len(l)-1] >= l[0] {
+		t.Errorf("the chief's loss per epoch %v: want it to fall", l)
+	}
+	for _, w := range []string{"worker:0", "worker:1"} {
+		if n := strings.Count(taskLog(t, logDir, w), "worker step "); n == 0 {
+			t.Errorf("%s's own log shows no step it ran", w)
+		}
+	}
+	wantContains(t, "the evaluator's log", taskLog(t, logDir, "evaluator:0"), "evaluator: checkpoint ckpt-1 eval_loss=")
+	s := summaryOf(t, logDir)
+	if s.Result != "succeeded" || taskByID(s, "chief:0").Outcome != "exited" {
+		t.Fatalf("summary: %s, tasks %+v", s.Result, s.Tasks)
+	}
+	for _, task := range s.Tasks {
+		ok := task.Outcome == "stopped" || task.Outcome == "exited" && *task.ExitCode == 0 && (task.Role == "chief" || task.Role == "evaluator")
+		if !ok {
+			t.Errorf("%s: %s, want stopped once the chief ended", task.ID, task.Outcome)
+		}
+	}
+	tfLeftNothing(t, b.f)
+
+	html := readFile(t, filepath.Join(logDir, "report.html"))
+	checkSelfContained(t, html)
+	if loss := chartOf(t, html, "loss", ""); maxPoints(loss) < 3 {
+		t.Errorf("the report's loss chart has no curve of the chief's loss:\n%s", loss)
+	}
+	wantContains(t, "report", html, "<title>chief:0: ", "--capture loss", "succeeded")
+}
+
+// MultiWorkerMirroredStrategy, three workers on three hosts, Keras
+// model.fit with BackupAndRestore: the loss falls; a worker killed in the
+// middle of training, with --restarts 1, brings the whole world back
+// (MWMS needs every worker), and training resumes from the backup, at the
+// epoch after the last one completed, not at epoch 0.
+func TestTFMultiWorkerMirroredRestart(t *testing.T) {
+	b := newTFBed(t, sshtest.DefaultBed(t), "m1", "m2", "m3")
+	model := filepath.Join(b.f.Dir, "model")
+	logDir := filepath.Join(t.TempDir(), "logs")
+	run := startTfhive(t, b.f, readStdout, b.args("run", "--log-dir", logDir, "--grace", "5s", "--sync", examplesDir(),
+		"--workers", "3", "--gpus-per-worker", "0", "--strategy", "spread", "--restarts", "1", "--restart-backoff", "0s",
+		"--", "python3", "multi_worker_mirrored.py", "--model_dir="+model, "--epoch_seconds=2")...)
+	if !run.readUntil(func(l string) bool {
+		return strings.HasPrefix(l, "[worker:1 ") && strings.HasSuffix(l, "epoch 3 start")
+	}) {
+		run.Wait()
+		t.Fatalf("worker:1 never reached epoch 3:\n%s%s", run.read.String(), run.other.String())
+	}
+	run.discardRest()
+	plan := readJSON[schedule.Plan](t, logDir, "plan.json")
+	var host *sshtest.Host
+	for _, task := range plan.Tasks {
+		if task.ID == "worker:1" {
+			host = b.f.Host(task.Host)
+		}
+	}
+	if out, err := host.Command(nil, "pkill", "-KILL", "-f", "multi_worker_mirrored.py").CombinedOutput(); err != nil {
+		t.Fatalf("killing worker:1 on %s: %v %s", host.Name, err, out)
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatalf("the run: %v\n%s", err, run.other.String())
+	}
+	s := summaryOf(t, logDir)
+	if s.Result != "succeeded" {
+		t.Fatalf("summary: %s: %s", s.Result, s.Reason)
+	}
+	for _, w := range []string{"worker:0", "worker:1", "worker:2"} {
+		log := taskLog(t, logDir, w)
+		_, after, ok := strings.Cut(log, w+" resumed from backup at epoch ")
+		var at int
+		if !ok || func() bool { _, err := fmt.Sscanf(after, "%d", &at); return err != nil }() || at < 1 {
+			t.Errorf("%s did not resume from the backup (at epoch %d):\n%s", w, at, log)
+			continue
+		}
+		// The first epoch it started after resuming is the one it resumed at.
+		wantContains(t, w+"'s log", after, fmt.Sprintf("%s epoch %d start", w, at))
+		if l := lossesIn(log, w+" epoch "); len(l) < 4 || l[len(l)-1] >= l[0] {
+			t.Errorf("%s's loss per epoch %v: want it to fall", w, l)
+		}
+	}
+	tfLeftNothing(t, b.f)
+}
+
+// TF1 between-graph replication with --tf-flags: the flags tfhive
+// appends build each task's tf.compat.v1.train.Server; the
+// replica_device_setter puts the variable on a ps, both workers update
+// it, and the ps tasks are stopped once both workers are done.
+func TestTFBetweenGraphFlags(t *testing.T) {
+	b := newTFBed(t, sshtest.DefaultBed(t), "g1", "g2", "g3")
+	r, logDir := b.run(t, "--ps", "2", "--workers", "2", "--gpus-per-worker", "0", "--tf-flags",
+		"--", "python3", "tf1_between_graph.py", "--train_steps=200")
+	wantCode(t, r, 0)
+	for _, w := range []string{"worker:0", "worker:1"} {
+		log := taskLog(t, logDir, w)
+		wantContains(t, w+"'s log", log, w+" variable w on /job:ps/task:", w+" done: ")
+		_, rest, _ := strings.Cut(log, "updates_by_worker=[")
+		var a, c int
+		if _, err := fmt.Sscanf(rest, "%d, %d]", &a, &c); err != nil || a == 0 || c == 0 {
+			t.Errorf("%s: updates by worker %d, %d (%v): want both to have updated the ps's variable", w, a, c, err)
+		}
+	}
+	s := summaryOf(t, logDir)
+	for _, task := range s.Tasks {
+		if want := map[string]string{"ps": "stopped", "worker": "exited"}[task.Role]; task.Outcome != want {
+			t.Errorf("%s: %s, want %s", task.ID, task.Outcome, want)
+		}
+	}
+	tfLeftNothing(t, b.f)
 }
