@@ -64,4 +64,4 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 export TFHIVE_BENCH=1
 # TestBenchQueue (issue 14's queue handover) and TestBenchSweep (a sweep's hand-over and its
 # time against the ideal) follow TestBench, each with its own fleet and table.
-exec go test ./launcher/e2e -run '^TestBench(Queue|Sweep)?$' -count=1 -v -timeout "$timeout"
+exec go test ./launcher/e2e -run '^TestBench(Queue|Sweep|TF)?$' -count=1 -v -timeout "$timeout"
