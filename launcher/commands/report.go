@@ -53,7 +53,8 @@ func Report(_ context.Context, o ReportOptions) error {
 	} else {
 		r, err := report.Load(dir, o.Name)
 		if errors.Is(err, fs.ErrNotExist) {
-			return &UsageError{Msg: fmt.Sprintf("no run or sweep %s in %s (tfhive runs lists its runs)", o.Name, root)}
+			// No such run: exit 1, as logs, wait and attach say it.
+			return &NoRunError{Msg: fmt.Sprintf("no run or sweep %s in %s (tfhive runs lists its runs)", o.Name, root)}
 		}
 		if err != nil {
 			return err

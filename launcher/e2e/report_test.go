@@ -82,7 +82,7 @@ func TestRunReport(t *testing.T) {
 		t.Errorf("tfhive report -o: stdout %q, and the file differs from report.html", rr.stdout)
 	}
 	rr = tfhive(t, f.Env(), f.Dir, "report", "--log-root", filepath.Dir(logDir), "nosuch")
-	wantCode(t, rr, 2)
+	wantCode(t, rr, 1) // no such run: 1, as logs, wait and attach
 	if rr.stderr != "tfhive: error: no run or sweep nosuch in "+filepath.Dir(logDir)+" (tfhive runs lists its runs)\n" || rr.stdout != "" {
 		t.Errorf("report of an unknown run: stdout %q stderr %q", rr.stdout, rr.stderr)
 	}
