@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"syscall"
+
+	"github.com/tfhive/tfhive/probe/localfile"
 )
 
 // A run's local files (the log dir, console.log, plan.json, summary.json,
@@ -82,8 +82,8 @@ func logDirChain(dir string) (missing []string, err error) {
 		case err != nil:
 			return nil, err
 		case fi.Mode()&fs.ModeSymlink != 0:
-			if o := ownerOf(fi); o != uid && o != 0 {
-				return nil, fmt.Errorf("%s is a symbolic link owned by %s", p, userName(o))
+			if o := localfile.Owner(fi); o != uid && o != 0 {
+				return nil, fmt.Errorf("%s is a symbolic link owned by %s", p, localfile.UserName(o))
 			}
 			if p == dir {
 				// A link of yours or root's as the log dir: where it
@@ -103,12 +103,12 @@ func logDirChain(dir string) (missing []string, err error) {
 			return missing, checkAbove(p, fi, uid)
 		case !fi.IsDir():
 			return nil, fmt.Errorf("%s is not a directory", p)
-		case p == dir || ownerOf(fi) == uid && fi.Mode()&0o022 == 0:
-			if o := ownerOf(fi); o != uid {
-				return nil, fmt.Errorf("%s is owned by %s, not by you", p, userName(o))
+		case p == dir || localfile.Owner(fi) == uid && fi.Mode()&0o022 == 0:
+			if o := localfile.Owner(fi); o != uid {
+				return nil, fmt.Errorf("%s is owned by %s, not by you", p, localfile.UserName(o))
 			}
 			if fi.Mode()&0o022 != 0 {
-				return nil, fmt.Errorf("%s is writable by %s", p, writers(fi))
+				return nil, fmt.Errorf("%s is writable by %s", p, localfile.Writers(fi))
 			}
 		default:
 			return missing, checkAbove(p, fi, uid)
@@ -127,41 +127,15 @@ func checkAbove(p string, fi fs.FileInfo, uid int) error {
 	if wd, err := os.Getwd(); err == nil && p == "." {
 		p = wd
 	}
-	switch o := ownerOf(fi); {
+	switch o := localfile.Owner(fi); {
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", p)
 	case o != uid && o != 0:
-		return fmt.Errorf("%s is owned by %s, not by you or root", p, userName(o))
+		return fmt.Errorf("%s is owned by %s, not by you or root", p, localfile.UserName(o))
 	case fi.Mode()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0:
-		return fmt.Errorf("%s is writable by %s and not sticky", p, writers(fi))
+		return fmt.Errorf("%s is writable by %s and not sticky", p, localfile.Writers(fi))
 	}
 	return nil
-}
-
-func ownerOf(fi fs.FileInfo) int {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Uid)
-	}
-	return -1
-}
-
-// writers says who besides the owner may write to a directory.
-func writers(fi fs.FileInfo) string {
-	switch m := fi.Mode(); {
-	case m&0o022 == 0o022:
-		return "group and others"
-	case m&0o002 != 0:
-		return "others"
-	}
-	return "its group"
-}
-
-// userName is uid's login name, or the number.
-func userName(uid int) string {
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		return u.Username
-	}
-	return strconv.Itoa(uid)
 }
 
 // WriteJSONFile writes v as an indented JSON document at path, whole or

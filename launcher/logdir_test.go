@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/tfhive/tfhive/probe/localfile"
 )
 
 // someoneElse is another user's uid for chown: the tests that need one
@@ -16,7 +18,7 @@ func someoneElse(t *testing.T) (uid int, name string) {
 	if os.Geteuid() != 0 {
 		t.Skip("files of another user need root")
 	}
-	return 65534, userName(65534)
+	return 65534, localfile.UserName(65534)
 }
 
 // What the log dir's path may hold: links and directories another user
@@ -103,7 +105,7 @@ func TestLogDirChain(t *testing.T) {
 				if err := MakeLogDir(dir); err == nil {
 					t.Error("MakeLogDir accepted it")
 				}
-				if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && ownerOf(fi) == 0 && fi.Mode().Perm() == 0o755 {
+				if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && localfile.Owner(fi) == 0 && fi.Mode().Perm() == 0o755 {
 					t.Errorf("MakeLogDir created %s", dir)
 				}
 			}
@@ -122,7 +124,7 @@ func TestMakeLogDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{dir, filepath.Dir(dir)} {
-		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 || ownerOf(fi) != os.Geteuid() {
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 || localfile.Owner(fi) != os.Geteuid() {
 			t.Errorf("%s: %v %v", p, fi.Mode(), err)
 		}
 	}
