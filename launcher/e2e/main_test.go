@@ -40,10 +40,11 @@ func TestMain(m *testing.M) {
 	// The tfhive the tests run is race-built only when asked (and the
 	// tests themselves run under -race): it makes every run of it about
 	// twice as slow, which doubled the package's time (15 min against 8
-	// on 2 cores). CI asks for it on the private-homes pass, whose tests
-	// are the host-side, most concurrent ones; in-process tests
-	// (launcher/commands' fake hosts) run tfhive's code under -race
-	// everywhere.
+	// on 2 cores, and the private-homes pass's 5 against 10). tfhive's
+	// code runs under -race in its in-process tests (launcher/commands'
+	// fake hosts drive run, ps, kill, queue, wait, logs, attach end to
+	// end; probe/transport's own sshd); ask for it here before a change
+	// to what runs concurrently across sessions.
 	if raceEnabled && os.Getenv(raceEnv) == "1" {
 		args = append(args, "-race")
 	}
