@@ -576,8 +576,10 @@ func outIndex(p []byte, off int, c byte) int {
 
 // lineTail keeps the last non-blank lines of a stream, bounded: lastLines
 // lines of at most lastLineBytes each (cut on a character's boundary).
+// Every stderr byte of every task goes through it: it keeps bytes in
+// buffers it reuses, and makes strings only when asked (lines).
 type lineTail struct {
-	last [lastLines]string
+	last [lastLines][]byte
 	n    int    // lines kept, at most lastLines
 	at   int    // where the next one goes
 	part []byte // the line being written, at most lastLineBytes
@@ -609,22 +611,21 @@ func (l *lineTail) add(b []byte) {
 
 // end keeps the line written so far, unless it is blank.
 func (l *lineTail) end() {
-	line := strings.TrimSpace(strings.ToValidUTF8(string(l.part), ""))
-	l.part = l.part[:0]
-	if line == "" {
-		return
+	if len(bytes.TrimSpace(l.part)) > 0 {
+		l.last[l.at] = append(l.last[l.at][:0], l.part...)
+		l.at = (l.at + 1) % lastLines
+		l.n = min(l.n+1, lastLines)
 	}
-	l.last[l.at] = line
-	l.at = (l.at + 1) % lastLines
-	l.n = min(l.n+1, lastLines)
+	l.part = l.part[:0]
 }
 
 func (l *lineTail) lines() []string {
+	text := func(b []byte) string { return strings.TrimSpace(strings.ToValidUTF8(string(b), "")) }
 	var out []string
 	for k := l.n; k > 0; k-- {
-		out = append(out, l.last[(l.at-k+lastLines)%lastLines])
+		out = append(out, text(l.last[(l.at-k+lastLines)%lastLines]))
 	}
-	if line := strings.TrimSpace(strings.ToValidUTF8(string(l.part), "")); line != "" {
+	if line := text(l.part); line != "" {
 		out = append(out, line)
 		if len(out) > lastLines {
 			out = out[1:]

@@ -62,13 +62,5 @@ func TestLoadedHostsQueuePsKill(t *testing.T) {
 	}
 	k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "--grace", "2s", "lk")...)
 	wantCode(t, k, 0)
-	deadline := time.Now().Add(10 * time.Second)
-	for _, h := range f.Hosts {
-		for len(h.Leftovers()) > 0 && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if left := h.Leftovers(); len(left) > 0 {
-			t.Errorf("%s: kill left %v", h.Name, left)
-		}
-	}
+	noLeftovers(t, f, 10*time.Second)
 }

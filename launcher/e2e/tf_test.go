@@ -183,21 +183,6 @@ func lossesIn(log, prefix string) []float64 {
 	return out
 }
 
-// tfLeftNothing: no process of the run is left on any host, once the
-// feeders' lock holders (which outlive them by up to a second) are gone.
-func tfLeftNothing(t *testing.T, f *sshtest.Fleet) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, h := range f.Hosts {
-		for len(h.Leftovers()) > 0 && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if left := h.Leftovers(); len(left) > 0 {
-			t.Errorf("%s: left running: %v", h.Name, left)
-		}
-	}
-}
-
 // TF2 ParameterServerStrategy on three hosts: the chief trains through
 // ClusterCoordinator, its variables on the ps tasks; both workers run
 // steps (their own logs say so); the evaluator reads the chief's
@@ -233,7 +218,7 @@ func TestTFParameterServer(t *testing.T) {
 			t.Errorf("%s: %s, want stopped once the chief ended", task.ID, task.Outcome)
 		}
 	}
-	tfLeftNothing(t, b.f)
+	noLeftovers(t, b.f, 5*time.Second)
 
 	html := readFile(t, filepath.Join(logDir, "report.html"))
 	checkSelfContained(t, html)
@@ -293,7 +278,7 @@ func TestTFMultiWorkerMirroredRestart(t *testing.T) {
 			t.Errorf("%s's loss per epoch %v: want it to fall", w, l)
 		}
 	}
-	tfLeftNothing(t, b.f)
+	noLeftovers(t, b.f, 5*time.Second)
 }
 
 // TF1 between-graph replication with --tf-flags: the flags tfhive
@@ -320,5 +305,5 @@ func TestTFBetweenGraphFlags(t *testing.T) {
 			t.Errorf("%s: %s, want %s", task.ID, task.Outcome, want)
 		}
 	}
-	tfLeftNothing(t, b.f)
+	noLeftovers(t, b.f, 5*time.Second)
 }

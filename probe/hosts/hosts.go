@@ -219,6 +219,7 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	// of it, as pdsh -w picks among a cluster's configured hosts, and a
 	// host it does not list gets its `defaults:` and `ssh_config:`.
 	var lent *hostsFile
+	var lentHosts map[string]hostEntry
 	if origin.Lent != "" {
 		data, err := readHostsFile(Origin{Kind: origin.LentKind, File: origin.Lent}, o.Home)
 		if err != nil {
@@ -227,6 +228,7 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 		if lent, err = parseHostsFile(origin.Lent, data); err != nil {
 			return nil, origin, err
 		}
+		lentHosts = lent.entries()
 	}
 	var hf *hostsFile
 	if origin.File != "" {
@@ -299,7 +301,7 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 				e, d, source := hostEntry{Address: s}, hostSettings{}, "-H "+shown(s)
 				if lent != nil {
 					d = lent.Defaults
-					if le, ok := lent.entry(s); ok {
+					if le, ok := lentHosts[s]; ok {
 						e, source = le, fmt.Sprintf("-H %s (%s:%d)", shown(s), origin.Lent, le.Line)
 					}
 				}
@@ -318,7 +320,7 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 				// A hostfile's line gives a host and its slots; the rest
 				// is the lent file's.
 				d = lent.Defaults
-				if le, ok := lent.entry(e.Address); ok {
+				if le, ok := lentHosts[e.Address]; ok {
 					le.Slots, le.Line = e.Slots, e.Line
 					e = le
 				}
@@ -458,13 +460,23 @@ func present(name string) bool {
 	return err == nil || !errors.Is(err, fs.ErrNotExist)
 }
 
-// entry is the host of f that word names: its `name:`, its address as
-// written, or the host part of it (gpu03 for bob@gpu03:2222).
-func (f *hostsFile) entry(word string) (hostEntry, bool) {
-	for _, e := range f.Hosts {
-		if e.Name == word || e.Address == word || e.Name == "" && aliasOf(e.Address) == word {
-			return e, true
+// entries indexes f's hosts by the words that name one: its `name:`,
+// its address as written, or the host part of it (gpu03 for
+// bob@gpu03:2222) when it has no name; the first host a word names wins.
+// Built once: -H may name thousands of hosts of a file of thousands.
+func (f *hostsFile) entries() map[string]hostEntry {
+	m := map[string]hostEntry{}
+	add := func(w string, e hostEntry) {
+		if _, ok := m[w]; !ok && w != "" {
+			m[w] = e
 		}
 	}
-	return hostEntry{}, false
+	for _, e := range f.Hosts {
+		add(e.Name, e)
+		add(e.Address, e)
+		if e.Name == "" {
+			add(aliasOf(e.Address), e)
+		}
+	}
+	return m
 }
