@@ -889,7 +889,7 @@ func WriteLogFile(path string, render func(io.Writer) error) (err error) {
 // 127 because its command or script is not on its host (notFoundHint).
 func (r *runner) sayNotFoundHint(i, code int) {
 	rt := r.tasks[i]
-	if r.notFoundSaid || rt.out == nil {
+	if r.notFoundSaid || rt.out == nil || code != 127 {
 		return
 	}
 	if hint := notFoundHint(code, rt.out.LastErrLines(), r.o.Plan.Code != nil); hint != "" {
