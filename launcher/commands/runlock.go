@@ -59,6 +59,7 @@ func holdRunLock(dir string) (release func(), err error) {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
 	inUse := fmt.Errorf("log dir %s is in use by another run", dir)
+	foreign := false
 	for try := 0; ; try++ {
 		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
 			if fi, err := f.Stat(); err == nil && fi.Mode().Perm() != runLockMode {
@@ -79,8 +80,17 @@ func holdRunLock(dir string) (release func(), err error) {
 			return nil, inUse
 		}
 		if !read {
-			break
+			// Held by none of the user's: by other users only, unless
+			// its holder let go between the flock and the look at
+			// /proc/locks (a reader of the user's closing it): so only
+			// when the next flock fails too.
+			if foreign {
+				break
+			}
+			foreign = true
+			continue
 		}
+		foreign = false
 		// A reader of the user's (runGoesOn) lets go at once: the file
 		// is not replaced under it, or another tfhive of the user's
 		// could lock the old one once it has, and two would hold.
