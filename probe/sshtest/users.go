@@ -75,7 +75,16 @@ func AddUser(t testing.TB, role string) *User {
 	if err != nil {
 		t.Fatalf("useradd %s: %v\n%s", name, err, out)
 	}
-	t.Cleanup(func() { removeUser(t, name) })
+	// The reaper removes the user, with its processes, should the test
+	// die before its cleanups (lifeline.go).
+	untie, err := tie("user", name)
+	t.Cleanup(func() {
+		removeUser(t, name)
+		untie()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	pw, err := user.Lookup(name)
 	if err != nil {
