@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 	if to := os.Getenv(rssEnv); to != "" {
 		os.Exit(reportRSS(to, os.Args[1:]))
 	}
+	progressDone := startProgress()
 	dir, err := os.MkdirTemp("", "tfhive-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -59,6 +60,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	progressDone()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
