@@ -112,6 +112,7 @@ func TestPreemptAcrossUsers(t *testing.T) {
 // then preempts it, the forgeries still held: the forged high ticket,
 // older than its own, keeps nothing from it.
 func TestPreemptForgedRequest(t *testing.T) {
+	t.Parallel() // mostly waits (timers, keepalives, --grace), on a fleet of its own
 	p := newPreemptHost(t)
 	forger := sshtest.AddUser(t, "forger")
 	low, pid, _ := p.startLow(t)
@@ -274,6 +275,7 @@ func TestPreemptPremadeRequest(t *testing.T) {
 // than the ticket's, asking all 4. A real high run of another user that
 // needs the low run's GPUs (all 4) preempts it.
 func TestPreemptNeedsAWaitingRun(t *testing.T) {
+	t.Parallel() // mostly waits (timers, keepalives, --grace), on a fleet of its own
 	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-4gpu.xml", AliveInterval: 1})
 	p := &preemptHost{f: f, low: sshtest.AddUser(t, "low"), high: sshtest.AddUser(t, "high")}
 	mallory := sshtest.AddUser(t, "mallory")

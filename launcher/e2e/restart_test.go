@@ -35,6 +35,7 @@ func wantAttempts(t *testing.T, tr record.TaskResult, want ...string) {
 // TestRestartAlwaysFailing: --restarts 2 runs a failing task three times,
 // each seeing its TFHIVE_ATTEMPT, then fails with its code; kept or not.
 func TestRestartAlwaysFailing(t *testing.T) {
+	t.Parallel() // mostly waits (timers, keepalives, --grace), on a fleet of its own
 	for _, mode := range []string{"kept", "reconnect-0"} {
 		t.Run(mode, func(t *testing.T) {
 			f := runFleet(t, "a1")
