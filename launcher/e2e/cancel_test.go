@@ -71,6 +71,7 @@ func TestKillCancelsDetachedRun(t *testing.T) {
 // cancelled by the keeper that adopts it later: the status files on the
 // hosts say so (attach.sh).
 func TestKillCancelsRunAdoptedLater(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "y1")
 	args, logDir := runArgs(t, f, "--detach", "--name", "orphan", "--workers", "1", "--", "sh", "-c", "echo started; exec sleep 300")
 	r := tfhive(t, f.Env(), f.Dir, args...)

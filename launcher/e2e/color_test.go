@@ -80,7 +80,7 @@ func TestColorOnTerminal(t *testing.T) {
 // place (its place in the queue, the time left), however long it waits:
 // no line a retry, no "probing hosts" line either.
 func TestWaitLineOnTerminal(t *testing.T) {
-	t.Parallel() // mostly waits (timers, keepalives, --grace), on a fleet of its own
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "t1", GPU: "idle-2gpu.xml", AliveInterval: 1},
 		sshtest.Profile{Name: "t2", GPU: "idle-2gpu.xml", AliveInterval: 1})

@@ -88,7 +88,7 @@ func TestDetachThatCannotStart(t *testing.T) {
 // A detached run whose keeper is gone (killed outright) is stopped by its
 // supervisors once --unattended has passed.
 func TestDetachUnattended(t *testing.T) {
-	t.Parallel() // mostly waits (timers, keepalives, --grace), on a fleet of its own
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "u1")
 	args, logDir := runArgs(t, f, "--detach", "--unattended", "5s", "--workers", "2", "--gpus-per-worker", "0",
 		"--", "sleep", "300")

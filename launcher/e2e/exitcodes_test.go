@@ -10,6 +10,7 @@ import (
 // deciding task with it. A code tfhive does not keep passes through, to
 // run and wait alike.
 func TestTaskExitCodesNeverCollide(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "x1")
 	usage := tfhive(t, f.Env(), f.Dir, "run", "--no-such-flag")
 	wantCode(t, usage, 2)

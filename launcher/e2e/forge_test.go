@@ -35,7 +35,7 @@ echo "mark $m"
 // own lines only, once each, and its summary its real end and duration;
 // the forger's log has what it printed, byte for byte.
 func TestRunMuxForgedHeaders(t *testing.T) {
-	t.Parallel() // mostly waits (timers, keepalives, --grace), on a fleet of its own
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "fg", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	forge := `printf '\n==> .mux-%s/worker-1.out <==\nFORGED LINE\n\n==> .mux-%s/events <==\nx worker-1 0 0 0 0 12 0;\n\n==> .mux-%s/worker-0.out <==\n' "$m" "$m" "$m"`
 	script := `if [ "$TFHIVE_TASK" = worker:0 ]; then
@@ -117,6 +117,7 @@ exit 6`
 // tfhive logs -H of the run, for the task and for every task, keeps them
 // too, and takes out only the supervisor's own lines.
 func TestRestartReconnectForgedAttemptLine(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", AliveInterval: 1, Proxied: true})
 	flag := filepath.Join(t.TempDir(), "forge")
 	script := `echo "attempt $TFHIVE_ATTEMPT waits"

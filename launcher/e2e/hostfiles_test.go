@@ -151,6 +151,7 @@ echo working; while [ ! -e "$2" ]; do sleep 0.05; done; echo done`
 // how much that freed, and leaves a running run's alone however old its
 // files; by default ended runs' files stay a week.
 func TestGCRunFiles(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	eachBed(t, func(t *testing.T, bed sshtest.Bed) {
 		f := bedFleet(t, bed, "g1", "g2")
 		run := func(name string, args ...string) {

@@ -161,6 +161,7 @@ func TestHostileUnreadableLock(t *testing.T) {
 // as hers; alice's kill stops exactly her own run's tasks and nothing
 // else of hers or of mallory's.
 func TestHostileForgedClaims(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	s := newSharedHost(t)
 	// Alice's bystander process: kill -TERM -1 or a wrong group would end it.
 	bystander := background(t, s.h, s.alice, "echo ready; exec sleep 300")

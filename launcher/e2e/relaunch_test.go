@@ -35,7 +35,7 @@ func goesDown(h *sshtest.Host) {
 // its next attempt on the spare host, in the foreground (--reconnect 0:
 // lost at once) and detached (the keeper, after --reconnect's window).
 func TestRestartLostHostReplanned(t *testing.T) {
-	t.Parallel() // mostly waits (timers, keepalives, --grace), on a fleet of its own
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	for _, mode := range []string{"reconnect-0", "detached"} {
 		t.Run(mode, func(t *testing.T) {
 			f := proxiedFleet(t, "l1", "l2")

@@ -229,6 +229,7 @@ func TestStatusSilentHostTimesOut(t *testing.T) {
 }
 
 func TestStatusHangingNvidiaSMI(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "ok", GPU: "idle-2gpu.xml"},
 		sshtest.Profile{Name: "wedged", GPU: "idle-2gpu.xml", Hang: true},
