@@ -22,12 +22,14 @@ const progressEnv = "TFHIVE_E2E_PROGRESS"
 // stderr (this process's parent's), when that is a terminal or a pipe (a
 // regular file's offset is go's to keep); the package's output is what
 // -v prints, which go shows only for a package that failed. It changes
-// nothing under -v or -json, which stream already, when go is not the
-// parent, or with TFHIVE_E2E_PROGRESS=0. It returns what flushes the
+// nothing under -v or -json (which stream with one package: go test
+// cannot be asked whether it does), when go is not the parent, or with
+// TFHIVE_E2E_PROGRESS=0. It returns what flushes the
 // output at the end.
 func startProgress() (done func()) {
 	flag.Parse()
-	if v := flag.Lookup("test.v"); v == nil || v.Value.String() != "false" || os.Getenv(progressEnv) == "0" {
+	v := flag.Lookup("test.v")
+	if v == nil || v.Value.String() != "false" || os.Getenv(progressEnv) == "0" {
 		return func() {}
 	}
 	sink := goStderr()
@@ -39,6 +41,7 @@ func startProgress() (done func()) {
 		sink.Close()
 		return func() {}
 	}
+	// -v's lines are what the progress is read from.
 	flag.Set("test.v", "true")
 	out := os.Stdout
 	os.Stdout = pw
