@@ -74,7 +74,7 @@ func TestWriteStatusMIG(t *testing.T) {
 	n := func(v int) *int { return &v }
 	inst := func(i, dev int, uuid, profile string, used int, ps ...inventory.Process) inventory.GPU {
 		return inventory.GPU{Index: i, UUID: uuid, Name: "NVIDIA A100-SXM4-40GB", MemoryUsedMiB: n(used), MemoryTotalMiB: n(9728),
-			Processes: append([]inventory.Process{}, ps...),
+			Processes:   append([]inventory.Process{}, ps...),
 			MIGInstance: &inventory.MIGInstance{Parent: 0, Device: dev, GPUInstanceID: dev + 1, Profile: profile}}
 	}
 	inv := inventory.Inventory{Hosts: []inventory.HostInventory{{Name: "gpu-mig", GPUs: []inventory.GPU{
