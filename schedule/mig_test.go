@@ -150,3 +150,15 @@ func linesOf(err error) []string {
 	}
 	return nil
 }
+
+// A policy's reservation of a GPU in MIG mode reserves its instances.
+func TestPolicyReservesMIGInstances(t *testing.T) {
+	h := host("a", 2, migSlices(0, 2))
+	h.Policy = &inventory.Policy{Reserved: []inventory.Reservation{{Group: "vision", GPUs: []int{0}, Hours: "00:00-24:00"}}}
+	h.PolicyContext = &inventory.PolicyContext{User: "amy", Weekday: 3, Minute: 600}
+	_, err := Make(inv(h), req(func(r *Request) { r.Workers = 2 }))
+	var ce *CapacityError
+	if !errors.As(err, &ce) || len(ce.Lines) != 1 || !strings.Contains(ce.Lines[0], "policy 2,3 (policy of a: GPU 0 is reserved for group vision") {
+		t.Fatalf("err = %v, lines %q; want instances 2,3 refused as GPU 0's reservation", err, linesOf(err))
+	}
+}
