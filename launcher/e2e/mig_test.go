@@ -126,6 +126,8 @@ func TestMIGInstances(t *testing.T) {
 	if len(top) != 5 || held != 2 {
 		t.Errorf("top: want 5 rows, 2 instances claimed by mig-a, got %v\n%s", top, r.stdout)
 	}
+	// Its count is of the instances, not of the GPU they split.
+	wantContains(t, "top", r.stdout, "4 GPUs, 2 free")
 
 	// Run B, beside it, gets the other two: claims are per instance.
 	argsB, _ := runArgs(t, f, "--name", "mig-b", "--workers", "2", "--gpus-per-worker", "1", "--", "sh", "-c", script, "sh", "once")

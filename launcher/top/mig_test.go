@@ -24,6 +24,9 @@ func TestGPUSectionMIG(t *testing.T) {
 		Claims: []inventory.Claim{{Kind: "gpu", ID: 2, UUID: "MIG-b", RunID: "r7", User: "alice", Task: "worker:0"}},
 	}}}}
 	snap.Status = schedule.Classify(snap.Inv, schedule.Availability{MaxUtilPct: 10, MaxMemMiB: 1024})
+	if total, free := snap.gpuCount(); total != 2 || free != 1 {
+		t.Errorf("gpuCount = %d, %d; want the 2 instances, 1 free (not the GPU they split)", total, free)
+	}
 	s := gpuSection(&snap, false)
 	got := strings.Join(s.rows, "\n")
 	for _, want := range []string{
