@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/inventory"
 )
@@ -160,5 +161,24 @@ func TestPolicyReservesMIGInstances(t *testing.T) {
 	var ce *CapacityError
 	if !errors.As(err, &ce) || len(ce.Lines) != 1 || !strings.Contains(ce.Lines[0], "policy 2,3 (policy of a: GPU 0 is reserved for group vision") {
 		t.Fatalf("err = %v, lines %q; want instances 2,3 refused as GPU 0's reservation", err, linesOf(err))
+	}
+}
+
+// A run waiting ahead for tasks of 2 GPUs keeps no MIG instance: it
+// could not use one, and a one-GPU run behind it may.
+func TestQueueKeepsNoMIGForBigTasks(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	// One whole GPU (1) and two instances (2, 3): big does not fit now.
+	h := host("a", 2, migSlices(0, 2))
+	h.Tickets = []inventory.Ticket{ticket("big", "bob", PriorityNormal, t0, 2)}
+	r := req(func(r *Request) { r.Workers, r.QueueSince = 1, t0.Add(time.Minute) })
+	p, err := Make(inv(h), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing is kept for big (GPU 1 and an instance are not 2 GPUs for
+	// it), so this run gets GPU 1.
+	if got := layout(p); got != "worker:0@a[1]:2222" {
+		t.Errorf("layout %s, want worker:0 on GPU 1", got)
 	}
 }
