@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // fill sets every exported field v reaches to a value other than its
@@ -72,7 +73,7 @@ func TestRunWritesItsRecord(t *testing.T) {
 	if err := Run(context.Background(), ro); err != nil {
 		t.Fatalf("run: %v\n%s", err, o.stderr.String())
 	}
-	data, err := os.ReadFile(filepath.Join(ro.LogDir, reproFile))
+	data, err := os.ReadFile(filepath.Join(ro.LogDir, rundir.Repro))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +117,12 @@ func TestRerunRefusesRecords(t *testing.T) {
 	if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "run old has no record of how it was started") {
 		t.Errorf("no record: %v", err)
 	}
-	os.WriteFile(filepath.Join(run, reproFile), []byte(`{"format": 2, "run_id": "old"}`), 0o644)
+	os.WriteFile(filepath.Join(run, rundir.Repro), []byte(`{"format": 2, "run_id": "old"}`), 0o644)
 	err = Rerun(context.Background(), RerunOptions{Streams: o.streams(), Run: run})
 	if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "format 2; this tfhive reads format 1") {
 		t.Errorf("format 2: %v", err)
 	}
-	os.WriteFile(filepath.Join(run, reproFile), []byte(`{"format": 1, "run_id": "old", "request": {"Job": {}}}`), 0o644)
+	os.WriteFile(filepath.Join(run, rundir.Repro), []byte(`{"format": 1, "run_id": "old", "request": {"Job": {}}}`), 0o644)
 	err = Rerun(context.Background(), RerunOptions{Streams: o.streams(), Run: run})
 	if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "holds no run") {
 		t.Errorf("no command: %v", err)
@@ -162,7 +163,7 @@ func TestReadReproOwner(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	os.Mkdir(dir, 0o755)
 	doc := `{"format": ` + strconv.Itoa(record.ReproFormat) + `, "run_id": "run", "request": {}}`
-	path := filepath.Join(dir, reproFile)
+	path := filepath.Join(dir, rundir.Repro)
 	os.WriteFile(path, []byte(doc), 0o644)
 	if _, foreign, err := readRepro(dir, "run", false); err != nil || foreign != "" {
 		t.Fatalf("the user's own record: %q, %v", foreign, err)
