@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -184,9 +183,7 @@ func newRepro(o RunOptions, id string, ls *launchState, fleet *probe.Fleet, tree
 			req.Hosts.File = file
 		}
 	}
-	if data, err := json.Marshal(req); err == nil {
-		r.Request = data
-	}
+	r.Request = reproRequest(req)
 	for _, h := range fleet.Hosts {
 		r.Fleet = append(r.Fleet, h.Name)
 	}

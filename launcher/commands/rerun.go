@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -66,8 +65,8 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 	if err != nil {
 		return err
 	}
-	var ro RunOptions
-	if err := json.Unmarshal(rec.Request, &ro); err != nil || len(ro.Job.Command) == 0 {
+	ro := runOptionsOf(rec.Request)
+	if len(ro.Job.Command) == 0 {
 		return &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) holds no run this tfhive can start", id, rundir.Repro)}
 	}
 	ro.Streams, ro.Signals = o.Streams, o.Signals
@@ -164,13 +163,14 @@ func readRepro(dir, id string, trust bool) (r *record.Repro, foreign string, err
 	if err != nil {
 		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record cannot be read: %v", id, localfile.Describe(err))}
 	}
-	r = &record.Repro{}
-	if err := json.Unmarshal(data, r); err != nil {
-		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) is not a record this tfhive reads", id, rundir.Repro)}
-	}
-	if r.Format != record.ReproFormat {
-		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record is of format %d; this tfhive reads format %d", id, r.Format, record.ReproFormat),
+	r, err = record.ReadRepro(data)
+	var fe *record.ReproFormatError
+	switch {
+	case errors.As(err, &fe):
+		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record is of format %d; this tfhive reads formats %d and %d", id, fe.Format, record.ReproFormatGoNames, record.ReproFormat),
 			Fix: "rerun it with the tfhive that started it"}
+	case err != nil:
+		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) is not a record this tfhive reads", id, rundir.Repro)}
 	}
 	return r, foreign, nil
 }

@@ -89,10 +89,9 @@ func Load(dir, id string) (*Run, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		r.note("plan.json: %v", why(err))
 	}
-	var rp record.Repro
-	switch err := readJSON(filepath.Join(dir, rundir.Repro), &rp); {
+	switch rp, err := readRepro(filepath.Join(dir, rundir.Repro)); {
 	case err == nil:
-		r.Repro = &rp
+		r.Repro = rp
 	case !errors.Is(err, fs.ErrNotExist):
 		r.note("repro.json: %v", why(err))
 	}
@@ -133,6 +132,21 @@ func readJSON(path string, v any) error {
 		return errors.New("not a record tfhive writes")
 	}
 	return nil
+}
+
+// readRepro reads a repro.json of any format tfhive reads
+// (record.ReadRepro).
+func readRepro(path string) (*record.Repro, error) {
+	var raw json.RawMessage
+	if err := readJSON(path, &raw); err != nil {
+		return nil, err
+	}
+	rp, err := record.ReadRepro(raw)
+	var fe *record.ReproFormatError
+	if err != nil && !errors.As(err, &fe) {
+		err = errors.New("not a record tfhive writes")
+	}
+	return rp, err
 }
 
 // readCSVFile reads one of the run's CSV files, noting what went wrong;
