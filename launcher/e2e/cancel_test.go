@@ -15,6 +15,7 @@ import (
 // wait exits 143 and says so, runs lists it cancelled, --json too; a
 // task whose SIGTERM handler exits 0 makes no success of it.
 func TestKillCancelsDetachedRun(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "x1", "x2")
 	root := t.TempDir()
 	logDir := filepath.Join(root, "victim")

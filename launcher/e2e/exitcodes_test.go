@@ -51,6 +51,7 @@ func TestTaskExitCodesNeverCollide(t *testing.T) {
 // met it (before, the 230-character hint ended every task's line); the
 // run exits 127, as a shell would.
 func TestTaskNotFoundIsOneLine(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "n1")
 	for _, tt := range []struct {
 		argv []string

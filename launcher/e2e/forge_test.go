@@ -83,6 +83,7 @@ i=0; while [ $i -lt 50 ]; do echo "victim $i"; i=$((i+1)); sleep 0.1; done; echo
 // counts those, and the run ends with 3; the forged line stays in the
 // task's log as the output it is.
 func TestRestartForgedAttemptLine(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "fa")
 	script := `j=$(cat "$HOME"/.tfhive/runs-*/"$TFHIVE_RUN_ID"/run.json)
 m=${j##*\"mark\":\"}; m=${m%%\"*}
@@ -190,6 +191,7 @@ exit 6`
 // every task: only the supervisor's lines, at the offsets it recorded,
 // are taken out.
 func TestRestartLogsFromHostsForged(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "g2")
 	script := `j=$(cat "$HOME"/.tfhive/runs-*/"$TFHIVE_RUN_ID"/run.json)
 m=${j##*\"mark\":\"}; m=${m%%\"*}

@@ -109,6 +109,7 @@ func TestRestartLostHostReplanned(t *testing.T) {
 // run fails as without --restarts (exit 4), saying the re-plan did not
 // fit.
 func TestRestartLostHostDoesNotFit(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := proxiedFleet(t, "n1", "n2")
 	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--reconnect", "0",
 		"--workers", "2", "--gpus-per-worker", "2", "--", "sh", "-c", `echo "running on $1"; exec sleep 300`, "task", "{host}")

@@ -197,6 +197,7 @@ echo second; : >"$1.started"; while [ ! -e "$1" ]; do sleep 0.05; done; echo don
 // TestRestartLogsFromHosts: tfhive logs -H shows a restarted task's
 // output without the attempt lines, for one task and for every task.
 func TestRestartLogsFromHosts(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "g1")
 	args, logDir := runArgs(t, f, "--restarts", "2", "--restart-backoff", "100ms", "--workers", "1", "--gpus-per-worker", "0",
 		"--", "sh", "-c", `echo "line $TFHIVE_ATTEMPT"; printf 'part%s' "$TFHIVE_ATTEMPT"; [ "$TFHIVE_ATTEMPT" = 2 ] || exit 3`)

@@ -174,6 +174,7 @@ touch `+marks+`/$TFHIVE_TASK; exec sleep 60`)
 }
 
 func TestRunTimeout(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "r1")
 	args, logDir := runArgs(t, f, "--timeout", "1s", "--gpus-per-worker", "0", "--", "sleep", "60")
 	r := tfhive(t, f.Env(), f.Dir, args...)
@@ -185,6 +186,7 @@ func TestRunTimeout(t *testing.T) {
 }
 
 func TestRunHostileArgvAndSecrets(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "r1")
 	hostile := []string{"a b", "it's", `"dq"`, "$HOME", "`id`", "$(id)", "a;b", "x\ny", "ünïcödé ✓", "", "*", `\`, "-n", "{{literal}}"}
 	want := []string{"a b", "it's", `"dq"`, "$HOME", "`id`", "$(id)", "a;b", "x\ny", "ünïcödé ✓", "", "*", `\`, "-n", "{literal}"}
@@ -285,6 +287,7 @@ func wantNumberedLines(t *testing.T, console, logDir string, workers, lines int)
 }
 
 func TestRunMoreTasksThanMaxSessions(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "solo")
 	// 12 tasks at once on one host; sshd's default MaxSessions is 10. A
 	// session each: --reconnect 0 (a kept run's start through the host's

@@ -227,6 +227,7 @@ func TestSweepFailureDetachWaitResume(t *testing.T) {
 // first trial, and every trial runs that code (the same hash in each
 // summary, the file it holds read by each trial's task).
 func TestSweepSync(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sweepFleet(t)
 	code := filepath.Join(f.Dir, "code")
 	if err := os.MkdirAll(code, 0o755); err != nil {

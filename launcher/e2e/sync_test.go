@@ -440,6 +440,7 @@ func TestSyncDoctor(t *testing.T) {
 // the tree again (and the log dirs with it) and left a new one on every
 // host.
 func TestSyncLeavesTheLogRootOut(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml"})
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "train.sh"), []byte("echo training\n"), 0o644); err != nil {
