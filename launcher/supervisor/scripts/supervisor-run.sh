@@ -165,27 +165,28 @@ tfhive_abandon() {
 	tfhive_signal KILL
 }
 # tfhive_signalled, in the reader, passes tfhive's "t" or "k" on to the
-# task, telling this shell first (USR1) when the task still runs: then,
-# and only then, tfhive stopped it. A task that ended on its own at the
-# moment tfhive decided to stop it (it failed with another, say) keeps
-# its own end. Its state is read before the signal: a zombie (ended,
-# not reaped yet) is no task to stop. Before the signal, so that this
-# shell has the word before it can see the task end.
+# task, writing "s" on descriptor 10 first when the task still runs:
+# then, and only then, tfhive stopped it. A task that ended on its own at
+# the moment tfhive decided to stop it (it failed with another, say)
+# keeps its own end. Its state is read before the signal: a zombie
+# (ended, not reaped yet) is no task to stop. The word is written before
+# the signal, so it is there once this shell sees the task end. A pipe,
+# not a signal to this shell: a trap that cuts bash's wait short as its
+# child ends can leave bash waiting for good (bash 5.2).
 tfhive_signalled() {
 	if read -r tfhive_ps 2>/dev/null <"/proc/$tfhive_pid/stat" && tfhive_ps=${tfhive_ps##*) } && [ "${tfhive_ps%% *}" != Z ]; then
-		kill -USR1 $$ 2>/dev/null
+		printf 's\n' >&10
 	fi
 	tfhive_signal "$1"
 }
-tfhive_stops=0 tfhive_traps=0 tfhive_sig=
-# tfhive_traps counts the traps that may cut a wait short (TERM, USR1).
-# shellcheck disable=SC2317 # called by the USR1 trap below
-tfhive_note() {
-	tfhive_sig=1 tfhive_traps=$((tfhive_traps + 1))
-}
+# Descriptor 10 is a pipe this shell holds both ends of (a process
+# substitution's, opened again read-write through /dev/fd): reading it
+# never blocks on EOF, and read -t 0 says whether a word is there.
+exec 10<> <(:)
+tfhive_stops=0 tfhive_sig=
 # shellcheck disable=SC2317 # called by the TERM trap below
 tfhive_stop() {
-	tfhive_stops=$((tfhive_stops + 1)) tfhive_traps=$((tfhive_traps + 1))
+	tfhive_stops=$((tfhive_stops + 1))
 	if [ -n "${tfhive_asking-}" ]; then
 		kill "$tfhive_reader" 2>/dev/null
 	elif [ "$tfhive_stops" = 1 ]; then tfhive_signal TERM; else tfhive_signal KILL; fi
@@ -223,16 +224,15 @@ tfhive_watch=$!
 exec 3<&0
 # tfhive_spawn starts an attempt of the task.
 tfhive_spawn() {
-	tfhive_sig=
 	if [ "$tfhive_keep" = 0 ]; then
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&-
+			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&- 10<&-
 		) &
 	else
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&-
+			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&-
 		) &
 	fi
 	tfhive_pid=$!
@@ -333,8 +333,6 @@ tfhive_listen() {
 	) 4>&- 5>&- 8>&- 9<&- &
 	tfhive_reader=$!
 }
-# Set before the reader starts: USR1's default would end this shell.
-trap tfhive_note USR1
 tfhive_listen
 # Between attempts, this shell reads the control lines itself.
 if [ "$tfhive_restarts" = 0 ] || [ "$tfhive_keep" != 0 ]; then exec 3<&-; fi
@@ -342,20 +340,27 @@ trap tfhive_stop TERM
 while :; do
 	tfhive_rc=
 	while [ -z "$tfhive_rc" ]; do
-		tfhive_seen=$tfhive_traps
+		tfhive_seen=$tfhive_stops
 		wait "$tfhive_pid"
 		tfhive_st=$?
 		kill -0 "$tfhive_pid" 2>/dev/null && continue
-		# A trap (SIGTERM's, USR1's) may have cut the wait short (its
-		# status is then 128+N, not the task's) and the task ended just
-		# after, reaped by bash meanwhile: bash still holds its status for
-		# one more wait. Not a child any more (127): the wait above had it.
-		if [ "$tfhive_traps" != "$tfhive_seen" ]; then
+		# A SIGTERM's trap may have cut the wait short (its status is then
+		# 128+15, not the task's) and the task ended just after, reaped
+		# by bash meanwhile: bash still holds its status for one more
+		# wait. Not a child any more (127): the wait above had it.
+		if [ "$tfhive_stops" != "$tfhive_seen" ]; then
 			wait "$tfhive_pid"
 			tfhive_again=$?
 			[ "$tfhive_again" = 127 ] || tfhive_st=$tfhive_again
 		fi
 		tfhive_rc=$tfhive_st
+	done
+	# Whether tfhive's stop reached this attempt (tfhive_signalled): the
+	# words are taken out, so that the next attempt starts with none.
+	tfhive_sig=
+	while read -r -t 0 -u 10; do
+		read -r -u 10 _
+		tfhive_sig=1
 	done
 	# Stopped by SIGTERM (tfhive kill): no attempt line, no next attempt.
 	if [ "$tfhive_restarts" = 0 ] || [ "$tfhive_stops" != 0 ]; then break; fi
