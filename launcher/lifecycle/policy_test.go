@@ -40,12 +40,13 @@ var (
 	taken = answer{claim: ClaimTaken}
 )
 
-func blocked(why string) answer    { return answer{ClaimBlocked, why} }
-func failed(why string) answer     { return answer{ClaimFailed, why} }
+func blocked(why string) answer { return answer{ClaimBlocked, why} }
+func failed(why string) answer  { return answer{ClaimFailed, why} }
+
 // exited is a task's end, the stop tfhive asked for (if any) passed on to
 // it; exitedOwn is one that ended on its own though tfhive had asked.
-func exited(i, code int) Event    { return Event{Kind: EvExited, Task: i, Code: code, Signalled: true} }
-func exitedOwn(i, code int) Event { return Event{Kind: EvExited, Task: i, Code: code} }
+func exited(i, code int) Event     { return Event{Kind: EvExited, Task: i, Code: code, Signalled: true} }
+func exitedOwn(i, code int) Event  { return Event{Kind: EvExited, Task: i, Code: code} }
 func lost(i int, err string) Event { return Event{Kind: EvLost, Task: i, Err: err} }
 
 var (
