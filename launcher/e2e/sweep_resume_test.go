@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +50,20 @@ func ended(t *testing.T, events, trial string) bool {
 	return strings.Contains(readFile(t, events), "end "+trial+" ")
 }
 
+// supervised: some process on f's hosts still names trial id (its
+// supervisor's label names the run: "tfhive-sup DIR RUN TASK …"), so a
+// host would still call it running.
+func supervised(f *sshtest.Fleet, id string) bool {
+	for _, h := range f.Hosts {
+		for _, p := range h.Leftovers() {
+			if strings.Contains(p+" ", " "+id+" ") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // hostLines is the lines of trial run id's worker:0 as tfhive logs -H
 // reads them from the hosts.
 func hostLines(t *testing.T, f *sshtest.Fleet, id string) []string {
@@ -62,11 +75,12 @@ func hostLines(t *testing.T, f *sshtest.Fleet, id string) []string {
 
 // A detached sweep of 4 trials whose keeper is killed outright (kill -9)
 // while they all run: trials 3 and 4 then end unwatched (3 succeeds, 4
-// fails), 1 and 2 run on. The same command again, in the foreground:
+// fails), 1 and 2 run on. The same command again:
 // adopts 1 and 2 (their output followed from the first line to their
 // end, their loss captured), keeps 3's success read from the hosts (not
 // run again), and runs 4 again, its earlier output kept on its host as
 // run dsw-004.1 and here in earlier/; nothing is refused as "in use".
+// The resume is detached too: its keeper does all that, wait gives 0.
 func TestSweepResumeAfterKeeperKilled(t *testing.T) {
 	f := sweepFleet(t)
 	dir := t.TempDir()
@@ -78,6 +92,9 @@ func TestSweepResumeAfterKeeperKilled(t *testing.T) {
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
 	waitFor(t, 30*time.Second, "the 4 trials' tasks", func() bool { return startsIn(t, events) == 4 })
+	if !supervised(f, "dsw-003") {
+		t.Fatal("no supervisor of dsw-003 seen on the hosts while it runs")
+	}
 	keeper := keeperOf(t, filepath.Join("tfhive-runs", "dsw"))
 	if err := syscall.Kill(keeper, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -86,25 +103,26 @@ func TestSweepResumeAfterKeeperKilled(t *testing.T) {
 	openGate(t, gates+"3")
 	openGate(t, gates+"4")
 	waitFor(t, 30*time.Second, "trials 3 and 4 to end unwatched", func() bool {
-		return ended(t, events, "dsw-003") && ended(t, events, "dsw-004")
+		return ended(t, events, "dsw-003") && ended(t, events, "dsw-004") && !supervised(f, "dsw-003") && !supervised(f, "dsw-004")
 	})
 	if on := sweepOnHosts(t, f, "dsw-00"); len(on) != 2 {
 		t.Fatalf("ps: %v, want trials 1 and 2 running", on)
 	}
 
+	// The same command again, detached as before.
 	openGate(t, ok)
-	fg := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--detach" })
-	again := startTfhive(t, f, readStderr, fg...)
-	if !again.readUntil(func(l string) bool { return strings.HasPrefix(l, "tfhive: trial dsw-004 succeeded") }) {
-		again.Wait()
-		t.Fatalf("trial 4 was not run again:\n%s%s", again.read.String(), again.other.String())
-	}
+	again := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, again, 0)
+	console := filepath.Join(f.Dir, "tfhive-runs", "dsw", "console.log")
+	waitFor(t, 60*time.Second, "trial 4 to run again", func() bool {
+		return strings.Contains(readFile(t, console), "tfhive: trial dsw-004 succeeded")
+	})
 	openGate(t, gates+"1")
 	openGate(t, gates+"2")
-	code, _ := endsWithin(t, again, 60*time.Second)
-	said := again.read.String()
-	if code != 0 {
-		t.Fatalf("the resume: exit %d\n%s%s", code, said, again.other.String())
+	w := tfhive(t, f.Env(), f.Dir, "wait", "dsw")
+	said := readFile(t, console)
+	if w.code != 0 {
+		t.Fatalf("wait after the resume: exit %d\n%s%s", w.code, w.stderr, said)
 	}
 	wantContains(t, "the resume", said,
 		"tfhive: trial dsw-003 ended while no tfhive kept it; read from its hosts: succeeded",
@@ -112,14 +130,17 @@ func TestSweepResumeAfterKeeperKilled(t *testing.T) {
 		"tfhive: trial dsw-004: its earlier output on ",
 		"tfhive: trial dsw-001 still runs on its hosts: adopted",
 		"tfhive: trial dsw-002 still runs on its hosts: adopted",
-		"1 of 4 trials to run (1 succeeded before, 2 trials still running on the hosts, adopted)")
+		"1 of 4 trials to run (1 succeeded before, 2 trials still running on the hosts, adopted)",
+		"tfhive: trial dsw-001 succeeded", "tfhive: trial dsw-002 succeeded")
 	if strings.Contains(said, "in use") {
 		t.Errorf("the resume refused a name:\n%s", said)
 	}
-	rows := sweepRows(t, again.other.String())
+	shown := tfhive(t, f.Env(), f.Dir, "runs", "--sweep", "dsw")
+	wantCode(t, shown, 0)
+	rows := sweepRows(t, shown.stdout)
 	for _, id := range []string{"dsw-001", "dsw-002", "dsw-003", "dsw-004"} {
 		if rows[id] != "succeeded" {
-			t.Errorf("%s: %s\n%s", id, rows[id], again.other.String())
+			t.Errorf("%s: %s\n%s", id, rows[id], shown.stdout)
 		}
 	}
 	if n := trialStarts(t, events); n["dsw-001"] != 1 || n["dsw-002"] != 1 || n["dsw-003"] != 1 || n["dsw-004"] != 2 {
@@ -163,6 +184,7 @@ func TestSweepResumeAfterKeeperKilled(t *testing.T) {
 // trials still running and follows them to their end (their tasks'
 // lines in its console), records the one that ended unwatched, starts
 // none, prints the table and exits 0 once all succeeded; wait agrees.
+// Ctrl-C of a first attach -H only detaches, the trials going on.
 func TestSweepAttachAdopts(t *testing.T) {
 	f := sweepFleet(t)
 	dir := t.TempDir()
@@ -178,15 +200,32 @@ func TestSweepAttachAdopts(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the keeper's end", func() bool { return gone(keeper) })
 	openGate(t, gates+"3")
-	waitFor(t, 30*time.Second, "trial 3 to end unwatched", func() bool { return ended(t, events, "asw-003") })
+	waitFor(t, 30*time.Second, "trial 3 to end unwatched", func() bool {
+		return ended(t, events, "asw-003") && !supervised(f, "asw-003")
+	})
 
-	a := startTfhive(t, f, readStderr, fleetArgs(f, "attach", "--grace", "2s", "--capture", `loss=loss=(\d+)`, "asw")...)
-	if !a.readUntil(func(l string) bool {
-		return strings.HasPrefix(l, "tfhive: trial asw-002 still runs on its hosts: adopted")
-	}) {
-		a.Wait()
-		t.Fatalf("attach -H did not adopt the sweep's trials:\n%s%s", a.read.String(), a.other.String())
+	attach := func() *running {
+		a := startTfhive(t, f, readStderr, fleetArgs(f, "attach", "--grace", "2s", "--capture", `loss=loss=(\d+)`, "asw")...)
+		if !a.readUntil(func(l string) bool {
+			return strings.HasPrefix(l, "tfhive: trial asw-002 still runs on its hosts: adopted")
+		}) {
+			a.Wait()
+			t.Fatalf("attach -H did not adopt the sweep's trials:\n%s%s", a.read.String(), a.other.String())
+		}
+		return a
 	}
+	// Ctrl-C detaches: the trials go on, for the next attach -H.
+	a := attach()
+	a.Process.Signal(syscall.SIGINT)
+	if code, _ := endsWithin(t, a, 20*time.Second); code != 130 {
+		t.Fatalf("attach -H after Ctrl-C: exit %d, want 130\n%s", code, a.read.String())
+	}
+	wantContains(t, "attach -H after Ctrl-C", a.read.String(), "tfhive: detached from sweep asw; its trials go on",
+		"tfhive: trial asw-003 ended while no tfhive kept it; read from its hosts: succeeded")
+	if !supervised(f, "asw-001") || !supervised(f, "asw-002") {
+		t.Fatal("Ctrl-C of attach -H stopped the trials")
+	}
+	a = attach()
 	openGate(t, gates+"1")
 	openGate(t, gates+"2")
 	code, _ := endsWithin(t, a, 60*time.Second)
@@ -195,7 +234,7 @@ func TestSweepAttachAdopts(t *testing.T) {
 		t.Fatalf("attach -H: exit %d\n%s%s", code, said, a.other.String())
 	}
 	wantContains(t, "attach -H", said, "tfhive: trial asw-001 still runs on its hosts: adopted",
-		"tfhive: trial asw-003 ended while no tfhive kept it; read from its hosts: succeeded",
+		"tfhive: sweep asw: 1 of 3 trials succeeded, 2 trials still running on the hosts, adopted",
 		"tfhive: trial asw-001 succeeded", "tfhive: trial asw-002 succeeded")
 	rows := sweepRows(t, a.other.String())
 	for _, id := range []string{"asw-001", "asw-002", "asw-003"} {
