@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -24,7 +24,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	}
 	dir := o.LogDir
 	if dir == "" {
-		dir = filepath.Join(logRoot, o.RunID)
+		dir = rundir.Path(o.RunID)
 	}
 	if err := checkLogDir(dir, o.LogDir != ""); err != nil {
 		return err
@@ -82,7 +82,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	for _, h := range lo.Plan.Hosts() {
 		lo.Execs[h] = execs[h]
 	}
-	release, err := holdRunLock(dir)
+	release, err := rundir.HoldLock(dir)
 	if err != nil {
 		return err
 	}
