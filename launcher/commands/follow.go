@@ -167,7 +167,7 @@ func Attach(ctx context.Context, o FollowOptions) error {
 	if o.Adopt {
 		if o.LogDir == "" && checkRunID("", o.RunID) == nil {
 			// A sweep of this log root: its trials are adopted.
-			rec, ok, err := readSweep(filepath.Join(logRoot, o.RunID))
+			rec, ok, err := readSweep(rundir.Path(o.RunID))
 			if err != nil {
 				return err
 			}

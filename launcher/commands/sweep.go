@@ -428,7 +428,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 	parallel := sweep.Parallel(o.MaxParallel, fleetGPUs, trialGPUs, max(len(todo)+adopted, 1))
 	done := 0
 	for _, t := range rec.Trials {
-		if r, err := readTrialSummary(filepath.Join(logRoot, t.ID)); err == nil && r.RunID == t.ID && r.Result == record.ResultSucceeded {
+		if r, err := readTrialSummary(rundir.Path(t.ID)); err == nil && r.RunID == t.ID && r.Result == record.ResultSucceeded {
 			done++
 		}
 	}

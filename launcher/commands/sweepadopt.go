@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -108,7 +109,7 @@ func (o *SweepOptions) resume(ctx context.Context, rec record.Sweep, todo []int,
 	}
 	for _, i := range res.todo {
 		id := rec.Trials[i].ID
-		if _, err := os.Lstat(filepath.Join(logRoot, id)); err != nil {
+		if _, err := os.Lstat(rundir.Path(id)); err != nil {
 			continue // never started: nothing of it on the hosts
 		}
 		for _, a := range launcher.SetAside(ctx, execs, id, o.Run.Hosts.Parallel) {
@@ -128,11 +129,11 @@ func (o *SweepOptions) resume(ctx context.Context, rec record.Sweep, todo []int,
 // unfinishedHere: trial id has a log dir here without a summary: it was
 // under way when its sweep's tfhive went away.
 func unfinishedHere(id string) bool {
-	dir := filepath.Join(logRoot, id)
+	dir := rundir.Path(id)
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		return false
 	}
-	_, err := os.Lstat(filepath.Join(dir, "summary.json"))
+	_, err := os.Lstat(filepath.Join(dir, rundir.Summary))
 	return errors.Is(err, fs.ErrNotExist)
 }
 
@@ -155,7 +156,7 @@ func alive(found []launcher.FoundRun) bool {
 // into its log dir here, as the trial's keeper, until its end; it
 // returns the trial's summary as a run of the sweep does (trial).
 func (o *SweepOptions) adoptTrial(ctx context.Context, rec record.Sweep, t record.SweepTrial, found []launcher.FoundRun, fleetHosts []inventory.Host, opts probe.Options, sigs *Signals) (*record.Summary, error) {
-	tdir := filepath.Join(logRoot, t.ID)
+	tdir := rundir.Path(t.ID)
 	lo, err := adoptedRun(t.ID, found)
 	if err != nil {
 		return nil, err
@@ -164,12 +165,12 @@ func (o *SweepOptions) adoptTrial(ctx context.Context, rec record.Sweep, t recor
 	if err != nil {
 		return nil, err
 	}
-	release, err := holdRunLock(tdir)
+	release, err := rundir.HoldLock(tdir)
 	if err != nil {
 		return nil, fmt.Errorf("trial %s: %w", t.ID, err)
 	}
 	defer release()
-	console, err := launcher.OpenLogFile(filepath.Join(tdir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
+	console, err := rundir.OpenFile(filepath.Join(tdir, rundir.Console), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
@@ -269,8 +270,8 @@ func runAdopted(ctx context.Context, lo launcher.RunOptions, sigs *Signals) (*re
 // sweep's own command does (it has the trials' flags). Ctrl-C only
 // detaches: the trials go on, kept, as after the keeper's end.
 func adoptSweep(ctx context.Context, o FollowOptions, rec record.Sweep) error {
-	dir := filepath.Join(logRoot, rec.Name)
-	if runGoesOn(dir) {
+	dir := rundir.Path(rec.Name)
+	if rundir.GoesOn(dir) {
 		return &UsageError{Msg: fmt.Sprintf("sweep %s is running: its tfhive keeps it", rec.Name), Fix: "tfhive attach " + rec.Name + " (without -H) follows it"}
 	}
 	so := SweepOptions{adoptOnly: true}
@@ -286,6 +287,6 @@ func adoptSweep(ctx context.Context, o FollowOptions, rec record.Sweep) error {
 
 // hasLogDir: trial id has a log dir here (it started once, at least).
 func hasLogDir(id string) bool {
-	_, err := os.Lstat(filepath.Join(logRoot, id))
+	_, err := os.Lstat(rundir.Path(id))
 	return err == nil
 }
