@@ -10,6 +10,7 @@ import (
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
@@ -44,7 +45,7 @@ func relaunch(ctx context.Context, sum *record.Summary, rs lifecycle.Restart, lo
 		}
 		// The run goes on: tfhive runs and attach must not take the
 		// failed start's summary for its end.
-		summaryFile := filepath.Join(lo.LogDir, "summary.json")
+		summaryFile := filepath.Join(lo.LogDir, rundir.Summary)
 		os.Remove(summaryFile)
 		lo.Relaunch = lo.Relaunch.Carry(sum, lost)
 		again, err := retry.Do(ctx, start)
@@ -61,7 +62,7 @@ func relaunch(ctx context.Context, sum *record.Summary, rs lifecycle.Restart, lo
 			how, why = notFit(err), wording.FirstLine(err.Error())
 		}
 		lo.Console.Printf("tfhive: re-plan without %s %s: %s", without, how, why)
-		if f, err := launcher.OpenLogFile(summaryFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC); err == nil {
+		if f, err := rundir.OpenFile(summaryFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC); err == nil {
 			record.WriteSummaryJSON(f, sum)
 			f.Close()
 		}

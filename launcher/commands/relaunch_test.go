@@ -14,6 +14,7 @@ import (
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
@@ -60,7 +61,7 @@ func TestRelaunch(t *testing.T) {
 			var console bytes.Buffer
 			lo := launcher.RunOptions{Console: launcher.NewConsole(&console, false), Started: func() { t.Error("Started called again") },
 				LogDir: t.TempDir()}
-			summaryFile := filepath.Join(lo.LogDir, "summary.json")
+			summaryFile := filepath.Join(lo.LogDir, rundir.Summary)
 			os.WriteFile(summaryFile, []byte("the first start's"), 0o644)
 			n, failed := 0, false
 			start := func(context.Context) (*record.Summary, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
@@ -167,7 +168,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	logDir := o.LogDir
 	if logDir == "" {
-		logDir = filepath.Join(logRoot, req.RunID)
+		logDir = rundir.Path(req.RunID)
 	}
 	if !keeper && o.trial == nil {
 		if err := checkLogDir(logDir, o.LogDir != ""); err != nil {
@@ -192,7 +193,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	// there too (a sweep's trial has its own).
 	var conlog *launcher.ConsoleLog
 	if !keeper && o.trial == nil {
-		conlog = launcher.NewConsoleLog(filepath.Join(logDir, consoleLog))
+		conlog = launcher.NewConsoleLog(filepath.Join(logDir, rundir.Console))
 		console.Record(conlog)
 	}
 	sigs := o.Signals
@@ -305,7 +306,7 @@ func Run(ctx context.Context, o RunOptions) error {
 			}
 		}
 		if release == nil {
-			if release, err = holdRunLock(logDir); err != nil {
+			if release, err = rundir.HoldLock(logDir); err != nil {
 				return nil, err
 			}
 			writeRepro(logDir, newRepro(o, req.RunID, launched, fleet, tree, plan, inv, check.done), o.Stderr)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,10 +17,13 @@ import (
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweep"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -53,15 +57,10 @@ type SweepOptions struct {
 	Sort        string
 	Reverse     bool
 	CSV         bool // the table as CSV; Run.JSON as JSON
+	// adoptOnly: tfhive attach SWEEP -H adopts the trials still under
+	// way and starts none (sweepadopt.go).
+	adoptOnly bool
 }
-
-// Files of a sweep's dir, tfhive-runs/NAME, besides console.log,
-// keeper.log and keeper.lock (a run's).
-const (
-	sweepRecord  = "sweep.json"
-	sweepStop    = "stop"    // written by `tfhive kill SWEEP`: start no more trials
-	sweepEarlier = "earlier" // the log dirs of trials run again, renamed
-)
 
 // sweepForever is how long a trial waits for GPUs without --wait: until
 // the sweep ends.
@@ -158,7 +157,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 	for _, n := range req.Shape() {
 		trialGPUs += n
 	}
-	dir := filepath.Join(logRoot, rec.Name)
+	dir := rundir.Path(rec.Name)
 	old, resumed, err := readSweep(dir)
 	if err != nil {
 		return err
@@ -168,7 +167,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 			return &UsageError{Msg: fmt.Sprintf("sweep %s was run with another %s", rec.Name, why),
 				Fix: "run it again as it was (tfhive runs --sweep " + rec.Name + " shows it), or choose another --name"}
 		}
-		if runGoesOn(dir) {
+		if rundir.GoesOn(dir) {
 			return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
 		}
 	} else if !keeper {
@@ -182,8 +181,8 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 			if results[t.ID] == record.ResultSucceeded {
 				continue
 			}
-			tdir := filepath.Join(logRoot, t.ID)
-			if resumed && runGoesOn(tdir) {
+			tdir := rundir.Path(t.ID)
+			if resumed && rundir.GoesOn(tdir) {
 				return &UsageError{Msg: fmt.Sprintf("trial %s is running", t.ID), Fix: "tfhive kill " + t.ID + " stops it"}
 			}
 			if !resumed {
@@ -309,7 +308,7 @@ func sweepDiffers(old, rec record.Sweep) string {
 
 // detach starts the sweep's keeper, which runs it all.
 func (o *SweepOptions) detach(name, dir string) error {
-	if err := launcher.MakeLogDir(dir); err != nil {
+	if err := rundir.Make(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
 	code, err := spawnKeeper(dir, name, os.O_APPEND, o.Run.Stderr)
@@ -324,7 +323,7 @@ func (o *SweepOptions) detach(name, dir string) error {
 	} else {
 		fmt.Fprintln(o.Run.Stdout, name)
 	}
-	fmt.Fprintf(o.Run.Stderr, "tfhive: sweep %s started, detached; its lines in %s\n", name, filepath.Join(dir, consoleLog))
+	fmt.Fprintf(o.Run.Stderr, "tfhive: sweep %s started, detached; its lines in %s\n", name, filepath.Join(dir, rundir.Console))
 	fmt.Fprintf(o.Run.Stderr, "tfhive: hint: tfhive attach %s follows it, tfhive wait %s waits for its end, tfhive kill %s stops it\n", name, name, name)
 	return nil
 }
@@ -341,17 +340,17 @@ type trialEnd struct {
 // sweep's end: nil when every trial succeeded.
 func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, results map[string]string, trialGPUs int) error {
 	stderr := o.Run.Stderr
-	if err := launcher.MakeLogDir(dir); err != nil {
+	if err := rundir.Make(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
 	// A stop file that a kill left for a sweep that ended before it read
 	// it is stale: it goes before the lock is taken. `tfhive kill` writes
 	// one only while the lock is held, so once this sweep holds it, no
 	// kill of it is lost.
-	if !runGoesOn(dir) {
-		os.Remove(filepath.Join(dir, sweepStop))
+	if !rundir.GoesOn(dir) {
+		os.Remove(filepath.Join(dir, rundir.SweepStop))
 	}
-	release, err := holdRunLock(dir)
+	release, err := rundir.HoldLock(dir)
 	if err != nil {
 		return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
 	}
@@ -366,7 +365,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 		// Its stdout is the console.log; keeper.log is for its errors.
 		stderr = o.Run.Stdout
 	} else {
-		if f, err := launcher.OpenLogFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND); err == nil {
+		if f, err := rundir.OpenFile(filepath.Join(dir, rundir.Console), os.O_CREATE|os.O_WRONLY|os.O_APPEND); err == nil {
 			defer f.Close()
 			console = f
 		}
@@ -380,9 +379,6 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 		ids[i] = t.ID
 	}
 	todo := sweep.Todo(ids, results)
-	if err := setAside(rec, todo); err != nil {
-		return err
-	}
 	hosts, opts, err := fleetOptions(o.Run.Hosts, io.Discard, probeGPUs)
 	if err != nil {
 		return err
@@ -396,31 +392,57 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 	// The trials plan apart: none picks a GPU that a sibling has planned.
 	book := sweep.NewBook()
 	fleetGPUs := 0
-	if o.MaxParallel == 0 && len(todo) > 0 {
-		// As many as fit: the fleet's GPUs, counted once.
-		opts.Dial = shared.Dialer()
+	opts.Dial = shared.Dialer()
+	resumed := resumeTrials{todo: todo}
+	if len(todo) > 0 && (o.MaxParallel == 0 || o.adoptOnly || slices.ContainsFunc(todo, func(i int) bool { return hasLogDir(rec.Trials[i].ID) })) {
+		// As many as fit: the fleet's GPUs, counted once. A resumed
+		// sweep asks the hosts about its trials over the same probe.
 		f := probe.NewFleet(hosts, opts)
+		defer f.Close()
 		inv, err := probeAll(ctx, f)
-		f.Close()
 		if err != nil {
 			return err
 		}
-		for _, h := range inv.Hosts {
+		execs := map[string]remote.Executor{}
+		for i, h := range inv.Hosts {
 			fleetGPUs += len(h.GPUs)
+			if h.Err == nil {
+				execs[f.Hosts[i].Name] = f.Executor(i)
+			}
 		}
-		if fleetGPUs == 0 && trialGPUs > 0 {
+		if o.MaxParallel == 0 && fleetGPUs == 0 && trialGPUs > 0 {
 			if err := unreachable(inv); err != nil {
 				return err
 			}
 		}
+		resumed = o.resume(ctx, rec, todo, execs, hosts, opts, stderr)
+		if o.adoptOnly {
+			resumed.todo = nil
+		}
 	}
-	parallel := sweep.Parallel(o.MaxParallel, fleetGPUs, trialGPUs, max(len(todo), 1))
-	done := len(rec.Trials) - len(todo)
+	todo = resumed.todo
+	if err := setAside(rec, todo); err != nil {
+		return err
+	}
+	adopted := len(resumed.running)
+	parallel := sweep.Parallel(o.MaxParallel, fleetGPUs, trialGPUs, max(len(todo)+adopted, 1))
+	done := 0
+	for _, t := range rec.Trials {
+		if r, err := readTrialSummary(rundir.Path(t.ID)); err == nil && r.RunID == t.ID && r.Result == record.ResultSucceeded {
+			done++
+		}
+	}
+	still := ""
+	if adopted > 0 {
+		still = fmt.Sprintf(", %s still running on the hosts, adopted", wording.Count(adopted, "trial"))
+	}
 	switch {
-	case len(todo) == 0:
+	case o.adoptOnly:
+		fmt.Fprintf(stderr, "tfhive: sweep %s: %d of %d trials succeeded%s\n", rec.Name, done, len(rec.Trials), still)
+	case len(todo) == 0 && adopted == 0:
 		fmt.Fprintf(stderr, "tfhive: sweep %s: all %d trials succeeded before; nothing to run\n", rec.Name, len(rec.Trials))
-	case done > 0:
-		fmt.Fprintf(stderr, "tfhive: sweep %s: %d of %d trials to run (%d succeeded before), %d at a time\n", rec.Name, len(todo), len(rec.Trials), done, parallel)
+	case done > 0 || adopted > 0:
+		fmt.Fprintf(stderr, "tfhive: sweep %s: %d of %d trials to run (%d succeeded before%s), %d at a time\n", rec.Name, len(todo), len(rec.Trials), done, still, parallel)
 	default:
 		fmt.Fprintf(stderr, "tfhive: sweep %s: %d trials, %d at a time; a trial's output: tfhive logs %s\n", rec.Name, len(todo), parallel, rec.Trials[todo[0]].ID)
 	}
@@ -435,6 +457,12 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 	defer sigs.toContext()
 	q := sweep.NewQueue(todo, parallel, o.MaxFailures)
 	ends := make(chan trialEnd)
+	// attach SWEEP -H: Ctrl-C detaches, the adopted trials going on.
+	var detached <-chan struct{}
+	trialCtx := ctx
+	if o.adoptOnly {
+		detached, trialCtx = ctx.Done(), context.WithoutCancel(ctx)
+	}
 	var mu sync.Mutex
 	trialSigs := map[int]*Signals{}
 	var interrupted os.Signal
@@ -448,6 +476,22 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 	}
 	tick := time.NewTicker(sweepStopPoll)
 	defer tick.Stop()
+	adopt := func(i int, found []launcher.FoundRun) {
+		t := rec.Trials[i]
+		q.Adopt()
+		ts := NewSignals(func(error) {})
+		mu.Lock()
+		trialSigs[i] = ts
+		mu.Unlock()
+		fmt.Fprintf(stderr, "tfhive: trial %s still runs on its hosts: adopted, its output followed to its end (%s)\n", t.ID, paramsLine(rec, t))
+		go func() {
+			sum, err := o.adoptTrial(trialCtx, rec, t, found, hosts, opts, ts)
+			ends <- trialEnd{i: i, sum: sum, err: err, started: true}
+		}()
+	}
+	for _, i := range slices.Sorted(maps.Keys(resumed.running)) {
+		adopt(i, resumed.running[i])
+	}
 	start := func(i int) {
 		t := rec.Trials[i]
 		tctx, cancel := context.WithCancelCause(ctx)
@@ -498,7 +542,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 			if e.sum == nil && !e.started && (interrupted != nil || killed) {
 				// Stopped while it waited its turn: it never ran, and
 				// leaves nothing (its row says "not run").
-				os.RemoveAll(filepath.Join(logRoot, rec.Trials[e.i].ID))
+				os.RemoveAll(rundir.Path(rec.Trials[e.i].ID))
 				line = "not started: the sweep was stopped while it waited"
 			}
 			fmt.Fprintf(stderr, "tfhive: trial %s %s\n", rec.Trials[e.i].ID, line)
@@ -513,6 +557,12 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 			}
 			stopAll(sig)
 		case <-tick.C:
+		case <-detached:
+			fmt.Fprintf(o.Run.Stderr, "tfhive: detached from sweep %s; its trials go on, kept, until a keeper attaches (tfhive attach %s -H …) or --unattended passes\n", rec.Name, rec.Name)
+			if stdoutClosed(ctx) {
+				return ErrStdoutClosed
+			}
+			return &ExitError{Code: 130}
 		}
 	}
 	tab := sweepTable(rec, o.Run.Stderr)
@@ -543,11 +593,11 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 // trial runs trial t as `tfhive run --wait` would, its console in its log
 // dir, over the sweep's shared connections, sharing its probes.
 func (o *SweepOptions) trial(ctx context.Context, rec record.Sweep, t record.SweepTrial, shared *probe.Shared, probes *probe.Coalescer, book *sweep.Book, sigs *Signals, started func()) (*record.Summary, error) {
-	tdir := filepath.Join(logRoot, t.ID)
-	if err := launcher.MakeLogDir(tdir); err != nil {
+	tdir := rundir.Path(t.ID)
+	if err := rundir.Make(tdir); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
-	console, err := launcher.OpenLogFile(filepath.Join(tdir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
+	console, err := rundir.OpenFile(filepath.Join(tdir, rundir.Console), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
@@ -618,12 +668,12 @@ func paramsLine(rec record.Sweep, t record.SweepTrial) string {
 func setAside(rec record.Sweep, todo []int) error {
 	for _, i := range todo {
 		id := rec.Trials[i].ID
-		tdir := filepath.Join(logRoot, id)
+		tdir := rundir.Path(id)
 		if _, err := os.Lstat(tdir); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		earlier := filepath.Join(logRoot, rec.Name, sweepEarlier)
-		if err := launcher.MakeLogDir(earlier); err != nil {
+		earlier := filepath.Join(rundir.Root, rec.Name, rundir.SweepEarlier)
+		if err := rundir.Make(earlier); err != nil {
 			return fmt.Errorf("log dir: %w", err)
 		}
 		for n := 1; ; n++ {
@@ -642,7 +692,7 @@ func setAside(rec record.Sweep, todo []int) error {
 
 // stopAsked: `tfhive kill SWEEP` left its word in the sweep's dir.
 func stopAsked(dir string) bool {
-	_, err := os.Lstat(filepath.Join(dir, sweepStop))
+	_, err := os.Lstat(filepath.Join(dir, rundir.SweepStop))
 	return err == nil
 }
 

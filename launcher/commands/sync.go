@@ -12,6 +12,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/wording"
@@ -34,7 +35,7 @@ func prepareSync(dir string, excludes []string, logDir string, stderr io.Writer)
 		}
 		return nil, nil
 	}
-	leave := []string{logRoot}
+	leave := []string{rundir.Root}
 	if logDir != "" {
 		leave = append(leave, logDir)
 	}
