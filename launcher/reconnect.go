@@ -316,13 +316,3 @@ func (r *runner) stepDown(why string) {
 		}
 	}
 }
-
-// noiseBuffer keeps the first few hundred bytes written to it.
-type noiseBuffer struct{ bytes.Buffer }
-
-func (b *noiseBuffer) Write(p []byte) (int, error) {
-	if room := 512 - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
