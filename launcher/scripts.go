@@ -7,7 +7,9 @@ import (
 )
 
 // ownScripts are the host scripts of the engine's own: find-run.sh, which
-// finds a kept run to adopt (adopt.go); the supervisor's are its own
+// finds a kept run to adopt (adopt.go), and set-aside.sh, which keeps a
+// trial's earlier run directory before it runs again (setaside.go); the
+// supervisor's are its own
 // (supervisor.Scripts), and the other operations' are in their packages
 // (launcher/hostlogs, launcher/hostops, launcher/doctor, launcher/codesync).
 //
@@ -15,5 +17,5 @@ import (
 var ownScripts embed.FS
 
 // scripts is ownScripts with the supervisor's rundir.sh (the layout of
-// the hosts' run directories), which find-run.sh starts with.
+// the hosts' run directories), which both start with.
 var scripts = supervisor.WithRunDir(ownScripts)

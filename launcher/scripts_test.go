@@ -3,6 +3,7 @@ package launcher
 import (
 	"testing"
 
+	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/remote/shscript/shscripttest"
 )
 
@@ -13,5 +14,7 @@ func TestScriptsShellcheck(t *testing.T) {
 // What is sent means what the files say: comments dropped, and the
 // command line's scripts joined into one line.
 func TestScriptsSentAsWritten(t *testing.T) {
-	shscripttest.SameMeaning(t, "find-run.sh", findRunSh)
+	for name, s := range map[string]shscript.Script{"find-run.sh": findRunSh, "set-aside.sh": setAsideSh} {
+		shscripttest.SameMeaning(t, name, s)
+	}
 }

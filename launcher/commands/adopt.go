@@ -59,7 +59,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		}
 	}
 	found := launcher.FindRun(ctx, execs, o.RunID, o.Hosts.Parallel)
-	plan, gen, err := launcher.AdoptedPlan(o.RunID, found)
+	lo, err := adoptedRun(o.RunID, found)
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, launcher.ErrNoSuchRun) {
@@ -71,19 +71,15 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		return &NoRunError{Msg: msg}
 	}
 	if caps != nil && caps.From != "" {
-		if err := knownTask("--capture-from", caps.From, planTaskIDs(plan)); err != nil {
+		if err := knownTask("--capture-from", caps.From, planTaskIDs(lo.Plan)); err != nil {
 			return err
 		}
 	}
 	console := launcher.NewColorConsole(o.Stdout, isTerminal(o.Stdout), color)
-	lo := launcher.RunOptions{
-		Plan: plan, Hosts: hostOf, Execs: map[string]remote.Executor{},
-		LogDir: dir, Grace: o.Grace, KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
-		Console: console, Reconnect: o.Reconnect, Redial: fleet.Redial,
-		Adopted: true, Gen: gen + 1, Captures: caps, Sample: launcher.DefaultSample,
-	}
-	lo.Restart, lo.Mark, lo.Attempts = launcher.AdoptedRestart(o.RunID, found)
-	for _, h := range plan.Hosts() {
+	lo.Hosts, lo.Execs = hostOf, map[string]remote.Executor{}
+	lo.LogDir, lo.Grace, lo.KeepAlive, lo.Parallel = dir, o.Grace, fleet.KeepAlive, o.Hosts.Parallel
+	lo.Console, lo.Reconnect, lo.Redial, lo.Captures = console, o.Reconnect, fleet.Redial, caps
+	for _, h := range lo.Plan.Hosts() {
 		lo.Execs[h] = execs[h]
 	}
 	release, err := rundir.HoldLock(dir)
@@ -131,4 +127,19 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		return &RunFailedError{Summary: res.sum}
 	}
 	return nil
+}
+
+// adoptedRun is what a keeper that adopts run id runs (launcher.Run,
+// Adopted), as far as the hosts' answers (found) say: the plan, a keeper
+// generation above the newest on record, the restart policy and each
+// task's attempt. The caller adds the connections, log dir and console.
+// attach -H and a resumed sweep's trials (sweepadopt.go) adopt alike.
+func adoptedRun(id string, found []launcher.FoundRun) (launcher.RunOptions, error) {
+	plan, gen, err := launcher.AdoptedPlan(id, found)
+	if err != nil {
+		return launcher.RunOptions{}, err
+	}
+	lo := launcher.RunOptions{Plan: plan, Adopted: true, Gen: gen + 1, Sample: launcher.DefaultSample}
+	lo.Restart, lo.Mark, lo.Attempts = launcher.AdoptedRestart(id, found)
+	return lo, nil
 }
