@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/csvlog"
 	"github.com/tfhive/tfhive/launcher/view"
 )
 
@@ -420,9 +421,9 @@ func (s *outStream) index() int {
 // captureInto starts matching the task's output for c (--capture), when
 // c concerns the task, recording each value in series (nil: only the
 // last); before any Write.
-func (t *TaskOutput) captureInto(c *Captures, id string, series *seriesBook) {
+func (t *TaskOutput) captureInto(c *Captures, id string, series *csvlog.Metrics) {
 	if c.concerns(id) {
-		t.capture = newTaskCapture(c, series.task(id, len(c.List)))
+		t.capture = newTaskCapture(c, series.Task(id, len(c.List)))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfhive/tfhive/launcher/csvlog"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
@@ -279,11 +280,11 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*record.Summary, er
 		r.mark = o.Mark
 	}
 	if o.Captures != nil && len(o.Captures.List) > 0 {
-		r.series = newSeriesBook(filepath.Join(o.LogDir, rundir.Metrics), o.Relaunch != nil)
+		r.series = csvlog.NewMetrics(filepath.Join(o.LogDir, rundir.Metrics), o.Relaunch != nil)
 	}
-	r.timeline = newTimeline(filepath.Join(o.LogDir, rundir.Events), o.Relaunch != nil)
+	r.timeline = csvlog.NewEvents(filepath.Join(o.LogDir, rundir.Events), o.Relaunch != nil)
 	sum := r.run(ctx)
-	r.timeline.close()
+	r.timeline.Close()
 	if err := r.p.Conflict(); err != nil {
 		return nil, err
 	}
@@ -312,10 +313,10 @@ type runner struct {
 	// mark is this tfhive's random word for its kept tasks' truncation
 	// lines (supervisor.TruncatedMarker).
 	mark string
-	// series is --capture's metrics.csv (series.go), nil without;
-	// timeline the run's events.csv (timeline.go).
-	series   *seriesBook
-	timeline *timeline
+	// series is --capture's metrics.csv (csvlog.Metrics), nil without;
+	// timeline the run's events.csv (csvlog.Events, timeline.go).
+	series   *csvlog.Metrics
+	timeline *csvlog.Events
 	// usage and samplers are --sample's (sampler.go); nil without.
 	usage    *usageBook
 	samplers map[string]*sampler
@@ -470,7 +471,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			rt.log.Close()
 		}
 	}
-	r.series.close()
+	r.series.Close()
 	r.stopSamplers()
 	return r.summary()
 }
