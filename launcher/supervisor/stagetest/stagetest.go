@@ -108,6 +108,12 @@ func (s *Session) Next() string {
 	}
 }
 
+// Stopped says, as attach.sh does from the status file, that the
+// supervisor passed tfhive's stop on to the task.
+func (s *Session) Stopped() {
+	s.ErrOut(supervisor.StoppedMarker + s.V("tfhive_mark") + " signalled\n")
+}
+
 // UntilStopped follows the task until tfhive stops it: TERM 143, KILL
 // 137. At EOF the session was dropped or its link lost: over SSH its end
 // is never heard of, so it does not end before the test does (Wait then
@@ -116,8 +122,10 @@ func (s *Session) UntilStopped() int {
 	for {
 		switch s.Next() {
 		case "t":
+			s.Stopped()
 			return 143
 		case "k":
+			s.Stopped()
 			return 137
 		case "":
 			<-s.Over
