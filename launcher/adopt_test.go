@@ -16,6 +16,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/supervisor"
+	"github.com/tfhive/tfhive/launcher/supervisor/stagetest"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
@@ -62,12 +63,12 @@ func TestRunInfoOf(t *testing.T) {
 // host that cannot be asked (h5), silence (h6).
 func findRunHosts(t *testing.T, info string) map[string]remote.Executor {
 	answer := func(out, errOut string, rc int) remote.Executor {
-		return stageHost(t, func(s *session) int {
-			if s.kind() != "find-run" || s.v("tfhive_run") != "r1" {
-				t.Errorf("not asked about r1: %.200q", s.stage)
+		return stagetest.Host(t, func(s *stagetest.Session) int {
+			if s.Kind() != "find-run" || s.V("tfhive_run") != "r1" {
+				t.Errorf("not asked about r1: %.200q", s.Stage)
 			}
-			s.out(out)
-			s.errOut(errOut)
+			s.Out(out)
+			s.ErrOut(errOut)
 			return rc
 		})
 	}
@@ -201,42 +202,42 @@ func adoptedRun(t *testing.T, p *schedule.Plan, gen int, hosts map[string]*remot
 func TestRunAdopted(t *testing.T) {
 	sampled := map[string]chan struct{}{"h1": make(chan struct{}), "h2": make(chan struct{})}
 	var mu sync.Mutex
-	attaches := map[string]*session{}
+	attaches := map[string]*stagetest.Session{}
 	samplerIDs := map[string]string{}
 	host := func(name string) *remotetest.Fake {
-		return stageHost(t, func(s *session) int {
-			switch s.kind() {
+		return stagetest.Host(t, func(s *stagetest.Session) int {
+			switch s.Kind() {
 			case "sample":
 				mu.Lock()
-				samplerIDs[name] = s.v("tfhive_ids") + " every " + s.v("tfhive_every")
+				samplerIDs[name] = s.V("tfhive_ids") + " every " + s.V("tfhive_every")
 				mu.Unlock()
-				s.out("motd\n1, GPU-x, 99, 99\n")
+				s.Out("motd\n1, GPU-x, 99, 99\n")
 				if name == "h1" {
-					s.out(supervisor.SampleMarker + "\n0, GPU-a, 1, 100\n1, GPU-b, 70, 2000\nNVIDIA-SMI couldn't find GPU 9\n" +
+					s.Out(supervisor.SampleMarker + "\n0, GPU-a, 1, 100\n1, GPU-b, 70, 2000\nNVIDIA-SMI couldn't find GPU 9\n" +
 						supervisor.SampleMarker + "\n0, GPU-a, 1, 100\n1, GPU-b, 90, 3000\n")
 				} else {
-					s.out(supervisor.SampleMarker + "\n0, GPU-c, 50, 500\n")
+					s.Out(supervisor.SampleMarker + "\n0, GPU-c, 50, 500\n")
 				}
 				close(sampled[name])
-				s.next() // until tfhive closes stdin
+				s.Next() // until tfhive closes stdin
 				return 0
 			case "attach":
-				task := s.v("tfhive_task")
+				task := s.V("tfhive_task")
 				mu.Lock()
 				attaches[task] = s
 				mu.Unlock()
-				s.out("login shell noise\n")
-				s.markers()
+				s.Out("login shell noise\n")
+				s.Markers()
 				if task == "ps:0" {
-					s.out("ps serving\n")
-					return s.untilStopped()
+					s.Out("ps serving\n")
+					return s.UntilStopped()
 				}
-				s.out("step 1 of " + task + "\n")
-				s.errOut("warning\n")
+				s.Out("step 1 of " + task + "\n")
+				s.ErrOut("warning\n")
 				<-sampled[name]
 				return 0
 			}
-			t.Errorf("%s: unexpected session %s", name, s.kind())
+			t.Errorf("%s: unexpected session %s", name, s.Kind())
 			return 2
 		})
 	}
@@ -262,13 +263,13 @@ func TestRunAdopted(t *testing.T) {
 		if s == nil {
 			t.Fatalf("%s was never followed", id)
 		}
-		if s.v("tfhive_run") != "r1" || s.v("tfhive_off_out") != "0" || s.v("tfhive_off_err") != "0" || s.v("tfhive_gen") != "3" {
-			t.Errorf("%s's attach stage:\n%.400s", id, s.stage)
+		if s.V("tfhive_run") != "r1" || s.V("tfhive_off_out") != "0" || s.V("tfhive_off_err") != "0" || s.V("tfhive_gen") != "3" {
+			t.Errorf("%s's attach stage:\n%.400s", id, s.Stage)
 		}
 		if mark == "" {
-			mark = s.v("tfhive_mark")
+			mark = s.V("tfhive_mark")
 		}
-		if m := s.v("tfhive_mark"); m == "" || m != mark {
+		if m := s.V("tfhive_mark"); m == "" || m != mark {
 			t.Errorf("%s: mark %q, another's %q", id, m, mark)
 		}
 	}
@@ -309,13 +310,13 @@ func TestRunAdopted(t *testing.T) {
 // the task is lost, with what attach.sh said (not what the login shell
 // said before it); the run goes on as for any lost task.
 func TestRunAdoptedTaskGone(t *testing.T) {
-	h1 := stageHost(t, func(s *session) int {
-		s.markers()
-		return s.untilStopped()
+	h1 := stagetest.Host(t, func(s *stagetest.Session) int {
+		s.Markers()
+		return s.UntilStopped()
 	})
-	h2 := stageHost(t, func(s *session) int {
-		s.out("motd\n")
-		s.errOut("bash: warning: setlocale: LC_ALL: cannot change locale\ntfhive: no trace of task worker:1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1\n")
+	h2 := stagetest.Host(t, func(s *stagetest.Session) int {
+		s.Out("motd\n")
+		s.ErrOut("bash: warning: setlocale: LC_ALL: cannot change locale\ntfhive: no trace of task worker:1 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1\n")
 		return 125
 	})
 	sum, console, _ := adoptedRun(t, adoptPlan(), 2, map[string]*remotetest.Fake{"h1": h1, "h2": h2})
@@ -332,22 +333,22 @@ func TestRunAdoptedTaskGone(t *testing.T) {
 func TestRunAdoptedStepsDown(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		ps     func(s *session) int
+		ps     func(s *stagetest.Session) int
 		reason string
 	}{
-		{"refused", func(s *session) int {
-			s.errOut("tfhive: replaced by keeper generation 4\n")
+		{"refused", func(s *stagetest.Session) int {
+			s.ErrOut("tfhive: replaced by keeper generation 4\n")
 			return 125
 		}, "replaced by keeper generation 4"},
-		{"refused after the login shell's words", func(s *session) int {
-			s.errOut("stty: 'standard input': Inappropriate ioctl for device\ntfhive: replaced by keeper generation 4\n")
+		{"refused after the login shell's words", func(s *stagetest.Session) int {
+			s.ErrOut("stty: 'standard input': Inappropriate ioctl for device\ntfhive: replaced by keeper generation 4\n")
 			return 125
 		}, "replaced by keeper generation 4"},
-		{"told while followed", func(s *session) int {
-			s.markers()
-			s.errOut("a line\n@@tfhive-re")
-			s.errOut("placed 4\nmore\n")
-			return s.untilStopped()
+		{"told while followed", func(s *stagetest.Session) int {
+			s.Markers()
+			s.ErrOut("a line\n@@tfhive-re")
+			s.ErrOut("placed 4\nmore\n")
+			return s.UntilStopped()
 		}, "keeper generation 4 adopted the run"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -355,11 +356,11 @@ func TestRunAdoptedStepsDown(t *testing.T) {
 			attached.Add(2)
 			var mu sync.Mutex
 			var stops []string
-			worker := func(s *session) int {
-				s.markers()
+			worker := func(s *stagetest.Session) int {
+				s.Markers()
 				heard := false
 				for {
-					line, err := s.in.ReadString('\n')
+					line, err := s.In.ReadString('\n')
 					if err != nil {
 						break
 					}
@@ -373,17 +374,17 @@ func TestRunAdoptedStepsDown(t *testing.T) {
 						return 143
 					}
 				}
-				<-s.over // dropped: its end is never heard of
+				<-s.Over // dropped: its end is never heard of
 				return -1
 			}
-			h1 := stageHost(t, func(s *session) int {
-				if s.v("tfhive_task") == "ps:0" {
+			h1 := stagetest.Host(t, func(s *stagetest.Session) int {
+				if s.V("tfhive_task") == "ps:0" {
 					attached.Wait()
 					return c.ps(s)
 				}
 				return worker(s)
 			})
-			h2 := stageHost(t, worker)
+			h2 := stagetest.Host(t, worker)
 			sum, console, _ := adoptedRun(t, adoptPlan(), 3, map[string]*remotetest.Fake{"h1": h1, "h2": h2})
 			wantSummary(t, sum, record.ResultSteppedDown, 1, c.reason,
 				"ps:0 handed-over", "worker:0 handed-over", "worker:1 handed-over")

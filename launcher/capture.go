@@ -7,9 +7,10 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/tfhive/tfhive/launcher/csvlog"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/wording"
 )
 
 // --capture NAME=REGEX: the last match of REGEX's first group in a task's
@@ -170,11 +171,11 @@ type taskCapture struct {
 	vals []string
 	got  []bool
 	part [2][]byte // stdout's, stderr's
-	// series records each value with its time (series.go); nil: not.
-	series *taskSeries
+	// series records each value with its time (csvlog.Metrics); nil: not.
+	series *csvlog.TaskMetrics
 }
 
-func newTaskCapture(c *Captures, series *taskSeries) *taskCapture {
+func newTaskCapture(c *Captures, series *csvlog.TaskMetrics) *taskCapture {
 	return &taskCapture{caps: c.List, vals: make([]string, len(c.List)), got: make([]bool, len(c.List)), series: series}
 }
 
@@ -207,7 +208,7 @@ func (c *taskCapture) flush() {
 	}
 	if c.series != nil {
 		for i, cp := range c.caps {
-			c.series.end(i, cp.Name, c.vals[i])
+			c.series.End(i, cp.Name, c.vals[i])
 		}
 	}
 }
@@ -275,9 +276,9 @@ func lastGroup(re *regexp.Regexp, line []byte) ([]byte, bool) {
 }
 
 func (c *taskCapture) set(i int, v []byte) {
-	v = cutRunes(v, captureMaxValue)
+	v = wording.Cut(v, captureMaxValue)
 	if c.series != nil {
-		c.series.found(i, c.caps[i].Name, v)
+		c.series.Found(i, c.caps[i].Name, v)
 	}
 	if c.got[i] && c.vals[i] == string(v) {
 		return
@@ -382,16 +383,4 @@ func RunMetrics(tasks []record.TaskResult, decided bool) map[string]string {
 		}
 	}
 	return m
-}
-
-// cutRunes cuts v to at most n bytes, at a character's start, so that a
-// cut value stays valid UTF-8.
-func cutRunes[T ~string | ~[]byte](v T, n int) T {
-	if len(v) <= n {
-		return v
-	}
-	for n > 0 && !utf8.RuneStart(v[n]) {
-		n--
-	}
-	return v[:n]
 }

@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfhive/tfhive/launcher/csvlog"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
 
@@ -347,11 +349,11 @@ func BenchmarkCapture(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			chunk := []byte(strings.Repeat(bc.line, 32<<10/len(bc.line)))
-			var series *taskSeries
+			var series *csvlog.TaskMetrics
 			if bc.series {
-				book := newSeriesBook(filepath.Join(b.TempDir(), rundir.Metrics), false)
-				defer book.close()
-				series = book.task("worker:0", 1)
+				book := csvlog.NewMetrics(filepath.Join(b.TempDir(), rundir.Metrics), false)
+				defer book.Close()
+				series = book.Task("worker:0", 1)
 			}
 			tc := newTaskCapture(mustCaptures(b, bc.spec), series)
 			b.SetBytes(int64(len(chunk)))
@@ -364,13 +366,13 @@ func BenchmarkCapture(b *testing.B) {
 
 // A value cut to its bound stays valid UTF-8 (metrics.csv, events.csv).
 func TestCutRunes(t *testing.T) {
-	if got := cutRunes("aé", 2); got != "a" {
-		t.Errorf("cutRunes(aé, 2) = %q, want a", got)
+	if got := wording.Cut("aé", 2); got != "a" {
+		t.Errorf("wording.Cut(aé, 2) = %q, want a", got)
 	}
-	if got := cutRunes([]byte("abc"), 5); string(got) != "abc" {
-		t.Errorf("cutRunes(abc, 5) = %q", got)
+	if got := wording.Cut([]byte("abc"), 5); string(got) != "abc" {
+		t.Errorf("wording.Cut(abc, 5) = %q", got)
 	}
-	if got := cutRunes("ééé", 4); got != "éé" {
-		t.Errorf("cutRunes(ééé, 4) = %q", got)
+	if got := wording.Cut("ééé", 4); got != "éé" {
+		t.Errorf("wording.Cut(ééé, 4) = %q", got)
 	}
 }

@@ -8,11 +8,11 @@ import (
 	"io"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/tfhive/tfhive/launcher/supervisor"
+	"github.com/tfhive/tfhive/launcher/supervisor/stagetest"
 	"github.com/tfhive/tfhive/probe/remote"
 )
 
@@ -135,17 +135,8 @@ func (p *fakeProc) read(r *io.PipeReader) {
 	defer close(p.ctl)
 	br := bufio.NewReader(r)
 	stage := func() (string, bool) {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return "", false
-		}
-		n, err := strconv.Atoi(strings.TrimSuffix(line, "\n"))
-		if err != nil {
-			return "", false
-		}
-		b := make([]byte, n)
-		_, err = io.ReadFull(br, b)
-		return string(b), err == nil
+		s, err := stagetest.ReadOneStage(br)
+		return s, err == nil
 	}
 	claim, ok1 := stage()
 	run, ok2 := stage()

@@ -5,10 +5,10 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/csvlog"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/gpuquery"
@@ -111,7 +111,7 @@ type usageBook struct {
 	mu sync.Mutex
 	// csv appends when a run started again after a lost host adds to the
 	// samples of its earlier starts.
-	csv    csvLog
+	csv    csvlog.File
 	window time.Duration
 	say    func(task int, line string)
 	tasks  []taskUsage
@@ -131,7 +131,7 @@ type taskUsage struct {
 }
 
 func newUsageBook(path string, window time.Duration, say func(int, string)) *usageBook {
-	return &usageBook{csv: csvLog{path: path, header: "time,task,host,gpu,util_pct,mem_mib\n", bufSize: 4096}, window: window, say: say, byHost: map[string]map[int][]int{}}
+	return &usageBook{csv: csvlog.File{Path: path, Header: "time,task,host,gpu,util_pct,mem_mib\n", BufSize: 4096}, window: window, say: say, byHost: map[string]map[int][]int{}}
 }
 
 // addTask registers task i, on host, using gpus.
@@ -189,28 +189,19 @@ func (b *usageBook) endSample(host string, t time.Time) {
 }
 
 func (b *usageBook) writeCSV(t time.Time, i int, host string, r gpuRow) {
-	w := b.csv.writer()
+	w := b.csv.Writer()
 	if w == nil {
 		return
 	}
-	fmt.Fprintf(w, "%s,%s,%s,%d,%s,%s\n", t.UTC().Format("2006-01-02T15:04:05.000Z"), csvField(b.ids[i]), csvField(host),
+	fmt.Fprintf(w, "%s,%s,%s,%d,%s,%s\n", csvlog.Time(nil, t), csvlog.Field(b.ids[i]), csvlog.Field(host),
 		r.index, strconv.FormatFloat(r.util, 'f', -1, 64), strconv.FormatFloat(r.mem, 'f', -1, 64))
-}
-
-// csvField quotes a field holding a comma or quote (host names come from
-// the hosts file).
-func csvField(s string) string {
-	if !strings.ContainsAny(s, ",\"\n\r") {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
 
 // close flushes gpu-usage.csv.
 func (b *usageBook) close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.csv.close()
+	return b.csv.Close()
 }
 
 func (b *usageBook) usage(i int) *record.GPUUsage {

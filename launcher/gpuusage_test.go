@@ -128,7 +128,7 @@ func TestSampleLines(t *testing.T) {
 	// A run started again after a lost host adds its samples, under the
 	// one header.
 	again := newUsageBook(filepath.Join(dir, rundir.GPUUsage), 0, nil)
-	again.csv.appends = true
+	again.csv.Appends = true
 	again.addTask(0, "worker:0", "h2", []int{0})
 	w = &sampleLines{host: "h2", book: again}
 	w.Write([]byte(supervisor.SampleMarker + "\n0, G0, 5, 6\n"))

@@ -47,7 +47,7 @@ type hostMux struct {
 	// it said so: what a start that met it closed reports.
 	refused atomic.Pointer[string]
 	exited  chan struct{} // closed once the session has ended
-	noise   noiseBuffer
+	noise   supervisor.NoiseBuffer
 	stderr  muxStderr
 	// sampled is closed once the session has ended, before its
 	// supervisors' virtual sessions end: the sampler it ran, if any,

@@ -14,7 +14,7 @@ import (
 // (mux.go). Kept runs only: a supervisor that lives and dies with its
 // session needs a session of its own. An adopted run starts nothing.
 func (r *runner) muxed() bool {
-	return r.links != nil && !r.o.Adopted && !r.o.SessionPerTask
+	return r.links != nil && !r.o.Adopted && !r.lim.sessionPerTask
 }
 
 // startMuxed starts every host's tasks through its multiplexer, hosts in

@@ -1,8 +1,3 @@
-// Package launcher runs a plan: it starts every task under a supervisor
-// over the probe's connections, streams and logs their output, decides the
-// run's result and stops the rest; it also renders status, plans and
-// summaries, and lists and stops runs (ps, kill). It may import probe and
-// schedule, never launcher/commands or main.
 package launcher
 
 import (
@@ -14,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/csvlog"
 	"github.com/tfhive/tfhive/launcher/view"
 )
 
@@ -77,13 +73,6 @@ const (
 	outMaxFree   = 64
 )
 
-// outColors are ANSI SGR colours for task prefixes, the six hues every
-// terminal has: cyan, yellow, green, magenta, blue (the bright one, as plain
-// blue is hard to read on a dark background) and red.
-var outColors = []string{"36", "33", "32", "35", "94", "31"}
-
-const outReset = "\x1b[0m"
-
 var errOutputClosed = errors.New("launcher: write to closed task output")
 
 // Console serialises lines from many tasks, and tfhive's own messages, onto
@@ -146,7 +135,7 @@ func (c *Console) Printf(format string, a ...any) {
 	if c.tty {
 		var sgr bool
 		if b, sgr = view.AppendSanitized(nil, b, view.ConsoleMode); sgr {
-			b = append(b, outReset...)
+			b = append(b, view.SGRReset...)
 		}
 	}
 	c.enqueue(append(b, '\n'))
@@ -166,7 +155,7 @@ func (c *Console) Task(label string, log io.Writer, quiet bool) *TaskOutput {
 	}
 	prefix := "[" + label + "]"
 	if c.color {
-		prefix = "\x1b[" + outColors[n%len(outColors)] + "m" + prefix + outReset
+		prefix = view.PaintTask(prefix, n)
 	}
 	t := &TaskOutput{c: c, label: label, prefix: []byte(prefix), log: log, quiet: quiet}
 	t.out.t, t.err.t = t, t
@@ -348,7 +337,7 @@ func (t *TaskOutput) emit(line []byte) {
 		if !t.c.tty {
 			t.batch = append(t.batch, line...)
 		} else if b, sgr := view.AppendSanitized(t.batch, line, view.ConsoleMode); sgr {
-			t.batch = append(b, outReset...)
+			t.batch = append(b, view.SGRReset...)
 		} else {
 			t.batch = b
 		}
@@ -432,9 +421,9 @@ func (s *outStream) index() int {
 // captureInto starts matching the task's output for c (--capture), when
 // c concerns the task, recording each value in series (nil: only the
 // last); before any Write.
-func (t *TaskOutput) captureInto(c *Captures, id string, series *seriesBook) {
+func (t *TaskOutput) captureInto(c *Captures, id string, series *csvlog.Metrics) {
 	if c.concerns(id) {
-		t.capture = newTaskCapture(c, series.task(id, len(c.List)))
+		t.capture = newTaskCapture(c, series.Task(id, len(c.List)))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 
@@ -634,7 +635,7 @@ func TestOutputTerminalSanitized(t *testing.T) {
 		own := "tfhive: w:1 on h could not start: sh: \x1b]0;x\x07: not found"
 		wantOwn := "tfhive: w:1 on h could not start: sh: ^[]0;x^G: not found"
 		if tty {
-			prefix = "\x1b[36m" + prefix + outReset
+			prefix = "\x1b[36m" + prefix + view.SGRReset
 		} else {
 			// The same lines, raw: tfhive adds no colour and no reset.
 			want = []string{

@@ -107,7 +107,7 @@ func (r *runner) sessionLost(ev exitEvent) bool {
 		why = wording.FirstLine(ev.err.Error())
 	}
 	r.links.redo[host] = &reconnecting{since: time.Now(), why: why, tasks: []int{ev.i}}
-	r.timeline.add("", host, record.EventLinkLost, why)
+	r.timeline.Add("", host, record.EventLinkLost, why)
 	r.o.Console.Printf("tfhive: lost the connection to %s (%s); reconnecting for up to %s", host, why, r.o.Reconnect)
 	go r.redial(host)
 	return true
@@ -160,7 +160,7 @@ func (r *runner) hostBack(b hostBack) {
 	if b.err != nil {
 		why := fmt.Sprintf("no connection for %s (%s)", r.o.Reconnect, wording.FirstLine(b.err.Error()))
 		r.links.gone[b.host] = why
-		r.timeline.add("", b.host, record.EventHostLost, why)
+		r.timeline.Add("", b.host, record.EventHostLost, why)
 		r.o.Console.Printf("tfhive: gave up on %s: %s", b.host, why)
 		for _, i := range rc.tasks {
 			r.lost(i, why)
@@ -170,7 +170,7 @@ func (r *runner) hostBack(b hostBack) {
 	r.links.conn[b.host] = b.ex
 	r.o.Execs[b.host] = b.ex
 	after := time.Since(rc.since).Round(100 * time.Millisecond)
-	r.timeline.add("", b.host, record.EventReconnect, "after "+after.String())
+	r.timeline.Add("", b.host, record.EventReconnect, "after "+after.String())
 	r.o.Console.Printf("tfhive: %s is back after %s; following %s again", b.host, after, wording.Count(len(rc.tasks), "task"))
 	for _, i := range rc.tasks {
 		if r.p.State(i).Phase == lifecycle.PhaseStarted {
@@ -315,14 +315,4 @@ func (r *runner) stepDown(why string) {
 			rt.proc.Close()
 		}
 	}
-}
-
-// noiseBuffer keeps the first few hundred bytes written to it.
-type noiseBuffer struct{ bytes.Buffer }
-
-func (b *noiseBuffer) Write(p []byte) (int, error) {
-	if room := 512 - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
 }

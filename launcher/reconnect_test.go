@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/supervisor"
+	"github.com/tfhive/tfhive/launcher/supervisor/stagetest"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/remotetest"
 	"github.com/tfhive/tfhive/schedule"
@@ -117,7 +118,7 @@ func keptFakeRun(t *testing.T, plan *schedule.Plan, reconnect time.Duration, red
 	var calls atomic.Int32
 	f.o.Reconnect = reconnect
 	// The fake scripts a session per task, not the host's multiplexer.
-	f.o.SessionPerTask = true
+	f.lim.sessionPerTask = true
 	f.o.Redial = func(ctx context.Context, host string) (remote.Executor, error) {
 		n := calls.Add(1)
 		if ex := redial(host, int(n)); ex != nil {
@@ -144,36 +145,36 @@ func keptStart(task fakeScript) fakeScript {
 func TestRunReconnects(t *testing.T) {
 	var mu sync.Mutex
 	attaches := map[string][]string{} // task → "out err gen" asked, in order
-	attached := func(s *session) string {
-		task := s.v("tfhive_task")
+	attached := func(s *stagetest.Session) string {
+		task := s.V("tfhive_task")
 		mu.Lock()
-		attaches[task] = append(attaches[task], s.v("tfhive_off_out")+" "+s.v("tfhive_off_err")+" "+s.v("tfhive_gen"))
+		attaches[task] = append(attaches[task], s.V("tfhive_off_out")+" "+s.V("tfhive_off_err")+" "+s.V("tfhive_gen"))
 		mu.Unlock()
-		s.errOut("bash: warning: setlocale\n") // the login shell's: never the task's
-		s.markers()
+		s.ErrOut("bash: warning: setlocale\n") // the login shell's: never the task's
+		s.Markers()
 		return task
 	}
 	// The second link drops again, once worker:0 has said epoch 2.
 	var second *remotetest.Fake
-	second = stageHost(t, func(s *session) int {
+	second = stagetest.Host(t, func(s *stagetest.Session) int {
 		if attached(s) == "worker:0" {
-			s.out("epoch 2\n")
+			s.Out("epoch 2\n")
 			second.Lose()
-			<-s.over // the link is gone: this session's end is never heard of
+			<-s.Over // the link is gone: this session's end is never heard of
 			return 0
 		}
-		return s.untilStopped()
+		return s.UntilStopped()
 	})
 	var mark string
-	third := stageHost(t, func(s *session) int {
+	third := stagetest.Host(t, func(s *stagetest.Session) int {
 		if attached(s) == "worker:0" {
-			mark = s.v("tfhive_mark")
-			s.out("epoch 3\n")
+			mark = s.V("tfhive_mark")
+			s.Out("epoch 3\n")
 			// The host's files could not take it all.
-			s.errOut(supervisor.TruncatedMarker + s.v("tfhive_mark") + "\n")
+			s.ErrOut(supervisor.TruncatedMarker + s.V("tfhive_mark") + "\n")
 			return 0
 		}
-		return s.untilStopped()
+		return s.UntilStopped()
 	})
 	f, calls := keptFakeRun(t, scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"), time.Minute, func(host string, call int) remote.Executor {
 		if host != "h1" {
@@ -245,8 +246,8 @@ func TestRunReconnects(t *testing.T) {
 // tasks; an attach session that finds its task's supervisor gone loses
 // that task with what it said.
 func TestRunReconnectLoses(t *testing.T) {
-	gone := stageHost(t, func(s *session) int {
-		s.errOut("tfhive: the supervisor of task worker:0 is gone without a status (its host rebooted, or it was killed)\n")
+	gone := stagetest.Host(t, func(s *stagetest.Session) int {
+		s.ErrOut("tfhive: the supervisor of task worker:0 is gone without a status (its host rebooted, or it was killed)\n")
 		return 125
 	})
 	for _, c := range []struct {

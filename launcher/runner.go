@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfhive/tfhive/launcher/csvlog"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
@@ -101,10 +102,6 @@ type RunOptions struct {
 	// appended to, each task's attempts go on counting and the summary
 	// lists the earlier ones. Nil for a run's first start.
 	Relaunch *lifecycle.Relaunch
-	// SessionPerTask starts a kept run's tasks in a session each, not
-	// through their hosts' multiplexers (muxrun.go): for tests that
-	// compare the two.
-	SessionPerTask bool
 	// Priority is --priority, which the tasks' claim holders carry.
 	// Preemptible, for a low run, gives by host who may preempt it there
 	// (its policy allows preempt_low: preempt.go); absent: nobody.
@@ -144,7 +141,7 @@ type runTask struct {
 	outN, errN  int64
 	gen         int
 	marked      atomic.Bool
-	attachNoise noiseBuffer
+	attachNoise supervisor.NoiseBuffer
 	stopLine    string
 	abandoned   bool
 	// goSent: the go line was sent; a session lost before it is lost.
@@ -241,15 +238,12 @@ type exitEvent struct {
 // SIGKILL after the grace period, result "interrupted" (see Interrupt);
 // o.KillNow kills at once. Either, once the run is decided, kills at once.
 func Run(ctx context.Context, o RunOptions) (*record.Summary, error) {
-	lim := defaultLimits
-	// The e2e tests' way to see an idle warning without idling a minute.
-	if d, err := time.ParseDuration(os.Getenv("TFHIVE_TEST_IDLE_AFTER")); err == nil && d > 0 {
-		lim.idleFor = d
-	}
-	return runWith(ctx, o, lim)
+	return runWith(ctx, o, defaultLimits)
 }
 
-// limits are the run's fixed waits, which tests shorten.
+// limits are the run's fixed waits, which tests shorten, and the one way
+// of starting tasks that only tests choose: no option of a run sets them
+// (defaultLimits; an e2e build's tfhive may shorten idleFor: seams_e2e.go).
 type limits struct {
 	// minAnswer is the least time a supervisor is given to answer,
 	// counted from its session's first byte.
@@ -263,6 +257,10 @@ type limits struct {
 	// idleFor is how long a task's GPUs must be idle to be warned about
 	// (gpuusage.go).
 	idleFor time.Duration
+	// sessionPerTask starts a kept run's tasks in a session each, not
+	// through their hosts' multiplexers (muxrun.go): for the tests whose
+	// fake hosts script a session per task.
+	sessionPerTask bool
 }
 
 var defaultLimits = limits{minAnswer: 10 * time.Second, login: 2 * time.Minute, giveUp: 5 * time.Second, idleFor: time.Minute}
@@ -282,11 +280,11 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*record.Summary, er
 		r.mark = o.Mark
 	}
 	if o.Captures != nil && len(o.Captures.List) > 0 {
-		r.series = newSeriesBook(filepath.Join(o.LogDir, rundir.Metrics), o.Relaunch != nil)
+		r.series = csvlog.NewMetrics(filepath.Join(o.LogDir, rundir.Metrics), o.Relaunch != nil)
 	}
-	r.timeline = newTimeline(filepath.Join(o.LogDir, rundir.Events), o.Relaunch != nil)
+	r.timeline = csvlog.NewEvents(filepath.Join(o.LogDir, rundir.Events), o.Relaunch != nil)
 	sum := r.run(ctx)
-	r.timeline.close()
+	r.timeline.Close()
 	if err := r.p.Conflict(); err != nil {
 		return nil, err
 	}
@@ -315,10 +313,10 @@ type runner struct {
 	// mark is this tfhive's random word for its kept tasks' truncation
 	// lines (supervisor.TruncatedMarker).
 	mark string
-	// series is --capture's metrics.csv (series.go), nil without;
-	// timeline the run's events.csv (timeline.go).
-	series   *seriesBook
-	timeline *timeline
+	// series is --capture's metrics.csv (csvlog.Metrics), nil without;
+	// timeline the run's events.csv (csvlog.Events, timeline.go).
+	series   *csvlog.Metrics
+	timeline *csvlog.Events
 	// usage and samplers are --sample's (sampler.go); nil without.
 	usage    *usageBook
 	samplers map[string]*sampler
@@ -473,7 +471,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			rt.log.Close()
 		}
 	}
-	r.series.close()
+	r.series.Close()
 	r.stopSamplers()
 	return r.summary()
 }

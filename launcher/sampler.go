@@ -34,7 +34,7 @@ func (r *runner) startSamplers() {
 		t := r.tasks[i].t
 		r.o.Console.Printf("tfhive: %s on %s: %s", t.ID, t.Host, line)
 	})
-	r.usage.csv.appends = r.o.Relaunch != nil
+	r.usage.csv.Appends = r.o.Relaunch != nil
 	r.samplers = map[string]*sampler{}
 	for i, rt := range r.tasks {
 		if gpus := sampledGPUs(rt.t); len(gpus) > 0 {

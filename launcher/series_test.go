@@ -7,24 +7,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/csvlog"
 	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // metrics.csv keeps each value with its time: every one of the first
-// seriesDense, then every 2nd, every 4th…, and the last when the output
-// ends; values past seriesMaxValue bytes cut, fields with commas quoted.
+// csvlog.MetricsDense, then every 2nd, every 4th…, and the last when the output
+// ends; values past csvlog.MetricsMaxValue bytes cut, fields with commas quoted.
 func TestSeriesThinsAndKeepsTheLast(t *testing.T) {
 	path := filepath.Join(t.TempDir(), rundir.Metrics)
-	b := newSeriesBook(path, false)
-	tc := newTaskCapture(mustCaptures(t, "loss=loss ([0-9]+)", "tag=tag (.*)"), b.task("worker:0", 2))
+	b := csvlog.NewMetrics(path, false)
+	tc := newTaskCapture(mustCaptures(t, "loss=loss ([0-9]+)", "tag=tag (.*)"), b.Task("worker:0", 2))
 	const n = 5000
 	for i := 1; i <= n; i++ {
 		tc.write(0, []byte("loss "+strconv.Itoa(i)+"\n"))
 	}
 	tc.write(1, []byte("tag a,\"b\" "+strings.Repeat("x", 100)+"\n"))
 	tc.flush()
-	if err := b.close(); err != nil {
+	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(path)
@@ -53,27 +53,7 @@ func TestSeriesThinsAndKeepsTheLast(t *testing.T) {
 		t.Errorf("%d rows of loss: %v … %v", len(losses), losses[:3], losses[len(losses)-3:])
 	}
 	tag := lines[len(lines)-2] // before the last loss, written at the end
-	if want := `,worker:0,tag,"a,""b"" ` + strings.Repeat("x", seriesMaxValue-6) + `"`; !strings.HasSuffix(tag, want) {
+	if want := `,worker:0,tag,"a,""b"" ` + strings.Repeat("x", csvlog.MetricsMaxValue-6) + `"`; !strings.HasSuffix(tag, want) {
 		t.Errorf("tag row %q, want it to end %q", tag, want)
-	}
-}
-
-// At most timelineMaxRows events, then one saying more were not.
-func TestTimelineBounded(t *testing.T) {
-	path := filepath.Join(t.TempDir(), rundir.Events)
-	tl := newTimeline(path, false)
-	for range timelineMaxRows + 5 {
-		tl.add("worker:0", "h1", record.EventStart, "line one\nline two")
-	}
-	tl.close()
-	tl.add("worker:0", "h1", record.EventExit, "after close")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	if len(lines) != timelineMaxRows+2 || !strings.HasSuffix(lines[1], ",worker:0,h1,start,line one") ||
-		!strings.HasSuffix(lines[len(lines)-1], ",,,truncated,more events were not recorded") {
-		t.Errorf("%d lines: %q … %q", len(lines), lines[1], lines[len(lines)-1])
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/view"
 )
 
@@ -248,7 +247,7 @@ func follow(ctx context.Context, w io.Writer, path string, offset int64, dir str
 	}
 	out := w
 	if isTerminal(w) {
-		rw := launcher.NewReplayWriter(w)
+		rw := view.NewReplayWriter(w)
 		defer rw.Close()
 		out = rw
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/hostlogs"
 	"github.com/tfhive/tfhive/probe/remote"
 )
 
@@ -48,7 +48,7 @@ func hostLogs(ctx context.Context, o FollowOptions) error {
 			execs[h.Name] = fleet.Executor(i)
 		}
 	}
-	res := launcher.HostLogs(ctx, hosts, execs, launcher.HostLogsOptions{
+	res := hostlogs.Print(ctx, hosts, execs, hostlogs.Options{
 		RunID: o.RunID, Task: o.Task, Follow: o.Follow, Stdout: o.Stdout, Stderr: o.Stderr,
 		TTY: isTerminal(o.Stdout), Color: color, Parallel: o.Hosts.Parallel,
 	})

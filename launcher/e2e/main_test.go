@@ -46,7 +46,8 @@ func TestMain(m *testing.M) {
 	// lab's hosts see the programs a user installed.
 	sshtest.KeepVisible(dir)
 	tfhiveBin = filepath.Join(dir, "tfhive")
-	args := []string{"build", "-o", tfhiveBin}
+	// -tags tfhive_e2e: the seams the tests use (launcher/seams_e2e.go).
+	args := []string{"build", "-tags", "tfhive_e2e", "-o", tfhiveBin}
 	// The tfhive the tests run is race-built only when asked (and the
 	// tests themselves run under -race): it makes every run of it about
 	// twice as slow, which doubled the package's time (15 min against 8

@@ -2,7 +2,6 @@ package hostops
 
 import (
 	"embed"
-	"io/fs"
 
 	"github.com/tfhive/tfhive/launcher/supervisor"
 )
@@ -16,16 +15,7 @@ var own embed.FS
 // scripts is this package's scripts and, as scripts/rundir.sh, the
 // supervisor's run directory helpers that gc-runs.sh starts with: the
 // supervisor writes a run's files, so its copy says where they are.
-var scripts fs.FS = withRunDir{}
-
-type withRunDir struct{}
-
-func (withRunDir) Open(name string) (fs.File, error) {
-	if name == "scripts/rundir.sh" {
-		return supervisor.Scripts.Open(name)
-	}
-	return own.Open(name)
-}
+var scripts = supervisor.WithRunDir(own)
 
 // What hostops needs of the supervisor, in one place: its command line,
 // which every kept run's host runs already, and the way stages are sent.

@@ -18,6 +18,8 @@ const MaxReproSize = 4 << 20
 // (a detached run's keeper writes it), and read by `tfhive rerun`. What
 // it says of the hosts and the launch dir is what tfhive saw then.
 type Repro struct {
+	// Format is the record's version: ReproFormat as written, ReproFormatGoNames
+	// for the first (ReadRepro reads both into this struct).
 	Format int    `json:"format"`
 	RunID  string `json:"run_id"`
 	// RerunOf is the run this one ran again (tfhive rerun); "" otherwise.

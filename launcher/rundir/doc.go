@@ -2,7 +2,8 @@
 // --log-dir), and a sweep's, tfhive-runs/NAME: the names of the files in
 // it, making and checking it so that no other user can have put or swap
 // anything there, writing its records whole or not at all, and the run's
-// lock, which tells whether the run goes on.
+// lock, which tells whether the run goes on. (The run's directories on
+// its hosts are the supervisor's: launcher/supervisor/scripts/rundir.sh.)
 //
 // It is the only place that spells those names: the engine writes the
 // files, the commands and the report read them, all through the names

@@ -167,3 +167,15 @@ func (g *ClaimGate) Write(p []byte) (int, error) {
 		g.buf = g.buf[i+1:]
 	}
 }
+
+// NoiseBuffer keeps the first few hundred bytes written to it: what a
+// session said before its stream (a StreamGate's Noise), enough for the
+// error that quotes it.
+type NoiseBuffer struct{ bytes.Buffer }
+
+func (b *NoiseBuffer) Write(p []byte) (int, error) {
+	if room := 512 - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}

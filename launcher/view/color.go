@@ -93,6 +93,17 @@ var stateColors = map[string]string{
 // (tfhive top's rows); a state without a colour stays plain.
 func PaintState(state string) string { return paint(state, stateColors[state]) }
 
+// taskColors colour the tasks' prefixes on the console, a hue a task in
+// turn: the six every terminal has.
+var taskColors = []string{sgrCyan, sgrYellow, sgrGreen, sgrMagenta, sgrBlue, sgrRed}
+
+// PaintTask colours the console prefix of the nth task shown (from 0).
+func PaintTask(label string, n int) string { return paint(label, taskColors[n%len(taskColors)]) }
+
+// SGRReset ends what a line of task output coloured (AppendSanitized says
+// when one did).
+const SGRReset = sgrReset
+
 // paint wraps s in SGR code sgr; "" leaves it plain.
 func paint(s, sgr string) string {
 	if sgr == "" || s == "" {

@@ -1,4 +1,4 @@
-package launcher
+package hostlogs
 
 import (
 	"bufio"
@@ -10,19 +10,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfhive/tfhive/launcher/supervisor/stagetest"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/remotetest"
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 
-const hostlogsGoldenDir = "../testdata/hostlogs"
+const hostlogsGoldenDir = "testdata"
 
 // Every task's output from a host (logs.sh) printed as the console does:
 // what a login shell printed first is dropped, each file's lines get its
 // task's prefix, a task's line that looks like a marker stays text, a
 // line longer than the console's is cut.
 func TestHostLogsLines(t *testing.T) {
-	long := strings.Repeat("x", outMaxLine+10)
+	long := strings.Repeat("x", maxLine+10)
 	in := "Welcome!\n" + logsMarker + "\n" + logMarker + "worker-0.out\n|1\n|@@tfhive-log ps-0.out\n|\n" +
 		logMarker + "worker-0.err\n|oops\r\n" + logMarker + "ps-0.out\n|" + long + "\n|last"
 	var out strings.Builder
@@ -33,7 +34,7 @@ func TestHostLogsLines(t *testing.T) {
 		t.Fatalf("found %v, none %q, err %v", found, none, err)
 	}
 	want := "[worker:0 gpu01] 1\n[worker:0 gpu01] @@tfhive-log ps-0.out\n[worker:0 gpu01]\n[worker:0 gpu01] oops\n" +
-		"[ps:0 gpu01] " + long[:outMaxLine-1] + "\n[ps:0 gpu01] xxxxxxxxxxx\n[ps:0 gpu01] last\n"
+		"[ps:0 gpu01] " + long[:maxLine-1] + "\n[ps:0 gpu01] xxxxxxxxxxx\n[ps:0 gpu01] last\n"
 	if got := out.String(); got != want {
 		for i, line := range strings.Split(got, "\n") {
 			t.Errorf("line %d: %d bytes: %.60q", i, len(line), line)
@@ -52,11 +53,11 @@ func TestHostLogsLines(t *testing.T) {
 // but fails, h5 cannot start a session.
 func logsHosts(t *testing.T, task, follow string) map[string]remote.Executor {
 	logs := func(out string, rc int) remote.Executor {
-		return stageHost(t, func(s *session) int {
-			if s.kind() != "logs" || s.v("tfhive_run") != "r1" || s.v("tfhive_task") != task || s.v("tfhive_follow") != follow {
-				t.Errorf("logs asked %.300q", s.stage)
+		return stagetest.Host(t, func(s *stagetest.Session) int {
+			if s.Kind() != "logs" || s.V("tfhive_run") != "r1" || s.V("tfhive_task") != task || s.V("tfhive_follow") != follow {
+				t.Errorf("logs asked %.300q", s.Stage)
 			}
-			s.out(out)
+			s.Out(out)
 			return rc
 		})
 	}
@@ -76,8 +77,8 @@ func TestHostLogsEveryTask(t *testing.T) {
 	order := []string{"h1", "h2", "h3", "h4", "h5"}
 	for _, tty := range []bool{false, true} {
 		var out, errOut bytes.Buffer
-		res := HostLogs(context.Background(), order, logsHosts(t, "", "0"),
-			HostLogsOptions{RunID: "r1", Stdout: &out, Stderr: &errOut, TTY: tty, Color: tty, Parallel: 2})
+		res := Print(context.Background(), order, logsHosts(t, "", "0"),
+			Options{RunID: "r1", Stdout: &out, Stderr: &errOut, TTY: tty, Color: tty, Parallel: 2})
 		name := "every-task.txt"
 		if tty {
 			name = "every-task-tty.txt"
@@ -99,18 +100,18 @@ func TestHostLogsEveryTask(t *testing.T) {
 // from the host that holds it.
 func TestHostLogsOneTask(t *testing.T) {
 	task := func(h string) remote.Executor {
-		return stageHost(t, func(s *session) int {
-			if s.v("tfhive_task") != "worker:0" || s.v("tfhive_follow") != "0" {
-				t.Errorf("%s: asked %.300q", h, s.stage)
+		return stagetest.Host(t, func(s *stagetest.Session) int {
+			if s.V("tfhive_task") != "worker:0" || s.V("tfhive_follow") != "0" {
+				t.Errorf("%s: asked %.300q", h, s.Stage)
 			}
 			if h == "h2" {
-				s.out("motd\n" + noneMarker + "no trace of task worker:0 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1\n")
+				s.Out("motd\n" + noneMarker + "no trace of task worker:0 in /home/u/.tfhive/runs-0123456789abcdef0123456789abcdef/r1\n")
 				return 0
 			}
-			s.out("motd\n")
-			s.markers()
-			s.out("step 1\n\x1b]52;c;eA==\x07 clip\nno newline")
-			s.errOut("warn\n")
+			s.Out("motd\n")
+			s.Markers()
+			s.Out("step 1\n\x1b]52;c;eA==\x07 clip\nno newline")
+			s.ErrOut("warn\n")
 			return 0
 		})
 	}
@@ -123,8 +124,8 @@ func TestHostLogsOneTask(t *testing.T) {
 		{true, "step 1\n^[]52;c;eA==^G clip\nno newline", "warn\n"},
 	} {
 		var out, errOut bytes.Buffer
-		res := HostLogs(context.Background(), []string{"h1", "h2"}, execs,
-			HostLogsOptions{RunID: "r1", Task: "worker:0", Stdout: &out, Stderr: &errOut, TTY: c.tty, Color: c.tty})
+		res := Print(context.Background(), []string{"h1", "h2"}, execs,
+			Options{RunID: "r1", Task: "worker:0", Stdout: &out, Stderr: &errOut, TTY: c.tty, Color: c.tty})
 		if out.String() != c.out || errOut.String() != c.err {
 			t.Errorf("tty %v: stdout %q, stderr %q; want %q, %q", c.tty, out.String(), errOut.String(), c.out, c.err)
 		}
@@ -136,18 +137,18 @@ func TestHostLogsOneTask(t *testing.T) {
 func TestHostLogsFollowEndsWithTheCaller(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h1 := stageHost(t, func(s *session) int {
-		if s.v("tfhive_follow") != "1" {
-			t.Errorf("not followed: %.300q", s.stage)
+	h1 := stagetest.Host(t, func(s *stagetest.Session) int {
+		if s.V("tfhive_follow") != "1" {
+			t.Errorf("not followed: %.300q", s.Stage)
 		}
-		s.markers()
-		s.out("step 1\n")
+		s.Markers()
+		s.Out("step 1\n")
 		cancel()
-		return s.untilStopped()
+		return s.UntilStopped()
 	})
 	var out bytes.Buffer
-	res := HostLogs(ctx, []string{"h1"}, map[string]remote.Executor{"h1": h1},
-		HostLogsOptions{RunID: "r1", Task: "worker:0", Follow: true, Stdout: &out, Stderr: io.Discard})
+	res := Print(ctx, []string{"h1"}, map[string]remote.Executor{"h1": h1},
+		Options{RunID: "r1", Task: "worker:0", Follow: true, Stdout: &out, Stderr: io.Discard})
 	if len(res) != 1 || !res[0].Found || !errors.Is(res[0].Err, context.Canceled) || out.String() != "step 1\n" {
 		t.Errorf("%+v, printed %q", res, out.String())
 	}
@@ -159,14 +160,14 @@ func TestHostLogsFollowEndsWithTheCaller(t *testing.T) {
 // Output that cannot be printed ends every host's session, and says why.
 func TestHostLogsCannotPrint(t *testing.T) {
 	boom := errors.New("boom")
-	res := HostLogs(context.Background(), []string{"h1", "h2"}, logsHosts(t, "", "0"),
-		HostLogsOptions{RunID: "r1", Stdout: failingWriter{boom}, Stderr: io.Discard})
+	res := Print(context.Background(), []string{"h1", "h2"}, logsHosts(t, "", "0"),
+		Options{RunID: "r1", Stdout: failingWriter{boom}, Stderr: io.Discard})
 	if len(res) != 2 || !errors.Is(res[0].Err, boom) {
 		t.Errorf("%+v", res)
 	}
 }
 
-func wantHostLogs(t *testing.T, res []HostLog, want ...string) {
+func wantHostLogs(t *testing.T, res []Result, want ...string) {
 	t.Helper()
 	var got []string
 	for _, r := range res {
@@ -191,3 +192,8 @@ func wantHostLogs(t *testing.T, res []HostLog, want ...string) {
 		}
 	}
 }
+
+// failingWriter fails every write with err.
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }

@@ -1,10 +1,8 @@
-package launcher
+package view
 
 import (
 	"bytes"
 	"io"
-
-	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // ReplayWriter shows, on a terminal, output that was written to a file
@@ -49,8 +47,8 @@ func (r *ReplayWriter) flush(b []byte) error {
 		}
 		b = b[len(line):]
 		var sgr bool
-		if out, sgr = view.AppendSanitized(out, bytes.TrimSuffix(line, []byte("\n")), view.ConsoleMode); sgr {
-			out = append(out, outReset...)
+		if out, sgr = AppendSanitized(out, bytes.TrimSuffix(line, []byte("\n")), ConsoleMode); sgr {
+			out = append(out, SGRReset...)
 		}
 		if bytes.HasSuffix(line, []byte("\n")) {
 			out = append(out, '\n')

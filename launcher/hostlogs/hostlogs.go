@@ -1,4 +1,8 @@
-package launcher
+// Package hostlogs is `tfhive logs RUN -H …`: it reads a kept run's task
+// output from its hosts' run directories, for a run started elsewhere
+// (scripts/logs.sh): one session per host, over the probe's connection,
+// all hosts at once, printed as the console prints it.
+package hostlogs
 
 import (
 	"bufio"
@@ -20,10 +24,6 @@ import (
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
-// `tfhive logs RUN -H …` reads a kept run's task output from its hosts'
-// run directories, for a run started elsewhere (scripts/logs.sh): one
-// session per host, over the probe's connection, all hosts at once.
-
 var logsSh = shscript.Load(scripts, "scripts/rundir.sh", "scripts/logs.sh")
 
 // logs.sh's markers: every task's output follows logsMarker, each file
@@ -35,8 +35,8 @@ const (
 	noneMarker = "@@tfhive-none "
 )
 
-// HostLogsOptions say what HostLogs prints, and where.
-type HostLogsOptions struct {
+// Options say what Print prints, and where.
+type Options struct {
 	RunID string
 	// Task is one task (worker:1): its stdout goes to Stdout and its
 	// stderr to Stderr, as they are. "": every task's output, stdout then
@@ -52,17 +52,17 @@ type HostLogsOptions struct {
 	Parallel   int
 }
 
-// HostLog is what one host gave.
-type HostLog struct {
+// Result is what one host gave.
+type Result struct {
 	Host  string
 	Found bool   // it held the run (and the task asked for)
 	None  string // why not, as the host says
 	Err   error  // it could not be asked
 }
 
-// HostLogs prints a kept run's task output from the hosts, in the order
+// Print prints a kept run's task output from the hosts, in the order
 // given, and says what each host held.
-func HostLogs(ctx context.Context, hosts []string, execs map[string]remote.Executor, o HostLogsOptions) []HostLog {
+func Print(ctx context.Context, hosts []string, execs map[string]remote.Executor, o Options) []Result {
 	secret := rand.Text()
 	input := logsInput(o.RunID, o.Task, o.Follow, secret)
 	if o.Task != "" {
@@ -129,20 +129,20 @@ func noneOf(noise []byte) string {
 }
 
 // taskLogs: one task, every host asked at once (only one holds it).
-func taskLogs(ctx context.Context, hosts []string, execs map[string]remote.Executor, input, secret string, o HostLogsOptions) []HostLog {
-	res := make([]HostLog, len(hosts))
+func taskLogs(ctx context.Context, hosts []string, execs map[string]remote.Executor, input, secret string, o Options) []Result {
+	res := make([]Result, len(hosts))
 	var mu sync.Mutex
 	var g errgroup.Group
 	g.SetLimit(max(o.Parallel, 1))
 	for i, h := range hosts {
 		g.Go(func() error {
 			out, errw := io.Writer(&lockedWriter{mu: &mu, w: o.Stdout}), io.Writer(&lockedWriter{mu: &mu, w: o.Stderr})
-			var rout, rerr *ReplayWriter
+			var rout, rerr *view.ReplayWriter
 			if o.TTY {
-				rout, rerr = NewReplayWriter(out), NewReplayWriter(errw)
+				rout, rerr = view.NewReplayWriter(out), view.NewReplayWriter(errw)
 				out, errw = rout, rerr
 			}
-			var noise noiseBuffer
+			var noise supervisor.NoiseBuffer
 			var n1, n2 int64
 			marks := &markedFilter{next: out, secret: secret}
 			og := &supervisor.StreamGate{Next: marks, Noise: io.MultiWriter(&noise, marks.catcher()), N: &n1}
@@ -153,7 +153,7 @@ func taskLogs(ctx context.Context, hosts []string, execs map[string]remote.Execu
 				rout.Close()
 				rerr.Close()
 			}
-			res[i] = HostLog{Host: h, Found: og.Passed, None: noneOf(noise.Bytes()), Err: err}
+			res[i] = Result{Host: h, Found: og.Passed, None: noneOf(noise.Bytes()), Err: err}
 			return nil
 		})
 	}
@@ -177,10 +177,10 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // the other: a host waits, its session held by SSH's flow control, until
 // the hosts before it are printed, so that memory stays bounded however
 // long the logs.
-func allLogs(ctx context.Context, hosts []string, execs map[string]remote.Executor, input string, o HostLogsOptions) []HostLog {
+func allLogs(ctx context.Context, hosts []string, execs map[string]remote.Executor, input string, o Options) []Result {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	res := make([]HostLog, len(hosts))
+	res := make([]Result, len(hosts))
 	readers := make([]*io.PipeReader, len(hosts))
 	writers := make([]*io.PipeWriter, len(hosts))
 	errs := make([]error, len(hosts))
@@ -212,7 +212,7 @@ func allLogs(ctx context.Context, hosts []string, execs map[string]remote.Execut
 		}
 		readers[i].Close()
 		<-done[i]
-		res[i] = HostLog{Host: h, Found: found, None: none, Err: errs[i]}
+		res[i] = Result{Host: h, Found: found, None: none, Err: errs[i]}
 		if werr != nil && res[i].Err == nil {
 			res[i].Err = werr
 		}
@@ -266,11 +266,15 @@ func (p *linePrinter) copyHost(r io.Reader, host string) (found bool, none strin
 	}
 }
 
-// readLine reads a line without its end, at most outMaxLine bytes of it;
+// maxLine is the longest line printed whole, as long as the console's:
+// a longer one goes on in pieces of that size.
+const maxLine = 64 << 10
+
+// readLine reads a line without its end, at most maxLine bytes of it;
 // more says the line goes on.
 func (p *linePrinter) readLine(br *bufio.Reader) (line []byte, more bool, err error) {
 	p.line = p.line[:0]
-	for len(p.line) < outMaxLine {
+	for len(p.line) < maxLine {
 		chunk, rerr := br.ReadSlice('\n')
 		p.line = append(p.line, chunk...)
 		if rerr == bufio.ErrBufferFull {
@@ -303,7 +307,7 @@ func (p *linePrinter) task(name, host string) {
 		label = string(clean)
 	}
 	if p.color {
-		label = "\x1b[" + outColors[n%len(outColors)] + "m" + label + outReset
+		label = view.PaintTask(label, n)
 	}
 	p.prefix = []byte(label)
 }
@@ -316,7 +320,7 @@ func (p *linePrinter) emit(text []byte) error {
 		if !p.tty {
 			b = append(b, text...)
 		} else if s, sgr := view.AppendSanitized(b, text, view.ConsoleMode); sgr {
-			b = append(s, outReset...)
+			b = append(s, view.SGRReset...)
 		} else {
 			b = s
 		}

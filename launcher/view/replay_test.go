@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 // an unfinished last line comes at Close, however the bytes were cut.
 func TestReplayWriter(t *testing.T) {
 	in := "step 1\n\x1b]52;c;eA==\x07 clip\n\x1b[31mred\npartial \x1b[2J"
-	want := "step 1\n^[]52;c;eA==^G clip\n\x1b[31mred" + outReset + "\npartial ^[[2J"
+	want := "step 1\n^[]52;c;eA==^G clip\n\x1b[31mred" + SGRReset + "\npartial ^[[2J"
 	for cut := 0; cut <= len(in); cut++ {
 		var out strings.Builder
 		r := NewReplayWriter(&out)
@@ -50,3 +50,8 @@ func TestReplayWriterError(t *testing.T) {
 		t.Errorf("Close: %v, want %v", err, boom)
 	}
 }
+
+// failingWriter fails every write with err.
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
