@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -65,7 +66,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		if errors.Is(err, launcher.ErrNoSuchRun) {
 			msg = fmt.Sprintf("no run %s on %s", o.RunID, strings.Join(searched, ", "))
 		}
-		if uerr := unreachable(inv); uerr != nil {
+		if uerr := job.Unreachable(inv); uerr != nil {
 			msg += " (" + uerr.Error() + ")"
 		}
 		return &NoRunError{Msg: msg}

@@ -80,7 +80,7 @@ func (o *syncOut) String() string {
 }
 
 // job is a tf job of n CPU workers running script with sh.
-func job(name string, workers int, script string) Job {
+func fakeJob(name string, workers int, script string) Job {
 	return Job{Framework: schedule.FrameworkTF, Workers: workers, Strategy: schedule.StrategySpread,
 		PortRange: "42000-42999", Name: name, Command: []string{"sh", "-c", script},
 		Availability: Availability{MaxUtilPct: schedule.DefaultMaxUtilPct, MaxMemMiB: schedule.DefaultMaxMemMiB}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/wording"
 )
@@ -179,7 +180,7 @@ func GC(ctx context.Context, o GCOptions) error {
 	if len(failed) > 0 {
 		return errors.New("gc failed on " + strings.Join(failed, "; "))
 	}
-	return unreachable(inv)
+	return job.Unreachable(inv)
 }
 
 // gcJSON is `tfhive gc --json`'s document: per host what its cache held

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/probe/remote"
 )
 
@@ -68,7 +69,7 @@ func hostLogs(ctx context.Context, o FollowOptions) error {
 			refused = append(refused, r.Host+": "+r.None)
 		}
 	}
-	uerr := unreachable(inv)
+	uerr := job.Unreachable(inv)
 	if found {
 		// One task found is all there is to it; every task's output is
 		// whole only if every host answered.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
@@ -76,7 +77,7 @@ func Status(ctx context.Context, o StatusOptions) error {
 		if err != nil {
 			return err
 		}
-		return unreachable(inv)
+		return job.Unreachable(inv)
 	}
 	tty := isTerminal(o.Stdout)
 	if tty {

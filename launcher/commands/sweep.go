@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/sweep"
@@ -100,7 +101,7 @@ type trialHooks struct {
 
 // bookedPlanner plans a sweep's trial on its probe as book shows it: its
 // siblings' GPUs and ports taken, its own entered before it claims them.
-func bookedPlanner(book *sweep.Book) planner {
+func bookedPlanner(book *sweep.Book) job.Planner {
 	return func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
 		var plan *schedule.Plan
 		err := book.Place(req.RunID, inv, func(seen inventory.Inventory) (sweep.Places, error) {
@@ -409,7 +410,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 			fleetGPUs += len(h.GPUs)
 		}
 		if fleetGPUs == 0 && trialGPUs > 0 {
-			if err := unreachable(inv); err != nil {
+			if err := job.Unreachable(inv); err != nil {
 				return err
 			}
 		}
