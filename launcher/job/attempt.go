@@ -19,8 +19,8 @@ type run struct {
 	req   schedule.Request
 	// lo is the engine's options as the attempts change them: priority,
 	// --sync's report, and after a lost host what the relaunch carries.
-	lo launcher.RunOptions
-	mk Planner
+	lo    launcher.RunOptions
+	mk    Planner
 	check *doctor.Options
 	// checked are --check's results by host: each host is checked once,
 	// however often the run plans again.

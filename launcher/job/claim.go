@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
 
