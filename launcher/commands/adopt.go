@@ -11,8 +11,10 @@ import (
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/schedule"
 )
 
 // adopt is `tfhive attach RUN -H …`: this tfhive finds the run on the
@@ -45,47 +47,20 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		return err
 	}
 	defer fleet.Close()
-	inv, err := probeAll(ctx, fleet)
+	found, err := findKept(ctx, fleet, o, caps)
 	if err != nil {
 		return err
 	}
-	execs := map[string]remote.Executor{}
-	hostOf := map[string]inventory.Host{}
-	var searched []string
-	for i, h := range fleet.Hosts {
-		hostOf[h.Name] = h
-		if inv.Hosts[i].Err == nil {
-			execs[h.Name] = fleet.Executor(i)
-			searched = append(searched, h.Name)
-		}
-	}
-	found := launcher.FindRun(ctx, execs, o.RunID, o.Hosts.Parallel)
-	plan, gen, err := launcher.AdoptedPlan(o.RunID, found)
-	if err != nil {
-		msg := err.Error()
-		if errors.Is(err, launcher.ErrNoSuchRun) {
-			msg = fmt.Sprintf("no run %s on %s", o.RunID, strings.Join(searched, ", "))
-		}
-		if uerr := job.Unreachable(inv); uerr != nil {
-			msg += " (" + uerr.Error() + ")"
-		}
-		return &NoRunError{Msg: msg}
-	}
-	if caps != nil && caps.From != "" {
-		if err := knownTask("--capture-from", caps.From, planTaskIDs(plan)); err != nil {
-			return err
-		}
-	}
 	console := launcher.NewColorConsole(o.Stdout, isTerminal(o.Stdout), color)
 	lo := launcher.RunOptions{
-		Plan: plan, Hosts: hostOf, Execs: map[string]remote.Executor{},
+		Plan: found.plan, Hosts: found.hostOf, Execs: map[string]remote.Executor{},
 		LogDir: dir, Grace: o.Grace, KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Reconnect: o.Reconnect, Redial: fleet.Redial,
-		Adopted: true, Gen: gen + 1, Captures: caps, Sample: launcher.DefaultSample,
+		Adopted: true, Gen: found.gen + 1, Captures: caps, Sample: launcher.DefaultSample,
 	}
-	lo.Restart, lo.Mark, lo.Attempts = launcher.AdoptedRestart(o.RunID, found)
-	for _, h := range plan.Hosts() {
-		lo.Execs[h] = execs[h]
+	lo.Restart, lo.Mark, lo.Attempts = launcher.AdoptedRestart(o.RunID, found.runs)
+	for _, h := range found.plan.Hosts() {
+		lo.Execs[h] = found.execs[h]
 	}
 	release, err := holdRunLock(dir)
 	if err != nil {
@@ -117,19 +92,70 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		}
 		return &ExitError{Code: 130}
 	}
-	if cerr := console.Close(); res.err == nil {
-		res.err = cerr
+	return adoptedEnd(o, dir, console, res.sum, res.err)
+}
+
+// keptRun is a run found kept on the hosts, for adopt.
+type keptRun struct {
+	plan   *schedule.Plan
+	gen    int
+	runs   []launcher.FoundRun
+	execs  map[string]remote.Executor
+	hostOf map[string]inventory.Host
+}
+
+// findKept probes the fleet and finds the run on its hosts.
+func findKept(ctx context.Context, fleet *probe.Fleet, o FollowOptions, caps *launcher.Captures) (*keptRun, error) {
+	inv, err := probeAll(ctx, fleet)
+	if err != nil {
+		return nil, err
 	}
-	if res.sum == nil {
-		return res.err
+	execs := map[string]remote.Executor{}
+	hostOf := map[string]inventory.Host{}
+	var searched []string
+	for i, h := range fleet.Hosts {
+		hostOf[h.Name] = h
+		if inv.Hosts[i].Err == nil {
+			execs[h.Name] = fleet.Executor(i)
+			searched = append(searched, h.Name)
+		}
 	}
-	view.WriteSummary(o.Stdout, res.sum)
+	runs := launcher.FindRun(ctx, execs, o.RunID, o.Hosts.Parallel)
+	plan, gen, err := launcher.AdoptedPlan(o.RunID, runs)
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, launcher.ErrNoSuchRun) {
+			msg = fmt.Sprintf("no run %s on %s", o.RunID, strings.Join(searched, ", "))
+		}
+		if uerr := job.Unreachable(inv); uerr != nil {
+			msg += " (" + uerr.Error() + ")"
+		}
+		return nil, &NoRunError{Msg: msg}
+	}
+	if caps != nil && caps.From != "" {
+		if err := knownTask("--capture-from", caps.From, planTaskIDs(plan)); err != nil {
+			return nil, err
+		}
+	}
+	return &keptRun{plan: plan, gen: gen, runs: runs, execs: execs, hostOf: hostOf}, nil
+}
+
+// adoptedEnd prints the adopted run's summary and report, and says how
+// it ended.
+func adoptedEnd(o FollowOptions, dir string, console *launcher.Console, sum *record.Summary, err error) error {
+	if cerr := console.Close(); err == nil {
+		err = cerr
+	}
+	if sum == nil {
+		return err
+	}
+	view.WriteSummary(o.Stdout, sum)
 	writeRunReport(dir, o.RunID, o.Stderr)
-	if res.err != nil {
-		return res.err
+	if err != nil {
+		return err
 	}
-	if res.sum.ExitCode != 0 {
-		return &RunFailedError{Summary: res.sum}
+	if sum.ExitCode != 0 {
+		return &RunFailedError{Summary: sum}
 	}
 	return nil
 }

@@ -79,6 +79,12 @@ func Status(ctx context.Context, o StatusOptions) error {
 		}
 		return job.Unreachable(inv)
 	}
+	return o.watch(ctx, show, from)
+}
+
+// watch shows the status every --watch, in place on a terminal, until
+// ctx ends.
+func (o StatusOptions) watch(ctx context.Context, show func(io.Writer) (inventory.Inventory, error), from string) error {
 	tty := isTerminal(o.Stdout)
 	if tty {
 		// The screen ends without a newline (view.Screen): the shell's
