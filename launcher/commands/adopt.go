@@ -52,7 +52,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		return err
 	}
 	console := launcher.NewColorConsole(o.Stdout, isTerminal(o.Stdout), color)
-	lo := launcher.RunOptions{
+	lo := launcher.Options{
 		Plan: found.plan, Hosts: found.hostOf, Execs: map[string]remote.Executor{},
 		LogDir: dir, Grace: o.Grace, KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Console: console, Reconnect: o.Reconnect, Redial: fleet.Redial,
@@ -75,7 +75,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	// The keeper's own lifecycle never ends on Ctrl-C: only this tfhive
 	// does, and its sessions with it.
 	go func() {
-		sum, err := launcher.Run(context.WithoutCancel(ctx), lo)
+		sum, err := launcher.RunPlan(context.WithoutCancel(ctx), lo)
 		done <- result{sum, err}
 	}()
 	var res result

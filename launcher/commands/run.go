@@ -38,7 +38,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
-	in, err := o.check()
+	in, err := o.input()
 	if err != nil {
 		return err
 	}
@@ -63,9 +63,9 @@ func Run(ctx context.Context, o RunOptions) error {
 	return o.finish(sum, err, r)
 }
 
-// check refuses, before anything else, what no run of o could do, and
-// makes the console: stdout, or stderr under --json.
-func (o *RunOptions) check() (runInput, error) {
+// input refuses, before anything else, what no run of o could do, and
+// says where the console goes: stdout, or stderr under --json.
+func (o *RunOptions) input() (runInput, error) {
 	in := runInput{keeper: keeperMode() && o.trial == nil}
 	if o.Job.Name != "" && !in.keeper {
 		// Before --detach's log dir (tfhive-runs/NAME) is made.

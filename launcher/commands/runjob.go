@@ -99,8 +99,8 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput) (*runJob, error) {
 }
 
 // engine is the engine's options for every attempt of the run.
-func (o *RunOptions) engine(fleet *probe.Fleet, env map[string]string, in runInput, r *runJob) launcher.RunOptions {
-	lo := launcher.RunOptions{
+func (o *RunOptions) engine(fleet *probe.Fleet, env map[string]string, in runInput, r *runJob) launcher.Options {
+	lo := launcher.Options{
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: r.logDir, Grace: o.Grace, Timeout: o.Timeout,
 		Reconnect: o.Reconnect, Redial: fleet.Redial,
@@ -143,7 +143,7 @@ func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState,
 				o.trial.started()
 			}
 		},
-		Start: func(ctx context.Context, lo launcher.RunOptions) (*record.Summary, error) {
+		Start: func(ctx context.Context, lo launcher.Options) (*record.Summary, error) {
 			return runWithSignals(ctx, lo, sigs, o.Stderr)
 		},
 	}

@@ -34,7 +34,7 @@ type RunOptions struct {
 	Timeout        time.Duration // 0: none
 	Wait           time.Duration // --wait; 0: none
 	// Reconnect is --reconnect: how long a dropped host is redialled
-	// while its tasks run on (launcher.RunOptions.Reconnect); 0: never.
+	// while its tasks run on (launcher.Options.Reconnect); 0: never.
 	Reconnect time.Duration
 	// Unattended is --unattended: with --detach, how long the tasks run on
 	// with no keeper before their supervisors stop them.

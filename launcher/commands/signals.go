@@ -72,9 +72,9 @@ func (s *Signals) toContext() {
 	s.running = false
 }
 
-// runWithSignals is an attempt's launcher.Run (job.Hooks.Start), signals
+// runWithSignals is an attempt's launcher.RunPlan (job.Hooks.Start), signals
 // going to the launcher while the tasks run.
-func runWithSignals(ctx context.Context, o launcher.RunOptions, sigs *Signals, stderr io.Writer) (*record.Summary, error) {
+func runWithSignals(ctx context.Context, o launcher.Options, sigs *Signals, stderr io.Writer) (*record.Summary, error) {
 	if !sigs.toLauncher() {
 		return nil, context.Canceled
 	}
@@ -112,5 +112,5 @@ func runWithSignals(ctx context.Context, o launcher.RunOptions, sigs *Signals, s
 			return
 		}
 	}()
-	return launcher.Run(ctx, o)
+	return launcher.RunPlan(ctx, o)
 }

@@ -19,7 +19,7 @@ type run struct {
 	req   schedule.Request
 	// lo is the engine's options as the attempts change them: priority,
 	// --sync's report, and after a lost host what the relaunch carries.
-	lo    launcher.RunOptions
+	lo    launcher.Options
 	mk    Planner
 	check *doctor.Options
 	// checked are --check's results by host: each host is checked once,

@@ -34,7 +34,7 @@ func (r *run) claimAndStart(ctx context.Context, plan *schedule.Plan, inv invent
 	lo.Plan, lo.Execs = plan, r.spec.Fleet.Executors()
 	start := r.hooks.Start
 	if start == nil {
-		start = launcher.Run
+		start = launcher.RunPlan
 	}
 	return start(ctx, lo)
 }

@@ -115,7 +115,7 @@ func newTestJob(t *testing.T, f *testFleet, id string, workers int) *testJob {
 	req := schedule.NewRequest()
 	req.RunID, req.Workers, req.GPUsPerWorker, req.Command = id, workers, 1, []string{"true"}
 	j := &testJob{console: &safeBuffer{}, notes: &safeBuffer{}}
-	j.spec = Spec{Request: req, Fleet: f, Notes: j.notes, Engine: launcher.RunOptions{
+	j.spec = Spec{Request: req, Fleet: f, Notes: j.notes, Engine: launcher.Options{
 		LogDir: t.TempDir(), Console: launcher.NewConsole(j.console, false)}}
 	return j
 }
@@ -125,11 +125,11 @@ func newTestJob(t *testing.T, f *testFleet, id string, workers int) *testJob {
 // that every task started; plans are the plans it was given.
 type starts struct {
 	mu      sync.Mutex
-	answers []func(launcher.RunOptions) (*record.Summary, error)
-	calls   []launcher.RunOptions
+	answers []func(launcher.Options) (*record.Summary, error)
+	calls   []launcher.Options
 }
 
-func (s *starts) start(_ context.Context, lo launcher.RunOptions) (*record.Summary, error) {
+func (s *starts) start(_ context.Context, lo launcher.Options) (*record.Summary, error) {
 	s.mu.Lock()
 	s.calls = append(s.calls, lo)
 	a := s.answers[min(len(s.calls), len(s.answers))-1]
@@ -148,7 +148,7 @@ func (s *starts) n() int {
 }
 
 // succeeded is a start whose tasks all succeed.
-func succeeded(lo launcher.RunOptions) (*record.Summary, error) {
+func succeeded(lo launcher.Options) (*record.Summary, error) {
 	return &record.Summary{RunID: lo.Plan.RunID, Result: record.ResultSucceeded}, nil
 }
 

@@ -1,7 +1,7 @@
 // Package job is a run from request to summary, across attempts: it
 // plans, waits its turn in the hosts' queue (tickets, wake, preempting low
 // runs), sends the --sync tree to the planned hosts, checks them
-// (--check), claims and starts through the engine (launcher.Run), plans
+// (--check), claims and starts through the engine (launcher.RunPlan), plans
 // again after a claim lost to another run, and relaunches without a host
 // that was lost, as launcher/lifecycle decides. `tfhive run`, each trial
 // of a sweep and `tfhive rerun` all run through Run.
@@ -35,7 +35,7 @@ type Spec struct {
 	// fills in each attempt's plan, connections, priority, --sync report,
 	// Started and, after a lost host, Relaunch. Its Restart is the policy
 	// that also decides relaunches, its Console says them.
-	Engine launcher.RunOptions
+	Engine launcher.Options
 	// Wait is --wait: how long the run waits, queued, for GPUs; 0: not at
 	// all, unless WaitForever.
 	Wait time.Duration
@@ -76,8 +76,8 @@ type Hooks struct {
 	// Started is told once every task of an attempt was told to go.
 	Started func()
 	// Start starts an attempt's tasks and follows them to their summary:
-	// nil, launcher.Run; the caller routes its signals there.
-	Start func(context.Context, launcher.RunOptions) (*record.Summary, error)
+	// nil, launcher.RunPlan; the caller routes its signals there.
+	Start func(context.Context, launcher.Options) (*record.Summary, error)
 }
 
 // Waiting is why a run waits before its next attempt.

@@ -30,8 +30,8 @@ func TestClaimRetry(t *testing.T) {
 	f := newTestFleet(t, hosttest.Profile{Name: "a", GPUs: 2})
 	j := newTestJob(t, f, "r1", 1)
 	conflict := &lifecycle.ClaimConflictError{Conflicts: []string{"a (one of gpu 0)"}}
-	s := &starts{answers: []func(launcher.RunOptions) (*record.Summary, error){
-		func(launcher.RunOptions) (*record.Summary, error) { return nil, conflict },
+	s := &starts{answers: []func(launcher.Options) (*record.Summary, error){
+		func(launcher.Options) (*record.Summary, error) { return nil, conflict },
 		succeeded,
 	}}
 	claims := 0
@@ -59,7 +59,7 @@ func TestWaitWithTicketsAndWake(t *testing.T) {
 	j.spec.Wait = time10m
 	var mu sync.Mutex
 	fits := false
-	s := &starts{answers: []func(launcher.RunOptions) (*record.Summary, error){succeeded}}
+	s := &starts{answers: []func(launcher.Options) (*record.Summary, error){succeeded}}
 	r := newRun(j.spec, Hooks{Start: s.start, Plan: func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -110,7 +110,7 @@ func TestPreemptOnce(t *testing.T) {
 	}
 	j := newTestJob(t, f, "high1", 1)
 	j.spec.Request.Priority, j.spec.Wait = schedule.PriorityHigh, time10m
-	s := &starts{answers: []func(launcher.RunOptions) (*record.Summary, error){succeeded}}
+	s := &starts{answers: []func(launcher.Options) (*record.Summary, error){succeeded}}
 	sum, err := Run(context.Background(), j.spec, Hooks{Start: s.start})
 	if err != nil || sum.Result != record.ResultSucceeded {
 		t.Fatalf("run: %+v, %v\n%s", sum, err, j.notes)
@@ -129,8 +129,8 @@ func TestRelaunchWithoutLostHost(t *testing.T) {
 	f := newTestFleet(t, hosttest.Profile{Name: "a", GPUs: 1}, hosttest.Profile{Name: "b", GPUs: 1})
 	j := newTestJob(t, f, "r2", 1)
 	j.spec.Engine.Restart = lifecycle.Restart{Max: 1}
-	s := &starts{answers: []func(launcher.RunOptions) (*record.Summary, error){
-		func(lo launcher.RunOptions) (*record.Summary, error) { return lostRun(lo.Plan.Tasks[0].Host, 0), nil },
+	s := &starts{answers: []func(launcher.Options) (*record.Summary, error){
+		func(lo launcher.Options) (*record.Summary, error) { return lostRun(lo.Plan.Tasks[0].Host, 0), nil },
 		succeeded,
 	}}
 	sum, err := Run(context.Background(), j.spec, Hooks{Start: s.start})
@@ -166,7 +166,7 @@ func TestSyncOnlyToPlannedHosts(t *testing.T) {
 	j.spec.Request.Code = &schedule.Code{Hash: tree.Hash, Bytes: tree.Bytes, Files: tree.Files}
 	sent := 0
 	j.spec.Sync = &Syncer{Tree: tree, Parallel: 2, Sent: func(n int, _ time.Duration) { sent += n }}
-	s := &starts{answers: []func(launcher.RunOptions) (*record.Summary, error){succeeded}}
+	s := &starts{answers: []func(launcher.Options) (*record.Summary, error){succeeded}}
 	if _, err := Run(context.Background(), j.spec, Hooks{Start: s.start}); err != nil {
 		t.Fatalf("run: %v\n%s", err, j.notes)
 	}
@@ -208,7 +208,7 @@ func TestCheckBeforeClaims(t *testing.T) {
 				f.hosts.Host("b").Shell(t, `d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p "$d" && : > "$d/tfhive_only_on_b.py"`)
 			}
 			var checked map[string]doctor.Host
-			s := &starts{answers: []func(launcher.RunOptions) (*record.Summary, error){succeeded}}
+			s := &starts{answers: []func(launcher.Options) (*record.Summary, error){succeeded}}
 			_, err := Run(context.Background(), j.spec, Hooks{Start: s.start,
 				Claim: func(_ *schedule.Plan, _ inventory.Inventory, c map[string]doctor.Host) error { checked = c; return nil }})
 			var ce *CheckError
@@ -239,7 +239,7 @@ func TestConcurrentTrialsKeptApart(t *testing.T) {
 		h := Hooks{
 			Plan:        bookPlanner(book),
 			AttemptDone: func() { book.Drop(id) },
-			Start: func(_ context.Context, lo launcher.RunOptions) (*record.Summary, error) {
+			Start: func(_ context.Context, lo launcher.Options) (*record.Summary, error) {
 				mu.Lock()
 				gpus[id] = lo.Plan.Tasks[0].GPUs
 				arrived++

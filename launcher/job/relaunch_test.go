@@ -53,7 +53,7 @@ func TestRelaunch(t *testing.T) {
 			summaryFile := filepath.Join(lo.LogDir, "summary.json")
 			os.WriteFile(summaryFile, []byte("the first start's"), 0o644)
 			n, failed := 0, false
-			start := func(_ context.Context, lo launcher.RunOptions) (*record.Summary, error) {
+			start := func(_ context.Context, lo launcher.Options) (*record.Summary, error) {
 				if n >= len(c.starts) {
 					t.Fatalf("started %d times", n+1)
 				}
