@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
@@ -76,7 +77,7 @@ func (r *runner) adoptAll() {
 		rt.started = time.Now()
 		rt.attemptStart = rt.started
 		rt.goSent.Store(true)
-		logf, err := OpenLogFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC)
+		logf, err := rundir.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC)
 		if err != nil {
 			r.apply(lifecycle.Event{Kind: lifecycle.EvLost, Task: i, Err: err.Error()})
 			continue

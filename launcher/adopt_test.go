@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -288,7 +289,7 @@ func TestRunAdopted(t *testing.T) {
 	if u := usage["ps:0"]; u == nil || u.Samples != 2 || u.UtilMean != 1 || u.MemPeak != 100 {
 		t.Errorf("ps:0's usage %+v", u)
 	}
-	csv, err := os.ReadFile(filepath.Join(logDir, "gpu-usage.csv"))
+	csv, err := os.ReadFile(filepath.Join(logDir, rundir.GPUUsage))
 	if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); err != nil || len(lines) != 6 || lines[0] != "time,task,host,gpu,util_pct,mem_mib" {
 		t.Errorf("gpu-usage.csv (%v):\n%s", err, csv)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
@@ -326,7 +327,7 @@ func TestRunCaptures(t *testing.T) {
 	f = newFakeRun(t, scheduletest.TF("worker:0@h1"))
 	f.host("h1").script("worker:0", runs(exits(0, "loss 1\n")))
 	s, _ = f.mustRun(context.Background())
-	data, _ := os.ReadFile(filepath.Join(f.o.LogDir, "summary.json"))
+	data, _ := os.ReadFile(filepath.Join(f.o.LogDir, rundir.Summary))
 	if s.Metrics != nil || s.Tasks[0].Metrics != nil || bytes.Contains(data, []byte("metrics")) || bytes.Contains(data, []byte("captures")) {
 		t.Errorf("metrics without --capture:\n%s", data)
 	}
@@ -348,7 +349,7 @@ func BenchmarkCapture(b *testing.B) {
 			chunk := []byte(strings.Repeat(bc.line, 32<<10/len(bc.line)))
 			var series *taskSeries
 			if bc.series {
-				book := newSeriesBook(filepath.Join(b.TempDir(), "metrics.csv"), false)
+				book := newSeriesBook(filepath.Join(b.TempDir(), rundir.Metrics), false)
 				defer book.close()
 				series = book.task("worker:0", 1)
 			}

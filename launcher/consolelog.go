@@ -5,16 +5,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // ConsoleLog is a foreground run's console.log (Console.Record): what its
 // terminal shows, as a detached run's keeper writes it, so that `tfhive
 // logs RUN` prints any run's console. The log dir is made only once
-// tasks are about to start (the launcher's MakeLogDir): until it is
+// tasks are about to start (the launcher's rundir.Make): until it is
 // there, lines wait in memory (at most maxConsoleWait bytes, then the
 // oldest are dropped); a run that never made it leaves no file. The file
 // is opened in the run's own log dir, never through a link
-// (OpenLogFile). Writes never fail: the record is never the run's
+// (rundir.OpenFile). Writes never fail: the record is never the run's
 // failure.
 type ConsoleLog struct {
 	path    string
@@ -52,7 +54,7 @@ func (c *ConsoleLog) open() bool {
 	if _, err := os.Stat(filepath.Dir(c.path)); errors.Is(err, fs.ErrNotExist) {
 		return false
 	}
-	f, err := OpenLogFile(c.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND)
+	f, err := rundir.OpenFile(c.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		c.gone, c.pending = true, nil
 		return false

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"io"
 	"os"
+
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // csvLog is one of a log dir's CSV files (gpu-usage.csv, metrics.csv,
 // events.csv): opened at its first row, never through a link
-// (OpenLogFile), appended to by a run started again on a new plan, its
+// (rundir.OpenFile), appended to by a run started again on a new plan, its
 // header written when the file is empty. Its owner holds the lock.
 type csvLog struct {
 	path    string
@@ -34,7 +36,7 @@ func (c *csvLog) writer() io.Writer {
 		if c.appends {
 			mode = os.O_APPEND
 		}
-		f, err := OpenLogFile(c.path, os.O_CREATE|os.O_WRONLY|mode)
+		f, err := rundir.OpenFile(c.path, os.O_CREATE|os.O_WRONLY|mode)
 		if err != nil {
 			c.err = err
 			return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/supervisor"
 )
 
@@ -95,7 +96,7 @@ func TestIdleRule(t *testing.T) {
 func TestSampleLines(t *testing.T) {
 	dir := t.TempDir()
 	var said []string
-	b := newUsageBook(filepath.Join(dir, "gpu-usage.csv"), 0, func(i int, line string) { said = append(said, b2s(i)+line) })
+	b := newUsageBook(filepath.Join(dir, rundir.GPUUsage), 0, func(i int, line string) { said = append(said, b2s(i)+line) })
 	b.addTask(0, "worker:0", "h1", []int{0, 1})
 	b.addTask(1, "worker:1", "h1", []int{2})
 	w := &sampleLines{host: "h1", book: b}
@@ -118,7 +119,7 @@ func TestSampleLines(t *testing.T) {
 	if len(said) != 1 || !strings.HasPrefix(said[0], "1 GPU idle (2%) for ") {
 		t.Errorf("said %q", said)
 	}
-	csv, _ := os.ReadFile(filepath.Join(dir, "gpu-usage.csv"))
+	csv, _ := os.ReadFile(filepath.Join(dir, rundir.GPUUsage))
 	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
 	if len(lines) != 7 || lines[0] != "time,task,host,gpu,util_pct,mem_mib" || !strings.HasSuffix(lines[6], ",worker:1,h1,2,3,7") {
 		t.Errorf("csv:\n%s", csv)
@@ -126,14 +127,14 @@ func TestSampleLines(t *testing.T) {
 
 	// A run started again after a lost host adds its samples, under the
 	// one header.
-	again := newUsageBook(filepath.Join(dir, "gpu-usage.csv"), 0, nil)
+	again := newUsageBook(filepath.Join(dir, rundir.GPUUsage), 0, nil)
 	again.csv.appends = true
 	again.addTask(0, "worker:0", "h2", []int{0})
 	w = &sampleLines{host: "h2", book: again}
 	w.Write([]byte(supervisor.SampleMarker + "\n0, G0, 5, 6\n"))
 	w.end()
 	again.close()
-	csv, _ = os.ReadFile(filepath.Join(dir, "gpu-usage.csv"))
+	csv, _ = os.ReadFile(filepath.Join(dir, rundir.GPUUsage))
 	lines = strings.Split(strings.TrimSpace(string(csv)), "\n")
 	if len(lines) != 8 || strings.Count(string(csv), "time,") != 1 || !strings.HasSuffix(lines[7], ",worker:0,h2,0,5,6") {
 		t.Errorf("csv after a relaunch:\n%s", csv)

@@ -6,19 +6,19 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
-// LiveMetricsFile is where, in its log dir, a running run with --capture
-// keeps the values captured so far: {"metrics": {"loss": "0.25"}}, as
-// the summary will choose them (RunMetrics), for tfhive top. Written
-// whole or not at all (writeJSONFile), only when a value changed, every
+// A running run with --capture keeps the values captured so far in its
+// log dir (rundir.LiveMetrics): {"metrics": {"loss": "0.25"}}, as the
+// summary will choose them (RunMetrics), for tfhive top. Written whole or
+// not at all (rundir.WriteJSON), only when a value changed, every
 // liveMetricsEvery at most; the summary has the final values.
-const LiveMetricsFile = "metrics.json"
 
 // liveMetricsEvery is how often the captured values are looked at.
 const liveMetricsEvery = 2 * time.Second
 
-// liveMetrics is LiveMetricsFile's document.
+// liveMetrics is rundir.LiveMetrics' document.
 type liveMetrics struct {
 	Metrics map[string]string `json:"metrics"`
 }
@@ -47,7 +47,7 @@ func (r *runner) writeLiveMetrics(last map[string]string) map[string]string {
 	if m == nil || maps.Equal(m, last) {
 		return last
 	}
-	if writeJSONFile(filepath.Join(r.o.LogDir, LiveMetricsFile), liveMetrics{Metrics: m}) != nil {
+	if rundir.WriteJSON(filepath.Join(r.o.LogDir, rundir.LiveMetrics), liveMetrics{Metrics: m}) != nil {
 		return last
 	}
 	return m

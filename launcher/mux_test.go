@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/sshtest"
@@ -124,7 +125,7 @@ func TestMuxLocal(t *testing.T) {
 // started); the login shell's lines and a line that lacks the session's
 // very tag are noise, never samples; a last line cut short is neither.
 func TestMuxStderr(t *testing.T) {
-	b := newUsageBook(filepath.Join(t.TempDir(), "gpu-usage.csv"), 0, nil)
+	b := newUsageBook(filepath.Join(t.TempDir(), rundir.GPUUsage), 0, nil)
 	b.addTask(0, "worker:0", "h1", []int{0})
 	m := newHostMux("T3STMARK")
 	tag := m.sampleTag()
@@ -170,7 +171,7 @@ func TestMuxSampleLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
-	b := newUsageBook(filepath.Join(t.TempDir(), "gpu-usage.csv"), 0, nil)
+	b := newUsageBook(filepath.Join(t.TempDir(), rundir.GPUUsage), 0, nil)
 	b.addTask(0, "worker:0", "local", []int{1})
 	m := newHostMux("T3STMARK")
 	if err := m.open(context.Background(), remote.Local{}, "20260101-000000-smp", true); err != nil {

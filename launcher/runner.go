@@ -1,14 +1,11 @@
 package launcher
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -272,10 +270,10 @@ type limits struct {
 var defaultLimits = limits{minAnswer: 10 * time.Second, login: 2 * time.Minute, giveUp: 5 * time.Second, idleFor: time.Minute}
 
 func runWith(ctx context.Context, o Options, lim limits) (*record.Summary, error) {
-	if err := MakeLogDir(o.LogDir); err != nil {
+	if err := rundir.Make(o.LogDir); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
-	if err := writeJSONFile(filepath.Join(o.LogDir, "plan.json"), o.Plan); err != nil {
+	if err := rundir.WriteFile(filepath.Join(o.LogDir, rundir.Plan), func(w io.Writer) error { return view.WritePlanJSON(w, o.Plan) }); err != nil {
 		return nil, err
 	}
 	r := &runner{o: o, lim: lim, p: lifecycle.New(o.Plan, o.Restart), events: make(chan exitEvent, len(o.Plan.Tasks)), start: time.Now(), mark: rand.Text()}
@@ -286,15 +284,15 @@ func runWith(ctx context.Context, o Options, lim limits) (*record.Summary, error
 		r.mark = o.Mark
 	}
 	if o.Captures != nil && len(o.Captures.List) > 0 {
-		r.series = newSeriesBook(filepath.Join(o.LogDir, "metrics.csv"), o.Relaunch != nil)
+		r.series = newSeriesBook(filepath.Join(o.LogDir, rundir.Metrics), o.Relaunch != nil)
 	}
-	r.timeline = newTimeline(filepath.Join(o.LogDir, "events.csv"), o.Relaunch != nil)
+	r.timeline = newTimeline(filepath.Join(o.LogDir, rundir.Events), o.Relaunch != nil)
 	sum := r.run(ctx)
 	r.timeline.close()
 	if err := r.p.Conflict(); err != nil {
 		return nil, err
 	}
-	if err := writeJSONFile(filepath.Join(o.LogDir, "summary.json"), sum); err != nil {
+	if err := rundir.WriteJSON(filepath.Join(o.LogDir, rundir.Summary), sum); err != nil {
 		return sum, &record.RecordError{Result: sum.Result, Err: err}
 	}
 	return sum, nil
@@ -363,7 +361,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 	for _, t := range r.o.Plan.Tasks {
 		r.tasks = append(r.tasks, &runTask{t: t, ctl: writers[t.Host], claim: make(chan string, 1), claimed: make(chan struct{}), res: record.TaskResult{
 			ID: t.ID, Role: t.Role, Index: t.Index, Host: t.Host, Address: t.Address, GPUs: t.GPUs,
-			Log: filepath.Join(r.o.LogDir, fmt.Sprintf("%s-%d.log", t.Role, t.Index)),
+			Log: filepath.Join(r.o.LogDir, rundir.TaskLogOf(t.Role, t.Index)),
 		}})
 		r.p.SetAttempt(len(r.tasks)-1, r.o.Relaunch.FirstAttempt(t.ID))
 	}
@@ -644,7 +642,7 @@ func (r *runner) openOutput(rt *runTask) error {
 		// The earlier attempts' output stays, as a restart's does.
 		mode = os.O_APPEND
 	}
-	logf, err := OpenLogFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|mode)
+	logf, err := rundir.OpenFile(rt.res.Log, os.O_CREATE|os.O_WRONLY|mode)
 	if err != nil {
 		return err
 	}
@@ -838,54 +836,6 @@ func (r *runner) summary() *record.Summary {
 }
 
 func intPtr(n int) *int { return &n }
-
-// writeJSONFile writes v indented, encoded straight into the file (the
-// plan through WritePlanJSON, which holds no copy of the whole document).
-func writeJSONFile(path string, v any) error {
-	return WriteLogFile(path, func(w io.Writer) error {
-		if p, ok := v.(*schedule.Plan); ok {
-			return view.WritePlanJSON(w, p)
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	})
-}
-
-// WriteLogFile writes a file of a log dir, what render writes, whole or
-// not at all: beside it (never through a link), then renamed over it, so
-// that a full disk leaves no empty or cut record (runs, wait, attach and
-// the report read them).
-func WriteLogFile(path string, render func(io.Writer) error) (err error) {
-	tmp := path + ".new"
-	os.Remove(tmp)
-	f, err := OpenLogFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err == nil {
-			err = os.Rename(tmp, path)
-		}
-		if err != nil {
-			os.Remove(tmp)
-			// Named as the file it stands for, not the one beside it.
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = fmt.Errorf("%s: %w", path, pe.Err)
-			}
-		}
-	}()
-	w := bufio.NewWriter(f)
-	err = render(w)
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
 
 // sayNotFoundHint says, once a run, what may help when task i exited
 // 127 because its command or script is not on its host (notFoundHint).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -149,11 +150,11 @@ func (f *fakeRun) mustRun(ctx context.Context) (*record.Summary, string) {
 	}
 	var want bytes.Buffer
 	record.WriteSummaryJSON(&want, sum)
-	got, err := os.ReadFile(filepath.Join(f.o.LogDir, "summary.json"))
+	got, err := os.ReadFile(filepath.Join(f.o.LogDir, rundir.Summary))
 	if err != nil || !bytes.Equal(got, want.Bytes()) {
 		f.t.Errorf("summary.json (%v):\n%s\nwant\n%s", err, got, want.Bytes())
 	}
-	if _, err := os.Stat(filepath.Join(f.o.LogDir, "plan.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(f.o.LogDir, rundir.Plan)); err != nil {
 		f.t.Error(err)
 	}
 	return sum, console
@@ -522,7 +523,7 @@ func TestRunClaimConflicts(t *testing.T) {
 					t.Errorf("%s got %q, want only abort", id, got)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(f.o.LogDir, "summary.json")); !os.IsNotExist(err) {
+			if _, err := os.Stat(filepath.Join(f.o.LogDir, rundir.Summary)); !os.IsNotExist(err) {
 				t.Errorf("summary.json written for a run that never ran: %v", err)
 			}
 			if strings.Contains(console, "tfhive: run r1:") {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/supervisor"
 )
 
@@ -28,7 +29,7 @@ func (r *runner) startSamplers() {
 	if r.o.Sample <= 0 {
 		return
 	}
-	r.usage = newUsageBook(filepath.Join(r.o.LogDir, "gpu-usage.csv"), r.lim.idleFor, func(i int, line string) {
+	r.usage = newUsageBook(filepath.Join(r.o.LogDir, rundir.GPUUsage), r.lim.idleFor, func(i int, line string) {
 		t := r.tasks[i].t
 		r.o.Console.Printf("tfhive: %s on %s: %s", t.ID, t.Host, line)
 	})

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // metrics.csv keeps each value with its time: every one of the first
 // seriesDense, then every 2nd, every 4th…, and the last when the output
 // ends; values past seriesMaxValue bytes cut, fields with commas quoted.
 func TestSeriesThinsAndKeepsTheLast(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "metrics.csv")
+	path := filepath.Join(t.TempDir(), rundir.Metrics)
 	b := newSeriesBook(path, false)
 	tc := newTaskCapture(mustCaptures(t, "loss=loss ([0-9]+)", "tag=tag (.*)"), b.task("worker:0", 2))
 	const n = 5000
@@ -59,7 +60,7 @@ func TestSeriesThinsAndKeepsTheLast(t *testing.T) {
 
 // At most timelineMaxRows events, then one saying more were not.
 func TestTimelineBounded(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.csv")
+	path := filepath.Join(t.TempDir(), rundir.Events)
 	tl := newTimeline(path, false)
 	for range timelineMaxRows + 5 {
 		tl.add("worker:0", "h1", record.EventStart, "line one\nline two")

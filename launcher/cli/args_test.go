@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tfhive/tfhive/launcher/commands"
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 func TestFlagsFirst(t *testing.T) {
@@ -80,7 +81,7 @@ func logRun(t *testing.T, id, started string, files ...string) {
 		t.Fatal(err)
 	}
 	summary := `{"run_id":"` + id + `","started":"` + started + `","result":"failed","exit_code":3}`
-	if err := os.WriteFile(filepath.Join(dir, "summary.json"), []byte(summary), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.Summary), []byte(summary), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {

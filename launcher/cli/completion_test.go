@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // completeWords runs `tfhive __complete args...` and returns the answer's
@@ -194,10 +196,10 @@ func TestCompleteCaptureFromAndSort(t *testing.T) {
 	}
 	for id, metrics := range map[string]string{"a": `"loss": "1"`, "b": `"acc": "2"`} {
 		os.MkdirAll(filepath.Join("tfhive-runs", id), 0o755)
-		os.WriteFile(filepath.Join("tfhive-runs", id, "summary.json"), []byte(`{"result": "succeeded", "metrics": {`+metrics+`}}`), 0o644)
+		os.WriteFile(filepath.Join("tfhive-runs", id, rundir.Summary), []byte(`{"result": "succeeded", "metrics": {`+metrics+`}}`), 0o644)
 	}
 	os.MkdirAll(filepath.Join(dir, "elsewhere", "c"), 0o755)
-	os.WriteFile(filepath.Join(dir, "elsewhere", "c", "summary.json"), []byte(`{"result": "failed", "metrics": {"lr": "2"}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "elsewhere", "c", rundir.Summary), []byte(`{"result": "failed", "metrics": {"lr": "2"}}`), 0o644)
 	if _, got := completeWords(t, "runs", "--sort", ""); !slices.Equal(got, []string{"acc", "loss"}) {
 		t.Errorf("runs --sort: %q", got)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -27,7 +27,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	}
 	dir := o.LogDir
 	if dir == "" {
-		dir = filepath.Join(logRoot, o.RunID)
+		dir = rundir.Path(o.RunID)
 	}
 	if err := checkLogDir(dir, o.LogDir != ""); err != nil {
 		return err
@@ -62,7 +62,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	for _, h := range found.plan.Hosts() {
 		lo.Execs[h] = found.execs[h]
 	}
-	release, err := holdRunLock(dir)
+	release, err := rundir.HoldLock(dir)
 	if err != nil {
 		return err
 	}

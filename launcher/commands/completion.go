@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/hosts"
@@ -122,14 +123,14 @@ const completeBudget = 2 * time.Second
 // there is nothing left to stop.
 func CompleteRuns(ctx context.Context, h HostOptions, ended bool) []Candidate {
 	byID := map[string]string{}
-	if entries, err := os.ReadDir(logRoot); err == nil {
+	if entries, err := os.ReadDir(rundir.Root); err == nil {
 		for _, e := range entries {
 			id := e.Name()
 			if !e.IsDir() || !claim.ValidRunID(id) {
 				continue
 			}
-			desc := "log in " + filepath.Join(logRoot, id)
-			if _, err := os.Stat(filepath.Join(logRoot, id, "summary.json")); err == nil {
+			desc := "log in " + rundir.Path(id)
+			if _, err := os.Stat(filepath.Join(rundir.Root, id, rundir.Summary)); err == nil {
 				if !ended {
 					continue
 				}

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // `tfhive run --detach` starts a keeper: this very tfhive, run again in a
@@ -37,13 +37,6 @@ const (
 	keeperLogDirEnv = "TFHIVE_KEEPER_LOG_DIR"
 )
 
-// Files of a run's log dir besides the tasks' logs and the JSON documents.
-const (
-	consoleLog = "console.log" // a detached run's console
-	keeperLog  = "keeper.log"  // a detached run's own lines and errors
-	keeperLock = "keeper.lock" // held by the run's tfhive while it runs
-)
-
 // ExitError ends tfhive with Code, having said all there is to say.
 type ExitError struct{ Code int }
 
@@ -60,12 +53,12 @@ func detach(o RunOptions) error {
 	}
 	dir := o.LogDir
 	if dir == "" {
-		dir = filepath.Join(logRoot, id)
+		dir = rundir.Path(id)
 	}
 	if err := checkLogDir(dir, o.LogDir != ""); err != nil {
 		return err
 	}
-	if err := launcher.MakeLogDir(dir); err != nil {
+	if err := rundir.Make(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
 	code, err := spawnKeeper(dir, id, os.O_EXCL, o.Stderr)
@@ -86,7 +79,7 @@ func detach(o RunOptions) error {
 		fmt.Fprintf(o.Stderr, "tfhive: hint: tfhive attach %s follows it, tfhive wait %s waits for its end, tfhive kill %s stops it\n", id, id, id)
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, "summary.json")); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, rundir.Summary)); errors.Is(err, os.ErrNotExist) {
 		// Nothing ran: no log dir is left behind.
 		os.RemoveAll(dir)
 	}
@@ -103,12 +96,12 @@ func spawnKeeper(dir, id string, flag int, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	console, err := launcher.OpenLogFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|flag)
+	console, err := rundir.OpenFile(filepath.Join(dir, rundir.Console), os.O_CREATE|os.O_WRONLY|flag)
 	if err != nil {
 		return 0, fmt.Errorf("log dir: %w", err)
 	}
 	defer console.Close()
-	klog, err := launcher.OpenLogFile(filepath.Join(dir, keeperLog), os.O_CREATE|os.O_RDWR|flag)
+	klog, err := rundir.OpenFile(filepath.Join(dir, rundir.KeeperLog), os.O_CREATE|os.O_RDWR|flag)
 	if err != nil {
 		return 0, fmt.Errorf("log dir: %w", err)
 	}

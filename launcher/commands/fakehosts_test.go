@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe/hosttest"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -96,7 +97,7 @@ func (b *bed) runOptions(s Streams, j Job) RunOptions {
 func summary(t *testing.T, dir string) record.Summary {
 	t.Helper()
 	var s record.Summary
-	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	data, err := os.ReadFile(filepath.Join(dir, rundir.Summary))
 	if err == nil {
 		err = json.Unmarshal(data, &s)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/view"
@@ -67,7 +68,7 @@ func pickRun(o *FollowOptions, what string) error {
 		o.RunID = filepath.Base(filepath.Clean(o.LogDir))
 		return nil
 	}
-	id, err := LatestRun(logRoot, o.Stderr)
+	id, err := LatestRun(rundir.Root, o.Stderr)
 	if err != nil {
 		return err
 	}
@@ -100,11 +101,11 @@ func runLogDir(o FollowOptions) (string, error) {
 		if err := checkRunID("", o.RunID); err != nil {
 			return "", err
 		}
-		dir = filepath.Join(logRoot, o.RunID)
+		dir = rundir.Path(o.RunID)
 	}
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
-		where := "in " + logRoot + " here"
+		where := "in " + rundir.Root + " here"
 		// A run started in another directory (a colleague's, yours
 		// elsewhere) has its log dir there: ps lists it all the same.
 		fix := fmt.Sprintf("a run's log dir is where it was started (tfhive-runs/%s there, or its --log-dir): "+
@@ -126,13 +127,13 @@ func runResult(dir, id string) error {
 		}
 		return sweepResult(rec)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	data, err := os.ReadFile(filepath.Join(dir, rundir.Summary))
 	if err != nil {
-		return fmt.Errorf("run %s ended without a summary (see %s)", id, filepath.Join(dir, keeperLog))
+		return fmt.Errorf("run %s ended without a summary (see %s)", id, filepath.Join(dir, rundir.KeeperLog))
 	}
 	var s record.Summary
 	if err := json.Unmarshal(data, &s); err != nil {
-		return fmt.Errorf("run %s: %s: %w", id, filepath.Join(dir, "summary.json"), err)
+		return fmt.Errorf("run %s: %s: %w", id, filepath.Join(dir, rundir.Summary), err)
 	}
 	if s.ExitCode != 0 {
 		return &RunFailedError{Summary: &s}
@@ -150,7 +151,7 @@ func Wait(ctx context.Context, o FollowOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := waitRunEnd(ctx, dir); err != nil {
+	if err := rundir.WaitEnd(ctx, dir); err != nil {
 		return err
 	}
 	return runResult(dir, o.RunID)
@@ -173,7 +174,7 @@ func Attach(ctx context.Context, o FollowOptions) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, consoleLog)
+	path := filepath.Join(dir, rundir.Console)
 	if _, err := os.Stat(path); err != nil {
 		return &NoRunError{Msg: fmt.Sprintf("run %s kept no console (no console.log: started by an older tfhive): its console was the terminal that started it", o.RunID)}
 	}
@@ -206,13 +207,13 @@ func Logs(ctx context.Context, o FollowOptions) error {
 	if err != nil {
 		return err
 	}
-	name := consoleLog
+	name := rundir.Console
 	if o.Task != "" {
 		role, index, ok := strings.Cut(o.Task, ":")
 		if !ok || role == "" || strings.ContainsAny(o.Task, "/\x00") {
 			return usagef("--task %q: want ROLE:INDEX, as worker:1", o.Task)
 		}
-		name = role + "-" + index + ".log"
+		name = rundir.TaskLog(role, index)
 	}
 	path := filepath.Join(dir, name)
 	if _, err := os.Stat(path); err != nil {
@@ -246,7 +247,7 @@ func follow(ctx context.Context, w io.Writer, path string, offset int64, dir str
 	for {
 		// Whether it went on is asked before the last read: what was
 		// written before it ended is then all read.
-		goesOn := live && runGoesOn(dir)
+		goesOn := live && rundir.GoesOn(dir)
 		if _, err := io.Copy(out, f); err != nil {
 			return err
 		}

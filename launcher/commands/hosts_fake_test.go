@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/doctor"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe/hosttest"
 )
 
@@ -307,7 +308,7 @@ func TestLogsAndAdoptFromHostsOnFakeHosts(t *testing.T) {
 	})
 	keeper := keeperPid(t, ro.LogDir)
 	syscall.Kill(keeper, syscall.SIGKILL)
-	eventually(t, "the keeper's end", func() bool { return !runGoesOn(ro.LogDir) })
+	eventually(t, "the keeper's end", func() bool { return !rundir.GoesOn(ro.LogDir) })
 
 	var l out
 	var lerr error

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -41,7 +41,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 	// start no more (stopSweep); then whatever of its trials still holds
 	// GPUs on the hosts is stopped from here, as a run is.
 	ids := map[string]bool{o.RunID: true}
-	sweepDir := filepath.Join(logRoot, o.RunID)
+	sweepDir := rundir.Path(o.RunID)
 	rec, isSweep, err := readSweep(sweepDir)
 	if err != nil {
 		return err
@@ -181,15 +181,15 @@ const sweepStopMargin = 5 * time.Second
 // it needs no pid (none to trust, none reused), reaches a foreground
 // sweep and a detached one alike, and a tfhive on another machine that
 // shares the log root. It is created only in a log dir of the user's own
-// (CheckLogDirPath), new (O_EXCL) and never through a link (O_NOFOLLOW).
+// (rundir.Check), new (O_EXCL) and never through a link (O_NOFOLLOW).
 func stopSweep(ctx context.Context, o KillOptions, dir string) (bool, error) {
-	if !runGoesOn(dir) {
+	if !rundir.GoesOn(dir) {
 		return false, nil
 	}
-	if err := launcher.CheckLogDirPath(dir); err != nil {
+	if err := rundir.Check(dir); err != nil {
 		return false, fmt.Errorf("log dir: %w", err)
 	}
-	f, err := launcher.OpenLogFile(filepath.Join(dir, sweepStop), os.O_CREATE|os.O_WRONLY|os.O_EXCL)
+	f, err := rundir.OpenFile(filepath.Join(dir, rundir.SweepStop), os.O_CREATE|os.O_WRONLY|os.O_EXCL)
 	switch {
 	case err == nil:
 		f.Close()
@@ -199,7 +199,7 @@ func stopSweep(ctx context.Context, o KillOptions, dir string) (bool, error) {
 	fmt.Fprintf(o.Stdout, "tfhive: sweep %s: asked its tfhive to stop its trials and start no more\n", o.RunID)
 	wctx, cancel := context.WithTimeout(ctx, o.Grace+sweepStopMargin)
 	defer cancel()
-	if err := waitRunEnd(wctx, dir); err != nil {
+	if err := rundir.WaitEnd(wctx, dir); err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}

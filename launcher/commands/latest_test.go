@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // The latest run is the newest by the start its record gives: a
@@ -35,9 +37,9 @@ func TestLatestRun(t *testing.T) {
 	if _, err := LatestRun(root, new(bytes.Buffer)); !errors.As(err, &none) {
 		t.Errorf("a log root with no run: %v, want a NoRunError", err)
 	}
-	write("old", "summary.json", summaryJSON("old", "succeeded", 0, "2026-01-01T10:00:00Z", time.Second, ""))
-	write("new", "summary.json", summaryJSON("new", "failed", 1, "2026-01-03T10:00:00Z", time.Second, ""))
-	plan := write("killed", "plan.json", "{}")
+	write("old", rundir.Summary, summaryJSON("old", "succeeded", 0, "2026-01-01T10:00:00Z", time.Second, ""))
+	write("new", rundir.Summary, summaryJSON("new", "failed", 1, "2026-01-03T10:00:00Z", time.Second, ""))
+	plan := write("killed", rundir.Plan, "{}")
 	at := func(p string, when string) {
 		t.Helper()
 		tm, _ := time.Parse(time.RFC3339, when)

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/report"
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // ReportOptions are `tfhive report`'s.
@@ -25,8 +25,7 @@ type ReportOptions struct {
 	Out string
 }
 
-// reportFile is the report's name in a log dir.
-const reportFile = "report.html"
+// rundir.Report is the report's name in a log dir.
 
 // Report writes the report of a run or a sweep of the log root.
 func Report(_ context.Context, o ReportOptions) error {
@@ -65,11 +64,11 @@ func Report(_ context.Context, o ReportOptions) error {
 	case "-":
 		return render(o.Stdout)
 	case "":
-		out := filepath.Join(dir, reportFile)
-		if err := launcher.CheckLogDirPath(dir); err != nil {
+		out := filepath.Join(dir, rundir.Report)
+		if err := rundir.Check(dir); err != nil {
 			return &UsageError{Msg: fmt.Sprintf("%s: %v", dir, err), Fix: "write the report elsewhere with -o FILE"}
 		}
-		if err := launcher.WriteLogFile(out, render); err != nil {
+		if err := rundir.WriteFile(out, render); err != nil {
 			return err
 		}
 		fmt.Fprintln(o.Stdout, out)
@@ -116,10 +115,10 @@ func writeRunReport(dir, id string, stderr io.Writer) {
 		if err != nil {
 			return err
 		}
-		return launcher.WriteLogFile(filepath.Join(dir, reportFile), func(w io.Writer) error { return report.Write(w, r) })
+		return rundir.WriteFile(filepath.Join(dir, rundir.Report), func(w io.Writer) error { return report.Write(w, r) })
 	}()
 	if err != nil {
-		fmt.Fprintf(stderr, "tfhive: warning: the run's report (%s): %v\n", filepath.Join(dir, reportFile), pathErr(err))
+		fmt.Fprintf(stderr, "tfhive: warning: the run's report (%s): %v\n", filepath.Join(dir, rundir.Report), pathErr(err))
 	}
 }
 
@@ -131,10 +130,10 @@ func writeSweepReport(dir string, stderr io.Writer) {
 		if err != nil {
 			return err
 		}
-		return launcher.WriteLogFile(filepath.Join(dir, reportFile), func(w io.Writer) error { return report.WriteSweep(w, s) })
+		return rundir.WriteFile(filepath.Join(dir, rundir.Report), func(w io.Writer) error { return report.WriteSweep(w, s) })
 	}()
 	if err != nil {
-		fmt.Fprintf(stderr, "tfhive: warning: the sweep's report (%s): %v\n", filepath.Join(dir, reportFile), pathErr(err))
+		fmt.Fprintf(stderr, "tfhive: warning: the sweep's report (%s): %v\n", filepath.Join(dir, rundir.Report), pathErr(err))
 	}
 }
 

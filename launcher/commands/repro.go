@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -29,8 +28,6 @@ import (
 // tasks are about to start, by whichever tfhive runs the run (a detached
 // run's keeper). Nothing in it may fail the run: git missing or slow, or
 // a log dir that cannot take the file, is a warning at most.
-
-const reproFile = "repro.json"
 
 // gitTimeout bounds the two git commands run in the launch dir.
 const gitTimeout = 3 * time.Second
@@ -100,7 +97,7 @@ func gitState(dir string) *record.ReproGit {
 	g := &record.ReproGit{Commit: commit}
 	var changes countWriter
 	// The whole work tree, but for the runs' own log dirs here.
-	if err := git(&changes, "status", "--porcelain", "--", ":/", ":!"+logRoot); err == nil {
+	if err := git(&changes, "status", "--porcelain", "--", ":/", ":!"+rundir.Root); err == nil {
 		dirty := changes > 0
 		g.Dirty = &dirty
 	}
@@ -186,9 +183,7 @@ func newRepro(o RunOptions, id string, ls *launchState, fleet *probe.Fleet, tree
 			req.Hosts.File = file
 		}
 	}
-	if data, err := json.Marshal(req); err == nil {
-		r.Request = data
-	}
+	r.Request = reproRequest(req)
 	for _, h := range fleet.Hosts {
 		r.Fleet = append(r.Fleet, h.Name)
 	}
@@ -213,7 +208,7 @@ func newRepro(o RunOptions, id string, ls *launchState, fleet *probe.Fleet, tree
 // writeRepro writes the record into the run's log dir; a log dir that
 // cannot take it costs the run nothing but a warning.
 func writeRepro(logDir string, r *record.Repro, stderr io.Writer) {
-	if err := launcher.WriteJSONFile(filepath.Join(logDir, reproFile), r); err != nil {
-		fmt.Fprintf(stderr, "tfhive: warning: the run's record of how it was started (%s): %v\n", reproFile, err)
+	if err := rundir.WriteJSON(filepath.Join(logDir, rundir.Repro), r); err != nil {
+		fmt.Fprintf(stderr, "tfhive: warning: the run's record of how it was started (%s): %v\n", rundir.Repro, err)
 	}
 }

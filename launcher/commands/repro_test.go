@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // fill sets every exported field v reaches to a value other than its
@@ -44,20 +45,27 @@ func fill(t *testing.T, v reflect.Value, path string) {
 }
 
 // Every option of a run goes through its record and back: a field added
-// to RunOptions that JSON cannot carry fails here, not in a rerun.
+// to RunOptions that the record does not carry fails here, not in a
+// rerun; and every field of the record is an option.
 func TestRunOptionsThroughTheRecord(t *testing.T) {
 	var o RunOptions
 	fill(t, reflect.ValueOf(&o).Elem(), "RunOptions")
-	data, err := json.Marshal(o)
+	req := reproRequest(o)
+	data, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back RunOptions
-	if err := json.Unmarshal(data, &back); err != nil {
+	var read record.ReproRequest
+	if err := json.Unmarshal(data, &read); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(o, back) {
+	if back := runOptionsOf(read); !reflect.DeepEqual(o, back) {
 		t.Errorf("the record changed the options:\n%+v\n%+v", o, back)
+	}
+	var r record.ReproRequest
+	fill(t, reflect.ValueOf(&r).Elem(), "ReproRequest")
+	if back := reproRequest(runOptionsOf(r)); !reflect.DeepEqual(r, back) {
+		t.Errorf("the options changed the record:\n%+v\n%+v", r, back)
 	}
 }
 
@@ -72,7 +80,7 @@ func TestRunWritesItsRecord(t *testing.T) {
 	if err := Run(context.Background(), ro); err != nil {
 		t.Fatalf("run: %v\n%s", err, o.stderr.String())
 	}
-	data, err := os.ReadFile(filepath.Join(ro.LogDir, reproFile))
+	data, err := os.ReadFile(filepath.Join(ro.LogDir, rundir.Repro))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +103,7 @@ func TestRunWritesItsRecord(t *testing.T) {
 	if r.LaunchDir != cwd || r.HostsFrom == "" {
 		t.Errorf("launch dir %q, hosts from %q", r.LaunchDir, r.HostsFrom)
 	}
-	var req RunOptions
-	if err := json.Unmarshal(r.Request, &req); err != nil {
-		t.Fatal(err)
-	}
+	req := runOptionsOf(r.Request)
 	if !reflect.DeepEqual(req.Job.Command, ro.Job.Command) || req.Job.Workers != 2 || req.Job.GPUsPerWorker != 1 || req.Grace != 2*time.Second {
 		t.Errorf("request %+v", req)
 	}
@@ -116,12 +121,12 @@ func TestRerunRefusesRecords(t *testing.T) {
 	if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "run old has no record of how it was started") {
 		t.Errorf("no record: %v", err)
 	}
-	os.WriteFile(filepath.Join(run, reproFile), []byte(`{"format": 2, "run_id": "old"}`), 0o644)
+	os.WriteFile(filepath.Join(run, rundir.Repro), []byte(`{"format": 3, "run_id": "old"}`), 0o644)
 	err = Rerun(context.Background(), RerunOptions{Streams: o.streams(), Run: run})
-	if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "format 2; this tfhive reads format 1") {
-		t.Errorf("format 2: %v", err)
+	if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "format 3; this tfhive reads formats 1 and 2") {
+		t.Errorf("format 3: %v", err)
 	}
-	os.WriteFile(filepath.Join(run, reproFile), []byte(`{"format": 1, "run_id": "old", "request": {"Job": {}}}`), 0o644)
+	os.WriteFile(filepath.Join(run, rundir.Repro), []byte(`{"format": 1, "run_id": "old", "request": {"Job": {}}}`), 0o644)
 	err = Rerun(context.Background(), RerunOptions{Streams: o.streams(), Run: run})
 	if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "holds no run") {
 		t.Errorf("no command: %v", err)
@@ -162,7 +167,7 @@ func TestReadReproOwner(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	os.Mkdir(dir, 0o755)
 	doc := `{"format": ` + strconv.Itoa(record.ReproFormat) + `, "run_id": "run", "request": {}}`
-	path := filepath.Join(dir, reproFile)
+	path := filepath.Join(dir, rundir.Repro)
 	os.WriteFile(path, []byte(doc), 0o644)
 	if _, foreign, err := readRepro(dir, "run", false); err != nil || foreign != "" {
 		t.Fatalf("the user's own record: %q, %v", foreign, err)
@@ -177,5 +182,40 @@ func TestReadReproOwner(t *testing.T) {
 	r, foreign, err := readRepro(dir, "run", true)
 	if err != nil || r.RunID != "run" || foreign != "--trust: its record "+path+" runs as you, though it is writable by group and others" {
 		t.Errorf("trusted: %+v %q %v", r, foreign, err)
+	}
+}
+
+// A run recorded by the tfhive before the record had names of its own
+// (format 1: a run of that tfhive, kept as it was) runs again: on this
+// machine, as it did, and its rerun's record is today's.
+func TestRerunFormatGoNames(t *testing.T) {
+	dir := t.TempDir()
+	const id = "20261202-004414-7cef7b"
+	run := filepath.Join(dir, id)
+	os.Mkdir(run, 0o755)
+	data, err := os.ReadFile(filepath.Join("..", "record", "testdata", "repro-format1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(run, rundir.Repro), data, 0o644)
+	var o out
+	again := filepath.Join(dir, "again")
+	if err := Rerun(context.Background(), RerunOptions{Streams: o.streams(), Run: run, LogDir: again}); err != nil {
+		t.Fatalf("rerun: %v\n%s", err, o.stderr.String())
+	}
+	if !strings.Contains(o.stderr.String(), "tfhive: rerun of "+id+": ") {
+		t.Errorf("stderr says nothing of what differs:\n%s", o.stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(again, rundir.Summary)); err != nil {
+		t.Errorf("the rerun left no summary: %v", err)
+	}
+	data, err = os.ReadFile(filepath.Join(again, rundir.Repro))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := record.ReadRepro(data)
+	if err != nil || r.Format != record.ReproFormat || r.RerunOf != id || !r.Request.Hosts.Local ||
+		!reflect.DeepEqual(r.Request.Job.Command, []string{"true"}) {
+		t.Errorf("the rerun's record: %+v, %v", r, err)
 	}
 }

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/localfile"
@@ -65,9 +65,9 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 	if err != nil {
 		return err
 	}
-	var ro RunOptions
-	if err := json.Unmarshal(rec.Request, &ro); err != nil || len(ro.Job.Command) == 0 {
-		return &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) holds no run this tfhive can start", id, reproFile)}
+	ro := runOptionsOf(rec.Request)
+	if len(ro.Job.Command) == 0 {
+		return &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) holds no run this tfhive can start", id, rundir.Repro)}
 	}
 	ro.Streams, ro.Signals = o.Streams, o.Signals
 	ro.Job.Name, ro.LogDir = o.Name, o.LogDir
@@ -121,11 +121,11 @@ func rerunDir(arg string) (dir, id string, err error) {
 		if err := checkRunID("", arg); err != nil {
 			return "", "", err
 		}
-		dir, id = filepath.Join(logRoot, arg), arg
+		dir, id = rundir.Path(arg), arg
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		where := "in " + logRoot + " here"
-		if dir != filepath.Join(logRoot, id) {
+		where := "in " + rundir.Root + " here"
+		if dir != rundir.Path(id) {
 			where = "at " + dir
 		}
 		return "", "", &UsageError{Msg: fmt.Sprintf("no run %s %s", id, where), Fix: "tfhive runs lists this directory's runs"}
@@ -145,7 +145,7 @@ func rerunDir(arg string) (dir, id string, err error) {
 // `tfhive rerun` again with the same command line and no terminal, and
 // a flag in a script says once and for all whom it trusts.
 func readRepro(dir, id string, trust bool) (r *record.Repro, foreign string, err error) {
-	path := filepath.Join(dir, reproFile)
+	path := filepath.Join(dir, rundir.Repro)
 	data, err := localfile.ReadOwned(path, record.MaxReproSize)
 	var no *localfile.NotOwnedError
 	if errors.As(err, &no) {
@@ -157,19 +157,20 @@ func readRepro(dir, id string, trust bool) (r *record.Repro, foreign string, err
 		data, err = localfile.Read(path, record.MaxReproSize)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s has no record of how it was started (%s): a tfhive before records, or a run that never started", id, reproFile),
+		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s has no record of how it was started (%s): a tfhive before records, or a run that never started", id, rundir.Repro),
 			Fix: "start it with tfhive run"}
 	}
 	if err != nil {
 		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record cannot be read: %v", id, localfile.Describe(err))}
 	}
-	r = &record.Repro{}
-	if err := json.Unmarshal(data, r); err != nil {
-		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) is not a record this tfhive reads", id, reproFile)}
-	}
-	if r.Format != record.ReproFormat {
-		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record is of format %d; this tfhive reads format %d", id, r.Format, record.ReproFormat),
+	r, err = record.ReadRepro(data)
+	var fe *record.ReproFormatError
+	switch {
+	case errors.As(err, &fe):
+		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record is of format %d; this tfhive reads formats %d and %d", id, fe.Format, record.ReproFormatGoNames, record.ReproFormat),
 			Fix: "rerun it with the tfhive that started it"}
+	case err != nil:
+		return nil, "", &UsageError{Msg: fmt.Sprintf("run %s: its record (%s) is not a record this tfhive reads", id, rundir.Repro)}
 	}
 	return r, foreign, nil
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 )
 
@@ -144,5 +144,5 @@ func (o *RunOptions) runLogDir(id string) string {
 	if o.LogDir != "" {
 		return o.LogDir
 	}
-	return filepath.Join(logRoot, id)
+	return rundir.Path(id)
 }

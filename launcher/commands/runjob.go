@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/rundir"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/doctor"
@@ -90,7 +91,7 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput) (*runJob, error) {
 	// writes it as its stdout; a foreground run's terminal is recorded
 	// there too (a sweep's trial has its own).
 	if !in.keeper && o.trial == nil {
-		r.conlog = launcher.NewConsoleLog(filepath.Join(r.logDir, consoleLog))
+		r.conlog = launcher.NewConsoleLog(filepath.Join(r.logDir, rundir.Console))
 		r.console.Record(r.conlog)
 	}
 	r.spec.Engine = o.engine(fleet, env, in, r)
@@ -131,7 +132,7 @@ func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState,
 		Waited:  r.wait.done,
 		Claim: func(plan *schedule.Plan, inv inventory.Inventory, checked map[string]doctor.Host) error {
 			var err error
-			if r.release, err = holdRunLock(r.logDir); err != nil {
+			if r.release, err = rundir.HoldLock(r.logDir); err != nil {
 				return err
 			}
 			writeRepro(r.logDir, newRepro(*o, req.RunID, launched, fleet, tree, plan, inv, checked), o.Stderr)

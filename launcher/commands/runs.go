@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/localfile"
 )
@@ -66,7 +67,7 @@ func Runs(_ context.Context, o RunsOptions) error {
 func checkLogRoot(given string) (string, error) {
 	root, what := given, "--log-root "+given
 	if root == "" {
-		root, what = logRoot, "log root "+logRoot
+		root, what = rundir.Root, "log root "+rundir.Root
 	}
 	if st, err := os.Stat(root); err == nil && !st.IsDir() {
 		return "", &UsageError{Msg: what + ": not a directory", Fix: "--log-root names the directory that holds the runs' log dirs"}
@@ -112,7 +113,7 @@ func listRunsCached(root string, stderr io.Writer, now time.Time, cache summaryC
 			continue
 		}
 		owner := ownerName(di)
-		path := filepath.Join(dir, "summary.json")
+		path := filepath.Join(dir, rundir.Summary)
 		fi, statErr := os.Lstat(path)
 		if c, ok := cache[dir]; ok && statErr == nil && fi.Size() == c.size && fi.ModTime().Equal(c.mod) {
 			c.rec.Owner = owner
@@ -161,14 +162,14 @@ func ownerName(di fs.FileInfo) string {
 // probing, when it took its lock.
 func unfinishedRun(id, dir string, now time.Time) (view.RunRecord, bool) {
 	r := view.RunRecord{RunID: id, LogDir: dir, Result: view.ResultUnknown, Metrics: map[string]string{}, Captures: []string{}}
-	plan, planErr := os.Stat(filepath.Join(dir, "plan.json"))
+	plan, planErr := os.Stat(filepath.Join(dir, rundir.Plan))
 	if planErr == nil {
 		r.Started = plan.ModTime()
 	}
-	if runGoesOn(dir) {
+	if rundir.GoesOn(dir) {
 		r.Result = view.ResultRunning
 		if planErr != nil {
-			if lock, err := os.Stat(filepath.Join(dir, keeperLock)); err == nil {
+			if lock, err := os.Stat(filepath.Join(dir, rundir.Lock)); err == nil {
 				r.Started = lock.ModTime()
 			}
 		}
@@ -184,7 +185,7 @@ func unfinishedRun(id, dir string, now time.Time) (view.RunRecord, bool) {
 // tfhive-runs), for runs --sort; what cannot be read is left out.
 func CompleteMetrics(root string) []Candidate {
 	if root == "" {
-		root = logRoot
+		root = rundir.Root
 	}
 	rs, _ := listRuns(root, io.Discard, time.Now())
 	var cands []Candidate

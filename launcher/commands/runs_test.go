@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/localfile"
 	"github.com/tfhive/tfhive/probe/testkit"
@@ -45,36 +46,36 @@ func runsRoot(t *testing.T) (string, func()) {
 		}
 		return p
 	}
-	write("lr-0.1", "summary.json", summaryJSON("lr-0.1", "succeeded", 0, "2026-11-20T10:00:00Z", 95*time.Minute+1500*time.Millisecond, `"loss": "0.25", "acc": "0.91"`))
-	write("lr-0.01", "summary.json", summaryJSON("lr-0.01", "succeeded", 0, "2026-11-20T11:00:00Z", 42*time.Second, `"loss": "1e-3", "acc": "0.95"`))
-	write("lr-1", "summary.json", summaryJSON("lr-1", "failed", 1, "2026-11-20T12:00:00Z", 3*time.Second, `"loss": "nan"`))
-	write("lr-10", "summary.json", summaryJSON("lr-10", "failed", 137, "2026-11-20T12:30:00Z", 2*time.Second, `"loss": "diverged"`))
-	write("lr-0.5", "summary.json", summaryJSON("lr-0.5", "succeeded", 0, "2026-11-20T09:00:00Z", time.Minute, `"loss": " 0.5 ", "acc": "0.5"`))
+	write("lr-0.1", rundir.Summary, summaryJSON("lr-0.1", "succeeded", 0, "2026-11-20T10:00:00Z", 95*time.Minute+1500*time.Millisecond, `"loss": "0.25", "acc": "0.91"`))
+	write("lr-0.01", rundir.Summary, summaryJSON("lr-0.01", "succeeded", 0, "2026-11-20T11:00:00Z", 42*time.Second, `"loss": "1e-3", "acc": "0.95"`))
+	write("lr-1", rundir.Summary, summaryJSON("lr-1", "failed", 1, "2026-11-20T12:00:00Z", 3*time.Second, `"loss": "nan"`))
+	write("lr-10", rundir.Summary, summaryJSON("lr-10", "failed", 137, "2026-11-20T12:30:00Z", 2*time.Second, `"loss": "diverged"`))
+	write("lr-0.5", rundir.Summary, summaryJSON("lr-0.5", "succeeded", 0, "2026-11-20T09:00:00Z", time.Minute, `"loss": " 0.5 ", "acc": "0.5"`))
 	// Before --capture: no metrics at all.
-	write("old", "summary.json", summaryJSON("old", "interrupted", 130, "2026-11-19T08:00:00Z", time.Second, ""))
+	write("old", rundir.Summary, summaryJSON("old", "interrupted", 130, "2026-11-19T08:00:00Z", time.Second, ""))
 	// A task that printed a terminal's escape sequences, a forged name
 	// that would be a column and a line of its own, a long value.
-	write("hostile", "summary.json", summaryJSON("hostile", "succeeded", 0, "2026-11-20T13:00:00Z", time.Second,
+	write("hostile", rundir.Summary, summaryJSON("hostile", "succeeded", 0, "2026-11-20T13:00:00Z", time.Second,
 		`"loss": "\u001b]52;c;eA==\u0007\n0.1", "acc": "`+strings.Repeat("9", 200)+`", "x\ny": "1", "\u001b[2J": "2"`))
 	// Not summaries: skipped, each with a warning.
-	write("not-json", "summary.json", "{\"run_id\": ")
-	write("array", "summary.json", "[1, 2]")
-	write("empty-object", "summary.json", "{}")
-	write("wrong-types", "summary.json", `{"result": "succeeded", "metrics": {"loss": 0.1}}`)
-	huge := write("huge", "summary.json", "")
+	write("not-json", rundir.Summary, "{\"run_id\": ")
+	write("array", rundir.Summary, "[1, 2]")
+	write("empty-object", rundir.Summary, "{}")
+	write("wrong-types", rundir.Summary, `{"result": "succeeded", "metrics": {"loss": 0.1}}`)
+	huge := write("huge", rundir.Summary, "")
 	if err := os.Truncate(huge, summaryMax+1); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(root, "fifo"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo", "summary.json"), 0o644); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo", rundir.Summary), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(root, "zero"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("/dev/zero", filepath.Join(root, "zero", "summary.json")); err != nil {
+	if err := os.Symlink("/dev/zero", filepath.Join(root, "zero", rundir.Summary)); err != nil {
 		t.Fatal(err)
 	}
 	// Not runs: passed over without a word.
@@ -88,27 +89,27 @@ func runsRoot(t *testing.T) (string, func()) {
 	if err := os.MkdirAll(filepath.Join(root, "fifo-lock"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo-lock", keeperLock), 0o644); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo-lock", rundir.Lock), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// Killed: a plan and no summary, nobody holding the lock.
-	plan := write("killed", "plan.json", "{}")
-	write("killed", keeperLock, "")
+	plan := write("killed", rundir.Plan, "{}")
+	write("killed", rundir.Lock, "")
 	at := time.Date(2026, 11, 20, 14, 0, 0, 0, time.UTC)
 	os.Chtimes(plan, at, at)
 	// Running: its lock held.
-	plan = write("going", "plan.json", "{}")
+	plan = write("going", rundir.Plan, "{}")
 	os.Chtimes(plan, at.Add(time.Hour), at.Add(time.Hour))
-	release, err := holdRunLock(filepath.Join(root, "going"))
+	release, err := rundir.HoldLock(filepath.Join(root, "going"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Still probing: the lock, no plan yet.
-	release2, err := holdRunLock(filepath.Join(root, "probing"))
+	release2, err := rundir.HoldLock(filepath.Join(root, "probing"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock := filepath.Join(root, "probing", keeperLock)
+	lock := filepath.Join(root, "probing", rundir.Lock)
 	os.Chtimes(lock, at.Add(90*time.Minute), at.Add(90*time.Minute))
 	return root, func() { release(); release2() }
 }
@@ -208,7 +209,7 @@ func TestListRunsCachedReadsASummaryOnce(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "summary.json")
+	path := filepath.Join(dir, rundir.Summary)
 	write := func(result string, mod time.Time) {
 		if err := os.WriteFile(path, []byte(summaryJSON("r1", result, 0, "2026-11-27T10:00:00Z", time.Second, "")), 0o644); err != nil {
 			t.Fatal(err)
@@ -254,7 +255,7 @@ func TestListRunsOwner(t *testing.T) {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(dir, "summary.json"), []byte(summaryJSON(id, "succeeded", 0, "2026-11-20T10:00:00Z", time.Second, "")), 0o644)
+		os.WriteFile(filepath.Join(dir, rundir.Summary), []byte(summaryJSON(id, "succeeded", 0, "2026-11-20T10:00:00Z", time.Second, "")), 0o644)
 	}
 	const nobody = 65534
 	if err := os.Chown(filepath.Join(root, "hers"), nobody, nobody); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweep"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
@@ -55,14 +56,6 @@ type SweepOptions struct {
 	Reverse     bool
 	CSV         bool // the table as CSV; Run.JSON as JSON
 }
-
-// Files of a sweep's dir, tfhive-runs/NAME, besides console.log,
-// keeper.log and keeper.lock (a run's).
-const (
-	sweepRecord  = "sweep.json"
-	sweepStop    = "stop"    // written by `tfhive kill SWEEP`: start no more trials
-	sweepEarlier = "earlier" // the log dirs of trials run again, renamed
-)
 
 // sweepForever is how long a trial waits for GPUs without --wait: until
 // the sweep ends.
@@ -159,7 +152,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 	for _, n := range req.Shape() {
 		trialGPUs += n
 	}
-	dir := filepath.Join(logRoot, rec.Name)
+	dir := rundir.Path(rec.Name)
 	old, resumed, err := readSweep(dir)
 	if err != nil {
 		return err
@@ -169,7 +162,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 			return &UsageError{Msg: fmt.Sprintf("sweep %s was run with another %s", rec.Name, why),
 				Fix: "run it again as it was (tfhive runs --sweep " + rec.Name + " shows it), or choose another --name"}
 		}
-		if runGoesOn(dir) {
+		if rundir.GoesOn(dir) {
 			return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
 		}
 	} else if !keeper {
@@ -183,8 +176,8 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 			if results[t.ID] == record.ResultSucceeded {
 				continue
 			}
-			tdir := filepath.Join(logRoot, t.ID)
-			if resumed && runGoesOn(tdir) {
+			tdir := rundir.Path(t.ID)
+			if resumed && rundir.GoesOn(tdir) {
 				return &UsageError{Msg: fmt.Sprintf("trial %s is running", t.ID), Fix: "tfhive kill " + t.ID + " stops it"}
 			}
 			if !resumed {
@@ -310,7 +303,7 @@ func sweepDiffers(old, rec record.Sweep) string {
 
 // detach starts the sweep's keeper, which runs it all.
 func (o *SweepOptions) detach(name, dir string) error {
-	if err := launcher.MakeLogDir(dir); err != nil {
+	if err := rundir.Make(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
 	code, err := spawnKeeper(dir, name, os.O_APPEND, o.Run.Stderr)
@@ -325,7 +318,7 @@ func (o *SweepOptions) detach(name, dir string) error {
 	} else {
 		fmt.Fprintln(o.Run.Stdout, name)
 	}
-	fmt.Fprintf(o.Run.Stderr, "tfhive: sweep %s started, detached; its lines in %s\n", name, filepath.Join(dir, consoleLog))
+	fmt.Fprintf(o.Run.Stderr, "tfhive: sweep %s started, detached; its lines in %s\n", name, filepath.Join(dir, rundir.Console))
 	fmt.Fprintf(o.Run.Stderr, "tfhive: hint: tfhive attach %s follows it, tfhive wait %s waits for its end, tfhive kill %s stops it\n", name, name, name)
 	return nil
 }
@@ -342,17 +335,17 @@ type trialEnd struct {
 // sweep's end: nil when every trial succeeded.
 func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, results map[string]string, trialGPUs int) error {
 	stderr := o.Run.Stderr
-	if err := launcher.MakeLogDir(dir); err != nil {
+	if err := rundir.Make(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
 	// A stop file that a kill left for a sweep that ended before it read
 	// it is stale: it goes before the lock is taken. `tfhive kill` writes
 	// one only while the lock is held, so once this sweep holds it, no
 	// kill of it is lost.
-	if !runGoesOn(dir) {
-		os.Remove(filepath.Join(dir, sweepStop))
+	if !rundir.GoesOn(dir) {
+		os.Remove(filepath.Join(dir, rundir.SweepStop))
 	}
-	release, err := holdRunLock(dir)
+	release, err := rundir.HoldLock(dir)
 	if err != nil {
 		return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
 	}
@@ -367,7 +360,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 		// Its stdout is the console.log; keeper.log is for its errors.
 		stderr = o.Run.Stdout
 	} else {
-		if f, err := launcher.OpenLogFile(filepath.Join(dir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND); err == nil {
+		if f, err := rundir.OpenFile(filepath.Join(dir, rundir.Console), os.O_CREATE|os.O_WRONLY|os.O_APPEND); err == nil {
 			defer f.Close()
 			console = f
 		}
@@ -499,7 +492,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 			if e.sum == nil && !e.started && (interrupted != nil || killed) {
 				// Stopped while it waited its turn: it never ran, and
 				// leaves nothing (its row says "not run").
-				os.RemoveAll(filepath.Join(logRoot, rec.Trials[e.i].ID))
+				os.RemoveAll(rundir.Path(rec.Trials[e.i].ID))
 				line = "not started: the sweep was stopped while it waited"
 			}
 			fmt.Fprintf(stderr, "tfhive: trial %s %s\n", rec.Trials[e.i].ID, line)
@@ -544,11 +537,11 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 // trial runs trial t as `tfhive run --wait` would, its console in its log
 // dir, over the sweep's shared connections, sharing its probes.
 func (o *SweepOptions) trial(ctx context.Context, rec record.Sweep, t record.SweepTrial, shared *probe.Shared, probes *probe.Coalescer, book *sweep.Book, sigs *Signals, started func()) (*record.Summary, error) {
-	tdir := filepath.Join(logRoot, t.ID)
-	if err := launcher.MakeLogDir(tdir); err != nil {
+	tdir := rundir.Path(t.ID)
+	if err := rundir.Make(tdir); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
-	console, err := launcher.OpenLogFile(filepath.Join(tdir, consoleLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
+	console, err := rundir.OpenFile(filepath.Join(tdir, rundir.Console), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
@@ -619,12 +612,12 @@ func paramsLine(rec record.Sweep, t record.SweepTrial) string {
 func setAside(rec record.Sweep, todo []int) error {
 	for _, i := range todo {
 		id := rec.Trials[i].ID
-		tdir := filepath.Join(logRoot, id)
+		tdir := rundir.Path(id)
 		if _, err := os.Lstat(tdir); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		earlier := filepath.Join(logRoot, rec.Name, sweepEarlier)
-		if err := launcher.MakeLogDir(earlier); err != nil {
+		earlier := filepath.Join(rundir.Root, rec.Name, rundir.SweepEarlier)
+		if err := rundir.Make(earlier); err != nil {
 			return fmt.Errorf("log dir: %w", err)
 		}
 		for n := 1; ; n++ {
@@ -643,7 +636,7 @@ func setAside(rec record.Sweep, todo []int) error {
 
 // stopAsked: `tfhive kill SWEEP` left its word in the sweep's dir.
 func stopAsked(dir string) bool {
-	_, err := os.Lstat(filepath.Join(dir, sweepStop))
+	_, err := os.Lstat(filepath.Join(dir, rundir.SweepStop))
 	return err == nil
 }
 

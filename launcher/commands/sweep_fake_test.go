@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // A sweep on fake hosts runs every trial of its grid as a run of its own
@@ -50,13 +51,13 @@ func TestSweepOnFakeHosts(t *testing.T) {
 	}
 	for i, n := range []string{"1", "3", "2"} {
 		id := "sw-00" + string(rune('1'+i))
-		log, _ := os.ReadFile(filepath.Join(logRoot, id, consoleLog))
+		log, _ := os.ReadFile(filepath.Join(rundir.Path(id), rundir.Console))
 		contains(t, id+"'s console", string(log), "n="+n+" env="+n, "run "+id+" succeeded")
-		if s := summary(t, filepath.Join(logRoot, id)); s.Result != record.ResultSucceeded {
+		if s := summary(t, rundir.Path(id)); s.Result != record.ResultSucceeded {
 			t.Errorf("%s: %+v", id, s)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(logRoot, "sw", sweepRecord)); err != nil {
+	if _, err := os.Stat(filepath.Join(rundir.Path("sw"), rundir.Sweep)); err != nil {
 		t.Error(err)
 	}
 	contains(t, "stderr", o.stderr.String(), "tfhive: sweep sw: 3 trials, 3 at a time", "tfhive: trial sw-001 started (N=1)", "tfhive: trial sw-003 succeeded in")

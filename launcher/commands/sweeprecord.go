@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweep"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/localfile"
@@ -33,7 +34,7 @@ func readSweepIn(root, name string) (record.Sweep, bool, error) {
 // trials are what its parameters give (sweep.Trials), whatever the file
 // lists: a trial id is a path here.
 func readSweep(dir string) (record.Sweep, bool, error) {
-	path := filepath.Join(dir, sweepRecord)
+	path := filepath.Join(dir, rundir.Sweep)
 	data, err := localfile.Read(path, sweepRecordMax)
 	if errors.Is(err, fs.ErrNotExist) {
 		return record.Sweep{}, false, nil
@@ -54,7 +55,7 @@ func readSweep(dir string) (record.Sweep, bool, error) {
 
 // writeSweepRecord writes rec as dir's sweep.json, whole or not at all.
 func writeSweepRecord(dir string, rec record.Sweep) error {
-	if err := launcher.WriteJSONFile(filepath.Join(dir, sweepRecord), rec); err != nil {
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.Sweep), rec); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
 	return nil
@@ -62,13 +63,13 @@ func writeSweepRecord(dir string, rec record.Sweep) error {
 
 // readTrialSummary reads a trial's summary.json.
 func readTrialSummary(dir string) (*record.Summary, error) {
-	data, err := localfile.Read(filepath.Join(dir, "summary.json"), summaryMax)
+	data, err := localfile.Read(filepath.Join(dir, rundir.Summary), summaryMax)
 	if err != nil {
 		return nil, fmt.Errorf("no summary in %s: %v", dir, pathErr(err))
 	}
 	var s record.Summary
 	if err := json.Unmarshal(data, &s); err != nil || s.Result == "" {
-		return nil, fmt.Errorf("%s: not a run summary", filepath.Join(dir, "summary.json"))
+		return nil, fmt.Errorf("%s: not a run summary", filepath.Join(dir, rundir.Summary))
 	}
 	return &s, nil
 }
@@ -78,7 +79,7 @@ func readTrialSummary(dir string) (*record.Summary, error) {
 func trialResults(rec record.Sweep) map[string]string {
 	out := map[string]string{}
 	for _, t := range rec.Trials {
-		if s, err := readTrialSummary(filepath.Join(logRoot, t.ID)); err == nil && s.RunID == t.ID {
+		if s, err := readTrialSummary(rundir.Path(t.ID)); err == nil && s.RunID == t.ID {
 			out[t.ID] = s.Result
 		}
 	}
@@ -88,7 +89,7 @@ func trialResults(rec record.Sweep) map[string]string {
 // sweepTable is the sweep's rows, in trial order: each trial's summary,
 // or what its log dir says without one (running, unknown, not run).
 func sweepTable(rec record.Sweep, stderr io.Writer) view.SweepTable {
-	return sweepTableIn(logRoot, rec, stderr)
+	return sweepTableIn(rundir.Root, rec, stderr)
 }
 
 // sweepTableIn is sweepTable of a sweep in root.
@@ -101,12 +102,12 @@ func sweepTableIn(root string, rec record.Sweep, stderr io.Writer) view.SweepTab
 		tdir := filepath.Join(root, t.ID)
 		row := view.SweepRow{Params: t.Params,
 			RunRecord: view.RunRecord{RunID: t.ID, LogDir: tdir, Result: view.ResultNotRun, Metrics: map[string]string{}}}
-		data, err := localfile.Read(filepath.Join(tdir, "summary.json"), summaryMax)
+		data, err := localfile.Read(filepath.Join(tdir, rundir.Summary), summaryMax)
 		switch {
 		case err == nil:
 			r, err := launcher.RunRecordFromSummary(t.ID, tdir, data)
 			if err != nil {
-				fmt.Fprintf(stderr, "tfhive: warning: %q is not a run summary (%v)\n", filepath.Join(tdir, "summary.json"), err)
+				fmt.Fprintf(stderr, "tfhive: warning: %q is not a run summary (%v)\n", filepath.Join(tdir, rundir.Summary), err)
 				row.Result = view.ResultUnknown
 				break
 			}
@@ -118,7 +119,7 @@ func sweepTableIn(root string, rec record.Sweep, stderr io.Writer) view.SweepTab
 		case errors.Is(err, fs.ErrNotExist):
 			if r, ok := unfinishedRun(t.ID, tdir, time.Now()); ok {
 				row.RunRecord = r
-			} else if runGoesOn(tdir) {
+			} else if rundir.GoesOn(tdir) {
 				row.Result = view.ResultRunning
 			}
 		default:

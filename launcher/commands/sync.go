@@ -8,6 +8,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
@@ -29,7 +30,7 @@ func prepareSync(dir string, excludes []string, logDir string, stderr io.Writer)
 		}
 		return nil, nil
 	}
-	leave := []string{logRoot}
+	leave := []string{rundir.Root}
 	if logDir != "" {
 		leave = append(leave, logDir)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/top"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
@@ -144,7 +145,7 @@ func newTopSource(o TopOptions, tty bool) (*topSource, error) {
 	fleet.LookForRuns()
 	root := o.LogRoot
 	if root == "" {
-		root = logRoot
+		root = rundir.Root
 	}
 	return &topSource{fleet: fleet, avail: avail, grace: o.Grace, parallel: o.Hosts.Parallel, from: hostsFrom(o.Hosts),
 		warnings: warnings, root: root}, nil

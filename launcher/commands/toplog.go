@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/top"
 	"github.com/tfhive/tfhive/probe/localfile"
 )
@@ -33,13 +33,13 @@ func tailRunLog(run top.Run, file, n int) top.LogTail {
 		return t
 	}
 	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".log") {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), rundir.LogSuffix) {
 			t.Files = append(t.Files, e.Name())
 		}
 	}
 	// The console first: it is all the tasks' output, prefixed.
 	slices.SortStableFunc(t.Files, func(a, b string) int {
-		return boolInt(b == consoleLog) - boolInt(a == consoleLog)
+		return boolInt(b == rundir.Console) - boolInt(a == rundir.Console)
 	})
 	if len(t.Files) == 0 {
 		t.Err = errors.New("no log files in " + run.LogDir + " yet")
@@ -103,9 +103,9 @@ func tailLines(path string, n int) ([]string, error) {
 }
 
 // liveMetrics are a running run's latest captured values, as its tfhive
-// last wrote them (launcher.LiveMetricsFile); nil when there are none.
+// last wrote them (rundir.LiveMetrics); nil when there are none.
 func liveMetrics(dir string) map[string]string {
-	data, err := localfile.Read(filepath.Join(dir, launcher.LiveMetricsFile), summaryMax)
+	data, err := localfile.Read(filepath.Join(dir, rundir.LiveMetrics), summaryMax)
 	if err != nil {
 		return nil
 	}

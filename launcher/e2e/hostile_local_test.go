@@ -253,7 +253,7 @@ func TestHostileRerunRecord(t *testing.T) {
 	// Hers: the victim's record with a setup of her own, and a summary.
 	repro := readJSON[map[string]any](t, mine, "repro.json")
 	req := repro["request"].(map[string]any)
-	req["Setup"] = "id > ~/pwned.txt"
+	req["setup"] = "id > ~/pwned.txt"
 	repro["run_id"] = "her-run"
 	data, err := json.Marshal(repro)
 	if err != nil {

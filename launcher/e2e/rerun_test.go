@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -73,9 +72,8 @@ func TestRerun(t *testing.T) {
 	wantCode(t, r, 0)
 	wantContains(t, "stderr", r.stderr, "tfhive: rerun of "+id+": the --sync tree, the hosts, the git commit and tfhive are as they were\n")
 	third := readJSON[record.Repro](t, filepath.Join(launch, "tfhive-runs", "third"), "repro.json")
-	var req struct{ Job struct{ Command []string } }
-	if err := json.Unmarshal(third.Request, &req); err != nil || !reflect.DeepEqual(req.Job.Command, orig.Command) {
-		t.Errorf("third's request %s: %v", third.Request, err)
+	if !reflect.DeepEqual(third.Request.Job.Command, orig.Command) {
+		t.Errorf("third's request %+v", third.Request)
 	}
 
 	// What runs is the record's: a flag that would change it is refused,
@@ -112,6 +110,35 @@ func TestRerunSweepTrial(t *testing.T) {
 	}
 	again := readJSON[record.Repro](t, filepath.Join(launch, "tfhive-runs", m[1]), "repro.json")
 	if again.RerunOf != "sw-002" || !reflect.DeepEqual(again.Command, trial.Command) {
+		t.Errorf("the rerun's record %+v", again)
+	}
+}
+
+// A run recorded by the tfhive before the record had names of its own
+// (format 1: launcher/record/testdata holds one as that tfhive wrote it)
+// runs again on this machine, as it did, without SSH; the rerun's record
+// is today's.
+func TestRerunFormatGoNames(t *testing.T) {
+	launch := t.TempDir()
+	const id = "20261202-004414-7cef7b"
+	run := filepath.Join(launch, "tfhive-runs", id)
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join("..", "record", "testdata", "repro-format1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "repro.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := tfhive(t, append(os.Environ(), "HOME="+launch), launch, "rerun", id, "--name", "again")
+	wantCode(t, r, 0)
+	wantContains(t, "stderr", r.stderr, "tfhive: rerun of "+id+": ")
+	wantContains(t, "stdout", r.stdout, "run again succeeded")
+	again := readJSON[record.Repro](t, filepath.Join(launch, "tfhive-runs", "again"), "repro.json")
+	if again.Format != record.ReproFormat || again.RerunOf != id || !again.Request.Hosts.Local ||
+		!reflect.DeepEqual(again.Request.Job.Command, []string{"true"}) || again.Request.Job.Workers != 1 {
 		t.Errorf("the rerun's record %+v", again)
 	}
 }

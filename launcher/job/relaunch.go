@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -44,7 +44,7 @@ func (r *run) relaunch(ctx context.Context, sum *record.Summary, retry Retry) *r
 		}
 		// The run goes on: tfhive runs and attach must not take the
 		// failed start's summary for its end.
-		summaryFile := filepath.Join(r.lo.LogDir, "summary.json")
+		summaryFile := filepath.Join(r.lo.LogDir, rundir.Summary)
 		os.Remove(summaryFile)
 		r.lo.Relaunch = r.lo.Relaunch.Carry(sum, lost)
 		again, err := retry.Do(ctx, r.attempt)
@@ -61,7 +61,7 @@ func (r *run) relaunch(ctx context.Context, sum *record.Summary, retry Retry) *r
 			how, why = notFit(err), wording.FirstLine(err.Error())
 		}
 		console.Printf("tfhive: re-plan without %s %s: %s", without, how, why)
-		if f, err := launcher.OpenLogFile(summaryFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC); err == nil {
+		if f, err := rundir.OpenFile(summaryFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC); err == nil {
 			record.WriteSummaryJSON(f, sum)
 			f.Close()
 		}

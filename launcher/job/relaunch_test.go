@@ -13,6 +13,7 @@ import (
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe/hosttest"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
@@ -50,7 +51,7 @@ func TestRelaunch(t *testing.T) {
 			j := newTestJob(t, f, "r", 1)
 			j.spec.Engine.Restart = rs
 			lo := j.spec.Engine
-			summaryFile := filepath.Join(lo.LogDir, "summary.json")
+			summaryFile := filepath.Join(lo.LogDir, rundir.Summary)
 			os.WriteFile(summaryFile, []byte("the first start's"), 0o644)
 			n, failed := 0, false
 			start := func(_ context.Context, lo launcher.Options) (*record.Summary, error) {

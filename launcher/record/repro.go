@@ -1,12 +1,13 @@
 package record
 
 import (
-	"encoding/json"
+	"time"
 )
 
-// ReproFormat is the format of the Repro this tfhive writes; `tfhive
-// rerun` refuses any other.
-const ReproFormat = 1
+// ReproFormat is the format of the Repro this tfhive writes, its
+// "format" field: the record's version. `tfhive rerun` reads this one
+// and ReproFormatGoNames (ReadRepro), and refuses any other.
+const ReproFormat = 2
 
 // MaxReproSize bounds repro.json as it is read back: a command line, the
 // run's options and one line per host fit in far less.
@@ -27,9 +28,9 @@ type Repro struct {
 	Args []string `json:"args"`
 	// Command is the task's command line (a sweep trial's, substituted).
 	Command []string `json:"command"`
-	// Request is the run's options, as launcher/commands writes and reads
-	// them (paths made absolute): what rerun runs again.
-	Request json.RawMessage `json:"request"`
+	// Request is the run's options (paths made absolute): what rerun
+	// runs again.
+	Request ReproRequest `json:"request"`
 	// LaunchDir is the directory tfhive was started in.
 	LaunchDir string `json:"launch_dir"`
 	// HostsFrom says where the hosts came from, as tfhive says it ("-H",
@@ -70,4 +71,76 @@ type ReproCode struct {
 type ReproGit struct {
 	Commit string `json:"commit"`
 	Dirty  *bool  `json:"dirty,omitempty"`
+}
+
+// ReproRequest is a run's options as its record keeps them: what `tfhive
+// run`'s flags gave, with the names this record chooses (launcher/commands
+// converts its own options to and from it), so that renaming an option in
+// the code leaves the records as they are. Durations are nanoseconds, as
+// the summary's. A field added here is a field a rerun runs with: one that
+// an older record lacks is zero there, as it was before it existed.
+type ReproRequest struct {
+	Hosts ReproHosts `json:"hosts"`
+	Job   ReproJob   `json:"job"`
+	// Env holds --env values: K=V, or K for the value tfhive had.
+	Env            []string      `json:"env"`
+	Workdir        string        `json:"workdir"`
+	Setup          string        `json:"setup"`
+	LogDir         string        `json:"log_dir"`
+	Grace          time.Duration `json:"grace_ns"`
+	Timeout        time.Duration `json:"timeout_ns"`
+	Wait           time.Duration `json:"wait_ns"`
+	Reconnect      time.Duration `json:"reconnect_ns"`
+	Unattended     time.Duration `json:"unattended_ns"`
+	Detach         bool          `json:"detach"`
+	Quiet          bool          `json:"quiet"`
+	JSON           bool          `json:"json"`
+	Check          bool          `json:"check"`
+	Imports        []string      `json:"imports"`
+	Capture        []string      `json:"capture"`
+	CaptureFrom    string        `json:"capture_from"`
+	Sample         time.Duration `json:"sample_ns"`
+	Restarts       int           `json:"restarts"`
+	RestartOn      string        `json:"restart_on"`
+	RestartBackoff time.Duration `json:"restart_backoff_ns"`
+}
+
+// ReproHosts are the options that chose the hosts and how to reach them.
+type ReproHosts struct {
+	Hosts             []string      `json:"hosts"` // -H values, before splitting at commas
+	File              string        `json:"file"`
+	Hostfile          string        `json:"hostfile"`
+	SSHConfig         string        `json:"ssh_config"`
+	AcceptNewHostKeys bool          `json:"accept_new_host_keys"`
+	Quiet             bool          `json:"quiet"`
+	ConnectTimeout    time.Duration `json:"connect_timeout_ns"`
+	CommandTimeout    time.Duration `json:"command_timeout_ns"`
+	Parallel          int           `json:"parallel"`
+	// Local: this machine without SSH, whatever hosts file there is now.
+	Local bool `json:"local"`
+}
+
+// ReproJob is the job: which GPUs count as free, the tasks, the command
+// and the --sync tree.
+type ReproJob struct {
+	MaxUtilPct    int      `json:"max_util_pct"`
+	MaxMemMiB     int      `json:"max_mem_mib"`
+	Exclude       []string `json:"exclude"`
+	Framework     string   `json:"framework"`
+	PS            int      `json:"ps"`
+	Workers       int      `json:"workers"`
+	Chief         bool     `json:"chief"`
+	Evaluator     bool     `json:"evaluator"`
+	GPUsPerWorker int      `json:"gpus_per_worker"`
+	GPUsPerPS     int      `json:"gpus_per_ps"`
+	Strategy      string   `json:"strategy"`
+	RanksPerHost  int      `json:"ranks_per_host"`
+	PortRange     string   `json:"port_range"`
+	TFFlags       bool     `json:"tf_flags"`
+	NIC           string   `json:"nic"`
+	Priority      string   `json:"priority"`
+	Name          string   `json:"name"`
+	Command       []string `json:"command"`
+	Sync          string   `json:"sync"`
+	SyncExclude   []string `json:"sync_exclude"`
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 )
 
 // The caps on what is read of a run dir: a thousand tasks' summary or
@@ -75,23 +76,22 @@ type TaskGPU struct {
 func Load(dir, id string) (*Run, error) {
 	r := &Run{ID: id, Dir: dir, GPU: map[string]*TaskGPU{}, Metrics: map[string]map[string]*series{}}
 	var s record.Summary
-	switch err := readJSON(filepath.Join(dir, "summary.json"), &s); {
+	switch err := readJSON(filepath.Join(dir, rundir.Summary), &s); {
 	case err == nil:
 		r.Summary = &s
 	case !errors.Is(err, fs.ErrNotExist):
 		r.note("summary.json: %v", why(err))
 	}
 	var p Plan
-	switch err := readJSON(filepath.Join(dir, "plan.json"), &p); {
+	switch err := readJSON(filepath.Join(dir, rundir.Plan), &p); {
 	case err == nil:
 		r.Plan = &p
 	case !errors.Is(err, fs.ErrNotExist):
 		r.note("plan.json: %v", why(err))
 	}
-	var rp record.Repro
-	switch err := readJSON(filepath.Join(dir, "repro.json"), &rp); {
+	switch rp, err := readRepro(filepath.Join(dir, rundir.Repro)); {
 	case err == nil:
-		r.Repro = &rp
+		r.Repro = rp
 	case !errors.Is(err, fs.ErrNotExist):
 		r.note("repro.json: %v", why(err))
 	}
@@ -134,6 +134,21 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
+// readRepro reads a repro.json of any format tfhive reads
+// (record.ReadRepro).
+func readRepro(path string) (*record.Repro, error) {
+	var raw json.RawMessage
+	if err := readJSON(path, &raw); err != nil {
+		return nil, err
+	}
+	rp, err := record.ReadRepro(raw)
+	var fe *record.ReproFormatError
+	if err != nil && !errors.As(err, &fe) {
+		err = errors.New("not a record tfhive writes")
+	}
+	return rp, err
+}
+
 // readCSVFile reads one of the run's CSV files, noting what went wrong;
 // a file that is not there is no news (no --sample, no --capture).
 func (r *Run) readCSVFile(name, header string, width int, row func([]string)) {
@@ -149,7 +164,7 @@ func (r *Run) readCSVFile(name, header string, width int, row func([]string)) {
 
 func (r *Run) readEvents() {
 	dropped := 0
-	r.readCSVFile("events.csv", "time,task,host,event,detail", 5, func(f []string) {
+	r.readCSVFile(rundir.Events, "time,task,host,event,detail", 5, func(f []string) {
 		t, ok := parseTime(f[0])
 		if !ok {
 			return
@@ -167,7 +182,7 @@ func (r *Run) readEvents() {
 
 func (r *Run) readGPU() {
 	n, dropped, nonFinite := 0, 0, 0
-	r.readCSVFile("gpu-usage.csv", "time,task,host,gpu,util_pct,mem_mib", 6, func(f []string) {
+	r.readCSVFile(rundir.GPUUsage, "time,task,host,gpu,util_pct,mem_mib", 6, func(f []string) {
 		t, ok := parseTime(f[0])
 		gpu, err1 := strconv.Atoi(f[3])
 		util, err2 := strconv.ParseFloat(f[4], 64)
@@ -205,7 +220,7 @@ func (r *Run) readGPU() {
 
 func (r *Run) readMetrics() {
 	n, dropped, nonFinite := 0, 0, 0
-	r.readCSVFile("metrics.csv", "time,task,name,value", 4, func(f []string) {
+	r.readCSVFile(rundir.Metrics, "time,task,name,value", 4, func(f []string) {
 		t, ok := parseTime(f[0])
 		v, err := strconv.ParseFloat(f[3], 64)
 		if !ok || err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe/testkit"
 )
 
@@ -107,19 +108,19 @@ func TestLoadBounded(t *testing.T) {
 	if _, err := Load(dir, "x"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("an empty dir: %v, want fs.ErrNotExist", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "plan.json"), []byte(`{"run_id": "x", "tasks": [{"id": "worker:0"}]}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.Plan), []byte(`{"run_id": "x", "tasks": [{"id": "worker:0"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	big := bytes.Repeat([]byte(" "), jsonMax+1)
-	if err := os.WriteFile(filepath.Join(dir, "summary.json"), big, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.Summary), big, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(dir, "gpu-usage.csv"), 0o644); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(dir, rundir.GPUUsage), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	long := "time,task,name,value\n2026-01-02T10:00:05.000Z,worker:0,loss," + strings.Repeat("9", csvMaxLine) + "\n" +
 		"2026-01-02T10:00:06.000Z,worker:0,loss,1\n"
-	if err := os.WriteFile(filepath.Join(dir, "metrics.csv"), []byte(long), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.Metrics), []byte(long), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
@@ -267,21 +268,21 @@ func TestAxesBounded(t *testing.T) {
 func TestReportOfExtremeRun(t *testing.T) {
 	for name, files := range map[string]map[string]string{
 		"events centuries apart": {
-			"events.csv": "time,task,host,event,detail\n1700-01-01T00:00:00.000Z,worker:0,h,start,attempt 0\n" +
+			rundir.Events: "time,task,host,event,detail\n1700-01-01T00:00:00.000Z,worker:0,h,start,attempt 0\n" +
 				"2262-04-12T00:00:00.000Z,worker:0,h,exit,code 0\n2999-01-01T00:00:00.000Z,,,timeout,\n",
 		},
 		"largest duration": {
-			"summary.json": `{"run_id": "x", "result": "succeeded", "started": "2026-01-02T10:00:00Z", "duration_ns": 9223372036854775807,
+			rundir.Summary: `{"run_id": "x", "result": "succeeded", "started": "2026-01-02T10:00:00Z", "duration_ns": 9223372036854775807,
 				"tasks": [{"id": "worker:0", "host": "h", "outcome": "exited", "exit_code": 0, "duration_ns": 9223372036854775807}]}`,
 		},
 		"metric values at the ends": {
-			"metrics.csv": "time,task,name,value\n2026-01-02T10:00:01.000Z,worker:0,loss,-1.7976931348623157e308\n" +
+			rundir.Metrics: "time,task,name,value\n2026-01-02T10:00:01.000Z,worker:0,loss,-1.7976931348623157e308\n" +
 				"2026-01-02T10:00:02.000Z,worker:0,loss,1.7976931348623157e308\n2026-01-02T10:00:03.000Z,worker:0,loss,5e-324\n",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			files["plan.json"] = `{"run_id": "x", "tasks": [{"id": "worker:0", "host": "h"}]}`
+			files[rundir.Plan] = `{"run_id": "x", "tasks": [{"id": "worker:0", "host": "h"}]}`
 			for f, s := range files {
 				if err := os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644); err != nil {
 					t.Fatal(err)
@@ -314,10 +315,10 @@ func TestReportOfExtremeRun(t *testing.T) {
 func TestNonFiniteMetricsSkipped(t *testing.T) {
 	dir := t.TempDir()
 	for f, s := range map[string]string{
-		"plan.json": `{"run_id": "x", "tasks": [{"id": "worker:0", "host": "h"}]}`,
-		"metrics.csv": "time,task,name,value\n2026-01-02T10:00:01.000Z,worker:0,loss,2.5\n2026-01-02T10:00:02.000Z,worker:0,loss,NaN\n" +
+		rundir.Plan: `{"run_id": "x", "tasks": [{"id": "worker:0", "host": "h"}]}`,
+		rundir.Metrics: "time,task,name,value\n2026-01-02T10:00:01.000Z,worker:0,loss,2.5\n2026-01-02T10:00:02.000Z,worker:0,loss,NaN\n" +
 			"2026-01-02T10:00:03.000Z,worker:0,loss,+Inf\n2026-01-02T10:00:04.000Z,worker:0,loss,1.5\n",
-		"gpu-usage.csv": "time,task,host,gpu,util_pct,mem_mib\n2026-01-02T10:00:01.000Z,worker:0,h,0,50,100\n" +
+		rundir.GPUUsage: "time,task,host,gpu,util_pct,mem_mib\n2026-01-02T10:00:01.000Z,worker:0,h,0,50,100\n" +
 			"2026-01-02T10:00:02.000Z,worker:0,h,0,nan,100\n2026-01-02T10:00:03.000Z,worker:0,h,0,60,-inf\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644); err != nil {

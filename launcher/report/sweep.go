@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 )
 
@@ -45,7 +46,7 @@ type Trial struct {
 
 // IsSweep says whether dir holds a sweep's record.
 func IsSweep(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, "sweep.json"))
+	st, err := os.Stat(filepath.Join(dir, rundir.Sweep))
 	return err == nil && st.Mode().IsRegular()
 }
 
@@ -53,7 +54,7 @@ func IsSweep(dir string) bool {
 // in root.
 func LoadSweep(root, dir string) (*Sweep, error) {
 	s := &Sweep{Dir: dir}
-	if err := readJSON(filepath.Join(dir, "sweep.json"), &s.Rec); err != nil {
+	if err := readJSON(filepath.Join(dir, rundir.Sweep), &s.Rec); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
@@ -74,7 +75,7 @@ func LoadSweep(root, dir string) (*Sweep, error) {
 			continue
 		}
 		var sum record.Summary
-		switch err := readJSON(filepath.Join(root, t.ID, "summary.json"), &sum); {
+		switch err := readJSON(filepath.Join(root, t.ID, rundir.Summary), &sum); {
 		case err == nil:
 			tr.Summary = &sum
 		case errors.Is(err, fs.ErrNotExist):

@@ -1,4 +1,4 @@
-package launcher
+package rundir
 
 import (
 	"errors"
@@ -11,8 +11,8 @@ import (
 	"github.com/tfhive/tfhive/probe/localfile"
 )
 
-// A run's local files (the log dir, console.log, plan.json, summary.json,
-// the tasks' logs, gpu-usage.csv, keeper.lock…) are written only where
+// A run's local files (its directory, the log dir, and every file in it:
+// the records, the tasks' logs, the lock) are written only where
 // no other user can have put a link or a file first, nor swap one in
 // later:
 //
@@ -36,17 +36,17 @@ import (
 // A relative path stops at the current directory: the kernel holds it by
 // its inode, whatever its name now leads to.
 
-// CheckLogDirPath says why dir may not be the run's log dir as far as
+// Check says why dir may not be the run's log dir as far as
 // its owners and links go, or nil. It creates nothing.
-func CheckLogDirPath(dir string) error {
-	_, err := logDirChain(dir)
+func Check(dir string) error {
+	_, err := chain(dir)
 	return err
 }
 
-// MakeLogDir creates the log dir dir and what is missing above it, then
-// checks the chain again (CheckLogDirPath).
-func MakeLogDir(dir string) error {
-	missing, err := logDirChain(dir)
+// Make creates the log dir dir and what is missing above it, then
+// checks the chain again (Check).
+func Make(dir string) error {
+	missing, err := chain(dir)
 	if err != nil {
 		return err
 	}
@@ -55,23 +55,23 @@ func MakeLogDir(dir string) error {
 			return err
 		}
 	}
-	if missing, err = logDirChain(dir); err == nil && len(missing) > 0 {
+	if missing, err = chain(dir); err == nil && len(missing) > 0 {
 		err = fmt.Errorf("%s could not be created", missing[0])
 	}
 	return err
 }
 
-// OpenLogFile opens a file of the run's log dir for writing, never
+// OpenFile opens a file of the run's log dir for writing, never
 // through a link: flag is O_CREATE|O_WRONLY with O_TRUNC, O_APPEND or
-// O_EXCL. The log dir is one of the run's own (MakeLogDir), so nobody
+// O_EXCL. The log dir is one of the run's own (Make), so nobody
 // else can have put anything in it; O_NOFOLLOW makes sure.
-func OpenLogFile(path string, flag int) (*os.File, error) {
+func OpenFile(path string, flag int) (*os.File, error) {
 	return os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
 }
 
-// logDirChain walks dir's path up from dir itself (see above) and
+// chain walks dir's path up from dir itself (see above) and
 // returns the directories to create, dir first.
-func logDirChain(dir string) (missing []string, err error) {
+func chain(dir string) (missing []string, err error) {
 	uid := os.Geteuid()
 	dir = filepath.Clean(dir)
 	for p := dir; ; {
@@ -92,7 +92,7 @@ func logDirChain(dir string) (missing []string, err error) {
 				if err != nil {
 					return nil, err
 				}
-				return logDirChain(to)
+				return chain(to)
 			}
 			// A link of yours or root's above: the run's own begin where
 			// it leads.
@@ -137,7 +137,3 @@ func checkAbove(p string, fi fs.FileInfo, uid int) error {
 	}
 	return nil
 }
-
-// WriteJSONFile writes v as an indented JSON document at path, whole or
-// not at all, as the run's own records are.
-func WriteJSONFile(path string, v any) error { return writeJSONFile(path, v) }

@@ -1,4 +1,4 @@
-package commands
+package rundir
 
 import (
 	"bufio"
@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/tfhive/tfhive/launcher"
 )
 
 // A run's lock is keeper.lock in its log dir, flock'ed exclusively by the
@@ -47,13 +45,13 @@ import (
 // runLockMode: only the run's user may open its lock.
 const runLockMode = 0o600
 
-// holdRunLock takes keeper.lock in the run's log dir for as long as the
+// HoldLock takes keeper.lock in the run's log dir for as long as the
 // run goes on; release lets go of it.
-func holdRunLock(dir string) (release func(), err error) {
-	if err := launcher.MakeLogDir(dir); err != nil {
+func HoldLock(dir string) (release func(), err error) {
+	if err := Make(dir); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
-	path := filepath.Join(dir, keeperLock)
+	path := filepath.Join(dir, Lock)
 	f, err := openRunLock(path, os.O_CREATE|os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
@@ -91,7 +89,7 @@ func holdRunLock(dir string) (release func(), err error) {
 			continue
 		}
 		foreign = false
-		// A reader of the user's (runGoesOn) lets go at once: the file
+		// A reader of the user's (GoesOn) lets go at once: the file
 		// is not replaced under it, or another tfhive of the user's
 		// could lock the old one once it has, and two would hold.
 		if try == runLockTries {
@@ -132,7 +130,7 @@ func holdRunLock(dir string) (release func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// runLockTries is how many times holdRunLock tries again, 10 ms apart,
+// runLockTries is how many times HoldLock tries again, 10 ms apart,
 // a lock one of the user's readers holds.
 const runLockTries = 20
 
@@ -141,9 +139,9 @@ func openRunLock(path string, flag int) (*os.File, error) {
 	return os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, runLockMode)
 }
 
-// runGoesOn says whether the run's tfhive still holds its lock.
-func runGoesOn(dir string) bool {
-	path := filepath.Join(dir, keeperLock)
+// GoesOn says whether the run's tfhive still holds its lock.
+func GoesOn(dir string) bool {
+	path := filepath.Join(dir, Lock)
 	// O_NONBLOCK: a FIFO in its place must not hang tfhive runs.
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
@@ -171,9 +169,9 @@ func runGoesOn(dir string) bool {
 // it waits on is still the run's (see above).
 const runEndPoll = time.Second
 
-// waitRunEnd blocks until the run's tfhive lets go of its lock.
-func waitRunEnd(ctx context.Context, dir string) error {
-	f, err := os.OpenFile(filepath.Join(dir, keeperLock), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+// WaitEnd blocks until the run's tfhive lets go of its lock.
+func WaitEnd(ctx context.Context, dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, Lock), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil // never started, or an older run: it is not running
 	}
@@ -198,7 +196,7 @@ func waitRunEnd(ctx context.Context, dir string) error {
 			// tfhive may have put a fresh lock in its place: the lock
 			// keeper.lock now names is asked. The blocked flock, on a
 			// file nobody of the run's holds, ends with the process.
-			if !runGoesOn(dir) {
+			if !GoesOn(dir) {
 				return nil
 			}
 		}

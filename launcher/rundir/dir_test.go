@@ -1,4 +1,4 @@
-package launcher
+package rundir
 
 import (
 	"errors"
@@ -93,7 +93,7 @@ func TestLogDirChain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tc.setup(t)
-			err := CheckLogDirPath(dir)
+			err := Check(dir)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -101,26 +101,26 @@ func TestLogDirChain(t *testing.T) {
 				t.Errorf("got %v, want …%s", err, tc.want)
 			}
 			if tc.want != "" {
-				// MakeLogDir refuses the same, and creates nothing.
-				if err := MakeLogDir(dir); err == nil {
-					t.Error("MakeLogDir accepted it")
+				// Make refuses the same, and creates nothing.
+				if err := Make(dir); err == nil {
+					t.Error("Make accepted it")
 				}
 				if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && localfile.Owner(fi) == 0 && fi.Mode().Perm() == 0o755 {
-					t.Errorf("MakeLogDir created %s", dir)
+					t.Errorf("Make created %s", dir)
 				}
 			}
 		})
 	}
 }
 
-// MakeLogDir creates what is missing, 0755 and yours; a directory of the
+// Make creates what is missing, 0755 and yours; a directory of the
 // chain that another user made meanwhile is refused after the fact.
-func TestMakeLogDir(t *testing.T) {
+func TestMake(t *testing.T) {
 	other, otherName := someoneElse(t)
 	shared := t.TempDir()
 	os.Chmod(shared, 0o777|os.ModeSticky)
 	dir := filepath.Join(shared, "tfhive-runs", "r1")
-	if err := MakeLogDir(dir); err != nil {
+	if err := Make(dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{dir, filepath.Dir(dir)} {
@@ -128,11 +128,11 @@ func TestMakeLogDir(t *testing.T) {
 			t.Errorf("%s: %v %v", p, fi.Mode(), err)
 		}
 	}
-	if err := MakeLogDir(dir); err != nil {
+	if err := Make(dir); err != nil {
 		t.Errorf("again: %v", err)
 	}
 	os.Chown(filepath.Dir(dir), other, -1)
-	if err := MakeLogDir(filepath.Join(filepath.Dir(dir), "r2")); err == nil || !strings.Contains(err.Error(), "owned by "+otherName) {
+	if err := Make(filepath.Join(filepath.Dir(dir), "r2")); err == nil || !strings.Contains(err.Error(), "owned by "+otherName) {
 		t.Errorf("after the chown: %v", err)
 	}
 }
@@ -144,23 +144,23 @@ func TestLogDirRelative(t *testing.T) {
 	cwd := t.TempDir()
 	t.Chdir(cwd)
 	os.Chmod(cwd, 0o777|os.ModeSticky)
-	if err := CheckLogDirPath("tfhive-runs/r1"); err != nil {
+	if err := Check("tfhive-runs/r1"); err != nil {
 		t.Errorf("root's sticky cwd: %v", err)
 	}
 	os.Chown(cwd, other, -1)
-	if err := CheckLogDirPath("tfhive-runs/r1"); err == nil || err.Error() != cwd+" is owned by "+otherName+", not by you or root" {
+	if err := Check("tfhive-runs/r1"); err == nil || err.Error() != cwd+" is owned by "+otherName+", not by you or root" {
 		t.Errorf("another user's cwd: %v", err)
 	}
 }
 
 // Files of the log dir are never opened through a link.
-func TestOpenLogFileNoFollow(t *testing.T) {
+func TestOpenFileNoFollow(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "precious")
 	os.WriteFile(target, []byte("keep"), 0o644)
 	os.Symlink(target, filepath.Join(dir, "worker-0.log"))
 	for _, flag := range []int{os.O_CREATE | os.O_WRONLY | os.O_TRUNC, os.O_CREATE | os.O_WRONLY | os.O_APPEND, os.O_CREATE | os.O_WRONLY | os.O_EXCL} {
-		if f, err := OpenLogFile(filepath.Join(dir, "worker-0.log"), flag); err == nil {
+		if f, err := OpenFile(filepath.Join(dir, "worker-0.log"), flag); err == nil {
 			f.Close()
 			t.Errorf("flag %#x: opened through the link", flag)
 		} else if !errors.Is(err, syscall.ELOOP) && !errors.Is(err, os.ErrExist) {

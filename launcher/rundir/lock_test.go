@@ -1,4 +1,4 @@
-package commands
+package rundir
 
 import (
 	"bufio"
@@ -37,22 +37,22 @@ func TestRunLockOwner(t *testing.T) {
 		t.Skip("no /proc/locks")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	release, err := holdRunLock(dir)
+	release, err := HoldLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock := filepath.Join(dir, keeperLock)
+	lock := filepath.Join(dir, Lock)
 	if fi, err := os.Stat(lock); err != nil || fi.Mode().Perm() != runLockMode {
 		t.Errorf("keeper.lock: %v %v, want mode 0600", fi.Mode(), err)
 	}
-	if !runGoesOn(dir) {
+	if !GoesOn(dir) {
 		t.Error("held by its run, the lock does not count")
 	}
-	if _, err := holdRunLock(dir); err == nil {
+	if _, err := HoldLock(dir); err == nil {
 		t.Error("a second run took the lock of a run that goes on")
 	}
 	release()
-	if runGoesOn(dir) {
+	if GoesOn(dir) {
 		t.Error("released, the lock still counts")
 	}
 
@@ -67,7 +67,7 @@ func TestRunLockOwner(t *testing.T) {
 	}
 	time.AfterFunc(50*time.Millisecond, func() { reader.Close() })
 	first, _ := os.Stat(lock)
-	release, err = holdRunLock(dir)
+	release, err = HoldLock(dir)
 	if err != nil {
 		t.Fatalf("a reader's lock kept the run from its own: %v", err)
 	}
@@ -94,16 +94,16 @@ func TestRunLockOwner(t *testing.T) {
 	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
 		t.Fatalf("the other user's flock: %q", line)
 	}
-	if runGoesOn(dir) {
+	if GoesOn(dir) {
 		t.Error("another user's lock counts as the run's")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := waitRunEnd(ctx, dir); err != nil {
-		t.Errorf("waitRunEnd on another user's lock: %v", err)
+	if err := WaitEnd(ctx, dir); err != nil {
+		t.Errorf("WaitEnd on another user's lock: %v", err)
 	}
 	before, _ := os.Stat(lock)
-	release, err = holdRunLock(dir)
+	release, err = HoldLock(dir)
 	if err != nil {
 		t.Fatalf("another user's lock kept the run from its own: %v", err)
 	}
@@ -112,7 +112,7 @@ func TestRunLockOwner(t *testing.T) {
 	if err != nil || os.SameFile(before, after) || after.Mode().Perm() != runLockMode {
 		t.Errorf("keeper.lock after: %v %v; want a fresh file, mode 0600", after, err)
 	}
-	if !runGoesOn(dir) {
+	if !GoesOn(dir) {
 		t.Error("the fresh lock does not count")
 	}
 	if left, _ := filepath.Glob(lock + ".*"); len(left) != 0 {
