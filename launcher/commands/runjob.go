@@ -6,6 +6,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/rundir"
+	"github.com/tfhive/tfhive/launcher/view"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/doctor"
@@ -25,7 +26,7 @@ type runJob struct {
 	logDir  string
 	console *launcher.Console
 	conlog  *launcher.ConsoleLog
-	wait    *waitLine
+	wait    *view.WaitLine
 	release func() // the run lock, once taken
 }
 
@@ -60,7 +61,7 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput) (*runJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runJob{logDir: o.runLogDir(req.RunID), wait: newWaitLine(o.Stderr, redraws(o.Stderr))}
+	r := &runJob{logDir: o.runLogDir(req.RunID), wait: view.NewWaitLine(o.Stderr, redraws(o.Stderr), func() int { return termWidth(o.Stderr) })}
 	if !in.keeper && o.trial == nil {
 		if err := checkLogDir(r.logDir, o.LogDir != ""); err != nil {
 			return nil, err
@@ -128,8 +129,8 @@ func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState,
 	}
 	req := r.spec.Request
 	h := job.Hooks{
-		Waiting: func(w job.Waiting) { r.wait.show(waiting(w.Err, w.Ahead, w.Queued, w.Left, w.Wait)) },
-		Waited:  r.wait.done,
+		Waiting: func(w job.Waiting) { r.wait.Show(view.WaitingFor(w.Err, w.Ahead, w.Queued, w.Left, w.Wait)) },
+		Waited:  r.wait.Done,
 		Claim: func(plan *schedule.Plan, inv inventory.Inventory, checked map[string]doctor.Host) error {
 			var err error
 			if r.release, err = rundir.HoldLock(r.logDir); err != nil {
