@@ -8,14 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/view"
-	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
@@ -53,13 +51,11 @@ func GC(ctx context.Context, o GCOptions) error {
 	if err != nil {
 		return err
 	}
-	p := &gcPass{reports: make([]codesync.GCReport, len(fleet.Hosts)), runs: make([]hostops.RunsGCReport, len(fleet.Hosts)),
-		errs: make([]error, len(fleet.Hosts)), sharedWith: make([]string, len(fleet.Hosts))}
-	p.scan(ctx, fleet, inv, o, treeKeep, runKeep)
-	if err := ctx.Err(); err != nil {
-		return err
+	execs := make([]remote.Executor, len(fleet.Hosts))
+	for i := range fleet.Hosts {
+		execs[i] = fleet.Executor(i)
 	}
-	p.share(ctx, fleet, inv, o, treeKeep)
+	p := hostops.GC(ctx, execs, inv, treeKeep, runKeep, o.DryRun, o.Hosts.Parallel)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -172,86 +168,8 @@ func gcLine(r codesync.GCReport, freed string, keep time.Duration) string {
 	return line
 }
 
-// gcPass is what gc learned and did on each host, by the fleet's index:
-// its --sync cache's report, its runs' and its error; sharedWith names
-// the host whose cache (one home) it shares.
-type gcPass struct {
-	reports    []codesync.GCReport
-	runs       []hostops.RunsGCReport
-	errs       []error
-	sharedWith []string
-}
-
-// scan lists, and takes away, what each host sees on its own.
-func (p *gcPass) scan(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, o GCOptions, treeKeep, runKeep time.Duration) {
-	var g errgroup.Group
-	g.SetLimit(max(o.Hosts.Parallel, 1))
-	for i, h := range inv.Hosts {
-		if h.Err != nil {
-			continue
-		}
-		g.Go(func() error {
-			// First only what each host sees: hosts that share one cache
-			// (one home) each see only their own processes.
-			p.reports[i], p.errs[i] = codesync.GC(ctx, fleet.Executor(i), treeKeep, true, nil)
-			if p.errs[i] == nil {
-				p.runs[i], p.errs[i] = hostops.GCRuns(ctx, fleet.Executor(i), runKeep, o.DryRun)
-			}
-			return nil
-		})
-	}
-	g.Wait()
-}
-
-// share decides once for each cache that hosts share.
-func (p *gcPass) share(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, o GCOptions, treeKeep time.Duration) {
-	// One cache, one verdict: a tree goes only if no host sharing the
-	// cache uses it, removed by the first of them; the others' lines
-	// say whose cache it is.
-	var g errgroup.Group
-	g.SetLimit(max(o.Hosts.Parallel, 1))
-	first := map[string]int{}
-	groups := map[int][]int{}
-	for i, h := range inv.Hosts {
-		if h.Err != nil || p.errs[i] != nil {
-			continue
-		}
-		key := p.reports[i].Home
-		if key == "" {
-			key = "host " + h.Name
-		}
-		f, seen := first[key]
-		if !seen {
-			first[key], f = i, i
-		} else {
-			p.sharedWith[i] = inv.Hosts[f].Name
-		}
-		groups[f] = append(groups[f], i)
-	}
-	for f, members := range groups {
-		g.Go(func() error {
-			var rs []codesync.GCReport
-			for _, i := range members {
-				rs = append(rs, p.reports[i])
-			}
-			only, merged := codesync.Shared(rs)
-			if !o.DryRun && len(only) > 0 {
-				if _, err := codesync.GC(ctx, fleet.Executor(f), treeKeep, false, only); err != nil {
-					p.errs[f] = err
-				}
-			}
-			p.reports[f] = merged
-			for _, i := range members[1:] {
-				p.reports[i] = codesync.GCReport{Dir: merged.Dir, Home: merged.Home}
-			}
-			return nil
-		})
-	}
-	g.Wait()
-}
-
 // report says, by host, what gc freed and kept, as lines or JSON.
-func (o GCOptions) report(inv inventory.Inventory, p *gcPass, treeKeep, runKeep time.Duration) error {
+func (o GCOptions) report(inv inventory.Inventory, p *hostops.GCPass, treeKeep, runKeep time.Duration) error {
 	freed, hosts := "freed", 0
 	if o.DryRun {
 		freed = "would free"
@@ -260,27 +178,27 @@ func (o GCOptions) report(inv inventory.Inventory, p *gcPass, treeKeep, runKeep 
 	var failed []string
 	out := gcJSON{DryRun: o.DryRun, Hosts: []gcHostJSON{}}
 	for i, h := range inv.Hosts {
-		hj := gcHostJSON{Host: h.Name, Dir: p.reports[i].Dir, CacheOf: p.sharedWith[i], Trees: []gcTreeJSON{}}
+		hj := gcHostJSON{Host: h.Name, Dir: p.Reports[i].Dir, CacheOf: p.SharedWith[i], Trees: []gcTreeJSON{}}
 		switch {
 		case h.Err != nil:
 			hj.Error, hj.Unreachable = h.Err.Message, true
-		case p.errs[i] != nil:
-			hj.Error = p.errs[i].Error()
-			failed = append(failed, h.Name+": "+p.errs[i].Error())
+		case p.Errs[i] != nil:
+			hj.Error = p.Errs[i].Error()
+			failed = append(failed, h.Name+": "+p.Errs[i].Error())
 		default:
 			hosts++
-			total += p.reports[i].Freed() + p.runs[i].Freed()
+			total += p.Reports[i].Freed() + p.Runs[i].Freed()
 			if !o.JSON {
-				if p.sharedWith[i] != "" {
-					fmt.Fprintf(o.Stdout, "%s: its --sync cache is %s's (one home): counted there\n", h.Name, p.sharedWith[i])
+				if p.SharedWith[i] != "" {
+					fmt.Fprintf(o.Stdout, "%s: its --sync cache is %s's (one home): counted there\n", h.Name, p.SharedWith[i])
 				} else {
-					fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(p.reports[i], freed, max(treeKeep, codesync.MinKeep)))
+					fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(p.Reports[i], freed, max(treeKeep, codesync.MinKeep)))
 				}
-				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, p.runs[i].Line(freed, runKeep))
+				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, p.Runs[i].Line(freed, runKeep))
 			}
 		}
-		hj.RunsDir, hj.Runs = p.runs[i].Dir, []gcRunJSON{}
-		for _, d := range p.runs[i].Runs {
+		hj.RunsDir, hj.Runs = p.Runs[i].Dir, []gcRunJSON{}
+		for _, d := range p.Runs[i].Runs {
 			gone := d.Kind == hostops.RunGone
 			hj.Runs = append(hj.Runs, gcRunJSON{RunID: d.Run, State: gcRunStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
 			if gone {
@@ -289,7 +207,7 @@ func (o GCOptions) report(inv inventory.Inventory, p *gcPass, treeKeep, runKeep 
 				hj.RunsKeptBytes += d.KiB * 1024
 			}
 		}
-		for _, d := range p.reports[i].Dirs {
+		for _, d := range p.Reports[i].Dirs {
 			gone := d.Kind == codesync.Removed || d.Kind == codesync.Stale
 			hj.Trees = append(hj.Trees, gcTreeJSON{Name: d.Name, State: gcStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
 			if gone {
