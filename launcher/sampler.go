@@ -11,6 +11,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/supervisor"
+	"github.com/tfhive/tfhive/schedule"
 )
 
 // sampler is one host's sampler: in the host's multiplexer (a kept
@@ -36,8 +37,8 @@ func (r *runner) startSamplers() {
 	r.usage.csv.appends = r.o.Relaunch != nil
 	r.samplers = map[string]*sampler{}
 	for i, rt := range r.tasks {
-		if len(rt.t.GPUs) > 0 {
-			r.usage.addTask(i, rt.t.ID, rt.t.Host, rt.t.GPUs)
+		if gpus := sampledGPUs(rt.t); len(gpus) > 0 {
+			r.usage.addTask(i, rt.t.ID, rt.t.Host, gpus)
 		}
 	}
 	for host := range r.usage.byHost {
@@ -187,4 +188,18 @@ func (w *sampleLines) end() {
 		w.book.endSample(w.host, w.at)
 	}
 	w.inside = false
+}
+
+// sampledGPUs are the GPUs of t that nvidia-smi --query-gpu -i can name:
+// not a MIG instance, whose index is tfhive's own and whose utilisation
+// nvidia-smi does not report.
+func sampledGPUs(t schedule.Task) []int {
+	var out []int
+	for i, g := range t.GPUs {
+		if i < len(t.GPUUUIDs) && strings.HasPrefix(t.GPUUUIDs[i], "MIG-") {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
 }

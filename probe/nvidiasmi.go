@@ -29,12 +29,15 @@ type smiFacts struct {
 const maxDriverErrorLen = 300
 
 // parseSMI interprets the exit status and combined stdout+stderr of
-// nvidia-smi as run by the probe script (under coreutils `timeout`).
+// nvidia-smi as run by the probe script (under coreutils `timeout`),
+// followed, on a host with a GPU in MIG mode, by `nvidia-smi -L`'s
+// (mig.go).
 //
 // GPUs is non-nil (possibly empty) exactly when the GPU list is known, so
 // that a host with zero GPUs serialises as "gpus": [] and one whose driver
 // failed as "gpus": null.
 func parseSMI(exitCode int, output []byte, timeout time.Duration) smiFacts {
+	output, list := cutMIGList(output)
 	switch exitCode {
 	case 0:
 		if !bytes.Contains(output, []byte("<nvidia_smi_log")) && hasNoDevices(output) {
@@ -44,6 +47,7 @@ func parseSMI(exitCode int, output []byte, timeout time.Duration) smiFacts {
 		if err != nil {
 			return smiFacts{DriverError: "cannot parse nvidia-smi output: " + err.Error()}
 		}
+		applyMIGList(gpus, list)
 		return smiFacts{Driver: log.Driver, CUDA: log.CUDA, GPUs: gpus}
 	case 124, 137:
 		// 124: timeout sent TERM; 137 = 128+KILL: it had to use -k, or the
@@ -122,7 +126,8 @@ type smiGPU struct {
 	MIGMode struct {
 		Current string `xml:"current_mig"`
 	} `xml:"mig_mode"`
-	Processes []smiProcess `xml:"processes>process_info"`
+	MIGDevices []smiMIGDevice `xml:"mig_devices>mig_device"`
+	Processes  []smiProcess   `xml:"processes>process_info"`
 	// 331.x-era drivers listed processes under compute_processes.
 	LegacyProcesses []smiProcess `xml:"compute_processes>process_info"`
 }
@@ -132,7 +137,21 @@ type smiMem struct {
 	Used  string `xml:"used"`
 }
 
+// smiMIGDevice is one MIG device (a compute instance of a GPU instance)
+// of a GPU in MIG mode. nvidia-smi gives its memory here but not its
+// UUID, which only `nvidia-smi -L` prints (mig.go).
+type smiMIGDevice struct {
+	Index    string `xml:"index"`
+	GI       string `xml:"gpu_instance_id"`
+	CI       string `xml:"compute_instance_id"`
+	FBMemory smiMem `xml:"fb_memory_usage"`
+}
+
 type smiProcess struct {
+	// On a GPU in MIG mode, the MIG device the process runs in ("N/A"
+	// otherwise).
+	GI         string `xml:"gpu_instance_id"`
+	CI         string `xml:"compute_instance_id"`
 	PID        string `xml:"pid"`
 	Type       string `xml:"type"`
 	Name       string `xml:"process_name"`
@@ -162,6 +181,7 @@ func parseNvidiaSMIXML(data []byte) (versions smiVersions, gpus []inventory.GPU,
 	}
 	versions = smiVersions{Driver: strings.TrimSpace(log.Driver), CUDA: strings.TrimSpace(log.CUDA)}
 	gpus = make([]inventory.GPU, 0, len(log.GPUs))
+	var instances []inventory.GPU
 	for i, g := range log.GPUs {
 		mem := g.FBMemory
 		if mem.Total == "" && mem.Used == "" && g.LegacyMemory != nil {
@@ -183,18 +203,36 @@ func parseNvidiaSMIXML(data []byte) (versions smiVersions, gpus []inventory.GPU,
 			MIG:            strings.EqualFold(strings.TrimSpace(g.MIGMode.Current), "Enabled"),
 			Processes:      make([]inventory.Process, 0, len(procs)),
 		}
+		var mine []inventory.GPU // this GPU's MIG instances
+		if gpu.MIG {
+			mine = migInstances(gpu, g.MIGDevices)
+		}
 		for _, p := range procs {
 			// An unreadable pid still means the GPU is in use, so the process
 			// is kept with PID 0 rather than dropped.
 			pid, _ := strconv.Atoi(strings.TrimSpace(p.PID))
-			gpu.Processes = append(gpu.Processes, inventory.Process{
+			proc := inventory.Process{
 				PID:           max(pid, 0),
 				Command:       strings.TrimSpace(p.Name),
 				UsedMemoryMiB: parseMiB(p.UsedMemory),
-			})
+			}
+			// A process in a MIG instance busies that instance, not its
+			// siblings; one nvidia-smi does not place stays on the GPU.
+			if k := instanceOf(mine, p.GI, p.CI); k >= 0 {
+				mine[k].Processes = append(mine[k].Processes, proc)
+				continue
+			}
+			gpu.Processes = append(gpu.Processes, proc)
 		}
 		gpus = append(gpus, gpu)
+		instances = append(instances, mine...)
 	}
+	// The instances are numbered after every physical GPU, so that a
+	// GPU's index stays nvidia-smi's (hosts file gpus:, --exclude).
+	for k := range instances {
+		instances[k].Index = len(gpus) + k
+	}
+	gpus = append(gpus, instances...)
 	return versions, gpus, nil
 }
 
@@ -236,7 +274,8 @@ func init() {
 		"remapped_rows", "ecc_errors", "retired_pages", "temperature", "gpu_power_readings", "module_power_readings",
 		"power_readings", "clocks", "max_clocks", "max_customer_boost_clocks", "applications_clocks",
 		"default_applications_clocks", "deferred_clocks", "clock_policy", "supported_gpu_target_temp", "voltage",
-		"encoder_stats", "fbc_stats", "inforom_version", "gpu_operation_mode", "gsp_firmware_version", "mig_devices"} {
+		"encoder_stats", "fbc_stats", "inforom_version", "gpu_operation_mode", "gsp_firmware_version", "device_attributes",
+		"ecc_error_count", "bar1_memory_usage"} {
 		unreadElements[name] = true
 	}
 }

@@ -78,6 +78,11 @@ func TestGoldenNvidiaSMI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A capture of a MIG host has `nvidia-smi -L`'s beside it, as
+			// NAME.list, which the probe script prints after it.
+			if list, err := os.ReadFile(strings.TrimSuffix(path, ".xml") + ".list"); err == nil {
+				data = append(append(data, "\n"+markMIG+"\n"...), list...)
+			}
 			checkGolden(t, path, parseSMI(code, data, 20*time.Second))
 		})
 	}
@@ -142,12 +147,19 @@ func TestParseNvidiaSMIXMLGoldens(t *testing.T) {
 			file:   "mig.xml",
 			driver: "535.129.03",
 			gpus: []inventory.GPU{
-				{Index: 0, UUID: a100u0, Name: a100, MemoryUsedMiB: ip(9813), MemoryTotalMiB: ip(40960), UtilizationPct: nil, MIG: true, Processes: []inventory.Process{
-					{PID: 73310, Command: "/home/李雷/venv/bin/python3", UsedMemoryMiB: ip(9764)},
-				}},
+				// The process of GPU instance 1 is its MIG device's: the
+				// GPU itself keeps none.
+				{Index: 0, UUID: a100u0, Name: a100, MemoryUsedMiB: ip(9813), MemoryTotalMiB: ip(40960), UtilizationPct: nil, MIG: true, Processes: []inventory.Process{}},
 				{Index: 1, UUID: a100u1, Name: a100, MemoryUsedMiB: ip(31221), MemoryTotalMiB: ip(40960), UtilizationPct: ip(97), Processes: []inventory.Process{
 					{PID: 73544, Command: "/usr/bin/python3", UsedMemoryMiB: ip(31206)},
 				}},
+				// Its MIG devices follow the physical GPUs, without UUIDs
+				// (-q -x has none).
+				{Index: 2, Name: a100, MemoryUsedMiB: ip(9777), MemoryTotalMiB: ip(19968), Processes: []inventory.Process{
+					{PID: 73310, Command: "/home/李雷/venv/bin/python3", UsedMemoryMiB: ip(9764)},
+				}, MIGInstance: &inventory.MIGInstance{Parent: 0, Device: 0, GPUInstanceID: 1, Unusable: migNoUUID}},
+				{Index: 3, Name: a100, MemoryUsedMiB: ip(13), MemoryTotalMiB: ip(19968), Processes: []inventory.Process{},
+					MIGInstance: &inventory.MIGInstance{Parent: 0, Device: 1, GPUInstanceID: 2, Unusable: migNoUUID}},
 			},
 		},
 	}

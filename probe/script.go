@@ -16,7 +16,8 @@ import (
 
 // The probe fetches everything tfhive needs from a host in one round trip
 // and one nvidia-smi run (each run can take seconds on a host without persistence
-// mode): the XML report, the owners of its GPU processes, the listening
+// mode; a host with a GPU in MIG mode has one more, `nvidia-smi -L`, in the
+// same round trip, for its MIG instances' UUIDs: mig.go): the XML report, the owners of its GPU processes, the listening
 // TCP ports, the interfaces' addresses (scripts/probe.sh), the claims
 // (scripts/claims.sh) and, for `tfhive ps`, what the user's kept runs'
 // directories say of the runs holding them (scripts/runs.sh).

@@ -156,16 +156,19 @@ func classifyGPU(h *inventory.HostInventory, g *inventory.GPU, a Availability) G
 	s := GPUStatus{Index: g.Index, State: Excluded}
 	switch {
 	case g.MIG:
-		// A MIG GPU is only usable through its instances' UUIDs, which the
-		// plan does not model; an index would give the task the whole card.
-		s.Reason = ReasonMIG
-	case h.Host.GPUs != nil && !slices.Contains(h.Host.GPUs, g.Index):
+		// A GPU in MIG mode is used through its instances' UUIDs (mig.go):
+		// its index would give a task the whole card, which CUDA cannot use.
+		s.Reason = migParentReason(h, g)
+	case g.MIGInstance != nil && g.MIGInstance.Unusable != "":
+		s.Reason = "MIG instance: " + g.MIGInstance.Unusable
+	case h.Host.GPUs != nil && !slices.Contains(h.Host.GPUs, g.Index) && (g.MIGInstance == nil || !slices.Contains(h.Host.GPUs, g.MIGInstance.Parent)):
+		// An instance is listed by its own index or its GPU's.
 		s.Reason = ReasonNotListed
 	case sameUUID(h, g) >= 0:
 		// Claims are named by UUID: two GPUs under one would share one
 		// claim, each run's claim of one failing as "taken" by the other.
 		s.Reason = fmt.Sprintf("nvidia-smi gives GPU %d the same UUID (%s): a claim could not tell them apart", sameUUID(h, g), g.UUID)
-	case a.Exclude.Has(h.Name, g.Index):
+	case a.Exclude.Has(h.Name, g.Index) || g.MIGInstance != nil && a.Exclude.Has(h.Name, g.MIGInstance.Parent):
 		s.Reason = ReasonExcluded
 	case claimOf(h, "gpu", g.Index) != nil && claimOf(h, "gpu", g.Index).Blocked != "":
 		s.State, s.Reason = Blocked, claimOf(h, "gpu", g.Index).Blocked+"; ask its owner or root to remove it"

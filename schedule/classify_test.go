@@ -31,7 +31,7 @@ func TestClassify(t *testing.T) {
 			{3, Busy, "mem 2000 MiB > 1024 MiB"},
 			{4, Free, ""},
 			{5, Free, ""},
-			{6, Excluded, "MIG enabled"},
+			{6, Excluded, ReasonMIGNoInstances},
 			{7, Excluded, "--exclude"}, // excluded wins over busy: waiting will not free it
 		},
 		{{0, Free, ""}, {1, Excluded, "not in hosts file gpus:"}, {2, Free, ""}},

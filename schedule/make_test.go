@@ -324,7 +324,7 @@ func TestMakeNotEnough(t *testing.T) {
 			msg: "not enough free GPUs: asked 8 (4 workers × 2), found 2",
 			details: []string{
 				"gpu01: 1 free (1); busy 2 (bob:1234 python), 3 (util 85% > 10%), 4 (mem 3000 MiB > 1024 MiB); excluded 0 (--exclude)",
-				"gpu02: 1 free (2); busy 1 (?:77 +1 more); excluded 0 (MIG enabled), 3 (not in hosts file gpus:)",
+				"gpu02: 1 free (2); busy 1 (?:77 +1 more); excluded 0 (MIG enabled, no MIG instances made on it), 3 (not in hosts file gpus:)",
 				"gpu03: unreachable: ssh: connect to host gpu03 port 22: connection refused",
 				"gpu04: no GPUs: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
 			},

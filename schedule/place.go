@@ -87,18 +87,27 @@ type placer struct {
 	reachable []int   // positions in inv.Hosts, input order
 	free      [][]int // per host: free GPU indices, ascending, not yet taken
 	ps        []int   // per host: ps tasks placed there
+	// mig: per host, which of free are MIG instances, each only ever a
+	// one-GPU task's (mig.go).
+	mig []map[int]bool
 }
 
 func newPlacer(inv inventory.Inventory, st [][]GPUStatus) *placer {
-	p := &placer{free: make([][]int, len(inv.Hosts)), ps: make([]int, len(inv.Hosts))}
+	p := &placer{free: make([][]int, len(inv.Hosts)), ps: make([]int, len(inv.Hosts)), mig: make([]map[int]bool, len(inv.Hosts))}
 	for i := range inv.Hosts {
 		if !inv.Hosts[i].Reachable() {
 			continue
 		}
 		p.reachable = append(p.reachable, i)
-		for _, s := range st[i] {
+		for j, s := range st[i] {
 			if s.State == Free {
 				p.free[i] = append(p.free[i], s.Index)
+				if inv.Hosts[i].GPUs[j].MIGInstance != nil {
+					if p.mig[i] == nil {
+						p.mig[i] = map[int]bool{}
+					}
+					p.mig[i][s.Index] = true
+				}
 			}
 		}
 		slices.Sort(p.free[i])
@@ -106,13 +115,30 @@ func newPlacer(inv inventory.Inventory, st [][]GPUStatus) *placer {
 	return p
 }
 
-func (p *placer) fits(h, n int) bool { return len(p.free[h]) >= n }
+// usable is what of host h's free GPUs a task of n GPUs may have: all of
+// them for one GPU, the whole GPUs (not MIG instances) for more.
+func (p *placer) usable(h, n int) []int {
+	if n <= 1 || len(p.mig[h]) == 0 {
+		return p.free[h]
+	}
+	var whole []int
+	for _, g := range p.free[h] {
+		if !p.mig[h][g] {
+			whole = append(whole, g)
+		}
+	}
+	return whole
+}
+
+func (p *placer) fits(h, n int) bool { return len(p.usable(h, n)) >= n }
 
 // take gives the lowest free indices: deterministic, and on most boards
-// neighbouring indices share a PCIe switch or NVLink.
+// neighbouring indices share a PCIe switch or NVLink. (MIG instances are
+// numbered after the whole GPUs, so a one-GPU task gets a whole GPU
+// while there is one.)
 func (p *placer) take(h, n int) spot {
-	g := slices.Clone(p.free[h][:n])
-	p.free[h] = p.free[h][n:]
+	g := slices.Clone(p.usable(h, n)[:n])
+	p.free[h] = slices.DeleteFunc(p.free[h], func(x int) bool { return slices.Contains(g, x) })
 	if g == nil {
 		g = []int{}
 	}

@@ -161,6 +161,7 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 	st := classify(inv, req.Availability)
 	applyPolicy(inv, st, &req)
 	applyQueue(inv, st, &req)
+	migForRequest(inv, st, &req)
 	capSlots(inv, st)
 	shapeHosts(inv, st, req.RanksPerHost, req.GPUsPerWorker)
 	ds := demands(&req)
@@ -216,7 +217,7 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 		}
 		t.Env = map[string]string{
 			"TF_CONFIG":            t.TFConfig,
-			"CUDA_VISIBLE_DEVICES": joinInts(t.GPUs),
+			"CUDA_VISIBLE_DEVICES": visibleDevices(h, t.GPUs),
 			// CUDA numbers GPUs fastest-first by default; nvidia-smi's
 			// indices, which the plan uses, are PCI bus order.
 			"CUDA_DEVICE_ORDER": "PCI_BUS_ID",
@@ -275,7 +276,7 @@ func argv(req *Request, p *Plan, t *Task, h *inventory.HostInventory) ([]string,
 		"run_id":       req.RunID,
 		"host":         t.Host,
 		"port":         strconv.Itoa(t.Port),
-		"gpus":         joinInts(t.GPUs),
+		"gpus":         visibleDevices(h, t.GPUs),
 		"code_dir":     h.CodeDir,
 	}
 	return Substitute(req.Command, vals, req.TFFlags)

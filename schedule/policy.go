@@ -55,8 +55,13 @@ func applyPolicy(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 				continue
 			}
 			for j := range st[i] {
-				if slices.Contains(r.GPUs, st[i][j].Index) {
-					refuse(j, fmt.Sprintf("GPU %d is reserved for group %s (%s%s, host time)", st[i][j].Index, r.Group, days(r.Days), r.Hours))
+				// A GPU in MIG mode is reserved with its instances.
+				gpu := st[i][j].Index
+				if m := h.GPUs[j].MIGInstance; m != nil && slices.Contains(r.GPUs, m.Parent) {
+					gpu = m.Parent
+				}
+				if slices.Contains(r.GPUs, gpu) {
+					refuse(j, fmt.Sprintf("GPU %d is reserved for group %s (%s%s, host time)", gpu, r.Group, days(r.Days), r.Hours))
 				}
 			}
 		}

@@ -149,7 +149,8 @@ func fitTicket(inv inventory.Inventory, st [][]GPUStatus, e QueueEntry) (taken [
 			}
 			var free [][2]int
 			for j, s := range st[i] {
-				if s.State == Free && !used[[2]int{i, j}] {
+				// A MIG instance is only a one-GPU task's (mig.go).
+				if s.State == Free && !used[[2]int{i, j}] && (n == 1 || h.GPUs[j].MIGInstance == nil) {
 					free = append(free, [2]int{i, j})
 				}
 			}

@@ -75,8 +75,8 @@ func TestStatusMixedFleet(t *testing.T) {
 			t.Errorf("a continuation line:\n%s", line)
 		}
 	}
-	if len(lines) != 1+2+4+2+2+1+1 {
-		t.Errorf("%d lines, want a header and 12 rows:\n%s", len(lines), r.stdout)
+	if len(lines) != 1+2+4+2+4+1+1 {
+		t.Errorf("%d lines, want a header and 14 rows:\n%s", len(lines), r.stdout)
 	}
 	if rows := rowsOf(r.stdout, "gpu-nodriver"); len(rows) != 1 || rows[0][6] != nodriverReason {
 		t.Errorf("gpu-nodriver's reason is not whole on its row:\n%s", r.stdout)
@@ -84,24 +84,29 @@ func TestStatusMixedFleet(t *testing.T) {
 	if rows := rowsOf(r.stdout, "cpu-only"); len(rows) != 1 || rows[0][5] != "no-gpus" {
 		t.Errorf("cpu-only rows %v", rows)
 	}
+	// GPU 0 in MIG mode is used as its two instances, the first busy with
+	// the process the capture puts in its GPU instance, the second free;
+	// GPU 1 is whole (and busy).
 	mig := rowsOf(r.stdout, "gpu-mig")
-	var sawMIG bool
-	for _, row := range mig {
-		if row[5] == "excluded" && strings.Contains(row[len(row)-1], "MIG") {
-			sawMIG = true
-		}
-	}
-	if !sawMIG {
-		t.Errorf("gpu-mig: want a MIG GPU shown excluded, got %v", mig)
+	if len(mig) != 4 || mig[0][5] != "excluded" || mig[0][6] != "MIG enabled: used as its MIG instances 2,3" ||
+		mig[2][2] != "MIG 3g.20gb of GPU 0" || mig[2][5] != "busy" || !strings.Contains(mig[2][6], "/home/李雷/venv/bin/python3") ||
+		mig[3][2] != "MIG 3g.20gb of GPU 0" || mig[3][5] != "free" || mig[3][3] != "13/19968 MiB" {
+		t.Errorf("gpu-mig: want GPU 0 excluded for its 2 MIG instances, one busy, one free; got %v", mig)
 	}
 	if rows := rowsOf(r.stdout, "gpu-na"); len(rows) == 0 || !strings.Contains(r.stdout, "N/A") {
 		t.Errorf("gpu-na: want rows with N/A fields, got %v", rows)
 	}
 
-	// One nvidia-smi run per host per status: each can take seconds.
+	// One nvidia-smi run per host per status: each can take seconds. A
+	// host with a GPU in MIG mode has one more, nvidia-smi -L, for its
+	// instances' UUIDs.
 	for _, h := range f.Hosts {
-		if h.GPU != "" && h.SMICalls() != 1 {
-			t.Errorf("%s: nvidia-smi ran %d times, want 1", h.Name, h.SMICalls())
+		want := 1
+		if h.Name == "gpu-mig" {
+			want = 2
+		}
+		if h.GPU != "" && h.SMICalls() != want {
+			t.Errorf("%s: nvidia-smi ran %d times, want %d", h.Name, h.SMICalls(), want)
 		}
 	}
 	testkit.Golden(t, filepath.Join(sshtest.RepoRoot(), "testdata", "e2e", "status-mixed.txt"), []byte(normalizePIDs(r.stdout, f)))

@@ -118,7 +118,7 @@ func gpuSection(snap *Snapshot, color bool) section {
 			if i < len(snap.Status) && j < len(snap.Status[i]) {
 				st = snap.Status[i][j]
 			}
-			rows = append(rows, []string{h.Name, strconv.Itoa(g.Index), util(g), memory(g), string(st.State), holder(&h, g, st)})
+			rows = append(rows, []string{h.Name, view.GPUIndex(g), util(g), memory(g), string(st.State), holder(&h, g, st)})
 		}
 	}
 	paint := map[int]func(string) string{}

@@ -53,7 +53,12 @@ func (s *Snapshot) gpuCount() (total, free int) {
 		if h.Err != nil || i >= len(s.Status) {
 			continue
 		}
-		for _, st := range s.Status[i] {
+		for j, st := range s.Status[i] {
+			// A GPU in MIG mode is counted as its instances, which
+			// follow it: tasks are given those, never it.
+			if j < len(h.GPUs) && h.GPUs[j].MIG {
+				continue
+			}
 			total++
 			if st.State == schedule.Free {
 				free++

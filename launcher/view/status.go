@@ -47,7 +47,7 @@ func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUS
 		}
 		for j, g := range h.GPUs {
 			s := st[i][j]
-			rows = append(rows, []string{h.Name, strconv.Itoa(g.Index), g.Name, memory(g), util(g), string(s.State), detail(g, s)})
+			rows = append(rows, []string{h.Name, strconv.Itoa(g.Index), GPUName(g), memory(g), util(g), string(s.State), detail(g, s)})
 		}
 	}
 	var sgr func(row, col int) string
@@ -67,6 +67,28 @@ func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUS
 }
 
 var statusHeader = []string{"HOST", "GPU", "NAME", "MEMORY", "UTIL", "STATE", "DETAIL"}
+
+// GPUName is a GPU's model, or for a MIG instance its profile and the
+// GPU it is a slice of: "MIG 1g.10gb of GPU 0".
+func GPUName(g inventory.GPU) string {
+	m := g.MIGInstance
+	if m == nil {
+		return g.Name
+	}
+	if m.Profile == "" {
+		return fmt.Sprintf("MIG device %d of GPU %d", m.Device, m.Parent)
+	}
+	return fmt.Sprintf("MIG %s of GPU %d", m.Profile, m.Parent)
+}
+
+// GPUIndex is a GPU's index, or for a MIG instance its index and the
+// GPU it is a slice of, "2 (MIG of 0)", where no column names it.
+func GPUIndex(g inventory.GPU) string {
+	if g.MIGInstance == nil {
+		return strconv.Itoa(g.Index)
+	}
+	return fmt.Sprintf("%d (MIG of %d)", g.Index, g.MIGInstance.Parent)
+}
 
 func memory(g inventory.GPU) string {
 	return fmt.Sprintf("%s/%s MiB", intOr(g.MemoryUsedMiB, "?"), intOr(g.MemoryTotalMiB, "?"))

@@ -66,3 +66,33 @@ func TestWriteStatus(t *testing.T) {
 		t.Errorf("document read back: %+v", doc)
 	}
 }
+
+// A GPU in MIG mode is shown with its instances after the host's GPUs,
+// each with its profile, its GPU, its own memory and its processes, as
+// schedule.Classify states them.
+func TestWriteStatusMIG(t *testing.T) {
+	n := func(v int) *int { return &v }
+	inst := func(i, dev int, uuid, profile string, used int, ps ...inventory.Process) inventory.GPU {
+		return inventory.GPU{Index: i, UUID: uuid, Name: "NVIDIA A100-SXM4-40GB", MemoryUsedMiB: n(used), MemoryTotalMiB: n(9728),
+			Processes:   append([]inventory.Process{}, ps...),
+			MIGInstance: &inventory.MIGInstance{Parent: 0, Device: dev, GPUInstanceID: dev + 1, Profile: profile}}
+	}
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{{Name: "gpu-mig", GPUs: []inventory.GPU{
+		{Index: 0, UUID: "GPU-0", Name: "NVIDIA A100-SXM4-40GB", MIG: true, MemoryUsedMiB: n(4100), MemoryTotalMiB: n(40960), Processes: []inventory.Process{}},
+		{Index: 1, UUID: "GPU-1", Name: "NVIDIA A100-SXM4-40GB", MemoryUsedMiB: n(0), MemoryTotalMiB: n(40960), UtilizationPct: n(0), Processes: []inventory.Process{}},
+		inst(2, 0, "MIG-a", "2g.10gb", 4053, inventory.Process{PID: 77, User: "bob", Command: "python serve.py"}),
+		inst(3, 1, "MIG-b", "2g.10gb", 12),
+		inst(4, 2, "", "", 12),
+	}}}}
+	inv.Hosts[0].GPUs[4].MIGInstance.Unusable = "nvidia-smi -L gave no UUID for it"
+	st := schedule.Classify(inv, schedule.Availability{MaxUtilPct: 10, MaxMemMiB: 1024})
+	var txt, js bytes.Buffer
+	if err := WriteStatusTable(&txt, inv, st, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteStatusJSON(&js, inv, st); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Golden(t, filepath.Join(statusGoldenDir, "mig.txt"), txt.Bytes())
+	testkit.Golden(t, filepath.Join(statusGoldenDir, "mig.json"), js.Bytes())
+}

@@ -109,14 +109,40 @@ func (h *HostInventory) Reachable() bool { return h.Err == nil }
 type GPU struct {
 	// Index is nvidia-smi's index (PCI bus order), which is what
 	// CUDA_VISIBLE_DEVICES means once CUDA_DEVICE_ORDER=PCI_BUS_ID.
-	Index          int       `json:"index"`
-	UUID           string    `json:"uuid"`
-	Name           string    `json:"name"`
-	MemoryUsedMiB  *int      `json:"memory_used_mib"`
-	MemoryTotalMiB *int      `json:"memory_total_mib"`
-	UtilizationPct *int      `json:"utilization_pct"`
-	MIG            bool      `json:"mig,omitempty"`
-	Processes      []Process `json:"processes"`
+	Index          int    `json:"index"`
+	UUID           string `json:"uuid"`
+	Name           string `json:"name"`
+	MemoryUsedMiB  *int   `json:"memory_used_mib"`
+	MemoryTotalMiB *int   `json:"memory_total_mib"`
+	UtilizationPct *int   `json:"utilization_pct"`
+	// MIG: the GPU is in MIG mode; CUDA reaches it only through its MIG
+	// instances, which follow the host's physical GPUs in its GPU list.
+	MIG       bool      `json:"mig,omitempty"`
+	Processes []Process `json:"processes"`
+	// MIGInstance is set on a MIG instance's entry (nil on a physical
+	// GPU): its Index is the host's next free number after its physical
+	// GPUs (nvidia-smi numbers MIG devices per GPU only), its UUID the
+	// MIG-… one CUDA_VISIBLE_DEVICES takes, its memory and processes its
+	// own; its utilization is unknown (nvidia-smi reports none per
+	// instance).
+	MIGInstance *MIGInstance `json:"mig_instance,omitempty"`
+}
+
+// MIGInstance says which slice of which GPU a MIG instance's entry is.
+type MIGInstance struct {
+	// Parent is the index of the GPU it is a slice of.
+	Parent int `json:"parent"`
+	// Device is nvidia-smi's MIG device index on that GPU ("Device N" in
+	// `nvidia-smi -L`, <mig_device><index> in `-q -x`).
+	Device            int `json:"device"`
+	GPUInstanceID     int `json:"gpu_instance_id"`
+	ComputeInstanceID int `json:"compute_instance_id"`
+	// Profile is the instance's profile, "1g.10gb" ("" when `nvidia-smi
+	// -L` did not list it).
+	Profile string `json:"profile,omitempty"`
+	// Unusable, when set, says why no task may be given this instance
+	// (no UUID from `nvidia-smi -L`, or one a claim cannot be named by).
+	Unusable string `json:"unusable,omitempty"`
 }
 
 // Process is a compute process running on a GPU.

@@ -31,6 +31,16 @@ else
 fi;
 echo @@tfhive-smi "$rc";
 printf '%s\n' "$out";
+# A GPU in MIG mode is used through its MIG devices, whose UUIDs only
+# `nvidia-smi -L` prints (probe/mig.go): run it then, and only then.
+case $out in *'<current_mig>Enabled</current_mig>'*)
+  echo @@tfhive-mig;
+  if command -v timeout >/dev/null 2>&1; then
+    timeout -k 2 "$t" nvidia-smi -L </dev/null 2>&1;
+  else
+    nvidia-smi -L </dev/null 2>&1;
+  fi;;
+esac;
 echo @@tfhive-ps;
 case $out in *'<pid>'*)
   p=; q=;
