@@ -2,18 +2,16 @@ package commands
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
-	"github.com/tfhive/tfhive/launcher/view"
 )
 
 // runInput is what Run checked of its options before any host is
@@ -31,6 +29,21 @@ type runInput struct {
 // run or, under --wait, there were not enough GPUs, and relaunches after
 // a lost host). A run that did not succeed is a *RunFailedError.
 func Run(ctx context.Context, o RunOptions) error {
+	_, err := run(ctx, o, runAs{})
+	return err
+}
+
+// runAs is what the caller of run knows besides the options: the run
+// that a rerun runs again, the --sync tree when it has listed and hashed
+// it already (a rerun, for its comparison; a sweep, once for all its
+// trials; nil: run prepares it).
+type runAs struct {
+	rerunOf string
+	tree    *codesync.Tree
+}
+
+// run is Run, which also returns the summary (nil when nothing ran).
+func run(ctx context.Context, o RunOptions, as runAs) (*record.Summary, error) {
 	// A run is a long, mostly idle supervisor of many streams whose CPU
 	// goes on starting them: collecting garbage more often keeps its heap
 	// near what is live, for a few milliseconds of CPU. GOGC, when set,
@@ -40,10 +53,10 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	in, err := o.input()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if o.Detach && !in.keeper {
-		return detach(o)
+		return nil, detach(o)
 	}
 	if in.keeper {
 		// The first tfhive chose the run id and made the log dir.
@@ -51,16 +64,16 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer fleet.Close()
-	r, err := o.newJob(fleet, in)
+	r, err := o.newJob(fleet, in, as)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer r.close()
 	sum, err := job.Run(ctx, r.spec, r.hooks)
-	return o.finish(sum, err, r)
+	return sum, o.finish(sum, err, r)
 }
 
 // input refuses, before anything else, what no run of o could do, and
@@ -96,47 +109,6 @@ func (o *RunOptions) input() (runInput, error) {
 	}
 	in.out, in.color = out, color
 	return in, nil
-}
-
-// finish closes the console, prints the summary (also into console.log)
-// and the report, and says how the run ended.
-func (o *RunOptions) finish(sum *record.Summary, err error, r *runJob) error {
-	if cerr := r.console.Close(); err == nil {
-		err = cerr
-	}
-	if r.conlog != nil {
-		if sum != nil {
-			view.WriteSummary(r.conlog, sum)
-		}
-		r.conlog.Close()
-	}
-	if sum == nil {
-		return err
-	}
-	if o.JSON {
-		record.WriteSummaryJSON(o.Stdout, sum)
-	} else {
-		view.WriteSummary(o.Stdout, sum)
-	}
-	var recErr *record.RecordError
-	if !errors.As(err, &recErr) {
-		// After the summary, which the user reads meanwhile; not where
-		// the summary could not be written.
-		writeRunReport(r.logDir, sum.RunID, o.Stderr)
-	}
-	if errors.As(err, &recErr) && sum.ExitCode != 0 {
-		// A failed run keeps its own exit code: what the task said
-		// matters more to a script than the local record.
-		fmt.Fprintf(o.Stderr, "tfhive: error: %v\n", err)
-		err = nil
-	}
-	if err != nil {
-		return err
-	}
-	if sum.ExitCode != 0 {
-		return &RunFailedError{Summary: sum}
-	}
-	return nil
 }
 
 // runLogDir is the run's log dir: --log-dir, or tfhive-runs/RUN_ID.

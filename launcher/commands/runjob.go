@@ -40,9 +40,12 @@ func (r *runJob) close() {
 
 // newJob reads what is left of o (the --sync tree, the request, --env,
 // --check's modules) and makes the run's job over fleet.
-func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput) (*runJob, error) {
+func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob, error) {
 	var err error
-	tree := o.tree
+	tree := as.tree
+	if tree == nil {
+		tree = o.tree
+	}
 	if tree == nil {
 		if tree, err = o.Job.prepareSync(o.LogDir, o.Stderr); err != nil {
 			return nil, err
@@ -96,7 +99,7 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput) (*runJob, error) {
 		r.console.Record(r.conlog)
 	}
 	r.spec.Engine = o.engine(fleet, env, in, r)
-	r.hooks = o.hooks(r, fleet, launched, tree)
+	r.hooks = o.hooks(r, fleet, launched, tree, as)
 	return r, nil
 }
 
@@ -122,7 +125,7 @@ func (o *RunOptions) engine(fleet *probe.Fleet, env map[string]string, in runInp
 // hooks are what the run does at the job's steps: its wait line, the run
 // lock and repro.json before the first claims, the keeper's word once
 // started, the signals while tasks run; a sweep's trial's book.
-func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState, tree *codesync.Tree) job.Hooks {
+func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState, tree *codesync.Tree, as runAs) job.Hooks {
 	sigs := o.Signals
 	if sigs == nil {
 		sigs = NewSignals(func(error) {})
@@ -136,7 +139,7 @@ func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState,
 			if r.release, err = rundir.HoldLock(r.logDir); err != nil {
 				return err
 			}
-			writeRepro(r.logDir, newRepro(*o, req.RunID, launched, fleet, tree, plan, inv, checked), o.Stderr)
+			writeRepro(r.logDir, newRepro(*o, as, req.RunID, launched, fleet, tree, plan, inv, checked), o.Stderr)
 			return nil
 		},
 		Started: func() {

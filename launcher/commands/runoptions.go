@@ -63,9 +63,6 @@ type RunOptions struct {
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *Signals `json:"-"`
-	// rerun: this run runs the recorded one again (rerun.go); nil
-	// otherwise.
-	rerun *rerunOf
 	// trial, set by a sweep, makes this run one of its trials
 	// (sweep.go): never a keeper, even in a detached sweep's, and its log
 	// dir made and checked by the sweep.
