@@ -16,7 +16,7 @@ func TestScriptsShellcheck(t *testing.T) {
 // What is sent means what the files say: comments dropped, and the
 // command line's scripts joined into one line.
 func TestScriptsSentAsWritten(t *testing.T) {
-	for name, s := range map[string]shscript.Script{"find-run.sh": findRunSh, "logs.sh": logsSh} {
+	for name, s := range map[string]shscript.Script{"find-run.sh": findRunSh, "logs.sh": logsSh, "set-aside.sh": setAsideSh} {
 		shscripttest.SameMeaning(t, name, s)
 	}
 }

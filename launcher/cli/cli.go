@@ -247,7 +247,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			},
 			{
 				Name:      "attach",
-				Usage:     "follow a detached run's console from its start, then live, and exit with its code; Ctrl-C only detaches; with -H or --hosts, find the run on the hosts and become its keeper",
+				Usage:     "follow a detached run's console from its start, then live, and exit with its code; Ctrl-C only detaches; with -H or --hosts, find the run on the hosts and become its keeper (of a sweep, of its trials still running)",
 				ArgsUsage: "[RUN_ID]",
 				Flags: join([]cli.Flag{logDirFlag(), &cli.Int64Flag{Name: "since", Usage: "start at this `BYTE` of the console instead of its start"},
 					&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "with -H or --hosts: time `D` between SIGTERM and SIGKILL when stopping tasks"},

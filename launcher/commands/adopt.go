@@ -14,7 +14,6 @@ import (
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
-	"github.com/tfhive/tfhive/schedule"
 )
 
 // adopt is `tfhive attach RUN -H …`: this tfhive finds the run on the
@@ -47,20 +46,16 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		return err
 	}
 	defer fleet.Close()
-	found, err := findKept(ctx, fleet, o, caps)
+	lo, execs, err := findKept(ctx, fleet, o, caps)
 	if err != nil {
 		return err
 	}
 	console := launcher.NewColorConsole(o.Stdout, isTerminal(o.Stdout), color)
-	lo := launcher.Options{
-		Plan: found.plan, Hosts: found.hostOf, Execs: map[string]remote.Executor{},
-		LogDir: dir, Grace: o.Grace, KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
-		Console: console, Reconnect: o.Reconnect, Redial: fleet.Redial,
-		Adopted: true, Gen: found.gen + 1, Captures: caps, Sample: launcher.DefaultSample,
-	}
-	lo.Restart, lo.Mark, lo.Attempts = launcher.AdoptedRestart(o.RunID, found.runs)
-	for _, h := range found.plan.Hosts() {
-		lo.Execs[h] = found.execs[h]
+	lo.Execs = map[string]remote.Executor{}
+	lo.LogDir, lo.Grace, lo.KeepAlive, lo.Parallel = dir, o.Grace, fleet.KeepAlive, o.Hosts.Parallel
+	lo.Console, lo.Reconnect, lo.Redial, lo.Captures = console, o.Reconnect, fleet.Redial, caps
+	for _, h := range lo.Plan.Hosts() {
+		lo.Execs[h] = execs[h]
 	}
 	release, err := rundir.HoldLock(dir)
 	if err != nil {
@@ -95,20 +90,27 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	return adoptedEnd(o, dir, console, res.sum, res.err)
 }
 
-// keptRun is a run found kept on the hosts, for adopt.
-type keptRun struct {
-	plan   *schedule.Plan
-	gen    int
-	runs   []launcher.FoundRun
-	execs  map[string]remote.Executor
-	hostOf map[string]inventory.Host
+// adoptedRun is what a keeper that adopts run id runs (launcher.RunPlan,
+// Adopted), as far as the hosts' answers (found) say: the plan, a keeper
+// generation above the newest on record, the restart policy and each
+// task's attempt. The caller adds the connections, log dir and console.
+// attach -H and a resumed sweep's trials (sweepadopt.go) adopt alike.
+func adoptedRun(id string, found []launcher.FoundRun) (launcher.Options, error) {
+	plan, gen, err := launcher.AdoptedPlan(id, found)
+	if err != nil {
+		return launcher.Options{}, err
+	}
+	lo := launcher.Options{Plan: plan, Adopted: true, Gen: gen + 1, Sample: launcher.DefaultSample}
+	lo.Restart, lo.Mark, lo.Attempts = launcher.AdoptedRestart(id, found)
+	return lo, nil
 }
 
-// findKept probes the fleet and finds the run on its hosts.
-func findKept(ctx context.Context, fleet *probe.Fleet, o FollowOptions, caps *launcher.Captures) (*keptRun, error) {
+// findKept probes the fleet and finds the run on its hosts: what a keeper
+// that adopts it runs, with its hosts, and the connections that answered.
+func findKept(ctx context.Context, fleet *probe.Fleet, o FollowOptions, caps *launcher.Captures) (launcher.Options, map[string]remote.Executor, error) {
 	inv, err := probeAll(ctx, fleet)
 	if err != nil {
-		return nil, err
+		return launcher.Options{}, nil, err
 	}
 	execs := map[string]remote.Executor{}
 	hostOf := map[string]inventory.Host{}
@@ -120,8 +122,8 @@ func findKept(ctx context.Context, fleet *probe.Fleet, o FollowOptions, caps *la
 			searched = append(searched, h.Name)
 		}
 	}
-	runs := launcher.FindRun(ctx, execs, o.RunID, o.Hosts.Parallel)
-	plan, gen, err := launcher.AdoptedPlan(o.RunID, runs)
+	found := launcher.FindRun(ctx, execs, o.RunID, o.Hosts.Parallel)
+	lo, err := adoptedRun(o.RunID, found)
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, launcher.ErrNoSuchRun) {
@@ -130,14 +132,15 @@ func findKept(ctx context.Context, fleet *probe.Fleet, o FollowOptions, caps *la
 		if uerr := job.Unreachable(inv); uerr != nil {
 			msg += " (" + uerr.Error() + ")"
 		}
-		return nil, &NoRunError{Msg: msg}
+		return launcher.Options{}, nil, &NoRunError{Msg: msg}
 	}
 	if caps != nil && caps.From != "" {
-		if err := knownTask("--capture-from", caps.From, planTaskIDs(plan)); err != nil {
-			return nil, err
+		if err := knownTask("--capture-from", caps.From, planTaskIDs(lo.Plan)); err != nil {
+			return launcher.Options{}, nil, err
 		}
 	}
-	return &keptRun{plan: plan, gen: gen, runs: runs, execs: execs, hostOf: hostOf}, nil
+	lo.Hosts = hostOf
+	return lo, execs, nil
 }
 
 // adoptedEnd prints the adopted run's summary and report, and says how

@@ -165,6 +165,16 @@ func Attach(ctx context.Context, o FollowOptions) error {
 		return err
 	}
 	if o.Adopt {
+		if o.LogDir == "" && checkRunID("", o.RunID) == nil {
+			// A sweep of this log root: its trials are adopted.
+			rec, ok, err := readSweep(rundir.Path(o.RunID))
+			if err != nil {
+				return err
+			}
+			if ok {
+				return adoptSweep(ctx, o, rec)
+			}
+		}
 		return adopt(ctx, o)
 	}
 	if len(o.Capture) > 0 || o.CaptureFrom != "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,8 @@ import (
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -55,6 +58,9 @@ type SweepOptions struct {
 	Sort        string
 	Reverse     bool
 	CSV         bool // the table as CSV; Run.JSON as JSON
+	// adoptOnly: tfhive attach SWEEP -H adopts the trials still under
+	// way and starts none (sweepadopt.go).
+	adoptOnly bool
 }
 
 // sweepForever is how long a trial waits for GPUs without --wait: until
@@ -374,9 +380,6 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 		ids[i] = t.ID
 	}
 	todo := sweep.Todo(ids, results)
-	if err := setAside(rec, todo); err != nil {
-		return err
-	}
 	hosts, opts, err := fleetOptions(o.Run.Hosts, io.Discard, probeGPUs)
 	if err != nil {
 		return err
@@ -390,31 +393,57 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 	// The trials plan apart: none picks a GPU that a sibling has planned.
 	book := sweep.NewBook()
 	fleetGPUs := 0
-	if o.MaxParallel == 0 && len(todo) > 0 {
-		// As many as fit: the fleet's GPUs, counted once.
-		opts.Dial = shared.Dialer()
+	opts.Dial = shared.Dialer()
+	resumed := resumeTrials{todo: todo}
+	if len(todo) > 0 && (o.MaxParallel == 0 || o.adoptOnly || slices.ContainsFunc(todo, func(i int) bool { return hasLogDir(rec.Trials[i].ID) })) {
+		// As many as fit: the fleet's GPUs, counted once. A resumed
+		// sweep asks the hosts about its trials over the same probe.
 		f := probe.NewFleet(hosts, opts)
+		defer f.Close()
 		inv, err := probeAll(ctx, f)
-		f.Close()
 		if err != nil {
 			return err
 		}
-		for _, h := range inv.Hosts {
+		execs := map[string]remote.Executor{}
+		for i, h := range inv.Hosts {
 			fleetGPUs += len(h.GPUs)
+			if h.Err == nil {
+				execs[f.Hosts[i].Name] = f.Executor(i)
+			}
 		}
-		if fleetGPUs == 0 && trialGPUs > 0 {
+		if o.MaxParallel == 0 && fleetGPUs == 0 && trialGPUs > 0 {
 			if err := job.Unreachable(inv); err != nil {
 				return err
 			}
 		}
+		resumed = o.resume(ctx, rec, todo, execs, hosts, opts, stderr)
+		if o.adoptOnly {
+			resumed.todo = nil
+		}
 	}
-	parallel := sweep.Parallel(o.MaxParallel, fleetGPUs, trialGPUs, max(len(todo), 1))
-	done := len(rec.Trials) - len(todo)
+	todo = resumed.todo
+	if err := setAside(rec, todo); err != nil {
+		return err
+	}
+	adopted := len(resumed.running)
+	parallel := sweep.Parallel(o.MaxParallel, fleetGPUs, trialGPUs, max(len(todo)+adopted, 1))
+	done := 0
+	for _, t := range rec.Trials {
+		if r, err := readTrialSummary(rundir.Path(t.ID)); err == nil && r.RunID == t.ID && r.Result == record.ResultSucceeded {
+			done++
+		}
+	}
+	still := ""
+	if adopted > 0 {
+		still = fmt.Sprintf(", %s still running on the hosts, adopted", wording.Count(adopted, "trial"))
+	}
 	switch {
-	case len(todo) == 0:
+	case o.adoptOnly:
+		fmt.Fprintf(stderr, "tfhive: sweep %s: %d of %d trials succeeded%s\n", rec.Name, done, len(rec.Trials), still)
+	case len(todo) == 0 && adopted == 0:
 		fmt.Fprintf(stderr, "tfhive: sweep %s: all %d trials succeeded before; nothing to run\n", rec.Name, len(rec.Trials))
-	case done > 0:
-		fmt.Fprintf(stderr, "tfhive: sweep %s: %d of %d trials to run (%d succeeded before), %d at a time\n", rec.Name, len(todo), len(rec.Trials), done, parallel)
+	case done > 0 || adopted > 0:
+		fmt.Fprintf(stderr, "tfhive: sweep %s: %d of %d trials to run (%d succeeded before%s), %d at a time\n", rec.Name, len(todo), len(rec.Trials), done, still, parallel)
 	default:
 		fmt.Fprintf(stderr, "tfhive: sweep %s: %d trials, %d at a time; a trial's output: tfhive logs %s\n", rec.Name, len(todo), parallel, rec.Trials[todo[0]].ID)
 	}
@@ -429,6 +458,12 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 	defer sigs.toContext()
 	q := sweep.NewQueue(todo, parallel, o.MaxFailures)
 	ends := make(chan trialEnd)
+	// attach SWEEP -H: Ctrl-C detaches, the adopted trials going on.
+	var detached <-chan struct{}
+	trialCtx := ctx
+	if o.adoptOnly {
+		detached, trialCtx = ctx.Done(), context.WithoutCancel(ctx)
+	}
 	var mu sync.Mutex
 	trialSigs := map[int]*Signals{}
 	var interrupted os.Signal
@@ -442,6 +477,22 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 	}
 	tick := time.NewTicker(sweepStopPoll)
 	defer tick.Stop()
+	adopt := func(i int, found []launcher.FoundRun) {
+		t := rec.Trials[i]
+		q.Adopt()
+		ts := NewSignals(func(error) {})
+		mu.Lock()
+		trialSigs[i] = ts
+		mu.Unlock()
+		fmt.Fprintf(stderr, "tfhive: trial %s still runs on its hosts: adopted, its output followed to its end (%s)\n", t.ID, paramsLine(rec, t))
+		go func() {
+			sum, err := o.adoptTrial(trialCtx, rec, t, found, hosts, opts, ts)
+			ends <- trialEnd{i: i, sum: sum, err: err, started: true}
+		}()
+	}
+	for _, i := range slices.Sorted(maps.Keys(resumed.running)) {
+		adopt(i, resumed.running[i])
+	}
 	start := func(i int) {
 		t := rec.Trials[i]
 		tctx, cancel := context.WithCancelCause(ctx)
@@ -507,6 +558,12 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, re
 			}
 			stopAll(sig)
 		case <-tick.C:
+		case <-detached:
+			fmt.Fprintf(o.Run.Stderr, "tfhive: detached from sweep %s; its trials go on, kept, until a keeper attaches (tfhive attach %s -H …) or --unattended passes\n", rec.Name, rec.Name)
+			if stdoutClosed(ctx) {
+				return ErrStdoutClosed
+			}
+			return &ExitError{Code: 130}
 		}
 	}
 	tab := sweepTable(rec, o.Run.Stderr)

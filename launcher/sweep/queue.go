@@ -83,3 +83,7 @@ func Todo(ids []string, results map[string]string) []int {
 	}
 	return out
 }
+
+// Adopt counts among the running a trial already under way, that no Next
+// started: a resumed sweep's trial still running on its hosts, adopted.
+func (q *Queue) Adopt() { q.running++ }

@@ -79,3 +79,35 @@ func TestParallelAndTodo(t *testing.T) {
 		t.Errorf("Todo = %v", got)
 	}
 }
+
+// Trials adopted by a resumed sweep count against --max-parallel: the
+// queue starts only what fits beside them, and is finished once they
+// end too.
+func TestQueueAdopted(t *testing.T) {
+	q := NewQueue([]int{2, 3}, 2, 0)
+	q.Adopt()
+	if i, ok := q.Next(); !ok || i != 2 {
+		t.Fatalf("first: %d %v, want 2", i, ok)
+	}
+	if _, ok := q.Next(); ok {
+		t.Fatal("a third trial beside the adopted one and trial 2")
+	}
+	q.Done(true) // the adopted one
+	if i, ok := q.Next(); !ok || i != 3 {
+		t.Fatalf("after the adopted one's end: %d %v, want 3", i, ok)
+	}
+	q.Done(true)
+	q.Done(true)
+	if !q.Finished() {
+		t.Fatal("not finished")
+	}
+	only := NewQueue(nil, 1, 0)
+	only.Adopt()
+	if only.Finished() {
+		t.Fatal("finished while an adopted trial runs")
+	}
+	only.Done(false)
+	if !only.Finished() {
+		t.Fatal("not finished after the adopted trial's end")
+	}
+}

@@ -1,0 +1,292 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
+	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"golang.org/x/sync/errgroup"
+)
+
+// A resumed sweep (the same tfhive sweep command again, or tfhive attach
+// SWEEP -H …) first asks the hosts about each trial that was under way
+// when the sweep's tfhive went away (a kill -9, a lost laptop): a trial
+// whose log dir here has no summary. What the hosts hold of it decides:
+//
+//   - some task's supervisor still lives: the trial is adopted as tfhive
+//     attach -H adopts a run (adoptedRun), its output followed from the
+//     first byte to its end, its summary the trial's; it counts among the
+//     trials under way (--max-parallel) and is never run again;
+//   - every task ended while nobody watched: adopted the same way, which
+//     reads each task's output and status from the hosts and ends at
+//     once; the summary is the trial's, so a success is kept, never run
+//     again, and a failure is run again as any failed trial is;
+//   - the hosts hold nothing of it (it never got there): run again.
+//
+// A trial run again never loses what an earlier attempt left: its log
+// dir here goes to the sweep's earlier/ (setAside) and its run directory
+// on each host becomes TRIAL.N there (launcher.SetAside), which tfhive
+// logs -H reads and tfhive gc removes in time. The host output of a
+// trial that is not run again is never touched.
+
+// resumeTrials is what a resumed sweep found of its trials on the hosts.
+type resumeTrials struct {
+	// running are the trials adopted while their tasks run, with what the
+	// hosts said of each.
+	running map[int][]launcher.FoundRun
+	// todo are the trials to run (again), in order.
+	todo []int
+}
+
+// resume asks the hosts (execs) about the trials of todo that were under
+// way, adopts at once those that ended unwatched (recording their
+// results), and sets aside on the hosts what each trial to run again
+// left there. adoptOnly (attach -H): nothing is set aside, nothing will
+// run again.
+func (o *SweepOptions) resume(ctx context.Context, rec record.Sweep, todo []int, execs map[string]remote.Executor, fleetHosts []inventory.Host, opts probe.Options, stderr io.Writer) resumeTrials {
+	res := resumeTrials{running: map[int][]launcher.FoundRun{}}
+	var mu sync.Mutex
+	ended := map[int][]launcher.FoundRun{}
+	var g errgroup.Group
+	g.SetLimit(max(o.Run.Hosts.Parallel, 1))
+	for _, i := range todo {
+		if !unfinishedHere(rec.Trials[i].ID) {
+			continue
+		}
+		g.Go(func() error {
+			id := rec.Trials[i].ID
+			found := launcher.FindRun(ctx, execs, id, o.Run.Hosts.Parallel)
+			if _, _, err := launcher.AdoptedPlan(id, found); err != nil {
+				return nil // not (wholly) on the hosts: it runs again
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if alive(found) {
+				res.running[i] = found
+			} else {
+				ended[i] = found
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	// The ended ones first, each in its own time: adopting them only
+	// reads the hosts' records.
+	succeeded := map[int]bool{}
+	for _, i := range slices.Sorted(func(yield func(int) bool) {
+		for i := range ended {
+			if !yield(i) {
+				return
+			}
+		}
+	}) {
+		t := rec.Trials[i]
+		sum, err := o.adoptTrial(ctx, rec, t, ended[i], fleetHosts, opts, NewSignals(func(error) {}))
+		fmt.Fprintf(stderr, "tfhive: trial %s ended while no tfhive kept it; read from its hosts: %s\n", t.ID, endLine(trialEnd{i: i, sum: sum, err: err, started: true}))
+		succeeded[i] = sum != nil && sum.Result == record.ResultSucceeded
+	}
+	for _, i := range todo {
+		if _, ok := res.running[i]; ok || succeeded[i] {
+			continue
+		}
+		res.todo = append(res.todo, i)
+	}
+	if o.adoptOnly {
+		return res
+	}
+	for _, i := range res.todo {
+		id := rec.Trials[i].ID
+		if _, err := os.Lstat(rundir.Path(id)); err != nil {
+			continue // never started: nothing of it on the hosts
+		}
+		for _, a := range launcher.SetAside(ctx, execs, id, o.Run.Hosts.Parallel) {
+			switch {
+			case a.Err != nil:
+				fmt.Fprintf(stderr, "tfhive: warning: trial %s: its earlier output on %s: %v\n", id, a.Host, a.Err)
+			case a.Running != "":
+				fmt.Fprintf(stderr, "tfhive: warning: trial %s: its %s still runs on %s, which holds too little of it to adopt\n", id, a.Running, a.Host)
+			case a.Moved != "":
+				fmt.Fprintf(stderr, "tfhive: trial %s: its earlier output on %s kept as run %s (tfhive logs -H %s %s)\n", id, a.Host, a.Moved, a.Host, a.Moved)
+			}
+		}
+	}
+	return res
+}
+
+// unfinishedHere: trial id has a log dir here without a summary: it was
+// under way when its sweep's tfhive went away.
+func unfinishedHere(id string) bool {
+	dir := rundir.Path(id)
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return false
+	}
+	_, err := os.Lstat(filepath.Join(dir, rundir.Summary))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// alive: some host says a task of the run still has its supervisor.
+func alive(found []launcher.FoundRun) bool {
+	for _, f := range found {
+		if f.Err != nil || f.None != "" {
+			continue
+		}
+		for _, state := range f.Tasks {
+			if state == "alive" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// adoptTrial adopts trial t on its hosts (found: what they hold of it)
+// into its log dir here, as the trial's keeper, until its end; it
+// returns the trial's summary as a run of the sweep does (trial).
+func (o *SweepOptions) adoptTrial(ctx context.Context, rec record.Sweep, t record.SweepTrial, found []launcher.FoundRun, fleetHosts []inventory.Host, opts probe.Options, sigs *Signals) (*record.Summary, error) {
+	tdir := rundir.Path(t.ID)
+	lo, err := adoptedRun(t.ID, found)
+	if err != nil {
+		return nil, err
+	}
+	caps, err := captures(o.Run.Capture, o.Run.CaptureFrom, planTaskIDs(lo.Plan))
+	if err != nil {
+		return nil, err
+	}
+	release, err := rundir.HoldLock(tdir)
+	if err != nil {
+		return nil, fmt.Errorf("trial %s: %w", t.ID, err)
+	}
+	defer release()
+	console, err := rundir.OpenFile(filepath.Join(tdir, rundir.Console), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
+	if err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	defer console.Close()
+	// A fleet of its own, over the sweep's shared connections, as each
+	// trial has: a redial of one trial's host replaces that trial's
+	// connection only.
+	fleet := probe.NewFleet(fleetHosts, opts)
+	defer fleet.Close()
+	lo.Hosts, lo.Execs = map[string]inventory.Host{}, map[string]remote.Executor{}
+	for _, h := range fleetHosts {
+		lo.Hosts[h.Name] = h
+	}
+	var lost []string
+	for _, h := range lo.Plan.Hosts() {
+		e, err := fleet.Redial(ctx, h)
+		if err != nil {
+			lost = append(lost, h+": "+err.Error())
+			continue
+		}
+		lo.Execs[h] = e
+	}
+	if len(lost) > 0 {
+		err := fmt.Errorf("trial %s cannot be adopted: %s", t.ID, strings.Join(lost, "; "))
+		fmt.Fprintf(console, "tfhive: error: %v\n", err)
+		return nil, err
+	}
+	w := &serialWriter{w: console}
+	lo.LogDir, lo.Grace, lo.Parallel = tdir, o.Run.Grace, o.Run.Hosts.Parallel
+	lo.KeepAlive, lo.Redial, lo.Captures = fleet.KeepAlive, fleet.Redial, caps
+	// Only a run kept across links is adopted (the launcher follows it
+	// again from its first byte): with --reconnect 0, the default.
+	lo.Reconnect = o.Run.Reconnect
+	if lo.Reconnect <= 0 {
+		lo.Reconnect = DefaultReconnect
+	}
+	if o.Run.Sample > 0 {
+		lo.Sample = o.Run.Sample
+	}
+	lo.Started = keeperStarted
+	lo.Console = launcher.NewColorConsole(w, false, false)
+	_, err = runAdopted(ctx, lo, sigs)
+	if cerr := lo.Console.Close(); err == nil {
+		err = cerr
+	}
+	sum, rerr := readTrialSummary(tdir)
+	if rerr != nil {
+		if err == nil {
+			err = rerr
+		}
+		fmt.Fprintf(w, "tfhive: error: %v\n", err)
+		return nil, err
+	}
+	return sum, nil
+}
+
+// runAdopted runs an adopted trial's lifecycle as a trial's run is run:
+// the sweep's first signal to it stops it gracefully, a second kills at
+// once.
+func runAdopted(ctx context.Context, lo launcher.Options, sigs *Signals) (*record.Summary, error) {
+	if !sigs.toLauncher() {
+		return nil, context.Canceled
+	}
+	defer sigs.toContext()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	kill := make(chan struct{})
+	lo.KillNow = kill
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case sig := <-sigs.run:
+			stop(launcher.Interrupt(sig))
+		case <-done:
+			return
+		}
+		for {
+			select {
+			case sig := <-sigs.run:
+				if sig == launcher.StdoutClosed {
+					continue
+				}
+				close(kill)
+			case <-done:
+			}
+			return
+		}
+	}()
+	return launcher.RunPlan(ctx, lo)
+}
+
+// adoptSweep is tfhive attach SWEEP -H …: the sweep's tfhive is gone;
+// this one adopts its trials still under way on the hosts and follows
+// them to their ends, and records those that ended unwatched, in the
+// foreground, then prints the sweep's table. It starts no trial: the
+// sweep's own command does (it has the trials' flags). Ctrl-C only
+// detaches: the trials go on, kept, as after the keeper's end.
+func adoptSweep(ctx context.Context, o FollowOptions, rec record.Sweep) error {
+	dir := rundir.Path(rec.Name)
+	if rundir.GoesOn(dir) {
+		return &UsageError{Msg: fmt.Sprintf("sweep %s is running: its tfhive keeps it", rec.Name), Fix: "tfhive attach " + rec.Name + " (without -H) follows it"}
+	}
+	so := SweepOptions{adoptOnly: true}
+	so.Run.Streams = o.Streams
+	so.Run.Hosts = o.Hosts
+	so.Run.Grace, so.Run.Reconnect = o.Grace, o.Reconnect
+	so.Run.Capture, so.Run.CaptureFrom = o.Capture, o.CaptureFrom
+	if _, err := captures(o.Capture, o.CaptureFrom, nil); err != nil {
+		return err
+	}
+	return so.run(ctx, rec, dir, trialResults(rec), 0)
+}
+
+// hasLogDir: trial id has a log dir here (it started once, at least).
+func hasLogDir(id string) bool {
+	_, err := os.Lstat(rundir.Path(id))
+	return err == nil
+}
