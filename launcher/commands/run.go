@@ -36,10 +36,14 @@ func Run(ctx context.Context, o RunOptions) error {
 // runAs is what the caller of run knows besides the options: the run
 // that a rerun runs again, the --sync tree when it has listed and hashed
 // it already (a rerun, for its comparison; a sweep, once for all its
-// trials; nil: run prepares it).
+// trials; nil: run prepares it), and for a sweep's trial its hooks: a
+// trial is never a keeper, even in a detached sweep's, its log dir is
+// made and checked by the sweep, and it waits its turn until the sweep
+// ends.
 type runAs struct {
 	rerunOf string
 	tree    *codesync.Tree
+	trial   *trialHooks
 }
 
 // run is Run, which also returns the summary (nil when nothing ran).
@@ -51,7 +55,7 @@ func run(ctx context.Context, o RunOptions, as runAs) (*record.Summary, error) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
-	in, err := o.input()
+	in, err := o.input(as)
 	if err != nil {
 		return nil, err
 	}
@@ -78,15 +82,15 @@ func run(ctx context.Context, o RunOptions, as runAs) (*record.Summary, error) {
 
 // input refuses, before anything else, what no run of o could do, and
 // says where the console goes: stdout, or stderr under --json.
-func (o *RunOptions) input() (runInput, error) {
-	in := runInput{keeper: keeperMode() && o.trial == nil}
+func (o *RunOptions) input(as runAs) (runInput, error) {
+	in := runInput{keeper: keeperMode() && as.trial == nil}
 	if o.Job.Name != "" && !in.keeper {
 		// Before --detach's log dir (tfhive-runs/NAME) is made.
 		if err := checkRunID("--name ", o.Job.Name); err != nil {
 			return in, err
 		}
 	}
-	if err := o.checkLinkFlags(); err != nil {
+	if err := o.checkLinkFlags(as.trial != nil); err != nil {
 		return in, err
 	}
 	out := o.Stdout

@@ -44,9 +44,6 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	var err error
 	tree := as.tree
 	if tree == nil {
-		tree = o.tree
-	}
-	if tree == nil {
 		if tree, err = o.Job.prepareSync(o.LogDir, o.Stderr); err != nil {
 			return nil, err
 		}
@@ -65,18 +62,16 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 		return nil, err
 	}
 	r := &runJob{logDir: o.runLogDir(req.RunID), wait: view.NewWaitLine(o.Stderr, redraws(o.Stderr), func() int { return termWidth(o.Stderr) })}
-	if !in.keeper && o.trial == nil {
+	if !in.keeper && as.trial == nil {
 		if err := checkLogDir(r.logDir, o.LogDir != ""); err != nil {
 			return nil, err
 		}
 	}
 	// A sweep's trial waits behind whoever waits ahead, never backfilling:
 	// a sweep must not starve a colleague's larger run.
-	req.NoBackfill = o.trial != nil
-	r.spec = job.Spec{Request: req, Fleet: jobFleet{fleet}, Wait: o.Wait, Notes: r.wait}
-	if o.Wait >= sweepForever {
-		r.spec.Wait, r.spec.WaitForever = 0, true
-	}
+	req.NoBackfill = as.trial != nil
+	// A sweep's trial without --wait waits its turn until the sweep ends.
+	r.spec = job.Spec{Request: req, Fleet: jobFleet{fleet}, Wait: o.Wait, WaitForever: as.trial != nil && o.Wait == 0, Notes: r.wait}
 	if tree != nil {
 		// The probe says which hosts have the tree: those cost nothing more.
 		fleet.LookForCode(tree.Hash)
@@ -94,7 +89,7 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	// Every run keeps its console, console.log: a detached run's keeper
 	// writes it as its stdout; a foreground run's terminal is recorded
 	// there too (a sweep's trial has its own).
-	if !in.keeper && o.trial == nil {
+	if !in.keeper && as.trial == nil {
 		r.conlog = launcher.NewConsoleLog(filepath.Join(r.logDir, rundir.Console))
 		r.console.Record(r.conlog)
 	}
@@ -144,19 +139,19 @@ func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState,
 		},
 		Started: func() {
 			keeperStarted()
-			if o.trial != nil {
-				o.trial.started()
+			if as.trial != nil {
+				as.trial.started()
 			}
 		},
 		Start: func(ctx context.Context, lo launcher.Options) (*record.Summary, error) {
 			return runWithSignals(ctx, lo, sigs, o.Stderr)
 		},
 	}
-	if o.trial != nil && o.trial.book != nil {
+	if as.trial != nil && as.trial.book != nil {
 		// A sweep's trial holds its place in the sweep's book for each
 		// attempt: until its tasks end, or its start fails.
-		h.Plan = bookedPlanner(o.trial.book)
-		h.AttemptDone = func() { o.trial.book.Drop(req.RunID) }
+		h.Plan = bookedPlanner(as.trial.book)
+		h.AttemptDone = func() { as.trial.book.Drop(req.RunID) }
 	}
 	return h
 }

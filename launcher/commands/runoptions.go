@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/launcher/codesync"
 )
 
 // DefaultReconnect is --reconnect's default.
@@ -63,14 +62,6 @@ type RunOptions struct {
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *Signals `json:"-"`
-	// trial, set by a sweep, makes this run one of its trials
-	// (sweep.go): never a keeper, even in a detached sweep's, and its log
-	// dir made and checked by the sweep.
-	trial *trialHooks
-	// tree is the --sync tree when the caller has already listed and
-	// hashed it: a rerun, for its comparison; a sweep, once for all its
-	// trials. nil: Run prepares it.
-	tree *codesync.Tree
 }
 
 // parseEnv reads --env K=V and --env K (this machine's value). Nothing
@@ -97,13 +88,13 @@ func parseEnv(specs []string) (map[string]string, error) {
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // checkLinkFlags: --detach, --unattended and --sample, which Run checks
-// first and a sweep for all its trials.
-func (o *RunOptions) checkLinkFlags() error {
+// first and a sweep for all its trials (trial: the run is one of them).
+func (o *RunOptions) checkLinkFlags(trial bool) error {
 	if o.Detach && o.Reconnect == 0 {
 		return &UsageError{Msg: "--detach needs --reconnect: a detached run's tasks outlive the sessions that started them", Fix: "drop --reconnect 0"}
 	}
 	// A detached sweep's trials run on unattended as a detached run does.
-	if !o.Detach && o.Unattended != 0 && o.trial == nil {
+	if !o.Detach && o.Unattended != 0 && !trial {
 		return &UsageError{Msg: "--unattended is for --detach", Fix: "a run in the foreground stops its tasks --reconnect after its link is gone"}
 	}
 	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {

@@ -282,7 +282,7 @@ func adoptSweep(ctx context.Context, o FollowOptions, rec record.Sweep) error {
 	if _, err := captures(o.Capture, o.CaptureFrom, nil); err != nil {
 		return err
 	}
-	return so.run(ctx, rec, dir, trialResults(rec), 0)
+	return so.run(ctx, rec, dir, trialResults(rec), 0, nil)
 }
 
 // hasLogDir: trial id has a log dir here (it started once, at least).
