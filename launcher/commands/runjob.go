@@ -150,7 +150,7 @@ func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState,
 	if as.trial != nil && as.trial.book != nil {
 		// A sweep's trial holds its place in the sweep's book for each
 		// attempt: until its tasks end, or its start fails.
-		h.Plan = bookedPlanner(as.trial.book)
+		h.Plan = job.BookPlanner(as.trial.book)
 		h.AttemptDone = func() { as.trial.book.Drop(req.RunID) }
 	}
 	return h

@@ -72,8 +72,9 @@ func (s *Signals) toContext() {
 	s.running = false
 }
 
-// runWithSignals is an attempt's launcher.RunPlan (job.Hooks.Start), signals
-// going to the launcher while the tasks run.
+// runWithSignals is an attempt's launcher.RunPlan (job.Hooks.Start; an
+// adopted trial's too), signals going to the launcher while the tasks
+// run; stderr nil says nothing of a closed stdout.
 func runWithSignals(ctx context.Context, o launcher.Options, sigs *Signals, stderr io.Writer) (*record.Summary, error) {
 	if !sigs.toLauncher() {
 		return nil, context.Canceled
@@ -93,7 +94,7 @@ func runWithSignals(ctx context.Context, o launcher.Options, sigs *Signals, stde
 	go func() {
 		select {
 		case sig := <-sigs.run:
-			if sig == launcher.StdoutClosed {
+			if sig == launcher.StdoutClosed && stderr != nil {
 				fmt.Fprintf(stderr, "tfhive: error: %s: stopping the run\n", launcher.StdoutClosed)
 			}
 			stop(launcher.Interrupt(sig))

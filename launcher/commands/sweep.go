@@ -13,14 +13,11 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/launcher/job"
-	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweep"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/schedule"
 )
 
 // `tfhive sweep` runs one command over a grid of parameters: each trial a
@@ -87,28 +84,6 @@ type trialHooks struct {
 	started func() // every task started
 	// book keeps the sweep's trials off each other's GPUs (sweep.Book).
 	book *sweep.Book
-}
-
-// bookedPlanner plans a sweep's trial on its probe as book shows it: its
-// siblings' GPUs and ports taken, its own entered before it claims them.
-func bookedPlanner(book *sweep.Book) job.Planner {
-	return func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
-		var plan *schedule.Plan
-		err := book.Place(req.RunID, inv, func(seen inventory.Inventory) (sweep.Places, error) {
-			p, err := schedule.Make(seen, req)
-			if err != nil {
-				return nil, err
-			}
-			plan = p
-			// What its tasks will claim: GPUs and ports.
-			places := sweep.Places{}
-			for _, t := range p.Tasks {
-				places[t.Host] = append(places[t.Host], lifecycle.Claims(t)...)
-			}
-			return places, nil
-		})
-		return plan, err
-	}
 }
 
 // Sweep runs the sweep, or, with --detach, starts a keeper that does.

@@ -237,7 +237,7 @@ func TestConcurrentTrialsKeptApart(t *testing.T) {
 		j := newTestJob(t, f, id, 1)
 		j.spec.WaitForever = true
 		h := Hooks{
-			Plan:        bookPlanner(book),
+			Plan:        BookPlanner(book),
 			AttemptDone: func() { book.Drop(id) },
 			Start: func(_ context.Context, lo launcher.Options) (*record.Summary, error) {
 				mu.Lock()
@@ -263,26 +263,6 @@ func TestConcurrentTrialsKeptApart(t *testing.T) {
 	wg.Wait()
 	if len(gpus) != 2 || slices.Equal(gpus["sw-001"], gpus["sw-002"]) {
 		t.Errorf("the trials' GPUs: %v, want apart", gpus)
-	}
-}
-
-// bookPlanner plans on a probe as book shows it, as a sweep's trial does.
-func bookPlanner(book *sweep.Book) Planner {
-	return func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
-		var plan *schedule.Plan
-		err := book.Place(req.RunID, inv, func(seen inventory.Inventory) (sweep.Places, error) {
-			p, err := schedule.Make(seen, req)
-			if err != nil {
-				return nil, err
-			}
-			plan = p
-			places := sweep.Places{}
-			for _, t := range p.Tasks {
-				places[t.Host] = append(places[t.Host], lifecycle.Claims(t)...)
-			}
-			return places, nil
-		})
-		return plan, err
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tfhive/tfhive/launcher/lifecycle"
+	"github.com/tfhive/tfhive/launcher/sweep"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -109,4 +111,26 @@ func nameInUse(inv inventory.Inventory, runID string) error {
 		}
 	}
 	return nil
+}
+
+// BookPlanner plans a sweep's trial on its probe as book shows it: its
+// siblings' GPUs and ports taken, its own entered before it claims them.
+func BookPlanner(book *sweep.Book) Planner {
+	return func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
+		var plan *schedule.Plan
+		err := book.Place(req.RunID, inv, func(seen inventory.Inventory) (sweep.Places, error) {
+			p, err := schedule.Make(seen, req)
+			if err != nil {
+				return nil, err
+			}
+			plan = p
+			// What its tasks will claim: GPUs and ports.
+			places := sweep.Places{}
+			for _, t := range p.Tasks {
+				places[t.Host] = append(places[t.Host], lifecycle.Claims(t)...)
+			}
+			return places, nil
+		})
+		return plan, err
+	}
 }
