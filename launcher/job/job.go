@@ -98,11 +98,34 @@ type Waiting struct {
 func Run(ctx context.Context, s Spec, h Hooks) (*record.Summary, error) {
 	r := newRun(s, h)
 	defer r.close()
+	// Retry after a claim lost to another run, and under --wait after too
+	// few GPUs (retry.go).
 	retry := r.retry()
 	sum, err := retry.Do(ctx, r.attempt)
 	r.waited()
 	if err == nil {
+		// Relaunch after a lost host (relaunch.go).
 		sum = r.relaunch(ctx, sum, retry)
 	}
 	return sum, err
+}
+
+// attempt is one try at starting the run: plan; queue, when it does not
+// fit; sync; check; claim and start.
+func (r *run) attempt(ctx context.Context) (*record.Summary, error) {
+	if r.hooks.AttemptDone != nil {
+		defer r.hooks.AttemptDone()
+	}
+	plan, inv, err := r.plan(ctx) // plan.go
+	if err != nil {
+		r.queue(ctx, inv, err) // queue.go: tickets, wake, preempt
+		return nil, err
+	}
+	if err := r.sync(ctx, plan); err != nil { // sync.go
+		return nil, err
+	}
+	if err := r.checkHosts(ctx, inv, plan); err != nil { // check.go
+		return nil, err
+	}
+	return r.claimAndStart(ctx, plan, inv) // claim.go
 }

@@ -1,18 +1,17 @@
 package job
 
 import (
-	"context"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/launcher/hostops"
-	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
 
-// run is a run's state across its attempts.
+// run is a run's state across its attempts: what the attempt closure of
+// commands.Run once captured, as fields.
 type run struct {
 	spec  Spec
 	hooks Hooks
@@ -57,26 +56,6 @@ func newRun(s Spec, h Hooks) *run {
 	// The run's place among waiting runs: when it began to wait.
 	r.req.QueueSince = time.Now()
 	return r
-}
-
-// attempt is one try at starting the run: plan; queue, when it does not
-// fit; sync; check; claim and start.
-func (r *run) attempt(ctx context.Context) (*record.Summary, error) {
-	if r.hooks.AttemptDone != nil {
-		defer r.hooks.AttemptDone()
-	}
-	plan, inv, err := r.plan(ctx)
-	if err != nil {
-		r.queue(ctx, inv, err)
-		return nil, err
-	}
-	if err := r.sync(ctx, plan); err != nil {
-		return nil, err
-	}
-	if err := r.checkHosts(ctx, inv, plan); err != nil {
-		return nil, err
-	}
-	return r.claimAndStart(ctx, plan, inv)
 }
 
 // close gives up the tickets.
