@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,12 +266,36 @@ func (p *fakeProc) lose() {
 
 func (p *fakeProc) end(rc int, err error) {
 	p.exitOnce.Do(func() {
+		if err == nil && p.gotStop() {
+			// As the supervisor does once it passed tfhive's stop on to
+			// its task: the line that makes it "stopped".
+			p.errOut(supervisor.StoppedMarker + p.mark() + " signalled\n")
+		}
 		p.mu.Lock()
 		p.rc, p.err = rc, err
 		p.mu.Unlock()
 		close(p.exited)
 		p.stdin.CloseWithError(io.ErrClosedPipe)
 	})
+}
+
+// gotStop says whether "t" or "k" came: the task was signalled.
+func (p *fakeProc) gotStop() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.lines, "t") || slices.Contains(p.lines, "k")
+}
+
+var markRE = regexp.MustCompile(`tfhive_mark='?([A-Za-z0-9]+)`)
+
+// mark is the run's word, from the task stage.
+func (p *fakeProc) mark() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m := markRE.FindStringSubmatch(p.runStage); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // next is the next control line but heartbeats; "" at EOF.

@@ -425,7 +425,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 				r.apply(lifecycle.Event{Kind: lifecycle.EvLost, Task: ev.i, Err: ev.err.Error()})
 			} else {
 				r.sayNotFoundHint(ev.i, ev.rc)
-				r.apply(lifecycle.Event{Kind: lifecycle.EvExited, Task: ev.i, Code: ev.rc})
+				r.apply(lifecycle.Event{Kind: lifecycle.EvExited, Task: ev.i, Code: ev.rc, Signalled: r.tasks[ev.i].preempted.Signalled()})
 			}
 		case a := <-r.attemptEnds:
 			rt := r.tasks[a.i]

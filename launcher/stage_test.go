@@ -109,6 +109,12 @@ func (s *session) next() string {
 	}
 }
 
+// stopped says, as attach.sh does from the status file, that the
+// supervisor passed tfhive's stop on to the task.
+func (s *session) stopped() {
+	s.errOut(supervisor.StoppedMarker + s.v("tfhive_mark") + " signalled\n")
+}
+
 // untilStopped follows the task until tfhive stops it: TERM 143, KILL
 // 137. At EOF the session was dropped or its link lost: over SSH its end
 // is never heard of, so it does not end before the test does (Wait then
@@ -117,8 +123,10 @@ func (s *session) untilStopped() int {
 	for {
 		switch s.next() {
 		case "t":
+			s.stopped()
 			return 143
 		case "k":
+			s.stopped()
 			return 137
 		case "":
 			<-s.over

@@ -60,6 +60,10 @@ const (
 	ReasonExcluded  = "--exclude"
 	// ReasonSlots is a format: the hostfile's slot count.
 	ReasonSlots = "beyond the hostfile's slots=%d"
+	// ReasonRanks and ReasonFewRanks are formats: --nproc-per-node's
+	// GPUs (and its ranks).
+	ReasonRanks    = "beyond --nproc-per-node %d"
+	ReasonFewRanks = "host has fewer than the %d free GPUs --nproc-per-node %d needs"
 )
 
 // maxCommandInReason keeps a busy reason to one readable line; ps gives
@@ -136,9 +140,9 @@ func shapeHosts(inv inventory.Inventory, st [][]GPUStatus, ranks, gpus int) {
 				free++
 			}
 		}
-		reason := fmt.Sprintf("beyond --nproc-per-node %d", ranks)
+		reason := fmt.Sprintf(ReasonRanks, ranks)
 		if free < want {
-			reason = fmt.Sprintf("host has fewer than the %d free GPUs --nproc-per-node %d needs", want, ranks)
+			reason = fmt.Sprintf(ReasonFewRanks, want, ranks)
 		}
 		seen := 0
 		for j := range st[i] {

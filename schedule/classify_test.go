@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -149,5 +150,34 @@ func TestMakeRanksPerHost(t *testing.T) {
 		if err := r.Validate(); err == nil {
 			t.Errorf("%+v: valid", r)
 		}
+	}
+}
+
+// The matrix says free, not excluded, for a GPU a host has free that the
+// plan leaves because of the run's own shape (--nproc-per-node, a
+// hostfile's slots=N), with why; a GPU --exclude took out stays
+// excluded. Before, every one of them read "excl".
+func TestMatrixLeftFree(t *testing.T) {
+	a := host("a", 4)
+	a.Host.Slots = 1
+	p, err := Make(inv(a, host("b", 4)), req(func(r *Request) {
+		r.Framework, r.Workers, r.Strategy, r.RanksPerHost = FrameworkTorch, 2, StrategyPack, 2
+		r.Availability.Exclude = Exclusions{"b": {3}}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, h := range p.Matrix {
+		for _, g := range h.GPUs {
+			got[h.Host] = append(got[h.Host], fmt.Sprintf("%s %s %s", g.Task, g.State, g.Reason))
+		}
+	}
+	want := map[string][]string{
+		"a": {" free host has fewer than the 2 free GPUs --nproc-per-node 2 needs", " free beyond the hostfile's slots=1", " free beyond the hostfile's slots=1", " free beyond the hostfile's slots=1"},
+		"b": {"worker:0 free ", "worker:1 free ", " free beyond --nproc-per-node 2", " excluded --exclude"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("matrix\n got %q\nwant %q", got, want)
 	}
 }

@@ -353,6 +353,10 @@ func matrix(inv inventory.Inventory, st [][]GPUStatus, tasks []Task, nics map[in
 			m.Address, m.Interface = c.addr, c.iface
 		}
 		for j, s := range st[i] {
+			if leftFree(s) {
+				// Free on the host; only this run does not take it.
+				s.State = Free
+			}
 			m.GPUs = append(m.GPUs, MatrixGPU{
 				Index: s.Index, UUID: h.GPUs[j].UUID, State: s.State, Reason: s.Reason,
 				Task: holder[h.Name+"\x00"+strconv.Itoa(s.Index)],
@@ -361,6 +365,22 @@ func matrix(inv inventory.Inventory, st [][]GPUStatus, tasks []Task, nics map[in
 		out[i] = m
 	}
 	return out
+}
+
+// leftFree: a GPU that capSlots or shapeHosts took out of this run's
+// reach (a hostfile's slots=N, --nproc-per-node's shape) is free on its
+// host, not excluded: the matrix says free, the reason says why the plan
+// leaves it.
+func leftFree(s GPUStatus) bool {
+	if s.State != Excluded {
+		return false
+	}
+	for _, f := range []string{ReasonSlots, ReasonRanks, ReasonFewRanks} {
+		if prefix, _, _ := strings.Cut(f, "%"); strings.HasPrefix(s.Reason, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // hostNote says why a host offers no GPUs at all, "" if it has some.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/job"
@@ -83,8 +83,9 @@ func Top(ctx context.Context, o TopOptions) error {
 		Ctx: mctx, Color: color, From: src.from})
 	// tfhive's own handler routes SIGINT and SIGTERM to ctx; in the UI
 	// Ctrl-C is a key (the terminal is raw).
+	// The alternate screen is the model's View's (AltScreen).
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithoutSignalHandler(), tea.WithInput(in),
-		tea.WithOutput(out), tea.WithAltScreen())
+		tea.WithOutput(out))
 	_, err = p.Run()
 	cancel()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -62,5 +64,57 @@ func TestLoadedHostsQueuePsKill(t *testing.T) {
 	}
 	k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "--grace", "2s", "lk")...)
 	wantCode(t, k, 0)
+	noLeftovers(t, f, 10*time.Second)
+}
+
+// On loaded hosts, a link that goes silent for a while (the proxy
+// paused until tfhive has said it lost the connection, then resumed):
+// tfhive reconnects to the far host, its task goes on and the run
+// succeeds; nothing is declared lost because the hosts were slow to
+// answer the new connection and its sessions.
+func TestLoadedHostsReconnect(t *testing.T) {
+	f := sshtest.Start(t,
+		sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", AliveInterval: 1, CPUHogs: 2, Proxied: true},
+		sshtest.Profile{Name: "near", GPU: "idle-2gpu.xml", AliveInterval: 1, CPUHogs: 2})
+	flag := filepath.Join(t.TempDir(), "go-on")
+	script := `echo up; while [ ! -e "$1" ]; do sleep 0.05; done; echo done`
+	args, logDir := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "1", "--reconnect", "2m",
+		"--", "sh", "-c", script, "task", flag)
+	r := startTfhive(t, f, readStdout, args...)
+	up := 0
+	if !r.readUntil(func(line string) bool {
+		if strings.HasSuffix(line, "] up") {
+			up++
+		}
+		return up == 2
+	}) {
+		r.Wait()
+		t.Fatalf("the tasks never started:\n%s%s", r.read.String(), r.other.String())
+	}
+	far := f.Host("far").Proxy
+	far.Pause()
+	if !r.readUntil(func(line string) bool { return strings.Contains(line, "tfhive: lost the connection to far") }) {
+		far.Resume()
+		r.Wait()
+		t.Fatalf("tfhive never said the link to far was lost:\n%s%s", r.read.String(), r.other.String())
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	far.Resume()
+	r.readAll()
+	if err := r.Wait(); err != nil {
+		t.Fatalf("tfhive: %v\n%s%s", err, r.read.String(), r.other.String())
+	}
+	console := r.read.String()
+	wantContains(t, "console", console, "tfhive: far is back after", "[worker:0 far] done", "[worker:1 near] done")
+	if strings.Contains(console, "was lost") || strings.Contains(r.other.String(), "was lost") {
+		t.Errorf("a task was declared lost:\n%s%s", console, r.other.String())
+	}
+	for _, tr := range summaryOf(t, logDir).Tasks {
+		if tr.Outcome != "exited" || tr.ExitCode == nil || *tr.ExitCode != 0 {
+			t.Errorf("%s on %s: %s %v %s, want exited 0", tr.ID, tr.Host, tr.Outcome, tr.ExitCode, tr.Error)
+		}
+	}
 	noLeftovers(t, f, 10*time.Second)
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,5 +74,49 @@ func TestRunSummaryShowsWhy(t *testing.T) {
 	s := summaryOf(t, logDir)
 	if len(s.Tasks) == 0 || s.Tasks[0].ID != "worker:1" || len(s.Tasks[0].LastLines) != 3 || len(s.Tasks[1].LastLines) != 0 {
 		t.Errorf("summary.json's tasks: %+v", s.Tasks)
+	}
+}
+
+// Two tasks that fail at the same moment each say what they did: the
+// second's end came as tfhive stopped the run for the first's, but its
+// supervisor passed no signal on (the task had ended), so it is "exited
+// 3", not "stopped". The two meet at a FIFO (worker:0 reads, worker:1
+// writes: both opens return together), then exit 3. Before, the one
+// whose end was heard second read "stopped". Kept (--reconnect: through
+// the host's multiplexer and the status file) and not.
+func TestRunTwoFailingTogetherKeepTheirExits(t *testing.T) {
+	f := runFleet(t, "o1", "o2")
+	for _, c := range []struct {
+		name string
+		args []string
+	}{{"foreground", nil}, {"kept", []string{"--reconnect", "30s"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			fifo := filepath.Join(f.Dir, "meet-"+c.name)
+			if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			script := `if [ "$TFHIVE_TASK" = worker:0 ]; then cat "$1" >/dev/null; else : >"$1"; fi; exit 3`
+			args, logDir := runArgs(t, f, append(c.args, "--workers", "2", "--gpus-per-worker", "0", "--", "sh", "-c", script, "meet", fifo)...)
+			r := tfhive(t, f.Env(), f.Dir, args...)
+			wantCode(t, r, 1)
+			s := summaryOf(t, logDir)
+			for _, id := range []string{"worker:0", "worker:1"} {
+				if tr := taskByID(s, id); tr.Outcome != "exited" || tr.ExitCode == nil || *tr.ExitCode != 3 {
+					t.Errorf("summary.json %s: %+v, want exited 3\n%s", id, tr, r.stdout)
+				}
+			}
+			rows := 0
+			for _, line := range strings.Split(r.stdout, "\n") {
+				if c := splitCols(line); len(c) >= 5 && c[0] == "worker" {
+					rows++
+					if c[4] != "exited 3" {
+						t.Errorf("worker:%s's OUTCOME %q, want exited 3:\n%s", c[1], c[4], r.stdout)
+					}
+				}
+			}
+			if rows != 2 {
+				t.Errorf("%d worker rows in the summary, want 2:\n%s", rows, r.stdout)
+			}
+		})
 	}
 }

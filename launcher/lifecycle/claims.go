@@ -38,7 +38,8 @@ func describeClaims(cs []inventory.Claim) string {
 
 // Claims names what the task holds on its host: its GPUs (by UUID,
 // which outlives a renumbering) and its port (for torch, rank 0 holds
-// MASTER_PORT; the other ranks have no port).
+// MASTER_PORT; the other ranks have no port), or, with neither, the
+// task claim (claim.KindTask).
 func Claims(t schedule.Task) []inventory.Claim {
 	var c []inventory.Claim
 	for i, g := range t.GPUs {
@@ -55,6 +56,11 @@ func Claims(t schedule.Task) []inventory.Claim {
 	}
 	if p, err := strconv.Atoi(t.Env["MASTER_PORT"]); err == nil && t.Env["RANK"] == "0" {
 		c = append(c, inventory.Claim{Kind: "port", ID: p})
+	}
+	if len(c) == 0 {
+		// A torch rank on CPUs: a claim of nothing, so that it has a
+		// holder ps, top and kill find (claim.KindTask).
+		c = append(c, inventory.Claim{Kind: claim.KindTask})
 	}
 	return c
 }

@@ -50,6 +50,12 @@ type Event struct {
 	Claim ClaimAnswer
 	Sig   Signal
 	After time.Duration
+	// Signalled (EvExited): the task's supervisor passed tfhive's stop
+	// ("t" or "k") on to the task while it ran. A task tfhive asked to
+	// stop that ended without it ended on its own (it failed at the same
+	// moment as the task that decided the run): its own end, not
+	// "stopped".
+	Signalled bool
 }
 
 // ClaimAnswer is what a supervisor answered to the claim phase: the
@@ -172,6 +178,8 @@ type Policy struct {
 	// waiting counts the tasks whose claim line (or start failure) is still
 	// to come: the tasks get go only once none is.
 	waiting int
+	// went: the tasks were told to go (or were adopted running).
+	went bool
 
 	result, reason string
 	code           int
@@ -198,6 +206,7 @@ func (p *Policy) Adopted() {
 		p.state[i] = TaskState{Phase: PhaseStarted, claimed: true, claim: ClaimHeld}
 	}
 	p.waiting = 0
+	p.went = true
 }
 
 // New is the lifecycle of a run of p, restarting its tasks under
@@ -380,6 +389,7 @@ func (p *Policy) claimIn(i int, claim ClaimAnswer, why string, d *Decision) {
 		p.abort(d)
 	default:
 		d.Send, d.To = CtlGo, p.Live()
+		p.went = true
 	}
 }
 
@@ -401,7 +411,9 @@ func (p *Policy) exited(ev Event, d *Decision) {
 	switch {
 	case lost:
 		s.Outcome, s.Err = record.OutcomeLost, ev.Err
-	case s.stopped:
+	case s.stopped && (ev.Signalled || s.between || !p.went):
+		// Between attempts (told to end) or before go (the start given
+		// up), there is no task to signal: tfhive's word ended it.
 		s.Outcome, s.Code = record.OutcomeStopped, new(ev.Code)
 	default:
 		s.Outcome, s.Code = record.OutcomeExited, new(ev.Code)

@@ -40,9 +40,13 @@ var (
 	taken = answer{claim: ClaimTaken}
 )
 
-func blocked(why string) answer    { return answer{ClaimBlocked, why} }
-func failed(why string) answer     { return answer{ClaimFailed, why} }
-func exited(i, code int) Event     { return Event{Kind: EvExited, Task: i, Code: code} }
+func blocked(why string) answer { return answer{ClaimBlocked, why} }
+func failed(why string) answer  { return answer{ClaimFailed, why} }
+
+// exited is a task's end, the stop tfhive asked for (if any) passed on to
+// it; exitedOwn is one that ended on its own though tfhive had asked.
+func exited(i, code int) Event     { return Event{Kind: EvExited, Task: i, Code: code, Signalled: true} }
+func exitedOwn(i, code int) Event  { return Event{Kind: EvExited, Task: i, Code: code} }
 func lost(i int, err string) Event { return Event{Kind: EvLost, Task: i, Err: err} }
 
 var (
@@ -168,6 +172,20 @@ func TestPolicy(t *testing.T) {
 			},
 			result: record.ResultFailed, code: 137, reason: "worker:0 on h1 was killed by signal 9 (exit 137)", decider: "worker:0",
 			outcomes: []string{"stopped 143", "exited 137", "stopped 0"},
+		},
+		{
+			// Two failing at once: the second ended on its own before the
+			// stop reached it (its supervisor passed no signal on), so it
+			// says what it did, not "stopped".
+			name: "tf: two workers failing together each keep their own exit",
+			plan: psWorkers,
+			steps: []step{
+				{exited(1, 3), "tfhive: worker:0 on h1 exited 3; stopping the other tasks | t ps:0,worker:1 | kill-timer"},
+				{exitedOwn(2, 3), ""},
+				{exited(0, 143), ""},
+			},
+			result: record.ResultFailed, code: 1, reason: "worker:0 on h1 exited 3, one of tfhive's own codes", decider: "worker:0",
+			outcomes: []string{"stopped 143", "exited 3", "exited 3"},
 		},
 		{
 			name: "tf: a failing ps fails the run, even with a chief",

@@ -9,35 +9,50 @@ import (
 
 // PreemptTap takes a session's lines of a stop from outside out of its
 // stderr and keeps what they say: the preemption line (PreemptedMarker,
-// the mark, " HIGH USER\n") and the cancellation line (CancelledMarker,
-// the mark, " kill\n"); every other byte passes on. It stands first on
+// the mark, " HIGH USER\n"), the cancellation line (CancelledMarker,
+// the mark, " kill\n") and the stop line (StoppedMarker, the mark,
+// " signalled\n"); every other byte passes on. It stands first on
 // the session's stderr, so the lines are never counted as output
 // (streamGate's offsets).
 type PreemptTap struct {
 	next     io.Writer
-	prefixes [2][]byte // the preemption line's, the cancellation line's
+	prefixes [3][]byte // the preemption line's, the cancellation line's, the stop line's
 	held     []byte    // the last bytes, when they may be a prefix's start
 	line     []byte    // after the prefix, up to its newline
 	in       int       // 0: in no line; 1 + the prefix's index
 	rec      *Preemption
 }
 
-// Preemption is who preempted a task, or that it was cancelled, once a
-// session said so.
+// Preemption is who preempted a task, or that it was cancelled, or
+// that tfhive's own stop reached it, once a session said so.
 type Preemption struct {
 	mu        sync.Mutex
 	by        string // "HIGH USER"; "" when not preempted
 	cancelled bool
+	signalled bool
 }
 
 func (p *Preemption) set(which int, what string) {
 	p.mu.Lock()
-	if which == 0 {
+	switch which {
+	case 0:
 		p.by = what
-	} else {
+	case 1:
 		p.cancelled = true
+	default:
+		p.signalled = true
 	}
 	p.mu.Unlock()
+}
+
+// Signalled says whether the supervisor passed tfhive's "t" or "k" on
+// to the task while it ran: only then did tfhive stop it. A task that
+// ended on its own as tfhive decided to stop it (two failing at once)
+// was not.
+func (p *Preemption) Signalled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.signalled
 }
 
 // Get is the preempting run and its user; ok false when not preempted.
@@ -94,7 +109,7 @@ func (t *PreemptTap) Write(p []byte) (int, error) {
 			p = data[at+len(t.prefixes[which]):]
 			continue
 		}
-		k := len(data) - max(PartialPrefix(data, t.prefixes[0]), PartialPrefix(data, t.prefixes[1]))
+		k := len(data) - max(PartialPrefix(data, t.prefixes[0]), PartialPrefix(data, t.prefixes[1]), PartialPrefix(data, t.prefixes[2]))
 		t.pass(data[:k])
 		if k < len(data) {
 			t.held = append([]byte(nil), data[k:]...)
@@ -118,12 +133,13 @@ func (t *PreemptTap) Flush() {
 	t.pass(p)
 }
 
-// NewPreemptTap takes the preemption and cancellation lines of a session
-// of a run whose word is mark out of its stderr, into rec; the rest goes
-// to next.
+// NewPreemptTap takes the preemption, cancellation and stop lines of a
+// session of a run whose word is mark out of its stderr, into rec; the
+// rest goes to next.
 func NewPreemptTap(next io.Writer, mark string, rec *Preemption) *PreemptTap {
-	return &PreemptTap{next: next, rec: rec, prefixes: [2][]byte{
+	return &PreemptTap{next: next, rec: rec, prefixes: [3][]byte{
 		[]byte(PreemptedMarker + mark + " "),
 		[]byte(CancelledMarker + mark + " "),
+		[]byte(StoppedMarker + mark + " "),
 	}}
 }

@@ -226,6 +226,15 @@ const PreemptedMarker = "@@tfhive-preempted "
 // own stops are control lines, so that is someone cancelling the run.
 const CancelledMarker = "@@tfhive-cancelled "
 
+// StoppedMarker, then the session's mark, is what a task's session says
+// on stderr after the task's last byte when the supervisor passed
+// tfhive's "t" or "k" on to the task while it still ran, followed by "
+// signalled" and a newline: tfhive stopped it, whatever its status. A
+// task that ended on its own as the control line came (it failed at the
+// same moment as the task that decided the run) has no such line, and
+// keeps its own end.
+const StoppedMarker = "@@tfhive-stopped "
+
 // taskShell is what runs inside the task's new session: cd, setup, exec
 // (scripts/task.sh).
 func taskShell(t Task) string {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/tfhive/tfhive/launcher/view"
 )
@@ -154,7 +154,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		return m, m.tail()
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return m.key(msg)
 	}
 	return m, nil
@@ -192,8 +192,8 @@ func (m Model) selected() (Run, bool) {
 	return Run{}, false
 }
 
-func (m Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
-	if k.Type == tea.KeyCtrlC {
+func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	if k.String() == "ctrl+c" {
 		return m, tea.Quit
 	}
 	switch m.mode {
@@ -284,9 +284,16 @@ func (m Model) tail() tea.Cmd {
 	return func() tea.Msg { return logMsg{gen: gen, LogTail: m.cfg.Tail(r, file, lines)} }
 }
 
-// View draws the screen: exactly height lines of exactly width columns
+// View is the screen, on the terminal's alternate screen.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.Screen())
+	v.AltScreen = true
+	return v
+}
+
+// Screen draws the screen: exactly height lines of exactly width columns
 // once the terminal's size is known.
-func (m Model) View() string {
+func (m Model) Screen() string {
 	var lines []string
 	body := max(m.height-2, 0) // the headline and the footer
 	if m.height == 0 {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -124,25 +124,25 @@ func noWait(m Model) Model {
 }
 
 func (h *harness) key(s string) tea.Msg {
-	var k tea.KeyMsg
+	var k tea.KeyPressMsg
 	switch s {
 	case "enter":
-		k = tea.KeyMsg{Type: tea.KeyEnter}
+		k = tea.KeyPressMsg{Code: tea.KeyEnter}
 	case "esc":
-		k = tea.KeyMsg{Type: tea.KeyEsc}
+		k = tea.KeyPressMsg{Code: tea.KeyEscape}
 	case "ctrl+c":
-		k = tea.KeyMsg{Type: tea.KeyCtrlC}
+		k = tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
 	case "tab":
-		k = tea.KeyMsg{Type: tea.KeyTab}
+		k = tea.KeyPressMsg{Code: tea.KeyTab}
 	case "down":
-		k = tea.KeyMsg{Type: tea.KeyDown}
+		k = tea.KeyPressMsg{Code: tea.KeyDown}
 	default:
-		k = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}
+		k = tea.KeyPressMsg{Code: []rune(s)[0], Text: s}
 	}
 	return h.run(h.send(k))
 }
 
-func (h *harness) screen() string { return h.m.View() }
+func (h *harness) screen() string { return h.m.View().Content }
 
 // checkScreen: exactly 24 lines of exactly 80 columns, nothing that
 // drives the terminal but colour.
@@ -349,7 +349,7 @@ func TestRefreshTicks(t *testing.T) {
 		t.Fatalf("%d refreshes", calls)
 	}
 	old := m.gen
-	cmd := step(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("r")})
+	cmd := step(tea.KeyPressMsg{Code: 'r', Text: "r"})
 	if cmd == nil || !m.refreshing {
 		t.Fatal("r did not refresh")
 	}
@@ -373,8 +373,8 @@ func TestRefreshTicks(t *testing.T) {
 	}
 	// A failed refresh keeps the last snapshot and says why.
 	step(snapMsg(Snapshot{At: t0, Err: errors.New("gpu01: policy: bad")}))
-	if !m.have || len(m.snap.Mine) == 0 || !strings.Contains(m.View(), "refresh: gpu01: policy: bad") {
-		t.Errorf("a failed refresh:\n%s", m.View())
+	if !m.have || len(m.snap.Mine) == 0 || !strings.Contains(m.Screen(), "refresh: gpu01: policy: bad") {
+		t.Errorf("a failed refresh:\n%s", m.Screen())
 	}
 }
 

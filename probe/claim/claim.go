@@ -35,6 +35,13 @@ const (
 	HolderMarker = "tfhive-sup"
 )
 
+// KindTask is the claim of a task that holds neither a GPU nor a port (a
+// torch rank on CPUs other than rank 0, which holds MASTER_PORT): a
+// shared lock on one file, task-0, that claims nothing and that any
+// number of tasks hold at once. It gives the task a holder, and so a
+// label, as every other task has: ps, top and kill find it on its host.
+const KindTask = "task"
+
 // Name is the name of a lock file's claim: gpu-UUID (gpu-INDEX when
 // the driver gives no UUID) or port-N.
 func Name(kind string, id int, uuid string) string {
@@ -77,6 +84,8 @@ func ParseHolder(args string) (dir, run, task string, claims []inventory.Claim, 
 			claims = append(claims, inventory.Claim{Kind: "gpu", ID: n, UUID: parts[2]})
 		case len(parts) == 2 && parts[0] == "port" && err == nil:
 			claims = append(claims, inventory.Claim{Kind: "port", ID: n})
+		case s == KindTask+":0":
+			claims = append(claims, inventory.Claim{Kind: KindTask})
 		default:
 			return "", "", "", nil, false
 		}

@@ -19,6 +19,8 @@ func TestHolderLabel(t *testing.T) {
 		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a high", true},
 		{"flock x tfhive-sup /tmp r1 worker:0 gpu:0:GPU-a normal", false}, // normal is said by no word
 		{"flock x tfhive-sup /tmp r1 worker:0 low", false},                // no claims
+		{"flock -s -n x tfhive-sup /tmp r1 worker:1 task:0", true},        // a CPU torch rank's task claim
+		{"flock x tfhive-sup /tmp r1 worker:1 task:1", false},             // the task claim is task:0 alone
 	} {
 		if _, _, _, _, ok := ParseHolder(tc.args); ok != tc.ok {
 			t.Errorf("ParseHolder(%q) ok=%v, want %v", tc.args, ok, tc.ok)

@@ -33,6 +33,8 @@ tfhive_check_claims() {
 	# What this task claims, as keys (tfhive_claim_key).
 	IFS=, read -ra w <<<"$2"
 	for c in "${w[@]}"; do
+		# The task claim claims nothing: shared by every holder.
+		[ "$c" != task:0 ] || continue
 		tfhive_claim_key "$c"
 		mine+=$tfhive_key,
 	done

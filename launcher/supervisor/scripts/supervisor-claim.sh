@@ -72,7 +72,12 @@ tfhive_fd=4
 tfhive_chain=()
 for tfhive_lock; do
 	tfhive_open "$tfhive_fd" "$tfhive_lock"
-	tfhive_chain+=(flock -n -o -E 75 "/proc/self/fd/$tfhive_fd")
+	# The task claim (a task with neither GPU nor port) is shared: it
+	# claims nothing, and gives the task a holder (probe/claim's KindTask).
+	case $tfhive_lock in
+	tfhive-claim.task-0.lock) tfhive_chain+=(flock -s -n -o -E 75 "/proc/self/fd/$tfhive_fd") ;;
+	*) tfhive_chain+=(flock -n -o -E 75 "/proc/self/fd/$tfhive_fd") ;;
+	esac
 	tfhive_fd=$((tfhive_fd + 1))
 done
 umask "$tfhive_umask"

@@ -7,7 +7,11 @@
 #     the given environment added: values travel on stdin, never on a
 #     command line;
 #   - "t"/"k" on stdin send SIGTERM/SIGKILL to the task's group only (never
-#     by pattern: other users' jobs are not ours to kill);
+#     by pattern: other users' jobs are not ours to kill); one that reached
+#     the task while it ran makes the session say "@@tfhive-stopped MARK
+#     signalled" after the task's last byte (kept: "stopped" in the status
+#     file too): tfhive stopped it, and a task that ended by itself as the
+#     line came keeps its own end;
 #   - EOF on stdin (tfhive died, its connection closed) or no line for
 #     tfhive_hb_timeout seconds (the link went silent: read -t, no file,
 #     no polling) stops the group: TERM, then KILL 5 s later;
@@ -138,7 +142,7 @@ if [ "$tfhive_keep" != 0 ]; then
 	# says it ("no space left on device"): its last words, of its first
 	# line. ($$ in the subshell is still the supervisor's.)
 	tfhive_e=$({ mkfifo -m 600 "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" && : >"$tfhive_f.out" && : >"$tfhive_f.err" &&
-		printf '%31s\n' '' >"$tfhive_f.rc" && printf '%-47s\n' "$$" >"$tfhive_f.pid" &&
+		printf '%47s\n' '' >"$tfhive_f.rc" && printf '%-47s\n' "$$" >"$tfhive_f.pid" &&
 		{ [ -f "$tfhive_rd/keeper.gen" ] || printf '1\n' >"$tfhive_rd/keeper.gen"; } &&
 		{ [ -z "$tfhive_runinfo" ] || printf '%s\n' "$tfhive_runinfo" >"$tfhive_rd/run.json"; }; } 2>&1) ||
 		{ tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_cannot "cannot create the task's files in $tfhive_rd${tfhive_e:+: ${tfhive_e,}}"; }
@@ -160,7 +164,26 @@ tfhive_abandon() {
 	done
 	tfhive_signal KILL
 }
-tfhive_stops=0
+# tfhive_signalled, in the reader, passes tfhive's "t" or "k" on to the
+# task, writing "s" on descriptor 10 first when the task still runs:
+# then, and only then, tfhive stopped it. A task that ended on its own at
+# the moment tfhive decided to stop it (it failed with another, say)
+# keeps its own end. Its state is read before the signal: a zombie
+# (ended, not reaped yet) is no task to stop. The word is written before
+# the signal, so it is there once this shell sees the task end. A pipe,
+# not a signal to this shell: a trap that cuts bash's wait short as its
+# child ends can leave bash waiting for good (bash 5.2).
+tfhive_signalled() {
+	if read -r tfhive_ps 2>/dev/null <"/proc/$tfhive_pid/stat" && tfhive_ps=${tfhive_ps##*) } && [ "${tfhive_ps%% *}" != Z ]; then
+		printf 's\n' >&10
+	fi
+	tfhive_signal "$1"
+}
+# Descriptor 10 is a pipe this shell holds both ends of (a process
+# substitution's, opened again read-write through /dev/fd): reading it
+# never blocks on EOF, and read -t 0 says whether a word is there.
+exec 10<> <(:)
+tfhive_stops=0 tfhive_sig=
 # shellcheck disable=SC2317 # called by the TERM trap below
 tfhive_stop() {
 	tfhive_stops=$((tfhive_stops + 1))
@@ -204,12 +227,12 @@ tfhive_spawn() {
 	if [ "$tfhive_keep" = 0 ]; then
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&-
+			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&- 10<&-
 		) &
 	else
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&-
+			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&-
 		) &
 	fi
 	tfhive_pid=$!
@@ -302,8 +325,8 @@ tfhive_listen() {
 		exec 7>&-
 		while IFS= read -r -t "$tfhive_wait" tfhive_c <&"$tfhive_in" && tfhive_held; do
 			case $tfhive_c in
-			t) tfhive_signal TERM ;;
-			k) tfhive_signal KILL ;;
+			t) tfhive_signalled TERM ;;
+			k) tfhive_signalled KILL ;;
 			esac
 		done
 		tfhive_abandon
@@ -331,6 +354,13 @@ while :; do
 			[ "$tfhive_again" = 127 ] || tfhive_st=$tfhive_again
 		fi
 		tfhive_rc=$tfhive_st
+	done
+	# Whether tfhive's stop reached this attempt (tfhive_signalled): the
+	# words are taken out, so that the next attempt starts with none.
+	tfhive_sig=
+	while read -r -t 0 -u 10; do
+		read -r -u 10 _
+		tfhive_sig=1
 	done
 	# Stopped by SIGTERM (tfhive kill): no attempt line, no next attempt.
 	if [ "$tfhive_restarts" = 0 ] || [ "$tfhive_stops" != 0 ]; then break; fi
@@ -408,17 +438,22 @@ fi
 # SIGTERM (tfhive kill) stopped it, not a preemption: cancelled.
 tfhive_cancel=
 [ "$tfhive_stops" = 0 ] || [ -n "$tfhive_by" ] || tfhive_cancel='kill'
+# tfhive's "t" or "k" reached the task while it ran (tfhive_signalled):
+# stopped by tfhive, whatever its status.
+tfhive_stopped=
+[ -z "$tfhive_sig" ] || tfhive_stopped='signalled'
 if [ "$tfhive_keep" != 0 ]; then
 	# The loggers end when the task's last process closes its output.
 	tfhive_drain
-	printf '%-31s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}${tfhive_cancel:+ cancelled}" 1<>"$tfhive_f.rc"
+	printf '%-47s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}${tfhive_cancel:+ cancelled}${tfhive_stopped:+ stopped}" 1<>"$tfhive_f.rc"
 	kill "$tfhive_feed" 2>/dev/null
 	if [ "$tfhive_mux" != 0 ]; then
 		# The multiplexer follows this stderr's file with the task's and
 		# gives the status only once it has them all: no tail to wait for.
 		[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
 		[ -z "$tfhive_cancel" ] || printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&8
-	elif [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ] || [ -n "$tfhive_cancel" ]; then
+		[ -z "$tfhive_stopped" ] || printf '%s %s %s\n' '@@tfhive-stopped' "$tfhive_mark" "$tfhive_stopped" >&8
+	elif [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ] || [ -n "$tfhive_cancel" ] || [ -n "$tfhive_stopped" ]; then
 		# After stderr's last byte: once its tail has ended (or is a
 		# zombie: once this supervisor is gone, its orphans' reaper may
 		# never reap). In the background, as the tails are: a session that
@@ -431,13 +466,17 @@ if [ "$tfhive_keep" != 0 ]; then
 			[ -z "$tfhive_trunc" ] || printf '%s %s\n' '@@tfhive-truncated' "$tfhive_mark" >&8
 			[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
 			[ -z "$tfhive_cancel" ] || printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&8
+			[ -z "$tfhive_stopped" ] || printf '%s %s %s\n' '@@tfhive-stopped' "$tfhive_mark" "$tfhive_stopped" >&8
 		} 2>/dev/null 3<&- 6<&- 7>&- &
 	fi
 	exec 8>&-
-elif [ -n "$tfhive_by" ]; then
-	printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&2
-elif [ -n "$tfhive_cancel" ]; then
-	printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&2
+else
+	if [ -n "$tfhive_by" ]; then
+		printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&2
+	elif [ -n "$tfhive_cancel" ]; then
+		printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&2
+	fi
+	[ -z "$tfhive_stopped" ] || printf '%s %s %s\n' '@@tfhive-stopped' "$tfhive_mark" "$tfhive_stopped" >&2
 fi
 trap '' TERM
 kill "$tfhive_watch" "$tfhive_reader" 2>/dev/null
