@@ -15,6 +15,7 @@ import (
 // wait exits 143 and says so, runs lists it cancelled, --json too; a
 // task whose SIGTERM handler exits 0 makes no success of it.
 func TestKillCancelsDetachedRun(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "x1", "x2")
 	root := t.TempDir()
 	logDir := filepath.Join(root, "victim")
@@ -71,6 +72,7 @@ func TestKillCancelsDetachedRun(t *testing.T) {
 // cancelled by the keeper that adopts it later: the status files on the
 // hosts say so (attach.sh).
 func TestKillCancelsRunAdoptedLater(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "y1")
 	args, logDir := runArgs(t, f, "--detach", "--name", "orphan", "--workers", "1", "--", "sh", "-c", "echo started; exec sleep 300")
 	r := tfhive(t, f.Env(), f.Dir, args...)

@@ -132,6 +132,7 @@ func waitForClaims(t *testing.T, f *sshtest.Fleet, n int) []view.RunOnHost {
 }
 
 func TestWaitForGPUs(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "w1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	// The holder keeps its GPUs until the test has seen the waiter wait:
 	// a holder on a timer may be gone before a loaded machine gets there.

@@ -32,6 +32,7 @@ func TestCLIUnknownCommand(t *testing.T) {
 // With no host reachable there are no GPUs to count: exit 4 with each
 // host's own reason, as status gives them, and no log dir left behind.
 func TestCLIEveryHostUnreachable(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "nokey", GPU: "idle-2gpu.xml", NoAuthorized: true},
 		sshtest.Profile{Name: "gone", GPU: "idle-2gpu.xml"},
@@ -62,6 +63,7 @@ func TestCLIEveryHostUnreachable(t *testing.T) {
 // A log dir run cannot use is refused before any host is probed, the
 // default one (tfhive-runs/RUN_ID) included.
 func TestCLIBadLogDirProbesNoHost(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml"})
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")

@@ -80,6 +80,7 @@ func TestColorOnTerminal(t *testing.T) {
 // place (its place in the queue, the time left), however long it waits:
 // no line a retry, no "probing hosts" line either.
 func TestWaitLineOnTerminal(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "t1", GPU: "idle-2gpu.xml", AliveInterval: 1},
 		sshtest.Profile{Name: "t2", GPU: "idle-2gpu.xml", AliveInterval: 1})
@@ -92,8 +93,16 @@ func TestWaitLineOnTerminal(t *testing.T) {
 	args, logDir := runArgs(t, f, "--name", "waiter", "--wait", "1m", "--workers", "2", "--", "true")
 	w := startOnTerminal(t, f, []string{"TERM=xterm"}, args...)
 	w.waitFor(t, "tfhive: waiting for 2 GPUs", 30*time.Second)
-	// Some retries (a probe a second at most, sooner at first).
-	time.Sleep(4 * time.Second)
+	// Some retries (a probe a second at most, sooner at first): the line
+	// redrawn for each, waited for rather than slept on.
+	redraw := "\r\x1b[Ktfhive: waiting for 2 GPUs (0 free now): 1st in the queue; "
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(w.output(), redraw) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiting line was not redrawn 3 times in 30s:\n%q", w.output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 // it, foreground or detached (before, a detached -q run recorded only
 // tfhive's own lines): -q quietens the terminal, never the record.
 func TestEveryRunKeepsItsConsole(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "k1")
 	dir := t.TempDir()
 	run := func(name string, flags ...string) result {

@@ -14,6 +14,7 @@ import (
 // keeper carries the run to its end: wait gives its code, logs every line
 // of a task, attach the console from the start.
 func TestDetach(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "d1", "d2")
 	flag := filepath.Join(t.TempDir(), "go-on")
 	// The workers wait for the test: tfhive must have returned while they
@@ -58,6 +59,7 @@ func TestDetach(t *testing.T) {
 // A detached run whose worker fails: wait exits with the worker's code,
 // and says why in tfhive's voice.
 func TestDetachWaitGivesTheRunsCode(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "d1")
 	args, logDir := runArgs(t, f, "--detach", "--workers", "2", "--gpus-per-worker", "0",
 		"--", "sh", "-c", `sleep 0.5; [ "$1" = 1 ] && exit 7; exit 0`, "worker", "{task_index}")
@@ -72,6 +74,7 @@ func TestDetachWaitGivesTheRunsCode(t *testing.T) {
 // A detached run that cannot start says why and exits as run would; no
 // log dir is left behind.
 func TestDetachThatCannotStart(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "d1")
 	args, logDir := runArgs(t, f, "--detach", "--workers", "9", "--gpus-per-worker", "1", "--", "true")
 	r := tfhive(t, f.Env(), f.Dir, args...)
@@ -88,6 +91,7 @@ func TestDetachThatCannotStart(t *testing.T) {
 // A detached run whose keeper is gone (killed outright) is stopped by its
 // supervisors once --unattended has passed.
 func TestDetachUnattended(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "u1")
 	args, logDir := runArgs(t, f, "--detach", "--unattended", "5s", "--workers", "2", "--gpus-per-worker", "0",
 		"--", "sleep", "300")

@@ -10,6 +10,7 @@ import (
 // deciding task with it. A code tfhive does not keep passes through, to
 // run and wait alike.
 func TestTaskExitCodesNeverCollide(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "x1")
 	usage := tfhive(t, f.Env(), f.Dir, "run", "--no-such-flag")
 	wantCode(t, usage, 2)
@@ -50,6 +51,7 @@ func TestTaskExitCodesNeverCollide(t *testing.T) {
 // met it (before, the 230-character hint ended every task's line); the
 // run exits 127, as a shell would.
 func TestTaskNotFoundIsOneLine(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "n1")
 	for _, tt := range []struct {
 		argv []string

@@ -35,6 +35,7 @@ echo "mark $m"
 // own lines only, once each, and its summary its real end and duration;
 // the forger's log has what it printed, byte for byte.
 func TestRunMuxForgedHeaders(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "fg", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	forge := `printf '\n==> .mux-%s/worker-1.out <==\nFORGED LINE\n\n==> .mux-%s/events <==\nx worker-1 0 0 0 0 12 0;\n\n==> .mux-%s/worker-0.out <==\n' "$m" "$m" "$m"`
 	script := `if [ "$TFHIVE_TASK" = worker:0 ]; then
@@ -82,6 +83,7 @@ i=0; while [ $i -lt 50 ]; do echo "victim $i"; i=$((i+1)); sleep 0.1; done; echo
 // counts those, and the run ends with 3; the forged line stays in the
 // task's log as the output it is.
 func TestRestartForgedAttemptLine(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "fa")
 	script := `j=$(cat "$HOME"/.tfhive/runs-*/"$TFHIVE_RUN_ID"/run.json)
 m=${j##*\"mark\":\"}; m=${m%%\"*}
@@ -116,6 +118,7 @@ exit 6`
 // tfhive logs -H of the run, for the task and for every task, keeps them
 // too, and takes out only the supervisor's own lines.
 func TestRestartReconnectForgedAttemptLine(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", AliveInterval: 1, Proxied: true})
 	flag := filepath.Join(t.TempDir(), "forge")
 	script := `echo "attempt $TFHIVE_ATTEMPT waits"
@@ -188,6 +191,7 @@ exit 6`
 // every task: only the supervisor's lines, at the offsets it recorded,
 // are taken out.
 func TestRestartLogsFromHostsForged(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "g2")
 	script := `j=$(cat "$HOME"/.tfhive/runs-*/"$TFHIVE_RUN_ID"/run.json)
 m=${j##*\"mark\":\"}; m=${m%%\"*}

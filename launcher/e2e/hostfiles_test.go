@@ -151,6 +151,7 @@ echo working; while [ ! -e "$2" ]; do sleep 0.05; done; echo done`
 // how much that freed, and leaves a running run's alone however old its
 // files; by default ended runs' files stay a week.
 func TestGCRunFiles(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	eachBed(t, func(t *testing.T, bed sshtest.Bed) {
 		f := bedFleet(t, bed, "g1", "g2")
 		run := func(name string, args ...string) {
@@ -236,6 +237,7 @@ func TestGCRunFiles(t *testing.T) {
 // A run whose description on its host (run.json) is garbled is not "no
 // run": attach -H says which host's file it cannot read, and why.
 func TestAttachGarbledRunInfo(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "j1")
 	args, logDir := runArgs(t, f, "--detach", "--name", "garbled", "--workers", "1", "--gpus-per-worker", "0", "--", "sleep", "300")
 	wantCode(t, tfhive(t, f.Env(), f.Dir, args...), 0)

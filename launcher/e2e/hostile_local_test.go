@@ -51,6 +51,7 @@ func asUser(t *testing.T, u *sshtest.User, dir, script string) string {
 // directory of her own it is read, but not the ssh_config it names when
 // another user wrote that.
 func TestHostilePlantedHostsFile(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	h := f.Host("h1")
 	mallory := sshtest.AddUser(t, "mallory")
@@ -172,6 +173,7 @@ func tfhiveWithin(t *testing.T, within time.Duration, env []string, dir string, 
 // one she opened while it was 0644 (an older tfhive's) and holds does
 // not count, and a sweep takes a fresh one.
 func TestHostileRunLock(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	mallory := sshtest.AddUser(t, "mallory")
 	scratch := sharedScratch(t, f)
@@ -240,6 +242,7 @@ func TestHostileRunLock(t *testing.T) {
 // contacted; --trust runs it all the same. `runs` shows whose each run
 // is when some are not yours.
 func TestHostileRerunRecord(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	h := f.Host("h1")
 	mallory := sshtest.AddUser(t, "mallory")

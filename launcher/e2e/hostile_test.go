@@ -93,6 +93,7 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // A symlink planted as a lock file is never written through, by root or
 // by anyone: its GPU is blocked, named with its owner; the rest is used.
 func TestHostilePlantedSymlink(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	s := newSharedHost(t)
 	precious := filepath.Join(s.f.Dir, "precious")
 	os.WriteFile(precious, []byte("root's own\n"), 0o644)
@@ -124,6 +125,7 @@ func TestHostilePlantedSymlink(t *testing.T) {
 // A claims directory someone else owns is refused, and nothing is written
 // in it.
 func TestHostileClaimsDirOwner(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	s := newSharedHost(t)
 	os.Chown(s.h.ClaimsDir(), s.mallory.UID, s.mallory.GID)
 	args, _ := runArgs(t, s.f, "--workers", "1", "--", "true")
@@ -138,6 +140,7 @@ func TestHostileClaimsDirOwner(t *testing.T) {
 // A lock file mallory made unreadable blocks its GPU: status says
 // blocked with her name, a run that needs it exits 3 once, naming her.
 func TestHostileUnreadableLock(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	s := newSharedHost(t)
 	s.mallorySh(t, "umask 077; echo x >"+s.lockFile("gpu-"+s.uuids[1]))
 	st := tfhive(t, s.f.Env(), s.f.Dir, s.as("status")...)
@@ -161,6 +164,7 @@ func TestHostileUnreadableLock(t *testing.T) {
 // as hers; alice's kill stops exactly her own run's tasks and nothing
 // else of hers or of mallory's.
 func TestHostileForgedClaims(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	s := newSharedHost(t)
 	// Alice's bystander process: kill -TERM -1 or a wrong group would end it.
 	bystander := background(t, s.h, s.alice, "echo ready; exec sleep 300")
@@ -226,6 +230,7 @@ func TestHostileForgedClaims(t *testing.T) {
 // herself she can delete while alice holds it, and the claim still stands
 // (its holder's label names it), so nobody is double-booked.
 func TestHostileDeletedLock(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	s := newSharedHost(t)
 	mine := s.lockFile("gpu-" + s.uuids[0])
 	s.mallorySh(t, ": >"+mine) // mallory's file, readable: usable by all
@@ -443,6 +448,7 @@ func sharedDir(t *testing.T) string {
 // as the run writes its plan there (or, the other way, a tfhive-runs of
 // her own, where she could put them later).
 func TestHostilePlantedLogDir(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	s := newSharedHost(t)
 	for _, tc := range []struct {
 		name, plant, want string

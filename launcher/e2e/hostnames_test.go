@@ -34,6 +34,7 @@ func addressOf(h *sshtest.Host) string { return h.Addr + ":" + itoa(h.Port) }
 // told apart by their ports wherever a host is named: status, plan (its
 // tables and --json), --exclude, run's task prefixes and summary.
 func TestHostNamesCarryTheirPort(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "a", GPU: "idle-2gpu.xml", AliveInterval: 1},
 		sshtest.Profile{Name: "b", GPU: "idle-2gpu.xml", AliveInterval: 1})
@@ -109,6 +110,7 @@ var permanentlyAdded = regexp.MustCompile(`(?m)^Warning: Permanently added '.*' 
 // ssh config tfhive read); --accept-new-host-keys says what it adds as
 // OpenSSH does, word for word, once per new host, and run -q does not.
 func TestHostKeyHintAndPermanentlyAdded(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "n1", GPU: "idle-2gpu.xml", NotKnown: true},
 		sshtest.Profile{Name: "n2", GPU: "idle-2gpu.xml", NotKnown: true})

@@ -33,6 +33,7 @@ func hostsOfRun(t *testing.T, f *sshtest.Fleet, args ...string) (hosts []string,
 // -H 'h[1-2]' is h1 and h2, as pdsh and ClusterShell read it: two
 // workers of two GPUs need both hosts.
 func TestHostRangeFlag(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := hostSyntaxFleet(t)
 	hosts, _ := hostsOfRun(t, f, "-H", "h[1-2]", "--workers", "2", "--gpus-per-worker", "2", "--", "true")
 	slices.Sort(hosts)
@@ -49,6 +50,7 @@ func TestHostRangeFlag(t *testing.T) {
 // --hostfile reads an MPI/DeepSpeed hostfile; slots=1 caps each host at
 // one GPU, so two one-GPU workers packed (which would share h1) spread.
 func TestHostfileSlots(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := hostSyntaxFleet(t)
 	hf := filepath.Join(t.TempDir(), "hostfile")
 	if err := os.WriteFile(hf, []byte("# DeepSpeed style\nh1 slots=1\nh2 slots=1\n"), 0o644); err != nil {

@@ -16,6 +16,7 @@ import (
 // task, on the GPU too, is not one), and the run, sampling, says so on
 // the console and in its summary.
 func TestIntruderShown(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	h := f.Host("h1")
 	mallory := sshtest.AddUser(t, "intruder")

@@ -18,6 +18,7 @@ import (
 // an unknown run or task is exit 1 naming the hosts searched, -f without
 // --task exit 2.
 func TestLogsFromHosts(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "l1", "l2")
 	flag := filepath.Join(t.TempDir(), "go-on")
 	script := `seq 1 300; echo "err $1" >&2; while [ ! -e "$2" ]; do sleep 0.05; done; seq 301 600`

@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,6 +27,15 @@ const raceEnv = "TFHIVE_E2E_RACE"
 func TestMain(m *testing.M) {
 	if to := os.Getenv(rssEnv); to != "" {
 		os.Exit(reportRSS(to, os.Args[1:]))
+	}
+	progressDone := startProgress()
+	// The parallel tests spend their time waiting on timers (keepalives,
+	// --grace, --reconnect: testing.md), not on the CPU: more of them at
+	// once than the 2 cores' default, unless -parallel says otherwise.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", "4")
 	}
 	dir, err := os.MkdirTemp("", "tfhive-e2e-")
 	if err != nil {
@@ -59,6 +69,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	progressDone()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -14,6 +14,7 @@ import (
 // probe's session: 8 tasks on a host cost that host one login, and each
 // task's output comes back whole, stdout and stderr apart.
 func TestRunMuxOneLoginPerHost(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "solo", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	script := `echo "out of $TF_CONFIG_TASK"; i=0; while [ $i -lt 300 ]; do echo "line $i"; i=$((i+1)); done; printf 'err\n' >&2; printf 'no newline'`
 	args, logDir := runArgs(t, f, "--workers", "8", "--gpus-per-worker", "0", "--sample", "0", "--", "sh", "-c", script)

@@ -64,6 +64,7 @@ func TestRunStoppedOutcomeOneText(t *testing.T) {
 // them (last_lines). Before, one had to open its log to learn that it
 // "did not converge".
 func TestRunSummaryShowsWhy(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "w1")
 	script := `if [ "$TFHIVE_TASK" = worker:1 ]; then printf 'step 1\n\nTraceback (most recent call last):\nValueError: did not converge \033[31m\n' >&2; exit 7; fi; exec sleep 30`
 	args, logDir := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "0", "--", "sh", "-c", script)

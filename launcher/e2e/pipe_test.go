@@ -26,6 +26,7 @@ const pipeClosedLine = "tfhive: error: standard output closed (a pipe reader suc
 // on stderr and exits 141; the run is recorded as stopped for that, and
 // nothing of it is left on the hosts.
 func TestRunStdoutClosedStopsTheRun(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "p1", "p2")
 	root := t.TempDir()
 	logDir := filepath.Join(root, "piped")

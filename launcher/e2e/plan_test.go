@@ -85,6 +85,7 @@ func TestPlanJSONOnFleet(t *testing.T) {
 }
 
 func TestPlanTableAndNotEnough(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := planFleet(t)
 	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "plan", "--workers", "2", "--", "python", "train.py")...)
 	wantCode(t, r, 0)

@@ -17,6 +17,7 @@ import (
 // for those it names; a malformed file is exit 2 naming file and line; a
 // file others may write is ignored with one warning.
 func TestPolicyOnTheHost(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	h := f.Host("h1")
 	if err := h.SetPolicy("limits:\n  users:\n    \"*\": 1\nhigh:\n  users: [nobody-here]\n"); err != nil {
@@ -101,6 +102,7 @@ func TestPolicyOnTheHost(t *testing.T) {
 // size limit is exit 2 naming it, before any plan, on every command that
 // plans or shows the host.
 func TestPolicyReadWholeOrRefused(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml"})
 	h := f.Host("h1")
 	long := strings.Repeat("# the lab's notes\n", 2100)

@@ -13,6 +13,7 @@ import (
 // low run ends preempted with exit 5 naming the high run, and the high
 // run starts on the freed GPUs. A normal run is never preempted.
 func TestPreemptLow(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	if err := f.Host("h1").SetPolicy("preempt_low: true\n"); err != nil {
 		t.Fatal(err)

@@ -75,6 +75,7 @@ func (p *preemptHost) startLow(t *testing.T) (low *running, pid int, gpus string
 // theirs tried — the low run exits 5 naming the high run and its user,
 // and the high run starts on the GPUs the low run held.
 func TestPreemptAcrossUsers(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	p := newPreemptHost(t)
 	low, _, gpus := p.startLow(t)
 
@@ -112,6 +113,7 @@ func TestPreemptAcrossUsers(t *testing.T) {
 // then preempts it, the forgeries still held: the forged high ticket,
 // older than its own, keeps nothing from it.
 func TestPreemptForgedRequest(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	p := newPreemptHost(t)
 	forger := sshtest.AddUser(t, "forger")
 	low, pid, _ := p.startLow(t)
@@ -226,6 +228,7 @@ func dirOpens(t *testing.T, dir string) <-chan struct{} {
 // nobody could make ahead of it, and the low run is preempted all the
 // same; the colleague's file is left as it was.
 func TestPreemptPremadeRequest(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	p := newPreemptHost(t)
 	mallory := sshtest.AddUser(t, "mallory")
 	low, _, gpus := p.startLow(t)
@@ -274,6 +277,7 @@ func TestPreemptPremadeRequest(t *testing.T) {
 // than the ticket's, asking all 4. A real high run of another user that
 // needs the low run's GPUs (all 4) preempts it.
 func TestPreemptNeedsAWaitingRun(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-4gpu.xml", AliveInterval: 1})
 	p := &preemptHost{f: f, low: sshtest.AddUser(t, "low"), high: sshtest.AddUser(t, "high")}
 	mallory := sshtest.AddUser(t, "mallory")

@@ -116,6 +116,7 @@ echo up; while [ ! -e "$2/worker-may-end" ]; do sleep 0.05; done`
 // window has passed, woken it is followed again, killed it leaves it
 // unattended (its sessions are gone).
 func TestPsStateDetached(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "s1", "s2")
 	args, logDir := runArgs(t, f, "--detach", "--workers", "2", "--gpus-per-worker", "1", "--", "sleep", "300")
 	r := tfhive(t, f.Env(), f.Dir, args...)

@@ -34,6 +34,7 @@ func queueEntries(t *testing.T, f *sshtest.Fleet) []queueEntry {
 // waiting before it; when the GPUs free up, that run starts, the forged
 // ticket still held.
 func TestQueueForgedSince(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.StartShared(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	p := &preemptHost{f: f, low: sshtest.AddUser(t, "alice"), high: sshtest.AddUser(t, "mallory")}
 	alice, mallory := p.low, p.high

@@ -100,6 +100,7 @@ func (b *queueBed) finish(q *queueRun) {
 // GPUs free up they start in arrival order, two at a time, and never
 // more than the GPUs allow (the rest stay queued, in order).
 func TestQueueArrivalOrder(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	var ps []sshtest.Profile
 	for _, n := range []string{"h1", "h2", "h3", "h4"} {
 		ps = append(ps, sshtest.Profile{Name: n, GPU: "idle-2gpu.xml", AliveInterval: 1})
@@ -142,6 +143,7 @@ func TestQueueArrivalOrder(t *testing.T) {
 // 2 GPUs on a 4-GPU host: a third GPU is exit 3 without --wait, naming the
 // rule, and waits with it until the user's GPUs are under the limit.
 func TestQueueBackfillAndLimit(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1},
 		sshtest.Profile{Name: "h2", GPU: "idle-2gpu.xml", AliveInterval: 1})

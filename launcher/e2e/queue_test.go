@@ -43,6 +43,7 @@ func queueOrder(t *testing.T, f *sshtest.Fleet) []string {
 // with SIGKILL leaves the queue at once (its ticket was a lock its
 // session held); when the GPUs free up, the high run starts.
 func TestQueueTickets(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	done := filepath.Join(t.TempDir(), "done")
 	hold := `echo ready; while [ ! -e ` + done + ` ]; do sleep 0.1; done`

@@ -102,6 +102,7 @@ func testReconnect(t *testing.T, c linkCut) {
 // its supervisors, hearing from no tfhive, stop their tasks within
 // --reconnect plus the keepalive period (3 s here).
 func TestRunLinkGoneLongerThanReconnect(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", Proxied: true, AliveInterval: 1})
 	args, logDir := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "0", "--reconnect", "3s",
 		"--", "sh", "-c", "echo started; exec sleep 300")
@@ -131,6 +132,7 @@ func TestRunLinkGoneLongerThanReconnect(t *testing.T) {
 // supervisors have heard from nobody for --reconnect plus the keepalive
 // period.
 func TestRunKilledKeptTasksStop(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "k1")
 	args, _ := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "0", "--reconnect", "2s",
 		"--", "sh", "-c", "echo started; exec sleep 300")

@@ -17,6 +17,7 @@ import (
 // of hosts that "could not be reached"), a known placeholder whose brace
 // is not closed (it passed through literally).
 func TestCLIRefusedBeforeAnyHost(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml"})
 	h := f.Host("h1")
 	dir := t.TempDir()

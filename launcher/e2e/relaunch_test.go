@@ -35,6 +35,7 @@ func goesDown(h *sshtest.Host) {
 // its next attempt on the spare host, in the foreground (--reconnect 0:
 // lost at once) and detached (the keeper, after --reconnect's window).
 func TestRestartLostHostReplanned(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	for _, mode := range []string{"reconnect-0", "detached"} {
 		t.Run(mode, func(t *testing.T) {
 			f := proxiedFleet(t, "l1", "l2")
@@ -108,6 +109,7 @@ func TestRestartLostHostReplanned(t *testing.T) {
 // run fails as without --restarts (exit 4), saying the re-plan did not
 // fit.
 func TestRestartLostHostDoesNotFit(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := proxiedFleet(t, "n1", "n2")
 	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--reconnect", "0",
 		"--workers", "2", "--gpus-per-worker", "2", "--", "sh", "-c", `echo "running on $1"; exec sleep 300`, "task", "{host}")

@@ -16,6 +16,7 @@ import (
 // and says first what is not as it was: the --sync tree, the hosts. (A
 // sweep's trial is a run like this one, in a run dir of its own.)
 func TestRerun(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "r1", "r2")
 	launch := t.TempDir()
 	src := filepath.Join(launch, "code")
@@ -92,6 +93,7 @@ func TestRerun(t *testing.T) {
 // A sweep's trial is a run of its own: `tfhive rerun` of one runs its
 // command again, its values substituted as they were, under a new id.
 func TestRerunSweepTrial(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "t1", "t2")
 	launch := t.TempDir()
 	r := tfhive(t, f.Env(), launch, fleetArgs(f, "sweep", "--name", "sw", "--grace", "2s", "--param", "x=1,it's 2",

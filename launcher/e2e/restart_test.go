@@ -35,6 +35,7 @@ func wantAttempts(t *testing.T, tr record.TaskResult, want ...string) {
 // TestRestartAlwaysFailing: --restarts 2 runs a failing task three times,
 // each seeing its TFHIVE_ATTEMPT, then fails with its code; kept or not.
 func TestRestartAlwaysFailing(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	for _, mode := range []string{"kept", "reconnect-0"} {
 		t.Run(mode, func(t *testing.T) {
 			f := runFleet(t, "a1")
@@ -149,6 +150,7 @@ func taskByRank(tasks []schedule.Task, rank string) string {
 // history (the host says the attempt under way), the adopter restarts
 // nothing and ends the run with the attempt's code.
 func TestRestartAdopted(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "d1")
 	flag := filepath.Join(t.TempDir(), "go")
 	script := `if [ "$TFHIVE_ATTEMPT" = 0 ]; then echo first; exit 3; fi
@@ -195,6 +197,7 @@ echo second; : >"$1.started"; while [ ! -e "$1" ]; do sleep 0.05; done; echo don
 // TestRestartLogsFromHosts: tfhive logs -H shows a restarted task's
 // output without the attempt lines, for one task and for every task.
 func TestRestartLogsFromHosts(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "g1")
 	args, logDir := runArgs(t, f, "--restarts", "2", "--restart-backoff", "100ms", "--workers", "1", "--gpus-per-worker", "0",
 		"--", "sh", "-c", `echo "line $TFHIVE_ATTEMPT"; printf 'part%s' "$TFHIVE_ATTEMPT"; [ "$TFHIVE_ATTEMPT" = 2 ] || exit 3`)

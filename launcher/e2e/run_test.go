@@ -174,6 +174,7 @@ touch `+marks+`/$TFHIVE_TASK; exec sleep 60`)
 }
 
 func TestRunTimeout(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "r1")
 	args, logDir := runArgs(t, f, "--timeout", "1s", "--gpus-per-worker", "0", "--", "sleep", "60")
 	r := tfhive(t, f.Env(), f.Dir, args...)
@@ -185,6 +186,7 @@ func TestRunTimeout(t *testing.T) {
 }
 
 func TestRunHostileArgvAndSecrets(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "r1")
 	hostile := []string{"a b", "it's", `"dq"`, "$HOME", "`id`", "$(id)", "a;b", "x\ny", "ünïcödé ✓", "", "*", `\`, "-n", "{{literal}}"}
 	want := []string{"a b", "it's", `"dq"`, "$HOME", "`id`", "$(id)", "a;b", "x\ny", "ünïcödé ✓", "", "*", `\`, "-n", "{literal}"}
@@ -285,6 +287,7 @@ func wantNumberedLines(t *testing.T, console, logDir string, workers, lines int)
 }
 
 func TestRunMoreTasksThanMaxSessions(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "solo")
 	// 12 tasks at once on one host; sshd's default MaxSessions is 10. A
 	// session each: --reconnect 0 (a kept run's start through the host's
@@ -313,6 +316,7 @@ func TestRunMoreTasksThanMaxSessions(t *testing.T) {
 // leaves out gets its spare session ended before the tasks start, not at
 // the end.
 func TestRunReusesTheProbeSession(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	for _, c := range []struct {
 		name  string
 		flags []string
@@ -414,6 +418,7 @@ func TestRunKilledLeavesNothing(t *testing.T) {
 // With --reconnect 0, a silent link loses its host at once, and the
 // supervisors stop their tasks after the keepalive period.
 func TestRunSilentLinkStopsTasks(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "far", GPU: "idle-2gpu.xml", Proxied: true, AliveInterval: 1})
 	args, logDir := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "0", "--reconnect", "0", "--", "sh", "-c", "echo started; exec sleep 300")
 	cmd, errb := startRun(t, f, args...)
@@ -439,6 +444,7 @@ func TestRunSilentLinkStopsTasks(t *testing.T) {
 // stuck NFS home) is given up after the keepalive period instead of
 // holding the run forever (10 s at least, as the period here is 3 s).
 func TestRunSupervisorThatNeverAnswers(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "mute", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	// The supervisor reads its script with dd: this one swallows stdin
 	// instead, so the probe works and the supervisor never answers, and

@@ -85,6 +85,7 @@ func mkdir(t *testing.T, dir string, mode os.FileMode) {
 // as the client follows that file, and the summary says the log was
 // truncated.
 func TestRunDiskFull(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "full", GPU: "idle-2gpu.xml", AliveInterval: 1, HomeSize: 256 << 10})
 	const lines = 200000 // 1.3 MB: five times the disk
 	args, logDir := runArgs(t, f, "--workers", "1", "--gpus-per-worker", "0", "--timeout", "2m",

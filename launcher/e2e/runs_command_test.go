@@ -15,6 +15,7 @@ import (
 // whole off a terminal (cut with the line on one: view's width.go), as
 // --json has it.
 func TestRunsCommandColumn(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "c1")
 	root := t.TempDir()
 	long := []string{"sh", "-c", "echo {run_id} is a run with a command longer than the column", "ignored"}

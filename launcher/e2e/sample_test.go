@@ -43,6 +43,7 @@ const sampleWait = `for i in $(seq 600); do [ "$(cat "$TFHIVE_FAKE_GPU/queries" 
 // is warned about while the run goes on, and each host had one session,
 // the probe's, which ran the task and the sampler (its multiplexer).
 func TestRunSamplesGPUUsage(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sampleFleet(t)
 	args, logDir := runArgs(t, f, "--workers", "2", "--strategy", "spread", "--sample", "200ms", "--", "sh", "-c", sampleWait)
 	env := append(f.Env(), "TFHIVE_TEST_IDLE_AFTER=500ms")
@@ -78,6 +79,7 @@ func TestRunSamplesGPUUsage(t *testing.T) {
 
 // A detached run's keeper samples as the foreground run does.
 func TestDetachSamplesGPUUsage(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sampleFleet(t)
 	args, logDir := runArgs(t, f, "--detach", "--workers", "2", "--strategy", "spread", "--sample", "200ms", "--", "sh", "-c", sampleWait)
 	env := append(f.Env(), "TFHIVE_TEST_IDLE_AFTER=500ms")
@@ -170,6 +172,7 @@ func readUsageCSV(t *testing.T, logDir string) [][]string {
 // still sampled, each row with its own host's values, and no sample line
 // leaks into a task's log.
 func TestRunSampleOneLoginPerHost(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "l1", GPU: "idle-4gpu.xml", AliveInterval: 1, LoginCPU: 50 * time.Millisecond},
 		sshtest.Profile{Name: "l2", GPU: "idle-4gpu.xml", AliveInterval: 1, LoginCPU: 50 * time.Millisecond})

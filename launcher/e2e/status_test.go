@@ -30,6 +30,7 @@ func mixedFleet(t *testing.T) *sshtest.Fleet {
 }
 
 func TestStatusMixedFleet(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := mixedFleet(t)
 	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "status")...)
 	wantCode(t, r, 0)
@@ -157,6 +158,7 @@ func TestStatusJSON(t *testing.T) {
 }
 
 func TestStatusHostKeys(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "known", GPU: "idle-2gpu.xml"},
 		sshtest.Profile{Name: "newhost", GPU: "idle-2gpu.xml", NotKnown: true},
@@ -188,6 +190,7 @@ func TestStatusHostKeys(t *testing.T) {
 }
 
 func TestStatusAuthFailures(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "nokey", GPU: "idle-2gpu.xml", NoAuthorized: true},
 		sshtest.Profile{Name: "password", GPU: "idle-2gpu.xml", PasswordOnly: true},
@@ -217,6 +220,7 @@ func TestStatusJumpHost(t *testing.T) {
 }
 
 func TestStatusSilentHostTimesOut(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "ok", GPU: "idle-2gpu.xml"},
 		sshtest.Profile{Name: "silent", Silent: true},
@@ -234,6 +238,7 @@ func TestStatusSilentHostTimesOut(t *testing.T) {
 }
 
 func TestStatusHangingNvidiaSMI(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
 		sshtest.Profile{Name: "ok", GPU: "idle-2gpu.xml"},
 		sshtest.Profile{Name: "wedged", GPU: "idle-2gpu.xml", Hang: true},
@@ -279,6 +284,7 @@ func TestStatusLocalhostDefault(t *testing.T) {
 }
 
 func TestStatusBadInput(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml"})
 	bad := filepath.Join(f.Dir, "bad.yaml")
 	os.WriteFile(bad, []byte("hosts:\n  - address: h1\n    prot: 22\n"), 0o600)
@@ -325,6 +331,7 @@ func normalizePIDs(s string, f *sshtest.Fleet) string {
 // are named by UUID and would collide: "claimed by another run", again
 // and again).
 func TestSameUUIDExcluded(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "dup", GPU: "idle-2gpu.xml"})
 	out := filepath.Join(f.Host("dup").Dir, "gpu", "output")
 	data, err := os.ReadFile(out)

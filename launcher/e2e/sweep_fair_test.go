@@ -96,6 +96,7 @@ func (b *sweepFairBed) colleagueWaits(name string, gpus string) *running {
 // queue then, behind the colleague's ticket (the queue's order: priority,
 // then waiting since), and waits there until another trial ends.
 func TestSweepFairToColleague(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	b := newSweepFairBed(t)
 	f := b.f
 	sw := startTfhive(t, f, readStderr, sweepArgs(f, "--name", "sf", "--param", "x=1,2,3,4,5,6",
@@ -150,6 +151,7 @@ func trialsOn(t *testing.T, f *sshtest.Fleet, prefix string) map[string][]string
 // it fits. Without this, a sweep's stream of small trials would backfill
 // every GPU that frees up and starve the colleague.
 func TestSweepDoesNotStarveColleague(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	b := newSweepFairBed(t)
 	f := b.f
 	sw := startTfhive(t, f, readStderr, sweepArgs(f, "--name", "sf", "--param", "x=1,2,3,4,5,6",

@@ -88,6 +88,7 @@ func endsWithin(t *testing.T, r *running, within time.Duration) (int, time.Durat
 // interrupted and the 2 others not run (the one that waited leaves no
 // log dir). The same command again runs all 6.
 func TestSweepInterrupted(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sweepFleet(t)
 	dir := t.TempDir()
 	events, gate := filepath.Join(dir, "events"), filepath.Join(dir, "go")
@@ -188,6 +189,7 @@ func gone(pid int) bool {
 // stopped, and nothing of it remains on the hosts; its table marks the 4
 // stopped and the 2 not run.
 func TestSweepDetachKill(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sweepFleet(t)
 	dir := t.TempDir()
 	events, gate := filepath.Join(dir, "events"), filepath.Join(dir, "go")
@@ -252,6 +254,7 @@ func TestSweepDetachKill(t *testing.T) {
 // 5 s kill stops the trials' tasks on the hosts itself. The keeper, woken,
 // starts no other trial and ends.
 func TestSweepKillKeeperStopped(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sweepFleet(t)
 	dir := t.TempDir()
 	events, gate := filepath.Join(dir, "events"), filepath.Join(dir, "go")

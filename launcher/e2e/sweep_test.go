@@ -85,6 +85,7 @@ func sweepArgs(f *sshtest.Fleet, args ...string) []string {
 // the loss's order; the same command again runs no trial; another
 // command under the same name is refused.
 func TestSweepGrid(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sweepFleet(t)
 	events := filepath.Join(t.TempDir(), "events")
 	args := sweepArgs(f, "--name", "sw", "--param", "x=3,1,4,5,9,2", "--capture", `loss=loss=(\d+)`,
@@ -158,6 +159,7 @@ func TestSweepGrid(t *testing.T) {
 // A failing trial leaves the others running; --detach returns at once and
 // wait exits 1; the same command again runs only the failed trial.
 func TestSweepFailureDetachWaitResume(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sweepFleet(t)
 	dir := t.TempDir()
 	events, ok := filepath.Join(dir, "events"), filepath.Join(dir, "ok")
@@ -225,6 +227,7 @@ func TestSweepFailureDetachWaitResume(t *testing.T) {
 // first trial, and every trial runs that code (the same hash in each
 // summary, the file it holds read by each trial's task).
 func TestSweepSync(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sweepFleet(t)
 	code := filepath.Join(f.Dir, "code")
 	if err := os.MkdirAll(code, 0o755); err != nil {

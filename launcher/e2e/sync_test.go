@@ -67,6 +67,7 @@ func describeTree(t *testing.T, dir string) map[string]string {
 }
 
 func TestSyncCode(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("git is needed to make the test's work tree")
 	}
@@ -238,6 +239,7 @@ func TestSyncCode(t *testing.T) {
 // a task on another of them uses: each host sees only its own processes,
 // so the tree goes only once no host uses it, removed once.
 func TestGCSharedHomeKeepsAnotherHostsTree(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	sshtest.RequireSeparate(t)
 	f := sshtest.StartOn(t, sshtest.SharedHome, sshtest.Profile{Name: "g1", GPU: "idle-2gpu.xml", AliveInterval: 1},
 		sshtest.Profile{Name: "g2", GPU: "idle-2gpu.xml", AliveInterval: 1})
@@ -278,6 +280,7 @@ func TestGCSharedHomeKeepsAnotherHostsTree(t *testing.T) {
 // gc never takes a tree a live run uses, however old its last use, and
 // takes it once the run is over; --json says the same as the table.
 func TestGCKeepsALiveRunsTree(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "g1", GPU: "idle-2gpu.xml", AliveInterval: 1})
 	h := f.Host("g1")
 	src := t.TempDir()
@@ -437,6 +440,7 @@ func TestSyncDoctor(t *testing.T) {
 // the tree again (and the log dirs with it) and left a new one on every
 // host.
 func TestSyncLeavesTheLogRootOut(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "s1", GPU: "idle-2gpu.xml"})
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "train.sh"), []byte("echo training\n"), 0o644); err != nil {

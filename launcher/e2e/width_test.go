@@ -57,6 +57,7 @@ func wantOneRowEach(t *testing.T, what string, lines []string) {
 // GPUs), each whole: gpu-nodriver's 150-column reason on its row, not on
 // lines below it, whatever $COLUMNS says.
 func TestStatusIntoAPipeOneLineAGPU(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := wideFleet(t)
 	r := tfhive(t, append(f.Env(), "COLUMNS=60"), f.Dir, fleetArgs(f, "status")...)
 	wantCode(t, r, 0)

@@ -148,6 +148,16 @@ type Host struct {
 	keep []string
 	// hogs are the CPUHogs' processes.
 	hogs []*exec.Cmd
+	// untie unregisters the host's processes from the reaper (lifeline.go)
+	// once Stop has stopped them.
+	untie []func()
+}
+
+// tieGroup registers the process group pgid with the reaper until Stop.
+func (h *Host) tieGroup(pgid int) error {
+	untie, err := tieGroup(pgid)
+	h.untie = append(h.untie, untie)
+	return err
 }
 
 // startHogs starts the host's CPUHogs busy loops, each its own process
@@ -155,10 +165,16 @@ type Host struct {
 func (h *Host) startHogs() error {
 	for range h.CPUHogs {
 		c := h.Command(nil, "timeout", "600", "sh", "-c", "while :; do :; done")
+		// A group of its own, for the reaper: timeout cannot pass a
+		// SIGKILL on to its loop.
+		c.SysProcAttr.Setpgid = true
 		if err := c.Start(); err != nil {
 			return fmt.Errorf("a CPU hog: %w", err)
 		}
 		h.hogs = append(h.hogs, c)
+		if err := h.tieGroup(c.Process.Pid); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -376,6 +392,7 @@ func (h *Host) Stop() {
 	h.hogs = nil
 	hostStopped(h)
 	if h.answering {
+		h.untieAll()
 		return
 	}
 	// What the host's sessions left running (a kept supervisor outlives
@@ -386,6 +403,14 @@ func (h *Host) Stop() {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+	h.untieAll()
+}
+
+func (h *Host) untieAll() {
+	for _, u := range h.untie {
+		u()
+	}
+	h.untie = nil
 }
 
 // Home is the HOME the test user's sessions get on this host (unless
@@ -403,8 +428,12 @@ func (h *Host) mountHome(t testing.TB) error {
 		fmt.Sprintf("size=%d,mode=0755", h.HomeSize)); err != nil {
 		return fmt.Errorf("mounting a tmpfs on %s: %w", h.Home(), err)
 	}
-	t.Cleanup(func() { syscall.Unmount(h.Home(), syscall.MNT_DETACH) })
-	return nil
+	untie, err := tie("mount", h.Home())
+	t.Cleanup(func() {
+		syscall.Unmount(h.Home(), syscall.MNT_DETACH)
+		untie()
+	})
+	return err
 }
 
 // ClaimsDir is the host's own claims directory: the fake hosts share one
@@ -646,6 +675,13 @@ func (h *Host) start(t testing.TB, authorized string) error {
 		// sshd would write the pid it sees there: 1.
 		pidFile = "none"
 	}
+	// What its sessions leave running carries this in its environment
+	// (Leftovers): the reaper's to kill, should the test die first.
+	untie, err := tie("marker", "TFHIVE_FAKE_GPU="+filepath.Join(h.Dir, "gpu"))
+	h.untie = append(h.untie, untie)
+	if err != nil {
+		return err
+	}
 	listen := "ListenAddress " + h.Addr
 	for _, a := range h.ExtraAddrs {
 		listen += "\nListenAddress " + a
@@ -718,10 +754,19 @@ func (h *Host) runSSHD(cfgFile string, addrs int) error {
 		return err
 	}
 	cmd.Stderr = pw
+	// Its own group (Stop kills the group); SIGKILLed by the kernel if
+	// this process ends first, and its group by the reaper (lifeline.go).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	err = startTied(cmd)
 	pw.Close()
 	if err != nil {
+		pr.Close()
+		return err
+	}
+	untie, err := tieGroup(cmd.Process.Pid)
+	if err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
 		pr.Close()
 		return err
 	}
@@ -764,14 +809,17 @@ func (h *Host) runSSHD(cfgFile string, addrs int) error {
 				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 				<-exited
 			}
+			untie()
 			return err
 		}
 	case <-time.After(20 * time.Second):
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
+		untie()
 		return fmt.Errorf("sshd did not start listening within 20s (see %s)", logFile.Name())
 	}
 	h.cmd, h.exited = cmd, exited
+	h.untie = append(h.untie, untie)
 	return nil
 }
 
@@ -918,6 +966,9 @@ func (h *Host) startBusy(data []byte) ([]byte, error) {
 			return nil, err
 		}
 		h.Procs = append(h.Procs, cmd.Process)
+		if err := h.tieGroup(cmd.Process.Pid); err != nil {
+			return nil, err
+		}
 		pid := cmd.Process.Pid
 		if h.bed.Separate() {
 			if pid = h.waitHostPID(pid); pid == 0 {

@@ -1,6 +1,7 @@
 package sshtest
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
@@ -8,9 +9,30 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
+
+// accountsMu serialises this process's useradd and userdel.
+var accountsMu sync.Mutex
+
+// accounts runs useradd or userdel, one at a time in this process, and
+// again while another process (another test binary, the machine's own
+// tools) holds the lock on /etc/passwd or /etc/group: shadow's tools give
+// up at once when they cannot take it. 10 s in all at most.
+func accounts(tool string, args ...string) ([]byte, error) {
+	accountsMu.Lock()
+	defer accountsMu.Unlock()
+	for delay := 10 * time.Millisecond; ; delay *= 2 {
+		out, err := exec.Command(tool, args...).CombinedOutput()
+		if err == nil || !bytes.Contains(out, []byte("lock")) || delay > 5*time.Second {
+			return out, err
+		}
+		time.Sleep(delay)
+	}
+}
 
 // User is a real local Unix user made for one test: another person on a
 // shared GPU host, a colleague or a hostile one.
@@ -70,12 +92,23 @@ func AddUser(t testing.TB, role string) *User {
 
 	// The password "*" instead of useradd's "!": with UsePAM no, sshd
 	// refuses an account whose password is locked, even for key logins.
-	out, err := exec.Command(sbin("useradd"), "--create-home", "--shell", "/bin/bash", "--user-group",
-		"--password", "*", "--comment", "tfhive sshtest", name).CombinedOutput()
+	// One useradd or userdel at a time from this process: parallel tests
+	// would otherwise meet each other's lock on /etc/passwd and fail.
+	out, err := accounts(sbin("useradd"), "--create-home", "--shell", "/bin/bash", "--user-group",
+		"--password", "*", "--comment", "tfhive sshtest", name)
 	if err != nil {
 		t.Fatalf("useradd %s: %v\n%s", name, err, out)
 	}
-	t.Cleanup(func() { removeUser(t, name) })
+	// The reaper removes the user, with its processes, should the test
+	// die before its cleanups (lifeline.go).
+	untie, err := tie("user", name)
+	t.Cleanup(func() {
+		removeUser(t, name)
+		untie()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	pw, err := user.Lookup(name)
 	if err != nil {
@@ -121,7 +154,8 @@ func removeUser(t testing.TB, name string) {
 		k.Run() // killed along with the rest
 	}
 	// -f: processes killed just now may not all have exited yet.
-	if out, err := exec.Command(sbin("userdel"), "-f", "-r", name).CombinedOutput(); err != nil {
+	out, err := accounts(sbin("userdel"), "-f", "-r", name)
+	if err != nil {
 		t.Errorf("userdel %s: %v\n%s", name, err, out)
 	}
 }
