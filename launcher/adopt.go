@@ -28,7 +28,7 @@ import (
 // A kept run can be adopted: from any machine that reaches its hosts,
 // `tfhive attach RUN -H …` finds what the hosts hold of it (FindRun),
 // rebuilds the plan the lifecycle needs (AdoptedPlan) and runs it with
-// RunOptions.Adopted: every task followed from its first byte, under a
+// Options.Adopted: every task followed from its first byte, under a
 // keeper generation one above the newest on record, so that an older
 // keeper that comes back is refused and steps down (scripts/attach.sh,
 // rundir.sh's tfhive_feed).

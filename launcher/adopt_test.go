@@ -169,10 +169,10 @@ func mustRunInfo(t *testing.T, s string) *record.RunInfo {
 
 // adoptedRun is Run with Adopted on stage hosts: every task is followed
 // by an attach session, from its first byte.
-func adoptedRun(t *testing.T, p *schedule.Plan, gen int, hosts map[string]*remotetest.Fake, opts ...func(*RunOptions)) (*record.Summary, string, string) {
+func adoptedRun(t *testing.T, p *schedule.Plan, gen int, hosts map[string]*remotetest.Fake, opts ...func(*Options)) (*record.Summary, string, string) {
 	t.Helper()
 	console := &watchWriter{}
-	o := RunOptions{Plan: p, Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
+	o := Options{Plan: p, Hosts: map[string]inventory.Host{}, Execs: map[string]remote.Executor{},
 		LogDir: filepath.Join(t.TempDir(), "logs"), Grace: time.Hour, Parallel: 4, Console: NewConsole(console, false),
 		KeepAlive: func(inventory.Host) (time.Duration, int) { return 10 * time.Millisecond, 3 },
 		Reconnect: time.Minute, Adopted: true, Gen: gen,
@@ -186,7 +186,7 @@ func adoptedRun(t *testing.T, p *schedule.Plan, gen int, hosts map[string]*remot
 	for _, f := range opts {
 		f(&o)
 	}
-	sum, err := Run(context.Background(), o)
+	sum, err := RunPlan(context.Background(), o)
 	if cerr := o.Console.Close(); cerr != nil {
 		t.Fatal(cerr)
 	}
@@ -243,7 +243,7 @@ func TestRunAdopted(t *testing.T) {
 	}
 	p := adoptPlan()
 	o := map[string]*remotetest.Fake{"h1": host("h1"), "h2": host("h2")}
-	sum, console, logDir := adoptedRun(t, p, 3, o, func(o *RunOptions) { o.Sample = 50 * time.Millisecond })
+	sum, console, logDir := adoptedRun(t, p, 3, o, func(o *Options) { o.Sample = 50 * time.Millisecond })
 	wantSummary(t, sum, record.ResultSucceeded, 0, "every worker exited 0", "ps:0 stopped 143", "worker:0 exited 0", "worker:1 exited 0")
 	wantLines(t, "console", console, "tfhive: run r1 adopted (keeper generation 3): 3 tasks on 2 hosts, logs in "+logDir+"\n",
 		"[worker:1 h2] step 1 of worker:1\n", "[ps:0 h1] ps serving\n")

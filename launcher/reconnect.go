@@ -16,7 +16,7 @@ import (
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
-// A kept run (RunOptions.Reconnect) outlives its links: when a task's
+// A kept run (Options.Reconnect) outlives its links: when a task's
 // session ends without a status (the connection dropped, or stopped
 // answering keepalives), its host is redialled with backoff for up to
 // Reconnect, and a new session follows each of its tasks again from the

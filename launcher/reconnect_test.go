@@ -26,7 +26,7 @@ import (
 // clock stepped by hand: after returns at once, the time moved on by the
 // wait asked. waits are the waits, in order.
 func redialRunner(reconnect time.Duration, redial func(ctx context.Context, host string) (remote.Executor, error)) (*runner, *[]time.Duration) {
-	r := &runner{o: RunOptions{Reconnect: reconnect, Redial: redial}, links: newLinkState(nil, 1)}
+	r := &runner{o: Options{Reconnect: reconnect, Redial: redial}, links: newLinkState(nil, 1)}
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var waits []time.Duration
 	r.links.now = func() time.Time { return clock }

@@ -28,8 +28,9 @@ import (
 	"github.com/tfhive/tfhive/schedule"
 )
 
-// RunOptions is everything Run needs; main fills it from flags.
-type RunOptions struct {
+// Options is everything RunPlan needs: launcher/job fills them for each
+// attempt of a run, from the command's options.
+type Options struct {
 	Plan *schedule.Plan
 	// Hosts and Execs are indexed by host name: each task runs over its
 	// host's existing connection.
@@ -54,7 +55,7 @@ type RunOptions struct {
 	// the command line ("hosts from ./hosts.yaml"): the first line says it.
 	HostsFrom string
 	// KillNow, once closed (a second Ctrl-C), kills every task at once.
-	// The first stop is Run's context: see Run.
+	// The first stop is RunPlan's context: see RunPlan.
 	KillNow <-chan struct{}
 	// Reconnect, when not zero, keeps the tasks beyond their sessions: a
 	// host whose link drops is redialled (Redial) for this long before it
@@ -134,7 +135,7 @@ type runTask struct {
 	claimed   chan struct{}
 	claimOnce sync.Once
 
-	// A kept task's (RunOptions.Reconnect): the bytes of each stream
+	// A kept task's (Options.Reconnect): the bytes of each stream
 	// received so far, its current session's generation, whether that
 	// session has passed its stdout marker and what it said before its
 	// stderr marker, the last stop sent, and whether tfhive gave up on it.
@@ -187,7 +188,7 @@ func claimAnswer(line string) (lifecycle.ClaimAnswer, string) {
 	return lifecycle.ClaimNone, ""
 }
 
-// Interrupt is the cause to cancel Run's context with
+// Interrupt is the cause to cancel RunPlan's context with
 // (context.WithCancelCause) when a signal stops the run, so that the
 // summary names it and the exit code follows it: 143 for SIGTERM, 141
 // (result stdout-closed) for StdoutClosed, 130 otherwise (as for a
@@ -230,14 +231,15 @@ type exitEvent struct {
 	attach, marked bool
 }
 
-// Run starts every task of the plan, streams their output, decides success
+// RunPlan is the engine's one attempt of one plan: it starts every task
+// of the plan, streams their output, decides success
 // or failure, stops what is left and returns the summary. It returns an
 // error only when it could not run at all (e.g. the log dir).
 //
 // Cancelling ctx stops the run as a signal would: SIGTERM to every task,
 // SIGKILL after the grace period, result "interrupted" (see Interrupt);
 // o.KillNow kills at once. Either, once the run is decided, kills at once.
-func Run(ctx context.Context, o RunOptions) (*record.Summary, error) {
+func RunPlan(ctx context.Context, o Options) (*record.Summary, error) {
 	return runWith(ctx, o, defaultLimits)
 }
 
@@ -265,7 +267,7 @@ type limits struct {
 
 var defaultLimits = limits{minAnswer: 10 * time.Second, login: 2 * time.Minute, giveUp: 5 * time.Second, idleFor: time.Minute}
 
-func runWith(ctx context.Context, o RunOptions, lim limits) (*record.Summary, error) {
+func runWith(ctx context.Context, o Options, lim limits) (*record.Summary, error) {
 	if err := rundir.Make(o.LogDir); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
@@ -297,7 +299,7 @@ func runWith(ctx context.Context, o RunOptions, lim limits) (*record.Summary, er
 // runner carries out the policy's decisions: it starts the tasks, turns
 // what happens into events and sends the control lines.
 type runner struct {
-	o      RunOptions
+	o      Options
 	lim    limits
 	p      *lifecycle.Policy
 	tasks  []*runTask

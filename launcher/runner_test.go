@@ -81,7 +81,7 @@ func (w *watchWriter) String() string {
 // fakeRun is a run on fake hosts, one per host of the plan.
 type fakeRun struct {
 	t       *testing.T
-	o       RunOptions
+	o       Options
 	lim     limits
 	console *watchWriter
 	hosts   map[string]*fakeHost
@@ -89,7 +89,7 @@ type fakeRun struct {
 
 func newFakeRun(t *testing.T, plan *schedule.Plan) *fakeRun {
 	f := &fakeRun{t: t, console: &watchWriter{}, hosts: map[string]*fakeHost{}, lim: defaultLimits}
-	f.o = RunOptions{
+	f.o = Options{
 		Plan: plan, Hosts: map[string]inventory.Host{}, LogDir: filepath.Join(t.TempDir(), "logs"),
 		Grace: time.Hour, Parallel: 4, Console: NewConsole(f.console, false),
 		KeepAlive: func(inventory.Host) (time.Duration, int) { return 10 * time.Millisecond, 3 },
@@ -130,7 +130,7 @@ func (f *fakeRun) run(ctx context.Context) (*record.Summary, error, string) {
 	var sum *record.Summary
 	var err error
 	if f.lim == defaultLimits {
-		sum, err = Run(ctx, f.o)
+		sum, err = RunPlan(ctx, f.o)
 	} else {
 		sum, err = runWith(ctx, f.o, f.lim)
 	}

@@ -6,7 +6,7 @@ import "github.com/tfhive/tfhive/launcher/lifecycle"
 // stops the run as Ctrl-C does, with a result of its own: whoever lists
 // the runs later sees why it ended, and nobody is left reading a run
 // that goes on. The caller notices the closing (a write's EPIPE) and
-// cancels Run's context with Interrupt(StdoutClosed).
+// cancels RunPlan's context with Interrupt(StdoutClosed).
 
 // StdoutClosed stands for the closing of tfhive's stdout where a signal
 // is expected (Interrupt, the caller's signal routing). The kernel's own

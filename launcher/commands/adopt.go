@@ -7,9 +7,11 @@ import (
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 )
@@ -44,39 +46,12 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		return err
 	}
 	defer fleet.Close()
-	inv, err := probeAll(ctx, fleet)
+	lo, execs, err := findKept(ctx, fleet, o, caps)
 	if err != nil {
 		return err
 	}
-	execs := map[string]remote.Executor{}
-	hostOf := map[string]inventory.Host{}
-	var searched []string
-	for i, h := range fleet.Hosts {
-		hostOf[h.Name] = h
-		if inv.Hosts[i].Err == nil {
-			execs[h.Name] = fleet.Executor(i)
-			searched = append(searched, h.Name)
-		}
-	}
-	found := launcher.FindRun(ctx, execs, o.RunID, o.Hosts.Parallel)
-	lo, err := adoptedRun(o.RunID, found)
-	if err != nil {
-		msg := err.Error()
-		if errors.Is(err, launcher.ErrNoSuchRun) {
-			msg = fmt.Sprintf("no run %s on %s", o.RunID, strings.Join(searched, ", "))
-		}
-		if uerr := unreachable(inv); uerr != nil {
-			msg += " (" + uerr.Error() + ")"
-		}
-		return &NoRunError{Msg: msg}
-	}
-	if caps != nil && caps.From != "" {
-		if err := knownTask("--capture-from", caps.From, planTaskIDs(lo.Plan)); err != nil {
-			return err
-		}
-	}
 	console := launcher.NewColorConsole(o.Stdout, isTerminal(o.Stdout), color)
-	lo.Hosts, lo.Execs = hostOf, map[string]remote.Executor{}
+	lo.Execs = map[string]remote.Executor{}
 	lo.LogDir, lo.Grace, lo.KeepAlive, lo.Parallel = dir, o.Grace, fleet.KeepAlive, o.Hosts.Parallel
 	lo.Console, lo.Reconnect, lo.Redial, lo.Captures = console, o.Reconnect, fleet.Redial, caps
 	for _, h := range lo.Plan.Hosts() {
@@ -95,7 +70,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	// The keeper's own lifecycle never ends on Ctrl-C: only this tfhive
 	// does, and its sessions with it.
 	go func() {
-		sum, err := launcher.Run(context.WithoutCancel(ctx), lo)
+		sum, err := launcher.RunPlan(context.WithoutCancel(ctx), lo)
 		done <- result{sum, err}
 	}()
 	var res result
@@ -112,34 +87,78 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		}
 		return &ExitError{Code: 130}
 	}
-	if cerr := console.Close(); res.err == nil {
-		res.err = cerr
-	}
-	if res.sum == nil {
-		return res.err
-	}
-	view.WriteSummary(o.Stdout, res.sum)
-	writeRunReport(dir, o.RunID, o.Stderr)
-	if res.err != nil {
-		return res.err
-	}
-	if res.sum.ExitCode != 0 {
-		return &RunFailedError{Summary: res.sum}
-	}
-	return nil
+	return adoptedEnd(o, dir, console, res.sum, res.err)
 }
 
-// adoptedRun is what a keeper that adopts run id runs (launcher.Run,
+// adoptedRun is what a keeper that adopts run id runs (launcher.RunPlan,
 // Adopted), as far as the hosts' answers (found) say: the plan, a keeper
 // generation above the newest on record, the restart policy and each
 // task's attempt. The caller adds the connections, log dir and console.
 // attach -H and a resumed sweep's trials (sweepadopt.go) adopt alike.
-func adoptedRun(id string, found []launcher.FoundRun) (launcher.RunOptions, error) {
+func adoptedRun(id string, found []launcher.FoundRun) (launcher.Options, error) {
 	plan, gen, err := launcher.AdoptedPlan(id, found)
 	if err != nil {
-		return launcher.RunOptions{}, err
+		return launcher.Options{}, err
 	}
-	lo := launcher.RunOptions{Plan: plan, Adopted: true, Gen: gen + 1, Sample: launcher.DefaultSample}
+	lo := launcher.Options{Plan: plan, Adopted: true, Gen: gen + 1, Sample: launcher.DefaultSample}
 	lo.Restart, lo.Mark, lo.Attempts = launcher.AdoptedRestart(id, found)
 	return lo, nil
+}
+
+// findKept probes the fleet and finds the run on its hosts: what a keeper
+// that adopts it runs, with its hosts, and the connections that answered.
+func findKept(ctx context.Context, fleet *probe.Fleet, o FollowOptions, caps *launcher.Captures) (launcher.Options, map[string]remote.Executor, error) {
+	inv, err := probeAll(ctx, fleet)
+	if err != nil {
+		return launcher.Options{}, nil, err
+	}
+	execs := map[string]remote.Executor{}
+	hostOf := map[string]inventory.Host{}
+	var searched []string
+	for i, h := range fleet.Hosts {
+		hostOf[h.Name] = h
+		if inv.Hosts[i].Err == nil {
+			execs[h.Name] = fleet.Executor(i)
+			searched = append(searched, h.Name)
+		}
+	}
+	found := launcher.FindRun(ctx, execs, o.RunID, o.Hosts.Parallel)
+	lo, err := adoptedRun(o.RunID, found)
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, launcher.ErrNoSuchRun) {
+			msg = fmt.Sprintf("no run %s on %s", o.RunID, strings.Join(searched, ", "))
+		}
+		if uerr := job.Unreachable(inv); uerr != nil {
+			msg += " (" + uerr.Error() + ")"
+		}
+		return launcher.Options{}, nil, &NoRunError{Msg: msg}
+	}
+	if caps != nil && caps.From != "" {
+		if err := knownTask("--capture-from", caps.From, planTaskIDs(lo.Plan)); err != nil {
+			return launcher.Options{}, nil, err
+		}
+	}
+	lo.Hosts = hostOf
+	return lo, execs, nil
+}
+
+// adoptedEnd prints the adopted run's summary and report, and says how
+// it ended.
+func adoptedEnd(o FollowOptions, dir string, console *launcher.Console, sum *record.Summary, err error) error {
+	if cerr := console.Close(); err == nil {
+		err = cerr
+	}
+	if sum == nil {
+		return err
+	}
+	view.WriteSummary(o.Stdout, sum)
+	writeRunReport(dir, o.RunID, o.Stderr)
+	if err != nil {
+		return err
+	}
+	if sum.ExitCode != 0 {
+		return &RunFailedError{Summary: sum}
+	}
+	return nil
 }

@@ -100,7 +100,7 @@ func TestDetachOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	flag := filepath.Join(b.dir, "go-on")
 	var o out
-	ro, err := b.detach(&o, job("kept", 2, `seq 1 500; while [ ! -e `+flag+` ]; do sleep 0.05; done; seq 501 1000`))
+	ro, err := b.detach(&o, fakeJob("kept", 2, `seq 1 500; while [ ! -e `+flag+` ]; do sleep 0.05; done; seq 501 1000`))
 	if err != nil {
 		t.Fatalf("run --detach: %v\n%s", err, o.stderr.String())
 	}
@@ -181,7 +181,7 @@ func TestDetachOnFakeHosts(t *testing.T) {
 func TestDetachWaitGivesTheRunsCodeOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	var o out
-	ro, err := b.detach(&o, job("fails", 2, `sleep 0.3; [ "$TFHIVE_TASK" = worker:1 ] && exit 7; exit 0`))
+	ro, err := b.detach(&o, fakeJob("fails", 2, `sleep 0.3; [ "$TFHIVE_TASK" = worker:1 ] && exit 7; exit 0`))
 	if err != nil {
 		t.Fatalf("run --detach: %v\n%s", err, o.stderr.String())
 	}
@@ -197,7 +197,7 @@ func TestDetachWaitGivesTheRunsCodeOnFakeHosts(t *testing.T) {
 func TestDetachThatCannotStartOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	var o out
-	j := job("toobig", 9, "true")
+	j := fakeJob("toobig", 9, "true")
 	j.GPUsPerWorker = 1
 	ro, err := b.detach(&o, j)
 	if e := errAs[*ExitError](t, err); e.Code != 3 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tfhive/tfhive/launcher/doctor"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -64,7 +65,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	// why, as the run's would.
 	failed := map[string]string{}
 	if tree != nil {
-		dopts.Code, failed, err = syncForDoctor(ctx, newSyncer(tree, fleet, o.Hosts.Parallel, o.Stderr), inv)
+		dopts.Code, failed, err = syncForDoctor(ctx, newSyncer(tree, o.Hosts.Parallel, o.Stderr), jobFleet{fleet}, inv)
 		if err != nil {
 			return err
 		}
@@ -100,15 +101,15 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	if rep.Differs {
 		return &DifferError{Problems: rep.Problems()}
 	}
-	return unreachable(inv)
+	return job.Unreachable(inv)
 }
 
 // syncForDoctor sends the tree to every reachable host that lacks it and
 // says where it is on each, and why it is not on those it could not be
 // sent to. Only an interruption is an error.
-func syncForDoctor(ctx context.Context, s *syncer, inv inventory.Inventory) (*doctor.Code, map[string]string, error) {
+func syncForDoctor(ctx context.Context, s *job.Syncer, fleet job.Fleet, inv inventory.Inventory) (*doctor.Code, map[string]string, error) {
 	failed := map[string]string{}
-	code := &schedule.PlanCode{Code: *codeOf(s.tree)}
+	code := &schedule.PlanCode{Code: *codeOf(s.Tree)}
 	for _, h := range inv.Hosts {
 		switch {
 		case h.Err != nil:
@@ -118,7 +119,7 @@ func syncForDoctor(ctx context.Context, s *syncer, inv inventory.Inventory) (*do
 			code.Hosts = append(code.Hosts, schedule.CodeHost{Host: h.Name, Dir: h.CodeDir, Present: h.CodePresent})
 		}
 	}
-	if _, err := s.send(ctx, code); err != nil {
+	if _, err := s.Send(ctx, fleet, code); err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, nil, cerr
 		}
@@ -127,9 +128,9 @@ func syncForDoctor(ctx context.Context, s *syncer, inv inventory.Inventory) (*do
 			return nil, nil, err
 		}
 	}
-	dc := &doctor.Code{Hash: s.tree.Hash, Dirs: map[string]string{}}
+	dc := &doctor.Code{Hash: s.Tree.Hash, Dirs: map[string]string{}}
 	for _, h := range code.Hosts {
-		if why, ok := s.failed[h.Host]; ok {
+		if why, ok := s.Failed[h.Host]; ok {
 			failed[h.Host] = why
 		} else {
 			dc.Dirs[h.Host] = h.Dir
@@ -160,82 +161,11 @@ func executors(fleet *probe.Fleet) map[string]remote.Executor {
 	return execs
 }
 
-// planCheck is `run --check`: the plan's hosts are checked before any
-// claim is taken, each once however often the run plans again.
-type planCheck struct {
-	opts doctor.Options
-	done map[string]doctor.Host
-}
-
-// check refuses the plan when its hosts differ, naming host and item.
-func (c *planCheck) check(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, plan *schedule.Plan) error {
-	var todo []inventory.HostInventory
-	for _, name := range plan.Hosts() {
-		if _, ok := c.done[name]; ok {
-			continue
-		}
-		for _, h := range inv.Hosts {
-			if h.Name == name {
-				todo = append(todo, h)
-			}
-		}
-	}
-	for _, d := range doctor.Check(ctx, todo, executors(fleet), c.opts) {
-		c.done[d.Host] = d
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	var hosts []doctor.Host
-	for _, name := range plan.Hosts() {
-		hosts = append(hosts, c.done[name])
-	}
-	if rep := doctor.Compare(hosts, c.opts.Modules); rep.Differs {
-		return &CheckError{Problems: rep.Problems()}
-	}
-	return nil
-}
-
 // DifferError is `tfhive doctor` finding hosts that differ, or that could
 // not be checked; the table, already printed, marks where.
 type DifferError struct{ Problems []doctor.Problem }
 
-func (e *DifferError) Error() string { return "the hosts differ: " + firstProblem(e.Problems) }
+func (e *DifferError) Error() string { return "the hosts differ: " + job.FirstProblem(e.Problems) }
 
 // Details lists every problem when there are several.
-func (e *DifferError) Details() []string { return moreProblems(e.Problems) }
-
-// CheckError is `run --check` refusing to start: the plan's hosts differ.
-// Nothing was claimed or started.
-type CheckError struct{ Problems []doctor.Problem }
-
-func (e *CheckError) Error() string { return "--check: " + firstProblem(e.Problems) }
-
-// Details lists every problem when there are several.
-func (e *CheckError) Details() []string { return moreProblems(e.Problems) }
-
-// Hint says how to see more, or go on anyway.
-func (e *CheckError) Hint() string {
-	return "tfhive doctor shows every host side by side; run without --check to start anyway"
-}
-
-func firstProblem(ps []doctor.Problem) string {
-	if len(ps) == 0 {
-		return "no detail"
-	}
-	if len(ps) > 1 {
-		return fmt.Sprintf("%s (and %d more)", ps[0].Text, len(ps)-1)
-	}
-	return ps[0].Text
-}
-
-func moreProblems(ps []doctor.Problem) []string {
-	if len(ps) < 2 {
-		return nil
-	}
-	lines := make([]string, len(ps))
-	for i, p := range ps {
-		lines[i] = p.Text
-	}
-	return lines
-}
+func (e *DifferError) Details() []string { return job.MoreProblems(e.Problems) }

@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/claim"
 )
@@ -11,17 +12,8 @@ import (
 // launcher. main maps each kind to an exit code with errors.As; the types
 // carry only what is printed.
 
-// UsageError is a command line that cannot work as written: a flag's value,
-// an argument, --env, the log dir. Nothing was touched.
-type UsageError struct {
-	Msg string // one line, lowercase, no trailing period
-	Fix string // one line saying how to fix it, or ""
-}
-
-func (e *UsageError) Error() string { return e.Msg }
-
-// Hint says how to fix the command line.
-func (e *UsageError) Hint() string { return e.Fix }
+// UsageError is a command line that cannot work as written (job.UsageError).
+type UsageError = job.UsageError
 
 func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
 
@@ -35,20 +27,15 @@ func checkRunID(what, id string) error {
 	return &UsageError{Msg: fmt.Sprintf("%s%q is not a run id", what, id), Fix: claim.RunIDRule}
 }
 
-// UnreachableError is returned, after the output was printed, when some
-// hosts could not be probed; by plan and run only when none could.
-type UnreachableError struct {
-	Bad, Total int
-	// Lines say, one per host, why it could not be reached.
-	Lines []string
-}
+// UnreachableError is hosts that could not be probed (job.UnreachableError).
+type UnreachableError = job.UnreachableError
 
-func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("%d of %d hosts could not be reached", e.Bad, e.Total)
-}
-
-// Details has one line per unreachable host.
-func (e *UnreachableError) Details() []string { return e.Lines }
+// CheckError is `run --check` refusing to start (job.CheckError); SyncError
+// a --sync tree that could not be sent (job.SyncError).
+type (
+	CheckError = job.CheckError
+	SyncError  = job.SyncError
+)
 
 // RunFailedError is a run that started and did not succeed: its summary,
 // already printed, says why, and its ExitCode is tfhive's.

@@ -80,8 +80,8 @@ func (o *syncOut) String() string {
 	return "stdout:\n" + o.stdout.String() + "stderr:\n" + o.stderr.String()
 }
 
-// job is a tf job of n CPU workers running script with sh.
-func job(name string, workers int, script string) Job {
+// fakeJob is a tf job of n CPU workers running script with sh.
+func fakeJob(name string, workers int, script string) Job {
 	return Job{Framework: schedule.FrameworkTF, Workers: workers, Strategy: schedule.StrategySpread,
 		PortRange: "42000-42999", Name: name, Command: []string{"sh", "-c", script},
 		Availability: Availability{MaxUtilPct: schedule.DefaultMaxUtilPct, MaxMemMiB: schedule.DefaultMaxMemMiB}}

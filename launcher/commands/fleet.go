@@ -13,6 +13,7 @@ import (
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/transport"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -140,6 +141,16 @@ func noteHostsFrom(h HostOptions, stderr io.Writer) {
 	}
 }
 
+// jobFleet is a fleet as a run's job sees it (job.Fleet): probed as
+// every command probes (probeAll).
+type jobFleet struct{ f *probe.Fleet }
+
+func (j jobFleet) Probe(ctx context.Context) (inventory.Inventory, error) { return probeAll(ctx, j.f) }
+func (j jobFleet) Executors() map[string]remote.Executor                  { return executors(j.f) }
+func (j jobFleet) KeepSpares(hosts []string)                              { j.f.KeepSpares(hosts) }
+func (j jobFleet) Leave(host, why string)                                 { j.f.Leave(host, why) }
+func (j jobFleet) NoProgress()                                            { j.f.NoProgress() }
+
 // probeAll probes every host once; an interrupted probe is no inventory.
 func probeAll(ctx context.Context, fleet *probe.Fleet) (inventory.Inventory, error) {
 	inv := fleet.Probe(ctx)
@@ -171,26 +182,6 @@ func outOfDescriptors(inv inventory.Inventory) error {
 		}
 	}
 	return nil
-}
-
-// unreachable is the error for the hosts inv could not reach, or nil.
-func unreachable(inv inventory.Inventory) error {
-	e := &UnreachableError{Total: len(inv.Hosts)}
-	for _, h := range inv.Hosts {
-		if h.Err == nil {
-			continue
-		}
-		e.Bad++
-		line := h.Name + ": " + h.Err.Message
-		if h.Err.Hint != "" {
-			line += " (hint: " + h.Err.Hint + ")"
-		}
-		e.Lines = append(e.Lines, line)
-	}
-	if e.Bad == 0 {
-		return nil
-	}
-	return e
 }
 
 // availability validates the options against the hosts.

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
@@ -50,136 +51,15 @@ func GC(ctx context.Context, o GCOptions) error {
 	if err != nil {
 		return err
 	}
-	reports := make([]codesync.GCReport, len(fleet.Hosts))
-	runs := make([]hostops.RunsGCReport, len(fleet.Hosts))
-	errs := make([]error, len(fleet.Hosts))
-	var g errgroup.Group
-	g.SetLimit(max(o.Hosts.Parallel, 1))
-	for i, h := range inv.Hosts {
-		if h.Err != nil {
-			continue
-		}
-		g.Go(func() error {
-			// First only what each host sees: hosts that share one cache
-			// (one home) each see only their own processes.
-			reports[i], errs[i] = codesync.GC(ctx, fleet.Executor(i), treeKeep, true, nil)
-			if errs[i] == nil {
-				runs[i], errs[i] = hostops.GCRuns(ctx, fleet.Executor(i), runKeep, o.DryRun)
-			}
-			return nil
-		})
+	execs := make([]remote.Executor, len(fleet.Hosts))
+	for i := range fleet.Hosts {
+		execs[i] = fleet.Executor(i)
 	}
-	g.Wait()
+	p := hostops.GC(ctx, execs, inv, treeKeep, runKeep, o.DryRun, o.Hosts.Parallel)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// One cache, one verdict: a tree goes only if no host sharing the
-	// cache uses it, removed by the first of them; the others' lines
-	// say whose cache it is.
-	sharedWith := make([]string, len(fleet.Hosts))
-	first := map[string]int{}
-	groups := map[int][]int{}
-	for i, h := range inv.Hosts {
-		if h.Err != nil || errs[i] != nil {
-			continue
-		}
-		key := reports[i].Home
-		if key == "" {
-			key = "host " + h.Name
-		}
-		f, seen := first[key]
-		if !seen {
-			first[key], f = i, i
-		} else {
-			sharedWith[i] = inv.Hosts[f].Name
-		}
-		groups[f] = append(groups[f], i)
-	}
-	for f, members := range groups {
-		g.Go(func() error {
-			var rs []codesync.GCReport
-			for _, i := range members {
-				rs = append(rs, reports[i])
-			}
-			only, merged := codesync.Shared(rs)
-			if !o.DryRun && len(only) > 0 {
-				if _, err := codesync.GC(ctx, fleet.Executor(f), treeKeep, false, only); err != nil {
-					errs[f] = err
-				}
-			}
-			reports[f] = merged
-			for _, i := range members[1:] {
-				reports[i] = codesync.GCReport{Dir: merged.Dir, Home: merged.Home}
-			}
-			return nil
-		})
-	}
-	g.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	freed, hosts := "freed", 0
-	if o.DryRun {
-		freed = "would free"
-	}
-	var total int64
-	var failed []string
-	out := gcJSON{DryRun: o.DryRun, Hosts: []gcHostJSON{}}
-	for i, h := range inv.Hosts {
-		hj := gcHostJSON{Host: h.Name, Dir: reports[i].Dir, CacheOf: sharedWith[i], Trees: []gcTreeJSON{}}
-		switch {
-		case h.Err != nil:
-			hj.Error, hj.Unreachable = h.Err.Message, true
-		case errs[i] != nil:
-			hj.Error = errs[i].Error()
-			failed = append(failed, h.Name+": "+errs[i].Error())
-		default:
-			hosts++
-			total += reports[i].Freed() + runs[i].Freed()
-			if !o.JSON {
-				if sharedWith[i] != "" {
-					fmt.Fprintf(o.Stdout, "%s: its --sync cache is %s's (one home): counted there\n", h.Name, sharedWith[i])
-				} else {
-					fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(reports[i], freed, max(treeKeep, codesync.MinKeep)))
-				}
-				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, runs[i].Line(freed, runKeep))
-			}
-		}
-		hj.RunsDir, hj.Runs = runs[i].Dir, []gcRunJSON{}
-		for _, d := range runs[i].Runs {
-			gone := d.Kind == hostops.RunGone
-			hj.Runs = append(hj.Runs, gcRunJSON{RunID: d.Run, State: gcRunStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
-			if gone {
-				hj.RunsFreedBytes += d.KiB * 1024
-			} else {
-				hj.RunsKeptBytes += d.KiB * 1024
-			}
-		}
-		for _, d := range reports[i].Dirs {
-			gone := d.Kind == codesync.Removed || d.Kind == codesync.Stale
-			hj.Trees = append(hj.Trees, gcTreeJSON{Name: d.Name, State: gcStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
-			if gone {
-				hj.FreedBytes += d.KiB * 1024
-			} else {
-				hj.KeptBytes += d.KiB * 1024
-			}
-		}
-		out.Hosts = append(out.Hosts, hj)
-	}
-	out.FreedBytes = total * 1024 // trees and run files
-	if o.JSON {
-		enc := json.NewEncoder(o.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(o.Stdout, "tfhive: gc %s %s on %s\n", freed, view.Size(total*1024), wording.Count(hosts, "host"))
-	}
-	if len(failed) > 0 {
-		return errors.New("gc failed on " + strings.Join(failed, "; "))
-	}
-	return unreachable(inv)
+	return o.report(inv, p, treeKeep, runKeep)
 }
 
 // gcJSON is `tfhive gc --json`'s document: per host what its cache held
@@ -286,4 +166,70 @@ func gcLine(r codesync.GCReport, freed string, keep time.Duration) string {
 		line += " (nothing in " + r.Dir + ")"
 	}
 	return line
+}
+
+// report says, by host, what gc freed and kept, as lines or JSON.
+func (o GCOptions) report(inv inventory.Inventory, p *hostops.GCPass, treeKeep, runKeep time.Duration) error {
+	freed, hosts := "freed", 0
+	if o.DryRun {
+		freed = "would free"
+	}
+	var total int64
+	var failed []string
+	out := gcJSON{DryRun: o.DryRun, Hosts: []gcHostJSON{}}
+	for i, h := range inv.Hosts {
+		hj := gcHostJSON{Host: h.Name, Dir: p.Reports[i].Dir, CacheOf: p.SharedWith[i], Trees: []gcTreeJSON{}}
+		switch {
+		case h.Err != nil:
+			hj.Error, hj.Unreachable = h.Err.Message, true
+		case p.Errs[i] != nil:
+			hj.Error = p.Errs[i].Error()
+			failed = append(failed, h.Name+": "+p.Errs[i].Error())
+		default:
+			hosts++
+			total += p.Reports[i].Freed() + p.Runs[i].Freed()
+			if !o.JSON {
+				if p.SharedWith[i] != "" {
+					fmt.Fprintf(o.Stdout, "%s: its --sync cache is %s's (one home): counted there\n", h.Name, p.SharedWith[i])
+				} else {
+					fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(p.Reports[i], freed, max(treeKeep, codesync.MinKeep)))
+				}
+				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, p.Runs[i].Line(freed, runKeep))
+			}
+		}
+		hj.RunsDir, hj.Runs = p.Runs[i].Dir, []gcRunJSON{}
+		for _, d := range p.Runs[i].Runs {
+			gone := d.Kind == hostops.RunGone
+			hj.Runs = append(hj.Runs, gcRunJSON{RunID: d.Run, State: gcRunStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
+			if gone {
+				hj.RunsFreedBytes += d.KiB * 1024
+			} else {
+				hj.RunsKeptBytes += d.KiB * 1024
+			}
+		}
+		for _, d := range p.Reports[i].Dirs {
+			gone := d.Kind == codesync.Removed || d.Kind == codesync.Stale
+			hj.Trees = append(hj.Trees, gcTreeJSON{Name: d.Name, State: gcStates[d.Kind], Bytes: d.KiB * 1024, Removed: gone && !o.DryRun})
+			if gone {
+				hj.FreedBytes += d.KiB * 1024
+			} else {
+				hj.KeptBytes += d.KiB * 1024
+			}
+		}
+		out.Hosts = append(out.Hosts, hj)
+	}
+	out.FreedBytes = total * 1024 // trees and run files
+	if o.JSON {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(o.Stdout, "tfhive: gc %s %s on %s\n", freed, view.Size(total*1024), wording.Count(hosts, "host"))
+	}
+	if len(failed) > 0 {
+		return errors.New("gc failed on " + strings.Join(failed, "; "))
+	}
+	return job.Unreachable(inv)
 }

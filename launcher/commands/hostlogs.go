@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher/hostlogs"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/probe/remote"
 )
 
@@ -55,6 +56,12 @@ func hostLogs(ctx context.Context, o FollowOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return hostLogsEnd(o, res, hosts, job.Unreachable(inv))
+}
+
+// hostLogsEnd says how logs -H ended: found (whole only if every host
+// answered), or why no task was.
+func hostLogsEnd(o FollowOptions, res []hostlogs.Result, hosts []string, uerr error) error {
 	found, hasRun := false, false
 	var failed, refused []string
 	for _, r := range res {
@@ -68,7 +75,6 @@ func hostLogs(ctx context.Context, o FollowOptions) error {
 			refused = append(refused, r.Host+": "+r.None)
 		}
 	}
-	uerr := unreachable(inv)
 	if found {
 		// One task found is all there is to it; every task's output is
 		// whole only if every host answered.

@@ -48,7 +48,7 @@ func TestStatusOnFakeHosts(t *testing.T) {
 // hosts is a capacity error.
 func TestPlanOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
-	j := job("p", 2, "true")
+	j := fakeJob("p", 2, "true")
 	j.GPUsPerWorker, j.PS = 1, 1
 	var o out
 	if err := Plan(context.Background(), PlanOptions{Streams: o.streams(), Hosts: b.hosts, Job: j}); err != nil {
@@ -105,7 +105,7 @@ func TestRunCheckOnFakeHosts(t *testing.T) {
 	b := newBed(t, hosttest.Profile{Name: "a", GPUs: 1, Python: "3.11.4"}, hosttest.Profile{Name: "odd", GPUs: 1, Python: "3.99.0"},
 		hosttest.Profile{Name: "c", GPUs: 1, Python: "3.11.4"})
 	var o out
-	ro := b.runOptions(o.streams(), job("checked", 3, "echo ran"))
+	ro := b.runOptions(o.streams(), fakeJob("checked", 3, "echo ran"))
 	ro.Check = true
 	err := Run(context.Background(), ro)
 	errAs[*CheckError](t, err)
@@ -120,7 +120,7 @@ func TestGCOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	for _, name := range []string{"old", "new"} {
 		var o out
-		if err := Run(context.Background(), b.runOptions(o.streams(), job(name, 2, "seq 1 100"))); err != nil {
+		if err := Run(context.Background(), b.runOptions(o.streams(), fakeJob(name, 2, "seq 1 100"))); err != nil {
 			t.Fatalf("run %s: %v", name, err)
 		}
 	}
@@ -205,7 +205,7 @@ func TestRunSyncOnFakeHosts(t *testing.T) {
 	os.WriteFile(filepath.Join(tree, "skip.log"), []byte("x"), 0o644)
 	for i, name := range []string{"sync1", "sync2"} {
 		var o out
-		j := job(name, 2, "sh train.sh; test ! -e skip.log")
+		j := fakeJob(name, 2, "sh train.sh; test ! -e skip.log")
 		j.Sync, j.SyncExclude = tree, []string{"*.log"}
 		ro := b.runOptions(o.streams(), j)
 		if err := Run(context.Background(), ro); err != nil {
@@ -243,7 +243,7 @@ func TestRunCaptureOnFakeHosts(t *testing.T) {
 	root := filepath.Join(b.dir, "logs")
 	for i, name := range []string{"lr1", "lr2"} {
 		var o out
-		ro := b.runOptions(o.streams(), job(name, 2, `echo "step 1 loss=0.9"; echo "step 2 loss=0.`+strconv.Itoa(i+1)+`"`))
+		ro := b.runOptions(o.streams(), fakeJob(name, 2, `echo "step 1 loss=0.9"; echo "step 2 loss=0.`+strconv.Itoa(i+1)+`"`))
 		ro.Capture = []string{`loss=loss=([0-9.]+)`, `step=step (\d+)`}
 		if err := Run(context.Background(), ro); err != nil {
 			t.Fatalf("run: %v\n%s", err, o.stderr.String())
@@ -264,7 +264,7 @@ func TestRunCaptureOnFakeHosts(t *testing.T) {
 	if got := CompleteMetrics(root); !slices.ContainsFunc(got, func(c Candidate) bool { return c.Word == "loss" }) {
 		t.Errorf("metric completions: %v", got)
 	}
-	if got := CompleteTasks(job("x", 2, "true")); len(got) != 2 {
+	if got := CompleteTasks(fakeJob("x", 2, "true")); len(got) != 2 {
 		t.Errorf("task completions: %v", got)
 	}
 }
@@ -274,7 +274,7 @@ func TestRunCaptureOnFakeHosts(t *testing.T) {
 func TestRunRestartsOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	var o out
-	ro := b.runOptions(o.streams(), job("again", 2, `echo attempt=$TFHIVE_ATTEMPT; [ "$TFHIVE_TASK" = worker:1 ] && [ "$TFHIVE_ATTEMPT" = 0 ] && exit 3; exit 0`))
+	ro := b.runOptions(o.streams(), fakeJob("again", 2, `echo attempt=$TFHIVE_ATTEMPT; [ "$TFHIVE_TASK" = worker:1 ] && [ "$TFHIVE_ATTEMPT" = 0 ] && exit 3; exit 0`))
 	ro.Restarts, ro.RestartOn, ro.RestartBackoff = 1, "1-127", 10*time.Millisecond
 	if err := Run(context.Background(), ro); err != nil {
 		t.Fatalf("run: %v\n%s", err, o.stderr.String())
@@ -293,7 +293,7 @@ func TestLogsAndAdoptFromHostsOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	flag := filepath.Join(b.dir, "go-on")
 	var o out
-	ro, err := b.detach(&o, job("adoptme", 2, `seq 1 100; while [ ! -e `+flag+` ]; do sleep 0.05; done; seq 101 200`))
+	ro, err := b.detach(&o, fakeJob("adoptme", 2, `seq 1 100; while [ ! -e `+flag+` ]; do sleep 0.05; done; seq 101 200`))
 	if err != nil {
 		t.Fatalf("run --detach: %v\n%s", err, o.stderr.String())
 	}
@@ -379,7 +379,7 @@ func TestCompleteRunsOnFakeHosts(t *testing.T) {
 	t.Chdir(b.dir)
 	marks := t.TempDir()
 	var o syncOut
-	ro := b.runOptions(o.streams(), job("live", 1, `touch `+marks+`/up; exec sleep 60`))
+	ro := b.runOptions(o.streams(), fakeJob("live", 1, `touch `+marks+`/up; exec sleep 60`))
 	ro.LogDir = ""
 	stop, wait := background(func(ctx context.Context) error { return Run(ctx, ro) })
 	eventually(t, "the task starts", func() bool { _, err := os.Stat(filepath.Join(marks, "up")); return err == nil })

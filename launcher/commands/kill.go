@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
@@ -66,7 +67,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 	k, err := killRun(ctx, fleet, inv, o.RunID, ids, o.Grace, o.Hosts.Parallel, hostsFrom(o.Hosts))
 	if k.none && sweepStopped {
 		// Its tfhive stopped every trial: nothing is left.
-		return unreachable(inv)
+		return job.Unreachable(inv)
 	}
 	if err != nil {
 		return err
@@ -80,7 +81,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 	if len(k.failed) > 0 {
 		return errors.New("could not stop run " + o.RunID + " everywhere: " + strings.Join(k.failed, "; "))
 	}
-	return unreachable(inv)
+	return job.Unreachable(inv)
 }
 
 // killed is what killRun did: a line per run and host where it stopped
@@ -123,7 +124,7 @@ func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, i
 	var k killed
 	if len(targets) == 0 {
 		k.none = true
-		if err := unreachable(inv); err != nil {
+		if err := job.Unreachable(inv); err != nil {
 			return k, err
 		}
 		if len(others) > 0 {

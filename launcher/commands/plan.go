@@ -4,13 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
-	"slices"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/view"
-	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -51,7 +49,7 @@ func Plan(ctx context.Context, o PlanOptions) error {
 	// As status and run do: a plan made on ./hosts.yaml's fleet is
 	// another than one made on the user's.
 	noteHostsFrom(o.Hosts, o.Stderr)
-	plan, _, err := probeAndPlan(ctx, fleet, req, o.Stderr, nil, schedule.Make)
+	plan, _, err := job.ProbeAndPlan(ctx, jobFleet{fleet}, req, o.Stderr, nil, schedule.Make)
 	if err != nil {
 		return err
 	}
@@ -108,38 +106,4 @@ func newRunID(now time.Time) string {
 	var b [3]byte
 	rand.Read(b[:])
 	return fmt.Sprintf("%s-%x", now.Format("20060102-150405"), b)
-}
-
-// planner makes the plan from a probe's inventory: schedule.Make, or for a
-// sweep's trial bookedPlanner, which keeps off its siblings' GPUs.
-type planner func(inventory.Inventory, schedule.Request) (*schedule.Plan, error)
-
-// probeAndPlan is the shared first half of plan and run: probe every host
-// once, plan (with mk), and say which hosts the plan had to do without.
-// The inventory is the probe's, for run --check.
-func probeAndPlan(ctx context.Context, fleet *probe.Fleet, req schedule.Request, stderr io.Writer, avoid map[string][]int, mk planner) (*schedule.Plan, inventory.Inventory, error) {
-	inv, err := probeAll(ctx, fleet)
-	if err != nil {
-		return nil, inv, err
-	}
-	// Ports to keep off as if something listened there (a re-plan's
-	// earlier ports).
-	for i, h := range inv.Hosts {
-		inv.Hosts[i].ListeningPorts = append(slices.Clone(h.ListeningPorts), avoid[h.Name]...)
-	}
-	// With no host reached there is no capacity to speak of: that is
-	// exit 4 with each host's reason, not "not enough GPUs".
-	if e, ok := unreachable(inv).(*UnreachableError); ok && e.Bad == e.Total {
-		return nil, inv, e
-	}
-	plan, err := mk(inv, req)
-	if err != nil {
-		return nil, inv, err
-	}
-	for _, h := range inv.Hosts {
-		if h.Err != nil {
-			fmt.Fprintf(stderr, "tfhive: warning: %s not used: %s\n", h.Name, h.Err.Message)
-		}
-	}
-	return plan, inv, nil
 }

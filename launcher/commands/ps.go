@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/view"
 )
 
@@ -46,5 +47,5 @@ func Ps(ctx context.Context, o PsOptions) error {
 	if err != nil {
 		return err
 	}
-	return unreachable(inv)
+	return job.Unreachable(inv)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -107,7 +108,7 @@ func writePs(o PsOptions, runs []view.RunOnHost) error {
 // each ("tfhive: warning: HOST: why"), "" when every host was.
 func unreachableLines(inv inventory.Inventory) string {
 	var b strings.Builder
-	if e, ok := unreachable(inv).(*UnreachableError); ok {
+	if e, ok := job.Unreachable(inv).(*UnreachableError); ok {
 		for _, l := range e.Lines {
 			fmt.Fprintf(&b, "tfhive: warning: %s\n", view.SanitizeCell(l))
 		}

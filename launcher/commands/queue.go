@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -63,5 +64,5 @@ func Queue(ctx context.Context, o QueueOptions) error {
 	if err != nil {
 		return err
 	}
-	return unreachable(inv)
+	return job.Unreachable(inv)
 }

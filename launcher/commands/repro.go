@@ -141,7 +141,7 @@ func cleanVersion(s string) string {
 // its paths absolute, so that a rerun from elsewhere reads the same
 // files), where the hosts came from, the plan's hosts as the probe saw
 // them, the --sync tree and the launch dir's git state.
-func newRepro(o RunOptions, id string, ls *launchState, fleet *probe.Fleet, tree *codesync.Tree,
+func newRepro(o RunOptions, as runAs, id string, ls *launchState, fleet *probe.Fleet, tree *codesync.Tree,
 	plan *schedule.Plan, inv inventory.Inventory, checked map[string]doctor.Host) *record.Repro {
 	req := o
 	abs := func(p *string) {
@@ -163,9 +163,7 @@ func newRepro(o RunOptions, id string, ls *launchState, fleet *probe.Fleet, tree
 		HostsFrom: origin.Describe(ho.Home), Fleet: []string{}, Hosts: []record.ReproHost{},
 		Git: ls.gitOf(),
 	}
-	if o.rerun != nil {
-		r.RerunOf = o.rerun.id
-	}
+	r.RerunOf = as.rerunOf
 	switch origin.Kind {
 	case hosts.FromLocal:
 		// The same machine again, whatever hosts file appears here.

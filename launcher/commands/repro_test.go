@@ -75,7 +75,7 @@ func TestRunOptionsThroughTheRecord(t *testing.T) {
 func TestRunWritesItsRecord(t *testing.T) {
 	b := twoHosts(t)
 	var o out
-	ro := b.runOptions(o.streams(), job("rec", 2, `true`))
+	ro := b.runOptions(o.streams(), fakeJob("rec", 2, `true`))
 	ro.Job.GPUsPerWorker = 1
 	if err := Run(context.Background(), ro); err != nil {
 		t.Fatalf("run: %v\n%s", err, o.stderr.String())

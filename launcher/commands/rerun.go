@@ -50,11 +50,6 @@ type RerunOptions struct {
 	Signals *Signals
 }
 
-// rerunOf is what Run knows of the run it runs again.
-type rerunOf struct {
-	id string
-}
-
 // Rerun runs the recorded run again.
 func Rerun(ctx context.Context, o RerunOptions) error {
 	dir, id, err := rerunDir(o.Run)
@@ -84,10 +79,11 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 	if o.Wait != nil {
 		ro.Wait = *o.Wait
 	}
-	ro.rerun = &rerunOf{id: rec.RunID}
+	as := runAs{rerunOf: rec.RunID}
 	if keeperMode() {
 		// The first tfhive said what differs; its keeper runs the run.
-		return Run(ctx, ro)
+		_, err := run(ctx, ro, as)
+		return err
 	}
 	if o.Name != "" {
 		// Before anything is compared: a bad --name is one line.
@@ -99,14 +95,15 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 	if err != nil {
 		return err
 	}
-	ro.tree = tree
+	as.tree = tree
 	if foreign != "" {
 		fmt.Fprintf(o.Stderr, "tfhive: rerun of %s: %s\n", shown(id), foreign)
 	}
 	for _, line := range rerunDifferences(rec, ro, tree) {
 		fmt.Fprintf(o.Stderr, "tfhive: %s\n", line)
 	}
-	return Run(ctx, ro)
+	_, err = run(ctx, ro, as)
+	return err
 }
 
 // rerunDir is the log dir of the run the argument names, and its id.

@@ -20,7 +20,7 @@ import (
 func TestRunOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	var o out
-	j := job("ok", 2, `echo "task=$TFHIVE_TASK run=$TFHIVE_RUN_ID cvd=[$CUDA_VISIBLE_DEVICES] home=$HOME"`)
+	j := fakeJob("ok", 2, `echo "task=$TFHIVE_TASK run=$TFHIVE_RUN_ID cvd=[$CUDA_VISIBLE_DEVICES] home=$HOME"`)
 	j.GPUsPerWorker = 1
 	ro := b.runOptions(o.streams(), j)
 	if err := Run(context.Background(), ro); err != nil {
@@ -55,7 +55,7 @@ func TestRunOnFakeHosts(t *testing.T) {
 func TestRunFailingTaskOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	var o out
-	ro := b.runOptions(o.streams(), job("bad", 3, `if [ "$TFHIVE_TASK" = worker:1 ]; then echo dying >&2; exit 7; fi; exec sleep 60`))
+	ro := b.runOptions(o.streams(), fakeJob("bad", 3, `if [ "$TFHIVE_TASK" = worker:1 ]; then echo dying >&2; exit 7; fi; exec sleep 60`))
 	ro.JSON = true
 	start := time.Now()
 	err := Run(context.Background(), ro)
@@ -88,7 +88,7 @@ func TestRunPsQueueKillOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	marks := t.TempDir()
 	var o1 syncOut
-	j := job("holder", 2, `touch `+marks+`/$TFHIVE_TASK; exec sleep 60`)
+	j := fakeJob("holder", 2, `touch `+marks+`/$TFHIVE_TASK; exec sleep 60`)
 	j.GPUsPerWorker = 1
 	ro := b.runOptions(o1.streams(), j)
 	stop1, wait1 := background(func(ctx context.Context) error { return Run(ctx, ro) })
@@ -126,7 +126,7 @@ func TestRunPsQueueKillOnFakeHosts(t *testing.T) {
 
 	// Four GPUs wanted, two free: the second run waits, in the queue.
 	var o2 syncOut
-	j2 := job("waiter", 4, `echo got $CUDA_VISIBLE_DEVICES`)
+	j2 := fakeJob("waiter", 4, `echo got $CUDA_VISIBLE_DEVICES`)
 	j2.GPUsPerWorker = 1
 	ro2 := b.runOptions(o2.streams(), j2)
 	ro2.Wait = 30 * time.Second

@@ -2,10 +2,13 @@ package commands
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"sync"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // Signals routes SIGINT/SIGTERM, and launcher.StdoutClosed (Stdout):
@@ -67,4 +70,48 @@ func (s *Signals) toContext() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running = false
+}
+
+// runWithSignals is an attempt's launcher.RunPlan (job.Hooks.Start; an
+// adopted trial's too), signals going to the launcher while the tasks
+// run; stderr nil says nothing of a closed stdout.
+func runWithSignals(ctx context.Context, o launcher.Options, sigs *Signals, stderr io.Writer) (*record.Summary, error) {
+	if !sigs.toLauncher() {
+		return nil, context.Canceled
+	}
+	defer sigs.toContext()
+	// While tasks run, the first signal stops the run gracefully (the
+	// cause says which signal), a second one kills at once. A closed
+	// stdout is said here, on stderr, as the stop begins: the console,
+	// where the run says what it does, is gone, and the stop may take
+	// --grace. It never counts as the second signal: it asks nothing.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	kill := make(chan struct{})
+	o.KillNow = kill
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case sig := <-sigs.run:
+			if sig == launcher.StdoutClosed && stderr != nil {
+				fmt.Fprintf(stderr, "tfhive: error: %s: stopping the run\n", launcher.StdoutClosed)
+			}
+			stop(launcher.Interrupt(sig))
+		case <-done:
+			return
+		}
+		for {
+			select {
+			case sig := <-sigs.run:
+				if sig == launcher.StdoutClosed {
+					continue
+				}
+				close(kill)
+			case <-done:
+			}
+			return
+		}
+	}()
+	return launcher.RunPlan(ctx, o)
 }

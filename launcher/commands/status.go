@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
@@ -76,8 +77,14 @@ func Status(ctx context.Context, o StatusOptions) error {
 		if err != nil {
 			return err
 		}
-		return unreachable(inv)
+		return job.Unreachable(inv)
 	}
+	return o.watch(ctx, show, from)
+}
+
+// watch shows the status every --watch, in place on a terminal, until
+// ctx ends.
+func (o StatusOptions) watch(ctx context.Context, show func(io.Writer) (inventory.Inventory, error), from string) error {
 	tty := isTerminal(o.Stdout)
 	if tty {
 		// The screen ends without a newline (view.Screen): the shell's

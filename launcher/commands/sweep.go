@@ -5,26 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweep"
 	"github.com/tfhive/tfhive/launcher/view"
-	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/probe/remote"
-	"github.com/tfhive/tfhive/probe/wording"
-	"github.com/tfhive/tfhive/schedule"
 )
 
 // `tfhive sweep` runs one command over a grid of parameters: each trial a
@@ -62,10 +55,6 @@ type SweepOptions struct {
 	adoptOnly bool
 }
 
-// sweepForever is how long a trial waits for GPUs without --wait: until
-// the sweep ends.
-const sweepForever = 100 * 365 * 24 * time.Hour
-
 // sweepStopPoll is how often a sweep looks for `tfhive kill`'s stop file.
 const sweepStopPoll = 200 * time.Millisecond
 
@@ -97,28 +86,6 @@ type trialHooks struct {
 	book *sweep.Book
 }
 
-// bookedPlanner plans a sweep's trial on its probe as book shows it: its
-// siblings' GPUs and ports taken, its own entered before it claims them.
-func bookedPlanner(book *sweep.Book) planner {
-	return func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
-		var plan *schedule.Plan
-		err := book.Place(req.RunID, inv, func(seen inventory.Inventory) (sweep.Places, error) {
-			p, err := schedule.Make(seen, req)
-			if err != nil {
-				return nil, err
-			}
-			plan = p
-			// What its tasks will claim: GPUs and ports.
-			places := sweep.Places{}
-			for _, t := range p.Tasks {
-				places[t.Host] = append(places[t.Host], lifecycle.Claims(t)...)
-			}
-			return places, nil
-		})
-		return plan, err
-	}
-}
-
 // Sweep runs the sweep, or, with --detach, starts a keeper that does.
 func Sweep(ctx context.Context, o SweepOptions) error {
 	keeper := keeperMode()
@@ -130,32 +97,9 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 	if err != nil {
 		return err
 	}
-	// The trials' shape is checked here, once, with the first trial's
-	// command, and every other trial's command after it: a bad one (a
-	// value that makes an unknown placeholder) is refused before
-	// anything starts.
-	first := o.Run.Job
-	first.Name = rec.Trials[0].ID
-	first.Command = sweep.Command(rec.Command, rec.Trials[0].Params)
-	req, err := first.request(fleet.Hosts, "run", nil)
+	trialGPUs, err := o.checkTrials(fleet.Hosts, rec)
 	if err != nil {
-		plain := first
-		plain.Command = []string{"true"}
-		if _, perr := plain.request(fleet.Hosts, "run", nil); perr != nil {
-			return err // the run flags': every trial's
-		}
-		return trialErr(rec, 0, err)
-	}
-	for i, t := range rec.Trials[1:] {
-		r := req
-		r.RunID, r.Command = t.ID, sweep.Command(rec.Command, t.Params)
-		if err := r.Validate(); err != nil {
-			return trialErr(rec, i+1, err)
-		}
-	}
-	trialGPUs := 0
-	for _, n := range req.Shape() {
-		trialGPUs += n
+		return err
 	}
 	dir := rundir.Path(rec.Name)
 	old, resumed, err := readSweep(dir)
@@ -196,11 +140,43 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 		return o.detach(rec.Name, dir)
 	}
 	// The --sync tree is listed and hashed once for every trial: each
-	// trial's Run takes it as it is now.
-	if o.Run.tree, err = o.Run.Job.prepareSync("", o.Run.Stderr); err != nil {
+	// trial's run takes it as it is now.
+	tree, err := o.Run.Job.prepareSync("", o.Run.Stderr)
+	if err != nil {
 		return err
 	}
-	return o.run(ctx, rec, dir, results, trialGPUs)
+	return o.run(ctx, rec, dir, results, trialGPUs, tree)
+}
+
+// checkTrials checks the trials' shape once, with the first trial's
+// command, and every other trial's command after it: a bad one (a value
+// that makes an unknown placeholder) is refused before anything starts.
+// It returns how many GPUs a trial takes.
+func (o *SweepOptions) checkTrials(hosts []inventory.Host, rec record.Sweep) (int, error) {
+	first := o.Run.Job
+	first.Name = rec.Trials[0].ID
+	first.Command = sweep.Command(rec.Command, rec.Trials[0].Params)
+	req, err := first.request(hosts, "run", nil)
+	if err != nil {
+		plain := first
+		plain.Command = []string{"true"}
+		if _, perr := plain.request(hosts, "run", nil); perr != nil {
+			return 0, err // the run flags': every trial's
+		}
+		return 0, trialErr(rec, 0, err)
+	}
+	for i, t := range rec.Trials[1:] {
+		r := req
+		r.RunID, r.Command = t.ID, sweep.Command(rec.Command, t.Params)
+		if err := r.Validate(); err != nil {
+			return 0, trialErr(rec, i+1, err)
+		}
+	}
+	trialGPUs := 0
+	for _, n := range req.Shape() {
+		trialGPUs += n
+	}
+	return trialGPUs, nil
 }
 
 // trialErr is err, trial i's command's, naming the trial and its
@@ -232,7 +208,7 @@ func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
 	case len(r.Job.Command) == 0:
 		return record.Sweep{}, &UsageError{Msg: "no command to sweep", Fix: "give it after --, with {NAME} where a parameter's value goes"}
 	}
-	if err := r.checkLinkFlags(); err != nil {
+	if err := r.checkLinkFlags(false); err != nil {
 		return record.Sweep{}, err
 	}
 	if _, err := r.checkTimesAndImports(); err != nil {
@@ -326,306 +302,6 @@ func (o *SweepOptions) detach(name, dir string) error {
 	fmt.Fprintf(o.Run.Stderr, "tfhive: sweep %s started, detached; its lines in %s\n", name, filepath.Join(dir, rundir.Console))
 	fmt.Fprintf(o.Run.Stderr, "tfhive: hint: tfhive attach %s follows it, tfhive wait %s waits for its end, tfhive kill %s stops it\n", name, name, name)
 	return nil
-}
-
-// trialEnd is a trial's end, as the sweep's loop hears it.
-type trialEnd struct {
-	i       int
-	sum     *record.Summary // nil: it left none
-	err     error
-	started bool // every task started
-}
-
-// run runs the trials not yet succeeded, prints the table and returns the
-// sweep's end: nil when every trial succeeded.
-func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, dir string, results map[string]string, trialGPUs int) error {
-	stderr := o.Run.Stderr
-	if err := rundir.Make(dir); err != nil {
-		return fmt.Errorf("log dir: %w", err)
-	}
-	// A stop file that a kill left for a sweep that ended before it read
-	// it is stale: it goes before the lock is taken. `tfhive kill` writes
-	// one only while the lock is held, so once this sweep holds it, no
-	// kill of it is lost.
-	if !rundir.GoesOn(dir) {
-		os.Remove(filepath.Join(dir, rundir.SweepStop))
-	}
-	release, err := rundir.HoldLock(dir)
-	if err != nil {
-		return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
-	}
-	defer release()
-	if err := writeSweepRecord(dir, rec); err != nil {
-		return err
-	}
-	// A foreground sweep's lines go to its console.log too: tfhive logs
-	// and attach read a sweep as they read a detached one.
-	var console io.Writer
-	if keeperMode() {
-		// Its stdout is the console.log; keeper.log is for its errors.
-		stderr = o.Run.Stdout
-	} else {
-		if f, err := rundir.OpenFile(filepath.Join(dir, rundir.Console), os.O_CREATE|os.O_WRONLY|os.O_APPEND); err == nil {
-			defer f.Close()
-			console = f
-		}
-	}
-	if console != nil {
-		stderr = io.MultiWriter(stderr, console)
-	}
-	stderr = &serialWriter{w: stderr}
-	ids := make([]string, len(rec.Trials))
-	for i, t := range rec.Trials {
-		ids[i] = t.ID
-	}
-	todo := sweep.Todo(ids, results)
-	hosts, opts, err := fleetOptions(o.Run.Hosts, io.Discard, probeGPUs)
-	if err != nil {
-		return err
-	}
-	shared := probe.NewShared(opts)
-	defer shared.Close()
-	// The trials share their probes: each joins the next probe of the
-	// hosts, instead of all probing every host at once.
-	probes := probe.NewCoalescer()
-	defer probes.Close()
-	// The trials plan apart: none picks a GPU that a sibling has planned.
-	book := sweep.NewBook()
-	fleetGPUs := 0
-	opts.Dial = shared.Dialer()
-	resumed := resumeTrials{todo: todo}
-	if len(todo) > 0 && (o.MaxParallel == 0 || o.adoptOnly || slices.ContainsFunc(todo, func(i int) bool { return hasLogDir(rec.Trials[i].ID) })) {
-		// As many as fit: the fleet's GPUs, counted once. A resumed
-		// sweep asks the hosts about its trials over the same probe.
-		f := probe.NewFleet(hosts, opts)
-		defer f.Close()
-		inv, err := probeAll(ctx, f)
-		if err != nil {
-			return err
-		}
-		execs := map[string]remote.Executor{}
-		for i, h := range inv.Hosts {
-			fleetGPUs += len(h.GPUs)
-			if h.Err == nil {
-				execs[f.Hosts[i].Name] = f.Executor(i)
-			}
-		}
-		if o.MaxParallel == 0 && fleetGPUs == 0 && trialGPUs > 0 {
-			if err := unreachable(inv); err != nil {
-				return err
-			}
-		}
-		resumed = o.resume(ctx, rec, todo, execs, hosts, opts, stderr)
-		if o.adoptOnly {
-			resumed.todo = nil
-		}
-	}
-	todo = resumed.todo
-	if err := setAside(rec, todo); err != nil {
-		return err
-	}
-	adopted := len(resumed.running)
-	parallel := sweep.Parallel(o.MaxParallel, fleetGPUs, trialGPUs, max(len(todo)+adopted, 1))
-	done := 0
-	for _, t := range rec.Trials {
-		if r, err := readTrialSummary(rundir.Path(t.ID)); err == nil && r.RunID == t.ID && r.Result == record.ResultSucceeded {
-			done++
-		}
-	}
-	still := ""
-	if adopted > 0 {
-		still = fmt.Sprintf(", %s still running on the hosts, adopted", wording.Count(adopted, "trial"))
-	}
-	switch {
-	case o.adoptOnly:
-		fmt.Fprintf(stderr, "tfhive: sweep %s: %d of %d trials succeeded%s\n", rec.Name, done, len(rec.Trials), still)
-	case len(todo) == 0 && adopted == 0:
-		fmt.Fprintf(stderr, "tfhive: sweep %s: all %d trials succeeded before; nothing to run\n", rec.Name, len(rec.Trials))
-	case done > 0 || adopted > 0:
-		fmt.Fprintf(stderr, "tfhive: sweep %s: %d of %d trials to run (%d succeeded before%s), %d at a time\n", rec.Name, len(todo), len(rec.Trials), done, still, parallel)
-	default:
-		fmt.Fprintf(stderr, "tfhive: sweep %s: %d trials, %d at a time; a trial's output: tfhive logs %s\n", rec.Name, len(todo), parallel, rec.Trials[todo[0]].ID)
-	}
-
-	sigs := o.Run.Signals
-	if sigs == nil {
-		sigs = NewSignals(func(error) {})
-	}
-	if !sigs.toLauncher() {
-		return context.Canceled
-	}
-	defer sigs.toContext()
-	q := sweep.NewQueue(todo, parallel, o.MaxFailures)
-	ends := make(chan trialEnd)
-	// attach SWEEP -H: Ctrl-C detaches, the adopted trials going on.
-	var detached <-chan struct{}
-	trialCtx := ctx
-	if o.adoptOnly {
-		detached, trialCtx = ctx.Done(), context.WithoutCancel(ctx)
-	}
-	var mu sync.Mutex
-	trialSigs := map[int]*Signals{}
-	var interrupted os.Signal
-	killed := false
-	stopAll := func(sig os.Signal) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, s := range trialSigs {
-			s.Deliver(sig)
-		}
-	}
-	tick := time.NewTicker(sweepStopPoll)
-	defer tick.Stop()
-	adopt := func(i int, found []launcher.FoundRun) {
-		t := rec.Trials[i]
-		q.Adopt()
-		ts := NewSignals(func(error) {})
-		mu.Lock()
-		trialSigs[i] = ts
-		mu.Unlock()
-		fmt.Fprintf(stderr, "tfhive: trial %s still runs on its hosts: adopted, its output followed to its end (%s)\n", t.ID, paramsLine(rec, t))
-		go func() {
-			sum, err := o.adoptTrial(trialCtx, rec, t, found, hosts, opts, ts)
-			ends <- trialEnd{i: i, sum: sum, err: err, started: true}
-		}()
-	}
-	for _, i := range slices.Sorted(maps.Keys(resumed.running)) {
-		adopt(i, resumed.running[i])
-	}
-	start := func(i int) {
-		t := rec.Trials[i]
-		tctx, cancel := context.WithCancelCause(ctx)
-		ts := NewSignals(cancel)
-		mu.Lock()
-		trialSigs[i] = ts
-		mu.Unlock()
-		go func() {
-			defer cancel(nil)
-			var began atomic.Bool
-			sum, err := o.trial(tctx, rec, t, shared, probes, book, ts, func() {
-				began.Store(true)
-				fmt.Fprintf(stderr, "tfhive: trial %s started (%s)\n", t.ID, paramsLine(rec, t))
-			})
-			ends <- trialEnd{i: i, sum: sum, err: err, started: began.Load()}
-		}()
-	}
-	askedToStop := func() {
-		if !killed && stopAsked(dir) {
-			killed = true
-			q.Stop()
-			fmt.Fprintf(stderr, "tfhive: sweep %s: tfhive kill asked it to stop; stopping its trials\n", rec.Name)
-			stopAll(launcher.Cancel)
-		}
-	}
-	for {
-		// Before any trial starts: a trial that kill stopped on the
-		// hosts must not make room for another.
-		askedToStop()
-		for {
-			i, ok := q.Next()
-			if !ok {
-				break
-			}
-			start(i)
-		}
-		if q.Finished() {
-			break
-		}
-		select {
-		case e := <-ends:
-			mu.Lock()
-			delete(trialSigs, e.i)
-			mu.Unlock()
-			ok := e.sum != nil && e.sum.Result == record.ResultSucceeded
-			q.Done(ok)
-			line := endLine(e)
-			if e.sum == nil && !e.started && (interrupted != nil || killed) {
-				// Stopped while it waited its turn: it never ran, and
-				// leaves nothing (its row says "not run").
-				os.RemoveAll(rundir.Path(rec.Trials[e.i].ID))
-				line = "not started: the sweep was stopped while it waited"
-			}
-			fmt.Fprintf(stderr, "tfhive: trial %s %s\n", rec.Trials[e.i].ID, line)
-		case sig := <-sigs.run:
-			if sig == launcher.StdoutClosed && interrupted != nil {
-				continue
-			}
-			if interrupted == nil {
-				interrupted = sig
-				q.Stop()
-				fmt.Fprintf(stderr, "tfhive: sweep %s: stopping its trials\n", rec.Name)
-			}
-			stopAll(sig)
-		case <-tick.C:
-		case <-detached:
-			fmt.Fprintf(o.Run.Stderr, "tfhive: detached from sweep %s; its trials go on, kept, until a keeper attaches (tfhive attach %s -H …) or --unattended passes\n", rec.Name, rec.Name)
-			if stdoutClosed(ctx) {
-				return ErrStdoutClosed
-			}
-			return &ExitError{Code: 130}
-		}
-	}
-	tab := sweepTable(rec, o.Run.Stderr)
-	view.SortSweep(tab.Trials, o.Sort, o.Reverse)
-	if err := writeSweepTable(o.Run.Stdout, tab, o.Run.JSON, o.CSV); err != nil {
-		return err
-	}
-	if console != nil && !o.Run.JSON && !o.CSV {
-		// The table in the console.log too, for logs and attach.
-		view.WriteSweep(console, tab)
-	}
-	writeSweepReport(dir, o.Run.Stderr)
-	if interrupted != nil {
-		return context.Canceled
-	}
-	failed := 0
-	for _, r := range tab.Trials {
-		if r.Result != record.ResultSucceeded {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return &SweepFailedError{Name: rec.Name, Failed: failed, Total: len(tab.Trials), Stopped: q.Stopped() && len(q.Unstarted()) > 0}
-	}
-	return nil
-}
-
-// trial runs trial t as `tfhive run --wait` would, its console in its log
-// dir, over the sweep's shared connections, sharing its probes.
-func (o *SweepOptions) trial(ctx context.Context, rec record.Sweep, t record.SweepTrial, shared *probe.Shared, probes *probe.Coalescer, book *sweep.Book, sigs *Signals, started func()) (*record.Summary, error) {
-	tdir := rundir.Path(t.ID)
-	if err := rundir.Make(tdir); err != nil {
-		return nil, fmt.Errorf("log dir: %w", err)
-	}
-	console, err := rundir.OpenFile(filepath.Join(tdir, rundir.Console), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
-	if err != nil {
-		return nil, fmt.Errorf("log dir: %w", err)
-	}
-	defer console.Close()
-	r := o.Run
-	w := &serialWriter{w: console}
-	r.Streams = Streams{Stdout: w, Stderr: w, Color: "never"}
-	r.Hosts.Dial = shared.Dialer()
-	r.Hosts.Coalesce = probes
-	r.Job.Name = t.ID
-	r.Job.Command = sweep.Command(rec.Command, t.Params)
-	r.Env = append(slices.Clone(o.Run.Env), sweep.Env(t)...)
-	if r.Wait == 0 {
-		r.Wait = sweepForever
-	}
-	r.Detach, r.JSON, r.Quiet = false, false, false
-	r.Signals = sigs
-	r.trial = &trialHooks{started: started, book: book}
-	err = Run(ctx, r)
-	sum, rerr := readTrialSummary(tdir)
-	if rerr != nil {
-		if err == nil {
-			err = rerr
-		}
-		fmt.Fprintf(w, "tfhive: error: %v\n", err)
-		return nil, err
-	}
-	return sum, nil
 }
 
 // endLine says how a trial ended, for the sweep's line.

@@ -212,7 +212,7 @@ func (o *SweepOptions) adoptTrial(ctx context.Context, rec record.Sweep, t recor
 	}
 	lo.Started = keeperStarted
 	lo.Console = launcher.NewColorConsole(w, false, false)
-	_, err = runAdopted(ctx, lo, sigs)
+	_, err = runWithSignals(ctx, lo, sigs, nil)
 	if cerr := lo.Console.Close(); err == nil {
 		err = cerr
 	}
@@ -225,42 +225,6 @@ func (o *SweepOptions) adoptTrial(ctx context.Context, rec record.Sweep, t recor
 		return nil, err
 	}
 	return sum, nil
-}
-
-// runAdopted runs an adopted trial's lifecycle as a trial's run is run:
-// the sweep's first signal to it stops it gracefully, a second kills at
-// once.
-func runAdopted(ctx context.Context, lo launcher.RunOptions, sigs *Signals) (*record.Summary, error) {
-	if !sigs.toLauncher() {
-		return nil, context.Canceled
-	}
-	defer sigs.toContext()
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	kill := make(chan struct{})
-	lo.KillNow = kill
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case sig := <-sigs.run:
-			stop(launcher.Interrupt(sig))
-		case <-done:
-			return
-		}
-		for {
-			select {
-			case sig := <-sigs.run:
-				if sig == launcher.StdoutClosed {
-					continue
-				}
-				close(kill)
-			case <-done:
-			}
-			return
-		}
-	}()
-	return launcher.Run(ctx, lo)
 }
 
 // adoptSweep is tfhive attach SWEEP -H …: the sweep's tfhive is gone;
@@ -282,7 +246,7 @@ func adoptSweep(ctx context.Context, o FollowOptions, rec record.Sweep) error {
 	if _, err := captures(o.Capture, o.CaptureFrom, nil); err != nil {
 		return err
 	}
-	return so.run(ctx, rec, dir, trialResults(rec), 0)
+	return so.run(ctx, rec, dir, trialResults(rec), 0, nil)
 }
 
 // hasLogDir: trial id has a log dir here (it started once, at least).

@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/top"
 	"github.com/tfhive/tfhive/launcher/view"
@@ -110,7 +111,7 @@ func topPlain(ctx context.Context, o TopOptions, src *topSource) error {
 			return err
 		}
 		if o.Interval == 0 {
-			return unreachable(snap.Inv)
+			return job.Unreachable(snap.Inv)
 		}
 		select {
 		case <-ctx.Done():

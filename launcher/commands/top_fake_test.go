@@ -21,7 +21,7 @@ func TestTopOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	root := filepath.Join(b.dir, "logs")
 	var o syncOut
-	j := job("watched", 2, `echo "step 1 loss=0.75"; while :; do sleep 0.05; done`)
+	j := fakeJob("watched", 2, `echo "step 1 loss=0.75"; while :; do sleep 0.05; done`)
 	j.GPUsPerWorker = 1
 	ro := b.runOptions(o.streams(), j)
 	ro.Capture = []string{`loss=loss=([0-9.]+)`}

@@ -76,7 +76,7 @@ func TestUserHostsFileOnFakeHosts(t *testing.T) {
 
 	marks := t.TempDir()
 	var r syncOut
-	j := job("mine", 2, `touch `+marks+`/$TFHIVE_TASK; exec sleep 60`)
+	j := fakeJob("mine", 2, `touch `+marks+`/$TFHIVE_TASK; exec sleep 60`)
 	ro := RunOptions{Streams: r.streams(), Hosts: h, Job: j, LogDir: filepath.Join(empty, "logs", "mine"),
 		Grace: 2 * time.Second, Reconnect: DefaultReconnect}
 	stop, wait := background(func(ctx context.Context) error { return Run(ctx, ro) })

@@ -8,10 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/wording"
+	"golang.org/x/sync/errgroup"
 )
 
 // RunRetention is how long `tfhive gc` keeps an ended run's files on its
@@ -141,4 +144,96 @@ func keepWords(d time.Duration) string {
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	}
 	return view.ShortDuration(d)
+}
+
+// GCPass is what gc learned and did on each host, by the fleet's index:
+// its --sync cache's report, its runs' and its error; SharedWith names
+// the host whose cache (one home) it shares.
+type GCPass struct {
+	Reports    []codesync.GCReport
+	Runs       []RunsGCReport
+	Errs       []error
+	SharedWith []string
+}
+
+// GC takes away, on every host inv reached (execs by its index), the
+// --sync trees nothing uses that were not used for treeKeep, and the
+// files of this user's runs that ended longer than runKeep ago; dryRun
+// only says what would go.
+func GC(ctx context.Context, execs []remote.Executor, inv inventory.Inventory, treeKeep, runKeep time.Duration, dryRun bool, parallel int) *GCPass {
+	n := len(inv.Hosts)
+	p := &GCPass{Reports: make([]codesync.GCReport, n), Runs: make([]RunsGCReport, n), Errs: make([]error, n), SharedWith: make([]string, n)}
+	p.scan(ctx, execs, inv, treeKeep, runKeep, dryRun, parallel)
+	if ctx.Err() == nil {
+		p.share(ctx, execs, inv, treeKeep, dryRun, parallel)
+	}
+	return p
+}
+
+// scan lists, and takes away, what each host sees on its own.
+func (p *GCPass) scan(ctx context.Context, execs []remote.Executor, inv inventory.Inventory, treeKeep, runKeep time.Duration, dryRun bool, parallel int) {
+	var g errgroup.Group
+	g.SetLimit(max(parallel, 1))
+	for i, h := range inv.Hosts {
+		if h.Err != nil {
+			continue
+		}
+		g.Go(func() error {
+			// First only what each host sees: hosts that share one cache
+			// (one home) each see only their own processes.
+			p.Reports[i], p.Errs[i] = codesync.GC(ctx, execs[i], treeKeep, true, nil)
+			if p.Errs[i] == nil {
+				p.Runs[i], p.Errs[i] = GCRuns(ctx, execs[i], runKeep, dryRun)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+}
+
+// share decides once for each cache that hosts share.
+func (p *GCPass) share(ctx context.Context, execs []remote.Executor, inv inventory.Inventory, treeKeep time.Duration, dryRun bool, parallel int) {
+	// One cache, one verdict: a tree goes only if no host sharing the
+	// cache uses it, removed by the first of them; the others' lines
+	// say whose cache it is.
+	var g errgroup.Group
+	g.SetLimit(max(parallel, 1))
+	first := map[string]int{}
+	groups := map[int][]int{}
+	for i, h := range inv.Hosts {
+		if h.Err != nil || p.Errs[i] != nil {
+			continue
+		}
+		key := p.Reports[i].Home
+		if key == "" {
+			key = "host " + h.Name
+		}
+		f, seen := first[key]
+		if !seen {
+			first[key], f = i, i
+		} else {
+			p.SharedWith[i] = inv.Hosts[f].Name
+		}
+		groups[f] = append(groups[f], i)
+	}
+	for f, members := range groups {
+		g.Go(func() error {
+			var rs []codesync.GCReport
+			for _, i := range members {
+				rs = append(rs, p.Reports[i])
+			}
+			only, merged := codesync.Shared(rs)
+			if !dryRun && len(only) > 0 {
+				if _, err := codesync.GC(ctx, execs[f], treeKeep, false, only); err != nil {
+					p.Errs[f] = err
+				}
+			}
+			p.Reports[f] = merged
+			for _, i := range members[1:] {
+				p.Reports[i] = codesync.GCReport{Dir: merged.Dir, Home: merged.Home}
+			}
+			return nil
+		})
+	}
+	g.Wait()
 }

@@ -1,4 +1,4 @@
-package launcher
+package job
 
 import (
 	"context"
@@ -105,11 +105,11 @@ func TestPause(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// An hour's pause ends at once with its context.
-	if err := Pause(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+	if err := pause(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("Pause = %v, want context.Canceled", err)
 	}
-	if err := Pause(context.Background(), 0); err != nil {
-		t.Errorf("Pause(0) = %v", err)
+	if err := pause(context.Background(), 0); err != nil {
+		t.Errorf("pause(0) = %v", err)
 	}
 }
 

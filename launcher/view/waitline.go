@@ -1,4 +1,4 @@
-package commands
+package view
 
 import (
 	"errors"
@@ -7,35 +7,36 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
 
-// waitLine is what `run` says while it waits for GPUs (--wait) or retries
+// WaitLine is what `run` says while it waits for GPUs (--wait) or retries
 // a lost claim: on a terminal one line, redrawn in place at each retry
 // (what it waits for, its place in the queue, the time left of --wait);
-// elsewhere a line each time what it says changes (view.Waiting.Key),
+// elsewhere a line each time what it says changes (Waiting.Key),
 // never a line per retry. Whatever else is written to it while a line is
 // drawn (a warning, a preemption) first erases the line, which the next
 // retry draws again.
-type waitLine struct {
+type WaitLine struct {
 	mu    sync.Mutex
 	w     io.Writer
 	live  bool   // redraw in place
 	drawn bool   // a live line is on the terminal, without its end
-	key   string // what the last line said (view.Waiting.Key)
+	key   string // what the last line said (Waiting.Key)
 	since time.Time
 	what  string     // "4 GPUs": what the last line waited for
 	width func() int // the terminal's columns now; 0 unknown
 }
 
-func newWaitLine(w io.Writer, live bool) *waitLine {
-	return &waitLine{w: w, live: live, width: func() int { return termWidth(w) }}
+// NewWaitLine draws on w: live (a terminal that redraws), width its
+// columns now (0 unknown).
+func NewWaitLine(w io.Writer, live bool, width func() int) *WaitLine {
+	return &WaitLine{w: w, live: live, width: width}
 }
 
-// show says v: redrawn, or written if it says something new.
-func (l *waitLine) show(v view.Waiting) {
+// Show says v: redrawn, or written if it says something new.
+func (l *WaitLine) Show(v Waiting) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.since.IsZero() {
@@ -57,9 +58,9 @@ func (l *waitLine) show(v view.Waiting) {
 	}
 }
 
-// done ends the wait: a drawn line is erased, and a run that waited says
+// Done ends the wait: a drawn line is erased, and a run that waited says
 // for how long, once.
-func (l *waitLine) done() {
+func (l *WaitLine) Done() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.erase()
@@ -68,13 +69,13 @@ func (l *waitLine) done() {
 		if l.what != "" {
 			what = " for " + l.what
 		}
-		fmt.Fprintf(l.w, "tfhive: waited %s%s\n", view.ShortDuration(time.Since(l.since)), what)
+		fmt.Fprintf(l.w, "tfhive: waited %s%s\n", ShortDuration(time.Since(l.since)), what)
 		l.since = time.Time{}
 	}
 }
 
 // erase takes a drawn line off the terminal; l.mu is held.
-func (l *waitLine) erase() {
+func (l *WaitLine) erase() {
 	if l.drawn {
 		fmt.Fprint(l.w, "\r\x1b[K")
 		l.drawn = false
@@ -82,18 +83,18 @@ func (l *waitLine) erase() {
 }
 
 // Write writes p on a line of its own.
-func (l *waitLine) Write(p []byte) (int, error) {
+func (l *WaitLine) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.erase()
 	return l.w.Write(p)
 }
 
-// waiting is what a retry's err says, for the line: the GPUs asked and
+// WaitingFor is what a retry's err says, for the line: the GPUs asked and
 // found when they are what is missing, else err's message; queued under
 // --wait, behind the runs ahead.
-func waiting(err error, ahead []schedule.QueueEntry, queued bool, left, wait time.Duration) view.Waiting {
-	v := view.Waiting{Reason: err.Error(), Ahead: ahead, Queued: queued, Left: left, Wait: wait}
+func WaitingFor(err error, ahead []schedule.QueueEntry, queued bool, left, wait time.Duration) Waiting {
+	v := Waiting{Reason: err.Error(), Ahead: ahead, Queued: queued, Left: left, Wait: wait}
 	var capacity *schedule.CapacityError
 	if errors.As(err, &capacity) && capacity.Asked > 0 {
 		v.GPUs, v.Free = capacity.Asked, capacity.Found

@@ -1,4 +1,4 @@
-package commands
+package view
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 
 func TestWaitLineNotTerminal(t *testing.T) {
 	var b bytes.Buffer
-	l := newWaitLine(&b, false)
+	l := NewWaitLine(&b, false, func() int { return 0 })
 	short := &schedule.CapacityError{Msg: "not enough free GPUs", Asked: 4, Found: 2}
 	ahead := []schedule.QueueEntry{{}}
 	ahead[0].RunID, ahead[0].User = "r17", "alice"
@@ -21,11 +21,11 @@ func TestWaitLineNotTerminal(t *testing.T) {
 	// while nothing changes, one more when its place does.
 	for i := range 3600 {
 		short.Found = i % 3
-		l.show(waiting(short, ahead, true, time.Duration(7200-i)*time.Second, 2*time.Hour))
+		l.Show(WaitingFor(short, ahead, true, time.Duration(7200-i)*time.Second, 2*time.Hour))
 	}
-	l.show(waiting(short, nil, true, time.Hour, 2*time.Hour))
+	l.Show(WaitingFor(short, nil, true, time.Hour, 2*time.Hour))
 	fmt.Fprintln(l, "tfhive: warning: gpu02 not used")
-	l.done()
+	l.Done()
 	want := "tfhive: waiting for 4 GPUs (0 free now): 2nd in the queue (after run r17 of alice); 2:00:00 left of --wait 2h\n" +
 		"tfhive: waiting for 4 GPUs (2 free now): 1st in the queue; 1:00:00 left of --wait 2h\n" +
 		"tfhive: warning: gpu02 not used\n"
@@ -39,10 +39,10 @@ func TestWaitLineNotTerminal(t *testing.T) {
 
 func TestWaitLineTerminal(t *testing.T) {
 	var b bytes.Buffer
-	l := newWaitLine(&b, true)
+	l := NewWaitLine(&b, true, func() int { return 0 })
 	short := &schedule.CapacityError{Msg: "not enough free GPUs", Asked: 1}
 	for i := range 1000 {
-		l.show(waiting(short, nil, true, time.Duration(1000-i)*time.Second, time.Hour))
+		l.Show(WaitingFor(short, nil, true, time.Duration(1000-i)*time.Second, time.Hour))
 	}
 	if n := strings.Count(b.String(), "\n"); n != 0 {
 		t.Errorf("%d lines while waiting, want the one line redrawn", n)
@@ -53,8 +53,8 @@ func TestWaitLineTerminal(t *testing.T) {
 	// Another line erases the drawn one first, and is whole.
 	b.Reset()
 	fmt.Fprintln(l, "tfhive: preempting run x")
-	l.show(waiting(short, nil, true, time.Second, time.Hour))
-	l.done()
+	l.Show(WaitingFor(short, nil, true, time.Second, time.Hour))
+	l.Done()
 	got := b.String()
 	if !strings.HasPrefix(got, "\r\x1b[Ktfhive: preempting run x\n\r\x1b[Ktfhive: waiting for 1 GPU (0 free now): 1st in the queue; 0:01 left of --wait 1h\r\x1b[Ktfhive: waited ") {
 		t.Errorf("got %q", got)
@@ -66,7 +66,7 @@ func TestWaitLineTerminal(t *testing.T) {
 	// leave a row behind at each redraw.
 	b.Reset()
 	l.width = func() int { return 40 }
-	l.show(waiting(short, nil, true, time.Second, time.Hour))
+	l.Show(WaitingFor(short, nil, true, time.Second, time.Hour))
 	if got := b.String(); got != "\r\x1b[Ktfhive: waiting for 1 GPU: 1st in the …" {
 		t.Errorf("got %q", got)
 	}
@@ -74,22 +74,8 @@ func TestWaitLineTerminal(t *testing.T) {
 	// A retry that is not for GPUs says its error; without --wait, no
 	// queue and no clock.
 	b.Reset()
-	l.show(waiting(errors.New("claim on a lost to run y\ndetail"), nil, false, 0, 0))
+	l.Show(WaitingFor(errors.New("claim on a lost to run y\ndetail"), nil, false, 0, 0))
 	if got := b.String(); got != "\r\x1b[Ktfhive: waiting: claim on a lost to run y" {
 		t.Errorf("got %q", got)
-	}
-}
-
-func TestColorFlag(t *testing.T) {
-	var b bytes.Buffer
-	for mode, want := range map[string]bool{"": false, "auto": false, "never": false, "always": true} {
-		if got, err := (Streams{Color: mode}).colors(&b); err != nil || got != want {
-			t.Errorf("--color %q on a buffer: %v, %v; want %v", mode, got, err, want)
-		}
-	}
-	_, err := Streams{Color: "sometimes"}.colors(&b)
-	var usage *UsageError
-	if !errors.As(err, &usage) || !strings.Contains(err.Error(), "want auto, always or never") {
-		t.Errorf("--color sometimes: %v, want a usage error", err)
 	}
 }

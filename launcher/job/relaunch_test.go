@@ -1,7 +1,6 @@
-package commands
+package job
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -15,22 +14,14 @@ import (
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
-	"github.com/tfhive/tfhive/probe"
+	"github.com/tfhive/tfhive/probe/hosttest"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
 
-// lostRun is a summary of a run whose worker's host was lost.
-func lostRun(host string, attempt int) *record.Summary {
-	return &record.Summary{Result: record.ResultFailed, ExitCode: record.ExitHostLost, Tasks: []record.TaskResult{
-		{ID: "worker:0", Host: host, Outcome: record.OutcomeLost, Attempts: []record.Attempt{{Attempt: attempt, Outcome: record.OutcomeLost}}},
-	}}
-}
-
 // relaunch plans again, without each lost host, until a run does not end
 // on a lost host, the restarts are spent, or the rest does not fit.
 func TestRelaunch(t *testing.T) {
-	hosts := []inventory.Host{{Name: "a", Local: true}, {Name: "b", Local: true}, {Name: "c", Local: true}}
 	rs := lifecycle.Restart{Max: 2}
 	for _, c := range []struct {
 		name   string
@@ -56,15 +47,14 @@ func TestRelaunch(t *testing.T) {
 		}, "failed 4", []string{"tfhive: re-plan without a failed: log dir: disk full"}, "a"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fleet := probe.NewFleet(hosts, probe.Options{})
-			defer fleet.Close()
-			var console bytes.Buffer
-			lo := launcher.RunOptions{Console: launcher.NewConsole(&console, false), Started: func() { t.Error("Started called again") },
-				LogDir: t.TempDir()}
+			f := newTestFleet(t, hosttest.Profile{Name: "a", GPUs: 1}, hosttest.Profile{Name: "b", GPUs: 1}, hosttest.Profile{Name: "c", GPUs: 1})
+			j := newTestJob(t, f, "r", 1)
+			j.spec.Engine.Restart = rs
+			lo := j.spec.Engine
 			summaryFile := filepath.Join(lo.LogDir, rundir.Summary)
 			os.WriteFile(summaryFile, []byte("the first start's"), 0o644)
 			n, failed := 0, false
-			start := func(context.Context) (*record.Summary, error) {
+			start := func(_ context.Context, lo launcher.Options) (*record.Summary, error) {
 				if n >= len(c.starts) {
 					t.Fatalf("started %d times", n+1)
 				}
@@ -79,8 +69,10 @@ func TestRelaunch(t *testing.T) {
 				failed = err != nil
 				return s, err
 			}
-			sum := relaunch(context.Background(), lostRun("a", 0), rs, &lo, fleet, launcher.Retry{}, start)
+			r := newRun(j.spec, Hooks{Start: start})
+			sum := r.relaunch(context.Background(), lostRun("a", 0), Retry{})
 			lo.Console.Close()
+			console := j.console
 			if got := sum.Result + " " + strconv.Itoa(sum.ExitCode); got != c.want {
 				t.Errorf("result %s, want %s", got, c.want)
 			}
@@ -94,7 +86,7 @@ func TestRelaunch(t *testing.T) {
 				t.Errorf("summary.json %q, %v", data, err)
 			}
 			var left []string
-			for _, h := range fleet.Probe(context.Background()).Hosts {
+			for _, h := range f.f.Probe(context.Background()).Hosts {
 				if h.Err != nil && h.Err.Kind == inventory.ErrLost {
 					left = append(left, h.Name)
 				}

@@ -1,7 +1,8 @@
-package launcher
+package job
 
 import (
 	"context"
+	"math"
 	mrand "math/rand/v2"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/record"
 )
 
-// Retry is when `tfhive run` plans and starts again after an attempt that
+// Retry is when a run plans and starts again after an attempt that
 // could not start: a claim lost to a run that started at the same moment
 // is retried soon against fresh claims, after a random, growing delay
 // (runs that lost to each other must not retry in lockstep and collide
@@ -17,8 +18,11 @@ import (
 // until its deadline. Anything else ends the run.
 type Retry struct {
 	// Wait is --wait: how long to keep trying for enough GPUs; 0, not at
-	// all.
+	// all, unless Forever.
 	Wait time.Duration
+	// Forever keeps trying for enough GPUs until ctx ends: a sweep's trial
+	// without --wait waits its turn until the sweep ends.
+	Forever bool
 	// Waiting, when set, is told before each pause why, for how long, and
 	// what is left of Wait (never negative).
 	Waiting func(err error, delay, left time.Duration)
@@ -48,6 +52,10 @@ func (r Retry) Do(ctx context.Context, attempt func(ctx context.Context) (*recor
 	for n := 1; ; n++ {
 		sum, err := attempt(ctx)
 		left := deadline.Sub(now())
+		if r.Forever {
+			// No deadline: as much as a duration holds is left.
+			left = math.MaxInt64
+		}
 		random := r.Rand
 		if random == nil {
 			random = mrand.Int64N
@@ -65,7 +73,7 @@ func (r Retry) Do(ctx context.Context, attempt func(ctx context.Context) (*recor
 	}
 }
 
-// sleepWake is Pause that also ends when wake gets a value (nil:
+// sleepWake is pause that also ends when wake gets a value (nil:
 // never), though not before minWakePause: a host whose locks change all
 // the time must not have the run probe back to back.
 func sleepWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
@@ -93,5 +101,5 @@ func sleepWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error
 // minWakePause is the least pause between two probes of a waiting run.
 const minWakePause = 100 * time.Millisecond
 
-// Pause waits d, or less if ctx ends first (its error then).
-func Pause(ctx context.Context, d time.Duration) error { return sleepWake(ctx, d, nil) }
+// pause waits d, or less if ctx ends first (its error then).
+func pause(ctx context.Context, d time.Duration) error { return sleepWake(ctx, d, nil) }

@@ -1,0 +1,68 @@
+package job
+
+import (
+	"time"
+
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/doctor"
+	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// run is a run's state across its attempts: what the attempt closure of
+// commands.Run once captured, as fields.
+type run struct {
+	spec  Spec
+	hooks Hooks
+	req   schedule.Request
+	// lo is the engine's options as the attempts change them: priority,
+	// --sync's report, and after a lost host what the relaunch carries.
+	lo    launcher.Options
+	mk    Planner
+	check *doctor.Options
+	// checked are --check's results by host: each host is checked once,
+	// however often the run plans again.
+	checked map[string]doctor.Host
+	// used are the ports every plan of this run gave, by host: a plan
+	// made again without a lost host keeps off them. A host that was only
+	// cut off may still run its old attempt until its supervisor gives up
+	// (for a detached run, --unattended); on other ports, that attempt
+	// cannot reach, or be reached by, the new one.
+	used map[string][]int
+	// tickets hold the run's place in the queue while it waits (see "Fair
+	// sharing"); their hosts say on wake when their locks change, which
+	// ends the pause between probes at once.
+	tickets *hostops.Tickets
+	wake    chan struct{}
+	// lastInv is the last probe's, whose tickets give the run's place in
+	// the queue.
+	lastInv inventory.Inventory
+	// started: an attempt reached its start (once it has, its id's claims
+	// may be its own); claimed: Hooks.Claim was called.
+	started, claimed bool
+}
+
+func newRun(s Spec, h Hooks) *run {
+	r := &run{spec: s, hooks: h, req: s.Request, lo: s.Engine, mk: h.Plan,
+		checked: map[string]doctor.Host{}, used: map[string][]int{}, wake: make(chan struct{}, 1)}
+	if r.mk == nil {
+		r.mk = schedule.Make
+	}
+	if s.Check != nil {
+		c := *s.Check
+		r.check = &c
+	}
+	// The run's place among waiting runs: when it began to wait.
+	r.req.QueueSince = time.Now()
+	return r
+}
+
+// close gives up the tickets.
+func (r *run) close() { r.tickets.Release() }
+
+func (r *run) waited() {
+	if r.hooks.Waited != nil {
+		r.hooks.Waited()
+	}
+}
