@@ -45,6 +45,12 @@ const (
 	// imaged machines look like this; anything keyed by the machine id
 	// alone collides here.
 	Clones
+	// PrivateClones hosts are clones as Clones ones (one machine-id, a
+	// claims directory each at one path), and every user has a home of
+	// each host's own, as PrivateHomes: imaged machines without NFS homes.
+	// CI's second pass runs the tests of the host-side state in a home on
+	// it (.ci/run); PrivateHomes keeps distinct machine-ids tried.
+	PrivateClones
 )
 
 // String is the bed's name as TFHIVE_TEST_BED takes it.
@@ -58,12 +64,25 @@ func (b Bed) String() string {
 		return "private-homes"
 	case Clones:
 		return "clones"
+	case PrivateClones:
+		return "private-clones"
 	}
 	return fmt.Sprintf("Bed(%d)", int(b))
 }
 
 // Separate says whether the bed's hosts have namespaces of their own.
-func (b Bed) Separate() bool { return b == SharedHome || b == PrivateHomes || b == Clones }
+func (b Bed) Separate() bool {
+	return b == SharedHome || b == PrivateHomes || b == Clones || b == PrivateClones
+}
+
+// privateHomes says whether every host of the bed has a home of its own
+// for each user, in namespaces of its own: PrivateHomes and
+// PrivateClones.
+func (b Bed) privateHomes() bool { return b == PrivateHomes || b == PrivateClones }
+
+// clones says whether the bed's hosts report one machine-id and find
+// their claims directories at one path: Clones and PrivateClones.
+func (b Bed) clones() bool { return b == Clones || b == PrivateClones }
 
 // SharesHome says whether every host of the bed sees one home for each
 // user (as NFS gives): SharedHome and Clones.
@@ -71,7 +90,7 @@ func (b Bed) SharesHome() bool { return b == SharedHome || b == Clones }
 
 // BedEnv names the environment variable that chooses the bed of fleets
 // started without one (Start, StartShared): plain, shared-home,
-// private-homes or clones. Unset, it is clones when the test runs as root
+// private-homes, clones or private-clones. Unset, it is clones when the test runs as root
 // (what a lab's hosts are like: separate process tables and /tmp, one
 // home, and often one machine-id; what CI runs), plain otherwise.
 const BedEnv = "TFHIVE_TEST_BED"
@@ -93,8 +112,10 @@ func DefaultBed(t testing.TB) Bed {
 		return PrivateHomes
 	case "clones":
 		return Clones
+	case "private-clones":
+		return PrivateClones
 	default:
-		t.Fatalf("sshtest: %s=%q: want plain, shared-home, private-homes or clones", BedEnv, v)
+		t.Fatalf("sshtest: %s=%q: want plain, shared-home, private-homes, clones or private-clones", BedEnv, v)
 		return 0
 	}
 }
@@ -194,7 +215,7 @@ func (h *Host) separateCommand(sshd []string) (*exec.Cmd, error) {
 		return nil, err
 	}
 	mid := filepath.Join(h.Dir, "machine-id")
-	if h.bed == Clones {
+	if h.bed.clones() {
 		mid = filepath.Join(h.fleetDir(), "machine-id")
 	}
 	if _, err := os.Stat(mid); err != nil {
@@ -204,11 +225,11 @@ func (h *Host) separateCommand(sshd []string) (*exec.Cmd, error) {
 		}
 	}
 	homes := ""
-	if h.bed == PrivateHomes {
+	if h.bed.privateHomes() {
 		homes = h.homesDir()
 	}
 	claims := ""
-	if h.bed == Clones {
+	if h.bed.clones() {
 		claims = h.ClaimsDir()
 	}
 	args := []string{"--pid", "--fork", "--mount-proc", "--mount", "--uts", "--kill-child=SIGKILL", "--",
@@ -449,7 +470,7 @@ func (h *Host) HostPID(pid int) int {
 // machine's on a Plain one.
 func (h *Host) MachineID() string {
 	path := "/etc/machine-id"
-	if h.bed == Clones {
+	if h.bed.clones() {
 		path = filepath.Join(h.fleetDir(), "machine-id")
 	} else if h.bed.Separate() {
 		path = filepath.Join(h.machineOf().Dir, "machine-id")
@@ -523,7 +544,7 @@ func (h *Host) hostname() string {
 // is, where each host sees its own. The test reads and writes the
 // directory through ClaimsDir; a command on the host may use either.
 func (h *Host) ClaimsPath() string {
-	if h.bed == Clones {
+	if h.bed.clones() {
 		return filepath.Join(h.fleetDir(), "claims")
 	}
 	return h.ClaimsDir()

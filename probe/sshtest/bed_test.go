@@ -26,8 +26,9 @@ func TestSeparateHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	myHost, _ := os.Hostname()
-	for _, bed := range []sshtest.Bed{sshtest.SharedHome, sshtest.PrivateHomes} {
+	for _, bed := range []sshtest.Bed{sshtest.SharedHome, sshtest.PrivateHomes, sshtest.PrivateClones} {
 		t.Run(bed.String(), func(t *testing.T) {
+			private := bed != sshtest.SharedHome
 			f := sshtest.StartSharedOn(t, bed, sshtest.Profile{Name: "h1", GPU: "idle-2gpu.xml"},
 				sshtest.Profile{Name: "h2", GPU: "idle-2gpu.xml"})
 			alice := sshtest.AddUser(t, "alice")
@@ -69,8 +70,8 @@ func TestSeparateHosts(t *testing.T) {
 					t.Errorf("%s: the kept directory reads %q", h, l[6])
 				}
 			}
-			if seen["h1"][1] == seen["h2"][1] {
-				t.Errorf("both hosts have machine-id %s", seen["h1"][1])
+			if clones := bed == sshtest.PrivateClones; (seen["h1"][1] == seen["h2"][1]) != clones {
+				t.Errorf("machine-ids %s and %s; want one only for clones (%v)", seen["h1"][1], seen["h2"][1], clones)
 			}
 			if _, err := os.Stat("/tmp/mine"); err == nil {
 				t.Errorf("a host's /tmp/mine is in the test's /tmp")
@@ -87,7 +88,7 @@ func TestSeparateHosts(t *testing.T) {
 					homes[h] = sshAs(t, f, login, h, "cat ~/homes")
 				}
 				want := map[string]string{"h1": "h1\nh2\n", "h2": "h1\nh2\n"}
-				if bed == sshtest.PrivateHomes {
+				if private {
 					want = map[string]string{"h1": "h1\n", "h2": "h2\n"}
 				}
 				for h, w := range want {
@@ -99,7 +100,7 @@ func TestSeparateHosts(t *testing.T) {
 			// A colleague's program on the host: in its namespaces, as her,
 			// in her home there.
 			out, err := f.Host("h2").Command(alice, "/bin/sh", "-c", "id -un; pwd; hostname; cat ~/homes").CombinedOutput()
-			if want := alice.Name + "\n" + alice.Home + "\nh2\n" + map[bool]string{true: "h2\n", false: "h1\nh2\n"}[bed == sshtest.PrivateHomes]; err != nil || string(out) != want {
+			if want := alice.Name + "\n" + alice.Home + "\nh2\n" + map[bool]string{true: "h2\n", false: "h1\nh2\n"}[private]; err != nil || string(out) != want {
 				t.Errorf("Command as %s on h2: %q (%v), want %q", alice.Name, out, err, want)
 			}
 			if bed == sshtest.SharedHome && f.Host("h1").Home() != f.Host("h2").Home() {

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -53,7 +54,12 @@ type Profile struct {
 	// CPUHogs, when set, starts that many busy loops beside the host's
 	// sshd (in its namespaces on a separate bed), at nice 0, as the data
 	// loaders of a busy training box keep every core busy: a loaded
-	// host. They end with the host, and after 10 minutes in any case.
+	// host. sshd (and so every session and task of the host) and its hogs
+	// are pinned to one CPU (taskset), each loaded host's the next of
+	// this machine's: unpinned, the scheduler spread the hogs over idle
+	// cores and the load tfhive met stayed far below a lab's (issue 33
+	// measured 6-11 on 2 cores). They end with the host, and after 10
+	// minutes in any case.
 	CPUHogs int
 	// Hostname is the hostname a separate host reports (default: Name):
 	// clones of one image may all say the same.
@@ -146,8 +152,10 @@ type Host struct {
 	bed  Bed
 	home string
 	keep []string
-	// hogs are the CPUHogs' processes.
+	// hogs are the CPUHogs' processes; cpu the CPU they and sshd are
+	// pinned to (CPUHogs > 0).
 	hogs []*exec.Cmd
+	cpu  int
 	// untie unregisters the host's processes from the reaper (lifeline.go)
 	// once Stop has stopped them.
 	untie []func()
@@ -160,11 +168,15 @@ func (h *Host) tieGroup(pgid int) error {
 	return err
 }
 
+// nextCPU is the next loaded host's CPU (modulo this machine's), so that
+// loaded hosts of fleets running side by side load every core.
+var nextCPU atomic.Int32
+
 // startHogs starts the host's CPUHogs busy loops, each its own process
 // (one per core a data loader keeps busy), bounded by timeout.
 func (h *Host) startHogs() error {
 	for range h.CPUHogs {
-		c := h.Command(nil, "timeout", "600", "sh", "-c", "while :; do :; done")
+		c := h.Command(nil, "taskset", "-c", strconv.Itoa(h.cpu), "timeout", "600", "sh", "-c", "while :; do :; done")
 		// A group of its own, for the reaper: timeout cannot pass a
 		// SIGKILL on to its loop.
 		c.SysProcAttr.Setpgid = true
@@ -642,7 +654,7 @@ func (h *Host) start(t testing.TB, authorized string) error {
 	// sshd keeps the first SetEnv it meets: the test user's Match comes
 	// first, everyone else gets the PATH alone.
 	envCfg := "SetEnv " + setEnv + "\n"
-	if h.bed == PrivateHomes {
+	if h.bed.privateHomes() {
 		if err := h.makePrivateHomes(); err != nil {
 			return err
 		}
@@ -736,6 +748,12 @@ var (
 // when only some of its addresses fail).
 func (h *Host) runSSHD(cfgFile string, addrs int) error {
 	sshd := []string{"/usr/sbin/sshd", "-D", "-e", "-f", cfgFile}
+	if h.CPUHogs > 0 {
+		// taskset execs sshd: the pid is sshd's, its sessions inherit
+		// the CPU.
+		h.cpu = int(nextCPU.Add(1)-1) % runtime.NumCPU()
+		sshd = append([]string{"taskset", "-c", strconv.Itoa(h.cpu)}, sshd...)
+	}
 	cmd := exec.Command(sshd[0], sshd[1:]...)
 	if h.bed.Separate() {
 		var err error
