@@ -326,8 +326,18 @@ func (m *hostMux) emit(name string, b []byte) {
 	}
 }
 
-// event takes "x NAME RC TRUNC SO SE OUT ERR".
+// event takes "x NAME RC TRUNC SO SE OUT ERR", or "n NAME WHY…": the
+// supervisor was never started, its files could not be made; its task
+// could not start, for that reason, as when the multiplexer refused the
+// run's directory.
 func (m *hostMux) event(f []string) {
+	if len(f) >= 3 && f[0] == "n" {
+		if p := m.procs[f[1]]; p != nil && p.want == nil {
+			io.WriteString(p.w[0], supervisor.ClaimFailed+strings.Join(f[2:], " ")+"\n")
+			p.finish(126, nil)
+		}
+		return
+	}
 	if len(f) != 8 || f[0] != "x" {
 		return
 	}

@@ -3,8 +3,10 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
@@ -44,6 +46,7 @@ func TestSameMachineUnderTwoNames(t *testing.T) {
 // emptied the first's directory (exit 1, or 45 s of silence and "host
 // lost"); before that, planning took them for one machine (exit 2).
 func TestClonesAreSeparateMachines(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.StartOn(t, sshtest.Clones,
 		sshtest.Profile{Name: "c1", GPU: "idle-2gpu.xml", Hostname: "node"},
 		sshtest.Profile{Name: "c2", GPU: "idle-2gpu.xml", Hostname: "node"})
@@ -52,6 +55,8 @@ func TestClonesAreSeparateMachines(t *testing.T) {
 		t.Fatalf("not clones: machine ids %s %s, runs dirs %s %s", c1.MachineID(), c2.MachineID(), c1.RunsDir(), c2.RunsDir())
 	}
 	logs := t.TempDir()
+	var normal time.Duration // the slowest of the runs that succeed
+	var c2Tasks []string     // the rc files of c2's tasks, by name
 	for i := range 3 {
 		name := "cl" + itoa(i)
 		r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "run", "--log-dir", filepath.Join(logs, name), "--name", name,
@@ -78,7 +83,44 @@ func TestClonesAreSeparateMachines(t *testing.T) {
 			if len(rcs) != 2 {
 				t.Errorf("run %d on %s: task status files %v, want the 2 tasks it ran", i, h.Name, rcs)
 			}
+			if h == c2 {
+				c2Tasks = rcs
+			}
 		}
+		normal = max(normal, r.elapsed)
+	}
+
+	// A start that fails on one clone partway (its second task's file
+	// cannot be made: a directory mounted where it goes, which the
+	// multiplexer's clearing cannot remove) ends the run at once with
+	// that reason, as a failure of the first host's would: never as the
+	// watchdog's silence and "host lost" (issue 33: 45 s, then exit 4).
+	if len(c2Tasks) == 2 {
+		slices.Sort(c2Tasks)
+		dir := hostRunDir(c2, "clfail")
+		blocked := filepath.Join(dir, strings.TrimSuffix(c2Tasks[1], ".rc")+".out")
+		mkdir(t, dir, 0o700)
+		mkdir(t, blocked, 0o700)
+		// In c2's mount namespace only: c1 never sees it.
+		if out, err := c2.Command(nil, "mount", "-t", "tmpfs", "-o", "size=64k", "sshtest-blocked", blocked).CombinedOutput(); err != nil {
+			t.Fatalf("mount on c2: %v %s", err, out)
+		}
+		r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "run", "--log-dir", filepath.Join(logs, "clfail"), "--name", "clfail",
+			"--workers", "4", "--gpus-per-worker", "1", "--", "sh", "-c", `echo hi; sleep 1`)...)
+		wantCode(t, r, 1)
+		if limit := 2*normal + 5*time.Second; r.elapsed > limit {
+			t.Errorf("the failed start took %s to end the run, want under %s (a run that succeeds: %s)", r.elapsed, limit, normal)
+		}
+		wantContains(t, "stderr", r.stderr, "on c2 could not start: cannot create the task's files in "+dir+": is a directory")
+		if strings.Contains(r.stdout, "] hi") {
+			t.Errorf("a task started beside one that could not:\n%s", r.stdout)
+		}
+		if out := r.stdout + r.stderr; strings.Contains(out, "no answer from the host") || strings.Contains(out, "was lost") {
+			t.Errorf("the failed start passed for a lost host:\n%s", out)
+		}
+		noLeftovers(t, f, 10*time.Second)
+	} else {
+		t.Errorf("c2 ran tasks %v, want 2", c2Tasks)
 	}
 	// status shows each clone's two GPUs, as its own; it and plan name
 	// the clones once.

@@ -30,7 +30,10 @@
 # (tfhive_pump) then follows those and the file "events", where each
 # supervisor's wrapper appends "x NAME RC TRUNC SO SE OUT ERR;" once it
 # has ended: its status, 1 when its output files could not take all the
-# output (supervisor-run.sh), and the sizes of its four files then.
+# output (supervisor-run.sh), and the sizes of its four files then; or,
+# for a supervisor never started because its files could not be made,
+# "n NAME WHY;" (WHY without ";": the system's words, as "no space left on
+# device"), which tfhive reports as that task's start failing, at once.
 #
 # Frames, not text, say whose bytes are whose: each is a line "FILE LEN"
 # (FILE: NAME.so, NAME.se, NAME.out, NAME.err, events, or "failed": why
@@ -191,7 +194,12 @@ tfhive_start() {
 				tfhive_fds[$1]=$tfhive_fd
 				tfhive_names+=("$1")
 			else
-				printf 'x %s 126 0 0 0 0 0;\n' "$1" >>"$tfhive_md/events"
+				# Again, for the system's words (a process only when it
+				# failed): tfhive says why the task could not start.
+				tfhive_e=$({ : >"$tfhive_f.out" && : >"$tfhive_f.err" && : >"$tfhive_md/$1.so" && : >"$tfhive_md/$1.se"; } 2>&1)
+				tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }
+				tfhive_e="cannot create the task's files in $tfhive_rd${tfhive_e:+: ${tfhive_e,}}"
+				printf 'n %s %s;\n' "$1" "${tfhive_e//;/,}" >>"$tfhive_md/events"
 			fi
 			tfhive_nx=$((tfhive_nx + 1))
 		fi
