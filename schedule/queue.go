@@ -64,10 +64,34 @@ func Queue(inv inventory.Inventory) []QueueEntry {
 // freed, a run ahead asking more GPUs than one trial frees at a time
 // would wait as long as the sweep has trials. So the sweep's GPUs drain,
 // one trial's end at a time, until that run fits.
+//
+// A run that has begun to let its GPUs go (Request.Ending) frees the rest
+// of them in a moment: a run ahead that does not fit now but fits once
+// they are free keeps what is free now of what it would take. Without
+// that, the run behind took the GPUs of the first host to let go while
+// the others were still ending, and the run first in line waited for it
+// (issue 33, on loaded hosts: their tasks end seconds apart).
 func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
+	soon := endingFreed(inv, st, req.Ending)
+	keep := func(t [2]int, why string) {
+		if st[t[0]][t[1]].State == Free {
+			st[t[0]][t[1]] = GPUStatus{Index: st[t[0]][t[1]].Index, State: Queued, Reason: why}
+		}
+		if soon != nil {
+			soon[t[0]][t[1]] = GPUStatus{Index: soon[t[0]][t[1]].Index, State: Queued, Reason: why}
+		}
+	}
 	for _, e := range Ahead(inv, *req) {
 		why := fmt.Sprintf("kept for run %s (%s, %s, waiting since %s)", e.RunID, e.User, e.Priority, e.Since.Format("15:04:05 UTC"))
 		taken, ok := fitTicket(inv, st, e)
+		if !ok && soon != nil {
+			if later, fits := fitTicket(inv, soon, e); fits {
+				for _, t := range later {
+					keep(t, why+": it fits once the runs letting go of their GPUs have")
+				}
+				continue
+			}
+		}
 		if !ok {
 			if req.NoBackfill {
 				keepForLater(inv, st, e, why+": a sweep's trial does not backfill")
@@ -75,9 +99,41 @@ func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 			continue
 		}
 		for _, t := range taken {
-			st[t[0]][t[1]] = GPUStatus{Index: st[t[0]][t[1]].Index, State: Queued, Reason: why}
+			keep(t, why)
 		}
 	}
+}
+
+// EndingKey names a run in Request.Ending: its user and id, as its
+// claims say them.
+func EndingKey(user, runID string) string { return user + "\x00" + runID }
+
+// endingFreed is st with the GPUs of the ending runs free, nil when none
+// of st's GPUs is theirs.
+func endingFreed(inv inventory.Inventory, st [][]GPUStatus, ending map[string]bool) [][]GPUStatus {
+	if len(ending) == 0 {
+		return nil
+	}
+	var soon [][]GPUStatus
+	for i, gs := range st {
+		for j, g := range gs {
+			if g.State != Claimed {
+				continue
+			}
+			c := claimOf(&inv.Hosts[i], "gpu", g.Index)
+			if c == nil || c.RunID == "" || !ending[EndingKey(c.User, c.RunID)] {
+				continue
+			}
+			if soon == nil {
+				soon = make([][]GPUStatus, len(st))
+				for k := range st {
+					soon[k] = slices.Clone(st[k])
+				}
+			}
+			soon[i][j] = GPUStatus{Index: g.Index, State: Free}
+		}
+	}
+	return soon
 }
 
 // keepForLater keeps, for a ticket that does not fit now, the free GPUs

@@ -115,3 +115,38 @@ func TestQueueNoBackfill(t *testing.T) {
 		t.Fatalf("on h2: %v %+v", err, p)
 	}
 }
+
+// A run behind one that waits for 4 GPUs over two hosts, when the run
+// holding them has let go of one host's and not yet the other's: the
+// free GPUs are kept for the run ahead once the holder is known to be
+// ending (Request.Ending), else backfilled (issue 33: the run behind
+// started first and the one ahead waited for it).
+func TestQueueKeepsForRunAheadWhileOneEnds(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	h1, h2 := host("h1", 2), host("h2", 2)
+	h2.Claims = []inventory.Claim{
+		{Kind: "gpu", ID: 0, RunID: "holder", Task: "worker:2", User: "carol", Since: t0},
+		{Kind: "gpu", ID: 1, RunID: "holder", Task: "worker:3", User: "carol", Since: t0},
+	}
+	for _, h := range []*inventory.HostInventory{&h1, &h2} {
+		h.Tickets = []inventory.Ticket{ticket("q1", "bob", PriorityNormal, t0, 1, 1, 1, 1)}
+	}
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{h1, h2}}
+	req := NewRequest()
+	req.Workers, req.GPUsPerWorker, req.RunID, req.Command = 2, 1, "q2", []string{"true"}
+	req.QueueSince = t0.Add(time.Second)
+	if _, err := Make(inv, req); err != nil {
+		t.Fatalf("backfill while holder is not known to end: %v", err)
+	}
+	req.Ending = map[string]bool{EndingKey("carol", "holder"): true}
+	_, err := Make(inv, req)
+	var ce *CapacityError
+	if !errors.As(err, &ce) || !strings.Contains(strings.Join(ce.Lines, "\n"), "kept for run q1 (bob, normal, waiting since 03:04:05 UTC): it fits once the runs letting go of their GPUs have") {
+		t.Fatalf("with holder ending: %v %+v", err, ce)
+	}
+	// Another run's end keeps nothing.
+	req.Ending = map[string]bool{EndingKey("carol", "other"): true}
+	if _, err := Make(inv, req); err != nil {
+		t.Fatalf("another run ending: %v", err)
+	}
+}

@@ -81,6 +81,12 @@ type Request struct {
 	// NoBackfill (a sweep's trial) never starts on GPUs that a run waiting
 	// ahead of it could use once more of them free up: see applyQueue.
 	NoBackfill bool
+	// Ending are the runs (EndingKey) this waiting run saw let go of some
+	// of their GPUs while it waited: the rest of theirs free in a moment,
+	// as a run's hosts let go one after the other. A run ahead that fits
+	// once they have keeps what is free of what it would take (see
+	// applyQueue), so that a run behind does not slip in between.
+	Ending map[string]bool
 	// RanksPerHost, when not 0, is torchrun's --nproc-per-node (torch,
 	// pack only): every host used holds exactly this many ranks, and a
 	// host with fewer free GPUs than they need is passed over.

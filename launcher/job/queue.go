@@ -46,6 +46,49 @@ func (r *run) preempt(ctx context.Context, inv inventory.Inventory) {
 	}
 }
 
+// endingPlanner is mk for a run that waits: before each plan it notes
+// the runs letting go of their GPUs (noteEnding), which the plan keeps in
+// mind for the runs ahead (schedule.Request.Ending).
+func (r *run) endingPlanner(mk Planner) Planner {
+	return func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
+		if r.queued() {
+			r.noteEnding(inv)
+			req.Ending = r.ending
+		}
+		return mk(inv, req)
+	}
+}
+
+// noteEnding compares each host's GPU claims, by run, with the last
+// probe's: a run holding fewer on a host that answered both times has
+// begun to end. Once ending, a run stays so for this wait: a run of which
+// one task ended early only keeps the runs behind off GPUs that a run
+// ahead would take once the rest end, never from a start of its own.
+func (r *run) noteEnding(inv inventory.Inventory) {
+	now := map[string]map[string]int{}
+	for _, h := range inv.Hosts {
+		if h.Err != nil {
+			continue
+		}
+		n := map[string]int{}
+		for _, c := range h.Claims {
+			if c.Kind == "gpu" && c.RunID != "" && c.Blocked == "" && c.RunID != r.req.RunID {
+				n[schedule.EndingKey(c.User, c.RunID)]++
+			}
+		}
+		now[h.Name] = n
+		for k, was := range r.held[h.Name] {
+			if n[k] < was {
+				if r.ending == nil {
+					r.ending = map[string]bool{}
+				}
+				r.ending[k] = true
+			}
+		}
+	}
+	r.held = now
+}
+
 // execList is the fleet's open connections, in no order.
 func execList(f Fleet) []remote.Executor {
 	var execs []remote.Executor

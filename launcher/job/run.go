@@ -38,6 +38,11 @@ type run struct {
 	// lastInv is the last probe's, whose tickets give the run's place in
 	// the queue.
 	lastInv inventory.Inventory
+	// held is how many GPU claims each run (schedule.EndingKey) held on
+	// each host at the last probe while this run waited; ending the runs
+	// seen holding fewer on a host since (noteEnding).
+	held   map[string]map[string]int
+	ending map[string]bool
 	// started: an attempt reached its start (once it has, its id's claims
 	// may be its own); claimed: Hooks.Claim was called.
 	started, claimed bool
@@ -49,6 +54,7 @@ func newRun(s Spec, h Hooks) *run {
 	if r.mk == nil {
 		r.mk = schedule.Make
 	}
+	r.mk = r.endingPlanner(r.mk)
 	if s.Check != nil {
 		c := *s.Check
 		r.check = &c
