@@ -115,6 +115,19 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("--json host %s has no torch entry (null when not installed): %v", h.Host, h.Modules)
 		}
 	}
+
+	// A host whose nvidia-smi finds no devices (exit 6, as a real one
+	// says it): doctor says so, as status does, never "no nvidia-smi".
+	gpu := filepath.Join(f.Host("b").Dir, "gpu")
+	for name, data := range map[string]string{"output": "No devices were found\n", "exit": "6\n"} {
+		if err := os.WriteFile(filepath.Join(gpu, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r = tfhive(t, f.Env(), f.Dir, "doctor", "-H", "b", "--ssh-config", f.SSHConfig)
+	if rows := rowsOf(r.stdout, "b"); len(rows) != 1 || !strings.Contains(strings.Join(rows[0], "  "), "found no devices") || strings.Contains(r.stdout, "no nvidia-smi") {
+		t.Errorf("doctor of a host whose nvidia-smi finds no devices (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	noLeftovers(t, f, 10*time.Second)
 }
 

@@ -62,8 +62,18 @@ func TestHostfileSlots(t *testing.T) {
 		t.Errorf("--hostfile slots=1: tasks on %q with %v GPUs, want one GPU on each of h1 and h2", hosts, gpus)
 	}
 
+	// plan's matrix shows each host's GPU beyond its slot as free (it is;
+	// the hostfile leaves it), never "excl", which a GPU taken out is.
+	r := tfhive(t, f.Env(), f.Dir, "plan", "--hostfile", hf, "--ssh-config", f.SSHConfig, "--workers", "2", "--", "true")
+	wantCode(t, r, 0)
+	for _, h := range []string{"h1", "h2"} {
+		if rows := rowsOf(r.stdout, h); len(rows) == 0 || !slices.Contains(rows[len(rows)-1], "free") || slices.Contains(rows[len(rows)-1], "excl") {
+			t.Errorf("plan's matrix row of %s: %q, want its left GPU free:\n%s", h, rows, r.stdout)
+		}
+	}
+
 	// A third worker finds no slot: no GPUs (exit 3), the slots named.
-	r := tfhive(t, f.Env(), f.Dir, "plan", "--hostfile", hf, "--ssh-config", f.SSHConfig, "--workers", "3", "--", "true")
+	r = tfhive(t, f.Env(), f.Dir, "plan", "--hostfile", hf, "--ssh-config", f.SSHConfig, "--workers", "3", "--", "true")
 	wantCode(t, r, 3)
 	wantContains(t, "stderr", r.stderr, "h1: 1 free (0); excluded 1 (beyond the hostfile's slots=1)")
 
