@@ -19,13 +19,19 @@ func TestEveryRunKeepsItsConsole(t *testing.T) {
 		return tfhive(t, f.Env(), dir, fleetArgs(f, append(args, "--", "sh", "-c", "echo hello-"+name)...)...)
 	}
 	logs := func(name string) string {
-		r := tfhive(t, f.Env(), dir, "logs", name)
+		args := []string{"logs"}
+		if name != "" {
+			args = append(args, name)
+		}
+		r := tfhive(t, f.Env(), dir, args...)
 		wantCode(t, r, 0)
 		return r.stdout
 	}
 	r := run("fg")
 	wantCode(t, r, 0)
 	wantContains(t, "logs fg", logs("fg"), "[worker:0 k1] hello-fg\n", "tfhive: run fg: 1 task on 1 host", "OUTCOME", "succeeded")
+	// No id: the latest run's console, a foreground one's too.
+	wantContains(t, "logs (the latest)", logs(""), "[worker:0 k1] hello-fg\n", "succeeded")
 
 	r = run("quiet", "-q")
 	wantCode(t, r, 0)
@@ -40,6 +46,15 @@ func TestEveryRunKeepsItsConsole(t *testing.T) {
 	wantCode(t, r, 1)
 	wantContains(t, "logs fg elsewhere", r.stderr, "tfhive: error: no run fg in tfhive-runs here\n",
 		"tfhive: hint: a run's log dir is where it was started", "tfhive logs -H HOSTS fg")
+	// attach and wait say the same (before, no hint at all).
+	for _, cmd := range []string{"attach", "wait"} {
+		r = tfhive(t, f.Env(), elsewhere, cmd, "fg")
+		if r.code == 0 {
+			t.Errorf("%s fg elsewhere: exit 0", cmd)
+		}
+		wantContains(t, cmd+" fg elsewhere", r.stderr, "no run fg in tfhive-runs here\n",
+			"tfhive: hint: a run's log dir is where it was started", "tfhive logs -H HOSTS fg")
+	}
 	r = tfhive(t, f.Env(), elsewhere, "logs", "-H", "k1", "--ssh-config", f.SSHConfig, "fg")
 	wantCode(t, r, 0)
 	wantContains(t, "logs -H fg", r.stdout, "hello-fg")

@@ -54,6 +54,20 @@ func TestUserHostsFile(t *testing.T) {
 			t.Errorf("status -H %s shows %s:\n%s", pick.flag, pick.not, r.stdout)
 		}
 	}
+	// run -H and --hostfile too reach the file's hosts with its ssh
+	// config: a task on each.
+	hf := filepath.Join(t.TempDir(), "hostfile")
+	if err := os.WriteFile(hf, []byte("u1 slots=1\nu2 slots=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, pick := range [][]string{{"-H", "u[1-2]"}, {"--hostfile", hf}} {
+		args := append([]string{"run", "--log-dir", filepath.Join(t.TempDir(), "logs")}, pick...)
+		r := tfhive(t, env, dir, append(args, "--workers", "2", "--gpus-per-worker", "1", "--", "sh", "-c", "echo on $(hostname)")...)
+		wantCode(t, r, 0)
+		if strings.Count(r.stdout, "] on ") != 2 || !strings.Contains(r.stderr+r.stdout, "their settings from ~/.config/tfhive/hosts.yaml") {
+			t.Errorf("run %s: want a task on each host and the settings' source named:\n%s%s", pick[0], r.stdout, r.stderr)
+		}
+	}
 	// plan says it too (before, it said nothing of where its hosts came from).
 	pl := tfhive(t, env, dir, "plan", "--workers", "2", "--", "true")
 	wantCode(t, pl, 0)
