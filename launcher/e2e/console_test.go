@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -58,6 +59,19 @@ func TestEveryRunKeepsItsConsole(t *testing.T) {
 	r = tfhive(t, f.Env(), elsewhere, "logs", "-H", "k1", "--ssh-config", f.SSHConfig, "fg")
 	wantCode(t, r, 0)
 	wantContains(t, "logs -H fg", r.stdout, "hello-fg")
+
+	// A task's U+202E (right-to-left override, which would reorder what
+	// follows on the screen) is shown inert on a terminal, as U+FFFD; its
+	// log keeps the bytes.
+	bidiLog := filepath.Join(t.TempDir(), "bidi")
+	term := startOnTerminal(t, f, []string{"TERM=xterm"}, fleetArgs(f, "run", "--log-dir", bidiLog, "--workers", "1", "--gpus-per-worker", "0",
+		"--", "printf", `txt.\342\200\256exe\n`)...)
+	if code, out := term.end(t); code != 0 || !strings.Contains(out, "txt.\ufffdexe") || strings.Contains(out, "\u202e") {
+		t.Errorf("a task's U+202E on the terminal (exit %d): %q, want it shown as U+FFFD", code, out)
+	}
+	if got := readFile(t, filepath.Join(bidiLog, "worker-0.log")); got != "txt.\u202eexe\n" {
+		t.Errorf("the log %q, want the task's bytes", got)
+	}
 
 	r = run("dq", "-q", "--detach")
 	wantCode(t, r, 0)

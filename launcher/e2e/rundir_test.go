@@ -100,6 +100,26 @@ func TestRunDiskFull(t *testing.T) {
 
 	sameAsHost(t, f.Host("full"), logDir, r.stdout, lines)
 	noLeftovers(t, f, 10*time.Second)
+
+	// A home full before the run starts: its task could not start, and
+	// the line says why as the system does (before, "cannot create …"
+	// and nothing of the disk).
+	fill, err := os.Create(filepath.Join(f.Host("full").Home(), "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = fill.Write(make([]byte, 64<<10))
+	}
+	fill.Close()
+	if !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("filling the home: %v", err)
+	}
+	args, _ = runArgs(t, f, "--workers", "1", "--gpus-per-worker", "0", "--", "echo", "ran")
+	r = tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.stderr, "worker:0 on full could not start: ", ": no space left on device")
+	noLeftovers(t, f, 10*time.Second)
 }
 
 // The same when the disk filled under one session and the task ended
