@@ -75,9 +75,12 @@ func TestLoadedHostsQueuePsKill(t *testing.T) {
 	b.finish(q2)
 
 	// ps sees every task of each detached run (one on the GPUs, one on
-	// the CPUs only, which holds no GPU claim); kill stops every one.
-	want := map[string]string{"lk": "worker:0 worker:1 worker:2 worker:3", "lc": "worker:0 worker:1 worker:2"}
-	for _, a := range [][]string{{"--name", "lk", "--workers", "4", "--gpus-per-worker", "1"}, {"--name", "lc", "--workers", "3", "--gpus-per-worker", "0"}} {
+	// the CPUs only, which holds no GPU claim, and a torch one on the CPUs,
+	// whose ranks but rank 0 hold no port either: kill once left those);
+	// kill stops every one.
+	want := map[string]string{"lk": "worker:0 worker:1 worker:2 worker:3", "lc": "worker:0 worker:1 worker:2", "lt": "worker:0 worker:1"}
+	for _, a := range [][]string{{"--name", "lk", "--workers", "4", "--gpus-per-worker", "1"}, {"--name", "lc", "--workers", "3", "--gpus-per-worker", "0"},
+		{"--name", "lt", "--framework", "torch", "--workers", "2", "--gpus-per-worker", "0", "--strategy", "spread"}} {
 		args, _ := runArgs(t, f, append(append([]string{"--detach"}, a...), "--", "sleep", "300")...)
 		wantCode(t, tfhive(t, f.Env(), f.Dir, args...), 0)
 	}
