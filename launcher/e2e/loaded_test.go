@@ -65,6 +65,29 @@ func TestLoadedHostsQueuePsKill(t *testing.T) {
 	if got := queueOrder(t, f); !slices.Equal(got, []string{"q1", "q2"}) {
 		t.Fatalf("queue: %v, want q1 q2", got)
 	}
+	// The holder's hosts let go one after the other, as loaded hosts do
+	// (seconds apart): l1's first, and only once both waiting runs have
+	// probed since (l1's nvidia-smi ran twice more), l2's. q2 fits on
+	// l1's GPUs alone, q1 needs both hosts': they are kept for q1.
+	onHost := func(run, host string) (tasks []string) {
+		for _, r := range psRows(t, f, run) {
+			if r.Host == host {
+				tasks = append(tasks, r.Tasks...)
+			}
+		}
+		return tasks
+	}
+	first := onHost("holder", "l1")
+	if len(first) != 2 {
+		t.Fatalf("holder's tasks on l1: %v, want 2", first)
+	}
+	b.finishTasks(holder, first...)
+	waitFor(t, time.Minute, "holder to let go of l1", func() bool { return len(onHost("holder", "l1")) == 0 })
+	probes := f.Host("l1").SMICalls()
+	waitFor(t, time.Minute, "the waiting runs to probe l1 again", func() bool { return f.Host("l1").SMICalls() >= probes+2 })
+	if slices.Contains(b.startedNow(), "q2") {
+		t.Fatalf("q2 took l1's GPUs while q1, first in line, waited for l2's: %v", b.startedNow())
+	}
 	b.finish(holder)
 	b.waitStarted("q1")
 	if slices.Contains(b.startedNow(), "q2") {

@@ -40,7 +40,10 @@ func (b *queueBed) start(name, wait string, extra ...string) *queueRun {
 
 func (b *queueBed) startAs(name, wait string, waits bool, extra ...string) *queueRun {
 	b.t.Helper()
-	task := `touch ` + filepath.Join(b.started, name) + `; while [ ! -e ` + filepath.Join(b.dn, name) + ` ]; do sleep 0.1; done`
+	// Each task ends once the run's done file is there, or its own
+	// (NAME-TASK: finishTasks).
+	task := `touch ` + filepath.Join(b.started, name) + `; while [ ! -e ` + filepath.Join(b.dn, name) + ` ] && [ ! -e ` +
+		filepath.Join(b.dn, name) + `-"$TFHIVE_TASK" ]; do sleep 0.1; done`
 	args := []string{"--name", name}
 	if wait != "" {
 		args = append(args, "--wait", wait)
@@ -84,6 +87,13 @@ func (b *queueBed) waitStarted(names ...string) {
 			b.t.Fatalf("waiting for %v to start; started: %v; queue: %v", names, now, queueOrder(b.t, b.f))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// finishTasks ends those tasks of q alone.
+func (b *queueBed) finishTasks(q *queueRun, tasks ...string) {
+	for _, task := range tasks {
+		os.WriteFile(filepath.Join(b.dn, q.name+"-"+task), nil, 0o644)
 	}
 }
 
