@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 
@@ -191,7 +192,7 @@ func Attach(ctx context.Context, o FollowOptions) error {
 		// Its reader gone, a follower has nothing to say: the run never
 		// depended on it.
 		if stdoutClosed(ctx) {
-			return ErrStdoutClosed
+			return launcher.ErrStdoutClosed
 		}
 		if ctx.Err() != nil {
 			fmt.Fprintf(o.Stderr, "tfhive: detached from run %s; it goes on (tfhive attach %s)\n", o.RunID, o.RunID)

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
@@ -47,7 +48,7 @@ type RerunOptions struct {
 	// root) could have written, as it says.
 	Trust bool
 	// Signals: see RunOptions.
-	Signals *Signals
+	Signals *job.Signals
 }
 
 // Rerun runs the recorded run again.

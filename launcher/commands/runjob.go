@@ -123,7 +123,7 @@ func (o *RunOptions) engine(fleet *probe.Fleet, env map[string]string, in runInp
 func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState, tree *codesync.Tree, as runAs) job.Hooks {
 	sigs := o.Signals
 	if sigs == nil {
-		sigs = NewSignals(func(error) {})
+		sigs = job.NewSignals(func(error) {})
 	}
 	req := r.spec.Request
 	h := job.Hooks{
@@ -144,7 +144,7 @@ func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState,
 			}
 		},
 		Start: func(ctx context.Context, lo launcher.Options) (*record.Summary, error) {
-			return runWithSignals(ctx, lo, sigs, o.Stderr)
+			return sigs.Start(ctx, lo, o.Stderr)
 		},
 	}
 	if as.trial != nil && as.trial.book != nil {

@@ -53,39 +53,6 @@ func readSweep(dir string) (record.Sweep, bool, error) {
 	return s, true, nil
 }
 
-// writeSweepRecord writes rec as dir's sweep.json, whole or not at all.
-func writeSweepRecord(dir string, rec record.Sweep) error {
-	if err := rundir.WriteJSON(filepath.Join(dir, rundir.Sweep), rec); err != nil {
-		return fmt.Errorf("log dir: %w", err)
-	}
-	return nil
-}
-
-// readTrialSummary reads a trial's summary.json.
-func readTrialSummary(dir string) (*record.Summary, error) {
-	data, err := localfile.Read(filepath.Join(dir, rundir.Summary), summaryMax)
-	if err != nil {
-		return nil, fmt.Errorf("no summary in %s: %v", dir, pathErr(err))
-	}
-	var s record.Summary
-	if err := json.Unmarshal(data, &s); err != nil || s.Result == "" {
-		return nil, fmt.Errorf("%s: not a run summary", filepath.Join(dir, rundir.Summary))
-	}
-	return &s, nil
-}
-
-// trialResults are the trials' results as their summaries say, by id; a
-// trial without one is absent.
-func trialResults(rec record.Sweep) map[string]string {
-	out := map[string]string{}
-	for _, t := range rec.Trials {
-		if s, err := readTrialSummary(rundir.Path(t.ID)); err == nil && s.RunID == t.ID {
-			out[t.ID] = s.Result
-		}
-	}
-	return out
-}
-
 // sweepTable is the sweep's rows, in trial order: each trial's summary,
 // or what its log dir says without one (running, unknown, not run).
 func sweepTable(rec record.Sweep, stderr io.Writer) view.SweepTable {
