@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
@@ -81,7 +82,7 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 		ro.Wait = *o.Wait
 	}
 	as := runAs{rerunOf: rec.RunID}
-	if keeperMode() {
+	if keeper.Mode() {
 		// The first tfhive said what differs; its keeper runs the run.
 		_, err := run(ctx, ro, as)
 		return err

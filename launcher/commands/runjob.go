@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 
@@ -138,7 +139,7 @@ func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState,
 			return nil
 		},
 		Started: func() {
-			keeperStarted()
+			keeper.Started()
 			if as.trial != nil {
 				as.trial.started()
 			}

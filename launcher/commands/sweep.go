@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweep"
@@ -74,8 +75,8 @@ type trialHooks struct {
 
 // Sweep runs the sweep, or, with --detach, starts a keeper that does.
 func Sweep(ctx context.Context, o SweepOptions) error {
-	keeper := keeperMode()
-	rec, err := o.validate(keeper)
+	kept := keeper.Mode()
+	rec, err := o.validate(kept)
 	if err != nil {
 		return err
 	}
@@ -100,13 +101,13 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 		if rundir.GoesOn(dir) {
 			return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
 		}
-	} else if !keeper {
+	} else if !kept {
 		if err := checkLogDir(dir, false); err != nil {
 			return err
 		}
 	}
 	results := sweepjob.Results(rec)
-	if !keeper {
+	if !kept {
 		for _, t := range rec.Trials {
 			if results[t.ID] == record.ResultSucceeded {
 				continue
@@ -122,7 +123,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 			}
 		}
 	}
-	if o.Run.Detach && !keeper {
+	if o.Run.Detach && !kept {
 		return o.detach(rec.Name, dir)
 	}
 	// The --sync tree is listed and hashed once for every trial: each
@@ -178,7 +179,7 @@ func trialErr(rec record.Sweep, i int, err error) error {
 // validate checks the sweep's own flags and what Run would refuse of the
 // run flags (every trial would), before any host is touched, and expands
 // the sweep into its record.
-func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
+func (o *SweepOptions) validate(kept bool) (record.Sweep, error) {
 	r := o.Run
 	switch {
 	case r.LogDir != "":
@@ -225,8 +226,8 @@ func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
 	}
 	name := r.Job.Name
 	switch {
-	case keeper:
-		name = os.Getenv(keeperRunEnv)
+	case kept:
+		name = keeper.RunID()
 	case name == "":
 		name = newRunID(time.Now())
 	default:
@@ -239,7 +240,7 @@ func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
 	if last := rec.Trials[len(rec.Trials)-1].ID; checkRunID("", last) != nil {
 		return record.Sweep{}, &UsageError{Msg: fmt.Sprintf("--name %s: its trials' ids (%s) are not run ids", name, last), Fix: "choose a shorter --name"}
 	}
-	if !keeper {
+	if !kept {
 		for _, p := range sweep.Unused(rec.Command, params) {
 			fmt.Fprintf(r.Stderr, "tfhive: warning: the command has no {%s}: its trials have it only as $%s\n", p, p)
 		}
@@ -273,7 +274,7 @@ func (o *SweepOptions) detach(name, dir string) error {
 	if err := rundir.Make(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
-	code, err := spawnKeeper(dir, name, os.O_APPEND, o.Run.Stderr)
+	code, err := keeper.Spawn(dir, name, os.O_APPEND, o.Run.Stderr)
 	if err != nil {
 		return err
 	}
@@ -326,8 +327,8 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, trialGPUs int,
 	r := o.Run
 	spec := sweepjob.Spec{Record: rec, TrialGPUs: trialGPUs, MaxParallel: o.MaxParallel, MaxFailures: o.MaxFailures,
 		AdoptOnly: adoptOnly, Hosts: hosts, Probe: opts, Signals: r.Signals, Say: r.Stderr, Console: true, Tree: tree,
-		Adopt: launcher.Options{Grace: r.Grace, Reconnect: r.Reconnect, Sample: r.Sample, Parallel: r.Hosts.Parallel, Started: keeperStarted}}
-	if keeperMode() {
+		Adopt: launcher.Options{Grace: r.Grace, Reconnect: r.Reconnect, Sample: r.Sample, Parallel: r.Hosts.Parallel, Started: keeper.Started}}
+	if keeper.Mode() {
 		// A keeper's stdout is the console.log, keeper.log is for its
 		// errors.
 		spec.Say, spec.Console = r.Stdout, false
