@@ -51,7 +51,7 @@ func TestTopOnFakeHosts(t *testing.T) {
 	plain := top.Plain(&snap, "")
 	contains(t, "plain", plain, "HOST", "claimed", "watched", "worker:0", "worker:1", "QUEUE  no run waits", "loss=0.75")
 
-	tail := tailRunLog(run, 0, 10)
+	tail := top.TailLog(run, 0, 10)
 	// A foreground run keeps its console too: console.log first.
 	if tail.Err != nil || len(tail.Files) != 3 || tail.Files[0] != "console.log" || !strings.Contains(strings.Join(tail.Lines, "\n"), "step 1 loss=0.75") {
 		t.Errorf("tail: %+v", tail)
