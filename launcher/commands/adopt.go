@@ -93,7 +93,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 // findKept probes the fleet and finds the run on its hosts: what a keeper
 // that adopts it runs, with its hosts, and the connections that answered.
 func findKept(ctx context.Context, fleet *probe.Fleet, o FollowOptions, caps *launcher.Captures) (launcher.Options, map[string]remote.Executor, error) {
-	inv, err := probeAll(ctx, fleet)
+	inv, err := job.ProbeAll(ctx, fleet)
 	if err != nil {
 		return launcher.Options{}, nil, err
 	}

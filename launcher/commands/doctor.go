@@ -8,9 +8,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/supervisor"
-	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -53,7 +51,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	if tree != nil {
 		fleet.LookForCode(tree.Hash)
 	}
-	inv, err := probeAll(ctx, fleet)
+	inv, err := job.ProbeAll(ctx, fleet)
 	if err != nil {
 		return err
 	}
@@ -65,7 +63,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	// why, as the run's would.
 	failed := map[string]string{}
 	if tree != nil {
-		dopts.Code, failed, err = syncForDoctor(ctx, newSyncer(tree, o.Hosts.Parallel, o.Stderr), jobFleet{fleet}, inv)
+		dopts.Code, failed, err = syncForDoctor(ctx, newSyncer(tree, o.Hosts.Parallel, o.Stderr), job.FleetOf(fleet), inv)
 		if err != nil {
 			return err
 		}
@@ -76,7 +74,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 			todo = append(todo, h)
 		}
 	}
-	checked := doctor.Check(ctx, todo, executors(fleet), dopts)
+	checked := doctor.Check(ctx, todo, job.Executors(fleet), dopts)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -148,17 +146,6 @@ func doctorModules(imports []string) ([]string, error) {
 		}
 	}
 	return doctor.Modules(imports), nil
-}
-
-// executors are the fleet's connections by host name.
-func executors(fleet *probe.Fleet) map[string]remote.Executor {
-	execs := map[string]remote.Executor{}
-	for i, h := range fleet.Hosts {
-		if e := fleet.Executor(i); e != nil {
-			execs[h.Name] = e
-		}
-	}
-	return execs
 }
 
 // DifferError is `tfhive doctor` finding hosts that differ, or that could

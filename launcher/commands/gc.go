@@ -47,7 +47,7 @@ func GC(ctx context.Context, o GCOptions) error {
 		return err
 	}
 	defer fleet.Close()
-	inv, err := probeAll(ctx, fleet)
+	inv, err := job.ProbeAll(ctx, fleet)
 	if err != nil {
 		return err
 	}

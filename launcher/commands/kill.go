@@ -60,7 +60,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 		return err
 	}
 	defer fleet.Close()
-	inv, err := probeAll(ctx, fleet)
+	inv, err := job.ProbeAll(ctx, fleet)
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	// a sweep must not starve a colleague's larger run.
 	req.NoBackfill = as.trial != nil
 	// A sweep's trial without --wait waits its turn until the sweep ends.
-	r.spec = job.Spec{Request: req, Fleet: jobFleet{fleet}, Wait: o.Wait, WaitForever: as.trial != nil && o.Wait == 0, Notes: r.wait}
+	r.spec = job.Spec{Request: req, Fleet: job.FleetOf(fleet), Wait: o.Wait, WaitForever: as.trial != nil && o.Wait == 0, Notes: r.wait}
 	if tree != nil {
 		// The probe says which hosts have the tree: those cost nothing more.
 		fleet.LookForCode(tree.Hash)

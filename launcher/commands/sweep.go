@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
@@ -333,7 +334,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, trialGPUs int,
 		// errors.
 		spec.Say, spec.Console = r.Stdout, false
 	}
-	err = sweepjob.Run(ctx, spec, sweepjob.Hooks{Probe: probeAll, Trial: o.trial(tree), EndLine: endLine,
+	err = sweepjob.Run(ctx, spec, sweepjob.Hooks{Probe: job.ProbeAll, Trial: o.trial(tree), EndLine: endLine,
 		Captures: func(p *schedule.Plan) (*launcher.Captures, error) {
 			return captures(r.Capture, r.CaptureFrom, planTaskIDs(p))
 		},

@@ -167,7 +167,7 @@ type topSource struct {
 // runs) and reads the local log root.
 func (s *topSource) refresh(ctx context.Context) top.Snapshot {
 	snap := top.Snapshot{At: time.Now()}
-	inv, err := probeAll(ctx, s.fleet)
+	inv, err := job.ProbeAll(ctx, s.fleet)
 	if err != nil {
 		snap.Err = err
 		return snap
