@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 
@@ -82,7 +83,7 @@ func pickRun(o *FollowOptions, what string) error {
 // its plan was written, or its tfhive took the lock), then by id. A run
 // dir's own mtime, which anything touching it moves, plays no part.
 func LatestRun(root string, stderr io.Writer) (string, error) {
-	rs, err := listRuns(root, stderr, time.Now())
+	rs, err := logroot.Runs(root, stderr, time.Now())
 	if err != nil {
 		return "", err
 	}
@@ -120,7 +121,7 @@ func runLogDir(o FollowOptions) (string, error) {
 
 // runResult is the run's end as its summary says: nil for a success.
 func runResult(dir, id string) error {
-	if rec, ok, err := readSweep(dir); err != nil || ok {
+	if rec, ok, err := logroot.Sweep(dir); err != nil || ok {
 		// A sweep's end is its trials'.
 		if err != nil {
 			return err
@@ -167,7 +168,7 @@ func Attach(ctx context.Context, o FollowOptions) error {
 	if o.Adopt {
 		if o.LogDir == "" && checkRunID("", o.RunID) == nil {
 			// A sweep of this log root: its trials are adopted.
-			rec, ok, err := readSweep(rundir.Path(o.RunID))
+			rec, ok, err := logroot.Sweep(rundir.Path(o.RunID))
 			if err != nil {
 				return err
 			}

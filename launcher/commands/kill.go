@@ -12,6 +12,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
@@ -42,7 +43,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 	// GPUs on the hosts is stopped from here, as a run is.
 	ids := map[string]bool{o.RunID: true}
 	sweepDir := rundir.Path(o.RunID)
-	rec, isSweep, err := readSweep(sweepDir)
+	rec, isSweep, err := logroot.Sweep(sweepDir)
 	if err != nil {
 		return err
 	}

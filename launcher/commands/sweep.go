@@ -15,6 +15,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/keeper"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweep"
@@ -90,7 +91,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 		return err
 	}
 	dir := rundir.Path(rec.Name)
-	old, resumed, err := readSweep(dir)
+	old, resumed, err := logroot.Sweep(dir)
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 			return err
 		}
 	}
-	results := sweepjob.Results(rec)
+	results := logroot.Results(rec)
 	if !kept {
 		for _, t := range rec.Trials {
 			if results[t.ID] == record.ResultSucceeded {
@@ -372,7 +373,7 @@ func (o *SweepOptions) trial(tree *codesync.Tree) func(context.Context, sweepjob
 // end prints the table (into console.log too), writes the report and
 // says how the sweep ended.
 func (o *SweepOptions) end(rec record.Sweep, console io.Writer, e sweepjob.End) error {
-	tab := sweepTable(rec, o.Run.Stderr)
+	tab := logroot.SweepTable(rundir.Root, rec, o.Run.Stderr)
 	view.SortSweep(tab.Trials, o.Sort, o.Reverse)
 	if err := writeSweepTable(o.Run.Stdout, tab, o.Run.JSON, o.CSV); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/top"
 	"github.com/tfhive/tfhive/probe"
@@ -157,7 +158,7 @@ type topSource struct {
 	warnings *lastLine
 	root     string // the log root
 	// summaries: the ended runs' records, read once, not every refresh.
-	summaries summaryCache
+	summaries logroot.Cache
 
 	mu  sync.Mutex
 	inv inventory.Inventory // the last probe's, for stop
@@ -182,9 +183,9 @@ func (s *topSource) refresh(ctx context.Context) top.Snapshot {
 	}
 	s.mu.Lock() // a refresh asked for ('r') may overlap the timed one
 	if s.summaries == nil {
-		s.summaries = summaryCache{}
+		s.summaries = logroot.Cache{}
 	}
-	recs, _ := listRunsCached(s.root, io.Discard, snap.At, s.summaries)
+	recs, _ := logroot.RunsCached(s.root, io.Discard, snap.At, s.summaries)
 	s.mu.Unlock()
 	snap.Mine = top.Mine(hostops.Runs(inv), login, recs)
 	snap.Warning = s.warnings.take()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe"
@@ -254,7 +255,7 @@ func (r *sweepRun) adoptTrial(ctx context.Context, t record.SweepTrial, found []
 	if cerr := lo.Console.Close(); err == nil {
 		err = cerr
 	}
-	sum, rerr := TrialSummary(tdir)
+	sum, rerr := logroot.TrialSummary(tdir)
 	if rerr != nil {
 		if err == nil {
 			err = rerr
@@ -285,7 +286,7 @@ func setAside(rec record.Sweep, todo []int) error {
 				continue
 			}
 			if err := os.Rename(tdir, to); err != nil {
-				return fmt.Errorf("setting aside trial %s's earlier log dir: %v", id, bare(err))
+				return fmt.Errorf("setting aside trial %s's earlier log dir: %v", id, rundir.PathErr(err))
 			}
 			break
 		}

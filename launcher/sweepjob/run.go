@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweep"
@@ -63,7 +64,7 @@ func (r *sweepRun) run(ctx context.Context) error {
 	for i, t := range rec.Trials {
 		ids[i] = t.ID
 	}
-	resumed, fleetGPUs, closeFleet, err := r.probeFleet(ctx, sweep.Todo(ids, Results(rec)))
+	resumed, fleetGPUs, closeFleet, err := r.probeFleet(ctx, sweep.Todo(ids, logroot.Results(rec)))
 	defer closeFleet()
 	if err != nil {
 		return err
@@ -98,7 +99,7 @@ func (r *sweepRun) sayStart(todo []int, adopted, parallel int) {
 	rec := r.rec
 	done := 0
 	for _, t := range rec.Trials {
-		if s, err := TrialSummary(rundir.Path(t.ID)); err == nil && s.RunID == t.ID && s.Result == record.ResultSucceeded {
+		if s, err := logroot.TrialSummary(rundir.Path(t.ID)); err == nil && s.RunID == t.ID && s.Result == record.ResultSucceeded {
 			done++
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +26,7 @@ func TailLog(run Run, file, n int) LogTail {
 	t := LogTail{File: file}
 	entries, err := os.ReadDir(run.LogDir)
 	if err != nil {
-		t.Err = fmt.Errorf("%s: %v", run.LogDir, bare(err))
+		t.Err = fmt.Errorf("%s: %v", run.LogDir, rundir.PathErr(err))
 		return t
 	}
 	for _, e := range entries {
@@ -63,7 +62,7 @@ func boolInt(b bool) int {
 func tailLines(path string, n int) ([]string, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, bare(err))
+		return nil, fmt.Errorf("%s: %v", path, rundir.PathErr(err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -98,13 +97,4 @@ func tailLines(path string, n int) ([]string, error) {
 		lines[i] = strings.TrimRight(l, "\r")
 	}
 	return lines, nil
-}
-
-// bare is err without the path a *fs.PathError repeats: the message
-// names it already.
-func bare(err error) error {
-	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
