@@ -2,14 +2,12 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/schedule"
 )
 
 // DoctorOptions are `tfhive doctor`'s.
@@ -63,7 +61,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	// why, as the run's would.
 	failed := map[string]string{}
 	if tree != nil {
-		dopts.Code, failed, err = syncForDoctor(ctx, newSyncer(tree, o.Hosts.Parallel, o.Stderr), job.FleetOf(fleet), inv)
+		dopts.Code, failed, err = newSyncer(tree, o.Hosts.Parallel, o.Stderr).SendAll(ctx, job.FleetOf(fleet), inv)
 		if err != nil {
 			return err
 		}
@@ -100,41 +98,6 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 		return &DifferError{Problems: rep.Problems()}
 	}
 	return job.Unreachable(inv)
-}
-
-// syncForDoctor sends the tree to every reachable host that lacks it and
-// says where it is on each, and why it is not on those it could not be
-// sent to. Only an interruption is an error.
-func syncForDoctor(ctx context.Context, s *job.Syncer, fleet job.Fleet, inv inventory.Inventory) (*doctor.Code, map[string]string, error) {
-	failed := map[string]string{}
-	code := &schedule.PlanCode{Code: *codeOf(s.Tree)}
-	for _, h := range inv.Hosts {
-		switch {
-		case h.Err != nil:
-		case h.CodeDir == "":
-			failed[h.Name] = "the host did not say where its code cache is"
-		default:
-			code.Hosts = append(code.Hosts, schedule.CodeHost{Host: h.Name, Dir: h.CodeDir, Present: h.CodePresent})
-		}
-	}
-	if _, err := s.Send(ctx, fleet, code); err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, nil, cerr
-		}
-		var se *SyncError
-		if !errors.As(err, &se) {
-			return nil, nil, err
-		}
-	}
-	dc := &doctor.Code{Hash: s.Tree.Hash, Dirs: map[string]string{}}
-	for _, h := range code.Hosts {
-		if why, ok := s.Failed[h.Host]; ok {
-			failed[h.Host] = why
-		} else {
-			dc.Dirs[h.Host] = h.Dir
-		}
-	}
-	return dc, failed, nil
 }
 
 // doctorModules validates --import before any host is contacted: the

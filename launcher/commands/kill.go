@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/rundir"
+	"github.com/tfhive/tfhive/launcher/sweepjob"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -173,29 +171,13 @@ func orUnknown(user string) string {
 const sweepStopMargin = 5 * time.Second
 
 // stopSweep asks the tfhive of the sweep in dir, if one runs it, to stop
-// its trials and start no more, and waits for its end: at most --grace
-// and sweepStopMargin, then kill stops the trials on the hosts itself
-// (a tfhive that hangs, or is stopped). True when it ended.
-//
-// The word is a file, tfhive-runs/SWEEP/stop, which that tfhive looks
-// for before it starts a trial and every sweepStopPoll: unlike a signal
-// it needs no pid (none to trust, none reused), reaches a foreground
-// sweep and a detached one alike, and a tfhive on another machine that
-// shares the log root. It is created only in a log dir of the user's own
-// (rundir.Check), new (O_EXCL) and never through a link (O_NOFOLLOW).
+// its trials and start no more (sweepjob.AskStop), and waits for its
+// end: at most --grace and sweepStopMargin, then kill stops the trials
+// on the hosts itself (a tfhive that hangs, or is stopped). True when it
+// ended.
 func stopSweep(ctx context.Context, o KillOptions, dir string) (bool, error) {
-	if !rundir.GoesOn(dir) {
-		return false, nil
-	}
-	if err := rundir.Check(dir); err != nil {
-		return false, fmt.Errorf("log dir: %w", err)
-	}
-	f, err := rundir.OpenFile(filepath.Join(dir, rundir.SweepStop), os.O_CREATE|os.O_WRONLY|os.O_EXCL)
-	switch {
-	case err == nil:
-		f.Close()
-	case !errors.Is(err, fs.ErrExist): // asked before: asking again is the same
-		return false, fmt.Errorf("log dir: %w", err)
+	if asked, err := sweepjob.AskStop(dir); !asked || err != nil {
+		return false, err
 	}
 	fmt.Fprintf(o.Stdout, "tfhive: sweep %s: asked its tfhive to stop its trials and start no more\n", o.RunID)
 	wctx, cancel := context.WithTimeout(ctx, o.Grace+sweepStopMargin)

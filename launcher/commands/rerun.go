@@ -202,7 +202,7 @@ func rerunDifferences(rec *record.Repro, ro RunOptions, tree *codesync.Tree) []s
 		}
 	}
 	cwd, _ := os.Getwd()
-	if g, then := gitState(cwd), rec.Git; gitWord(g) != gitWord(then) {
+	if g, then := codesync.GitState(cwd), rec.Git; gitWord(g) != gitWord(then) {
 		differs("git commit", gitWord(then), gitWord(g))
 	}
 	if v := Version(); v != rec.Version {
