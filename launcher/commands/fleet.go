@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 
 	"golang.org/x/term"
 
+	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -104,7 +104,7 @@ func hostsOptions(h HostOptions) hosts.Options {
 		UserFile:    hosts.UserFile(home, os.Getenv("XDG_CONFIG_HOME")),
 		SSHConfig:   h.SSHConfig,
 		Home:        home,
-		LocalUser:   localUser(),
+		LocalUser:   hostops.LocalUser(),
 	}
 	if env := os.Getenv("TFHIVE_HOSTS"); env != "" && o.File == env {
 		o.File, o.EnvFile = "", env
@@ -159,13 +159,6 @@ func (o Availability) availability(hosts []inventory.Host) (schedule.Availabilit
 		return a, usagef("--max-mem must not be negative")
 	}
 	return a, nil
-}
-
-func localUser() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return os.Getenv("USER")
 }
 
 func isTerminal(w io.Writer) bool {

@@ -12,10 +12,8 @@ import (
 	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweepjob"
-	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
@@ -97,29 +95,7 @@ type killed struct {
 // share it; from is hostsFrom, for the error when nothing is held.
 func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, id string, ids map[string]bool,
 	grace time.Duration, parallel int, from string) (killed, error) {
-	var targets []view.RunOnHost
-	var others []string
-	execs := map[string]remote.Executor{}
-	for _, r := range hostops.Runs(inv) {
-		if !ids[r.RunID] {
-			continue
-		}
-		for i, h := range fleet.Hosts {
-			if h.Name != r.Host {
-				continue
-			}
-			// Only your own runs; root may stop any. The user is the
-			// holding processes' owner as the host's kernel says.
-			if user := loginUser(h); user != r.User && user != "root" {
-				others = append(others, fmt.Sprintf("%s holds claims labelled %s on %s", orUnknown(r.User), id, h.Name))
-				continue
-			}
-			if e := fleet.Executor(i); e != nil {
-				execs[h.Name] = e
-				targets = append(targets, r)
-			}
-		}
-	}
+	targets, execs, others := hostops.Targets(fleet, inv, id, ids)
 	var k killed
 	if len(targets) == 0 {
 		k.none = true
@@ -148,22 +124,6 @@ func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, i
 		}
 	}
 	return k, nil
-}
-
-// loginUser is who tfhive is on host h: the user it logs in as, or on
-// this machine without SSH (no hosts given), the local user.
-func loginUser(h inventory.Host) string {
-	if h.Local && h.User == "" {
-		return localUser()
-	}
-	return h.User
-}
-
-func orUnknown(user string) string {
-	if user == "" {
-		return "an unknown user"
-	}
-	return user
 }
 
 // sweepStopMargin is how long, past kill's --grace, kill waits for a

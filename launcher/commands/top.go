@@ -179,7 +179,7 @@ func (s *topSource) refresh(ctx context.Context) top.Snapshot {
 	snap.Inv, snap.Status, snap.Queue = inv, schedule.Classify(inv, s.avail), schedule.QueueWhy(inv)
 	login := map[string]string{}
 	for _, h := range s.fleet.Hosts {
-		login[h.Name] = loginUser(h)
+		login[h.Name] = hostops.LoginUser(h)
 	}
 	s.mu.Lock() // a refresh asked for ('r') may overlap the timed one
 	if s.summaries == nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/top"
-	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -83,16 +82,5 @@ func TestTopOnFakeHosts(t *testing.T) {
 	if err := Top(context.Background(), TopOptions{Streams: p.streams(), Hosts: b.hosts, Interval: -time.Second}); err == nil ||
 		!strings.Contains(err.Error(), "--interval must not be negative") {
 		t.Errorf("negative interval: %v", err)
-	}
-}
-
-// On this machine without SSH you are the local user (kill's and top's
-// "yours"); on a host, whom you log in as.
-func TestLoginUser(t *testing.T) {
-	if got := loginUser(inventory.Host{Name: "localhost", Local: true}); got == "" || got != localUser() {
-		t.Errorf("local host: %q, want %q", got, localUser())
-	}
-	if got := loginUser(inventory.Host{Name: "gpu01", User: "alice"}); got != "alice" {
-		t.Errorf("gpu01: %q", got)
 	}
 }
