@@ -50,10 +50,6 @@ func (e *NoRunError) Error() string { return e.Msg }
 // Hint is said after the error, when there is one.
 func (e *NoRunError) Hint() string { return e.Fix }
 
-// followPoll is how often a file that grows is read again while its run
-// goes on: a file has no wakeup of its own.
-const followPoll = 100 * time.Millisecond
-
 // pickRun gives o a run id when the command line named none: the base
 // name of --log-dir, or else the latest run of the log root, which it
 // names on stderr ("tfhive: logs of RUN (the latest)") so that a script
@@ -237,38 +233,13 @@ func Logs(ctx context.Context, o FollowOptions) error {
 }
 
 // follow copies path from offset to w, then, while the run goes on and
-// live is set, what is added to it; on a terminal, sanitised.
+// live is set, what is added to it (rundir.Follow); on a terminal,
+// sanitised.
 func follow(ctx context.Context, w io.Writer, path string, offset int64, dir string, live bool) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return err
-	}
-	out := w
 	if isTerminal(w) {
 		rw := view.NewReplayWriter(w)
 		defer rw.Close()
-		out = rw
+		w = rw
 	}
-	tick := time.NewTicker(followPoll)
-	defer tick.Stop()
-	for {
-		// Whether it went on is asked before the last read: what was
-		// written before it ended is then all read.
-		goesOn := live && rundir.GoesOn(dir)
-		if _, err := io.Copy(out, f); err != nil {
-			return err
-		}
-		if !goesOn {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
+	return rundir.Follow(ctx, w, path, offset, dir, live)
 }
