@@ -6,19 +6,15 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/job"
-	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/top"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/schedule"
 )
 
 // TopOptions are `tfhive top`'s.
@@ -74,7 +70,7 @@ func Top(ctx context.Context, o TopOptions) error {
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m := top.New(top.Config{Refresh: src.refresh, Interval: interval, Stop: src.stop, Tail: top.TailLog,
+	m := top.New(top.Config{Refresh: src.Refresh, Interval: interval, Stop: src.stop, Tail: top.TailLog,
 		Ctx: mctx, Color: color, From: src.from})
 	// tfhive's own handler routes SIGINT and SIGTERM to ctx; in the UI
 	// Ctrl-C is a key (the terminal is raw).
@@ -95,7 +91,7 @@ func Top(ctx context.Context, o TopOptions) error {
 func topPlain(ctx context.Context, o TopOptions, src *topSource) error {
 	noteHostsFrom(o.Hosts, o.Stderr)
 	for {
-		snap := src.refresh(ctx)
+		snap := src.Refresh(ctx)
 		if snap.Err != nil {
 			if ctx.Err() != nil && o.Interval > 0 {
 				return nil // Ctrl-C ends a watch normally
@@ -123,7 +119,7 @@ func topPlain(ctx context.Context, o TopOptions, src *topSource) error {
 // a terminal (tty) the screen is the UI's: the fleet's warnings go to
 // its footer instead of through it.
 func newTopSource(o TopOptions, tty bool) (*topSource, error) {
-	warnings := &lastLine{}
+	warnings := &top.LastLine{}
 	stderr := o.Stderr
 	if tty {
 		stderr = warnings
@@ -143,61 +139,24 @@ func newTopSource(o TopOptions, tty bool) (*topSource, error) {
 	if root == "" {
 		root = rundir.Root
 	}
-	return &topSource{fleet: fleet, avail: avail, grace: o.Grace, parallel: o.Hosts.Parallel, from: hostsFrom(o.Hosts),
-		warnings: warnings, root: root}, nil
+	probeAll := func(ctx context.Context) (inventory.Inventory, error) { return job.ProbeAll(ctx, fleet) }
+	return &topSource{Source: &top.Source{Probe: probeAll, Hosts: fleet.Hosts, Avail: avail, Root: root, Warnings: warnings},
+		fleet: fleet, grace: o.Grace, parallel: o.Hosts.Parallel, from: hostsFrom(o.Hosts)}, nil
 }
 
-// topSource gathers top's snapshots over the fleet's connections, and
+// topSource is top.Source over the fleet's connections, which also
 // stops runs through them.
 type topSource struct {
+	*top.Source
 	fleet    *probe.Fleet
-	avail    schedule.Availability
 	grace    time.Duration
 	parallel int
 	from     string
-	warnings *lastLine
-	root     string // the log root
-	// summaries: the ended runs' records, read once, not every refresh.
-	summaries logroot.Cache
-
-	mu  sync.Mutex
-	inv inventory.Inventory // the last probe's, for stop
-}
-
-// refresh probes every host once (status's probe with ps's look at the
-// runs) and reads the local log root.
-func (s *topSource) refresh(ctx context.Context) top.Snapshot {
-	snap := top.Snapshot{At: time.Now()}
-	inv, err := job.ProbeAll(ctx, s.fleet)
-	if err != nil {
-		snap.Err = err
-		return snap
-	}
-	s.mu.Lock()
-	s.inv = inv
-	s.mu.Unlock()
-	snap.Inv, snap.Status, snap.Queue = inv, schedule.Classify(inv, s.avail), schedule.QueueWhy(inv)
-	login := map[string]string{}
-	for _, h := range s.fleet.Hosts {
-		login[h.Name] = hostops.LoginUser(h)
-	}
-	s.mu.Lock() // a refresh asked for ('r') may overlap the timed one
-	if s.summaries == nil {
-		s.summaries = logroot.Cache{}
-	}
-	recs, _ := logroot.RunsCached(s.root, io.Discard, snap.At, s.summaries)
-	s.mu.Unlock()
-	snap.Mine = top.Mine(hostops.Runs(inv), login, recs)
-	snap.Warning = s.warnings.take()
-	return snap
 }
 
 // stop stops the user's run id on the hosts of the last probe.
 func (s *topSource) stop(ctx context.Context, id string) (string, error) {
-	s.mu.Lock()
-	inv := s.inv
-	s.mu.Unlock()
-	k, err := killRun(ctx, s.fleet, inv, id, map[string]bool{id: true}, s.grace, s.parallel, s.from)
+	k, err := killRun(ctx, s.fleet, s.Inventory(), id, map[string]bool{id: true}, s.grace, s.parallel, s.from)
 	if err != nil {
 		return "", err
 	}
@@ -214,29 +173,4 @@ func terminalFile(w io.Writer) (*os.File, bool) {
 	}
 	f, ok := w.(*os.File)
 	return f, ok && isTerminal(f)
-}
-
-// lastLine keeps the last line written to it: the fleet's warnings while
-// the screen is top's.
-type lastLine struct {
-	mu   sync.Mutex
-	line string
-}
-
-func (l *lastLine) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s := strings.TrimSpace(string(p)); s != "" {
-		l.line = s
-	}
-	return len(p), nil
-}
-
-// take returns the last line and forgets it.
-func (l *lastLine) take() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.line
-	l.line = ""
-	return s
 }

@@ -36,7 +36,7 @@ func TestTopOnFakeHosts(t *testing.T) {
 	var snap top.Snapshot
 	var run top.Run
 	eventuallySaying(t, "top shows the run, its GPUs and its loss", func() bool {
-		snap = src.refresh(context.Background())
+		snap = src.Refresh(context.Background())
 		for _, r := range snap.Mine {
 			if r.ID == "watched" {
 				run = r
@@ -67,7 +67,7 @@ func TestTopOnFakeHosts(t *testing.T) {
 		t.Errorf("stop of no run: %v", err)
 	}
 	// Ended, it is listed from its summary, holding nothing.
-	snap = src.refresh(context.Background())
+	snap = src.Refresh(context.Background())
 	if len(snap.Mine) != 1 || snap.Mine[0].Live || snap.Mine[0].State == "running" || snap.Mine[0].Metric != "loss=0.75" {
 		t.Errorf("after the stop: %+v", snap.Mine)
 	}
