@@ -11,10 +11,5 @@ import (
 // its caller prints), and reads no environment: what a keeper learns
 // from its environment, commands reads and passes in.
 func TestImportsAndEnvironment(t *testing.T) {
-	testkit.ImportsAndEnvironment(t,
-		"github.com/tfhive/tfhive/launcher/commands",
-		"github.com/tfhive/tfhive/launcher/cli",
-		"github.com/tfhive/tfhive/launcher/view",
-		"github.com/urfave/cli",
-	)
+	testkit.BelowTheCommands(t)
 }

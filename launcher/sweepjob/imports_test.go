@@ -12,10 +12,5 @@ import (
 // environment: what a keeper learns from its environment, commands reads
 // and passes in.
 func TestImportsAndEnvironment(t *testing.T) {
-	testkit.ImportsAndEnvironment(t,
-		"github.com/tfhive/tfhive/launcher/commands",
-		"github.com/tfhive/tfhive/launcher/cli",
-		"github.com/tfhive/tfhive/launcher/view",
-		"github.com/urfave/cli",
-	)
+	testkit.BelowTheCommands(t)
 }

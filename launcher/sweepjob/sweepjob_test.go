@@ -1,7 +1,6 @@
 package sweepjob
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweep"
+	"github.com/tfhive/tfhive/probe/testkit"
 )
 
 // These tests drive a sweep with trials of their own (Hooks.Trial), no
@@ -30,24 +30,6 @@ func grid(t *testing.T, name string, values ...string) record.Sweep {
 	rec := record.Sweep{Name: name, Command: []string{"train", "--n={N}"}, Params: []record.SweepParam{{Name: "N", Values: values}}}
 	rec.Trials = sweep.Trials(rec)
 	return rec
-}
-
-// said is what the sweep said, written from its trials' goroutines too.
-type said struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *said) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *said) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func endLine(sum *record.Summary, err error) string {
@@ -65,7 +47,7 @@ func TestRunRunsEveryTrialWithinMaxParallel(t *testing.T) {
 	var running, most atomic.Int32
 	var mu sync.Mutex
 	var commands []string
-	var out said
+	var out testkit.SyncBuffer
 	var ended End
 	err := Run(context.Background(), Spec{Record: rec, MaxParallel: 2, Say: &out, Console: true}, Hooks{
 		EndLine: endLine,
@@ -131,7 +113,7 @@ func TestRunRunsEveryTrialWithinMaxParallel(t *testing.T) {
 func TestRunStopsWhenAskedTo(t *testing.T) {
 	rec := grid(t, "sk", "1", "2", "3")
 	var calls atomic.Int32
-	var out said
+	var out testkit.SyncBuffer
 	var ended End
 	err := Run(context.Background(), Spec{Record: rec, MaxParallel: 1, Say: &out}, Hooks{
 		EndLine: endLine,

@@ -10,13 +10,20 @@ import (
 	"testing"
 )
 
-// ImportsAndEnvironment fails t for each Go file of the current
-// directory (its tests aside) that imports one of forbidden, or a
-// package below one, or reads the environment (os.Getenv and its kin):
-// for a package whose caller passes in all it needs and prints what it
-// returns (launcher/job, launcher/sweepjob).
-func ImportsAndEnvironment(t *testing.T, forbidden ...string) {
+// BelowTheCommands fails t for each Go file of the current directory
+// (its tests aside) that imports the commands, the CLI (urfave/cli) or
+// what renders for people (view), or a package below one, or reads the
+// environment (os.Getenv and its kin): for a package whose caller passes
+// in all it needs and prints what it returns (launcher/job,
+// launcher/sweepjob).
+func BelowTheCommands(t *testing.T) {
 	t.Helper()
+	forbidden := []string{
+		"github.com/tfhive/tfhive/launcher/commands",
+		"github.com/tfhive/tfhive/launcher/cli",
+		"github.com/tfhive/tfhive/launcher/view",
+		"github.com/urfave/cli",
+	}
 	env := map[string]bool{"Getenv": true, "LookupEnv": true, "Environ": true, "ExpandEnv": true, "Setenv": true}
 	files, err := os.ReadDir(".")
 	if err != nil {
