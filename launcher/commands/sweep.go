@@ -328,7 +328,7 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, trialGPUs int,
 	}
 	r := o.Run
 	spec := sweepjob.Spec{Record: rec, TrialGPUs: trialGPUs, MaxParallel: o.MaxParallel, MaxFailures: o.MaxFailures,
-		AdoptOnly: adoptOnly, Hosts: hosts, Probe: opts, Signals: r.Signals, Say: r.Stderr, Console: true, Tree: tree,
+		AdoptOnly: adoptOnly, Hosts: hosts, Probe: opts, Signals: r.Signals, Say: r.Stderr, Console: true,
 		Adopt: launcher.Options{Grace: r.Grace, Reconnect: r.Reconnect, Sample: r.Sample, Parallel: r.Hosts.Parallel, Started: keeper.Started}}
 	if keeper.Mode() {
 		// A keeper's stdout is the console.log, keeper.log is for its

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/tfhive/tfhive/launcher"
-	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
@@ -49,8 +48,6 @@ type Spec struct {
 	// console.log too (a foreground sweep's: a keeper's Say is that file).
 	Say     io.Writer
 	Console bool
-	// Tree is the --sync tree, listed and hashed once for every trial.
-	Tree *codesync.Tree
 }
 
 // Hooks are what the caller does for the sweep: a trial's run, what an
