@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/cli"
 	"github.com/tfhive/tfhive/launcher/commands"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
@@ -87,7 +88,7 @@ func exitCode(err error) int {
 		return exitFailure
 	case errors.Is(err, cli.ErrTerminated):
 		return exitTerminated
-	case errors.Is(err, commands.ErrStdoutClosed):
+	case errors.Is(err, launcher.ErrStdoutClosed):
 		return exitStdoutClosed
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"golang.org/x/sys/unix"
@@ -292,7 +293,7 @@ func TestExitCodes(t *testing.T) {
 		{context.Canceled, exitInterrupted},
 		{fmt.Errorf("probe: %w", context.Canceled), exitInterrupted},
 		{cli.ErrTerminated, exitTerminated},
-		{commands.ErrStdoutClosed, 141},
+		{launcher.ErrStdoutClosed, 141},
 	}
 	for _, c := range cases {
 		if got := exitCode(c.err); got != c.code {
@@ -319,7 +320,7 @@ func TestReport(t *testing.T) {
 				"tfhive:   b: torch 2.0, where 2 of 3 hosts have 2.1\ntfhive:   c: setup failed: false\n" +
 				"tfhive: hint: tfhive doctor shows every host side by side; run without --check to start anyway\n"},
 		// Said already, where it was said at all (run's stop).
-		{commands.ErrStdoutClosed, ""},
+		{launcher.ErrStdoutClosed, ""},
 		// Whatever an error names (a path, a host's words), each line
 		// stays one line, inert: control and bidi characters escaped.
 		{&schedule.CapacityError{Msg: "bad\nline \x1b[2J", Fix: "fix\r\u202eit", Lines: []string{"a\tb\u2066"}},

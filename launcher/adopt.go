@@ -184,6 +184,21 @@ func parseFoundRun(host string, out []byte) FoundRun {
 	return f
 }
 
+// AdoptedOptions are what a keeper that adopts run id runs (RunPlan,
+// Adopted), as far as the hosts' answers (found) say: the plan, a keeper
+// generation above the newest on record, the restart policy and each
+// task's attempt. The caller adds the connections, log dir and console.
+// attach -H and a resumed sweep's trials (launcher/sweepjob) adopt alike.
+func AdoptedOptions(id string, found []FoundRun) (Options, error) {
+	plan, gen, err := AdoptedPlan(id, found)
+	if err != nil {
+		return Options{}, err
+	}
+	lo := Options{Plan: plan, Adopted: true, Gen: gen + 1, Sample: DefaultSample}
+	lo.Restart, lo.Mark, lo.Attempts = AdoptedRestart(id, found)
+	return lo, nil
+}
+
 // AdoptedPlan is the plan a keeper that adopts the run follows: each task
 // of the run's description on the host that holds its files, and the
 // newest keeper generation on record. A task no host holds is an error:

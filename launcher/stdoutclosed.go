@@ -1,6 +1,10 @@
 package launcher
 
-import "github.com/tfhive/tfhive/launcher/lifecycle"
+import (
+	"errors"
+
+	"github.com/tfhive/tfhive/launcher/lifecycle"
+)
 
 // A closed stdout (`tfhive run … | head -3`: the pipe's reader ended)
 // stops the run as Ctrl-C does, with a result of its own: whoever lists
@@ -22,3 +26,8 @@ func (stdoutClosed) String() string {
 
 // Signal makes it an os.Signal.
 func (stdoutClosed) Signal() {}
+
+// ErrStdoutClosed is a command that ended because its stdout closed:
+// the cause of its cancelled context (job.Signals), and what main exits
+// quietly for.
+var ErrStdoutClosed = errors.New(StdoutClosed.String())

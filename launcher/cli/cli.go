@@ -21,7 +21,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/commands"
+	jobs "github.com/tfhive/tfhive/launcher/job" // the package; job is the --workers… flags' reader (flags.go)
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/wording"
 )
@@ -52,7 +54,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	sigs := commands.NewSignals(cancel)
+	sigs := jobs.NewSignals(cancel)
 	go func() {
 		for sig := range ch {
 			sigs.Deliver(sig)
@@ -91,7 +93,7 @@ func afterStdoutClosed(err error) error {
 	default:
 		return err
 	}
-	return commands.ErrStdoutClosed
+	return launcher.ErrStdoutClosed
 }
 
 // ErrTerminated is a command that SIGTERM stopped before any task ran.
@@ -107,7 +109,7 @@ func Report(w io.Writer, err error, interrupted bool) {
 		return
 	}
 	var said *commands.ExitError
-	if errors.As(err, &said) || errors.Is(err, commands.ErrStdoutClosed) {
+	if errors.As(err, &said) || errors.Is(err, launcher.ErrStdoutClosed) {
 		return
 	}
 	msg := err.Error()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/commands"
 	"github.com/tfhive/tfhive/launcher/help"
 	"github.com/tfhive/tfhive/launcher/record"
@@ -194,11 +195,11 @@ func TestAfterStdoutClosed(t *testing.T) {
 	for _, c := range []struct {
 		err, want error
 	}{
-		{nil, commands.ErrStdoutClosed},
-		{&os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}, commands.ErrStdoutClosed},
-		{fmt.Errorf("probe: %w", context.Canceled), commands.ErrStdoutClosed},
-		{run(record.ResultStdoutClosed, record.ExitStdoutClosed), commands.ErrStdoutClosed},
-		{commands.ErrStdoutClosed, commands.ErrStdoutClosed},
+		{nil, launcher.ErrStdoutClosed},
+		{&os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}, launcher.ErrStdoutClosed},
+		{fmt.Errorf("probe: %w", context.Canceled), launcher.ErrStdoutClosed},
+		{run(record.ResultStdoutClosed, record.ExitStdoutClosed), launcher.ErrStdoutClosed},
+		{launcher.ErrStdoutClosed, launcher.ErrStdoutClosed},
 		{failed, failed},
 		{unreachable, unreachable},
 	} {

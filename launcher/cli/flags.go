@@ -10,13 +10,14 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/commands"
+	jobs "github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/schedule"
 )
 
 // wiring turns a command's flags into its options.
 type wiring struct {
 	commands.Streams
-	sigs *commands.Signals
+	sigs *jobs.Signals
 }
 
 // streams are the command's streams with its --color, for the commands

@@ -83,32 +83,17 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		// where the run stands: no longer kept here), exiting as every
 		// command does then.
 		if stdoutClosed(ctx) {
-			return ErrStdoutClosed
+			return launcher.ErrStdoutClosed
 		}
 		return &ExitError{Code: 130}
 	}
 	return adoptedEnd(o, dir, console, res.sum, res.err)
 }
 
-// adoptedRun is what a keeper that adopts run id runs (launcher.RunPlan,
-// Adopted), as far as the hosts' answers (found) say: the plan, a keeper
-// generation above the newest on record, the restart policy and each
-// task's attempt. The caller adds the connections, log dir and console.
-// attach -H and a resumed sweep's trials (sweepadopt.go) adopt alike.
-func adoptedRun(id string, found []launcher.FoundRun) (launcher.Options, error) {
-	plan, gen, err := launcher.AdoptedPlan(id, found)
-	if err != nil {
-		return launcher.Options{}, err
-	}
-	lo := launcher.Options{Plan: plan, Adopted: true, Gen: gen + 1, Sample: launcher.DefaultSample}
-	lo.Restart, lo.Mark, lo.Attempts = launcher.AdoptedRestart(id, found)
-	return lo, nil
-}
-
 // findKept probes the fleet and finds the run on its hosts: what a keeper
 // that adopts it runs, with its hosts, and the connections that answered.
 func findKept(ctx context.Context, fleet *probe.Fleet, o FollowOptions, caps *launcher.Captures) (launcher.Options, map[string]remote.Executor, error) {
-	inv, err := probeAll(ctx, fleet)
+	inv, err := job.ProbeAll(ctx, fleet)
 	if err != nil {
 		return launcher.Options{}, nil, err
 	}
@@ -123,7 +108,7 @@ func findKept(ctx context.Context, fleet *probe.Fleet, o FollowOptions, caps *la
 		}
 	}
 	found := launcher.FindRun(ctx, execs, o.RunID, o.Hosts.Parallel)
-	lo, err := adoptedRun(o.RunID, found)
+	lo, err := launcher.AdoptedOptions(o.RunID, found)
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, launcher.ErrNoSuchRun) {

@@ -142,7 +142,7 @@ func CompleteRuns(ctx context.Context, h HostOptions, ended bool) []Candidate {
 	holders := map[string][]string{}
 	for _, r := range liveRuns(ctx, h) {
 		if claim.ValidRunID(r.RunID) {
-			holders[r.RunID] = append(holders[r.RunID], printable(orUnknown(r.User)+" on "+r.Host))
+			holders[r.RunID] = append(holders[r.RunID], printable(hostops.OrUnknown(r.User)+" on "+r.Host))
 		}
 	}
 	for id, who := range holders {

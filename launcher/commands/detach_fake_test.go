@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/hosttest"
 	"github.com/tfhive/tfhive/schedule"
@@ -36,7 +37,7 @@ type keeperSpec struct {
 }
 
 func TestMain(m *testing.M) {
-	if keeperMode() {
+	if keeper.Mode() {
 		os.Exit(testKeeper())
 	}
 	os.Exit(m.Run())

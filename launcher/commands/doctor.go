@@ -2,16 +2,12 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/supervisor"
-	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/probe/remote"
-	"github.com/tfhive/tfhive/schedule"
 )
 
 // DoctorOptions are `tfhive doctor`'s.
@@ -53,7 +49,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	if tree != nil {
 		fleet.LookForCode(tree.Hash)
 	}
-	inv, err := probeAll(ctx, fleet)
+	inv, err := job.ProbeAll(ctx, fleet)
 	if err != nil {
 		return err
 	}
@@ -65,7 +61,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	// why, as the run's would.
 	failed := map[string]string{}
 	if tree != nil {
-		dopts.Code, failed, err = syncForDoctor(ctx, newSyncer(tree, o.Hosts.Parallel, o.Stderr), jobFleet{fleet}, inv)
+		dopts.Code, failed, err = newSyncer(tree, o.Hosts.Parallel, o.Stderr).SendAll(ctx, job.FleetOf(fleet), inv)
 		if err != nil {
 			return err
 		}
@@ -76,7 +72,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 			todo = append(todo, h)
 		}
 	}
-	checked := doctor.Check(ctx, todo, executors(fleet), dopts)
+	checked := doctor.Check(ctx, todo, job.Executors(fleet), dopts)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -104,41 +100,6 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	return job.Unreachable(inv)
 }
 
-// syncForDoctor sends the tree to every reachable host that lacks it and
-// says where it is on each, and why it is not on those it could not be
-// sent to. Only an interruption is an error.
-func syncForDoctor(ctx context.Context, s *job.Syncer, fleet job.Fleet, inv inventory.Inventory) (*doctor.Code, map[string]string, error) {
-	failed := map[string]string{}
-	code := &schedule.PlanCode{Code: *codeOf(s.Tree)}
-	for _, h := range inv.Hosts {
-		switch {
-		case h.Err != nil:
-		case h.CodeDir == "":
-			failed[h.Name] = "the host did not say where its code cache is"
-		default:
-			code.Hosts = append(code.Hosts, schedule.CodeHost{Host: h.Name, Dir: h.CodeDir, Present: h.CodePresent})
-		}
-	}
-	if _, err := s.Send(ctx, fleet, code); err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, nil, cerr
-		}
-		var se *SyncError
-		if !errors.As(err, &se) {
-			return nil, nil, err
-		}
-	}
-	dc := &doctor.Code{Hash: s.Tree.Hash, Dirs: map[string]string{}}
-	for _, h := range code.Hosts {
-		if why, ok := s.Failed[h.Host]; ok {
-			failed[h.Host] = why
-		} else {
-			dc.Dirs[h.Host] = h.Dir
-		}
-	}
-	return dc, failed, nil
-}
-
 // doctorModules validates --import before any host is contacted: the
 // names travel to the hosts as Python's arguments.
 func doctorModules(imports []string) ([]string, error) {
@@ -148,17 +109,6 @@ func doctorModules(imports []string) ([]string, error) {
 		}
 	}
 	return doctor.Modules(imports), nil
-}
-
-// executors are the fleet's connections by host name.
-func executors(fleet *probe.Fleet) map[string]remote.Executor {
-	execs := map[string]remote.Executor{}
-	for i, h := range fleet.Hosts {
-		if e := fleet.Executor(i); e != nil {
-			execs[h.Name] = e
-		}
-	}
-	return execs
 }
 
 // DifferError is `tfhive doctor` finding hosts that differ, or that could

@@ -1,19 +1,16 @@
 package commands
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/user"
-	"syscall"
 
 	"golang.org/x/term"
 
+	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/transport"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -107,7 +104,7 @@ func hostsOptions(h HostOptions) hosts.Options {
 		UserFile:    hosts.UserFile(home, os.Getenv("XDG_CONFIG_HOME")),
 		SSHConfig:   h.SSHConfig,
 		Home:        home,
-		LocalUser:   localUser(),
+		LocalUser:   hostops.LocalUser(),
 	}
 	if env := os.Getenv("TFHIVE_HOSTS"); env != "" && o.File == env {
 		o.File, o.EnvFile = "", env
@@ -141,49 +138,6 @@ func noteHostsFrom(h HostOptions, stderr io.Writer) {
 	}
 }
 
-// jobFleet is a fleet as a run's job sees it (job.Fleet): probed as
-// every command probes (probeAll).
-type jobFleet struct{ f *probe.Fleet }
-
-func (j jobFleet) Probe(ctx context.Context) (inventory.Inventory, error) { return probeAll(ctx, j.f) }
-func (j jobFleet) Executors() map[string]remote.Executor                  { return executors(j.f) }
-func (j jobFleet) KeepSpares(hosts []string)                              { j.f.KeepSpares(hosts) }
-func (j jobFleet) Leave(host, why string)                                 { j.f.Leave(host, why) }
-func (j jobFleet) NoProgress()                                            { j.f.NoProgress() }
-
-// probeAll probes every host once; an interrupted probe is no inventory.
-func probeAll(ctx context.Context, fleet *probe.Fleet) (inventory.Inventory, error) {
-	inv := fleet.Probe(ctx)
-	if err := ctx.Err(); err != nil {
-		return inv, err
-	}
-	if err := outOfDescriptors(inv); err != nil {
-		return inv, err
-	}
-	// A malformed policy is never silently passed over: its admin meant
-	// something by it.
-	for _, h := range inv.Hosts {
-		if h.PolicyError != "" {
-			return inv, &UsageError{Msg: h.Name + ": policy: " + h.PolicyError, Fix: "the host's admin must fix it; tfhive reads it strictly"}
-		}
-	}
-	return inv, nil
-}
-
-// outOfDescriptors is the error for a probe that ran out of file
-// descriptors on this machine, or nil: one line naming the limit, not a
-// host list of "too many open files".
-func outOfDescriptors(inv inventory.Inventory) error {
-	for _, h := range inv.Hosts {
-		if h.Err != nil && h.Err.Kind == inventory.ErrDescriptors {
-			var rl syscall.Rlimit
-			syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
-			return &DescriptorsError{Limit: rl.Cur, Hosts: len(inv.Hosts)}
-		}
-	}
-	return nil
-}
-
 // availability validates the options against the hosts.
 func (o Availability) availability(hosts []inventory.Host) (schedule.Availability, error) {
 	names := make([]string, len(hosts))
@@ -205,13 +159,6 @@ func (o Availability) availability(hosts []inventory.Host) (schedule.Availabilit
 		return a, usagef("--max-mem must not be negative")
 	}
 	return a, nil
-}
-
-func localUser() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return os.Getenv("USER")
 }
 
 func isTerminal(w io.Writer) bool {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 
@@ -48,10 +50,6 @@ func (e *NoRunError) Error() string { return e.Msg }
 // Hint is said after the error, when there is one.
 func (e *NoRunError) Hint() string { return e.Fix }
 
-// followPoll is how often a file that grows is read again while its run
-// goes on: a file has no wakeup of its own.
-const followPoll = 100 * time.Millisecond
-
 // pickRun gives o a run id when the command line named none: the base
 // name of --log-dir, or else the latest run of the log root, which it
 // names on stderr ("tfhive: logs of RUN (the latest)") so that a script
@@ -81,7 +79,7 @@ func pickRun(o *FollowOptions, what string) error {
 // its plan was written, or its tfhive took the lock), then by id. A run
 // dir's own mtime, which anything touching it moves, plays no part.
 func LatestRun(root string, stderr io.Writer) (string, error) {
-	rs, err := listRuns(root, stderr, time.Now())
+	rs, err := logroot.Runs(root, stderr, time.Now())
 	if err != nil {
 		return "", err
 	}
@@ -119,7 +117,7 @@ func runLogDir(o FollowOptions) (string, error) {
 
 // runResult is the run's end as its summary says: nil for a success.
 func runResult(dir, id string) error {
-	if rec, ok, err := readSweep(dir); err != nil || ok {
+	if rec, ok, err := logroot.Sweep(dir); err != nil || ok {
 		// A sweep's end is its trials'.
 		if err != nil {
 			return err
@@ -166,7 +164,7 @@ func Attach(ctx context.Context, o FollowOptions) error {
 	if o.Adopt {
 		if o.LogDir == "" && checkRunID("", o.RunID) == nil {
 			// A sweep of this log root: its trials are adopted.
-			rec, ok, err := readSweep(rundir.Path(o.RunID))
+			rec, ok, err := logroot.Sweep(rundir.Path(o.RunID))
 			if err != nil {
 				return err
 			}
@@ -191,7 +189,7 @@ func Attach(ctx context.Context, o FollowOptions) error {
 		// Its reader gone, a follower has nothing to say: the run never
 		// depended on it.
 		if stdoutClosed(ctx) {
-			return ErrStdoutClosed
+			return launcher.ErrStdoutClosed
 		}
 		if ctx.Err() != nil {
 			fmt.Fprintf(o.Stderr, "tfhive: detached from run %s; it goes on (tfhive attach %s)\n", o.RunID, o.RunID)
@@ -235,38 +233,13 @@ func Logs(ctx context.Context, o FollowOptions) error {
 }
 
 // follow copies path from offset to w, then, while the run goes on and
-// live is set, what is added to it; on a terminal, sanitised.
+// live is set, what is added to it (rundir.Follow); on a terminal,
+// sanitised.
 func follow(ctx context.Context, w io.Writer, path string, offset int64, dir string, live bool) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return err
-	}
-	out := w
 	if isTerminal(w) {
 		rw := view.NewReplayWriter(w)
 		defer rw.Close()
-		out = rw
+		w = rw
 	}
-	tick := time.NewTicker(followPoll)
-	defer tick.Stop()
-	for {
-		// Whether it went on is asked before the last read: what was
-		// written before it ended is then all read.
-		goesOn := live && rundir.GoesOn(dir)
-		if _, err := io.Copy(out, f); err != nil {
-			return err
-		}
-		if !goesOn {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
+	return rundir.Follow(ctx, w, path, offset, dir, live)
 }

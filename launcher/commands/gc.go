@@ -47,7 +47,7 @@ func GC(ctx context.Context, o GCOptions) error {
 		return err
 	}
 	defer fleet.Close()
-	inv, err := probeAll(ctx, fleet)
+	inv, err := job.ProbeAll(ctx, fleet)
 	if err != nil {
 		return err
 	}
@@ -127,47 +127,6 @@ var gcStates = map[byte]string{
 	codesync.Underway: "underway",
 }
 
-// gcLine says what gc did on one host: "freed 1.2 GiB (3 trees); kept 2
-// trees, 240.0 MiB: 1 in use, 1 used in the last 1m0s".
-func gcLine(r codesync.GCReport, freed string, keep time.Duration) string {
-	count := map[byte]int{}
-	var kept int64
-	for _, d := range r.Dirs {
-		count[d.Kind]++
-		if d.Kind != codesync.Removed && d.Kind != codesync.Stale {
-			kept += d.KiB
-		}
-	}
-	line := fmt.Sprintf("%s %s", freed, view.Size(r.Freed()*1024))
-	var parts []string
-	if n := count[codesync.Removed]; n > 0 {
-		parts = append(parts, wording.Count(n, "tree"))
-	}
-	if n := count[codesync.Stale]; n > 0 {
-		parts = append(parts, wording.Count(n, "unfinished transfer"))
-	}
-	if len(parts) > 0 {
-		line += " (" + strings.Join(parts, ", ") + ")"
-	}
-	parts = nil
-	if n := count[codesync.InUse]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d in use", n))
-	}
-	if n := count[codesync.Recent]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d used in the last %s", n, keep))
-	}
-	if n := count[codesync.Underway]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%s perhaps under way", wording.Count(n, "transfer")))
-	}
-	if len(parts) > 0 {
-		line += fmt.Sprintf("; kept %s: %s", view.Size(kept*1024), strings.Join(parts, ", "))
-	}
-	if len(r.Dirs) == 0 {
-		line += " (nothing in " + r.Dir + ")"
-	}
-	return line
-}
-
 // report says, by host, what gc freed and kept, as lines or JSON.
 func (o GCOptions) report(inv inventory.Inventory, p *hostops.GCPass, treeKeep, runKeep time.Duration) error {
 	freed, hosts := "freed", 0
@@ -192,7 +151,7 @@ func (o GCOptions) report(inv inventory.Inventory, p *hostops.GCPass, treeKeep, 
 				if p.SharedWith[i] != "" {
 					fmt.Fprintf(o.Stdout, "%s: its --sync cache is %s's (one home): counted there\n", h.Name, p.SharedWith[i])
 				} else {
-					fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, gcLine(p.Reports[i], freed, max(treeKeep, codesync.MinKeep)))
+					fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, hostops.TreesLine(p.Reports[i], freed, max(treeKeep, codesync.MinKeep)))
 				}
 				fmt.Fprintf(o.Stdout, "%s: %s\n", h.Name, p.Runs[i].Line(freed, runKeep))
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/doctor"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe/hosttest"
 )
@@ -361,7 +362,7 @@ func keeperPid(t *testing.T, logDir string) int {
 	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, p := range procs {
 		env, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(env), "\x00"+keeperLogDirEnv+"="+logDir+"\x00") {
+		if err != nil || !strings.Contains(string(env), "\x00"+keeper.LogDirEnv+"="+logDir+"\x00") {
 			continue
 		}
 		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {

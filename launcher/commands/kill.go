@@ -4,19 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/rundir"
-	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/launcher/sweepjob"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
@@ -42,7 +39,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 	// GPUs on the hosts is stopped from here, as a run is.
 	ids := map[string]bool{o.RunID: true}
 	sweepDir := rundir.Path(o.RunID)
-	rec, isSweep, err := readSweep(sweepDir)
+	rec, isSweep, err := logroot.Sweep(sweepDir)
 	if err != nil {
 		return err
 	}
@@ -60,7 +57,7 @@ func Kill(ctx context.Context, o KillOptions) error {
 		return err
 	}
 	defer fleet.Close()
-	inv, err := probeAll(ctx, fleet)
+	inv, err := job.ProbeAll(ctx, fleet)
 	if err != nil {
 		return err
 	}
@@ -98,29 +95,7 @@ type killed struct {
 // share it; from is hostsFrom, for the error when nothing is held.
 func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, id string, ids map[string]bool,
 	grace time.Duration, parallel int, from string) (killed, error) {
-	var targets []view.RunOnHost
-	var others []string
-	execs := map[string]remote.Executor{}
-	for _, r := range hostops.Runs(inv) {
-		if !ids[r.RunID] {
-			continue
-		}
-		for i, h := range fleet.Hosts {
-			if h.Name != r.Host {
-				continue
-			}
-			// Only your own runs; root may stop any. The user is the
-			// holding processes' owner as the host's kernel says.
-			if user := loginUser(h); user != r.User && user != "root" {
-				others = append(others, fmt.Sprintf("%s holds claims labelled %s on %s", orUnknown(r.User), id, h.Name))
-				continue
-			}
-			if e := fleet.Executor(i); e != nil {
-				execs[h.Name] = e
-				targets = append(targets, r)
-			}
-		}
-	}
+	targets, execs, others := hostops.Targets(fleet, inv, id, ids)
 	var k killed
 	if len(targets) == 0 {
 		k.none = true
@@ -151,50 +126,18 @@ func killRun(ctx context.Context, fleet *probe.Fleet, inv inventory.Inventory, i
 	return k, nil
 }
 
-// loginUser is who tfhive is on host h: the user it logs in as, or on
-// this machine without SSH (no hosts given), the local user.
-func loginUser(h inventory.Host) string {
-	if h.Local && h.User == "" {
-		return localUser()
-	}
-	return h.User
-}
-
-func orUnknown(user string) string {
-	if user == "" {
-		return "an unknown user"
-	}
-	return user
-}
-
 // sweepStopMargin is how long, past kill's --grace, kill waits for a
 // sweep's tfhive to stop its trials before stopping them itself.
 const sweepStopMargin = 5 * time.Second
 
 // stopSweep asks the tfhive of the sweep in dir, if one runs it, to stop
-// its trials and start no more, and waits for its end: at most --grace
-// and sweepStopMargin, then kill stops the trials on the hosts itself
-// (a tfhive that hangs, or is stopped). True when it ended.
-//
-// The word is a file, tfhive-runs/SWEEP/stop, which that tfhive looks
-// for before it starts a trial and every sweepStopPoll: unlike a signal
-// it needs no pid (none to trust, none reused), reaches a foreground
-// sweep and a detached one alike, and a tfhive on another machine that
-// shares the log root. It is created only in a log dir of the user's own
-// (rundir.Check), new (O_EXCL) and never through a link (O_NOFOLLOW).
+// its trials and start no more (sweepjob.AskStop), and waits for its
+// end: at most --grace and sweepStopMargin, then kill stops the trials
+// on the hosts itself (a tfhive that hangs, or is stopped). True when it
+// ended.
 func stopSweep(ctx context.Context, o KillOptions, dir string) (bool, error) {
-	if !rundir.GoesOn(dir) {
-		return false, nil
-	}
-	if err := rundir.Check(dir); err != nil {
-		return false, fmt.Errorf("log dir: %w", err)
-	}
-	f, err := rundir.OpenFile(filepath.Join(dir, rundir.SweepStop), os.O_CREATE|os.O_WRONLY|os.O_EXCL)
-	switch {
-	case err == nil:
-		f.Close()
-	case !errors.Is(err, fs.ErrExist): // asked before: asking again is the same
-		return false, fmt.Errorf("log dir: %w", err)
+	if asked, err := sweepjob.AskStop(dir); !asked || err != nil {
+		return false, err
 	}
 	fmt.Fprintf(o.Stdout, "tfhive: sweep %s: asked its tfhive to stop its trials and start no more\n", o.RunID)
 	wctx, cancel := context.WithTimeout(ctx, o.Grace+sweepStopMargin)

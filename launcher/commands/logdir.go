@@ -2,7 +2,6 @@ package commands
 
 import (
 	"errors"
-	"io/fs"
 
 	"github.com/tfhive/tfhive/launcher/rundir"
 )
@@ -32,13 +31,4 @@ func checkLogDir(dir string, given bool) error {
 		return &UsageError{Msg: "log dir " + dir + " refused: " + err.Error()}
 	}
 	return nil
-}
-
-// pathErr drops the operation and path an *fs.PathError repeats.
-func pathErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -49,7 +49,7 @@ func Plan(ctx context.Context, o PlanOptions) error {
 	// As status and run do: a plan made on ./hosts.yaml's fleet is
 	// another than one made on the user's.
 	noteHostsFrom(o.Hosts, o.Stderr)
-	plan, _, err := job.ProbeAndPlan(ctx, jobFleet{fleet}, req, o.Stderr, nil, schedule.Make)
+	plan, _, err := job.ProbeAndPlan(ctx, job.FleetOf(fleet), req, o.Stderr, nil, schedule.Make)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func Ps(ctx context.Context, o PsOptions) error {
 		return psWatch(ctx, o, fleet)
 	}
 	noteHostsFrom(o.Hosts, o.Stderr)
-	inv, err := probeAll(ctx, fleet)
+	inv, err := job.ProbeAll(ctx, fleet)
 	if err != nil {
 		return err
 	}

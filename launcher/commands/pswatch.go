@@ -39,7 +39,7 @@ func psWatch(ctx context.Context, o PsOptions, fleet *probe.Fleet) error {
 	var last []view.RunOnHost
 	lastBad := ""
 	for first := true; ; first = false {
-		inv, err := probeAll(ctx, fleet)
+		inv, err := job.ProbeAll(ctx, fleet)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // Ctrl-C ends a watch normally

@@ -118,7 +118,7 @@ func writeRunReport(dir, id string, stderr io.Writer) {
 		return rundir.WriteFile(filepath.Join(dir, rundir.Report), func(w io.Writer) error { return report.Write(w, r) })
 	}()
 	if err != nil {
-		fmt.Fprintf(stderr, "tfhive: warning: the run's report (%s): %v\n", filepath.Join(dir, rundir.Report), pathErr(err))
+		fmt.Fprintf(stderr, "tfhive: warning: the run's report (%s): %v\n", filepath.Join(dir, rundir.Report), rundir.PathErr(err))
 	}
 }
 
@@ -133,7 +133,7 @@ func writeSweepReport(dir string, stderr io.Writer) {
 		return rundir.WriteFile(filepath.Join(dir, rundir.Report), func(w io.Writer) error { return report.WriteSweep(w, s) })
 	}()
 	if err != nil {
-		fmt.Fprintf(stderr, "tfhive: warning: the sweep's report (%s): %v\n", filepath.Join(dir, rundir.Report), pathErr(err))
+		fmt.Fprintf(stderr, "tfhive: warning: the sweep's report (%s): %v\n", filepath.Join(dir, rundir.Report), rundir.PathErr(err))
 	}
 }
 

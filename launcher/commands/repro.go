@@ -1,16 +1,13 @@
 package commands
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/doctor"
@@ -28,9 +25,6 @@ import (
 // tasks are about to start, by whichever tfhive runs the run (a detached
 // run's keeper). Nothing in it may fail the run: git missing or slow, or
 // a log dir that cannot take the file, is a warning at most.
-
-// gitTimeout bounds the two git commands run in the launch dir.
-const gitTimeout = 3 * time.Second
 
 // Version is tfhive's version: dev, or dev-COMMIT for a build from a git
 // work tree.
@@ -55,7 +49,7 @@ type launchState struct {
 func startLaunchState() *launchState {
 	dir, _ := os.Getwd()
 	ls := &launchState{dir: dir, git: make(chan *record.ReproGit, 1)}
-	go func() { ls.git <- gitState(dir) }()
+	go func() { ls.git <- codesync.GitState(dir) }()
 	return ls
 }
 
@@ -64,66 +58,6 @@ func (ls *launchState) gitOf() *record.ReproGit {
 	g := <-ls.git
 	ls.git <- g
 	return g
-}
-
-var commitRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
-
-// gitState is dir's git commit and whether its work tree differs from it
-// (untracked files count: a new script is part of what ran; tfhive-runs
-// here does not); nil outside
-// a work tree, without git, or when git does not answer in time.
-func gitState(dir string) *record.ReproGit {
-	if dir == "" {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
-	defer cancel()
-	git := func(out io.Writer, args ...string) error {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, nil
-		// No lock taken for a refreshed index, never a prompt.
-		cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0")
-		cmd.WaitDelay = time.Second
-		return cmd.Run()
-	}
-	var head strings.Builder
-	if err := git(&limitWriter{w: &head, n: 128}, "rev-parse", "--verify", "-q", "HEAD"); err != nil {
-		return nil
-	}
-	commit := strings.TrimSpace(head.String())
-	if !commitRE.MatchString(commit) {
-		return nil
-	}
-	g := &record.ReproGit{Commit: commit}
-	var changes countWriter
-	// The whole work tree, but for the runs' own log dirs here.
-	if err := git(&changes, "status", "--porcelain", "--", ":/", ":!"+rundir.Root); err == nil {
-		dirty := changes > 0
-		g.Dirty = &dirty
-	}
-	return g
-}
-
-// limitWriter keeps the first n bytes and drops the rest.
-type limitWriter struct {
-	w io.Writer
-	n int
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if k := min(len(p), l.n); k > 0 {
-		l.w.Write(p[:k])
-		l.n -= k
-	}
-	return len(p), nil
-}
-
-// countWriter counts what it is given, and keeps none of it.
-type countWriter int64
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	*c += countWriter(len(p))
-	return len(p), nil
 }
 
 // versionRE is what a version read from a host must look like to be

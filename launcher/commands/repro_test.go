@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 )
@@ -145,7 +146,7 @@ func TestRerunRefusesRecords(t *testing.T) {
 func TestRerunDifferences(t *testing.T) {
 	cwd, _ := os.Getwd()
 	rec := &record.Repro{RunID: "r1", Version: "old\x1b[31m", LaunchDir: cwd, Fleet: []string{"localhost"},
-		Code: &record.ReproCode{Hash: strings.Repeat("a", 64)}, Git: gitState(cwd)}
+		Code: &record.ReproCode{Hash: strings.Repeat("a", 64)}, Git: codesync.GitState(cwd)}
 	ro := RunOptions{Hosts: HostOptions{Local: true}}
 	lines := rerunDifferences(rec, ro, nil)
 	want := []string{

@@ -14,6 +14,8 @@ import (
 	"unicode"
 
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
@@ -47,7 +49,7 @@ type RerunOptions struct {
 	// root) could have written, as it says.
 	Trust bool
 	// Signals: see RunOptions.
-	Signals *Signals
+	Signals *job.Signals
 }
 
 // Rerun runs the recorded run again.
@@ -80,7 +82,7 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 		ro.Wait = *o.Wait
 	}
 	as := runAs{rerunOf: rec.RunID}
-	if keeperMode() {
+	if keeper.Mode() {
 		// The first tfhive said what differs; its keeper runs the run.
 		_, err := run(ctx, ro, as)
 		return err
@@ -200,7 +202,7 @@ func rerunDifferences(rec *record.Repro, ro RunOptions, tree *codesync.Tree) []s
 		}
 	}
 	cwd, _ := os.Getwd()
-	if g, then := gitState(cwd), rec.Git; gitWord(g) != gitWord(then) {
+	if g, then := codesync.GitState(cwd), rec.Git; gitWord(g) != gitWord(then) {
 		differs("git commit", gitWord(then), gitWord(g))
 	}
 	if v := Version(); v != rec.Version {

@@ -9,6 +9,7 @@ import (
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
@@ -64,7 +65,7 @@ func run(ctx context.Context, o RunOptions, as runAs) (*record.Summary, error) {
 	}
 	if in.keeper {
 		// The first tfhive chose the run id and made the log dir.
-		o.Job.Name, o.LogDir = os.Getenv(keeperRunEnv), os.Getenv(keeperLogDirEnv)
+		o.Job.Name, o.LogDir = keeper.RunID(), keeper.LogDir()
 	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
 	if err != nil {
@@ -83,7 +84,7 @@ func run(ctx context.Context, o RunOptions, as runAs) (*record.Summary, error) {
 // input refuses, before anything else, what no run of o could do, and
 // says where the console goes: stdout, or stderr under --json.
 func (o *RunOptions) input(as runAs) (runInput, error) {
-	in := runInput{keeper: keeperMode() && as.trial == nil}
+	in := runInput{keeper: keeper.Mode() && as.trial == nil}
 	if o.Job.Name != "" && !in.keeper {
 		// Before --detach's log dir (tfhive-runs/NAME) is made.
 		if err := checkRunID("--name ", o.Job.Name); err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 
@@ -71,7 +72,7 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	// a sweep must not starve a colleague's larger run.
 	req.NoBackfill = as.trial != nil
 	// A sweep's trial without --wait waits its turn until the sweep ends.
-	r.spec = job.Spec{Request: req, Fleet: jobFleet{fleet}, Wait: o.Wait, WaitForever: as.trial != nil && o.Wait == 0, Notes: r.wait}
+	r.spec = job.Spec{Request: req, Fleet: job.FleetOf(fleet), Wait: o.Wait, WaitForever: as.trial != nil && o.Wait == 0, Notes: r.wait}
 	if tree != nil {
 		// The probe says which hosts have the tree: those cost nothing more.
 		fleet.LookForCode(tree.Hash)
@@ -123,7 +124,7 @@ func (o *RunOptions) engine(fleet *probe.Fleet, env map[string]string, in runInp
 func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState, tree *codesync.Tree, as runAs) job.Hooks {
 	sigs := o.Signals
 	if sigs == nil {
-		sigs = NewSignals(func(error) {})
+		sigs = job.NewSignals(func(error) {})
 	}
 	req := r.spec.Request
 	h := job.Hooks{
@@ -138,13 +139,13 @@ func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState,
 			return nil
 		},
 		Started: func() {
-			keeperStarted()
+			keeper.Started()
 			if as.trial != nil {
 				as.trial.started()
 			}
 		},
 		Start: func(ctx context.Context, lo launcher.Options) (*record.Summary, error) {
-			return runWithSignals(ctx, lo, sigs, o.Stderr)
+			return sigs.Start(ctx, lo, o.Stderr)
 		},
 	}
 	if as.trial != nil && as.trial.book != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/job"
 )
 
 // DefaultReconnect is --reconnect's default.
@@ -61,7 +62,7 @@ type RunOptions struct {
 	RestartBackoff time.Duration
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
-	Signals *Signals `json:"-"`
+	Signals *job.Signals `json:"-"`
 }
 
 // parseEnv reads --env K=V and --env K (this machine's value). Nothing

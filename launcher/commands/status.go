@@ -61,7 +61,7 @@ func Status(ctx context.Context, o StatusOptions) error {
 	}
 
 	show := func(w io.Writer) (inventory.Inventory, error) {
-		inv, err := probeAll(ctx, fleet)
+		inv, err := job.ProbeAll(ctx, fleet)
 		if err != nil {
 			return inv, err
 		}

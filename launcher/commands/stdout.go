@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/job"
 )
 
 // A closed stdout (`tfhive ps | head -1`, `tfhive run … | head -3`) is
@@ -18,21 +19,17 @@ import (
 // a command ends as on Ctrl-C, `run` stopping its run (result
 // stdout-closed), and main exits quietly with 141.
 
-// ErrStdoutClosed is a command that ended because its stdout closed:
-// the cause of its cancelled context, and what main exits quietly for.
-var ErrStdoutClosed = errors.New(launcher.StdoutClosed.String())
-
 // Stdout is the commands' stdout, watched for its reader leaving.
 type Stdout struct {
 	w      io.Writer
-	sigs   *Signals
+	sigs   *job.Signals
 	closed atomic.Bool
 }
 
 // WatchStdout wraps w: the first write that fails with EPIPE delivers
 // launcher.StdoutClosed to sigs, once (a second would read as a second
 // Ctrl-C, which kills at once).
-func WatchStdout(w io.Writer, sigs *Signals) *Stdout { return &Stdout{w: w, sigs: sigs} }
+func WatchStdout(w io.Writer, sigs *job.Signals) *Stdout { return &Stdout{w: w, sigs: sigs} }
 
 func (s *Stdout) Write(p []byte) (int, error) {
 	n, err := s.w.Write(p)
@@ -47,5 +44,5 @@ func (s *Stdout) Closed() bool { return s.closed.Load() }
 
 // stdoutClosed says ctx was cancelled because stdout closed.
 func stdoutClosed(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), ErrStdoutClosed)
+	return errors.Is(context.Cause(ctx), launcher.ErrStdoutClosed)
 }

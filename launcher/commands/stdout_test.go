@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/job"
 )
 
 // The first write to a pipe whose reader left delivers StdoutClosed, and
@@ -21,8 +22,8 @@ func TestStdoutClosedDeliveredOnce(t *testing.T) {
 	}
 	defer w.Close()
 	var got []os.Signal
-	sigs := NewSignals(func(error) {})
-	sigs.toLauncher()
+	sigs := job.NewSignals(func(error) {})
+	sigs.ToLauncher()
 	out := WatchStdout(w, sigs)
 	if _, err := out.Write([]byte("read\n")); err != nil || out.Closed() {
 		t.Fatalf("a write with a reader: %v, closed %v", err, out.Closed())
@@ -34,8 +35,8 @@ func TestStdoutClosedDeliveredOnce(t *testing.T) {
 			t.Fatalf("write after the reader left: %v, want EPIPE", err)
 		}
 	}
-	for len(sigs.run) > 0 {
-		got = append(got, <-sigs.run)
+	for len(sigs.Routed()) > 0 {
+		got = append(got, <-sigs.Routed())
 	}
 	if len(got) != 1 || got[0] != launcher.StdoutClosed || !out.Closed() {
 		t.Errorf("delivered %v, closed %v; want StdoutClosed once", got, out.Closed())
@@ -45,7 +46,7 @@ func TestStdoutClosedDeliveredOnce(t *testing.T) {
 // Other write errors are not a reader leaving: a full disk is not a
 // reason to stop a run.
 func TestStdoutOtherErrorsDeliverNothing(t *testing.T) {
-	sigs := NewSignals(func(error) { t.Error("cancelled") })
+	sigs := job.NewSignals(func(error) { t.Error("cancelled") })
 	out := WatchStdout(failing{syscall.ENOSPC}, sigs)
 	if _, err := out.Write([]byte("x")); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("error %v", err)
@@ -69,11 +70,11 @@ func TestIsTerminalSeesThroughStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if isTerminal(WatchStdout(f, NewSignals(func(error) {}))) {
+	if isTerminal(WatchStdout(f, job.NewSignals(func(error) {}))) {
 		t.Error("a file is a terminal")
 	}
 	tty := pseudoTerminal(t)
-	if !isTerminal(WatchStdout(tty, NewSignals(func(error) {}))) {
+	if !isTerminal(WatchStdout(tty, job.NewSignals(func(error) {}))) {
 		t.Error("the terminal, watched, is not a terminal")
 	}
 }

@@ -9,31 +9,26 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/keeper"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/sweep"
+	"github.com/tfhive/tfhive/launcher/sweepjob"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/schedule"
 )
 
-// `tfhive sweep` runs one command over a grid of parameters: each trial a
-// run of its own (tfhive-runs/NAME-NNN), run in this process as `tfhive
-// run --wait` runs, so that it waits its turn in the hosts' queue with a
-// ticket like any other run. At most --max-parallel trials are under way
-// at once (by default as many as the fleet's GPUs fit): a trial enters the
-// queue only when one ends, so a sweep never holds more places in it than
-// it can use, and a colleague who queued first starts first. All trials
-// share one connection per host (probe.Shared) and one placement book
-// (sweep.Book): a trial plans on its own probe, keeping off the GPUs its
-// siblings have planned, so trials started together do not all race for
-// the same first free GPU. Each trial's console (its
-// tasks' output, its summary) goes to console.log in its log dir, where
-// `tfhive logs TRIAL` reads it; the sweep says on stderr when each trial
-// starts and ends, then prints the table of results on stdout.
+// `tfhive sweep`: its flags checked and expanded into the sweep's record
+// (record.Sweep), each trial's run flags made into its run
+// (launcher/sweepjob runs the trials, each through job.Run), and the
+// table of results printed.
 
 // SweepOptions are `tfhive sweep`'s: the trials' run options, the sweep's
 // own flags.
@@ -50,13 +45,7 @@ type SweepOptions struct {
 	Sort        string
 	Reverse     bool
 	CSV         bool // the table as CSV; Run.JSON as JSON
-	// adoptOnly: tfhive attach SWEEP -H adopts the trials still under
-	// way and starts none (sweepadopt.go).
-	adoptOnly bool
 }
-
-// sweepStopPoll is how often a sweep looks for `tfhive kill`'s stop file.
-const sweepStopPoll = 200 * time.Millisecond
 
 // SweepFailedError: some trials did not succeed (or never ran); the table
 // says which. tfhive exits 1.
@@ -79,7 +68,7 @@ func (e *SweepFailedError) Hint() string {
 	return "the same tfhive sweep command again runs only the trials that did not succeed"
 }
 
-// trialHooks is what a sweep learns from one of its trials' Run.
+// trialHooks is what a sweep's trial's run learns from the sweep.
 type trialHooks struct {
 	started func() // every task started
 	// book keeps the sweep's trials off each other's GPUs (sweep.Book).
@@ -88,8 +77,8 @@ type trialHooks struct {
 
 // Sweep runs the sweep, or, with --detach, starts a keeper that does.
 func Sweep(ctx context.Context, o SweepOptions) error {
-	keeper := keeperMode()
-	rec, err := o.validate(keeper)
+	kept := keeper.Mode()
+	rec, err := o.validate(kept)
 	if err != nil {
 		return err
 	}
@@ -102,7 +91,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 		return err
 	}
 	dir := rundir.Path(rec.Name)
-	old, resumed, err := readSweep(dir)
+	old, resumed, err := logroot.Sweep(dir)
 	if err != nil {
 		return err
 	}
@@ -114,13 +103,13 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 		if rundir.GoesOn(dir) {
 			return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
 		}
-	} else if !keeper {
+	} else if !kept {
 		if err := checkLogDir(dir, false); err != nil {
 			return err
 		}
 	}
-	results := trialResults(rec)
-	if !keeper {
+	results := logroot.Results(rec)
+	if !kept {
 		for _, t := range rec.Trials {
 			if results[t.ID] == record.ResultSucceeded {
 				continue
@@ -136,7 +125,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 			}
 		}
 	}
-	if o.Run.Detach && !keeper {
+	if o.Run.Detach && !kept {
 		return o.detach(rec.Name, dir)
 	}
 	// The --sync tree is listed and hashed once for every trial: each
@@ -145,7 +134,7 @@ func Sweep(ctx context.Context, o SweepOptions) error {
 	if err != nil {
 		return err
 	}
-	return o.run(ctx, rec, dir, results, trialGPUs, tree)
+	return o.run(ctx, rec, trialGPUs, tree, false)
 }
 
 // checkTrials checks the trials' shape once, with the first trial's
@@ -192,7 +181,7 @@ func trialErr(rec record.Sweep, i int, err error) error {
 // validate checks the sweep's own flags and what Run would refuse of the
 // run flags (every trial would), before any host is touched, and expands
 // the sweep into its record.
-func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
+func (o *SweepOptions) validate(kept bool) (record.Sweep, error) {
 	r := o.Run
 	switch {
 	case r.LogDir != "":
@@ -239,8 +228,8 @@ func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
 	}
 	name := r.Job.Name
 	switch {
-	case keeper:
-		name = os.Getenv(keeperRunEnv)
+	case kept:
+		name = keeper.RunID()
 	case name == "":
 		name = newRunID(time.Now())
 	default:
@@ -253,7 +242,7 @@ func (o *SweepOptions) validate(keeper bool) (record.Sweep, error) {
 	if last := rec.Trials[len(rec.Trials)-1].ID; checkRunID("", last) != nil {
 		return record.Sweep{}, &UsageError{Msg: fmt.Sprintf("--name %s: its trials' ids (%s) are not run ids", name, last), Fix: "choose a shorter --name"}
 	}
-	if !keeper {
+	if !kept {
 		for _, p := range sweep.Unused(rec.Command, params) {
 			fmt.Fprintf(r.Stderr, "tfhive: warning: the command has no {%s}: its trials have it only as $%s\n", p, p)
 		}
@@ -287,7 +276,7 @@ func (o *SweepOptions) detach(name, dir string) error {
 	if err := rundir.Make(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
-	code, err := spawnKeeper(dir, name, os.O_APPEND, o.Run.Stderr)
+	code, err := keeper.Spawn(dir, name, os.O_APPEND, o.Run.Stderr)
 	if err != nil {
 		return err
 	}
@@ -304,16 +293,16 @@ func (o *SweepOptions) detach(name, dir string) error {
 	return nil
 }
 
-// endLine says how a trial ended, for the sweep's line.
-func endLine(e trialEnd) string {
-	if e.sum == nil {
+// endLine says how a trial ended, for the sweep's line: sum, or why it
+// has none.
+func endLine(s *record.Summary, err error) string {
+	if s == nil {
 		msg := "ended without a summary"
-		if e.err != nil {
-			msg = "did not start: " + oneLine(e.err.Error())
+		if err != nil {
+			msg = "did not start: " + oneLine(err.Error())
 		}
 		return msg
 	}
-	s := e.sum
 	line := fmt.Sprintf("%s in %s", s.Result, view.RoundDuration(s.Duration))
 	if s.Result != record.ResultSucceeded {
 		line += fmt.Sprintf(", exit %d: %s", s.ExitCode, oneLine(s.Reason))
@@ -329,57 +318,103 @@ func endLine(e trialEnd) string {
 	return line
 }
 
-// paramsLine is a trial's parameters, NAME=VALUE in --param order.
-func paramsLine(rec record.Sweep, t record.SweepTrial) string {
-	var ps []string
-	for _, p := range rec.Params {
-		ps = append(ps, p.Name+"="+t.Params[p.Name])
+// run runs the sweep's trials (sweepjob.Run) and prints its table;
+// adoptOnly: attach SWEEP -H, which adopts the trials still under way and
+// starts none.
+func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, trialGPUs int, tree *codesync.Tree, adoptOnly bool) error {
+	hosts, opts, err := fleetOptions(o.Run.Hosts, io.Discard, probeGPUs)
+	if err != nil {
+		return err
 	}
-	return strings.Join(ps, " ")
+	r := o.Run
+	spec := sweepjob.Spec{Record: rec, TrialGPUs: trialGPUs, MaxParallel: o.MaxParallel, MaxFailures: o.MaxFailures,
+		AdoptOnly: adoptOnly, Hosts: hosts, Probe: opts, Signals: r.Signals, Say: r.Stderr, Console: true,
+		Adopt: launcher.Options{Grace: r.Grace, Reconnect: r.Reconnect, Sample: r.Sample, Parallel: r.Hosts.Parallel, Started: keeper.Started}}
+	if keeper.Mode() {
+		// A keeper's stdout is the console.log, keeper.log is for its
+		// errors.
+		spec.Say, spec.Console = r.Stdout, false
+	}
+	err = sweepjob.Run(ctx, spec, sweepjob.Hooks{Probe: job.ProbeAll, Trial: o.trial(tree), EndLine: endLine,
+		Captures: func(p *schedule.Plan) (*launcher.Captures, error) {
+			return captures(r.Capture, r.CaptureFrom, planTaskIDs(p))
+		},
+		End: func(console io.Writer, e sweepjob.End) error { return o.end(rec, console, e) }})
+	switch {
+	case errors.Is(err, sweepjob.ErrRunning):
+		return &UsageError{Msg: fmt.Sprintf("sweep %s is running", rec.Name), Fix: "tfhive wait " + rec.Name + " waits for its end"}
+	case errors.Is(err, sweepjob.ErrDetached):
+		fmt.Fprintf(r.Stderr, "tfhive: detached from sweep %s; its trials go on, kept, until a keeper attaches (tfhive attach %s -H …) or --unattended passes\n", rec.Name, rec.Name)
+		if stdoutClosed(ctx) {
+			return launcher.ErrStdoutClosed
+		}
+		return &ExitError{Code: 130}
+	}
+	return err
 }
 
-// setAside moves the log dirs of the trials to run again, a resumed
-// sweep's failed ones, to the sweep's earlier/ (TRIAL.1, TRIAL.2, …):
-// their logs stay, and each trial runs in a fresh log dir of its id.
-func setAside(rec record.Sweep, todo []int) error {
-	for _, i := range todo {
-		id := rec.Trials[i].ID
-		tdir := rundir.Path(id)
-		if _, err := os.Lstat(tdir); errors.Is(err, os.ErrNotExist) {
-			continue
+// trial runs a sweep's trial as `tfhive run --wait` would (without
+// --wait it waits its turn until the sweep ends), its console in its log
+// dir, over the sweep's shared connections, sharing its probes, placed by
+// the sweep's book; its summary is returned, not read back.
+func (o *SweepOptions) trial(tree *codesync.Tree) func(context.Context, sweepjob.Trial) (*record.Summary, error) {
+	return func(ctx context.Context, t sweepjob.Trial) (*record.Summary, error) {
+		r := o.Run
+		r.Streams = Streams{Stdout: t.Console, Stderr: t.Console, Color: "never"}
+		r.Hosts.Dial, r.Hosts.Coalesce = t.Dial, t.Coalesce
+		r.Job.Name, r.Job.Command = t.ID, t.Command
+		r.Env = append(slices.Clone(o.Run.Env), t.Env...)
+		r.Detach, r.JSON, r.Quiet = false, false, false
+		r.Signals = t.Signals
+		return run(ctx, r, runAs{tree: tree, trial: &trialHooks{started: t.Started, book: t.Book}})
+	}
+}
+
+// end prints the table (into console.log too), writes the report and
+// says how the sweep ended.
+func (o *SweepOptions) end(rec record.Sweep, console io.Writer, e sweepjob.End) error {
+	tab := logroot.SweepTable(rundir.Root, rec, o.Run.Stderr)
+	view.SortSweep(tab.Trials, o.Sort, o.Reverse)
+	if err := writeSweepTable(o.Run.Stdout, tab, o.Run.JSON, o.CSV); err != nil {
+		return err
+	}
+	if console != nil && !o.Run.JSON && !o.CSV {
+		// The table in the console.log too, for logs and attach.
+		view.WriteSweep(console, tab)
+	}
+	writeSweepReport(rundir.Path(rec.Name), o.Run.Stderr)
+	if e.Interrupted {
+		return context.Canceled
+	}
+	failed := 0
+	for _, r := range tab.Trials {
+		if r.Result != record.ResultSucceeded {
+			failed++
 		}
-		earlier := filepath.Join(rundir.Root, rec.Name, rundir.SweepEarlier)
-		if err := rundir.Make(earlier); err != nil {
-			return fmt.Errorf("log dir: %w", err)
-		}
-		for n := 1; ; n++ {
-			to := filepath.Join(earlier, fmt.Sprintf("%s.%d", id, n))
-			if _, err := os.Lstat(to); err == nil {
-				continue
-			}
-			if err := os.Rename(tdir, to); err != nil {
-				return fmt.Errorf("setting aside trial %s's earlier log dir: %v", id, pathErr(err))
-			}
-			break
-		}
+	}
+	if failed > 0 {
+		return &SweepFailedError{Name: rec.Name, Failed: failed, Total: len(tab.Trials), Stopped: e.Stopped}
 	}
 	return nil
 }
 
-// stopAsked: `tfhive kill SWEEP` left its word in the sweep's dir.
-func stopAsked(dir string) bool {
-	_, err := os.Lstat(filepath.Join(dir, rundir.SweepStop))
-	return err == nil
-}
-
-// serialWriter serialises the writes of many trials' goroutines.
-type serialWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *serialWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+// adoptSweep is tfhive attach SWEEP -H …: the sweep's tfhive is gone;
+// this one adopts its trials still under way on the hosts and follows
+// them to their ends, and records those that ended unwatched, in the
+// foreground, then prints the sweep's table. It starts no trial: the
+// sweep's own command does (it has the trials' flags). Ctrl-C only
+// detaches: the trials go on, kept, as after the keeper's end.
+func adoptSweep(ctx context.Context, o FollowOptions, rec record.Sweep) error {
+	if rundir.GoesOn(rundir.Path(rec.Name)) {
+		return &UsageError{Msg: fmt.Sprintf("sweep %s is running: its tfhive keeps it", rec.Name), Fix: "tfhive attach " + rec.Name + " (without -H) follows it"}
+	}
+	var so SweepOptions
+	so.Run.Streams = o.Streams
+	so.Run.Hosts = o.Hosts
+	so.Run.Grace, so.Run.Reconnect = o.Grace, o.Reconnect
+	so.Run.Capture, so.Run.CaptureFrom = o.Capture, o.CaptureFrom
+	if _, err := captures(o.Capture, o.CaptureFrom, nil); err != nil {
+		return err
+	}
+	return so.run(ctx, rec, 0, nil, true)
 }

@@ -5,21 +5,16 @@ import (
 	"errors"
 	"io"
 	"os"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/top"
-	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/schedule"
 )
 
 // TopOptions are `tfhive top`'s.
@@ -38,10 +33,6 @@ type TopOptions struct {
 
 // DefaultTopInterval is top's refresh interval on a terminal.
 const DefaultTopInterval = 2 * time.Second
-
-// topEndedRuns is how many of the log root's ended runs top lists, the
-// latest: what just failed is worth a look, a sweep's hundred are not.
-const topEndedRuns = 5
 
 // Top shows the fleet live: a terminal UI on a terminal; elsewhere (a
 // pipe, a file) the same as text, once, or every --interval when given.
@@ -79,7 +70,7 @@ func Top(ctx context.Context, o TopOptions) error {
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m := top.New(top.Config{Refresh: src.refresh, Interval: interval, Stop: src.stop, Tail: tailRunLog,
+	m := top.New(top.Config{Refresh: src.Refresh, Interval: interval, Stop: src.stop, Tail: top.TailLog,
 		Ctx: mctx, Color: color, From: src.from})
 	// tfhive's own handler routes SIGINT and SIGTERM to ctx; in the UI
 	// Ctrl-C is a key (the terminal is raw).
@@ -100,7 +91,7 @@ func Top(ctx context.Context, o TopOptions) error {
 func topPlain(ctx context.Context, o TopOptions, src *topSource) error {
 	noteHostsFrom(o.Hosts, o.Stderr)
 	for {
-		snap := src.refresh(ctx)
+		snap := src.Refresh(ctx)
 		if snap.Err != nil {
 			if ctx.Err() != nil && o.Interval > 0 {
 				return nil // Ctrl-C ends a watch normally
@@ -128,7 +119,7 @@ func topPlain(ctx context.Context, o TopOptions, src *topSource) error {
 // a terminal (tty) the screen is the UI's: the fleet's warnings go to
 // its footer instead of through it.
 func newTopSource(o TopOptions, tty bool) (*topSource, error) {
-	warnings := &lastLine{}
+	warnings := &top.LastLine{}
 	stderr := o.Stderr
 	if tty {
 		stderr = warnings
@@ -148,146 +139,24 @@ func newTopSource(o TopOptions, tty bool) (*topSource, error) {
 	if root == "" {
 		root = rundir.Root
 	}
-	return &topSource{fleet: fleet, avail: avail, grace: o.Grace, parallel: o.Hosts.Parallel, from: hostsFrom(o.Hosts),
-		warnings: warnings, root: root}, nil
+	probeAll := func(ctx context.Context) (inventory.Inventory, error) { return job.ProbeAll(ctx, fleet) }
+	return &topSource{Source: &top.Source{Probe: probeAll, Hosts: fleet.Hosts, Avail: avail, Root: root, Warnings: warnings},
+		fleet: fleet, grace: o.Grace, parallel: o.Hosts.Parallel, from: hostsFrom(o.Hosts)}, nil
 }
 
-// topSource gathers top's snapshots over the fleet's connections, and
+// topSource is top.Source over the fleet's connections, which also
 // stops runs through them.
 type topSource struct {
+	*top.Source
 	fleet    *probe.Fleet
-	avail    schedule.Availability
 	grace    time.Duration
 	parallel int
 	from     string
-	warnings *lastLine
-	root     string // the log root
-	// summaries: the ended runs' records, read once, not every refresh.
-	summaries summaryCache
-
-	mu  sync.Mutex
-	inv inventory.Inventory // the last probe's, for stop
-}
-
-// refresh probes every host once (status's probe with ps's look at the
-// runs) and reads the local log root.
-func (s *topSource) refresh(ctx context.Context) top.Snapshot {
-	snap := top.Snapshot{At: time.Now()}
-	inv, err := probeAll(ctx, s.fleet)
-	if err != nil {
-		snap.Err = err
-		return snap
-	}
-	s.mu.Lock()
-	s.inv = inv
-	s.mu.Unlock()
-	snap.Inv, snap.Status, snap.Queue = inv, schedule.Classify(inv, s.avail), schedule.QueueWhy(inv)
-	snap.Mine = s.mine(inv, snap.At)
-	snap.Warning = s.warnings.take()
-	return snap
-}
-
-// mine are the user's runs: those holding claims on the hosts as the
-// user the host is logged in as, and those of the local log root (the
-// running ones and the latest that ended), newest first, running ones
-// before ended ones.
-func (s *topSource) mine(inv inventory.Inventory, now time.Time) []top.Run {
-	login := map[string]string{}
-	for _, h := range s.fleet.Hosts {
-		login[h.Name] = loginUser(h)
-	}
-	byID := map[string]*top.Run{}
-	var order []*top.Run
-	get := func(id string) *top.Run {
-		r := byID[id]
-		if r == nil {
-			r = &top.Run{ID: id}
-			byID[id] = r
-			order = append(order, r)
-		}
-		return r
-	}
-	for _, h := range hostops.Runs(inv) {
-		if h.RunID == "" || h.User != login[h.Host] {
-			continue
-		}
-		r := get(h.RunID)
-		r.Live = true
-		r.Hosts = append(r.Hosts, h.Host)
-		r.GPUs += len(h.GPUs)
-		if r.State == "" || h.State != "" {
-			r.State = h.State
-		}
-		if r.Since.IsZero() || h.Since.Before(r.Since) && !h.Since.IsZero() {
-			r.Since = h.Since
-		}
-	}
-	s.mu.Lock() // a refresh asked for ('r') may overlap the timed one
-	if s.summaries == nil {
-		s.summaries = summaryCache{}
-	}
-	recs, _ := listRunsCached(s.root, io.Discard, now, s.summaries)
-	s.mu.Unlock()
-	view.SortRunRecords(recs, "", true) // the latest first
-	ended := 0
-	for _, rec := range recs {
-		running := rec.Result == view.ResultRunning
-		if _, held := byID[rec.RunID]; !held && !running {
-			if ended >= topEndedRuns {
-				continue
-			}
-			ended++
-		}
-		r := get(rec.RunID)
-		r.LogDir = rec.LogDir
-		if !rec.Started.IsZero() {
-			r.Since = rec.Started
-		}
-		if !r.Live || rec.Result != view.ResultRunning || r.State == "" {
-			r.State = rec.Result // the log root's word, unless the hosts say more of a running run
-		}
-		r.Metric = metricLine(rec.Metrics)
-		if running {
-			r.Metric = metricLine(liveMetrics(rec.LogDir))
-		}
-	}
-	for _, r := range order {
-		if r.State == "" {
-			r.State = view.ResultRunning
-		}
-	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		aOn, bOn := a.Live || a.State == view.ResultRunning, b.Live || b.State == view.ResultRunning
-		if aOn != bOn {
-			return aOn
-		}
-		return a.Since.After(b.Since)
-	})
-	runs := make([]top.Run, len(order))
-	for i, r := range order {
-		sort.Strings(r.Hosts)
-		runs[i] = *r
-	}
-	return runs
-}
-
-// metricLine is a run's metrics as top shows them: "acc=0.91 loss=0.25".
-func metricLine(m map[string]string) string {
-	var parts []string
-	for k, v := range m {
-		parts = append(parts, k+"="+v)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, " ")
 }
 
 // stop stops the user's run id on the hosts of the last probe.
 func (s *topSource) stop(ctx context.Context, id string) (string, error) {
-	s.mu.Lock()
-	inv := s.inv
-	s.mu.Unlock()
-	k, err := killRun(ctx, s.fleet, inv, id, map[string]bool{id: true}, s.grace, s.parallel, s.from)
+	k, err := killRun(ctx, s.fleet, s.Inventory(), id, map[string]bool{id: true}, s.grace, s.parallel, s.from)
 	if err != nil {
 		return "", err
 	}
@@ -304,29 +173,4 @@ func terminalFile(w io.Writer) (*os.File, bool) {
 	}
 	f, ok := w.(*os.File)
 	return f, ok && isTerminal(f)
-}
-
-// lastLine keeps the last line written to it: the fleet's warnings while
-// the screen is top's.
-type lastLine struct {
-	mu   sync.Mutex
-	line string
-}
-
-func (l *lastLine) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s := strings.TrimSpace(string(p)); s != "" {
-		l.line = s
-	}
-	return len(p), nil
-}
-
-// take returns the last line and forgets it.
-func (l *lastLine) take() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.line
-	l.line = ""
-	return s
 }

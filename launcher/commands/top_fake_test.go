@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/top"
-	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -37,7 +36,7 @@ func TestTopOnFakeHosts(t *testing.T) {
 	var snap top.Snapshot
 	var run top.Run
 	eventuallySaying(t, "top shows the run, its GPUs and its loss", func() bool {
-		snap = src.refresh(context.Background())
+		snap = src.Refresh(context.Background())
 		for _, r := range snap.Mine {
 			if r.ID == "watched" {
 				run = r
@@ -51,7 +50,7 @@ func TestTopOnFakeHosts(t *testing.T) {
 	plain := top.Plain(&snap, "")
 	contains(t, "plain", plain, "HOST", "claimed", "watched", "worker:0", "worker:1", "QUEUE  no run waits", "loss=0.75")
 
-	tail := tailRunLog(run, 0, 10)
+	tail := top.TailLog(run, 0, 10)
 	// A foreground run keeps its console too: console.log first.
 	if tail.Err != nil || len(tail.Files) != 3 || tail.Files[0] != "console.log" || !strings.Contains(strings.Join(tail.Lines, "\n"), "step 1 loss=0.75") {
 		t.Errorf("tail: %+v", tail)
@@ -68,7 +67,7 @@ func TestTopOnFakeHosts(t *testing.T) {
 		t.Errorf("stop of no run: %v", err)
 	}
 	// Ended, it is listed from its summary, holding nothing.
-	snap = src.refresh(context.Background())
+	snap = src.Refresh(context.Background())
 	if len(snap.Mine) != 1 || snap.Mine[0].Live || snap.Mine[0].State == "running" || snap.Mine[0].Metric != "loss=0.75" {
 		t.Errorf("after the stop: %+v", snap.Mine)
 	}
@@ -83,16 +82,5 @@ func TestTopOnFakeHosts(t *testing.T) {
 	if err := Top(context.Background(), TopOptions{Streams: p.streams(), Hosts: b.hosts, Interval: -time.Second}); err == nil ||
 		!strings.Contains(err.Error(), "--interval must not be negative") {
 		t.Errorf("negative interval: %v", err)
-	}
-}
-
-// On this machine without SSH you are the local user (kill's and top's
-// "yours"); on a host, whom you log in as.
-func TestLoginUser(t *testing.T) {
-	if got := loginUser(inventory.Host{Name: "localhost", Local: true}); got == "" || got != localUser() {
-		t.Errorf("local host: %q, want %q", got, localUser())
-	}
-	if got := loginUser(inventory.Host{Name: "gpu01", User: "alice"}); got != "alice" {
-		t.Errorf("gpu01: %q", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/probe/hosttest"
 )
 
@@ -40,7 +41,7 @@ func TestUserHostsFileOnFakeHosts(t *testing.T) {
 	t.Chdir(empty)
 	conf := filepath.Join(xdg, "tfhive")
 	// The tasks run as this user: kill stops only the user's own runs.
-	me := localUser()
+	me := hostops.LocalUser()
 	writeFile(t, conf, "lab_ssh_config", "Host a b\n  Port 2222\n  User "+me+"\n")
 	writeFile(t, conf, "hosts.yaml", "ssh_config: lab_ssh_config\nhosts: [a, b]\n")
 	h := HostOptions{ConnectTimeout: 5 * time.Second, CommandTimeout: 10 * time.Second, Parallel: 8, Dial: f.Dial}

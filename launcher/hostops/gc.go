@@ -83,6 +83,48 @@ func (r RunsGCReport) Line(freed string, keep time.Duration) string {
 	return line
 }
 
+// TreesLine says what gc did of one host's --sync trees (r, codesync's
+// report), as RunsGCReport.Line of its run files: "freed 1.2 GiB (3
+// trees); kept 2 trees, 240.0 MiB: 1 in use, 1 used in the last 1m0s".
+func TreesLine(r codesync.GCReport, freed string, keep time.Duration) string {
+	count := map[byte]int{}
+	var kept int64
+	for _, d := range r.Dirs {
+		count[d.Kind]++
+		if d.Kind != codesync.Removed && d.Kind != codesync.Stale {
+			kept += d.KiB
+		}
+	}
+	line := fmt.Sprintf("%s %s", freed, view.Size(r.Freed()*1024))
+	var parts []string
+	if n := count[codesync.Removed]; n > 0 {
+		parts = append(parts, wording.Count(n, "tree"))
+	}
+	if n := count[codesync.Stale]; n > 0 {
+		parts = append(parts, wording.Count(n, "unfinished transfer"))
+	}
+	if len(parts) > 0 {
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	parts = nil
+	if n := count[codesync.InUse]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d in use", n))
+	}
+	if n := count[codesync.Recent]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d used in the last %s", n, keep))
+	}
+	if n := count[codesync.Underway]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%s perhaps under way", wording.Count(n, "transfer")))
+	}
+	if len(parts) > 0 {
+		line += fmt.Sprintf("; kept %s: %s", view.Size(kept*1024), strings.Join(parts, ", "))
+	}
+	if len(r.Dirs) == 0 {
+		line += " (nothing in " + r.Dir + ")"
+	}
+	return line
+}
+
 // GCRuns removes, on one host, the directories of this user's runs that
 // ended and whose files nobody touched for keep (0: every ended run's);
 // a running run's are never removed. dry removes nothing and reports the

@@ -25,7 +25,7 @@ var ticketSh = shscript.Load(scripts, "scripts/ticket.sh")
 // each a session whose flock holder keeps the ticket for as long as the
 // session's input stays open.
 type Tickets struct {
-	procs []remote.Started
+	procs []holder
 	// asked are the victims asked to be preempted, by host, user and run.
 	asked map[string]bool
 }
@@ -125,9 +125,9 @@ func randomWord() string {
 // refused (a host that refuses, or is lost, is simply one where the run
 // holds no place), and, by executor, the owner of the file where the
 // name was taken already ("" elsewhere; "-" when the host could not say).
-func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake chan<- struct{}) ([]remote.Started, []string) {
+func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake chan<- struct{}) ([]holder, []string) {
 	input := strconv.Itoa(len(script)) + "\n" + script
-	var procs []remote.Started
+	var procs []holder
 	taken := make([]string, len(execs))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -153,7 +153,7 @@ func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake
 			select {
 			case <-held:
 				mu.Lock()
-				procs = append(procs, proc)
+				procs = append(procs, holder{proc, ended})
 				mu.Unlock()
 			case <-ended:
 				taken[i] = w.takenBy()
@@ -172,11 +172,19 @@ func (t *Tickets) Release() {
 	if t == nil {
 		return
 	}
-	for _, p := range t.procs {
-		p.Stdin().Close()
-		go func() { p.Wait(); p.Close() }()
+	for _, h := range t.procs {
+		h.proc.Stdin().Close()
+		go func() { <-h.ended; h.proc.Close() }()
 	}
 	t.procs = nil
+}
+
+// holder is a held ticket's session, and when it ended: holdLocks waits
+// for it already (a session is waited for once: a second Wait on a local
+// process races the first).
+type holder struct {
+	proc  remote.Started
+	ended <-chan struct{}
 }
 
 // ticketLines closes held at the holder's "@@tfhive-ticket held" line,

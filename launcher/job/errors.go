@@ -94,3 +94,25 @@ func MoreProblems(ps []doctor.Problem) []string {
 	}
 	return lines
 }
+
+// DescriptorsError is a probe that ran out of file descriptors on this
+// machine: the limit, not the hosts, is what to fix. Go has already
+// raised the soft limit to the hard one at start (os, since Go 1.19),
+// so the limit named is the hard one unless something lowered it since.
+type DescriptorsError struct {
+	Limit uint64 // RLIMIT_NOFILE's soft limit; 0 when unknown
+	Hosts int
+}
+
+func (e *DescriptorsError) Error() string {
+	if e.Limit == 0 {
+		return fmt.Sprintf("out of file descriptors reaching %d hosts", e.Hosts)
+	}
+	return fmt.Sprintf("out of file descriptors reaching %d hosts: the limit is %d open files (ulimit -n)", e.Hosts, e.Limit)
+}
+
+// Hint names a limit that fits: a connection per host, and as many again
+// for the tasks' logs and pipes, plus tfhive's own few.
+func (e *DescriptorsError) Hint() string {
+	return fmt.Sprintf("raise it with ulimit -n %d (the hard limit too: ulimit -Hn, or limits.conf)", max(2*e.Hosts+256, 1024))
+}

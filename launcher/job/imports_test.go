@@ -1,13 +1,9 @@
 package job
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/tfhive/tfhive/probe/testkit"
 )
 
 // job is a run's story, below the commands: it imports neither the
@@ -15,41 +11,5 @@ import (
 // its caller prints), and reads no environment: what a keeper learns
 // from its environment, commands reads and passes in.
 func TestImportsAndEnvironment(t *testing.T) {
-	forbidden := []string{
-		"github.com/tfhive/tfhive/launcher/commands",
-		"github.com/tfhive/tfhive/launcher/cli",
-		"github.com/tfhive/tfhive/launcher/view",
-		"github.com/urfave/cli",
-	}
-	env := map[string]bool{"Getenv": true, "LookupEnv": true, "Environ": true, "ExpandEnv": true, "Setenv": true}
-	files, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		name := f.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range file.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			for _, p := range forbidden {
-				if path == p || strings.HasPrefix(path, p+"/") {
-					t.Errorf("%s imports %s", name, path)
-				}
-			}
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			if sel, ok := n.(*ast.SelectorExpr); ok {
-				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "os" && env[sel.Sel.Name] {
-					t.Errorf("%s reads the environment (os.%s): its caller passes in what it needs", name, sel.Sel.Name)
-				}
-			}
-			return true
-		})
-	}
+	testkit.BelowTheCommands(t)
 }

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/codesync"
+	"github.com/tfhive/tfhive/launcher/doctor"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -141,4 +143,40 @@ func hostsOf(lines []string) []string {
 		out[i], _, _ = strings.Cut(l, ": ")
 	}
 	return out
+}
+
+// SendAll sends the tree to every reachable host of inv that lacks it
+// (`tfhive doctor --sync`: no plan, every host) and says where it is on
+// each, and why it is not on those it could not be sent to. Only an
+// interruption is an error.
+func (s *Syncer) SendAll(ctx context.Context, fleet Fleet, inv inventory.Inventory) (*doctor.Code, map[string]string, error) {
+	failed := map[string]string{}
+	code := &schedule.PlanCode{Code: schedule.Code{Hash: s.Tree.Hash, Bytes: s.Tree.Bytes, Files: s.Tree.Files}}
+	for _, h := range inv.Hosts {
+		switch {
+		case h.Err != nil:
+		case h.CodeDir == "":
+			failed[h.Name] = "the host did not say where its code cache is"
+		default:
+			code.Hosts = append(code.Hosts, schedule.CodeHost{Host: h.Name, Dir: h.CodeDir, Present: h.CodePresent})
+		}
+	}
+	if _, err := s.Send(ctx, fleet, code); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, nil, cerr
+		}
+		var se *SyncError
+		if !errors.As(err, &se) {
+			return nil, nil, err
+		}
+	}
+	dc := &doctor.Code{Hash: s.Tree.Hash, Dirs: map[string]string{}}
+	for _, h := range code.Hosts {
+		if why, ok := s.Failed[h.Host]; ok {
+			failed[h.Host] = why
+		} else {
+			dc.Dirs[h.Host] = h.Dir
+		}
+	}
+	return dc, failed, nil
 }

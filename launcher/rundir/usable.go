@@ -38,7 +38,7 @@ func CheckUsable(dir string) error {
 		}
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return bad("cannot be read: %v", pathErr(err))
+			return bad("cannot be read: %v", PathErr(err))
 		}
 		if len(entries) > 0 {
 			return &UnusableError{Dir: dir, Why: "already exists and is not empty", NotEmpty: true}
@@ -52,14 +52,14 @@ func CheckUsable(dir string) error {
 	// exists: that one must be a directory it may write to.
 	for p := dir; ; {
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			return bad("cannot be created: %v", pathErr(err))
+			return bad("cannot be created: %v", PathErr(err))
 		}
 		if _, lerr := os.Lstat(p); lerr == nil {
 			return bad("cannot be created: %s is a symbolic link to nothing", p)
 		}
 		parent := filepath.Dir(p)
 		if parent == p {
-			return bad("cannot be created: %v", pathErr(err))
+			return bad("cannot be created: %v", PathErr(err))
 		}
 		p = parent
 		fi, err = os.Stat(p)
@@ -76,8 +76,9 @@ func CheckUsable(dir string) error {
 	}
 }
 
-// pathErr drops the operation and path an *fs.PathError repeats.
-func pathErr(err error) error {
+// PathErr drops the operation and path an *fs.PathError repeats: what
+// names the file says it already.
+func PathErr(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

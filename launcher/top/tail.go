@@ -1,8 +1,7 @@
-package commands
+package top
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,22 +13,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tfhive/tfhive/launcher/rundir"
-	"github.com/tfhive/tfhive/launcher/top"
-	"github.com/tfhive/tfhive/probe/localfile"
 )
 
 // tailMax bounds what top reads of a log file for its pane: the last
 // screenful of lines is well within it.
 const tailMax = 64 << 10
 
-// tailRunLog reads the last n lines of one of run's log files in its
+// TailLog reads the last n lines of one of run's log files in its
 // local log dir: the console (a detached run's), then the tasks' logs
 // and the keeper's, by name.
-func tailRunLog(run top.Run, file, n int) top.LogTail {
-	t := top.LogTail{File: file}
+func TailLog(run Run, file, n int) LogTail {
+	t := LogTail{File: file}
 	entries, err := os.ReadDir(run.LogDir)
 	if err != nil {
-		t.Err = fmt.Errorf("%s: %v", run.LogDir, pathErr(err))
+		t.Err = fmt.Errorf("%s: %v", run.LogDir, rundir.PathErr(err))
 		return t
 	}
 	for _, e := range entries {
@@ -65,7 +62,7 @@ func boolInt(b bool) int {
 func tailLines(path string, n int) ([]string, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, pathErr(err))
+		return nil, fmt.Errorf("%s: %v", path, rundir.PathErr(err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -100,20 +97,4 @@ func tailLines(path string, n int) ([]string, error) {
 		lines[i] = strings.TrimRight(l, "\r")
 	}
 	return lines, nil
-}
-
-// liveMetrics are a running run's latest captured values, as its tfhive
-// last wrote them (rundir.LiveMetrics); nil when there are none.
-func liveMetrics(dir string) map[string]string {
-	data, err := localfile.Read(filepath.Join(dir, rundir.LiveMetrics), summaryMax)
-	if err != nil {
-		return nil
-	}
-	var doc struct {
-		Metrics map[string]string `json:"metrics"`
-	}
-	if json.Unmarshal(data, &doc) != nil {
-		return nil
-	}
-	return doc.Metrics
 }

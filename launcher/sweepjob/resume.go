@@ -1,10 +1,9 @@
-package commands
+package sweepjob
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/tfhive/tfhive/launcher"
+	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe"
@@ -27,9 +28,10 @@ import (
 // whose log dir here has no summary. What the hosts hold of it decides:
 //
 //   - some task's supervisor still lives: the trial is adopted as tfhive
-//     attach -H adopts a run (adoptedRun), its output followed from the
-//     first byte to its end, its summary the trial's; it counts among the
-//     trials under way (--max-parallel) and is never run again;
+//     attach -H adopts a run (launcher.AdoptedOptions), its output
+//     followed from the first byte to its end, its summary the trial's;
+//     it counts among the trials under way (--max-parallel) and is never
+//     run again;
 //   - every task ended while nobody watched: adopted the same way, which
 //     reads each task's output and status from the hosts and ends at
 //     once; the summary is the trial's, so a success is kept, never run
@@ -51,24 +53,60 @@ type resumeTrials struct {
 	todo []int
 }
 
+// probeFleet counts the fleet's GPUs, once, when the sweep runs as many
+// trials as fit, and asks the hosts about the trials of a resumed sweep
+// over the same probe: which still run, to adopt, and which are to run.
+// closeFleet closes that probe's fleet at the sweep's end.
+func (r *sweepRun) probeFleet(ctx context.Context, todo []int) (resumed resumeTrials, fleetGPUs int, closeFleet func(), err error) {
+	s, rec := r.spec, r.rec
+	resumed, closeFleet = resumeTrials{todo: todo}, func() {}
+	if len(todo) == 0 || !(s.MaxParallel == 0 || s.AdoptOnly || slices.ContainsFunc(todo, func(i int) bool { return hasLogDir(rec.Trials[i].ID) })) {
+		return resumed, 0, closeFleet, nil
+	}
+	f := probe.NewFleet(s.Hosts, r.opts)
+	closeFleet = f.Close
+	inv, err := r.hooks.Probe(ctx, f)
+	if err != nil {
+		return resumed, 0, closeFleet, err
+	}
+	execs := map[string]remote.Executor{}
+	for i, h := range inv.Hosts {
+		fleetGPUs += len(h.GPUs)
+		if h.Err == nil {
+			execs[f.Hosts[i].Name] = f.Executor(i)
+		}
+	}
+	if s.MaxParallel == 0 && fleetGPUs == 0 && s.TrialGPUs > 0 {
+		if err := job.Unreachable(inv); err != nil {
+			return resumed, fleetGPUs, closeFleet, err
+		}
+	}
+	resumed = r.resume(ctx, todo, execs)
+	if s.AdoptOnly {
+		resumed.todo = nil
+	}
+	return resumed, fleetGPUs, closeFleet, nil
+}
+
 // resume asks the hosts (execs) about the trials of todo that were under
 // way, adopts at once those that ended unwatched (recording their
 // results), and sets aside on the hosts what each trial to run again
-// left there. adoptOnly (attach -H): nothing is set aside, nothing will
+// left there. AdoptOnly (attach -H): nothing is set aside, nothing will
 // run again.
-func (o *SweepOptions) resume(ctx context.Context, rec record.Sweep, todo []int, execs map[string]remote.Executor, fleetHosts []inventory.Host, opts probe.Options, stderr io.Writer) resumeTrials {
+func (r *sweepRun) resume(ctx context.Context, todo []int, execs map[string]remote.Executor) resumeTrials {
+	rec, parallel := r.rec, r.spec.Adopt.Parallel
 	res := resumeTrials{running: map[int][]launcher.FoundRun{}}
 	var mu sync.Mutex
 	ended := map[int][]launcher.FoundRun{}
 	var g errgroup.Group
-	g.SetLimit(max(o.Run.Hosts.Parallel, 1))
+	g.SetLimit(max(parallel, 1))
 	for _, i := range todo {
 		if !unfinishedHere(rec.Trials[i].ID) {
 			continue
 		}
 		g.Go(func() error {
 			id := rec.Trials[i].ID
-			found := launcher.FindRun(ctx, execs, id, o.Run.Hosts.Parallel)
+			found := launcher.FindRun(ctx, execs, id, parallel)
 			if _, _, err := launcher.AdoptedPlan(id, found); err != nil {
 				return nil // not (wholly) on the hosts: it runs again
 			}
@@ -94,8 +132,8 @@ func (o *SweepOptions) resume(ctx context.Context, rec record.Sweep, todo []int,
 		}
 	}) {
 		t := rec.Trials[i]
-		sum, err := o.adoptTrial(ctx, rec, t, ended[i], fleetHosts, opts, NewSignals(func(error) {}))
-		fmt.Fprintf(stderr, "tfhive: trial %s ended while no tfhive kept it; read from its hosts: %s\n", t.ID, endLine(trialEnd{i: i, sum: sum, err: err, started: true}))
+		sum, err := r.adoptTrial(ctx, t, ended[i], job.NewSignals(func(error) {}))
+		fmt.Fprintf(r.say, "tfhive: trial %s ended while no tfhive kept it; read from its hosts: %s\n", t.ID, r.hooks.EndLine(sum, err))
 		succeeded[i] = sum != nil && sum.Result == record.ResultSucceeded
 	}
 	for _, i := range todo {
@@ -104,7 +142,7 @@ func (o *SweepOptions) resume(ctx context.Context, rec record.Sweep, todo []int,
 		}
 		res.todo = append(res.todo, i)
 	}
-	if o.adoptOnly {
+	if r.spec.AdoptOnly {
 		return res
 	}
 	for _, i := range res.todo {
@@ -112,14 +150,14 @@ func (o *SweepOptions) resume(ctx context.Context, rec record.Sweep, todo []int,
 		if _, err := os.Lstat(rundir.Path(id)); err != nil {
 			continue // never started: nothing of it on the hosts
 		}
-		for _, a := range launcher.SetAside(ctx, execs, id, o.Run.Hosts.Parallel) {
+		for _, a := range launcher.SetAside(ctx, execs, id, parallel) {
 			switch {
 			case a.Err != nil:
-				fmt.Fprintf(stderr, "tfhive: warning: trial %s: its earlier output on %s: %v\n", id, a.Host, a.Err)
+				fmt.Fprintf(r.say, "tfhive: warning: trial %s: its earlier output on %s: %v\n", id, a.Host, a.Err)
 			case a.Running != "":
-				fmt.Fprintf(stderr, "tfhive: warning: trial %s: its %s still runs on %s, which holds too little of it to adopt\n", id, a.Running, a.Host)
+				fmt.Fprintf(r.say, "tfhive: warning: trial %s: its %s still runs on %s, which holds too little of it to adopt\n", id, a.Running, a.Host)
 			case a.Moved != "":
-				fmt.Fprintf(stderr, "tfhive: trial %s: its earlier output on %s kept as run %s (tfhive logs -H %s %s)\n", id, a.Host, a.Moved, a.Host, a.Moved)
+				fmt.Fprintf(r.say, "tfhive: trial %s: its earlier output on %s kept as run %s (tfhive logs -H %s %s)\n", id, a.Host, a.Moved, a.Host, a.Moved)
 			}
 		}
 	}
@@ -155,13 +193,13 @@ func alive(found []launcher.FoundRun) bool {
 // adoptTrial adopts trial t on its hosts (found: what they hold of it)
 // into its log dir here, as the trial's keeper, until its end; it
 // returns the trial's summary as a run of the sweep does (trial).
-func (o *SweepOptions) adoptTrial(ctx context.Context, rec record.Sweep, t record.SweepTrial, found []launcher.FoundRun, fleetHosts []inventory.Host, opts probe.Options, sigs *Signals) (*record.Summary, error) {
+func (r *sweepRun) adoptTrial(ctx context.Context, t record.SweepTrial, found []launcher.FoundRun, sigs *job.Signals) (*record.Summary, error) {
 	tdir := rundir.Path(t.ID)
-	lo, err := adoptedRun(t.ID, found)
+	lo, err := launcher.AdoptedOptions(t.ID, found)
 	if err != nil {
 		return nil, err
 	}
-	caps, err := captures(o.Run.Capture, o.Run.CaptureFrom, planTaskIDs(lo.Plan))
+	caps, err := r.hooks.Captures(lo.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -178,10 +216,10 @@ func (o *SweepOptions) adoptTrial(ctx context.Context, rec record.Sweep, t recor
 	// A fleet of its own, over the sweep's shared connections, as each
 	// trial has: a redial of one trial's host replaces that trial's
 	// connection only.
-	fleet := probe.NewFleet(fleetHosts, opts)
+	fleet := probe.NewFleet(r.spec.Hosts, r.opts)
 	defer fleet.Close()
 	lo.Hosts, lo.Execs = map[string]inventory.Host{}, map[string]remote.Executor{}
-	for _, h := range fleetHosts {
+	for _, h := range r.spec.Hosts {
 		lo.Hosts[h.Name] = h
 	}
 	var lost []string
@@ -199,24 +237,25 @@ func (o *SweepOptions) adoptTrial(ctx context.Context, rec record.Sweep, t recor
 		return nil, err
 	}
 	w := &serialWriter{w: console}
-	lo.LogDir, lo.Grace, lo.Parallel = tdir, o.Run.Grace, o.Run.Hosts.Parallel
+	a := r.spec.Adopt
+	lo.LogDir, lo.Grace, lo.Parallel = tdir, a.Grace, a.Parallel
 	lo.KeepAlive, lo.Redial, lo.Captures = fleet.KeepAlive, fleet.Redial, caps
 	// Only a run kept across links is adopted (the launcher follows it
 	// again from its first byte): with --reconnect 0, the default.
-	lo.Reconnect = o.Run.Reconnect
+	lo.Reconnect = a.Reconnect
 	if lo.Reconnect <= 0 {
-		lo.Reconnect = DefaultReconnect
+		lo.Reconnect = launcher.DefaultReconnect
 	}
-	if o.Run.Sample > 0 {
-		lo.Sample = o.Run.Sample
+	if a.Sample > 0 {
+		lo.Sample = a.Sample
 	}
-	lo.Started = keeperStarted
+	lo.Started = a.Started
 	lo.Console = launcher.NewColorConsole(w, false, false)
-	_, err = runWithSignals(ctx, lo, sigs, nil)
+	_, err = sigs.Start(ctx, lo, nil)
 	if cerr := lo.Console.Close(); err == nil {
 		err = cerr
 	}
-	sum, rerr := readTrialSummary(tdir)
+	sum, rerr := logroot.TrialSummary(tdir)
 	if rerr != nil {
 		if err == nil {
 			err = rerr
@@ -227,26 +266,32 @@ func (o *SweepOptions) adoptTrial(ctx context.Context, rec record.Sweep, t recor
 	return sum, nil
 }
 
-// adoptSweep is tfhive attach SWEEP -H …: the sweep's tfhive is gone;
-// this one adopts its trials still under way on the hosts and follows
-// them to their ends, and records those that ended unwatched, in the
-// foreground, then prints the sweep's table. It starts no trial: the
-// sweep's own command does (it has the trials' flags). Ctrl-C only
-// detaches: the trials go on, kept, as after the keeper's end.
-func adoptSweep(ctx context.Context, o FollowOptions, rec record.Sweep) error {
-	dir := rundir.Path(rec.Name)
-	if rundir.GoesOn(dir) {
-		return &UsageError{Msg: fmt.Sprintf("sweep %s is running: its tfhive keeps it", rec.Name), Fix: "tfhive attach " + rec.Name + " (without -H) follows it"}
+// setAside moves the log dirs of the trials to run again, a resumed
+// sweep's failed ones, to the sweep's earlier/ (TRIAL.1, TRIAL.2, …):
+// their logs stay, and each trial runs in a fresh log dir of its id.
+func setAside(rec record.Sweep, todo []int) error {
+	for _, i := range todo {
+		id := rec.Trials[i].ID
+		tdir := rundir.Path(id)
+		if _, err := os.Lstat(tdir); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		earlier := filepath.Join(rundir.Root, rec.Name, rundir.SweepEarlier)
+		if err := rundir.Make(earlier); err != nil {
+			return fmt.Errorf("log dir: %w", err)
+		}
+		for n := 1; ; n++ {
+			to := filepath.Join(earlier, fmt.Sprintf("%s.%d", id, n))
+			if _, err := os.Lstat(to); err == nil {
+				continue
+			}
+			if err := os.Rename(tdir, to); err != nil {
+				return fmt.Errorf("setting aside trial %s's earlier log dir: %v", id, rundir.PathErr(err))
+			}
+			break
+		}
 	}
-	so := SweepOptions{adoptOnly: true}
-	so.Run.Streams = o.Streams
-	so.Run.Hosts = o.Hosts
-	so.Run.Grace, so.Run.Reconnect = o.Grace, o.Reconnect
-	so.Run.Capture, so.Run.CaptureFrom = o.Capture, o.CaptureFrom
-	if _, err := captures(o.Capture, o.CaptureFrom, nil); err != nil {
-		return err
-	}
-	return so.run(ctx, rec, dir, trialResults(rec), 0, nil)
+	return nil
 }
 
 // hasLogDir: trial id has a log dir here (it started once, at least).

@@ -1,4 +1,4 @@
-package commands
+package job
 
 import (
 	"context"
@@ -11,10 +11,12 @@ import (
 	"github.com/tfhive/tfhive/launcher/record"
 )
 
-// Signals routes SIGINT/SIGTERM, and launcher.StdoutClosed (Stdout):
-// before tasks run they cancel the command's context (probing stops at
-// once); once tasks run they go to the launcher, which stops the tasks
-// gracefully and kills them on a second signal.
+// Signals routes SIGINT/SIGTERM, and launcher.StdoutClosed (the
+// commands' Stdout): before tasks run they cancel the command's context
+// (probing stops at once); once tasks run they go to the launcher, which
+// stops the tasks gracefully and kills them on a second signal. A run,
+// each sweep trial, and the sweep itself (launcher/sweepjob) route theirs
+// through one.
 type Signals struct {
 	mu      sync.Mutex
 	cancel  context.CancelCauseFunc
@@ -24,7 +26,7 @@ type Signals struct {
 }
 
 // NewSignals routes signals that arrive before tasks run to cancel: with
-// ErrStdoutClosed as the cause for launcher.StdoutClosed, so that a
+// launcher.ErrStdoutClosed as the cause for launcher.StdoutClosed, so that a
 // command can tell it from Ctrl-C; nil (context.Canceled) for the others.
 func NewSignals(cancel context.CancelCauseFunc) *Signals {
 	return &Signals{cancel: cancel, run: make(chan os.Signal, 4)}
@@ -44,7 +46,7 @@ func (s *Signals) Deliver(sig os.Signal) {
 	}
 	var cause error
 	if sig == launcher.StdoutClosed {
-		cause = ErrStdoutClosed
+		cause = launcher.ErrStdoutClosed
 	}
 	s.cancel(cause)
 }
@@ -56,30 +58,34 @@ func (s *Signals) Last() os.Signal {
 	return s.last
 }
 
-// toLauncher hands later signals to the launcher; false if one already
-// cancelled the run.
-func (s *Signals) toLauncher() bool {
+// ToLauncher hands later signals to the launcher (Routed); false if one
+// already cancelled the run.
+func (s *Signals) ToLauncher() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running = true
 	return s.last == nil
 }
 
-// toContext makes signals cancel the context again (between attempts).
-func (s *Signals) toContext() {
+// ToContext makes signals cancel the context again (between attempts).
+func (s *Signals) ToContext() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running = false
 }
 
-// runWithSignals is an attempt's launcher.RunPlan (job.Hooks.Start; an
-// adopted trial's too), signals going to the launcher while the tasks
-// run; stderr nil says nothing of a closed stdout.
-func runWithSignals(ctx context.Context, o launcher.Options, sigs *Signals, stderr io.Writer) (*record.Summary, error) {
-	if !sigs.toLauncher() {
+// Routed are the signals handed to the launcher, while they are
+// (ToLauncher): a sweep reads its own there, to stop its trials.
+func (s *Signals) Routed() <-chan os.Signal { return s.run }
+
+// Start is an attempt's launcher.RunPlan (Hooks.Start; an adopted
+// trial's too), signals going to the launcher while the tasks run;
+// stderr nil says nothing of a closed stdout.
+func (sigs *Signals) Start(ctx context.Context, o launcher.Options, stderr io.Writer) (*record.Summary, error) {
+	if !sigs.ToLauncher() {
 		return nil, context.Canceled
 	}
-	defer sigs.toContext()
+	defer sigs.ToContext()
 	// While tasks run, the first signal stops the run gracefully (the
 	// cause says which signal), a second one kills at once. A closed
 	// stdout is said here, on stderr, as the stop begins: the console,

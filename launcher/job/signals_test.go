@@ -1,7 +1,8 @@
-package commands
+package job
 
 import (
 	"context"
+	"errors"
 	"os"
 	"syscall"
 	"testing"
@@ -14,7 +15,7 @@ func TestSignalsRouting(t *testing.T) {
 	s := NewSignals(func(error) { cancelled++ })
 
 	// Tasks running: signals go to the launcher, the context lives on.
-	if !s.toLauncher() {
+	if !s.ToLauncher() {
 		t.Fatal("toLauncher = false with no signal yet")
 	}
 	s.Deliver(os.Interrupt)
@@ -33,13 +34,13 @@ func TestSignalsRouting(t *testing.T) {
 	// Between attempts: a signal cancels the context, and the next
 	// attempt does not start.
 	s = NewSignals(func(error) { cancelled++ })
-	s.toLauncher()
-	s.toContext()
+	s.ToLauncher()
+	s.ToContext()
 	s.Deliver(syscall.SIGTERM)
 	if cancelled != 1 || len(s.run) != 0 || s.Last() != syscall.SIGTERM {
 		t.Errorf("between attempts: %d cancels, %d queued, last %v", cancelled, len(s.run), s.Last())
 	}
-	if s.toLauncher() {
+	if s.ToLauncher() {
 		t.Error("toLauncher = true after a signal cancelled the run")
 	}
 }
@@ -52,7 +53,7 @@ func TestSignalsStdoutClosed(t *testing.T) {
 		sig  os.Signal
 		want error
 	}{
-		{launcher.StdoutClosed, ErrStdoutClosed},
+		{launcher.StdoutClosed, launcher.ErrStdoutClosed},
 		{os.Interrupt, context.Canceled},
 	} {
 		ctx, cancel := context.WithCancelCause(context.Background())
@@ -60,12 +61,12 @@ func TestSignalsStdoutClosed(t *testing.T) {
 		if got := context.Cause(ctx); got != c.want {
 			t.Errorf("%v: cause %v, want %v", c.sig, got, c.want)
 		}
-		if got := stdoutClosed(ctx); got != (c.want == ErrStdoutClosed) {
-			t.Errorf("%v: stdoutClosed = %v", c.sig, got)
+		if got := errors.Is(context.Cause(ctx), launcher.ErrStdoutClosed); got != (c.want == launcher.ErrStdoutClosed) {
+			t.Errorf("%v: closed stdout = %v", c.sig, got)
 		}
 	}
 	s := NewSignals(func(error) { t.Error("cancelled while tasks run") })
-	s.toLauncher()
+	s.ToLauncher()
 	s.Deliver(launcher.StdoutClosed)
 	if len(s.run) != 1 || <-s.run != launcher.StdoutClosed {
 		t.Error("a closed stdout did not reach the launcher")
