@@ -70,7 +70,9 @@ func Queue(inv inventory.Inventory) []QueueEntry {
 // they are free keeps what is free now of what it would take. Without
 // that, the run behind took the GPUs of the first host to let go while
 // the others were still ending, and the run first in line waited for it
-// (issue 33, on loaded hosts: their tasks end seconds apart).
+// (issue 33, on loaded hosts: their tasks end seconds apart). So too a
+// run ahead that is claiming: its claims taken so far count as its own
+// (they would otherwise make it look too big for what is left free).
 func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 	soon := endingFreed(inv, st, req.Ending)
 	keep := func(t [2]int, why string) {
@@ -84,6 +86,14 @@ func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 	for _, e := range Ahead(inv, *req) {
 		why := fmt.Sprintf("kept for run %s (%s, %s, waiting since %s)", e.RunID, e.User, e.Priority, e.Since.Format("15:04:05 UTC"))
 		taken, ok := fitTicket(inv, st, e)
+		if !ok {
+			// A run ahead that has begun to claim keeps its tickets until
+			// every task holds its claims: what it holds already is its
+			// own, and it takes the rest of what is free in a moment.
+			if own := endingFreed(inv, st, map[string]bool{EndingKey(e.User, e.RunID): true}); own != nil {
+				taken, ok = fitTicket(inv, own, e)
+			}
+		}
 		if !ok && soon != nil {
 			if later, fits := fitTicket(inv, soon, e); fits {
 				for _, t := range later {
@@ -108,8 +118,8 @@ func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 // claims say them.
 func EndingKey(user, runID string) string { return user + "\x00" + runID }
 
-// endingFreed is st with the GPUs of the ending runs free, nil when none
-// of st's GPUs is theirs.
+// endingFreed is st with the GPUs that the runs named (EndingKey) hold
+// free, nil when none of st's GPUs is theirs.
 func endingFreed(inv inventory.Inventory, st [][]GPUStatus, ending map[string]bool) [][]GPUStatus {
 	if len(ending) == 0 {
 		return nil

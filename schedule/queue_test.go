@@ -150,3 +150,38 @@ func TestQueueKeepsForRunAheadWhileOneEnds(t *testing.T) {
 		t.Fatalf("another run ending: %v", err)
 	}
 }
+
+// A run ahead that has begun to claim (it keeps its tickets until every
+// task holds its claims) fits on what it holds already: a run behind
+// planning meanwhile keeps off the free GPUs it is about to take. Without
+// that, q1's claims on h1 made it look too big for what was free, q2 took
+// h2's GPUs, q1's claims there failed and it waited for q2 to end (issue
+// 33, on loaded hosts, where a run's claims take seconds).
+func TestQueueKeepsForRunAheadWhileItClaims(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	h1, h2 := host("h1", 2), host("h2", 2)
+	h1.Claims = []inventory.Claim{
+		{Kind: "gpu", ID: 0, RunID: "q1", Task: "worker:0", User: "bob", Since: t0},
+		{Kind: "gpu", ID: 1, RunID: "q1", Task: "worker:1", User: "bob", Since: t0},
+	}
+	for _, h := range []*inventory.HostInventory{&h1, &h2} {
+		h.Tickets = []inventory.Ticket{ticket("q1", "bob", PriorityNormal, t0, 1, 1, 1, 1)}
+	}
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{h1, h2}}
+	req := NewRequest()
+	req.Workers, req.GPUsPerWorker, req.RunID, req.Command = 2, 1, "q2", []string{"true"}
+	req.QueueSince = t0.Add(time.Second)
+	_, err := Make(inv, req)
+	var ce *CapacityError
+	if !errors.As(err, &ce) || !strings.Contains(strings.Join(ce.Lines, "\n"), "kept for run q1 (bob, normal, waiting since 03:04:05 UTC)") {
+		t.Fatalf("q2 while q1 claims: %v %+v", err, ce)
+	}
+	// Another user's run of that name holds nothing of q1's.
+	for i := range h1.Claims {
+		h1.Claims[i].User = "carol"
+	}
+	inv.Hosts[0] = h1
+	if _, err := Make(inv, req); err != nil {
+		t.Fatalf("with carol's q1 on h1: %v", err)
+	}
+}
