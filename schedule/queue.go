@@ -74,7 +74,7 @@ func Queue(inv inventory.Inventory) []QueueEntry {
 // run ahead that is claiming: its claims taken so far count as its own
 // (they would otherwise make it look too big for what is left free).
 func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
-	soon := endingFreed(inv, st, req.Ending)
+	soon := endingFreed(inv, st, req.Ending, req.Settling)
 	keep := func(t [2]int, why string) {
 		if st[t[0]][t[1]].State == Free {
 			st[t[0]][t[1]] = GPUStatus{Index: st[t[0]][t[1]].Index, State: Queued, Reason: why}
@@ -90,7 +90,7 @@ func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 			// A run ahead that has begun to claim keeps its tickets until
 			// every task holds its claims: what it holds already is its
 			// own, and it takes the rest of what is free in a moment.
-			if own := endingFreed(inv, st, map[string]bool{EndingKey(e.User, e.RunID): true}); own != nil {
+			if own := endingFreed(inv, st, map[string]bool{EndingKey(e.User, e.RunID): true}, nil); own != nil {
 				taken, ok = fitTicket(inv, own, e)
 			}
 		}
@@ -119,9 +119,10 @@ func applyQueue(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
 func EndingKey(user, runID string) string { return user + "\x00" + runID }
 
 // endingFreed is st with the GPUs that the runs named (EndingKey) hold
-// free, nil when none of st's GPUs is theirs.
-func endingFreed(inv inventory.Inventory, st [][]GPUStatus, ending map[string]bool) [][]GPUStatus {
-	if len(ending) == 0 {
+// free, and those settling (Request.Settling), nil when none of st's GPUs
+// is either.
+func endingFreed(inv inventory.Inventory, st [][]GPUStatus, ending map[string]bool, settling map[string][]int) [][]GPUStatus {
+	if len(ending) == 0 && len(settling) == 0 {
 		return nil
 	}
 	var soon [][]GPUStatus
@@ -131,7 +132,12 @@ func endingFreed(inv inventory.Inventory, st [][]GPUStatus, ending map[string]bo
 				continue
 			}
 			c := claimOf(&inv.Hosts[i], "gpu", g.Index)
-			if c == nil || c.RunID == "" || !ending[EndingKey(c.User, c.RunID)] {
+			switch {
+			case c == nil:
+				continue
+			case c.RunID == "" && !slices.Contains(settling[inv.Hosts[i].Name], g.Index):
+				continue
+			case c.RunID != "" && !ending[EndingKey(c.User, c.RunID)]:
 				continue
 			}
 			if soon == nil {

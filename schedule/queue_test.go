@@ -185,3 +185,29 @@ func TestQueueKeepsForRunAheadWhileItClaims(t *testing.T) {
 		t.Fatalf("with carol's q1 on h1: %v", err)
 	}
 }
+
+// A GPU settling (claimed with no run's label since the last probe: a
+// run's lock being let go of, or taken) counts as free for a run ahead:
+// the run behind keeps off what that run would take (issue 33, loaded
+// hosts: the holder's supervisor had dropped its label, not yet its lock).
+func TestQueueKeepsForRunAheadWhileAClaimSettles(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	h1, h2 := host("h1", 2), host("h2", 2)
+	h2.Claims = []inventory.Claim{{Kind: "gpu", ID: 0, Since: t0}}
+	for _, h := range []*inventory.HostInventory{&h1, &h2} {
+		h.Tickets = []inventory.Ticket{ticket("q1", "bob", PriorityNormal, t0, 1, 1, 1, 1)}
+	}
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{h1, h2}}
+	req := NewRequest()
+	req.Workers, req.GPUsPerWorker, req.RunID, req.Command = 2, 1, "q2", []string{"true"}
+	req.QueueSince = t0.Add(time.Second)
+	if _, err := Make(inv, req); err != nil {
+		t.Fatalf("an unlabelled claim not known to settle: %v", err)
+	}
+	req.Settling = map[string][]int{"h2": {0}}
+	_, err := Make(inv, req)
+	var ce *CapacityError
+	if !errors.As(err, &ce) || !strings.Contains(strings.Join(ce.Lines, "\n"), "kept for run q1") {
+		t.Fatalf("with h2's GPU 0 settling: %v %+v", err, ce)
+	}
+}

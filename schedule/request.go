@@ -87,6 +87,14 @@ type Request struct {
 	// once they have keeps what is free of what it would take (see
 	// applyQueue), so that a run behind does not slip in between.
 	Ending map[string]bool
+	// Settling are GPUs (by host name, then index) whose claim this
+	// waiting run sees held by no run's label now, where its last probe
+	// saw them free or a run's: a claim being taken (a run ahead writes
+	// its label just after its lock) or let go (a run's supervisor drops
+	// its label just before its lock). Like Ending's, they count as free
+	// for a run ahead; a claim unlabelled at two probes in a row is not
+	// settling (an older tfhive's, or a colleague's own lock).
+	Settling map[string][]int
 	// RanksPerHost, when not 0, is torchrun's --nproc-per-node (torch,
 	// pack only): every host used holds exactly this many ranks, and a
 	// host with fewer free GPUs than they need is passed over.

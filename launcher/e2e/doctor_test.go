@@ -29,6 +29,7 @@ func doctorFleetOn(t *testing.T, bed sshtest.Bed) *sshtest.Fleet {
 }
 
 func TestDoctor(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own: its tasks listen on no port (testing.md)
 	f := doctorFleet(t)
 	justAB := []string{"-H", "a", "-H", "b", "--ssh-config", f.SSHConfig}
 	// Sessions are counted as in TestRunReusesTheProbeSession: the check

@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,11 +25,15 @@ type queueBed struct {
 	t           *testing.T
 	f           *sshtest.Fleet
 	started, dn string
+	// logDirs are the runs' log dirs, by name: their consoles say, when a
+	// run did not start in its turn, what each run did meanwhile.
+	logDirs map[string]string
+	runs    map[string]*running
 }
 
 func newQueueBed(t *testing.T, f *sshtest.Fleet) *queueBed {
 	d := t.TempDir()
-	b := &queueBed{t: t, f: f, started: filepath.Join(d, "started"), dn: filepath.Join(d, "done")}
+	b := &queueBed{t: t, f: f, started: filepath.Join(d, "started"), dn: filepath.Join(d, "done"), logDirs: map[string]string{}, runs: map[string]*running{}}
 	os.Mkdir(b.started, 0o755)
 	os.Mkdir(b.dn, 0o755)
 	return b
@@ -49,8 +56,10 @@ func (b *queueBed) startAs(name, wait string, waits bool, extra ...string) *queu
 		args = append(args, "--wait", wait)
 	}
 	args = append(append(args, extra...), "--", "sh", "-c", task)
-	a, _ := runArgs(b.t, b.f, args...)
+	a, logDir := runArgs(b.t, b.f, args...)
+	b.logDirs[name] = logDir
 	r := startTfhive(b.t, b.f, readStderr, a...)
+	b.runs[name] = r
 	if waits {
 		if !r.readUntil(func(l string) bool { return strings.HasPrefix(l, "tfhive: waiting") }) {
 			r.Wait()
@@ -84,10 +93,26 @@ func (b *queueBed) waitStarted(names ...string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.t.Fatalf("waiting for %v to start; started: %v; queue: %v", names, now, queueOrder(b.t, b.f))
+			b.t.Fatalf("waiting for %v to start; started: %v; queue: %v%s", names, now, queueOrder(b.t, b.f), b.consoles())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// consoles are the runs' console.log files, for a failure's message.
+func (b *queueBed) consoles() string {
+	var out strings.Builder
+	names := slices.Sorted(maps.Keys(b.logDirs))
+	for _, n := range names {
+		if plan, err := os.ReadFile(filepath.Join(b.logDirs[n], "plan.json")); err == nil {
+			var p struct{ Matrix json.RawMessage }
+			json.Unmarshal(plan, &p)
+			fmt.Fprintf(&out, "\n--- %s's plan's matrix: %s", n, p.Matrix)
+		}
+		data, err := os.ReadFile(filepath.Join(b.logDirs[n], "console.log"))
+		fmt.Fprintf(&out, "\n--- %s's console (%v):\n%s--- its stderr, first and last lines:\n%s...\n%s", n, err, data, b.runs[n].read.String(), b.runs[n].lastLines())
+	}
+	return out.String()
 }
 
 // finishTasks ends those tasks of q alone.

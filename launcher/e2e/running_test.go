@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +35,10 @@ type running struct {
 	// discarded is closed once discardRest's reader has read to the end:
 	// from then on that reader owns lines, and a later read waits for it.
 	discarded chan struct{}
+	// tailMu guards tail: the last lines discardRest's reader read, for a
+	// failure's message.
+	tailMu sync.Mutex
+	tail   []string
 }
 
 // startTfhive starts tfhive with f's environment in f's directory. The
@@ -119,6 +124,19 @@ func (r *running) discardRest() {
 	go func() {
 		defer close(r.discarded)
 		for r.lines.Scan() {
+			r.tailMu.Lock()
+			if len(r.tail) == 40 {
+				r.tail = r.tail[1:]
+			}
+			r.tail = append(r.tail, r.lines.Text())
+			r.tailMu.Unlock()
 		}
 	}()
+}
+
+// lastLines are the last lines discardRest's reader read.
+func (r *running) lastLines() string {
+	r.tailMu.Lock()
+	defer r.tailMu.Unlock()
+	return strings.Join(r.tail, "\n")
 }

@@ -370,6 +370,7 @@ func TestGCKeepsALiveRunsTree(t *testing.T) {
 // task would run; a host it cannot be sent to is a row with a note, exit
 // 1. run --check --sync checks in the tree too.
 func TestSyncDoctor(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own: its tasks listen on no port (testing.md)
 	// One host's cache broken alone: homes of each host's own.
 	f := doctorFleetOn(t, privateBed(t))
 	src := t.TempDir()

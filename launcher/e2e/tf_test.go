@@ -99,6 +99,7 @@ func taskLog(t *testing.T, logDir, id string) string {
 // address, no GPU; the evaluator outside the cluster; the version the
 // hosts' setup: gives.
 func TestTFEnvMatchesPlan(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own: its tasks listen on no port (testing.md)
 	b := newTFBed(t, sshtest.DefaultBed(t), "t1", "t2", "t3")
 	r, logDir := b.run(t, "--chief", "--ps", "1", "--workers", "2", "--evaluator", "--gpus-per-worker", "0", "--", "python3", "tf_env.py")
 	wantCode(t, r, 0)
@@ -132,6 +133,7 @@ func TestTFEnvMatchesPlan(t *testing.T) {
 // to no TensorFlow is named, and run --check refuses it before claiming
 // anything.
 func TestTFDoctorAndCheck(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own: its tasks listen on no port (testing.md)
 	b := newTFBedSetup(t, sshtest.DefaultBed(t), map[string]string{"t3": "cd ."}, "t1", "t2", "t3")
 	r := tfhive(t, b.f.Env(), b.f.Dir, b.args("doctor")...)
 	wantCode(t, r, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
@@ -53,7 +54,7 @@ func (r *run) endingPlanner(mk Planner) Planner {
 	return func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
 		if r.queued() {
 			r.noteEnding(inv)
-			req.Ending = r.ending
+			req.Ending, req.Settling = r.ending, r.settling
 		}
 		return mk(inv, req)
 	}
@@ -64,17 +65,39 @@ func (r *run) endingPlanner(mk Planner) Planner {
 // begun to end. Once ending, a run stays so for this wait: a run of which
 // one task ended early only keeps the runs behind off GPUs that a run
 // ahead would take once the rest end, never from a start of its own.
+//
+// A GPU claimed with no run's label, that was not so at the last probe,
+// is settling (schedule.Request.Settling): its lock is being taken or
+// let go of, which a loaded host takes seconds over.
 func (r *run) noteEnding(inv inventory.Inventory) {
 	now := map[string]map[string]int{}
+	unlabelled := map[string][]int{}
+	r.settling = nil
 	for _, h := range inv.Hosts {
 		if h.Err != nil {
 			continue
 		}
 		n := map[string]int{}
 		for _, c := range h.Claims {
-			if c.Kind == "gpu" && c.RunID != "" && c.Blocked == "" && c.RunID != r.req.RunID {
+			if c.Kind != "gpu" || c.Blocked != "" {
+				continue
+			}
+			switch {
+			case c.RunID == "":
+				unlabelled[h.Name] = append(unlabelled[h.Name], c.ID)
+				if _, seen := r.unlabelled[h.Name]; seen && !slices.Contains(r.unlabelled[h.Name], c.ID) {
+					if r.settling == nil {
+						r.settling = map[string][]int{}
+					}
+					r.settling[h.Name] = append(r.settling[h.Name], c.ID)
+				}
+			case c.RunID != r.req.RunID:
 				n[schedule.EndingKey(c.User, c.RunID)]++
 			}
+		}
+		if unlabelled[h.Name] == nil {
+			// Probed, with no unlabelled claim: seen, for the next probe.
+			unlabelled[h.Name] = []int{}
 		}
 		now[h.Name] = n
 		for k, was := range r.held[h.Name] {
@@ -86,7 +109,7 @@ func (r *run) noteEnding(inv inventory.Inventory) {
 			}
 		}
 	}
-	r.held = now
+	r.held, r.unlabelled = now, unlabelled
 }
 
 // execList is the fleet's open connections, in no order.

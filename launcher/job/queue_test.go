@@ -1,6 +1,7 @@
 package job
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -35,5 +36,26 @@ func TestNoteEnding(t *testing.T) {
 	probe(claims("holder", 1), nil, false)
 	if !r.ending[schedule.EndingKey("carol", "holder")] || len(r.ending) != 1 {
 		t.Fatalf("ending %v, want holder only", r.ending)
+	}
+}
+
+// A GPU claimed with no run's label is settling at the probe that first
+// sees it so (a lock being taken or let go of), not at the first probe,
+// nor when it stays so.
+func TestNoteSettling(t *testing.T) {
+	r := &run{req: schedule.Request{RunID: "me"}}
+	probe := func(cs ...inventory.Claim) map[string][]int {
+		r.noteEnding(inventory.Inventory{Hosts: []inventory.HostInventory{{Name: "h1", Claims: cs}}})
+		return r.settling
+	}
+	unlabelled := func(id int) inventory.Claim { return inventory.Claim{Kind: "gpu", ID: id} }
+	if s := probe(unlabelled(0)); s != nil {
+		t.Fatalf("first probe: settling %v", s)
+	}
+	if s := probe(unlabelled(0), unlabelled(1)); fmt.Sprint(s) != "map[h1:[1]]" {
+		t.Fatalf("GPU 1 newly unlabelled: settling %v, want h1's 1", s)
+	}
+	if s := probe(unlabelled(0), unlabelled(1)); s != nil {
+		t.Fatalf("unlabelled at two probes in a row: settling %v", s)
 	}
 }

@@ -43,6 +43,10 @@ type run struct {
 	// seen holding fewer on a host since (noteEnding).
 	held   map[string]map[string]int
 	ending map[string]bool
+	// unlabelled are the GPUs each host answered with claimed by no run's
+	// label at the last probe; settling those newly so at this one.
+	unlabelled map[string][]int
+	settling   map[string][]int
 	// started: an attempt reached its start (once it has, its id's claims
 	// may be its own); claimed: Hooks.Claim was called.
 	started, claimed bool
