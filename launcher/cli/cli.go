@@ -179,7 +179,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Name:         "run",
 				Usage:        "start the job on the hosts, stream its output, stop it when it is done",
 				ArgsUsage:    "-- CMD [ARGS...]",
-				Flags:        join(hostFlags(), jobFlags(), syncFlags(), runFlags(), []cli.Flag{colorFlag()}),
+				Flags:        join(hostFlags(), jobFlags(), syncFlags(), runFlags(), slurmFlags(), []cli.Flag{colorFlag()}),
 				OnUsageError: onUsage,
 				Action:       action(w.run, commands.Run),
 			},

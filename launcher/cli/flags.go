@@ -100,6 +100,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Sample:   c.Duration("sample"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
 	}
+	o.Slurm = slurmOptions(c)
 	return o, torchrunFlags(c, &o.Job)
 }
 

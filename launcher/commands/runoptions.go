@@ -60,6 +60,8 @@ type RunOptions struct {
 	Restarts       int
 	RestartOn      string
 	RestartBackoff time.Duration
+	// Slurm is --on slurm's: the job goes to a Slurm cluster (slurm.go).
+	Slurm SlurmOptions
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *job.Signals `json:"-"`

@@ -25,6 +25,7 @@ const (
 	LiveMetrics = "metrics.json" // --capture's latest values, while the run goes on
 	GPUUsage    = "gpu-usage.csv"
 	Report      = "report.html" // `tfhive report`'s
+	SlurmJob    = "slurm.json"  // record.SlurmJob: a run --on slurm's job
 )
 
 // The files of a sweep's directory besides Console, KeeperLog and Lock.

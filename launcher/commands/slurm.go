@@ -1,0 +1,238 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher/emit"
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
+	"github.com/tfhive/tfhive/launcher/slurmrun"
+	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/transport"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// OnSlurm is --on's one value: the job runs on a Slurm cluster.
+const OnSlurm = "slurm"
+
+// SlurmOptions are run's flags for --on slurm.
+type SlurmOptions struct {
+	On    string // --on: "" (the hosts) or slurm
+	Login string // --login: the login node, a host of the hosts file or -H
+	// Partition, Account and Time are sbatch's --partition, --account and
+	// --time, as given ("": the cluster's defaults).
+	Partition, Account, Time string
+	// Nodes and GPUsPerNode shape the job, as plan --emit slurm's.
+	Nodes, GPUsPerNode int
+	// Given names the run flags given on the command line, without
+	// dashes: those without a meaning on Slurm are refused.
+	Given []string `json:"-"`
+}
+
+// slurmRefused are run's flags that a job on Slurm cannot honour, and why.
+var slurmRefused = map[string]string{
+	"sync": "put the code on the cluster's shared filesystem", "sync-exclude": "put the code on the cluster's shared filesystem",
+	"wait": "Slurm queues the job itself", "priority": "Slurm orders its own queue (--qos, --priority of sbatch)",
+	"check": "run tfhive doctor -H LOGIN, or check in the job's --setup", "import": "run tfhive doctor -H LOGIN",
+	"restarts": "use sbatch's --requeue", "restart-on": "use sbatch's --requeue", "restart-backoff": "use sbatch's --requeue",
+	"capture": "not yet on Slurm", "capture-from": "not yet on Slurm",
+	"exclude": "Slurm decides which GPUs are free", "max-util": "Slurm decides which GPUs are free", "max-mem": "Slurm decides which GPUs are free",
+	"nic": "use --env NCCL_SOCKET_IFNAME=NAME", "reconnect": "the job runs on whatever happens to the connection",
+	"unattended": "the job runs on whatever happens to the connection", "detach": "not yet on Slurm: run it in the foreground",
+	"sample": "Slurm's own accounting (sacct, sstat) tells the job's use",
+}
+
+// runOnSlurm is `tfhive run --on slurm`: the job that plan --emit slurm
+// prints, submitted on the login node and followed there until it ends,
+// with the summary and exit code of a run on hosts.
+func runOnSlurm(ctx context.Context, o RunOptions) error {
+	s := o.Slurm
+	if s.On != OnSlurm {
+		return &UsageError{Msg: fmt.Sprintf("--on %q: the one place a run goes besides the hosts is slurm", s.On), Fix: "--on slurm --login HOST"}
+	}
+	for _, f := range s.Given {
+		if why, ok := slurmRefused[f]; ok {
+			return &UsageError{Msg: fmt.Sprintf("--%s has no meaning with --on slurm", f), Fix: why}
+		}
+	}
+	if o.Job.Name != "" {
+		if err := checkRunID("--name ", o.Job.Name); err != nil {
+			return err
+		}
+	}
+	env, err := parseEnv(o.Env)
+	if err != nil {
+		return err
+	}
+	lo, hi, err := schedule.ParsePortRange(o.Job.PortRange)
+	if err != nil {
+		return err
+	}
+	j := o.Job
+	req := schedule.Request{Framework: j.Framework, PS: j.PS, Workers: j.Workers, Chief: j.Chief, Evaluator: j.Evaluator,
+		GPUsPerWorker: j.GPUsPerWorker, GPUsPerPS: j.GPUsPerPS, Strategy: j.Strategy, PortLo: lo, PortHi: hi,
+		Command: j.Command, TFFlags: j.TFFlags, RunID: j.Name, RanksPerHost: j.RanksPerHost}
+	if req.RunID == "" {
+		req.RunID = newRunID(time.Now())
+	}
+	// run's --env K is this machine's value, as on hosts: written into
+	// the script, which only the user can read there.
+	var envs []string
+	for _, k := range sortedEnv(env) {
+		envs = append(envs, k+"="+env[k])
+	}
+	script, tasks, err := emit.SlurmJob(emit.Options{Request: req, NameGiven: j.Name != "", Env: envs, Workdir: o.Workdir,
+		Setup: o.Setup, Grace: o.Grace, Timeout: o.Timeout, Nodes: s.Nodes, GPUsPerNode: s.GPUsPerNode})
+	if err != nil {
+		return err
+	}
+	id := req.RunID
+	dir := o.runLogDir(id)
+	if err := checkLogDir(dir, o.LogDir != ""); err != nil {
+		return err
+	}
+	ex, login, err := dialLogin(ctx, o.Hosts, s.Login, o.Stderr)
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	if err := rundir.Make(dir); err != nil {
+		return fmt.Errorf("log dir: %w", err)
+	}
+	release, err := rundir.HoldLock(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	started := time.Now()
+	sj, err := slurmrun.Submit(ctx, ex, slurmrun.Submission{RunID: id, Login: login, Script: script,
+		Dir: filepath.Join("tfhive-slurm", id), Partition: s.Partition, Account: s.Account, Time: s.Time})
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SlurmJob), sj); err != nil {
+		fmt.Fprintf(o.Stderr, "tfhive: warning: %s: %v\n", filepath.Join(dir, rundir.SlurmJob), rundir.PathErr(err))
+	}
+	fmt.Fprintf(o.Stderr, "tfhive: run %s is Slurm job %s on %s; its output: %s there; logs in %s\n", id, sj.JobID, login, sj.Output, dir)
+	out := o.Stdout
+	if o.JSON {
+		out = o.Stderr
+	}
+	conlog, err := os.OpenFile(filepath.Join(dir, rundir.Console), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("log dir: %w", rundir.PathErr(err))
+	}
+	defer conlog.Close()
+	results, end, acct, err := slurmrun.Watch(ctx, ex, slurmrun.Follow{Job: sj, Tasks: tasks, LogDir: dir,
+		Console: io.MultiWriter(out, conlog), Quiet: o.Quiet, Grace: o.Grace, Stderr: o.Stderr,
+		Interrupt: func() int {
+			if o.Signals != nil && o.Signals.Last() == syscall.SIGTERM {
+				return 143
+			}
+			return 130
+		}})
+	if err != nil {
+		return err
+	}
+	sj.State, sj.ExitCode = acct.State, acct.ExitCode
+	sum := &record.Summary{RunID: id, Result: end.Result, ExitCode: end.ExitCode, Reason: end.Reason, LogDir: dir,
+		Started: started, Duration: time.Since(started), Command: j.Command, Tasks: results, Slurm: &sj}
+	return finishSlurm(o, sum, conlog)
+}
+
+// finishSlurm writes the summary and prints it as a run's end does.
+func finishSlurm(o RunOptions, sum *record.Summary, conlog io.Writer) error {
+	view.WriteSummary(conlog, sum)
+	werr := rundir.WriteJSON(filepath.Join(sum.LogDir, rundir.Summary), sum)
+	if o.JSON {
+		record.WriteSummaryJSON(o.Stdout, sum)
+	} else {
+		view.WriteSummary(o.Stdout, sum)
+	}
+	if werr != nil {
+		fmt.Fprintf(o.Stderr, "tfhive: error: %v\n", &record.RecordError{Result: sum.Result, Err: werr})
+		if sum.ExitCode == 0 {
+			return &ExitError{Code: 1}
+		}
+	} else {
+		writeRunReport(sum.LogDir, sum.RunID, o.Stderr)
+	}
+	if sum.ExitCode != 0 {
+		return &RunFailedError{Summary: sum}
+	}
+	return nil
+}
+
+func sortedEnv(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// dialLogin opens the one connection to the login node: --login names a
+// host of the hosts file (or of -H), or is one itself; without --login,
+// the one host there is.
+func dialLogin(ctx context.Context, h HostOptions, login string, stderr io.Writer) (remote.Executor, string, error) {
+	hs, opts, err := fleetOptions(h, stderr, probeClaims)
+	if err != nil {
+		return nil, "", err
+	}
+	var host *inventory.Host
+	for i := range hs {
+		if hs[i].Name == login || (login == "" && len(hs) == 1) {
+			host = &hs[i]
+		}
+	}
+	if host == nil && login != "" && len(h.Hosts) == 0 {
+		h.Hosts = []string{login}
+		if hs, opts, err = fleetOptions(h, stderr, probeClaims); err != nil {
+			return nil, "", err
+		}
+		if len(hs) == 1 {
+			host = &hs[0]
+		}
+	}
+	if host == nil || host.Local {
+		return nil, "", &UsageError{Msg: "--on slurm needs the cluster's login node", Fix: "give --login HOST (a host of the hosts file, or user@host)"}
+	}
+	if opts.Dial != nil {
+		ex, herr := opts.Dial(ctx, *host)
+		if herr != nil {
+			return nil, "", &UnreachableError{Bad: 1, Total: 1, Lines: []string{herr.Error()}}
+		}
+		return ex, host.Name, nil
+	}
+	d := transport.NewDialer(opts.SSH)
+	ex, herr := remote.Dial(ctx, d, *host)
+	if herr != nil {
+		d.Close()
+		return nil, "", &UnreachableError{Bad: 1, Total: 1, Lines: []string{herr.Error()}}
+	}
+	return dialed{ex, d}, host.Name, nil
+}
+
+// dialed is the login node's connection, which closes its dialer too
+// (a jump host's connection).
+type dialed struct {
+	remote.Executor
+	d *transport.Dialer
+}
+
+func (c dialed) Close() error {
+	err := c.Executor.Close()
+	c.d.Close()
+	return err
+}

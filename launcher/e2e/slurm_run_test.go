@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher/emit/slurmtest"
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/sshtest"
+)
+
+// slurmLogin is a one-machine Slurm (launcher/emit/slurmtest) and a test
+// sshd host that is its login node: its users' login shell points the
+// Slurm commands at the cluster (SLURM_CONF), as /etc/slurm does on a real
+// one, and its home is where the compute nodes write (a shared
+// filesystem: the nodes are this machine).
+func slurmLogin(t *testing.T) (*slurmtest.Cluster, *sshtest.Fleet) {
+	t.Helper()
+	c := slurmtest.Start(t, 2, 4, 2)
+	// Behind a separate host's private /tmp: munge's socket, slurm.conf.
+	sshtest.KeepVisible(c.Dir)
+	f := sshtest.Start(t, sshtest.Profile{Name: "login"})
+	rc := "export SLURM_CONF=" + c.Conf + "\n"
+	if err := os.WriteFile(filepath.Join(f.Host("login").Home(), ".bashrc"), []byte(rc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c, f
+}
+
+// TestSlurmRun: `tfhive run --on slurm` submits plan --emit slurm's job
+// on the login node and behaves as a run: the tasks' prefixed output
+// live, the summary and exit code from sacct, the job recorded for runs
+// and report, Ctrl-C cancelling the job.
+func TestSlurmRun(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	_, f := slurmLogin(t)
+	ports := freePorts(t)
+	args := func(name string, rest ...string) []string {
+		return append(fleetArgs(f, "run", "--on", "slurm", "--login", "login", "--name", name, "--port-range", ports, "--grace", "2s",
+			"--gpus-per-worker", "0"), rest...)
+	}
+
+	t.Run("ps and 2 workers train", func(t *testing.T) {
+		r := tfhive(t, f.Env(), f.Dir, args("sr-ps", "--ps", "1", "--workers", "2", "--", trainerBin)...)
+		wantCode(t, r, 0)
+		wantContains(t, "stdout", r.stdout,
+			"[ps:0 node1] ps 0 listening on node1:"+strings.Split(ports, "-")[0]+"\n",
+			"[worker:0 node1] tfhive: exited 0\n",
+			"[worker:1 node2] tfhive: exited 0\n",
+			"tfhive: run sr-ps succeeded\n",
+			"run sr-ps succeeded: the job completed (sacct: COMPLETED 0:0) (exit 0)\n")
+		wantContains(t, "stderr", r.stderr, "tfhive: run sr-ps is Slurm job ")
+		wantServerStopped(t, r.stdout, "ps:0", "node1")
+		dir := filepath.Join(f.Dir, "tfhive-runs", "sr-ps")
+		sum := readJSON[record.Summary](t, dir, "summary.json")
+		if sum.Slurm == nil || sum.Slurm.JobID == "" || sum.Slurm.State != "COMPLETED" || sum.Slurm.Login != "login" {
+			t.Fatalf("summary's slurm job: %+v", sum.Slurm)
+		}
+		if len(sum.Tasks) != 3 || sum.Tasks[1].ID != "worker:0" || sum.Tasks[1].Host != "node1" || sum.Tasks[2].Host != "node2" {
+			t.Errorf("summary's tasks: %+v", sum.Tasks)
+		}
+		log, _ := os.ReadFile(filepath.Join(dir, "worker-1.log"))
+		wantContains(t, "worker-1.log", string(log), "worker 1 reached loss ", "tfhive: exited 0\n")
+		// runs lists it; report draws it.
+		r = tfhive(t, f.Env(), f.Dir, "runs")
+		wantCode(t, r, 0)
+		wantContains(t, "runs", r.stdout, "sr-ps")
+		if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
+			t.Errorf("no report: %v", err)
+		}
+	})
+
+	t.Run("a failing worker's code", func(t *testing.T) {
+		r := tfhive(t, f.Env(), f.Dir, args("sr-fail", "--ps", "1", "--workers", "2", "--",
+			"sh", "-c", `if [ "$1" = 1 ]; then exec "$0" --fail-at-step 3 --fail-code 7 --sleep 50ms; fi; exec "$0" --target 0 --steps 1000000 --sleep 50ms`,
+			trainerBin, "{task_index}")...)
+		wantCode(t, r, 7)
+		wantContains(t, "stdout", r.stdout, "[worker:1 node2] tfhive: exited 7\n", "run sr-fail failed: the job failed (sacct: FAILED 7:0) (exit 7)\n")
+		sum := readJSON[record.Summary](t, filepath.Join(f.Dir, "tfhive-runs", "sr-fail"), "summary.json")
+		if sum.Tasks[0].ID != "worker:1" || sum.Tasks[0].ExitCode == nil || *sum.Tasks[0].ExitCode != 7 {
+			t.Errorf("the deciding task: %+v", sum.Tasks[0])
+		}
+	})
+
+	t.Run("Ctrl-C cancels the job", func(t *testing.T) {
+		run := startTfhive(t, f, readStdout, args("sr-int", "--workers", "1", "--", "sh", "-c", `echo up; exec sleep 600`)...)
+		if !run.readUntil(func(l string) bool { return l == "[worker:0 node1] up" }) {
+			t.Fatalf("the task never said it was up:\n%s\n%s", run.read.String(), run.other.String())
+		}
+		start := time.Now()
+		run.Process.Signal(syscall.SIGINT)
+		run.readAll()
+		err := run.Wait()
+		if code := run.ProcessState.ExitCode(); code != 130 {
+			t.Fatalf("exit %d (%v), want 130:\n%s\n%s", code, err, run.read.String(), run.other.String())
+		}
+		wantContains(t, "stdout", run.read.String(), "[worker:0 node1] tfhive: stopped (exit 143)\n", "run sr-int interrupted: ")
+		sum := readJSON[record.Summary](t, filepath.Join(f.Dir, "tfhive-runs", "sr-int"), "summary.json")
+		if sum.Result != record.ResultInterrupted || sum.Slurm == nil || sum.Slurm.State == "" {
+			t.Errorf("summary: %s, job %+v", sum.Result, sum.Slurm)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("the stop took %s", d)
+		}
+	})
+}

@@ -1,0 +1,220 @@
+package slurmrun
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher/emit"
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/remote/shscript"
+)
+
+// DefaultPoll is how often the login node looks at the job's state (and
+// at its output file where the filesystem gives no inotify, as NFS does
+// not): once a second, a squeue each, as `watch squeue` would, which a
+// cluster's slurmctld takes from thousands of users; the output itself
+// comes as it is written where inotify works.
+const DefaultPoll = time.Second
+
+// Submission is what Submit needs besides the connection.
+type Submission struct {
+	RunID  string
+	Login  string // the login node's name, for the record
+	Script string // the batch script (emit.SlurmJob)
+	// Dir is the run's directory on the login node (relative: under its
+	// $HOME), which the compute nodes must see (a shared filesystem): the
+	// script and the job's output go there.
+	Dir string
+	// Workdir is the job's working directory ("": $HOME there).
+	Workdir                  string
+	Partition, Account, Time string
+	// Array is a sweep's number of array tasks; 0: one job.
+	Array int
+}
+
+// Submit writes the batch script on the login node and submits it.
+func Submit(ctx context.Context, ex remote.Executor, s Submission) (record.SlurmJob, error) {
+	script := submitSh.With(
+		shscript.Set("tfhive_dir", s.Dir), shscript.Set("tfhive_batch", s.Script), shscript.Set("tfhive_workdir", s.Workdir),
+		shscript.Set("tfhive_partition", s.Partition), shscript.Set("tfhive_account", s.Account), shscript.Set("tfhive_time", s.Time),
+		shscript.Set("tfhive_array", arrayWord(s.Array)))
+	var out, errb bytes.Buffer
+	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), limit(&out), limit(&errb))
+	if err != nil {
+		return record.SlurmJob{}, fmt.Errorf("%s: submitting the job: %w", s.Login, err)
+	}
+	if rc != 0 {
+		msg := strings.TrimSpace(errb.String())
+		if msg == "" {
+			msg = fmt.Sprintf("exit %d", rc)
+		}
+		return record.SlurmJob{}, fmt.Errorf("%s: sbatch: %s", s.Login, strings.TrimPrefix(msg, "sbatch: error: "))
+	}
+	id, dir, ok := parseSubmitted(out.String())
+	if !ok {
+		return record.SlurmJob{}, fmt.Errorf("%s: sbatch printed no job id: %q", s.Login, cut(out.String(), 200))
+	}
+	j := record.SlurmJob{JobID: id, Login: s.Login, Dir: dir, Output: dir + "/job-" + id + ".out", Array: s.Array}
+	return j, nil
+}
+
+func arrayWord(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+// parseSubmitted reads submit.sh's "tfhive-slurm-job ID DIR" line.
+func parseSubmitted(out string) (id, dir string, ok bool) {
+	for line := range strings.Lines(out) {
+		rest, found := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "tfhive-slurm-job ")
+		if !found {
+			continue
+		}
+		id, dir, ok = strings.Cut(rest, " ")
+		if ok && id != "" && strings.Trim(id, "0123456789") == "" {
+			return id, dir, true
+		}
+	}
+	return "", "", false
+}
+
+// limitedWriter keeps at most its cap: what a script prints of its own
+// is bounded here.
+type limitedWriter struct {
+	w    io.Writer
+	left int
+}
+
+func limit(w io.Writer) io.Writer { return &limitedWriter{w: w, left: 64 << 10} }
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) > l.left {
+		p = p[:l.left]
+	}
+	l.left -= len(p)
+	l.w.Write(p)
+	return n, nil
+}
+
+// Follow is what Watch needs: the job, its tasks and where its output
+// goes.
+type Follow struct {
+	Job     record.SlurmJob
+	Tasks   []emit.SlurmTask
+	LogDir  string    // the local log dir, for the tasks' logs ("": none)
+	Console io.Writer // every line of the job's output, as it comes
+	Quiet   bool      // the tasks' lines to their logs only
+	Poll    time.Duration
+	Grace   time.Duration
+	// Interrupt is the exit code of a stop asked for by ctx's end (130
+	// for SIGINT, 143 for SIGTERM); called once ctx is done.
+	Interrupt func() int
+	// Stderr takes tfhive's own lines (the cancel's).
+	Stderr io.Writer
+}
+
+// Watch prints the job's output live until the job has ended and returns
+// its tasks' fates and how it ended. ctx's end (Ctrl-C) cancels the job
+// (Cancel) and Watch goes on until Slurm says it has ended.
+func Watch(ctx context.Context, ex remote.Executor, f Follow) ([]record.TaskResult, Ended, Accounting, error) {
+	mark := "tfhive-slurm-end-" + token()
+	poll := f.Poll
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	ts := newTasks(f.Tasks, f.LogDir, f.Console, f.Quiet)
+	defer ts.close()
+	var acct bytes.Buffer
+	after := false
+	split := &lines{fn: func(l []byte) {
+		switch {
+		case after:
+			if acct.Len() < 64<<10 {
+				acct.Write(l)
+				acct.WriteByte('\n')
+			}
+		case string(l) == mark:
+			after = true
+		default:
+			ts.line(l)
+		}
+	}}
+	script := followSh.With(shscript.Set("tfhive_job", f.Job.JobID), shscript.Set("tfhive_out", f.Job.Output),
+		shscript.Set("tfhive_from", "1"), shscript.Set("tfhive_poll", pollWord(poll)), shscript.Set("tfhive_mark", mark))
+	var errb bytes.Buffer
+	// The job's output is read to its end whatever ctx does: a stop
+	// cancels the job, and the run ends when Slurm says so.
+	p, err := ex.Start(context.WithoutCancel(ctx), "sh -s", split, limit(&errb))
+	if err != nil {
+		return nil, Ended{}, Accounting{}, fmt.Errorf("%s: following job %s: %w", f.Job.Login, f.Job.JobID, err)
+	}
+	go func() {
+		io.WriteString(p.Stdin(), script)
+		p.Stdin().Close()
+	}()
+	done := make(chan struct{})
+	interrupt := 0
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			interrupt = 130
+			if f.Interrupt != nil {
+				interrupt = f.Interrupt()
+			}
+			fmt.Fprintf(f.Stderr, "tfhive: stopping job %s (scancel, SIGTERM to its steps, the rest after --grace %s)\n", f.Job.JobID, f.Grace)
+			if err := Cancel(context.WithoutCancel(ctx), ex, f.Job.JobID, f.Grace); err != nil {
+				fmt.Fprintf(f.Stderr, "tfhive: warning: %s: scancel %s: %v\n", f.Job.Login, f.Job.JobID, err)
+			}
+		}
+	}()
+	rc, err := p.Wait()
+	close(done)
+	<-stopped
+	split.flush()
+	if err != nil {
+		return nil, Ended{}, Accounting{}, fmt.Errorf("%s: following job %s: %w (the job goes on: tfhive attach follows it again)", f.Job.Login, f.Job.JobID, err)
+	}
+	if rc != 0 || !after {
+		return nil, Ended{}, Accounting{}, fmt.Errorf("%s: following job %s: exit %d: %s", f.Job.Login, f.Job.JobID, rc, cut(strings.TrimSpace(errb.String()), 400))
+	}
+	a, found := ParseAccounting(acct.Bytes(), f.Job.JobID)
+	end := Outcome(a, found, interrupt)
+	return ts.results(end.ExitCode != 0), end, a, nil
+}
+
+func pollWord(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+func token() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Cancel stops job id with the grace (cancel.sh): SIGTERM to its steps,
+// scancel once it has ended or grace later.
+func Cancel(ctx context.Context, ex remote.Executor, id string, grace time.Duration) error {
+	script := cancelSh.With(shscript.Set("tfhive_job", id), shscript.Set("tfhive_grace", strconv.Itoa(int(math.Ceil(grace.Seconds())))))
+	var errb bytes.Buffer
+	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), io.Discard, limit(&errb))
+	if err == nil && rc != 0 {
+		err = fmt.Errorf("exit %d: %s", rc, strings.TrimSpace(errb.String()))
+	}
+	return err
+}

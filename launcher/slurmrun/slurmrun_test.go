@@ -1,0 +1,127 @@
+package slurmrun
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher/emit"
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/remote/shscript"
+	"github.com/tfhive/tfhive/probe/remote/shscript/shscripttest"
+)
+
+func TestScriptsShellcheck(t *testing.T) { shscripttest.Shellcheck(t, Scripts) }
+
+func TestScriptsSentAsWritten(t *testing.T) {
+	for name, s := range map[string]shscript.Script{"submit.sh": submitSh, "follow.sh": followSh, "cancel.sh": cancelSh} {
+		shscripttest.SameMeaning(t, name, s)
+	}
+}
+
+func golden(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The records a real Slurm printed, read as the jobs ended.
+func TestParseAccounting(t *testing.T) {
+	acct := golden(t, "sacct-completion.txt")
+	for _, tt := range []struct {
+		job, state, exit string
+		code             int
+	}{{"1", "COMPLETED", "0:0", 0}, {"2", "FAILED", "7:0", 7}, {"3", "CANCELLED", "0:0", 0}, {"5", "FAILED", "2:0", 2}} {
+		a, ok := ParseAccounting(acct, tt.job)
+		if !ok || a.State != tt.state || a.ExitCode != tt.exit || a.Code != tt.code {
+			t.Errorf("job %s: %+v %v, want %s %s", tt.job, a, ok, tt.state, tt.exit)
+		}
+	}
+	if a, ok := ParseAccounting(acct, "9"); ok {
+		t.Errorf("job 9: %+v, want none", a)
+	}
+	a, ok := ParseAccounting(golden(t, "scontrol-job.txt"), "2")
+	if !ok || a.State != "FAILED" || a.Code != 7 || a.Signal != 0 {
+		t.Errorf("scontrol's job 2: %+v %v", a, ok)
+	}
+	// sacct with a database says who cancelled, and the signal.
+	a, ok = ParseAccounting([]byte("sacct|12|CANCELLED by 1000|0:15\nsacct|12.batch|CANCELLED|0:15\n"), "12")
+	if !ok || a.State != "CANCELLED" || a.Signal != 15 {
+		t.Errorf("job 12: %+v %v", a, ok)
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	for _, tt := range []struct {
+		state, exit string
+		interrupt   int
+		result      string
+		code        int
+	}{
+		{"COMPLETED", "0:0", 0, record.ResultSucceeded, 0},
+		{"FAILED", "7:0", 0, record.ResultFailed, 7},
+		{"FAILED", "2:0", 0, record.ResultFailed, 1}, // 2 is tfhive's usage
+		{"FAILED", "0:9", 0, record.ResultFailed, 137},
+		{"FAILED", "0:0", 0, record.ResultFailed, 1},
+		{"CANCELLED", "0:15", 0, record.ResultCancelled, 143},
+		{"CANCELLED", "0:15", 130, record.ResultInterrupted, 130},
+		{"COMPLETED", "0:0", 143, record.ResultInterrupted, 143},
+		{"TIMEOUT", "0:0", 0, record.ResultTimeout, 124},
+		{"DEADLINE", "0:0", 0, record.ResultTimeout, 124},
+		{"NODE_FAIL", "0:0", 0, record.ResultFailed, 4},
+		{"PREEMPTED", "0:0", 0, record.ResultPreempted, 5},
+		{"OUT_OF_MEMORY", "0:125", 0, record.ResultFailed, 1},
+	} {
+		e := Outcome(accounting("1", tt.state, tt.exit), true, tt.interrupt)
+		if e.Result != tt.result || e.ExitCode != tt.code {
+			t.Errorf("%s %s (interrupt %d): %s %d, want %s %d", tt.state, tt.exit, tt.interrupt, e.Result, e.ExitCode, tt.result, tt.code)
+		}
+	}
+	if e := Outcome(Accounting{}, false, 0); e.Result != record.ResultFailed || e.ExitCode != 1 {
+		t.Errorf("no record: %+v", e)
+	}
+}
+
+// The job's output: each task's lines to the console and its log, its
+// last words its fate; the failed task first.
+func TestTasks(t *testing.T) {
+	dir := t.TempDir()
+	var console strings.Builder
+	ts := newTasks([]emit.SlurmTask{{ID: "ps:0", Role: "ps"}, {ID: "worker:0", Role: "worker"}, {ID: "worker:1", Role: "worker", Index: 1, Node: 1}, {ID: "worker:2", Role: "worker", Index: 2}}, dir, &console, false)
+	clock := time.Unix(0, 0)
+	ts.now = func() time.Time { clock = clock.Add(time.Second); return clock }
+	w := &lines{fn: ts.line}
+	w.Write([]byte("[ps:0 node1] listening\n[worker:1 node2] step 1\n[worker:1 node2] boom\n[worker:1 node2] tfhive: exited 7\n"))
+	w.Write([]byte("[worker:0 node1] tfhive: stopped (exit 143)\n[ps:0 node1] tfhive: stopped (exit 0)\ntfhive: run x failed (exit 7)\n[worker:0 node1] "))
+	w.Write([]byte(strings.Repeat("x", maxLine+10) + "\n"))
+	w.flush()
+	ts.close()
+	rs := ts.results(true)
+	if rs[0].ID != "worker:1" || *rs[0].ExitCode != 7 || rs[0].Host != "node2" || strings.Join(rs[0].LastLines, "|") != "step 1|boom" {
+		t.Errorf("the deciding task: %+v", rs[0])
+	}
+	if rs[1].ID != "ps:0" || rs[1].Outcome != record.OutcomeStopped || rs[2].ID != "worker:0" || rs[3].Outcome != record.OutcomeNoStart {
+		t.Errorf("the others: %+v", rs[1:])
+	}
+	log, _ := os.ReadFile(dir + "/worker-1.log")
+	if string(log) != "step 1\nboom\ntfhive: exited 7\n" {
+		t.Errorf("worker-1.log: %q", log)
+	}
+	if !strings.Contains(console.String(), "tfhive: run x failed (exit 7)\n") || strings.Count(console.String(), "\n") != 8 {
+		t.Errorf("console: %d lines\n%.400s", strings.Count(console.String(), "\n"), console.String())
+	}
+}
+
+func TestParseSubmitted(t *testing.T) {
+	id, dir, ok := parseSubmitted("motd\ntfhive-slurm-job 42 /home/me/tfhive-slurm/r\n")
+	if !ok || id != "42" || dir != "/home/me/tfhive-slurm/r" {
+		t.Errorf("%q %q %v", id, dir, ok)
+	}
+	if _, _, ok := parseSubmitted("tfhive-slurm-job x;y /d\n"); ok {
+		t.Error("a bad id was taken")
+	}
+}
