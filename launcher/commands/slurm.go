@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/emit"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/slurmrun"
@@ -47,7 +49,7 @@ var slurmRefused = map[string]string{
 	"capture": "not yet on Slurm", "capture-from": "not yet on Slurm",
 	"exclude": "Slurm decides which GPUs are free", "max-util": "Slurm decides which GPUs are free", "max-mem": "Slurm decides which GPUs are free",
 	"nic": "use --env NCCL_SOCKET_IFNAME=NAME", "reconnect": "the job runs on whatever happens to the connection",
-	"unattended": "the job runs on whatever happens to the connection", "detach": "not yet on Slurm: run it in the foreground",
+	"unattended": "the job runs on whatever happens to the connection",
 	"sample": "Slurm's own accounting (sacct, sstat) tells the job's use",
 }
 
@@ -95,9 +97,18 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	// --detach: a keeper (this tfhive again, launcher/keeper) submits and
+	// follows the job, writing its console and summary into the log dir
+	// as a detached run's keeper does: attach, wait and logs read them.
+	kept := keeper.Mode()
+	if o.Detach && !kept {
+		return detach(o)
+	}
 	id := req.RunID
 	dir := o.runLogDir(id)
-	if err := checkLogDir(dir, o.LogDir != ""); err != nil {
+	if kept {
+		id, dir = keeper.RunID(), keeper.LogDir()
+	} else if err := checkLogDir(dir, o.LogDir != ""); err != nil {
 		return err
 	}
 	ex, login, err := dialLogin(ctx, o.Hosts, s.Login, o.Stderr)
@@ -105,8 +116,10 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 		return err
 	}
 	defer ex.Close()
-	if err := rundir.Make(dir); err != nil {
-		return fmt.Errorf("log dir: %w", err)
+	if !kept {
+		if err := rundir.Make(dir); err != nil {
+			return fmt.Errorf("log dir: %w", err)
+		}
 	}
 	release, err := rundir.HoldLock(dir)
 	if err != nil {
@@ -117,24 +130,34 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 	sj, err := slurmrun.Submit(ctx, ex, slurmrun.Submission{RunID: id, Login: login, Script: script,
 		Dir: filepath.Join("tfhive-slurm", id), Partition: s.Partition, Account: s.Account, Time: s.Time})
 	if err != nil {
-		os.RemoveAll(dir)
+		if !kept {
+			os.RemoveAll(dir)
+		}
 		return err
 	}
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SlurmJob), sj); err != nil {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: %s: %v\n", filepath.Join(dir, rundir.SlurmJob), rundir.PathErr(err))
 	}
 	fmt.Fprintf(o.Stderr, "tfhive: run %s is Slurm job %s on %s; its output: %s there; logs in %s\n", id, sj.JobID, login, sj.Output, dir)
+	// The job is Slurm's from here: the first tfhive may go.
+	keeper.Started()
 	out := o.Stdout
 	if o.JSON {
 		out = o.Stderr
 	}
-	conlog, err := os.OpenFile(filepath.Join(dir, rundir.Console), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("log dir: %w", rundir.PathErr(err))
+	// A keeper's stdout is console.log already.
+	var conlog io.Writer = io.Discard
+	console := out
+	if !kept {
+		f, err := os.OpenFile(filepath.Join(dir, rundir.Console), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("log dir: %w", rundir.PathErr(err))
+		}
+		defer f.Close()
+		conlog, console = f, io.MultiWriter(out, f)
 	}
-	defer conlog.Close()
 	results, end, acct, err := slurmrun.Watch(ctx, ex, slurmrun.Follow{Job: sj, Tasks: tasks, LogDir: dir,
-		Console: io.MultiWriter(out, conlog), Quiet: o.Quiet, Grace: o.Grace, Stderr: o.Stderr,
+		Console: console, Quiet: o.Quiet, Grace: o.Grace, Stderr: o.Stderr,
 		Interrupt: func() int {
 			if o.Signals != nil && o.Signals.Last() == syscall.SIGTERM {
 				return 143
@@ -235,4 +258,39 @@ func (c dialed) Close() error {
 	err := c.Executor.Close()
 	c.d.Close()
 	return err
+}
+
+// killSlurm is `tfhive kill RUN` for a run --on slurm of this log root
+// that has not ended: scancel on its login node, with the grace
+// (slurmrun.Cancel). Its tfhive (or keeper) then records it cancelled.
+// handled is false when RUN is no such run.
+func killSlurm(ctx context.Context, o KillOptions) (handled bool, err error) {
+	dir := rundir.Path(o.RunID)
+	var sj record.SlurmJob
+	if err := readSlurmJob(dir, &sj); err != nil {
+		return false, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, rundir.Summary)); err == nil {
+		return true, fmt.Errorf("run %s has ended: Slurm job %s is over", o.RunID, sj.JobID)
+	}
+	ex, _, err := dialLogin(ctx, o.Hosts, sj.Login, o.Stderr)
+	if err != nil {
+		return true, err
+	}
+	defer ex.Close()
+	if err := slurmrun.Cancel(ctx, ex, sj, o.Grace); err != nil {
+		return true, fmt.Errorf("%s: scancel %s: %w", sj.Login, sj.JobID, err)
+	}
+	fmt.Fprintf(o.Stdout, "tfhive: cancelled Slurm job %s of run %s on %s\n", sj.JobID, o.RunID, sj.Login)
+	return true, nil
+}
+
+// readSlurmJob reads a run's slurm.json, bounded.
+func readSlurmJob(dir string, sj *record.SlurmJob) error {
+	f, err := os.Open(filepath.Join(dir, rundir.SlurmJob))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(sj)
 }

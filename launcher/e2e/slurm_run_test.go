@@ -107,4 +107,42 @@ func TestSlurmRun(t *testing.T) {
 			t.Errorf("the stop took %s", d)
 		}
 	})
+
+	t.Run("detached: followed from a second tfhive, waited for, killed", func(t *testing.T) {
+		r := tfhive(t, f.Env(), f.Dir, args("sr-det", "--detach", "--workers", "2", "--",
+			"sh", "-c", `for i in 1 2 3; do echo "tick $i"; sleep 0.2; done; exit 3`)...)
+		wantCode(t, r, 0)
+		if strings.TrimSpace(r.stdout) != "sr-det" {
+			t.Fatalf("stdout %q, want the run id\n%s", r.stdout, r.stderr)
+		}
+		// attach follows the console from its start to the end, with the
+		// job's code (3 is tfhive's own: 1).
+		a := tfhive(t, f.Env(), f.Dir, "attach", "sr-det")
+		wantCode(t, a, 1)
+		wantContains(t, "attach", a.stdout, "[worker:1 node2] tick 3\n", "run sr-det failed: the job failed (sacct: FAILED 3:0) (exit 1)\n")
+		w := tfhive(t, f.Env(), f.Dir, "wait", "sr-det")
+		wantCode(t, w, 1)
+		l := tfhive(t, f.Env(), f.Dir, "logs", "sr-det", "--task", "worker:0")
+		wantCode(t, l, 0)
+		wantContains(t, "logs --task", l.stdout, "tick 1\ntick 2\ntick 3\ntfhive: exited 3\n")
+
+		r = tfhive(t, f.Env(), f.Dir, args("sr-kill", "--detach", "--workers", "1", "--", "sh", "-c", `echo up; exec sleep 600`)...)
+		wantCode(t, r, 0)
+		a2 := startTfhive(t, f, readStdout, "attach", "sr-kill")
+		if !a2.readUntil(func(l string) bool { return l == "[worker:0 node1] up" }) {
+			t.Fatalf("attach never showed the task up:\n%s\n%s", a2.read.String(), a2.other.String())
+		}
+		k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "sr-kill", "--grace", "2s")...)
+		wantCode(t, k, 0)
+		wantContains(t, "kill", k.stdout, "tfhive: cancelled Slurm job ")
+		a2.readAll()
+		a2.Wait()
+		if code := a2.ProcessState.ExitCode(); code != 143 {
+			t.Errorf("attach exited %d, want 143 (cancelled):\n%s", code, a2.read.String())
+		}
+		sum := readJSON[record.Summary](t, filepath.Join(f.Dir, "tfhive-runs", "sr-kill"), "summary.json")
+		if sum.Result != record.ResultCancelled {
+			t.Errorf("result %s, want cancelled: %s", sum.Result, sum.Reason)
+		}
+	})
 }

@@ -20,6 +20,9 @@ type Accounting struct {
 	// signal S that ended it.
 	ExitCode     string
 	Code, Signal int
+	// Cancelled: tfhive cancelled the job (kill, Ctrl-C: cancel.sh's
+	// marker), whatever state its tasks' stop left it in.
+	Cancelled bool
 }
 
 // ParseAccounting reads what follow.sh prints after its mark: sacct's
@@ -91,6 +94,9 @@ func Outcome(a Accounting, found bool, interrupt int) Ended {
 	}
 	if !found {
 		return Ended{record.ResultFailed, "Slurm has no record of the job's end (sacct, scontrol)", 1}
+	}
+	if a.Cancelled && (a.State == "COMPLETED" || a.State == "CANCELLED" || a.State == "FAILED") {
+		return Ended{record.ResultCancelled, "cancelled: tfhive kill stopped the job (sacct: " + a.State + " " + a.ExitCode + ")", record.ExitCancelled}
 	}
 	switch a.State {
 	case "COMPLETED":

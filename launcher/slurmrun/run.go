@@ -151,7 +151,7 @@ func Watch(ctx context.Context, ex remote.Executor, f Follow) ([]record.TaskResu
 			ts.line(l)
 		}
 	}}
-	script := followSh.With(shscript.Set("tfhive_job", f.Job.JobID), shscript.Set("tfhive_out", f.Job.Output),
+	script := followSh.With(shscript.Set("tfhive_job", f.Job.JobID), shscript.Set("tfhive_out", f.Job.Output), shscript.Set("tfhive_marker", marker(f.Job)),
 		shscript.Set("tfhive_from", "1"), shscript.Set("tfhive_poll", pollWord(poll)), shscript.Set("tfhive_mark", mark))
 	var errb bytes.Buffer
 	// The job's output is read to its end whatever ctx does: a stop
@@ -177,7 +177,7 @@ func Watch(ctx context.Context, ex remote.Executor, f Follow) ([]record.TaskResu
 				interrupt = f.Interrupt()
 			}
 			fmt.Fprintf(f.Stderr, "tfhive: stopping job %s (scancel, SIGTERM to its steps, the rest after --grace %s)\n", f.Job.JobID, f.Grace)
-			if err := Cancel(context.WithoutCancel(ctx), ex, f.Job.JobID, f.Grace); err != nil {
+			if err := Cancel(context.WithoutCancel(ctx), ex, f.Job, f.Grace); err != nil {
 				fmt.Fprintf(f.Stderr, "tfhive: warning: %s: scancel %s: %v\n", f.Job.Login, f.Job.JobID, err)
 			}
 		}
@@ -193,6 +193,7 @@ func Watch(ctx context.Context, ex remote.Executor, f Follow) ([]record.TaskResu
 		return nil, Ended{}, Accounting{}, fmt.Errorf("%s: following job %s: exit %d: %s", f.Job.Login, f.Job.JobID, rc, cut(strings.TrimSpace(errb.String()), 400))
 	}
 	a, found := ParseAccounting(acct.Bytes(), f.Job.JobID)
+	a.Cancelled = bytes.HasPrefix(acct.Bytes(), []byte("cancelled\n"))
 	end := Outcome(a, found, interrupt)
 	return ts.results(end.ExitCode != 0), end, a, nil
 }
@@ -207,10 +208,13 @@ func token() string {
 	return hex.EncodeToString(b)
 }
 
-// Cancel stops job id with the grace (cancel.sh): SIGTERM to its steps,
+// marker is the file cancel.sh leaves beside the job's output.
+func marker(j record.SlurmJob) string { return j.Output + ".cancelled" }
+
+// Cancel stops the job with the grace (cancel.sh): SIGTERM to its steps,
 // scancel once it has ended or grace later.
-func Cancel(ctx context.Context, ex remote.Executor, id string, grace time.Duration) error {
-	script := cancelSh.With(shscript.Set("tfhive_job", id), shscript.Set("tfhive_grace", strconv.Itoa(int(math.Ceil(grace.Seconds())))))
+func Cancel(ctx context.Context, ex remote.Executor, j record.SlurmJob, grace time.Duration) error {
+	script := cancelSh.With(shscript.Set("tfhive_job", j.JobID), shscript.Set("tfhive_marker", marker(j)), shscript.Set("tfhive_grace", strconv.Itoa(int(math.Ceil(grace.Seconds())))))
 	var errb bytes.Buffer
 	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), io.Discard, limit(&errb))
 	if err == nil && rc != 0 {

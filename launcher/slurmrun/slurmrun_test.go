@@ -81,6 +81,15 @@ func TestOutcome(t *testing.T) {
 			t.Errorf("%s %s (interrupt %d): %s %d, want %s %d", tt.state, tt.exit, tt.interrupt, e.Result, e.ExitCode, tt.result, tt.code)
 		}
 	}
+	// tfhive kill's stop: the tasks stopped in time, the job completed.
+	a := accounting("1", "COMPLETED", "0:0")
+	a.Cancelled = true
+	if e := Outcome(a, true, 0); e.Result != record.ResultCancelled || e.ExitCode != 143 {
+		t.Errorf("cancelled, completed: %+v", e)
+	}
+	if e := Outcome(a, true, 130); e.Result != record.ResultInterrupted || e.ExitCode != 130 {
+		t.Errorf("interrupted, completed: %+v", e)
+	}
 	if e := Outcome(Accounting{}, false, 0); e.Result != record.ResultFailed || e.ExitCode != 1 {
 		t.Errorf("no record: %+v", e)
 	}

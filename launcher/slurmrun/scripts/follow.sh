@@ -5,7 +5,8 @@
 # first byte (tfhive_from) as the job writes it, until the job has ended
 # and its last bytes are out; then tfhive_mark on a line of its own, and
 # the job's accounting record. Parameters: tfhive_job (its id), tfhive_out
-# (its output file), tfhive_from (the byte to start at, from 1),
+# (its output file), tfhive_marker (cancel.sh's file: "cancelled" is
+# said after the record where it exists), tfhive_from (the byte to start at, from 1),
 # tfhive_poll (seconds between looks at the job's state), tfhive_mark.
 #
 # One tail -F reads the file (inotify where the filesystem has it, a look
@@ -43,6 +44,9 @@ tail -F -c +"$tfhive_from" -s "$tfhive_poll" --pid="$tfhive_watcher" "$tfhive_ou
 wait "$tfhive_watcher"
 printf '%s\n' "$tfhive_mark"
 
+if [ -e "$tfhive_marker" ]; then
+	echo cancelled
+fi
 # The record: sacct, which reads the accounting database; where the
 # cluster keeps none, sacct --completion (the jobcomp file); else
 # scontrol, which knows a job for MinJobAge after its end. A job's record
