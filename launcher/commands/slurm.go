@@ -50,7 +50,7 @@ var slurmRefused = map[string]string{
 	"exclude": "Slurm decides which GPUs are free", "max-util": "Slurm decides which GPUs are free", "max-mem": "Slurm decides which GPUs are free",
 	"nic": "use --env NCCL_SOCKET_IFNAME=NAME", "reconnect": "the job runs on whatever happens to the connection",
 	"unattended": "the job runs on whatever happens to the connection",
-	"sample": "Slurm's own accounting (sacct, sstat) tells the job's use",
+	"sample":     "Slurm's own accounting (sacct, sstat) tells the job's use",
 }
 
 // runOnSlurm is `tfhive run --on slurm`: the job that plan --emit slurm
