@@ -156,7 +156,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			{
 				Name:         "status",
 				Usage:        "show every GPU on every host",
-				Flags:        join(hostFlags(), statusFlags(), availabilityFlags(), []cli.Flag{colorFlag()}),
+				Flags:        join(hostFlags(), statusFlags(), availabilityFlags(), slurmPlaceFlags(), []cli.Flag{colorFlag()}),
 				OnUsageError: onUsage,
 				Action:       action(w.status, commands.Status),
 			},
@@ -218,7 +218,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 			{
 				Name:         "queue",
 				Usage:        "list the runs waiting for GPUs on the hosts (--wait), in the order they will start, and why each waits",
-				Flags:        join(hostFlags(), jsonFlag("print the queue as a JSON document")),
+				Flags:        join(hostFlags(), jsonFlag("print the queue as a JSON document"), slurmPlaceFlags()),
 				OnUsageError: onUsage,
 				Action:       action(w.queue, commands.Queue),
 			},

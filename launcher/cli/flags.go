@@ -31,7 +31,7 @@ func (w wiring) streams(c *cli.Context) commands.Streams {
 func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 	return commands.StatusOptions{
 		Streams: w.streams(c), Hosts: hostOptions(c), Availability: availability(c),
-		JSON: c.Bool("json"), Watch: c.Duration("watch"),
+		JSON: c.Bool("json"), Watch: c.Duration("watch"), Slurm: slurmOptions(c),
 	}, noArgs(c)
 }
 
@@ -169,7 +169,7 @@ func (w wiring) ps(c *cli.Context) (commands.PsOptions, error) {
 }
 
 func (w wiring) queue(c *cli.Context) (commands.QueueOptions, error) {
-	return commands.QueueOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
+	return commands.QueueOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json"), Slurm: slurmOptions(c)}, noArgs(c)
 }
 
 func (w wiring) runs(c *cli.Context) (commands.RunsOptions, error) {

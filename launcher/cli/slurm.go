@@ -20,6 +20,15 @@ func slurmFlags() []cli.Flag {
 	}
 }
 
+// slurmPlaceFlags are status's and queue's for --on slurm.
+func slurmPlaceFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "on", Category: catSlurm, Usage: "show `PLACE` instead of the hosts: slurm (a Slurm cluster, through its --login node)"},
+		&cli.StringFlag{Name: "login", Category: catSlurm, Usage: "the Slurm cluster's login node `HOST` (of the hosts file, or [user@]host[:port])"},
+		&cli.StringFlag{Name: "partition", Category: catSlurm, Usage: "only partition `P`"},
+	}
+}
+
 // slurmOptions are --on slurm's flags and the names of every flag given
 // (--on slurm refuses those it cannot honour).
 func slurmOptions(c *cli.Context) commands.SlurmOptions {

@@ -61,7 +61,8 @@ type RunOptions struct {
 	RestartOn      string
 	RestartBackoff time.Duration
 	// Slurm is --on slurm's: the job goes to a Slurm cluster (slurm.go).
-	Slurm SlurmOptions
+	// Such a run leaves no repro.json: rerun is for runs on hosts.
+	Slurm SlurmOptions `json:"-"`
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *job.Signals `json:"-"`

@@ -109,7 +109,7 @@ func TestSlurmRun(t *testing.T) {
 	})
 
 	t.Run("detached: followed from a second tfhive, waited for, killed", func(t *testing.T) {
-		r := tfhive(t, f.Env(), f.Dir, args("sr-det", "--detach", "--workers", "2", "--",
+		r := tfhive(t, f.Env(), f.Dir, args("sr-det", "--detach", "--workers", "1", "--",
 			"sh", "-c", `for i in 1 2 3; do echo "tick $i"; sleep 0.2; done; exit 3`)...)
 		wantCode(t, r, 0)
 		if strings.TrimSpace(r.stdout) != "sr-det" {
@@ -119,7 +119,7 @@ func TestSlurmRun(t *testing.T) {
 		// job's code (3 is tfhive's own: 1).
 		a := tfhive(t, f.Env(), f.Dir, "attach", "sr-det")
 		wantCode(t, a, 1)
-		wantContains(t, "attach", a.stdout, "[worker:1 node2] tick 3\n", "run sr-det failed: the job failed (sacct: FAILED 3:0) (exit 1)\n")
+		wantContains(t, "attach", a.stdout, "[worker:0 node1] tick 3\n", "run sr-det failed: the job failed (sacct: FAILED 3:0) (exit 1)\n")
 		w := tfhive(t, f.Env(), f.Dir, "wait", "sr-det")
 		wantCode(t, w, 1)
 		l := tfhive(t, f.Env(), f.Dir, "logs", "sr-det", "--task", "worker:0")
@@ -144,5 +144,47 @@ func TestSlurmRun(t *testing.T) {
 		if sum.Result != record.ResultCancelled {
 			t.Errorf("result %s, want cancelled: %s", sum.Result, sum.Reason)
 		}
+	})
+
+	t.Run("status and queue show the partitions' GPUs and the pending jobs", func(t *testing.T) {
+		on := func(cmd string, rest ...string) result {
+			return tfhive(t, f.Env(), f.Dir, fleetArgs(f, append([]string{cmd, "--on", "slurm", "--login", "login"}, rest...)...)...)
+		}
+		r := on("status")
+		wantCode(t, r, 0)
+		wantContains(t, "status", r.stdout, "4 of 4 GPUs free on 2 nodes (sinfo on login)\n")
+		if rows := rowsOf(r.stdout, "debug*"); len(rows) != 2 || rows[0][1] != "node1" || rows[0][3] != "2" || rows[0][5] != "2" {
+			t.Errorf("status rows: %q\n%s", rows, r.stdout)
+		}
+		// One job takes every GPU; the next waits for it.
+		for _, id := range []string{"sr-hold", "sr-wait"} {
+			r := tfhive(t, f.Env(), f.Dir, args(id, "--detach", "--workers", "2", "--gpus-per-worker", "2", "--", "sleep", "600")...)
+			wantCode(t, r, 0)
+			t.Cleanup(func() { tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", id, "--grace", "1s")...) })
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			r = on("status")
+			if strings.Contains(r.stdout, "0 of 4 GPUs free") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("sr-hold never took the GPUs:\n%s", r.stdout)
+			}
+		}
+		if rows := rowsOf(r.stdout, "debug*"); len(rows) != 2 || rows[0][4] != "2" || rows[0][5] != "0" {
+			t.Errorf("status rows: %q\n%s", rows, r.stdout)
+		}
+		r = on("queue")
+		wantCode(t, r, 0)
+		wantContains(t, "queue", r.stdout, " sr-wait ")
+		if strings.Contains(r.stdout, "sr-hold") {
+			t.Errorf("the running job is listed as pending:\n%s", r.stdout)
+		}
+		r = on("status", "--json")
+		wantCode(t, r, 0)
+		wantContains(t, "status --json", r.stdout, `"GPUsUsed":2`)
+		r = on("queue", "--partition", "nosuch")
+		wantCode(t, r, 0)
+		wantContains(t, "queue", r.stdout, "no job of yours is pending")
 	})
 }

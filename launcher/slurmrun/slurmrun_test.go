@@ -15,7 +15,7 @@ import (
 func TestScriptsShellcheck(t *testing.T) { shscripttest.Shellcheck(t, Scripts) }
 
 func TestScriptsSentAsWritten(t *testing.T) {
-	for name, s := range map[string]shscript.Script{"submit.sh": submitSh, "follow.sh": followSh, "cancel.sh": cancelSh} {
+	for name, s := range map[string]shscript.Script{"submit.sh": submitSh, "follow.sh": followSh, "cancel.sh": cancelSh, "status.sh": statusSh, "queue.sh": queueSh} {
 		shscripttest.SameMeaning(t, name, s)
 	}
 }
@@ -132,5 +132,23 @@ func TestParseSubmitted(t *testing.T) {
 	}
 	if _, _, ok := parseSubmitted("tfhive-slurm-job x;y /d\n"); ok {
 		t.Error("a bad id was taken")
+	}
+}
+
+// sinfo's and squeue's lines as a real Slurm printed them (go test
+// -update captures them again), and the typed GPUs of a real cluster's.
+func TestParseNodesAndPending(t *testing.T) {
+	nodes := ParseNodes(golden(t, "sinfo.txt"))
+	if len(nodes) != 2 || nodes[0] != (Node{Name: "node1", Partition: "debug", Default: true, State: "mixed", GPUs: 2, GPUsUsed: 1, CPUs: "1/1/0/2"}) ||
+		nodes[1].State != "idle" || nodes[1].GPUsUsed != 0 {
+		t.Errorf("nodes: %+v", nodes)
+	}
+	n := ParseNodes([]byte("sinfo|gpu07|a100|mixed|gpu:a100:4(S:0-1),shard:8|gpu:a100:3(IDX:0-2),shard:0|48/16/0/64\nnot sinfo\n"))
+	if len(n) != 1 || n[0].GPUs != 4 || n[0].GPUsUsed != 3 || n[0].GPUType != "a100" || n[0].Default {
+		t.Errorf("typed: %+v", n)
+	}
+	ps := ParsePending(golden(t, "squeue.txt"))
+	if len(ps) != 2 || ps[0].ID != "2" || ps[0].Name != "a|b" || ps[0].Reason != "Resources" || ps[0].GRES != "gres:gpu:2" || ps[1].Reason != "Priority" {
+		t.Errorf("pending: %+v", ps)
 	}
 }
