@@ -195,7 +195,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Name:         "sweep",
 				Usage:        "run the command over a grid of --param values, each trial a run of its own, as many at once as the GPUs fit; then a table of the results",
 				ArgsUsage:    "--param NAME=V1,V2,... -- CMD ... {NAME} ...",
-				Flags:        join(sweepFlags(), hostFlags(), jobFlags(), syncFlags(), runFlags(), []cli.Flag{colorFlag()}),
+				Flags:        join(sweepFlags(), hostFlags(), jobFlags(), syncFlags(), runFlags(), slurmFlags(), []cli.Flag{colorFlag()}),
 				OnUsageError: onUsage,
 				Action:       action(w.sweep, commands.Sweep),
 			},

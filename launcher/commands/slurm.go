@@ -71,32 +71,11 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 			return err
 		}
 	}
-	env, err := parseEnv(o.Env)
-	if err != nil {
-		return err
-	}
-	lo, hi, err := schedule.ParsePortRange(o.Job.PortRange)
+	req, script, tasks, err := o.slurmJob(nil, 0)
 	if err != nil {
 		return err
 	}
 	j := o.Job
-	req := schedule.Request{Framework: j.Framework, PS: j.PS, Workers: j.Workers, Chief: j.Chief, Evaluator: j.Evaluator,
-		GPUsPerWorker: j.GPUsPerWorker, GPUsPerPS: j.GPUsPerPS, Strategy: j.Strategy, PortLo: lo, PortHi: hi,
-		Command: j.Command, TFFlags: j.TFFlags, RunID: j.Name, RanksPerHost: j.RanksPerHost}
-	if req.RunID == "" {
-		req.RunID = newRunID(time.Now())
-	}
-	// run's --env K is this machine's value, as on hosts: written into
-	// the script, which only the user can read there.
-	var envs []string
-	for _, k := range sortedEnv(env) {
-		envs = append(envs, k+"="+env[k])
-	}
-	script, tasks, err := emit.SlurmJob(emit.Options{Request: req, NameGiven: j.Name != "", Env: envs, Workdir: o.Workdir,
-		Setup: o.Setup, Grace: o.Grace, Timeout: o.Timeout, Nodes: s.Nodes, GPUsPerNode: s.GPUsPerNode})
-	if err != nil {
-		return err
-	}
 	// --detach: a keeper (this tfhive again, launcher/keeper) submits and
 	// follows the job, writing its console and summary into the log dir
 	// as a detached run's keeper does: attach, wait and logs read them.
@@ -171,6 +150,40 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 	sum := &record.Summary{RunID: id, Result: end.Result, ExitCode: end.ExitCode, Reason: end.Reason, LogDir: dir,
 		Started: started, Duration: time.Since(started), Command: j.Command, Tasks: results, Slurm: &sj}
 	return finishSlurm(o, sum, conlog)
+}
+
+// slurmJob is the request and the batch script (with its tasks) that plan
+// --emit slurm makes of o; sw makes it a sweep's job array.
+func (o RunOptions) slurmJob(sw *record.Sweep, maxParallel int) (schedule.Request, string, []emit.SlurmTask, error) {
+	s := o.Slurm
+	env, err := parseEnv(o.Env)
+	if err != nil {
+		return schedule.Request{}, "", nil, err
+	}
+	lo, hi, err := schedule.ParsePortRange(o.Job.PortRange)
+	if err != nil {
+		return schedule.Request{}, "", nil, err
+	}
+	j := o.Job
+	req := schedule.Request{Framework: j.Framework, PS: j.PS, Workers: j.Workers, Chief: j.Chief, Evaluator: j.Evaluator,
+		GPUsPerWorker: j.GPUsPerWorker, GPUsPerPS: j.GPUsPerPS, Strategy: j.Strategy, PortLo: lo, PortHi: hi,
+		Command: j.Command, TFFlags: j.TFFlags, RunID: j.Name, RanksPerHost: j.RanksPerHost}
+	if sw != nil {
+		req.RunID = sw.Name
+	}
+	if req.RunID == "" {
+		req.RunID = newRunID(time.Now())
+	}
+	// run's --env K is this machine's value, as on hosts: written into
+	// the script, which only the user can read there.
+	var envs []string
+	for _, k := range sortedEnv(env) {
+		envs = append(envs, k+"="+env[k])
+	}
+	script, tasks, err := emit.SlurmJob(emit.Options{Request: req, NameGiven: j.Name != "", Env: envs, Workdir: o.Workdir,
+		Setup: o.Setup, Grace: o.Grace, Timeout: o.Timeout, Nodes: s.Nodes, GPUsPerNode: s.GPUsPerNode,
+		Sweep: sw, MaxParallel: maxParallel})
+	return req, script, tasks, err
 }
 
 // finishSlurm writes the summary and prints it as a run's end does.

@@ -187,4 +187,26 @@ func TestSlurmRun(t *testing.T) {
 		wantCode(t, r, 0)
 		wantContains(t, "queue", r.stdout, "no job of yours is pending")
 	})
+
+	t.Run("a sweep is one job array, its table filled from it", func(t *testing.T) {
+		r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "sweep", "--on", "slurm", "--login", "login", "--name", "sr-sw", "--port-range", ports,
+			"--param", "lr=0.1,0.01", "--param", "opt=a,b", "--max-parallel", "2", "--workers", "1", "--gpus-per-worker", "0", "--",
+			"sh", "-c", `echo "lr=$1 opt=$2 trial=$TFHIVE_TRIAL"; [ "$2" = a ] || exit 9`, "sh", "{lr}", "{opt}")...)
+		wantCode(t, r, 1)
+		wantContains(t, "stdout", r.stdout, "[sr-sw-001] [worker:0 node1] lr=0.1 opt=a trial=sr-sw-001\n",
+			"[sr-sw-004] [worker:0 node1] lr=0.01 opt=b trial=sr-sw-004\n")
+		wantContains(t, "stderr", r.stderr, "tfhive: sweep sr-sw is Slurm job array ", "tfhive: trial sr-sw-002 failed in ", ", exit 9: ")
+		for k, want := range []string{"succeeded", "failed", "succeeded", "failed"} {
+			id := "sr-sw-00" + itoa(k+1)
+			sum := readJSON[record.Summary](t, filepath.Join(f.Dir, "tfhive-runs", id), "summary.json")
+			if sum.Result != want || sum.Slurm == nil || !strings.HasSuffix(sum.Slurm.JobID, "_"+itoa(k)) {
+				t.Errorf("%s: %s (%s), job %+v; want %s", id, sum.Result, sum.Reason, sum.Slurm, want)
+			}
+		}
+		tab := tfhive(t, f.Env(), f.Dir, "runs", "--sweep", "sr-sw", "--csv")
+		wantCode(t, tab, 0)
+		if n := strings.Count(tab.stdout, ",succeeded,"); n != 2 {
+			t.Errorf("the table has %d trials succeeded, want 2:\n%s", n, tab.stdout)
+		}
+	})
 }

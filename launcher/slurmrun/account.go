@@ -55,6 +55,41 @@ func ParseAccounting(out []byte, job string) (Accounting, bool) {
 	return Accounting{}, false
 }
 
+// ParseArray reads a job array's records, by array index: sacct's
+// "JOB_K" lines (not their steps'), or scontrol's lines, one per array
+// task (ArrayJobId=JOB ArrayTaskId=K).
+func ParseArray(out []byte, job string) map[int]Accounting {
+	recs := map[int]Accounting{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "sacct|"):
+			f := strings.Split(strings.TrimPrefix(line, "sacct|"), "|")
+			if len(f) != 3 {
+				continue
+			}
+			k, err := strconv.Atoi(strings.TrimPrefix(f[0], job+"_"))
+			if err == nil && strings.HasPrefix(f[0], job+"_") {
+				recs[k] = accounting(f[0], f[1], f[2])
+			}
+		case strings.HasPrefix(line, "scontrol|"):
+			kv := map[string]string{}
+			for _, w := range strings.Fields(strings.TrimPrefix(line, "scontrol|")) {
+				if k, v, ok := strings.Cut(w, "="); ok {
+					kv[k] = v
+				}
+			}
+			k, err := strconv.Atoi(kv["ArrayTaskId"])
+			if err == nil && kv["ArrayJobId"] == job && kv["JobState"] != "" {
+				recs[k] = accounting(job+"_"+kv["ArrayTaskId"], kv["JobState"], kv["ExitCode"])
+			}
+		}
+	}
+	return recs
+}
+
 func accounting(id, state, exit string) Accounting {
 	a := Accounting{JobID: id, ExitCode: exit}
 	if f := strings.Fields(state); len(f) > 0 {

@@ -29,6 +29,7 @@ const lastLines = 5
 // task's fate.
 type tasks struct {
 	console io.Writer
+	prefix  string // before each console line: a sweep's trial, "[ID] "
 	quiet   bool
 	byID    map[string]*taskState
 	order   []*taskState
@@ -76,11 +77,11 @@ func (ts *tasks) line(l []byte) {
 	}
 	if t == nil {
 		// The batch script's own lines, srun's, Slurm's.
-		ts.console.Write(append(l, '\n'))
+		ts.say(l)
 		return
 	}
 	if !ts.quiet {
-		ts.console.Write(append(l, '\n'))
+		ts.say(l)
 	}
 	now := ts.now()
 	if !t.seen {
@@ -114,6 +115,10 @@ func (ts *tasks) line(l []byte) {
 			t.tail = t.tail[1:]
 		}
 	}
+}
+
+func (ts *tasks) say(l []byte) {
+	ts.console.Write(append(append([]byte(ts.prefix), l...), '\n'))
 }
 
 func cut(s string, n int) string {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -125,19 +126,56 @@ type Follow struct {
 	Stderr io.Writer
 }
 
+// Trial is one array task of a sweep's job array: its trial's run id
+// and local log dir.
+type Trial struct{ ID, LogDir string }
+
+// TrialEnd is how one job (one array task) ended.
+type TrialEnd struct {
+	Tasks []record.TaskResult
+	Ended Ended
+	Acct  Accounting
+}
+
 // Watch prints the job's output live until the job has ended and returns
 // its tasks' fates and how it ended. ctx's end (Ctrl-C) cancels the job
 // (Cancel) and Watch goes on until Slurm says it has ended.
 func Watch(ctx context.Context, ex remote.Executor, f Follow) ([]record.TaskResult, Ended, Accounting, error) {
+	ends, err := watch(ctx, ex, f, []Trial{{LogDir: f.LogDir}})
+	if err != nil {
+		return nil, Ended{}, Accounting{}, err
+	}
+	return ends[0].Tasks, ends[0].Ended, ends[0].Acct, nil
+}
+
+// WatchArray is Watch for a sweep's job array (f.Job.Array tasks): every
+// array task's output live, each line behind its trial's id, and each
+// trial's end.
+func WatchArray(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([]TrialEnd, error) {
+	return watch(ctx, ex, f, trials)
+}
+
+var headerRE = regexp.MustCompile(`^==> (.*) <==$`)
+
+func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([]TrialEnd, error) {
 	mark := "tfhive-slurm-end-" + token()
 	poll := f.Poll
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
-	ts := newTasks(f.Tasks, f.LogDir, f.Console, f.Quiet)
-	defer ts.close()
+	array := f.Job.Array > 0
+	sinks := make([]*tasks, len(trials))
+	files := map[string]int{}
+	for k, tr := range trials {
+		sinks[k] = newTasks(f.Tasks, tr.LogDir, f.Console, f.Quiet)
+		if array {
+			sinks[k].prefix = "[" + tr.ID + "] "
+			files[fmt.Sprintf("%s/job-%s_%d.out", f.Job.Dir, f.Job.JobID, k)] = k
+		}
+		defer sinks[k].close()
+	}
 	var acct bytes.Buffer
-	after := false
+	after, cur, blank := false, 0, false
 	split := &lines{fn: func(l []byte) {
 		switch {
 		case after:
@@ -147,18 +185,35 @@ func Watch(ctx context.Context, ex remote.Executor, f Follow) ([]record.TaskResu
 			}
 		case string(l) == mark:
 			after = true
+		case array:
+			// tail -v's "==> FILE <==", after an empty line of its own
+			// once it has printed any: which array task's file follows.
+			if m := headerRE.FindSubmatch(l); m != nil {
+				if k, ok := files[string(m[1])]; ok {
+					cur, blank = k, false
+					return
+				}
+			}
+			if blank {
+				sinks[cur].line(nil)
+			}
+			if blank = len(l) == 0; !blank {
+				sinks[cur].line(l)
+			}
 		default:
-			ts.line(l)
+			sinks[0].line(l)
 		}
 	}}
-	script := followSh.With(shscript.Set("tfhive_job", f.Job.JobID), shscript.Set("tfhive_out", f.Job.Output), shscript.Set("tfhive_marker", marker(f.Job)),
+	script := followSh.With(shscript.Set("tfhive_job", f.Job.JobID), shscript.Set("tfhive_out", f.Job.Output),
+		shscript.Set("tfhive_array", arrayWord(f.Job.Array)), shscript.Set("tfhive_dir", f.Job.Dir),
+		shscript.Set("tfhive_marker", marker(f.Job)),
 		shscript.Set("tfhive_from", "1"), shscript.Set("tfhive_poll", pollWord(poll)), shscript.Set("tfhive_mark", mark))
 	var errb bytes.Buffer
 	// The job's output is read to its end whatever ctx does: a stop
 	// cancels the job, and the run ends when Slurm says so.
 	p, err := ex.Start(context.WithoutCancel(ctx), "sh -s", split, limit(&errb))
 	if err != nil {
-		return nil, Ended{}, Accounting{}, fmt.Errorf("%s: following job %s: %w", f.Job.Login, f.Job.JobID, err)
+		return nil, fmt.Errorf("%s: following job %s: %w", f.Job.Login, f.Job.JobID, err)
 	}
 	go func() {
 		io.WriteString(p.Stdin(), script)
@@ -187,15 +242,30 @@ func Watch(ctx context.Context, ex remote.Executor, f Follow) ([]record.TaskResu
 	<-stopped
 	split.flush()
 	if err != nil {
-		return nil, Ended{}, Accounting{}, fmt.Errorf("%s: following job %s: %w (the job goes on: tfhive attach follows it again)", f.Job.Login, f.Job.JobID, err)
+		return nil, fmt.Errorf("%s: following job %s: %w (the job goes on: tfhive attach follows it again)", f.Job.Login, f.Job.JobID, err)
 	}
 	if rc != 0 || !after {
-		return nil, Ended{}, Accounting{}, fmt.Errorf("%s: following job %s: exit %d: %s", f.Job.Login, f.Job.JobID, rc, cut(strings.TrimSpace(errb.String()), 400))
+		return nil, fmt.Errorf("%s: following job %s: exit %d: %s", f.Job.Login, f.Job.JobID, rc, cut(strings.TrimSpace(errb.String()), 400))
 	}
-	a, found := ParseAccounting(acct.Bytes(), f.Job.JobID)
-	a.Cancelled = bytes.HasPrefix(acct.Bytes(), []byte("cancelled\n"))
-	end := Outcome(a, found, interrupt)
-	return ts.results(end.ExitCode != 0), end, a, nil
+	cancelled := bytes.HasPrefix(acct.Bytes(), []byte("cancelled\n"))
+	ends := make([]TrialEnd, len(trials))
+	var recs map[int]Accounting
+	if array {
+		recs = ParseArray(acct.Bytes(), f.Job.JobID)
+	}
+	for k := range trials {
+		var a Accounting
+		var found bool
+		if array {
+			a, found = recs[k]
+		} else {
+			a, found = ParseAccounting(acct.Bytes(), f.Job.JobID)
+		}
+		a.Cancelled = cancelled
+		end := Outcome(a, found, interrupt)
+		ends[k] = TrialEnd{Tasks: sinks[k].results(end.ExitCode != 0), Ended: end, Acct: a}
+	}
+	return ends, nil
 }
 
 func pollWord(d time.Duration) string {

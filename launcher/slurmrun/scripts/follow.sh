@@ -3,11 +3,14 @@
 
 # follow.sh, on the login node: prints the job's output file from its
 # first byte (tfhive_from) as the job writes it, until the job has ended
-# and its last bytes are out; then tfhive_mark on a line of its own, and
-# the job's accounting record. Parameters: tfhive_job (its id), tfhive_out
-# (its output file), tfhive_marker (cancel.sh's file: "cancelled" is
-# said after the record where it exists), tfhive_from (the byte to start at, from 1),
-# tfhive_poll (seconds between looks at the job's state), tfhive_mark.
+# and its last bytes are out; then tfhive_mark on a line of its own,
+# "cancelled" where cancel.sh left tfhive_marker, and the job's
+# accounting record. Parameters: tfhive_job (its id), tfhive_out (its
+# output file), tfhive_array (of a job array, its number of tasks, whose
+# files are tfhive_dir/job-ID_K.out, each behind tail's "==> FILE <=="
+# header; "" for one job), tfhive_marker, tfhive_from (the byte to start
+# at, from 1), tfhive_poll (seconds between looks at the job's state),
+# tfhive_mark.
 #
 # One tail -F reads the file (inotify where the filesystem has it, a look
 # every tfhive_poll seconds where it has not: NFS); a watcher beside it
@@ -39,8 +42,18 @@ tfhive_alive() {
 	done
 ) &
 tfhive_watcher=$!
-# The file appears when the job starts: -F waits for it.
-tail -F -c +"$tfhive_from" -s "$tfhive_poll" --pid="$tfhive_watcher" "$tfhive_out" 2>/dev/null
+if [ -n "$tfhive_array" ]; then
+	set -- -v
+	tfhive_k=0
+	while [ "$tfhive_k" -lt "$tfhive_array" ]; do
+		set -- "$@" "$tfhive_dir/job-${tfhive_job}_$tfhive_k.out"
+		tfhive_k=$((tfhive_k + 1))
+	done
+else
+	set -- "$tfhive_out"
+fi
+# The files appear as the job (each array task) starts: -F waits.
+tail -F -c +"$tfhive_from" -s "$tfhive_poll" --pid="$tfhive_watcher" "$@" 2>/dev/null
 wait "$tfhive_watcher"
 printf '%s\n' "$tfhive_mark"
 
@@ -48,22 +61,27 @@ if [ -e "$tfhive_marker" ]; then
 	echo cancelled
 fi
 # The record: sacct, which reads the accounting database; where the
-# cluster keeps none, sacct --completion (the jobcomp file); else
-# scontrol, which knows a job for MinJobAge after its end. A job's record
-# reaches the database a moment after its end: asked again for a while.
+# cluster keeps none, scontrol, which knows a job (each array task) for
+# MinJobAge after its end; else sacct --completion (the jobcomp file, which
+# names array tasks by job ids of their own). A job's record reaches the
+# database a moment after its end: asked again for a while.
 tfhive_tries=0
 while :; do
-	for tfhive_how in "" --completion; do
-		# shellcheck disable=SC2086 # $tfhive_how is one word or none
-		tfhive_rec=$(sacct $tfhive_how --noheader --parsable2 --jobs="$tfhive_job" --format=JobID,State,ExitCode 2>/dev/null) || continue
-		if printf '%s\n' "$tfhive_rec" | grep -q "^${tfhive_job}[_|]"; then
-			printf '%s\n' "$tfhive_rec" | sed 's/^/sacct|/'
-			exit 0
-		fi
-	done
+	if tfhive_rec=$(sacct --noheader --parsable2 --jobs="$tfhive_job" --format=JobID,State,ExitCode 2>/dev/null) &&
+		printf '%s\n' "$tfhive_rec" | grep -q "^${tfhive_job}[_|]"; then
+		printf '%s\n' "$tfhive_rec" | sed 's/^/sacct|/'
+		exit 0
+	fi
+	if tfhive_rec=$(scontrol --oneliner show job "$tfhive_job" 2>/dev/null) && [ -n "$tfhive_rec" ]; then
+		printf '%s\n' "$tfhive_rec" | sed 's/^/scontrol|/'
+		exit 0
+	fi
+	if tfhive_rec=$(sacct --completion --noheader --parsable2 --jobs="$tfhive_job" --format=JobID,State,ExitCode 2>/dev/null) &&
+		printf '%s\n' "$tfhive_rec" | grep -q "^${tfhive_job}[_|]"; then
+		printf '%s\n' "$tfhive_rec" | sed 's/^/sacct|/'
+		exit 0
+	fi
 	tfhive_tries=$((tfhive_tries + 1))
-	[ "$tfhive_tries" -lt 20 ] || break
+	[ "$tfhive_tries" -lt 20 ] || exit 0
 	sleep 1
 done
-scontrol --oneliner show job "$tfhive_job" 2>/dev/null | sed 's/^/scontrol|/'
-exit 0
