@@ -40,6 +40,9 @@ type FollowOptions struct {
 	// summary (see RunOptions).
 	Capture     []string
 	CaptureFrom string
+	// Notify is attach -H's --notify (see RunOptions): whom the adopted
+	// run's end is told.
+	Notify []string
 }
 
 // NoRunError: no trace of the run where tfhive looked.

@@ -60,6 +60,9 @@ type RunOptions struct {
 	Restarts       int
 	RestartOn      string
 	RestartBackoff time.Duration
+	// Notify is --notify's targets (launcher/notify); none: the hosts
+	// file's notify:.
+	Notify []string
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *job.Signals `json:"-"`
