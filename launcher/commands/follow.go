@@ -161,6 +161,10 @@ func Wait(ctx context.Context, o FollowOptions) error {
 // then live, and returns the run's result once it ends. Ctrl-C (ctx)
 // only detaches: the run goes on.
 func Attach(ctx context.Context, o FollowOptions) error {
+	if len(o.Notify) > 0 && !o.Adopt {
+		// Following a console here tells nobody: the keeper does.
+		return &UsageError{Msg: "--notify is for attach -H (adopting a run whose keeper is gone)", Fix: "the run's keeper tells its --notify targets"}
+	}
 	if err := pickRun(&o, "attaching to"); err != nil {
 		return err
 	}
