@@ -176,6 +176,9 @@ func Attach(ctx context.Context, o FollowOptions) error {
 				return err
 			}
 			if ok {
+				if len(o.Notify) > 0 {
+					return &UsageError{Msg: "--notify is for a run: a sweep's trials do not notify", Fix: "tfhive wait SWEEP && your-command tells you when it ends"}
+				}
 				return adoptSweep(ctx, o, rec)
 			}
 		}
