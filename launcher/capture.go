@@ -54,7 +54,6 @@ type Capture struct {
 // stepName is the group, and the metric, that a step is recorded under.
 const stepName = "step"
 
-
 // Captures are a run's --capture flags and --capture-from.
 type Captures struct {
 	List []Capture
