@@ -232,13 +232,6 @@ func niceAxis(lo, hi float64, n int) (float64, float64, []float64) {
 	return lo, hi, vs
 }
 
-// numLabel writes a tick's or a point's value, short.
-func numLabel(v float64) string {
-	if v == 0 {
-		return "0"
-	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
-}
 
 // frame makes an empty chart of the given size with room for labels on
 // the left (left) and ticks below.
