@@ -241,7 +241,6 @@ func niceAxis(lo, hi float64, n int) (float64, float64, []float64) {
 	return lo, hi, vs
 }
 
-
 // frame makes an empty chart of the given size with room for labels on
 // the left (left) and ticks below.
 func frame(title string, w, h, left float64) chart {

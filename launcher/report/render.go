@@ -29,17 +29,17 @@ type kv struct{ K, V string }
 
 // runPage is what the template shows of a run.
 type runPage struct {
-	Title   string
-	Head    []kv
-	Notes   []string
-	Chart   chart
-	More    int // tasks left out of the timeline and GPU charts
-	Events  []eventRow
-	EvMore  int
-	GPU     []gpuPanel
-	Heat    chart
+	Title    string
+	Head     []kv
+	Notes    []string
+	Chart    chart
+	More     int // tasks left out of the timeline and GPU charts
+	Events   []eventRow
+	EvMore   int
+	GPU      []gpuPanel
+	Heat     chart
 	HeatMore int
-	Metrics []chart
+	Metrics  []chart
 	// HasStep: some metric has steps (the step axis' button).
 	HasStep bool
 	Tasks   taskTable
