@@ -111,16 +111,24 @@ func gpuHeatmap(r *Run, t0 time.Time, span time.Duration) (chart, int) {
 		}
 		fill(row.util, func(k int, v float64) { sum[k] += v; n[k]++ })
 		fill(row.mem, func(k int, v float64) { peak[k] = math.Max(peak[k], v) })
-		for k := range heatCols {
+		// Cells alike side by side (the same utilisation and memory)
+		// are one rect: a steady week's row is a few of them.
+		for k := 0; k < heatCols; {
 			if n[k] == 0 {
+				k++
 				continue
 			}
 			mean := sum[k] / float64(n[k])
+			e := k + 1
+			for e < heatCols && n[e] > 0 && sum[e]/float64(n[e]) == mean && peak[e] == peak[k] {
+				e++
+			}
 			from := time.Duration(float64(span) * float64(k) / heatCols).Round(time.Second)
-			to := time.Duration(float64(span) * float64(k+1) / heatCols).Round(time.Second)
-			c.Cells = append(c.Cells, bar{X: c.L + float64(k)*cw, Y: y + 1, W: cw + 0.4, H: heatRowH - 2, Color: heatColor(mean),
+			to := time.Duration(float64(span) * float64(e) / heatCols).Round(time.Second)
+			c.Cells = append(c.Cells, bar{X: c.L + float64(k)*cw, Y: y + 1, W: float64(e-k)*cw + 0.4, H: heatRowH - 2, Color: heatColor(mean),
 				Title: fmt.Sprintf("%s (%s), %s–%s: %s%% used, %s at most", label, joinIDs(row.tasks), durLabel(from), durLabel(to),
 					numLabel(math.Round(mean)), mibLabel(peak[k]))})
+			k = e
 		}
 	}
 	return c, more

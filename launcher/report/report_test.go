@@ -87,7 +87,7 @@ func TestSweepReport(t *testing.T) {
 	checkInert(t, html)
 	for _, want := range []string{"loss against opt", "loss against lr", "sgd&lt;script&gt;",
 		`trial &#34;../../etc&#34;: not a run id; passed over`, "1 trials have no summary yet",
-		"<title>grid-002: opt=sgd&lt;script&gt;, loss=0.3</title>"} {
+		"<title>grid-002: opt=sgd&lt;script&gt;, loss=0.3, lr=0.001</title>"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the report has no %q", want)
 		}
