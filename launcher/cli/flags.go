@@ -184,6 +184,15 @@ func (w wiring) report(c *cli.Context) (commands.ReportOptions, error) {
 	return o, nil
 }
 
+func (w wiring) compare(c *cli.Context) (commands.CompareOptions, error) {
+	o := commands.CompareOptions{Streams: w.Streams, LogRoot: c.String("log-root"), Names: c.Args().Slice(), Out: c.String("output"),
+		Best: c.String("best"), ColorBy: c.String("color-by")}
+	if c.NArg() == 0 {
+		return o, &commands.UsageError{Msg: "compare takes runs (two or more) or one sweep", Fix: "tfhive runs lists the runs"}
+	}
+	return o, nil
+}
+
 func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 	o := commands.KillOptions{Streams: w.Streams, Hosts: hostOptions(c), RunID: c.Args().First(), Grace: c.Duration("grace")}
 	if c.NArg() != 1 {

@@ -102,6 +102,9 @@ func LoadComparison(root string, names []string) (*Comparison, error) {
 	c.Title = "tfhive compare: " + strings.Join(names, ", ")
 	for _, n := range names {
 		r, err := Load(filepath.Join(root, n), n)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &MissingError{Name: n}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n, err)
 		}
@@ -401,5 +404,9 @@ func (r *Run) taskCommand() string {
 	return view.CommandLine(r.Plan.Tasks[0].Argv)
 }
 
-// IsNoRun says whether err is LoadComparison's for a name that is no run.
-func IsNoRun(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+// MissingError is LoadComparison's for a name that is no run.
+type MissingError struct{ Name string }
+
+func (e *MissingError) Error() string { return "no run or sweep " + e.Name }
+
+func (e *MissingError) Unwrap() error { return fs.ErrNotExist }
