@@ -341,7 +341,7 @@ func runFlags() []cli.Flag {
 // run and for attach -H (which keeps the run from then on).
 func captureFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "capture", Category: catRun, Usage: "record `NAME=REGEX`: the last match of REGEX's first group in each task's output, as NAME in summary.json (repeatable)"},
+		&cli.StringSliceFlag{Name: "capture", Category: catRun, Usage: "record `NAME=REGEX`: the last match of REGEX's first group in each task's output, as NAME in summary.json (repeatable; a group named step is the value's step, for the report)"},
 		&cli.StringFlag{Name: "capture-from", Category: catRun, Usage: "match --capture in this `TASK`'s output only, as worker:0"},
 	}
 }
