@@ -188,7 +188,7 @@ func (w wiring) compare(c *cli.Context) (commands.CompareOptions, error) {
 	o := commands.CompareOptions{Streams: w.Streams, LogRoot: c.String("log-root"), Names: c.Args().Slice(), Out: c.String("output"),
 		Best: c.String("best"), ColorBy: c.String("color-by")}
 	if c.NArg() == 0 {
-		return o, &commands.UsageError{Msg: "compare takes runs (two or more) or one sweep", Fix: "tfhive runs lists the runs"}
+		return o, &commands.UsageError{Msg: "compare takes run ids, or one sweep's name", Fix: "tfhive runs lists the runs"}
 	}
 	return o, nil
 }

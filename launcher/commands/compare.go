@@ -31,9 +31,12 @@ const compareFile = "compare.html"
 // Compare writes one page with the runs' (or a sweep's trials')
 // metrics overlaid and their table.
 func Compare(_ context.Context, o CompareOptions) error {
-	for _, n := range o.Names {
+	for i, n := range o.Names {
 		if err := checkRunID("", n); err != nil {
 			return err
+		}
+		if containsStr(o.Names[:i], n) {
+			return &UsageError{Msg: fmt.Sprintf("compare: %s given twice", n)}
 		}
 	}
 	var best report.Best
