@@ -60,6 +60,11 @@ type RunOptions struct {
 	Restarts       int
 	RestartOn      string
 	RestartBackoff time.Duration
+	// Notify is --notify's targets (launcher/notify); none: the hosts
+	// file's notify:. Never in the run's record: a webhook's URL is its
+	// secret (a rerun notifies as its own --notify, or the hosts file,
+	// says).
+	Notify []string `json:"-"`
 	// Slurm is --on slurm's: the job goes to a Slurm cluster (slurm.go).
 	// Such a run leaves no repro.json: rerun is for runs on hosts.
 	Slurm SlurmOptions `json:"-"`

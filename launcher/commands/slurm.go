@@ -53,6 +53,36 @@ var slurmRefused = map[string]string{
 	"sample":     "Slurm's own accounting (sacct, sstat) tells the job's use",
 }
 
+// slurmFlags are the flags --on slurm takes: the job's shape and
+// command, what the batch script carries, the console's, the login
+// node's SSH, sbatch's own, a sweep's. Any other is refused, with
+// slurmRefused's reason where it has one: a flag added to run later is
+// refused here until it is made to mean something on Slurm.
+var slurmFlags = map[string]bool{
+	"workers": true, "ps": true, "chief": true, "evaluator": true, "gpus-per-worker": true, "gpus-per-ps": true,
+	"framework": true, "tf-flags": true, "name": true, "strategy": true, "port-range": true, "nnodes": true, "nproc-per-node": true,
+	"env": true, "workdir": true, "setup": true, "log-dir": true, "grace": true, "timeout": true, "detach": true,
+	"quiet": true, "json": true, "color": true,
+	"host": true, "hosts": true, "hostfile": true, "ssh-config": true, "accept-new-host-keys": true,
+	"connect-timeout": true, "command-timeout": true, "parallel": true,
+	"on": true, "login": true, "partition": true, "account": true, "time": true, "nodes": true, "gpus-per-node": true,
+	"param": true, "random": true, "seed": true, "max-parallel": true, "sort": true, "reverse": true, "csv": true,
+}
+
+func checkSlurmFlags(given []string) error {
+	for _, f := range given {
+		if slurmFlags[f] {
+			continue
+		}
+		why, ok := slurmRefused[f]
+		if !ok {
+			why = "not yet on Slurm"
+		}
+		return &UsageError{Msg: fmt.Sprintf("--%s has no meaning with --on slurm", f), Fix: why}
+	}
+	return nil
+}
+
 // runOnSlurm is `tfhive run --on slurm`: the job that plan --emit slurm
 // prints, submitted on the login node and followed there until it ends,
 // with the summary and exit code of a run on hosts.
@@ -61,10 +91,8 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 	if s.On != OnSlurm {
 		return &UsageError{Msg: fmt.Sprintf("--on %q: the one place a run goes besides the hosts is slurm", s.On), Fix: "--on slurm --login HOST"}
 	}
-	for _, f := range s.Given {
-		if why, ok := slurmRefused[f]; ok {
-			return &UsageError{Msg: fmt.Sprintf("--%s has no meaning with --on slurm", f), Fix: why}
-		}
+	if err := checkSlurmFlags(s.Given); err != nil {
+		return err
 	}
 	if o.Job.Name != "" {
 		if err := checkRunID("--name ", o.Job.Name); err != nil {

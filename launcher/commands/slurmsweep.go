@@ -28,11 +28,11 @@ func slurmSweep(ctx context.Context, o SweepOptions) error {
 	if err := checkOnSlurm(r.Slurm); err != nil {
 		return err
 	}
+	if err := checkSlurmFlags(r.Slurm.Given); err != nil {
+		return err
+	}
 	for _, f := range r.Slurm.Given {
-		if why, ok := slurmRefused[f]; ok {
-			return &UsageError{Msg: fmt.Sprintf("--%s has no meaning with --on slurm", f), Fix: why}
-		}
-		if f == "detach" || f == "max-failures" {
+		if f == "detach" {
 			return &UsageError{Msg: fmt.Sprintf("--%s is not yet for sweep --on slurm", f), Fix: "run the sweep in the foreground; tfhive queue --on slurm shows its array"}
 		}
 	}
