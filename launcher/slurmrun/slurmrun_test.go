@@ -1,13 +1,17 @@
 package slurmrun
 
 import (
+	"context"
+	"io"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/emit"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/remote/remotetest"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/remote/shscript/shscripttest"
 )
@@ -150,5 +154,43 @@ func TestParseNodesAndPending(t *testing.T) {
 	ps := ParsePending(golden(t, "squeue.txt"))
 	if len(ps) != 2 || ps[0].ID != "2" || ps[0].Name != "a|b" || ps[0].Reason != "Resources" || ps[0].GRES != "gres:gpu:2" || ps[1].Reason != "Priority" {
 		t.Errorf("pending: %+v", ps)
+	}
+}
+
+// WatchArray over a scripted login node: tail -v's headers say whose
+// lines follow (the empty line tail writes before a header is its own),
+// scontrol's records say each array task's end.
+func TestWatchArray(t *testing.T) {
+	fake := &remotetest.Fake{}
+	fake.Handle(remotetest.Exact("sh -s"), func(p *remotetest.Proc) int {
+		script, _ := io.ReadAll(p.Stdin)
+		mark := regexp.MustCompile(`(?m)^tfhive_mark=(\S+)$`).FindStringSubmatch(string(script))
+		if mark == nil || !strings.Contains(string(script), "tfhive_array=2\n") {
+			t.Errorf("the follow script's parameters:\n%.600s", script)
+			return 1
+		}
+		io.WriteString(p.Stdout, "==> /h/d/job-9_1.out <==\n[worker:0 node2] b\n\n==> /h/d/job-9_0.out <==\n[worker:0 node1] a\n\n"+
+			"[worker:0 node1] tfhive: exited 0\n\n==> /h/d/job-9_1.out <==\n[worker:0 node2] tfhive: exited 9\n"+mark[1]+"\n"+
+			"scontrol|JobId=10 ArrayJobId=9 ArrayTaskId=0 JobState=COMPLETED ExitCode=0:0\n"+
+			"scontrol|JobId=9 ArrayJobId=9 ArrayTaskId=1 JobState=FAILED ExitCode=9:0\n")
+		return 0
+	})
+	var console strings.Builder
+	dirs := []string{t.TempDir(), t.TempDir()}
+	ends, err := WatchArray(context.Background(), fake, Follow{Job: record.SlurmJob{JobID: "9", Dir: "/h/d", Array: 2, Login: "login"},
+		Tasks: []emit.SlurmTask{{ID: "worker:0", Role: "worker"}}, Console: &console, Stderr: io.Discard},
+		[]Trial{{ID: "s-001", LogDir: dirs[0]}, {ID: "s-002", LogDir: dirs[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[s-002] [worker:0 node2] b\n[s-001] [worker:0 node1] a\n[s-001] \n[s-001] [worker:0 node1] tfhive: exited 0\n[s-002] [worker:0 node2] tfhive: exited 9\n"
+	if console.String() != want {
+		t.Errorf("console:\n%s\nwant:\n%s", console.String(), want)
+	}
+	if ends[0].Ended.Result != record.ResultSucceeded || ends[1].Ended.ExitCode != 9 || ends[1].Tasks[0].Host != "node2" || ends[1].Acct.JobID != "9_1" {
+		t.Errorf("ends: %+v", ends)
+	}
+	if log, _ := os.ReadFile(dirs[1] + "/worker-0.log"); string(log) != "b\ntfhive: exited 9\n" {
+		t.Errorf("s-002's worker-0.log: %q", log)
 	}
 }
