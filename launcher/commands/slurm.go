@@ -142,6 +142,7 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 		}
 		return err
 	}
+	sj.Tasks, sj.Submitted = tasks, started
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SlurmJob), sj); err != nil {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: %s: %v\n", filepath.Join(dir, rundir.SlurmJob), rundir.PathErr(err))
 	}
@@ -174,10 +175,63 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	sj.State, sj.ExitCode = acct.State, acct.ExitCode
+	sj.State, sj.ExitCode, sj.Tasks = acct.State, acct.ExitCode, nil
 	sum := &record.Summary{RunID: id, Result: end.Result, ExitCode: end.ExitCode, Reason: end.Reason, LogDir: dir,
 		Started: started, Duration: time.Since(started), Command: j.Command, Tasks: results, Slurm: &sj}
 	return finishSlurm(o, sum, conlog)
+}
+
+// adoptSlurm is `tfhive attach RUN -H …|--hosts …` for a run --on slurm
+// whose tfhive is gone before the job's end (the laptop closed, the link
+// lost): this one follows the job again on its login node, from the
+// start of its output, and records its end as the run's tfhive would
+// have; Ctrl-C cancels the job, as it would have. handled is false when
+// RUN is no run --on slurm.
+func adoptSlurm(ctx context.Context, o FollowOptions) (handled bool, err error) {
+	dir, err := runLogDir(o)
+	if err != nil {
+		return false, nil
+	}
+	var sj record.SlurmJob
+	if readSlurmJob(dir, &sj) != nil || sj.Array > 0 {
+		return false, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, rundir.Summary)); err == nil {
+		return true, &UsageError{Msg: fmt.Sprintf("run %s has ended (Slurm job %s)", o.RunID, sj.JobID), Fix: "tfhive logs " + o.RunID + " shows its console"}
+	}
+	if rundir.GoesOn(dir) {
+		return true, &UsageError{Msg: fmt.Sprintf("run %s has its tfhive still", o.RunID), Fix: "tfhive attach " + o.RunID + " (without -H) follows it"}
+	}
+	ex, _, err := dialLogin(ctx, o.Hosts, sj.Login, o.Stderr)
+	if err != nil {
+		return true, err
+	}
+	defer ex.Close()
+	release, err := rundir.HoldLock(dir)
+	if err != nil {
+		return true, err
+	}
+	defer release()
+	conlog, err := os.OpenFile(filepath.Join(dir, rundir.Console), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return true, fmt.Errorf("log dir: %w", rundir.PathErr(err))
+	}
+	defer conlog.Close()
+	// The job's output again from its start: the tasks' logs too.
+	for _, t := range sj.Tasks {
+		os.Remove(filepath.Join(dir, rundir.TaskLogOf(t.Role, t.Index)))
+	}
+	fmt.Fprintf(o.Stderr, "tfhive: following Slurm job %s of run %s on %s again, from its start\n", sj.JobID, o.RunID, sj.Login)
+	results, end, acct, err := slurmrun.Watch(ctx, ex, slurmrun.Follow{Job: sj, Tasks: sj.Tasks, LogDir: dir,
+		Console: io.MultiWriter(o.Stdout, conlog), Grace: o.Grace, Stderr: o.Stderr})
+	if err != nil {
+		return true, err
+	}
+	started := sj.Submitted
+	sj.State, sj.ExitCode, sj.Tasks = acct.State, acct.ExitCode, nil
+	sum := &record.Summary{RunID: o.RunID, Result: end.Result, ExitCode: end.ExitCode, Reason: end.Reason, LogDir: dir,
+		Started: started, Duration: time.Since(started), Tasks: results, Slurm: &sj}
+	return true, finishSlurm(RunOptions{Streams: o.Streams}, sum, conlog)
 }
 
 // slurmJob is the request and the batch script (with its tasks) that plan

@@ -209,4 +209,19 @@ func TestSlurmRun(t *testing.T) {
 			t.Errorf("the table has %d trials succeeded, want 2:\n%s", n, tab.stdout)
 		}
 	})
+
+	t.Run("a run whose tfhive died is followed again by attach -H", func(t *testing.T) {
+		run := startTfhive(t, f, readStdout, args("sr-adopt", "--workers", "1", "--", "sh", "-c", `echo up; sleep 1; echo done; exit 9`)...)
+		if !run.readUntil(func(l string) bool { return l == "[worker:0 node1] up" }) {
+			t.Fatalf("the task never said it was up:\n%s\n%s", run.read.String(), run.other.String())
+		}
+		run.Process.Kill()
+		run.Wait()
+		r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "attach", "sr-adopt")...)
+		wantCode(t, r, 9)
+		wantContains(t, "attach -H", r.stdout, "[worker:0 node1] up\n", "[worker:0 node1] done\n", "run sr-adopt failed: the job failed (sacct: FAILED 9:0) (exit 9)\n")
+		wantContains(t, "attach -H's stderr", r.stderr, "tfhive: following Slurm job ")
+		w := tfhive(t, f.Env(), f.Dir, "wait", "sr-adopt")
+		wantCode(t, w, 9)
+	})
 }

@@ -1,14 +1,10 @@
 package emit
 
+import "github.com/tfhive/tfhive/launcher/record"
+
 // SlurmTask is one task of a Slurm job as the script places it: what
 // `tfhive run --on slurm` expects to hear of in the job's output.
-type SlurmTask struct {
-	ID, Role string
-	Index    int
-	// Node is the task's node, numbered in SLURM_JOB_NODELIST's order.
-	Node int
-	GPUs []int
-}
+type SlurmTask = record.SlurmTask
 
 // SlurmJob checks o and renders its batch script as Write does for
 // --emit slurm, with the tasks it places (a sweep's: one trial's).

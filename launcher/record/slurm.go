@@ -1,5 +1,7 @@
 package record
 
+import "time"
+
 // SlurmJob is the Slurm job a `tfhive run --on slurm` submitted: in its
 // summary and, from its submission on, in slurm.json of its log dir,
 // which attach, wait, logs and kill read.
@@ -16,4 +18,19 @@ type SlurmJob struct {
 	ExitCode string `json:"exit_code,omitempty"`
 	// Array is a sweep's job array size; 0 for one job.
 	Array int `json:"array,omitempty"`
+	// Tasks are the job's tasks as the script places them, for a tfhive
+	// that follows the job again (attach -H); Submitted is when it was
+	// submitted. Both absent in a summary's trial of a sweep.
+	Tasks     []SlurmTask `json:"tasks,omitempty"`
+	Submitted time.Time   `json:"submitted,omitzero"`
+}
+
+// SlurmTask is one task of a Slurm job as its batch script places it.
+type SlurmTask struct {
+	ID    string `json:"id"`
+	Role  string `json:"role"`
+	Index int    `json:"index"`
+	// Node is the task's node, numbered in SLURM_JOB_NODELIST's order.
+	Node int   `json:"node"`
+	GPUs []int `json:"gpus"`
 }

@@ -242,7 +242,7 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 	<-stopped
 	split.flush()
 	if err != nil {
-		return nil, fmt.Errorf("%s: following job %s: %w (the job goes on without tfhive: tfhive kill RUN cancels it)", f.Job.Login, f.Job.JobID, err)
+		return nil, fmt.Errorf("%s: following job %s: %w (the job goes on without tfhive: tfhive attach RUN with -H or --hosts follows it again, tfhive kill RUN cancels it)", f.Job.Login, f.Job.JobID, err)
 	}
 	if rc != 0 || !after {
 		return nil, fmt.Errorf("%s: following job %s: exit %d: %s", f.Job.Login, f.Job.JobID, rc, cut(strings.TrimSpace(errb.String()), 400))
