@@ -70,6 +70,8 @@ func TestTensorBoardThroughSSH(t *testing.T) {
 	wantClosed(t, url)
 
 	// Detached, until --stop.
+	// A failing test leaves no keeper behind.
+	t.Cleanup(func() { tfhive(t, b.f.Env(), b.f.Dir, "tensorboard", "--stop", "--log-root", root) })
 	d := tfhive(t, b.f.Env(), b.f.Dir, b.args("tensorboard", "tb-e2e", "--log-root", root, "--detach", "--port", freePort(t))...)
 	wantCode(t, d, 0)
 	url = strings.TrimSpace(d.stdout)
