@@ -443,9 +443,18 @@ func detachTensorBoard(o TensorBoardOptions, dir string) error {
 		fmt.Fprintf(o.Stderr, "tfhive: TensorBoard of %s served until tfhive tensorboard --stop %s\n", o.Name, o.Name)
 		return nil
 	}
-	cmd.Wait()
-	said, _ := os.ReadFile(filepath.Join(dir, rundir.TensorBoardLog))
-	return errors.New(strings.TrimPrefix(strings.TrimSpace(string(said)), "tfhive: error: "))
+	// The keeper ended before serving: its own words say why, and its
+	// code is this one's.
+	werr := cmd.Wait()
+	if said, err := os.ReadFile(filepath.Join(dir, rundir.TensorBoardLog)); err == nil {
+		o.Stderr.Write(said)
+	}
+	code := 1
+	var ee *osexec.ExitError
+	if errors.As(werr, &ee) && ee.ExitCode() > 0 {
+		code = ee.ExitCode()
+	}
+	return &ExitError{Code: code}
 }
 
 // liveTBKeeper is dir's detached TensorBoard, when its keeper is alive:
