@@ -99,13 +99,13 @@ func TensorBoard(ctx context.Context, o TensorBoardOptions) error {
 	}
 	defer ln.Close()
 	url := fmt.Sprintf("http://localhost:%d/", ln.Addr().(*net.TCPAddr).Port)
-	ready := func() {
+	ready := func(where string) {
 		fmt.Fprintln(o.Stdout, url)
 		if !keeper {
-			fmt.Fprintf(o.Stderr, "tfhive: TensorBoard of %s on %s (%s); Ctrl-C stops it\n", o.Name, host, tensorboard.Spec(dirs))
+			fmt.Fprintf(o.Stderr, "tfhive: TensorBoard of %s on %s (%s); Ctrl-C stops it\n", o.Name, where, tensorboard.Spec(dirs))
 			return
 		}
-		if err := rundir.WriteJSON(filepath.Join(dir, rundir.TensorBoard), tbState{PID: os.Getpid(), URL: url, Host: host}); err != nil {
+		if err := rundir.WriteJSON(filepath.Join(dir, rundir.TensorBoard), tbState{PID: os.Getpid(), URL: url, Host: where}); err != nil {
 			fmt.Fprintf(o.Stderr, "tfhive: warning: %v\n", err)
 		}
 		f := os.NewFile(3, "keeper")
@@ -209,7 +209,7 @@ func listenTB(port int) (net.Listener, error) {
 // serveTensorBoard starts TensorBoard on host over dirs, forwards ln to
 // it, calls ready once it answers, and stops it when ctx ends (nil: the
 // user's Ctrl-C is how it ends) or when it ends by itself (an error).
-func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, dirs []tensorboard.Dir, ln net.Listener, ready func()) error {
+func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, dirs []tensorboard.Dir, ln net.Listener, ready func(where string)) error {
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
 		return err
@@ -242,17 +242,8 @@ func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, di
 	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	var tbErr strings.Builder
-	var errMu sync.Mutex
-	stderr := writerFunc(func(b []byte) (int, error) {
-		errMu.Lock()
-		defer errMu.Unlock()
-		if tbErr.Len() < 64<<10 {
-			tbErr.Write(b)
-		}
-		return len(b), nil
-	})
-	p, err := exec.Start(sctx, tensorboard.Command, pw, stderr)
+	var stderr tailBuffer // TensorBoard's lines, the last said when it fails
+	p, err := exec.Start(sctx, tensorboard.Command, pw, &stderr)
 	if err != nil {
 		return fmt.Errorf("%s: starting TensorBoard: %v", host, err)
 	}
@@ -281,15 +272,7 @@ func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, di
 		}
 		close(words)
 	}()
-	lastLines := func() string {
-		errMu.Lock()
-		defer errMu.Unlock()
-		lines := strings.Split(strings.TrimSpace(tbErr.String()), "\n")
-		if len(lines) > 5 {
-			lines = lines[len(lines)-5:]
-		}
-		return strings.Join(lines, "\n")
-	}
+	lastLines := stderr.last
 	var port int
 	select {
 	case w, ok := <-words:
@@ -299,6 +282,10 @@ func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, di
 			return fmt.Errorf("%s: the TensorBoard script ended before starting it: %s", host, lastLines())
 		case w.Err != "":
 			end()
+			if bin, ok := localTensorBoard(dirs); ok && strings.HasPrefix(w.Err, "no tensorboard") {
+				fmt.Fprintf(o.Stderr, "tfhive: %s has no tensorboard after its setup; this machine's (%s) reads the shared directory\n", host, bin)
+				return serveHere(ctx, o, bin, dirs, ln, ready)
+			}
 			return fmt.Errorf("%s: %s", host, w.Err)
 		}
 		port = w.Port
@@ -306,13 +293,31 @@ func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, di
 		end()
 		return tbInterrupted(ctx.Err())
 	}
-	up := func(ctx context.Context) (net.Conn, error) { return dial(ctx, port) }
+	exited := make(chan error, 1)
+	go func() {
+		for w := range words {
+			if w.Exited {
+				exited <- fmt.Errorf("TensorBoard ended (exit %d)", w.Exit)
+				return
+			}
+		}
+		exited <- errors.New("the connection to TensorBoard ended")
+	}()
+	err = serveUntil(ctx, o, host, ln, func(ctx context.Context) (net.Conn, error) { return dial(ctx, port) }, exited, lastLines, ready)
+	end()
+	return err
+}
+
+// serveUntil waits for TensorBoard (at where) to answer through up, then
+// calls ready and forwards ln's connections to it until ctx ends (nil) or
+// exited says it ended (an error, with its last lines).
+func serveUntil(ctx context.Context, o TensorBoardOptions, where string, ln net.Listener, up func(context.Context) (net.Conn, error),
+	exited <-chan error, lastLines func() string, ready func(string)) error {
 	// TensorBoard answers once it has imported TensorFlow and bound its
 	// port: asked through the forward itself, every half second.
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return up(ctx) }, DisableKeepAlives: true}}
 	deadline := time.Now().Add(tensorBoardStartWithin)
-	exited := make(chan tensorboard.Word, 1)
 	for {
 		resp, err := client.Get("http://localhost/")
 		if err == nil {
@@ -322,49 +327,30 @@ func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, di
 			}
 		}
 		select {
-		case w, ok := <-words:
-			if !ok || w.Exited {
-				end()
-				return fmt.Errorf("%s: TensorBoard ended before it served:\n%s", host, lastLines())
-			}
+		case err := <-exited:
+			return fmt.Errorf("%s: %v before it served:\n%s", where, err, lastLines())
 		case <-ctx.Done():
-			end()
 			return tbInterrupted(ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			end()
-			return fmt.Errorf("%s: TensorBoard did not answer within %s:\n%s", host, tensorBoardStartWithin, lastLines())
+			return fmt.Errorf("%s: TensorBoard did not answer within %s:\n%s", where, tensorBoardStartWithin, lastLines())
 		}
 	}
-	go func() {
-		for w := range words {
-			if w.Exited {
-				exited <- w
-				return
-			}
-		}
-		close(exited)
-	}()
-	ready()
+	ready(where)
 	fctx, stopForward := context.WithCancel(ctx)
 	forwarded := make(chan struct{})
 	go func() { tensorboard.Forward(fctx, ln, up); close(forwarded) }()
 	var gone error
 	select {
 	case <-ctx.Done():
-	case w, ok := <-exited:
-		if ok {
-			gone = fmt.Errorf("%s: TensorBoard ended (exit %d):\n%s", host, w.Exit, lastLines())
-		} else {
-			gone = fmt.Errorf("%s: the connection to TensorBoard ended", host)
-		}
+	case err := <-exited:
+		gone = fmt.Errorf("%s: %v:\n%s", where, err, lastLines())
 	}
 	stopForward()
 	<-forwarded
-	end()
 	if gone == nil {
-		fmt.Fprintf(o.Stderr, "tfhive: TensorBoard of %s on %s stopped\n", o.Name, host)
+		fmt.Fprintf(o.Stderr, "tfhive: TensorBoard of %s on %s stopped\n", o.Name, where)
 	}
 	return gone
 }
@@ -394,10 +380,6 @@ func dialerOf(e remote.Executor) (func(context.Context, int) (net.Conn, error), 
 	}
 	return nil, fmt.Errorf("its connection cannot forward a port")
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // detachTensorBoard starts the keeper, this tfhive again in a session of
 // its own, and returns once it serves, printing its address; a keeper
@@ -527,4 +509,92 @@ func stopTensorBoards(o TensorBoardOptions) error {
 		fmt.Fprintf(o.Stderr, "tfhive: no detached TensorBoard %s\n", what)
 	}
 	return nil
+}
+
+// localTensorBoard is this machine's tensorboard, when it can serve dirs:
+// one on the PATH, and every dir an absolute one that is here (a shared
+// directory: the host's own disk is not).
+func localTensorBoard(dirs []tensorboard.Dir) (string, bool) {
+	bin, err := osexec.LookPath("tensorboard")
+	if err != nil {
+		return "", false
+	}
+	for _, d := range dirs {
+		if st, err := os.Stat(d.Path); !filepath.IsAbs(d.Path) || err != nil || !st.IsDir() {
+			return "", false
+		}
+	}
+	return bin, true
+}
+
+// serveHere is serveTensorBoard with this machine's TensorBoard, for a
+// host without one: bound to 127.0.0.1 on a port free a moment before,
+// in a process group of its own that is stopped whole (TERM, then KILL
+// after 5 s) at the end.
+func serveHere(ctx context.Context, o TensorBoardOptions, bin string, dirs []tensorboard.Dir, ln net.Listener, ready func(string)) error {
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	port := free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	var tail tailBuffer
+	cmd := osexec.Command(bin, "--logdir_spec", tensorboard.Spec(dirs), "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	cmd.Stdout, cmd.Stderr = &tail, &tail
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("this machine: starting TensorBoard: %v", err)
+	}
+	exited := make(chan error, 1)
+	waited := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		if err == nil {
+			err = errors.New("exit 0")
+		}
+		exited <- fmt.Errorf("TensorBoard ended (%v)", err)
+		close(waited)
+	}()
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-waited:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-waited
+		}
+	}()
+	var d net.Dialer
+	up := func(ctx context.Context) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	}
+	return serveUntil(ctx, o, "this machine", ln, up, exited, tail.last, ready)
+}
+
+// tailBuffer keeps the last 64 KiB written to it, for the last lines of
+// a TensorBoard that failed.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > 64<<10 {
+		t.buf = t.buf[len(t.buf)-64<<10:]
+	}
+	return len(b), nil
+}
+
+// last is its last five lines.
+func (t *tailBuffer) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return strings.Join(lines, "\n")
 }
