@@ -5,10 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
@@ -79,5 +84,89 @@ func TestTensorBoardUsageAndStop(t *testing.T) {
 	o.Stop = true
 	if err := TensorBoard(context.Background(), o); err != nil || !strings.Contains(errb.String(), "no detached TensorBoard in "+root) || out.Len() != 0 {
 		t.Errorf("--stop with nothing to stop: %v %q %q", err, out.String(), errb.String())
+	}
+}
+
+// This machine's TensorBoard, for a host without one: started with the
+// dirs' spec on 127.0.0.1 (a fake that serves HTTP as TensorBoard would,
+// python3's http.server, in a child of its own), forwarded from ln once
+// it answers; ctx's end stops its whole process group.
+func TestServeHere(t *testing.T) {
+	py, err := osexec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	bin := filepath.Join(t.TempDir(), "tensorboard")
+	args := filepath.Join(t.TempDir(), "args")
+	fake := "#!/bin/sh\necho \"$@\" > " + args + "\nport=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --port ] && port=$2; shift; done\n" +
+		py + " -m http.server --bind 127.0.0.1 \"$port\" &\nwait\n"
+	if err := os.WriteFile(bin, []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var errb bytes.Buffer
+	o := TensorBoardOptions{Streams: Streams{Stdout: io.Discard, Stderr: &errb}, Name: "r1"}
+	served := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serveHere(ctx, o, bin, []tensorboard.Dir{{Name: "r1", Path: "/shared/r1"}}, ln, func(where string) { served <- where })
+	}()
+	select {
+	case where := <-served:
+		if where != "this machine" {
+			t.Errorf("served on %q", where)
+		}
+	case err := <-done:
+		t.Fatalf("serveHere ended before serving: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("never served")
+	}
+	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("through the forward: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if got, _ := os.ReadFile(args); !strings.HasPrefix(string(got), "--logdir_spec r1:/shared/r1 --host 127.0.0.1 --port ") {
+		t.Errorf("tensorboard's arguments: %q", got)
+	}
+	cancel()
+	if err := <-done; err != nil || !strings.Contains(errb.String(), "TensorBoard of r1 on this machine stopped") {
+		t.Errorf("after ctx's end: %v %q", err, errb.String())
+	}
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Error("the forward still listens")
+	}
+	// The fake's server, a child of its own in its group, is gone too.
+	got, _ := os.ReadFile(args)
+	port := strings.TrimSpace(string(got[strings.LastIndex(string(got), " ")+1:]))
+	if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+		c.Close()
+		t.Errorf("TensorBoard's port %s still answers", port)
+	}
+}
+
+// The fallback is taken only with a tensorboard on the PATH and every dir
+// an absolute directory here.
+func TestLocalTensorBoard(t *testing.T) {
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "tensorboard"), []byte("#!/bin/sh\n"), 0o755)
+	t.Setenv("PATH", bin)
+	here := t.TempDir()
+	if _, ok := localTensorBoard([]tensorboard.Dir{{Name: "a", Path: here}}); !ok {
+		t.Error("a directory here")
+	}
+	for _, d := range []string{"relative", filepath.Join(here, "missing")} {
+		if _, ok := localTensorBoard([]tensorboard.Dir{{Name: "a", Path: here}, {Name: "b", Path: d}}); ok {
+			t.Errorf("%s taken", d)
+		}
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, ok := localTensorBoard([]tensorboard.Dir{{Name: "a", Path: here}}); ok {
+		t.Error("no tensorboard here, taken")
 	}
 }
