@@ -117,6 +117,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		m.gpuOff = min(m.gpuOff, m.maxOff()) // a taller screen shows more from the top
 		return m, nil
 	case snapMsg:
 		m.refreshing = false
@@ -129,6 +130,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		} else {
 			m.snap, m.have = Snapshot(msg), true
 			m.keepSelection()
+			m.gpuOff = min(m.gpuOff, m.maxOff()) // fewer rows: the last window
+
 		}
 		if msg.Warning != "" {
 			m.note = msg.Warning

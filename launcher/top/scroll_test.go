@@ -196,3 +196,25 @@ func TestFilter(t *testing.T) {
 		t.Errorf("esc did not clear the filter (%q):\n%s", h.m.filter, s)
 	}
 }
+
+// A refresh with fewer GPUs, or a taller screen, keeps the offset within
+// the rows: one ↑ then shows one row more above.
+func TestScrollClampedOnRefresh(t *testing.T) {
+	h := newHarness(t, nineteen())
+	h.key("end")
+	snap := nineteen()
+	snap.Inv.Hosts, snap.Status = snap.Inv.Hosts[:5], snap.Status[:5] // 17 rows
+	h.send(snapMsg(snap))
+	end := h.m.gpuOff
+	if end != h.m.maxOff() {
+		t.Fatalf("offset %d past the last window %d", end, h.m.maxOff())
+	}
+	h.key("up")
+	if h.m.gpuOff != end-1 {
+		t.Errorf("up from the end: offset %d, want %d", h.m.gpuOff, end-1)
+	}
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 60})
+	if h.m.gpuOff != 0 || strings.Contains(h.screen(), "rows ") {
+		t.Errorf("a tall screen: offset %d\n%s", h.m.gpuOff, h.screen())
+	}
+}
