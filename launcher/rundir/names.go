@@ -26,6 +26,10 @@ const (
 	GPUUsage    = "gpu-usage.csv"
 	Report      = "report.html" // `tfhive report`'s
 	SlurmJob    = "slurm.json"  // record.SlurmJob: a run --on slurm's job
+	// A detached `tfhive tensorboard`'s (of a run or a sweep): its keeper's
+	// pid and address, while it serves, and its lines.
+	TensorBoard    = "tensorboard.json"
+	TensorBoardLog = "tensorboard.log"
 )
 
 // The files of a sweep's directory besides Console, KeeperLog and Lock.
