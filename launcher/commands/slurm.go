@@ -99,15 +99,19 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 			return err
 		}
 	}
+	// --detach: a keeper (this tfhive again, launcher/keeper) submits and
+	// follows the job, writing its console and summary into the log dir
+	// as a detached run's keeper does: attach, wait and logs read them.
+	// The first tfhive chose the run id (the script's too).
+	kept := keeper.Mode()
+	if kept {
+		o.Job.Name = keeper.RunID()
+	}
 	req, script, tasks, err := o.slurmJob(nil, 0)
 	if err != nil {
 		return err
 	}
 	j := o.Job
-	// --detach: a keeper (this tfhive again, launcher/keeper) submits and
-	// follows the job, writing its console and summary into the log dir
-	// as a detached run's keeper does: attach, wait and logs read them.
-	kept := keeper.Mode()
 	if o.Detach && !kept {
 		return detach(o)
 	}

@@ -126,13 +126,16 @@ func TestSlurmRun(t *testing.T) {
 		wantCode(t, l, 0)
 		wantContains(t, "logs --task", l.stdout, "tick 1\ntick 2\ntick 3\ntfhive: exited 3\n")
 
-		r = tfhive(t, f.Env(), f.Dir, args("sr-kill", "--detach", "--workers", "1", "--", "sh", "-c", `echo up; exec sleep 600`)...)
+		// No --name: the keeper's job is the run the first tfhive named.
+		r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "run", "--on", "slurm", "--login", "login", "--port-range", ports, "--grace", "2s",
+			"--gpus-per-worker", "0", "--detach", "--workers", "1", "--", "sh", "-c", `echo up; exec sleep 600`)...)
 		wantCode(t, r, 0)
-		a2 := startTfhive(t, f, readStdout, "attach", "sr-kill")
+		id := strings.TrimSpace(r.stdout)
+		a2 := startTfhive(t, f, readStdout, "attach", id)
 		if !a2.readUntil(func(l string) bool { return l == "[worker:0 node1] up" }) {
 			t.Fatalf("attach never showed the task up:\n%s\n%s", a2.read.String(), a2.other.String())
 		}
-		k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "sr-kill", "--grace", "2s")...)
+		k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", id, "--grace", "2s")...)
 		wantCode(t, k, 0)
 		wantContains(t, "kill", k.stdout, "tfhive: cancelled Slurm job ")
 		a2.readAll()
@@ -140,7 +143,9 @@ func TestSlurmRun(t *testing.T) {
 		if code := a2.ProcessState.ExitCode(); code != 143 {
 			t.Errorf("attach exited %d, want 143 (cancelled):\n%s", code, a2.read.String())
 		}
-		sum := readJSON[record.Summary](t, filepath.Join(f.Dir, "tfhive-runs", "sr-kill"), "summary.json")
+		script, _ := os.ReadFile(filepath.Join(f.Host("login").Home(), "tfhive-slurm", id, "job.sh"))
+		wantContains(t, "the job's script", string(script), "\ntfhive_run_id="+id+"\n")
+		sum := readJSON[record.Summary](t, filepath.Join(f.Dir, "tfhive-runs", id), "summary.json")
 		if sum.Result != record.ResultCancelled {
 			t.Errorf("result %s, want cancelled: %s", sum.Result, sum.Reason)
 		}
