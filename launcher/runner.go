@@ -41,8 +41,11 @@ type Options struct {
 	// Workdir and Setup override the hosts file's when not empty.
 	Workdir, Setup string
 	LogDir         string
-	Grace          time.Duration // SIGTERM → SIGKILL
-	Timeout        time.Duration // 0: none
+	Grace          time.Duration // the stop signal → SIGKILL
+	// StopSignal is --stop-signal's name without SIG ("TERM", "INT"):
+	// what every stop sends first; "" is TERM.
+	StopSignal string
+	Timeout    time.Duration // 0: none
 	// KeepAlive gives a host's keepalive interval and count. tfhive tells
 	// each supervisor it is alive at that interval; one that hears nothing
 	// for interval × count takes the link as dead and stops its task, as
@@ -285,6 +288,7 @@ func runWith(ctx context.Context, o Options, lim limits) (*record.Summary, error
 		r.series = csvlog.NewMetrics(filepath.Join(o.LogDir, rundir.Metrics), o.Relaunch != nil)
 	}
 	r.timeline = csvlog.NewEvents(filepath.Join(o.LogDir, rundir.Events), o.Relaunch != nil)
+	r.noteResumed()
 	sum := r.run(ctx)
 	r.timeline.Close()
 	if err := r.p.Conflict(); err != nil {
@@ -729,6 +733,7 @@ func (r *runner) taskFor(t schedule.Task) supervisor.Task {
 			env[k] = v
 		}
 	}
+	r.resumeEnv(env, t) // stopenv.go
 	wd, setup := h.Workdir, h.Setup
 	if d := r.o.Plan.Code.Dir(t.Host); d != "" {
 		wd = d
@@ -742,7 +747,7 @@ func (r *runner) taskFor(t schedule.Task) supervisor.Task {
 	every, count := r.o.KeepAlive(h)
 	tk := supervisor.Task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
 		Claims: lifecycle.Claims(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0,
-		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace}
+		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace, StopSignal: r.o.StopSignal}
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
 		// The supervisor waits for the link as long as tfhive redials it,
 		// counted from when tfhive would notice it gone.

@@ -99,6 +99,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
 		Sample:   c.Duration("sample"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
+		StopSignal: c.String("stop-signal"), Requeue: c.Bool("requeue"), RequeueSet: c.IsSet("requeue"), RequeueOn: c.String("requeue-on"),
 	}
 	return o, torchrunFlags(c, &o.Job)
 }
@@ -311,7 +312,10 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "workdir", Category: catJob, Usage: "remote `DIR` tasks start in (overrides the hosts file)"},
 		&cli.StringFlag{Name: "setup", Category: catJob, Usage: "shell `SNIPPET` run before each task (overrides the hosts file)"},
 		&cli.StringFlag{Name: "log-dir", Category: catRun, Usage: "the run's log `DIR` (default tfhive-runs/RUN_ID)"},
-		&cli.DurationFlag{Name: "grace", Category: catRun, Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL when stopping tasks"},
+		&cli.DurationFlag{Name: "grace", Category: catRun, Value: 10 * time.Second, Usage: "time `D` between the stop signal and SIGKILL whenever tfhive stops tasks (preemption, kill, timeout), at most 30m"},
+		&cli.StringFlag{Name: "stop-signal", Category: catRun, Value: "SIGTERM", Usage: "the signal `SIG` every stop sends first (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2)"},
+		&cli.BoolFlag{Name: "requeue", Category: catRun, Usage: "once preempted, go back to the queue at the run's old place and start again, tasks seeing TFHIVE_RESUME=1 (the default with --wait; --requeue=false: never)"},
+		&cli.StringFlag{Name: "requeue-on", Category: catRun, Usage: "requeue the run as --requeue does when a task exits with one of these `CODES` (85 or 85,86: a task that saved its checkpoint asks)"},
 		&cli.DurationFlag{Name: "timeout", Category: catRun, Usage: "stop everything after `D` (exit 124)"},
 		&cli.DurationFlag{Name: "reconnect", Category: catRun, Value: commands.DefaultReconnect, Usage: "redial a host whose link drops for up to `D`, its tasks running on (0: a lost link loses its tasks)"},
 		&cli.BoolFlag{Name: "detach", Category: catRun, Aliases: []string{"d"}, Usage: "return once every task has started; a keeper process goes on with the run (see tfhive attach, wait, logs)"},

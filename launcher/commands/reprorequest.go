@@ -30,6 +30,7 @@ func reproRequest(o RunOptions) record.ReproRequest {
 		Detach: o.Detach, Quiet: o.Quiet, JSON: o.JSON, Check: o.Check, Imports: o.Imports,
 		Capture: o.Capture, CaptureFrom: o.CaptureFrom, Sample: o.Sample,
 		Restarts: o.Restarts, RestartOn: o.RestartOn, RestartBackoff: o.RestartBackoff,
+		StopSignal: o.StopSignal, Requeue: o.Requeue, RequeueSet: o.RequeueSet, RequeueOn: o.RequeueOn,
 	}
 }
 
@@ -55,5 +56,6 @@ func runOptionsOf(r record.ReproRequest) RunOptions {
 		Detach: r.Detach, Quiet: r.Quiet, JSON: r.JSON, Check: r.Check, Imports: r.Imports,
 		Capture: r.Capture, CaptureFrom: r.CaptureFrom, Sample: r.Sample,
 		Restarts: r.Restarts, RestartOn: r.RestartOn, RestartBackoff: r.RestartBackoff,
+		StopSignal: r.StopSignal, Requeue: r.Requeue, RequeueSet: r.RequeueSet, RequeueOn: r.RequeueOn,
 	}
 }

@@ -23,6 +23,8 @@ type runInput struct {
 	color   bool
 	caps    *launcher.Captures
 	restart lifecycle.Restart
+	requeue lifecycle.Requeue
+	stopSig string // --stop-signal's name without SIG
 }
 
 // Run plans the job, starts it, streams its output and prints the summary
@@ -110,6 +112,12 @@ func (o *RunOptions) input(as runAs) (runInput, error) {
 		return in, err
 	}
 	if in.restart, err = restartPolicy(o.Restarts, o.RestartOn, o.RestartBackoff); err != nil {
+		return in, err
+	}
+	if in.requeue, err = o.requeuePolicy(); err != nil {
+		return in, err
+	}
+	if in.stopSig, err = stopSignal(o.StopSignal); err != nil {
 		return in, err
 	}
 	in.out, in.color = out, color

@@ -60,6 +60,13 @@ type RunOptions struct {
 	Restarts       int
 	RestartOn      string
 	RestartBackoff time.Duration
+	// StopSignal is --stop-signal ("SIGTERM", "INT", ...); "": SIGTERM.
+	StopSignal string
+	// Requeue is --requeue, RequeueSet whether it was given (--wait
+	// requeues unless --requeue=false), RequeueOn --requeue-on's codes
+	// (requeue.go).
+	Requeue, RequeueSet bool
+	RequeueOn           string
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *job.Signals `json:"-"`

@@ -22,4 +22,8 @@ const (
 	EventInterrupt  = "interrupt"
 	EventSteppedDn  = "stepped-down"
 	EventTruncated  = "truncated"
+	// EventRequeued: the run went back to the queue (lifecycle.Requeueable);
+	// EventResumed: it started again, its tasks told to resume.
+	EventRequeued = "requeued"
+	EventResumed  = "resumed"
 )

@@ -105,6 +105,13 @@ type ReproRequest struct {
 	Restarts       int           `json:"restarts"`
 	RestartOn      string        `json:"restart_on"`
 	RestartBackoff time.Duration `json:"restart_backoff_ns"`
+	// StopSignal, Requeue, RequeueSet and RequeueOn are --stop-signal,
+	// --requeue (given or not) and --requeue-on; absent in a record
+	// older than them.
+	StopSignal string `json:"stop_signal,omitempty"`
+	Requeue    bool   `json:"requeue,omitempty"`
+	RequeueSet bool   `json:"requeue_set,omitempty"`
+	RequeueOn  string `json:"requeue_on,omitempty"`
 }
 
 // ReproHosts are the options that chose the hosts and how to reach them.

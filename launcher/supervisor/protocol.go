@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"embed"
 	"io"
 	"maps"
@@ -55,8 +56,11 @@ type Task struct {
 	// Preempt, for a low run on a host whose policy allows preempt_low,
 	// is who may preempt it there (scripts/preempt-watch.sh); "": nobody.
 	Preempt string
-	// Grace is the run's --grace, for a preempted task.
+	// Grace is the run's --grace: from the stop signal to SIGKILL, when
+	// a preemption, the link's loss or tfhive kill stops the task.
 	Grace time.Duration
+	// StopSignal is --stop-signal's name without SIG; "": TERM.
+	StopSignal string
 }
 
 // Control lines tfhive writes to a supervisor's stdin.
@@ -150,6 +154,7 @@ func runStage(t Task) string {
 		shscript.Set("tfhive_attempt0", strconv.Itoa(t.FirstAttempt)),
 		shscript.Set("tfhive_preempt", t.Preempt),
 		shscript.Set("tfhive_grace", strconv.Itoa(int(t.Grace/(100*time.Millisecond)))),
+		shscript.Set("tfhive_stopsig", cmp.Or(t.StopSignal, "TERM")),
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
 		vars = append(vars, shscript.Export(k, t.Env[k]))

@@ -6,7 +6,8 @@
 #     empty, in its workdir after the setup snippet (task.sh), with exactly
 #     the given environment added: values travel on stdin, never on a
 #     command line;
-#   - "t"/"k" on stdin send SIGTERM/SIGKILL to the task's group only (never
+#   - "t"/"k" on stdin send the stop signal (tfhive_stopsig: SIGTERM
+#     unless --stop-signal)/SIGKILL to the task's group only (never
 #     by pattern: other users' jobs are not ours to kill); one that reached
 #     the task while it ran makes the session say "@@tfhive-stopped MARK
 #     signalled" after the task's last byte (kept: "stopped" in the status
@@ -14,7 +15,8 @@
 #     line came keeps its own end;
 #   - EOF on stdin (tfhive died, its connection closed) or no line for
 #     tfhive_hb_timeout seconds (the link went silent: read -t, no file,
-#     no polling) stops the group: TERM, then KILL 5 s later;
+#     no polling) stops the group: the stop signal, then KILL the grace
+#     later (tfhive_grace);
 #   - SIGTERM to the supervisor (tfhive kill) stops the task the same way,
 #     a second one kills it, and the session says "@@tfhive-cancelled MARK
 #     kill" after the task's last byte, as for a preemption (kept:
@@ -91,6 +93,10 @@
 #   tfhive_attempt0    with restarts, the number of the first attempt: 0,
 #                      or more in a run started again on a new plan after
 #                      a lost host, so that TFHIVE_ATTEMPT keeps counting
+#   tfhive_stopsig     --stop-signal without SIG (TERM, INT, ...): what
+#                      every stop sends the task first ("t", SIGTERM to
+#                      the supervisor, a preemption, the link's loss),
+#                      SIGKILL following tfhive_grace later
 #   tfhive_mux         1: kept, and started by the host's multiplexer
 #                      (mux.sh), which made the task's output files and
 #                      follows them itself, with this supervisor's own
@@ -100,7 +106,7 @@
 #                      once; 0: otherwise
 # and, from the holders' command line, $1 the claims dir, $2 the run id,
 # $3 the task's and $4 its claims.
-: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}" "${tfhive_mux?}"
+: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}" "${tfhive_mux?}" "${tfhive_stopsig?}" "${tfhive_grace?}"
 # Another live holder's label names one of our claims (claim-check.sh):
 # the claim is taken, whatever file we locked.
 tfhive_check_claims "$1" "$4" "$tfhive_nclaims" || exit 75
@@ -155,14 +161,38 @@ command -v setsid >/dev/null 2>&1 || { echo 'tfhive: setsid not found on this ho
 tfhive_signal() {
 	kill -"$1" -"$tfhive_pid" 2>/dev/null || kill -"$1" "$tfhive_pid" 2>/dev/null
 }
+# TFHIVE_STOP_DEADLINE names a file that says, once a stop has begun,
+# when SIGKILL comes (Unix seconds): a task that traps the stop signal
+# reads how long it has to save itself. The file is in a directory of
+# its own (mktemp -d: a fresh name, mode 700), never one another user
+# could have made; no directory, no variable (the task still has
+# TFHIVE_STOP_GRACE).
+tfhive_dl=$(mktemp -d "${TMPDIR:-/tmp}/tfhive-stop.XXXXXXXXXX" 2>/dev/null) && export TFHIVE_STOP_DEADLINE="$tfhive_dl/deadline"
+# tfhive_stopping writes the deadline, then sends the stop signal.
+tfhive_stopping() {
+	local now
+	if [ -n "$tfhive_dl" ]; then
+		printf -v now '%(%s)T' -1
+		printf '%s\n' "$((now + (tfhive_grace + 9) / 10))" >"$TFHIVE_STOP_DEADLINE" 2>/dev/null
+	fi
+	tfhive_signal "$tfhive_stopsig"
+}
+# tfhive_abandon stops the task as the grace allows, then waits (5 s at
+# most) for it to be gone: whoever sees this supervisor's output end may
+# take its task for ended.
 tfhive_abandon() {
-	tfhive_signal TERM
+	tfhive_stopping
+	tfhive_n=0
+	while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$tfhive_n" -lt "$tfhive_grace" ]; do
+		sleep 0.1
+		tfhive_n=$((tfhive_n + 1))
+	done
+	tfhive_signal KILL
 	tfhive_n=0
 	while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$tfhive_n" -lt 50 ]; do
 		sleep 0.1
 		tfhive_n=$((tfhive_n + 1))
 	done
-	tfhive_signal KILL
 }
 # tfhive_signalled, in the reader, passes tfhive's "t" or "k" on to the
 # task, writing "s" on descriptor 10 first when the task still runs:
@@ -177,7 +207,7 @@ tfhive_signalled() {
 	if read -r tfhive_ps 2>/dev/null <"/proc/$tfhive_pid/stat" && tfhive_ps=${tfhive_ps##*) } && [ "${tfhive_ps%% *}" != Z ]; then
 		printf 's\n' >&10
 	fi
-	tfhive_signal "$1"
+	if [ "$1" = TERM ]; then tfhive_stopping; else tfhive_signal "$1"; fi
 }
 # Descriptor 10 is a pipe this shell holds both ends of (a process
 # substitution's, opened again read-write through /dev/fd): reading it
@@ -189,7 +219,7 @@ tfhive_stop() {
 	tfhive_stops=$((tfhive_stops + 1))
 	if [ -n "${tfhive_asking-}" ]; then
 		kill "$tfhive_reader" 2>/dev/null
-	elif [ "$tfhive_stops" = 1 ]; then tfhive_signal TERM; else tfhive_signal KILL; fi
+	elif [ "$tfhive_stops" = 1 ]; then tfhive_stopping; else tfhive_signal KILL; fi
 }
 # The claim holders are this shell's flock ancestors: one of them killed
 # has released its claim, so the task must not go on.
@@ -480,4 +510,5 @@ else
 fi
 trap '' TERM
 kill "$tfhive_watch" "$tfhive_reader" 2>/dev/null
+[ -z "$tfhive_dl" ] || rm -rf -- "$tfhive_dl"
 exit "$tfhive_rc"
