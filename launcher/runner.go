@@ -814,7 +814,8 @@ func (r *runner) summary() *record.Summary {
 			rt.res.GPUUsage = r.usage.usage(i)
 			rt.res.Intruders = r.usage.intrudersOf(i)
 		}
-		if r.o.Restart.Max > 0 {
+		if r.o.Restart.Max > 0 || r.o.Relaunch != nil {
+			// A relaunched or requeued run lists the attempts before it too.
 			rt.res.Attempts = r.attemptsOf(i)
 		}
 	}

@@ -85,6 +85,13 @@ func (rl *Relaunch) carry(s *record.Summary, why string) *Relaunch {
 	}
 	for _, t := range s.Tasks {
 		l := slices.Clone(t.Attempts)
+		if len(l) == 0 {
+			// A run without --restarts lists no attempts: its one.
+			l = []record.Attempt{{Outcome: t.Outcome, ExitCode: t.ExitCode, Duration: t.Duration}}
+		}
+		if n := len(l); t.Outcome == record.ResultPreempted {
+			l[n-1].Outcome = t.Outcome
+		}
 		for i := range l {
 			if l[i].Host == "" {
 				l[i].Host = t.Host

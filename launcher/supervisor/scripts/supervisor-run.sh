@@ -252,17 +252,31 @@ exec 7> >(
 )
 tfhive_watch=$!
 exec 3<&0
+# A shell started in the background (the multiplexer's supervisors are)
+# has SIGINT and SIGQUIT ignored, which its children inherit and a
+# non-interactive shell cannot trap: the task would never hear
+# --stop-signal SIGINT, nor Python raise KeyboardInterrupt. env
+# --default-signal (coreutils 8.31) gives them back, exec'd in place; it
+# is tried only when they are ignored (/proc, no process otherwise).
+tfhive_dfl=()
+while read -r tfhive_k tfhive_v; do
+	[ "$tfhive_k" = SigIgn: ] || continue
+	if [[ $tfhive_v =~ ^[0-9a-f]+$ ]] && ((16#$tfhive_v & 6)) && env --default-signal=INT,QUIT true 2>/dev/null; then
+		tfhive_dfl=(env '--default-signal=INT,QUIT')
+	fi
+	break
+done 2>/dev/null <"/proc/$$/status"
 # tfhive_spawn starts an attempt of the task.
 tfhive_spawn() {
 	if [ "$tfhive_keep" = 0 ]; then
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&- 10<&-
+			exec setsid "${tfhive_dfl[@]}" bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&- 10<&-
 		) &
 	else
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&-
+			exec setsid "${tfhive_dfl[@]}" bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&-
 		) &
 	fi
 	tfhive_pid=$!
