@@ -89,3 +89,30 @@ echo 7 >"$1"; echo "attempt ${TFHIVE_ATTEMPT-none} saved step 7"; exit 85`
 	events := readFile(t, filepath.Join(logDir, "events.csv"))
 	wantContains(t, "events.csv", events, ",requeued,", ",resumed,")
 }
+
+// tfhive kill gives a task the run's --grace, not kill's own longer one:
+// a task that ignores SIGTERM is killed --grace after it, and kill
+// returns then.
+func TestKillHonoursRunGrace(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	f := sshtest.Start(t, sshtest.Profile{Name: "h1", AliveInterval: 1})
+	logDir := filepath.Join(t.TempDir(), "stubborn")
+	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "run", "--detach", "--log-dir", logDir, "--name", "stubborn", "--grace", "1s",
+		"--workers", "1", "--gpus-per-worker", "0", "--", "bash", "-c", `trap 'echo got-term' TERM; echo started; while :; do sleep 0.1; done`)...)
+	wantCode(t, r, 0)
+	waitFor(t, 30*time.Second, "the task's started line", func() bool {
+		return strings.Contains(readFile(t, filepath.Join(logDir, "worker-0.log")), "started")
+	})
+	k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "--grace", "20s", "stubborn")...)
+	wantCode(t, k, 0)
+	if k.elapsed > 10*time.Second {
+		t.Errorf("kill took %s: the run's 1s grace, not kill's 20s, should have ended the task", k.elapsed)
+	}
+	w := tfhive(t, f.Env(), f.Dir, "wait", "--log-dir", logDir, "stubborn")
+	s := summaryOf(t, logDir)
+	if len(s.Tasks) != 1 || s.Tasks[0].ExitCode == nil || *s.Tasks[0].ExitCode != 128+9 {
+		t.Errorf("summary (wait exit %d): %+v", w.code, s.Tasks)
+	}
+	wantContains(t, "worker:0's log", readFile(t, filepath.Join(logDir, "worker-0.log")), "got-term")
+	noLeftovers(t, f, 5*time.Second)
+}

@@ -214,12 +214,26 @@ tfhive_signalled() {
 # never blocks on EOF, and read -t 0 says whether a word is there.
 exec 10<> <(:)
 tfhive_stops=0 tfhive_sig=
+# The first SIGTERM (tfhive kill) stops the task as the run's --grace
+# says: the stop signal, and SIGKILL once the grace is over (a timer in
+# the background, whose wait ends as soon as the task is gone), or at
+# kill's second SIGTERM if that comes first (kill's own --grace).
 # shellcheck disable=SC2317 # called by the TERM trap below
 tfhive_stop() {
 	tfhive_stops=$((tfhive_stops + 1))
 	if [ -n "${tfhive_asking-}" ]; then
 		kill "$tfhive_reader" 2>/dev/null
-	elif [ "$tfhive_stops" = 1 ]; then tfhive_stopping; else tfhive_signal KILL; fi
+	elif [ "$tfhive_stops" = 1 ]; then
+		tfhive_stopping
+		{
+			tfhive_n=0
+			while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$tfhive_n" -lt "$tfhive_grace" ]; do
+				sleep 0.1
+				tfhive_n=$((tfhive_n + 1))
+			done
+			tfhive_signal KILL
+		} </dev/null >/dev/null 2>&1 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&- &
+	else tfhive_signal KILL; fi
 }
 # The claim holders are this shell's flock ancestors: one of them killed
 # has released its claim, so the task must not go on.
