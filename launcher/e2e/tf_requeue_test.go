@@ -34,7 +34,9 @@ func TestTFPreemptRequeueResume(t *testing.T) {
 	low := startTfhive(t, f, readStdout, b.args("run", "--log-dir", logDir, "--grace", "1s", "--sync", examplesDir(),
 		"--workers", "1", "--gpus-per-worker", "2", "--priority", "low", "--wait", "2m", "--name", "low-tf",
 		"--", "python3", "multi_worker_mirrored.py", "--model_dir="+model, "--epochs=6", "--steps_per_epoch=2", "--epoch_seconds=1.5")...)
-	if !low.readUntil(func(l string) bool { return strings.HasSuffix(l, "worker:0 epoch 1 end") || strings.Contains(l, "worker:0 epoch 1 end ") }) {
+	if !low.readUntil(func(l string) bool {
+		return strings.HasSuffix(l, "worker:0 epoch 1 end") || strings.Contains(l, "worker:0 epoch 1 end ")
+	}) {
 		low.Wait()
 		t.Fatalf("the low run never ended epoch 1:\n%s%s", low.read.String(), low.other.String())
 	}

@@ -35,6 +35,8 @@ func (r *run) requeue(ctx context.Context, sum *record.Summary) (*record.Summary
 	console.Printf("tfhive: %s: requeued at its place in the queue (requeue %d of %d); its tasks will see TFHIVE_RESUME=1", wording.FirstLine(sum.Reason), done+1, lifecycle.MaxRequeues)
 	events := filepath.Join(r.lo.LogDir, rundir.Events)
 	tl := csvlog.NewEvents(events, true)
+	// The one stream of the run's events: notifications hear it too.
+	tl.Subscribe(r.lo.OnEvent)
 	tl.Add("", "", record.EventRequeued, why)
 	tl.Close()
 	// The run goes on: runs and attach must not take this summary for
