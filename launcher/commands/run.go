@@ -132,6 +132,7 @@ func (o *RunOptions) input(as runAs) (runInput, error) {
 	if in.requeue, err = o.requeuePolicy(); err != nil {
 		return in, err
 	}
+	in.restart.Requeue = in.requeue.On
 	if in.stopSig, err = stopSignal(o.StopSignal); err != nil {
 		return in, err
 	}

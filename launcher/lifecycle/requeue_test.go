@@ -32,6 +32,14 @@ func TestRequeueable(t *testing.T) {
 	}
 }
 
+// A --requeue-on code is never restarted in place, whatever --restart-on.
+func TestRequeueCodeNotRestarted(t *testing.T) {
+	rs := Restart{Max: 3, Requeue: []int{85}}
+	if rs.restarts(85, false) || !rs.restarts(1, false) || !rs.restarts(85, true) {
+		t.Errorf("restarts: 85 %v, 1 %v, lost %v", rs.restarts(85, false), rs.restarts(1, false), rs.restarts(85, true))
+	}
+}
+
 func TestParseRequeueOn(t *testing.T) {
 	if got, err := ParseRequeueOn("85, 86"); err != nil || len(got) != 2 || got[0] != 85 || got[1] != 86 {
 		t.Errorf("85, 86: %v, %v", got, err)
