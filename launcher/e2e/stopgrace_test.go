@@ -77,7 +77,8 @@ echo 7 >"$1"; echo "attempt ${TFHIVE_ATTEMPT-none} saved step 7"; exit 85`
 	args, logDir := runArgs(t, f, "--workers", "1", "--gpus-per-worker", "0", "--requeue-on", "85", "--name", "rq", "--", "bash", "-c", task, "task", ckpt)
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
-	wantContains(t, "output", r.stdout, "attempt none saved step 7", "resumed attempt 1 from step 7", "requeued at its place in the queue (requeue 1 of 5)", "run rq succeeded")
+	wantContains(t, "output", r.stdout, "attempt none saved step 7", "resumed attempt 1 from step 7", "requeued at its place in the queue (requeue 1 of 5)", "run rq succeeded",
+		"restart: worker:0 on h1: attempt 1 exited 85 after ", "; requeued: task worker:0 exited 85 (--requeue-on)")
 	s := summaryOf(t, logDir)
 	if s.RunID != "rq" || len(s.Tasks) != 1 || len(s.Tasks[0].Attempts) != 2 {
 		t.Fatalf("summary: %+v", s)

@@ -47,7 +47,8 @@ func TestTFPreemptRequeueResume(t *testing.T) {
 		t.Fatalf("the low run: %v\n%s%s", err, low.read.String(), low.other.String())
 	}
 	out := low.read.String()
-	wantContains(t, "the low run's output", out, "preempted by run high-1 of", "requeued at its place in the queue", "run low-tf succeeded")
+	wantContains(t, "the low run's output", out, "preempted by run high-1 of", "requeued at its place in the queue", "run low-tf succeeded",
+		"restart: worker:0 on h1: attempt 1 preempted", "; requeued: preempted")
 	log := taskLog(t, logDir, "worker:0")
 	_, after, ok := strings.Cut(log, "worker:0 resumed from backup at epoch ")
 	var at int
