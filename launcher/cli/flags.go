@@ -338,7 +338,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "unattended", Category: catRun, Value: commands.DefaultUnattended, Usage: "with --detach: stop the tasks once no keeper has been heard from for `D`"},
 		&cli.BoolFlag{Name: "quiet", Category: catRun, Aliases: []string{"q"}, Usage: "show only tfhive's own lines and the summary"},
 		&cli.BoolFlag{Name: "json", Category: catRun, Usage: "print the summary as JSON on stdout (task output goes to stderr)"},
-		&cli.DurationFlag{Name: "wait", Category: catPlacement, Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
+		&cli.DurationFlag{Name: "wait", Category: catPlacement, Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3; once preempted, requeue (--requeue)"},
 		&cli.BoolFlag{Name: "check", Category: catRun, Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
 		importFlag(catRun),
 		&cli.DurationFlag{Name: "sample", Category: catRun, Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
