@@ -23,7 +23,7 @@ func TestMarkIntruders(t *testing.T) {
 		{Kind: "gpu", ID: 3, RunID: "r1", PID: 80},
 		{Kind: "port", ID: 1, RunID: "r1", PID: 200},
 	}
-	markIntruders(gpus, claims, anc)
+	markIntruders(gpus, claims, anc, nil)
 	want := map[[2]int]bool{{0, 200}: true, {3, 200}: true}
 	for _, g := range gpus {
 		for _, p := range g.Processes {

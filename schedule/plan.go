@@ -160,6 +160,7 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 	}
 	st := classify(inv, req.Availability)
 	applyPolicy(inv, st, &req)
+	applyReservations(inv, st, &req)
 	applyQueue(inv, st, &req)
 	migForRequest(inv, st, &req)
 	capSlots(inv, st)
