@@ -77,9 +77,9 @@ func parseBookings(files []byte, dir string) bookingsSection {
 	return s
 }
 
-// groupsOf lists a user's groups as the policy's context knows them: the
+// GroupsOf lists a user's groups as the policy's context knows them: the
 // groups whose members the host listed, and our own user's.
-func groupsOf(ctx *inventory.PolicyContext) func(string) []string {
+func GroupsOf(ctx *inventory.PolicyContext) func(string) []string {
 	return func(user string) []string {
 		if ctx == nil {
 			return nil
@@ -107,7 +107,7 @@ func judgeBookings(h *inventory.HostInventory, bs []inventory.Booking) []invento
 	if len(bs) == 0 {
 		return nil
 	}
-	j := inventory.Judge{GroupsOf: groupsOf(h.PolicyContext), GPUs: -1}
+	j := inventory.Judge{GroupsOf: GroupsOf(h.PolicyContext), GPUs: -1}
 	if h.Policy != nil {
 		j.Policy = h.Policy.Reservations
 	}

@@ -154,16 +154,13 @@ func (j Judge) WhyNot(before []Booking, b Booking, now time.Time) string {
 			}
 		}
 	}
+	if o, both, ok := OverlapOf(before, b); ok {
+		return fmt.Sprintf("GPU %s is reserved by %s from %s until %s (reservation %s)", intList(both), o.User,
+			o.From.Local().Format(time.DateTime), o.Until.Local().Format(time.DateTime), o.ID)
+	}
 	mine := len(b.GPUs)
 	for _, o := range before {
-		if !o.Honoured() || !o.Overlaps(b.From, b.Until) {
-			continue
-		}
-		if both := sharesGPU(o, b); len(both) > 0 {
-			return fmt.Sprintf("GPU %s is reserved by %s from %s until %s (reservation %s)", intList(both), o.User,
-				o.From.Local().Format(time.DateTime), o.Until.Local().Format(time.DateTime), o.ID)
-		}
-		if o.User == b.User {
+		if o.Honoured() && o.Overlaps(b.From, b.Until) && o.User == b.User {
 			mine += len(o.GPUs)
 		}
 	}
@@ -171,6 +168,19 @@ func (j Judge) WhyNot(before []Booking, b Booking, now time.Time) string {
 		return fmt.Sprintf("%s would hold %d GPUs reserved at once; %s allows at most %d", b.User, mine, l.GPUsRule, maxGPUs)
 	}
 	return ""
+}
+
+// OverlapOf is the first honoured reservation of before whose window
+// meets b's on a GPU of b's, and those GPUs.
+func OverlapOf(before []Booking, b Booking) (Booking, []int, bool) {
+	for _, o := range before {
+		if o.Honoured() && o.Overlaps(b.From, b.Until) {
+			if both := sharesGPU(o, b); len(both) > 0 {
+				return o, both, true
+			}
+		}
+	}
+	return Booking{}, nil, false
 }
 
 // Hours writes a duration as people read a reservation's: 4s, 90m, 8h,
