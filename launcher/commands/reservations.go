@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -51,22 +52,30 @@ func Reservations(ctx context.Context, o ReservationsOptions) error {
 		}
 		err = enc.Encode(map[string]any{"reservations": rows})
 	} else {
-		now := time.Now()
-		var table [][]string
-		for _, r := range rows {
-			state := r.State
-			if r.Ignored != "" {
-				state = "ignored: " + r.Ignored
-			}
-			table = append(table, view.SanitizeCells([]string{r.Host, r.ID, r.User, view.IntList(r.GPUs), schedule.When(r.From, now),
-				schedule.When(r.Until, now), state, r.Note}))
-		}
-		err = view.WriteTable(o.Stdout, []string{"HOST", "ID", "USER", "GPUS", "FROM", "UNTIL", "STATE", "NOTE"}, table)
+		err = writeReservations(o.Stdout, rows, time.Now())
 	}
 	if err != nil {
 		return err
 	}
 	return job.Unreachable(inv)
+}
+
+// writeReservations is the reservations table, times as When writes
+// them beside now.
+func writeReservations(w io.Writer, rows []reservationRow, now time.Time) error {
+	var table [][]string
+	for _, r := range rows {
+		state := r.State
+		if r.Ignored != "" {
+			state = "ignored: " + r.Ignored
+		}
+		from, until := "-", "-"
+		if !r.Until.IsZero() {
+			from, until = schedule.When(r.From, now), schedule.When(r.Until, now)
+		}
+		table = append(table, view.SanitizeCells([]string{r.Host, r.ID, r.User, view.IntList(r.GPUs), from, until, state, r.Note}))
+	}
+	return view.WriteTable(w, []string{"HOST", "ID", "USER", "GPUS", "FROM", "UNTIL", "STATE", "NOTE"}, table)
 }
 
 // reservationRows are the reservations of inv not ended at its probes,
