@@ -109,10 +109,21 @@ func mineNow(h *inventory.HostInventory) map[int]bool {
 	return mine
 }
 
-// ReservationsUsed are the honoured reservations of ours that hold, at
+// PlanReservation is a reservation a plan's tasks are inside.
+type PlanReservation struct {
+	Host  string    `json:"host"`
+	ID    string    `json:"id"`
+	User  string    `json:"user"`
+	GPUs  []int     `json:"gpus"`
+	From  time.Time `json:"from"`
+	Until time.Time `json:"until"`
+	Note  string    `json:"note,omitempty"`
+}
+
+// planReservations are the honoured reservations of ours that hold, at
 // the plan's probe, GPUs its tasks were given: a run's report names them.
-func ReservationsUsed(inv inventory.Inventory, p *Plan) []inventory.Booking {
-	var out []inventory.Booking
+func planReservations(inv inventory.Inventory, p *Plan) []PlanReservation {
+	var out []PlanReservation
 	for _, h := range inv.Hosts {
 		for _, b := range h.Bookings {
 			if h.Me == "" || b.User != h.Me || !b.Holds(h.Probed) {
@@ -124,7 +135,7 @@ func ReservationsUsed(inv inventory.Inventory, p *Plan) []inventory.Booking {
 					j := slices.IndexFunc(hh.GPUs, func(x inventory.GPU) bool { return x.Index == g })
 					return j >= 0 && slices.Contains(b.GPUs, physicalIndex(&hh, j))
 				}) {
-					out = append(out, b)
+					out = append(out, PlanReservation{Host: h.Name, ID: b.ID, User: b.User, GPUs: b.GPUs, From: b.From, Until: b.Until, Note: b.Note})
 					break
 				}
 			}

@@ -79,8 +79,8 @@ func TestReservationsHostFirst(t *testing.T) {
 	if got := layout(p); got != "worker:0@g2[0]:2222" {
 		t.Errorf("layout %s, want the reserved host g2", got)
 	}
-	if used := ReservationsUsed(inv, p); len(used) != 1 || used[0].ID != "0000000a" {
-		t.Errorf("ReservationsUsed = %+v, want the one reservation", used)
+	if used := p.Reservations; len(used) != 1 || used[0].ID != "0000000a" || used[0].Host != "g2" {
+		t.Errorf("the plan's reservations %+v, want the one on g2", used)
 	}
 }
 

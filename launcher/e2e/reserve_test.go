@@ -58,14 +58,14 @@ func TestReserveKeepsOthersOff(t *testing.T) {
 	alice, bob := sshtest.AddUser(t, "alice"), sshtest.AddUser(t, "bob")
 	ah, bh := f.HostsYAMLAs(t, alice), f.HostsYAMLAs(t, bob)
 
-	r := tfhive(t, f.Env(), f.Dir, through(f, ah, "reserve", "--gpu", "h2:0,1", "--from", "now", "--for", "6s", "--note", "paper deadline")...)
+	r := tfhive(t, f.Env(), f.Dir, through(f, ah, "reserve", "--gpu", "h2:0,1", "--from", "now", "--for", "1h", "--note", "paper deadline")...)
 	wantCode(t, r, 0)
 	wantContains(t, "reserve", r.stdout, "tfhive: reserved GPUs 0,1 on h2 for "+alice.Name+" from ")
 	rs := reservationsOf(t, f, bh)
 	if len(rs) != 1 || rs[0].User != alice.Name || rs[0].State != "now" || rs[0].Note != "paper deadline" || len(rs[0].GPUs) != 2 {
 		t.Fatalf("reservations as bob: %+v", rs)
 	}
-	until := rs[0].Until
+	mine := rs[0].ID
 
 	// Inside the window: Bob's plan that needs h2 is refused naming who
 	// and until when; an overlapping reservation too.
@@ -75,26 +75,24 @@ func TestReserveKeepsOthersOff(t *testing.T) {
 	r = tfhive(t, f.Env(), f.Dir, through(f, bh, "reserve", "--gpu", "h2:1", "--for", "10m")...)
 	wantCode(t, r, 3)
 	wantContains(t, "reserve", r.stderr, "h2: GPU 1 already reserved by "+alice.Name)
-	// Alice's run goes to her reservation first, h1 coming first though.
-	r = tfhive(t, f.Env(), f.Dir, through(f, ah, "plan", "--json", "--workers", "1", "--", "true")...)
-	wantCode(t, r, 0)
-	var plan struct{ Tasks []struct{ Host string } }
-	json.Unmarshal([]byte(r.stdout), &plan)
-	if len(plan.Tasks) != 1 || plan.Tasks[0].Host != "h2" {
-		t.Errorf("alice's plan is not on her reserved h2:\n%s", r.stdout)
-	}
-
-	// Bob's --wait run waits for the window's end, then runs on h2 too.
-	args, _ := fleetArgsAs(t, f, bh, "--workers", "3", "--wait", "60s", "--", "true")
+	// Alice's run goes to her reservation first, h1 coming first though;
+	// its report names the reservation.
+	args, logDir := fleetArgsAs(t, f, ah, "--workers", "1", "--", "true")
 	r = tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
-	wantContains(t, "run", r.stderr, "tfhive: waiting")
-	if now := time.Now(); now.Before(until) {
-		t.Errorf("bob's run ended at %s, inside alice's window (until %s)", now, until)
+	plan := readJSON[struct {
+		Tasks        []struct{ Host string }
+		Reservations []struct{ ID string }
+	}](t, logDir, "plan.json")
+	if len(plan.Tasks) != 1 || plan.Tasks[0].Host != "h2" || len(plan.Reservations) != 1 || plan.Reservations[0].ID != mine {
+		t.Errorf("alice's run is not in her reservation on h2: %+v\n%s", plan, r.stdout)
 	}
+	r = tfhive(t, f.Env(), f.Dir, "report", "--log-root", filepath.Dir(logDir), filepath.Base(logDir), "-o", "-")
+	wantCode(t, r, 0)
+	wantContains(t, "report", r.stdout, alice.Name+"&#39;s "+mine+" on h2: GPUs 0,1")
 
 	// Over the host's policy: named rule.
-	r = tfhive(t, f.Env(), f.Dir, through(f, bh, "reserve", "--gpu", "h2:0", "--for", "2h")...)
+	r = tfhive(t, f.Env(), f.Dir, through(f, bh, "reserve", "--gpu", "h2:0", "--from", "now+2h", "--for", "2h")...)
 	wantCode(t, r, 2)
 	wantContains(t, "reserve", r.stderr, "h2: reservation refused: it is 2h long; the host's policy allows at most 1 h")
 	// Bob books h1:0 from in an hour: Alice's run without --timeout may
@@ -109,14 +107,28 @@ func TestReserveKeepsOthersOff(t *testing.T) {
 	args, _ = fleetArgsAs(t, f, ah, "--workers", "4", "--timeout", "10m", "--", "true")
 	r = tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
-	// Only its owner (or root) removes it.
+	// Only its owner (or root) removes one.
 	r = tfhive(t, f.Env(), f.Dir, through(f, ah, "unreserve", id)...)
 	wantCode(t, r, 1)
 	wantContains(t, "unreserve", r.stderr, "reservation "+id+" is "+bob.Name+"'s: only they or root may remove it")
-	r = tfhive(t, f.Env(), f.Dir, through(f, bh, "unreserve", id)...)
-	wantCode(t, r, 0)
+	for _, x := range []struct{ hosts, id string }{{bh, id}, {ah, mine}} {
+		r = tfhive(t, f.Env(), f.Dir, through(f, x.hosts, "unreserve", x.id)...)
+		wantCode(t, r, 0)
+	}
 	if rs := reservationsOf(t, f, ah); len(rs) != 0 {
 		t.Errorf("reservations left: %+v", rs)
+	}
+
+	// A window of seconds: Bob's --wait run waits for its end, then runs
+	// on h2 too.
+	r = tfhive(t, f.Env(), f.Dir, through(f, ah, "reserve", "--gpu", "h2:0,1", "--for", "5s")...)
+	wantCode(t, r, 0)
+	args, _ = fleetArgsAs(t, f, bh, "--workers", "3", "--wait", "60s", "--", "true")
+	r = tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	wantContains(t, "run", r.stderr, "tfhive: waiting")
+	if rs := reservationsOf(t, f, bh); len(rs) != 0 {
+		t.Errorf("bob's run ended with a reservation not ended: %+v", rs)
 	}
 }
 
