@@ -99,6 +99,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
 		Sample:   c.Duration("sample"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
+		Notify: c.StringSlice("notify"),
 	}
 	return o, torchrunFlags(c, &o.Job)
 }
@@ -222,6 +223,7 @@ func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 		o.Hosts, o.Grace, o.Reconnect = hostOptions(c), c.Duration("grace"), c.Duration("reconnect")
 		o.Adopt = c.IsSet("host") || c.IsSet("hosts") || c.IsSet("hostfile")
 		o.Capture, o.CaptureFrom = c.StringSlice("capture"), c.String("capture-from")
+		o.Notify = c.StringSlice("notify")
 		if o.Grace < 0 || o.Reconnect <= 0 {
 			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
 		}
@@ -324,6 +326,11 @@ func topFlags() []cli.Flag {
 	}
 }
 
+// notifyFlag is --notify: run's, attach -H's, rerun's.
+func notifyFlag(cat string) cli.Flag {
+	return &cli.StringSliceFlag{Name: "notify", Category: cat, Usage: "tell `TARGET` when the run ends, idles or hangs: an https:// (or http://) webhook (Slack, Mattermost) or a local command (repeatable; default: the hosts file's notify:; none: not at all)"}
+}
+
 func runFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringSliceFlag{Name: "env", Category: catJob, Usage: "set `K=V` in every task, or K to pass this machine's value (repeatable)"},
@@ -344,6 +351,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "restarts", Category: catRun, Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
 		&cli.StringFlag{Name: "restart-on", Category: catRun, Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
 		&cli.DurationFlag{Name: "restart-backoff", Category: catRun, Value: lifecycle.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
+		notifyFlag(catRun),
 	}, captureFlags()...)
 }
 
