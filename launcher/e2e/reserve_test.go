@@ -119,16 +119,18 @@ func TestReserveKeepsOthersOff(t *testing.T) {
 		t.Errorf("reservations left: %+v", rs)
 	}
 
-	// A window of seconds: Bob's --wait run waits for its end, then runs
-	// on h2 too.
-	r = tfhive(t, f.Env(), f.Dir, through(f, ah, "reserve", "--gpu", "h2:0,1", "--for", "5s")...)
+	// A window of seconds, beginning in 2: Bob's --wait run, which would
+	// overlap it whenever it plans, waits for its end (at least 4 s from
+	// now: --from is read to the second), then runs on h2 too.
+	before := time.Now()
+	r = tfhive(t, f.Env(), f.Dir, through(f, ah, "reserve", "--gpu", "h2:0,1", "--from", "now+2s", "--for", "3s")...)
 	wantCode(t, r, 0)
 	args, _ = fleetArgsAs(t, f, bh, "--workers", "3", "--wait", "60s", "--", "true")
 	r = tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
 	wantContains(t, "run", r.stderr, "tfhive: waiting")
-	if rs := reservationsOf(t, f, bh); len(rs) != 0 {
-		t.Errorf("bob's run ended with a reservation not ended: %+v", rs)
+	if d := time.Since(before); d < 4*time.Second {
+		t.Errorf("bob's run ended %s after the reservation began to be made, inside its window", d)
 	}
 }
 
@@ -147,10 +149,10 @@ func fleetArgsAs(t *testing.T, f *sshtest.Fleet, hosts string, args ...string) (
 func TestReserveForgedFilesFailClosed(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	s := newSharedHost(t)
-	r := tfhive(t, s.f.Env(), s.f.Dir, s.as("reserve", "--gpu", "h1:0", "--for", "1h")...)
+	r := tfhive(t, s.f.Env(), s.f.Dir, s.as("reserve", "--gpus", "1", "--for", "1h")...)
 	wantCode(t, r, 0)
 	rs := reservationsOf(t, s.f, s.aliceHosts)
-	if len(rs) != 1 {
+	if len(rs) != 1 || len(rs[0].GPUs) != 1 || rs[0].GPUs[0] != 0 {
 		t.Fatalf("reservations: %+v", rs)
 	}
 	alices := filepath.Join(s.h.ClaimsPath(), filepath.Base(findBooking(t, s.h.ClaimsDir(), rs[0].ID)))
@@ -191,6 +193,9 @@ func TestReserveForgedFilesFailClosed(t *testing.T) {
 	r = tfhive(t, s.f.Env(), s.f.Dir, args...)
 	wantCode(t, r, 0)
 	wantContains(t, "run", r.stdout, "gpus=1")
+	r = tfhive(t, s.f.Env(), s.f.Dir, fleetArgs(s.f, "status")...)
+	wantCode(t, r, 0)
+	wantContains(t, "status", r.stdout, " reserved ", "reserved by "+s.alice.Name+" until ")
 
 	// More names than a probe lists: the host's reservations are
 	// unknown, and none of its GPUs is used.
