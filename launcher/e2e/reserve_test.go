@@ -66,6 +66,9 @@ func TestReserveKeepsOthersOff(t *testing.T) {
 		t.Fatalf("reservations as bob: %+v", rs)
 	}
 	mine := rs[0].ID
+	r = tfhive(t, f.Env(), f.Dir, through(f, bh, "ps")...)
+	wantCode(t, r, 0)
+	wantContains(t, "ps", r.stdout, mine, alice.Name, "paper deadline")
 
 	// Inside the window: Bob's plan that needs h2 is refused naming who
 	// and until when; an overlapping reservation too.
