@@ -248,6 +248,19 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.report, commands.Report),
 			},
 			{
+				Name:      "compare",
+				Usage:     "write one HTML page that puts runs side by side: every run's metrics overlaid (by step or time), their parameters and results in a sortable table, the best marked; of a sweep, its trials coloured by a parameter",
+				ArgsUsage: "RUN_ID RUN_ID…|SWEEP",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "log-root", Usage: "the runs or sweep are in `DIR` instead of tfhive-runs"},
+					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write it to `FILE` (- for stdout) instead of compare.html in the log root"},
+					&cli.StringFlag{Name: "best", Usage: "mark the best run by `'METRIC min|max'` (default: the first --capture, lowest for a loss or an error)"},
+					&cli.StringFlag{Name: "color-by", Usage: "colour a sweep's trials by its parameter `NAME` (default: the first --param)"},
+				},
+				OnUsageError: onUsage,
+				Action:       action(w.compare, commands.Compare),
+			},
+			{
 				Name:      "attach",
 				Usage:     "follow a detached run's console from its start, then live, and exit with its code; Ctrl-C only detaches; with -H or --hosts, find the run on the hosts and become its keeper (of a sweep, of its trials still running)",
 				ArgsUsage: "[RUN_ID]",

@@ -185,6 +185,15 @@ func (w wiring) report(c *cli.Context) (commands.ReportOptions, error) {
 	return o, nil
 }
 
+func (w wiring) compare(c *cli.Context) (commands.CompareOptions, error) {
+	o := commands.CompareOptions{Streams: w.Streams, LogRoot: c.String("log-root"), Names: c.Args().Slice(), Out: c.String("output"),
+		Best: c.String("best"), ColorBy: c.String("color-by")}
+	if c.NArg() == 0 {
+		return o, &commands.UsageError{Msg: "compare takes run ids, or one sweep's name", Fix: "tfhive runs lists the runs"}
+	}
+	return o, nil
+}
+
 func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 	o := commands.KillOptions{Streams: w.Streams, Hosts: hostOptions(c), RunID: c.Args().First(), Grace: c.Duration("grace")}
 	if c.NArg() != 1 {
@@ -359,7 +368,7 @@ func runFlags() []cli.Flag {
 // run and for attach -H (which keeps the run from then on).
 func captureFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "capture", Category: catRun, Usage: "record `NAME=REGEX`: the last match of REGEX's first group in each task's output, as NAME in summary.json (repeatable)"},
+		&cli.StringSliceFlag{Name: "capture", Category: catRun, Usage: "record `NAME=REGEX`: the last match of REGEX's first group in each task's output, as NAME in summary.json (repeatable; a group named step is the value's step, for the report)"},
 		&cli.StringFlag{Name: "capture-from", Category: catRun, Usage: "match --capture in this `TASK`'s output only, as worker:0"},
 	}
 }
