@@ -20,8 +20,8 @@ func Reserve(ctx context.Context, ex remote.Executor, name string, remove []stri
 	for _, n := range append([]string{name}, remove...) {
 		if strings.ContainsFunc(n, func(r rune) bool {
 			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".,_-", r))
-		}) || strings.HasPrefix(n, ".") {
-			return fmt.Errorf("reservation file name %q holds a character it may not", n)
+		}) || strings.HasPrefix(n, ".") || len(n) > 255 {
+			return fmt.Errorf("reservation file name %q holds a character it may not, or is over 255 bytes (fewer GPUs, a shorter note)", n)
 		}
 	}
 	script := reserveSh.With(shscript.Set("tfhive_make", name), shscript.Set("tfhive_remove", strings.Join(remove, " ")))
