@@ -99,6 +99,9 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 		h := &inv.Hosts[i]
 		nb := b
 		nb.ID, nb.User, nb.GPUs = newBookingID(), h.Me, picks[i]
+		if len(inventory.BookingName(nb)) > 255 {
+			return usagef("%s: the reservation's file name would be over 255 bytes: reserve fewer GPUs, or a shorter --note", h.Name)
+		}
 		if err := checkBooking(h, nb, t); err != nil {
 			return err
 		}
