@@ -84,3 +84,25 @@ func TestBookingsOverflow(t *testing.T) {
 		t.Errorf("overflow %v with %d bookings, want true with 2", s.overflow, len(s.bookings))
 	}
 }
+
+// The policy's reservations: section is read strictly: limits for all,
+// groups and users; a negative one is an error naming file and line.
+func TestReservationPolicyParsed(t *testing.T) {
+	p, err := ParsePolicy("policy.yaml", []byte("reservations:\n  max_hours: 8\n  groups: {interns: {max_gpus: 1}}\n  users:\n    alice: {ahead_days: 30}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Reservations
+	if r == nil || *r.MaxHours != 8 || *r.Groups["interns"].MaxGPUs != 1 || *r.Users["alice"].AheadDays != 30 {
+		t.Fatalf("reservations %+v", r)
+	}
+	for text, want := range map[string]string{
+		"reservations:\n  max_hours: -1\n":                    "policy.yaml:2: reservations: max_hours must be 0 or more",
+		"reservations:\n  users:\n    bob: {max_gpus: -2}\n": "policy.yaml:3: reservations: max_gpus must be 0 or more",
+		"reservations:\n  max_days: 3\n":                     "policy.yaml:2:",
+	} {
+		if _, err := ParsePolicy("policy.yaml", []byte(text)); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}
