@@ -97,7 +97,7 @@ func TestReservationPolicyParsed(t *testing.T) {
 		t.Fatalf("reservations %+v", r)
 	}
 	for text, want := range map[string]string{
-		"reservations:\n  max_hours: -1\n":                    "policy.yaml:2: reservations: max_hours must be 0 or more",
+		"reservations:\n  max_hours: -1\n":                   "policy.yaml:2: reservations: max_hours must be 0 or more",
 		"reservations:\n  users:\n    bob: {max_gpus: -2}\n": "policy.yaml:3: reservations: max_gpus must be 0 or more",
 		"reservations:\n  max_days: 3\n":                     "policy.yaml:2:",
 	} {
