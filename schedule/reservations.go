@@ -43,6 +43,23 @@ func applyReservations(inv inventory.Inventory, st [][]GPUStatus, req *Request) 
 	}
 }
 
+// othersReserved is st, copied, with the free GPUs that a reservation
+// of another user than user holds now taken out: what a waiting run of
+// user's sees (user "": every reservation is another's).
+func othersReserved(inv inventory.Inventory, st [][]GPUStatus, user string) [][]GPUStatus {
+	out := make([][]GPUStatus, len(st))
+	for i := range st {
+		out[i] = slices.Clone(st[i])
+	}
+	as := inv
+	as.Hosts = slices.Clone(inv.Hosts)
+	for i := range as.Hosts {
+		as.Hosts[i].Me = user
+	}
+	applyReservations(as, out, &Request{Timeout: time.Nanosecond})
+	return out
+}
+
 // ReservedReason is what a run kept off b's GPUs at now is told: "reserved
 // by alice until 18:00", or, for one ahead, when it begins and how a run
 // may still use the GPUs before.

@@ -100,3 +100,16 @@ func TestWhen(t *testing.T) {
 		}
 	}
 }
+
+// The queue's why is each waiter's own: a GPU alice reserved is free for
+// her waiting run, not for bob's, whoever looks.
+func TestQueueWhyReservations(t *testing.T) {
+	for _, viewer := range []string{"alice", "bob", "carol"} {
+		h := host("g1", 1, booked(viewer, "alice", -time.Minute, time.Hour, 0))
+		h.Tickets = []inventory.Ticket{ticket("b", "bob", PriorityNormal, t0.Add(-2*time.Second), 1), ticket("a", "alice", PriorityNormal, t0.Add(-time.Second), 1)}
+		q := QueueWhy(inventory.Inventory{Hosts: []inventory.HostInventory{h}})
+		if len(q) != 2 || q[0].User != "bob" || !strings.Contains(q[0].Why, "0 free") || q[1].User != "alice" || !strings.HasPrefix(q[1].Why, "GPUs free now") {
+			t.Errorf("as %s: %+v", viewer, q)
+		}
+	}
+}
