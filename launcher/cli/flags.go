@@ -215,6 +215,25 @@ func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 	return o, nil
 }
 
+// reserve is `tfhive reserve`'s options.
+func (w wiring) reserve(c *cli.Context) (commands.ReserveOptions, error) {
+	o := commands.ReserveOptions{Streams: w.Streams, Hosts: hostOptions(c), GPUs: c.Int("gpus"), GPU: c.StringSlice("gpu"),
+		From: c.String("from"), For: c.String("for"), Note: c.String("note")}
+	return o, noArgs(c)
+}
+
+func (w wiring) reservations(c *cli.Context) (commands.ReservationsOptions, error) {
+	return commands.ReservationsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
+}
+
+func (w wiring) unreserve(c *cli.Context) (commands.UnreserveOptions, error) {
+	o := commands.UnreserveOptions{Streams: w.Streams, Hosts: hostOptions(c), ID: c.Args().First()}
+	if c.NArg() != 1 {
+		return o, &commands.UsageError{Msg: "unreserve takes one reservation id", Fix: "tfhive reservations lists them"}
+	}
+	return o, nil
+}
+
 // follow is wait's, attach's and logs' options: one run id.
 func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 	o := commands.FollowOptions{Streams: w.streams(c), RunID: c.Args().First(), LogDir: c.String("log-dir"),

@@ -59,6 +59,8 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	if err != nil {
 		return nil, err
 	}
+	// A run that ends before a reservation begins may use its GPUs.
+	req.Timeout = o.Timeout
 	env, err := parseEnv(o.Env)
 	if err != nil {
 		return nil, err

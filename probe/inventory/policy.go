@@ -22,6 +22,9 @@ type Policy struct {
 	Reserved []Reservation `json:"reserved,omitempty" yaml:"reserved"`
 	// PreemptLow lets a high-priority run stop low-priority ones here.
 	PreemptLow bool `json:"preempt_low" yaml:"preempt_low"`
+	// Reservations bound what users may reserve (tfhive reserve); nil:
+	// the defaults (bookingrules.go).
+	Reservations *ReservationPolicy `json:"reservations,omitempty" yaml:"reservations"`
 }
 
 // PolicyLimits are GPUs held at once, by user name ("*": anyone not
