@@ -284,6 +284,15 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				OnUsageError: onUsage,
 				Action:       action(w.kill, commands.Kill),
 			},
+			{
+				Name:      "stacks",
+				Usage:     "take every task's stacks of a run that looks stuck, on every host at once (py-spy, else /proc), into its log dir's stacks/",
+				ArgsUsage: "RUN_ID",
+				Flags: join(hostFlags(), []cli.Flag{logDirFlag(),
+					&cli.BoolFlag{Name: "native", Usage: "the C frames too (py-spy dump --native)"}}),
+				OnUsageError: onUsage,
+				Action:       action(w.stacks, commands.Stacks),
+			},
 			completionCommand(w),
 			completeCommand(w),
 			{

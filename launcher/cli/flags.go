@@ -99,6 +99,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
 		Sample:   c.Duration("sample"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
+		HangAfter: c.Duration("hang-after"), OnHang: c.String("on-hang"), HangNative: c.Bool("hang-native"),
 	}
 	return o, torchrunFlags(c, &o.Job)
 }
@@ -188,6 +189,15 @@ func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 	o := commands.KillOptions{Streams: w.Streams, Hosts: hostOptions(c), RunID: c.Args().First(), Grace: c.Duration("grace")}
 	if c.NArg() != 1 {
 		return o, &commands.UsageError{Msg: "kill takes one run id", Fix: "tfhive ps lists the runs holding GPUs"}
+	}
+	return o, nil
+}
+
+// stacks is `tfhive stacks`'s options: one run id.
+func (w wiring) stacks(c *cli.Context) (commands.StacksOptions, error) {
+	o := commands.StacksOptions{Streams: w.Streams, Hosts: hostOptions(c), RunID: c.Args().First(), LogDir: c.String("log-dir"), Native: c.Bool("native")}
+	if c.NArg() != 1 {
+		return o, &commands.UsageError{Msg: "stacks takes one run id", Fix: "tfhive ps lists the runs holding GPUs"}
 	}
 	return o, nil
 }
@@ -322,6 +332,9 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "check", Category: catRun, Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
 		importFlag(catRun),
 		&cli.DurationFlag{Name: "sample", Category: catRun, Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
+		&cli.DurationFlag{Name: "hang-after", Category: catRun, Usage: "once no task has printed anything for `D`, take every task's stacks into the log dir's stacks/ and warn (see --on-hang; tfhive help hangs)"},
+		&cli.StringFlag{Name: "on-hang", Category: catRun, Value: commands.OnHangWarn, Usage: "what --hang-after does then: `warn`, or stop the run (result hung, exit 7)"},
+		&cli.BoolFlag{Name: "hang-native", Category: catRun, Usage: "with --hang-after: the stacks' C frames too (py-spy dump --native)"},
 		&cli.IntFlag{Name: "restarts", Category: catRun, Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
 		&cli.StringFlag{Name: "restart-on", Category: catRun, Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
 		&cli.DurationFlag{Name: "restart-backoff", Category: catRun, Value: lifecycle.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},

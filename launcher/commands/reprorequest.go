@@ -30,6 +30,7 @@ func reproRequest(o RunOptions) record.ReproRequest {
 		Detach: o.Detach, Quiet: o.Quiet, JSON: o.JSON, Check: o.Check, Imports: o.Imports,
 		Capture: o.Capture, CaptureFrom: o.CaptureFrom, Sample: o.Sample,
 		Restarts: o.Restarts, RestartOn: o.RestartOn, RestartBackoff: o.RestartBackoff,
+		HangAfter: o.HangAfter, OnHang: o.OnHang, HangNative: o.HangNative,
 	}
 }
 
@@ -55,5 +56,6 @@ func runOptionsOf(r record.ReproRequest) RunOptions {
 		Detach: r.Detach, Quiet: r.Quiet, JSON: r.JSON, Check: r.Check, Imports: r.Imports,
 		Capture: r.Capture, CaptureFrom: r.CaptureFrom, Sample: r.Sample,
 		Restarts: r.Restarts, RestartOn: r.RestartOn, RestartBackoff: r.RestartBackoff,
+		HangAfter: r.HangAfter, OnHang: r.OnHang, HangNative: r.HangNative,
 	}
 }

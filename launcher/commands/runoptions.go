@@ -60,6 +60,11 @@ type RunOptions struct {
 	Restarts       int
 	RestartOn      string
 	RestartBackoff time.Duration
+	// HangAfter, OnHang and HangNative are --hang-after, --on-hang
+	// (warn, stop; "": warn) and --hang-native (launcher.Hang).
+	HangAfter  time.Duration
+	OnHang     string
+	HangNative bool
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *job.Signals `json:"-"`
@@ -101,7 +106,7 @@ func (o *RunOptions) checkLinkFlags(trial bool) error {
 	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {
 		return &UsageError{Msg: fmt.Sprintf("--sample must be 0 (never) or at least %s", launcher.MinSample)}
 	}
-	return nil
+	return o.checkHangFlags()
 }
 
 // checkTimesAndImports: no negative duration, --import only with --check

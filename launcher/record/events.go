@@ -23,3 +23,8 @@ const (
 	EventSteppedDn  = "stepped-down"
 	EventTruncated  = "truncated"
 )
+
+// EventHang: no task printed anything for --hang-after; every task's
+// stacks were taken (launcher/hang.go). Its detail says for how long and
+// where the stacks are.
+const EventHang = "hang"

@@ -105,6 +105,9 @@ type ReproRequest struct {
 	Restarts       int           `json:"restarts"`
 	RestartOn      string        `json:"restart_on"`
 	RestartBackoff time.Duration `json:"restart_backoff_ns"`
+	HangAfter      time.Duration `json:"hang_after_ns"`
+	OnHang         string        `json:"on_hang"`
+	HangNative     bool          `json:"hang_native"`
 }
 
 // ReproHosts are the options that chose the hosts and how to reach them.
