@@ -254,7 +254,7 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Flags: join([]cli.Flag{logDirFlag(), &cli.Int64Flag{Name: "since", Usage: "start at this `BYTE` of the console instead of its start"},
 					&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "with -H or --hosts: time `D` between SIGTERM and SIGKILL when stopping tasks"},
 					&cli.DurationFlag{Name: "reconnect", Value: commands.DefaultReconnect, Usage: "with -H or --hosts: redial a host whose link drops for up to `D`"}},
-					hostFlags(), captureFlags(), []cli.Flag{colorFlag()}),
+					hostFlags(), captureFlags(), hangFlags(), []cli.Flag{colorFlag()}),
 				OnUsageError: onUsage,
 				Action:       action(w.follow, commands.Attach),
 			},

@@ -213,6 +213,7 @@ func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 		o.Hosts, o.Grace, o.Reconnect = hostOptions(c), c.Duration("grace"), c.Duration("reconnect")
 		o.Adopt = c.IsSet("host") || c.IsSet("hosts") || c.IsSet("hostfile")
 		o.Capture, o.CaptureFrom = c.StringSlice("capture"), c.String("capture-from")
+		o.HangAfter, o.OnHang, o.HangNative = c.Duration("hang-after"), c.String("on-hang"), c.Bool("hang-native")
 		if o.Grace < 0 || o.Reconnect <= 0 {
 			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
 		}
@@ -332,13 +333,20 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "check", Category: catRun, Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
 		importFlag(catRun),
 		&cli.DurationFlag{Name: "sample", Category: catRun, Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
-		&cli.DurationFlag{Name: "hang-after", Category: catRun, Usage: "once no task has printed anything for `D`, take every task's stacks into the log dir's stacks/ and warn (see --on-hang; tfhive help hangs)"},
-		&cli.StringFlag{Name: "on-hang", Category: catRun, Value: commands.OnHangWarn, Usage: "what --hang-after does then: `warn`, or stop the run (result hung, exit 7)"},
-		&cli.BoolFlag{Name: "hang-native", Category: catRun, Usage: "with --hang-after: the stacks' C frames too (py-spy dump --native)"},
 		&cli.IntFlag{Name: "restarts", Category: catRun, Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
 		&cli.StringFlag{Name: "restart-on", Category: catRun, Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
 		&cli.DurationFlag{Name: "restart-backoff", Category: catRun, Value: lifecycle.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
-	}, captureFlags()...)
+	}, append(captureFlags(), hangFlags()...)...)
+}
+
+// hangFlags take the tasks' stacks when the run goes silent, for run and
+// for attach -H (which keeps the run from then on).
+func hangFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "hang-after", Category: catRun, Usage: "once no task has printed anything for `D`, take every task's stacks into the log dir's stacks/ and warn (see --on-hang; tfhive help hangs)"},
+		&cli.StringFlag{Name: "on-hang", Category: catRun, Value: commands.OnHangWarn, Usage: "what --hang-after does then: `warn`, or stop the run (result hung, exit 7)"},
+		&cli.BoolFlag{Name: "hang-native", Category: catRun, Usage: "with --hang-after: the stacks' C frames too (py-spy dump --native)"},
+	}
 }
 
 // captureFlags record values from the tasks' output in the summary, for
