@@ -197,27 +197,32 @@ func Inert(s string) string {
 }
 
 // Where is where a task was: its main thread's innermost Python frame
-// ("in acquire (threading.py:12)"), else the first thread's, else its
-// first process's wait channel ("wchan do_sys_poll, state S").
+// ("in acquire (threading.py:12)"; with --native, the C frames above it
+// are passed over), else the first thread's, else its first process's
+// wait channel ("wchan do_sys_poll, state S").
 func Where(text string) string {
 	var first, firstWchan string
-	inThread, main := false, false
+	inThread, main, found := false, false, false
 	for line := range strings.Lines(text) {
 		l := strings.TrimRight(line, "\n")
 		switch {
 		case strings.HasPrefix(l, "Thread "):
-			inThread, main = true, strings.Contains(l, `"MainThread"`)
+			inThread, main, found = true, strings.Contains(l, `"MainThread"`), false
 		case inThread && strings.HasPrefix(l, "    ") && strings.TrimSpace(l) != "":
 			frame := strings.TrimSpace(l)
+			if found || !pythonFrame(frame) {
+				continue
+			}
+			found = true
 			if main {
 				return "in " + frame
 			}
 			if first == "" {
 				first = frame
 			}
-			inThread = false
 		case strings.HasPrefix(l, "pid ") && firstWchan == "":
 			// pid N, state S, wchan W: CMD
+			inThread = false
 			if _, rest, ok := strings.Cut(l, ", state "); ok {
 				state, rest, _ := strings.Cut(rest, ", wchan ")
 				wchan, _, _ := strings.Cut(rest, ": ")
@@ -231,6 +236,18 @@ func Where(text string) string {
 		return "in " + first
 	}
 	return firstWchan
+}
+
+// pythonFrame: py-spy's "function (file.py:LINE)", not a native frame's
+// "symbol (libc.so.6)".
+func pythonFrame(frame string) bool {
+	open := strings.LastIndexByte(frame, '(')
+	if open < 0 || !strings.HasSuffix(frame, ")") {
+		return false
+	}
+	file, line, ok := strings.Cut(frame[open+1:len(frame)-1], ":")
+	_, err := strconv.Atoi(line)
+	return ok && err == nil && file != ""
 }
 
 // capped keeps the first max bytes written to it and drops the rest.

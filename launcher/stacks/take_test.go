@@ -68,6 +68,9 @@ func TestWhere(t *testing.T) {
 	for _, c := range []struct{ text, want string }{
 		{pyspy, "in deadlock (hang.py:17)"},
 		{"Thread 5 (active): \"worker\"\n    step (train.py:3)\n", "in step (train.py:3)"},
+		// --native: the C frames above the Python one are passed over.
+		{"Thread 71 (idle): \"MainThread\"\n    0x7f580bea6f16 (libc.so.6)\n    PyThread_acquire_lock_timed (python3.11)\n" +
+			"    deadlock (hang.py:17)\n    <module> (hang.py:22)\n", "in deadlock (hang.py:17)"},
 		{"pid 7, state S, wchan futex_do_wait: python3 x.py\nkernel stack:\n[<0>] futex_do_wait+0x46/0x90\n", "wchan futex_do_wait, state S"},
 		{"no process: the task is between attempts, or ended\n", ""},
 	} {
