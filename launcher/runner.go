@@ -383,15 +383,19 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 	if !r.p.Decided() {
 		r.startSamplers()
 	}
-	if !r.p.Decided() && r.o.Started != nil {
-		r.o.Started()
-	}
 	if !r.p.Decided() && !r.o.Adopted {
 		from := ""
 		if r.o.HostsFrom != "" {
 			from = " (" + r.o.HostsFrom + ")"
 		}
 		r.o.Console.Printf("tfhive: run %s: %s on %s%s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), from, r.o.LogDir)
+	}
+	// Started after the run's first line: a detached run's tfhive returns
+	// on it, and its console must already say what started (CI:
+	// TestUserHostsFile read the console before the keeper wrote it).
+	if !r.p.Decided() && r.o.Started != nil {
+		r.o.Console.FlushRecord()
+		r.o.Started()
 	}
 
 	heartbeat := time.NewTicker(r.heartbeatInterval())
