@@ -29,10 +29,10 @@ import (
 //     so a metric that changes has printed). A GPU busy at 100% is not
 //     progress: NCCL spins on a collective that never returns.
 //   - The clock starts when the tasks are told to go, and starts again
-//     at each output, each restart of an attempt (a backoff is silent
-//     by design) and each host back from a reconnect; while a host is
-//     being redialled its tasks cannot be heard, and the run is not
-//     called hung.
+//     at each output, each restart of an attempt and each host back from
+//     a reconnect; while a task waits between attempts (a backoff is
+//     silent by design) or a host is being redialled (its tasks cannot
+//     be heard), the run is not called hung.
 //   - Once per silence: after a warning the run is watched again from
 //     its next output.
 //   - The stacks are taken before the stop: a stopped task's stack says
@@ -101,6 +101,12 @@ func (r *runner) checkHang() {
 	if r.links != nil && len(r.links.redo) > 0 {
 		h.heard()
 		return
+	}
+	for _, i := range r.p.Live() {
+		if r.p.State(i).Between() {
+			h.heard()
+			return
+		}
 	}
 	last := h.last.Load()
 	silent := time.Since(time.Unix(0, last))

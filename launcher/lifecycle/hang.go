@@ -17,3 +17,8 @@ func (p *Policy) hung(ev Event, d *Decision) {
 	}
 	p.decide(d, record.ResultHung, record.ExitHung, -1, reason)
 }
+
+// Between says the task's attempt has ended and it waits for its
+// restart (its backoff, or the group's): silent by design, which
+// --hang-after must not take for a hang.
+func (s TaskState) Between() bool { return s.between }
