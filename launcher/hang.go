@@ -115,9 +115,11 @@ func (r *runner) checkHang() {
 	}
 	h.busy, h.fired = true, last
 	execs := map[string]remote.Executor{}
+	planned := map[string][]string{}
 	for _, rt := range r.tasks {
 		if ex := r.o.Execs[rt.t.Host]; ex != nil {
 			execs[rt.t.Host] = ex
+			planned[rt.t.Host] = append(planned[rt.t.Host], rt.t.ID)
 		}
 	}
 	r.o.Console.Printf("tfhive: run %s: no task printed anything for %s; taking every task's stacks on %s",
@@ -126,7 +128,7 @@ func (r *runner) checkHang() {
 	h.cancel = cancel
 	go func() {
 		defer cancel()
-		st, errs := stacks.Take(ctx, execs, r.o.Plan.RunID, stacks.Options{Native: r.o.Hang.Native, Parallel: r.o.Parallel})
+		st, errs := stacks.Take(ctx, execs, r.o.Plan.RunID, stacks.Options{Native: r.o.Hang.Native, Parallel: r.o.Parallel, Planned: planned})
 		header := fmt.Sprintf("run %s, silent for %s, taken %s\n", r.o.Plan.RunID, shortDur(silent), time.Now().UTC().Format(time.RFC3339))
 		dir, werr := stacks.Write(r.o.LogDir, st, header)
 		h.result <- hangStacks{silent: silent, dir: dir, st: st, errs: errs, werr: werr}

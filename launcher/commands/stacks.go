@@ -2,8 +2,10 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,19 +59,20 @@ func Stacks(ctx context.Context, o StacksOptions) error {
 	for _, other := range others {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: %s; left alone\n", other)
 	}
+	dir := o.LogDir
+	if dir == "" {
+		dir = rundir.Path(o.RunID)
+	}
+	planned, here := plannedTasks(dir)
 	fmt.Fprintf(o.Stderr, "tfhive: taking the stacks of run %s on %s\n", o.RunID, wording.Count(len(execs), "host"))
-	st, errs := stacks.Take(ctx, map[string]remote.Executor(execs), o.RunID, stacks.Options{Native: o.Native, Parallel: o.Hosts.Parallel})
+	st, errs := stacks.Take(ctx, map[string]remote.Executor(execs), o.RunID, stacks.Options{Native: o.Native, Parallel: o.Hosts.Parallel, Planned: planned})
 	for _, h := range slices.Sorted(mapKeys(errs)) {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: stacks on %s: %v\n", h, errs[h])
 	}
 	if len(st) == 0 {
 		return errors.New("no task of run " + o.RunID + " was found running on its hosts")
 	}
-	dir := o.LogDir
-	if dir == "" {
-		dir = rundir.Path(o.RunID)
-	}
-	if fi, err := os.Stat(filepath.Join(dir, rundir.Plan)); err == nil && fi.Mode().IsRegular() && rundir.Check(dir) == nil {
+	if here {
 		written, err := stacks.Write(dir, st, "run "+o.RunID+", taken on demand (tfhive stacks)\n")
 		if err != nil {
 			return err
@@ -84,6 +87,34 @@ func Stacks(ctx context.Context, o StacksOptions) error {
 		fmt.Fprintf(o.Stdout, "==> %s on %s: %s\n%s\n", s.Task, s.Host, orUnknownWhere(s.Where), s.Text)
 	}
 	return nil
+}
+
+// plannedTasks reads the run's plan in its log dir dir, when it is here
+// and safe to use (rundir.Check): by host, the tasks planned there. A
+// plan.json over 16 MiB, or unreadable, leaves the hosts at their word.
+func plannedTasks(dir string) (map[string][]string, bool) {
+	if rundir.Check(dir) != nil {
+		return nil, false
+	}
+	f, err := os.Open(filepath.Join(dir, rundir.Plan))
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	var plan struct {
+		Tasks []struct{ ID, Host string }
+	}
+	if json.NewDecoder(io.LimitReader(f, 16<<20)).Decode(&plan) != nil {
+		return nil, true
+	}
+	m := map[string][]string{}
+	for _, t := range plan.Tasks {
+		m[t.Host] = append(m[t.Host], t.ID)
+	}
+	return m, true
 }
 
 func orUnknownWhere(w string) string {

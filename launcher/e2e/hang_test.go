@@ -39,6 +39,20 @@ threading.Thread(target=reader, daemon=True).start()
 deadlock()
 `
 
+// needPySpy fails in CI, and skips elsewhere, when the TF venv holds no
+// py-spy (.ci/run pins it beside TensorFlow).
+func needPySpy(t *testing.T) {
+	t.Helper()
+	v := tfVenv(t)
+	if _, err := os.Stat(filepath.Join(v, "bin", "py-spy")); err != nil {
+		why := "no py-spy in " + v + ": bash .ci/run installs it (" + v + "/bin/pip install py-spy==0.4.3)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+}
+
 func writeScript(t *testing.T, name, text string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -56,6 +70,7 @@ func writeScript(t *testing.T, name, text string) string {
 // leads to no py-spy, and /proc (and gdb) say where its task waits.
 func TestHangStopTakesStacks(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	needPySpy(t)
 	b := newTFBedSetup(t, sshtest.DefaultBed(t), map[string]string{"k2": "true"}, "k1", "k2")
 	script := writeScript(t, "hang.py", hangPy)
 	logDir := filepath.Join(t.TempDir(), "logs")
@@ -119,6 +134,7 @@ func TestHangNotWhilePrinting(t *testing.T) {
 // host as ps finds it, its stacks taken there now.
 func TestStacksOnDemand(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	needPySpy(t)
 	b := newTFBed(t, sshtest.DefaultBed(t), "s1")
 	script := writeScript(t, "nap.py", "import time\n\n\ndef napper():\n    print('napping', flush=True)\n    time.sleep(3600)\n\n\nnapper()\n")
 	logDir := filepath.Join(t.TempDir(), "logs")

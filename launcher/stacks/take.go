@@ -49,6 +49,10 @@ type Options struct {
 	Native bool // py-spy dump --native: the C frames too
 	// Parallel bounds the hosts read at once; 0: all.
 	Parallel int
+	// Planned, when set, gives by host the tasks planned there: a host
+	// that names another (two names of one machine, or hosts that share
+	// a process table) is not taken at its word for it.
+	Planned map[string][]string
 }
 
 // Take takes the stacks of run's tasks on every host of execs at once,
@@ -77,6 +81,9 @@ func Take(ctx context.Context, execs map[string]remote.Executor, run string, o O
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			s, err := takeOn(ctx, execs[h], h, run, o.Native)
+			if want, ok := o.Planned[h]; ok {
+				s = slices.DeleteFunc(s, func(st Stack) bool { return !slices.Contains(want, st.Task) })
+			}
 			got[i] = s
 			if err != nil {
 				mu.Lock()

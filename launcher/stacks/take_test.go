@@ -1,9 +1,15 @@
 package stacks
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/shscript/shscripttest"
 )
 
@@ -88,3 +94,44 @@ func TestScriptParameters(t *testing.T) {
 		}
 	}
 }
+
+// A host that names a task planned elsewhere (two names of one machine)
+// is not taken at its word for it.
+func TestTakePlanned(t *testing.T) {
+	answer := func(ids ...string) remote.Executor {
+		return runFunc(func(stdin string, stdout io.Writer) int {
+			w := secretRE.FindStringSubmatch(stdin)[1]
+			for _, id := range ids {
+				fmt.Fprintf(stdout, "@@tfhive-stacks %s task %s\nThread 1 (idle): \"MainThread\"\n    f (x.py:1)\n@@tfhive-stacks %s end %s\n", w, id, w, id)
+			}
+			return 0
+		})
+	}
+	execs := map[string]remote.Executor{"a": answer("worker:0", "worker:1"), "b": answer("worker:0", "worker:1")}
+	st, errs := Take(context.Background(), execs, "r1", Options{Planned: map[string][]string{"a": {"worker:0"}, "b": {"worker:1"}}})
+	if len(errs) != 0 || len(st) != 2 || st[0].Task != "worker:0" || st[0].Host != "a" || st[1].Task != "worker:1" || st[1].Host != "b" {
+		t.Errorf("%v %+v", errs, st)
+	}
+	if st, _ := Take(context.Background(), execs, "r1", Options{}); len(st) != 4 {
+		t.Errorf("without a plan: %d stacks, want every one said", len(st))
+	}
+}
+
+var secretRE = regexp.MustCompile(`tfhive_secret='?([A-Za-z0-9]+)`)
+
+// runFunc is a host whose Run answers with f.
+type runFunc func(stdin string, stdout io.Writer) int
+
+func (f runFunc) Run(_ context.Context, cmd string, stdin io.Reader, stdout, _ io.Writer) (int, error) {
+	if cmd != "bash -s" {
+		return 127, nil
+	}
+	b, _ := io.ReadAll(stdin)
+	return f(string(b), stdout), nil
+}
+
+func (f runFunc) Start(context.Context, string, io.Writer, io.Writer) (remote.Started, error) {
+	return nil, errors.New("not played")
+}
+
+func (f runFunc) Close() error { return nil }
