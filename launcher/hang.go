@@ -160,18 +160,14 @@ func (r *runner) hangResults() <-chan hangStacks {
 const stacksWithin = 2 * time.Minute
 
 // hangTaken says what the stacks show, records the hang and, with
-// --on-hang stop, stops the run.
+// --on-hang stop, stops the run. The run's own row comes first, with
+// where its first task was: a notification sends one row of a kind a
+// minute, and that one says the most.
 func (r *runner) hangTaken(hs hangStacks) {
 	r.hang.busy = false
 	where := map[string]string{}
 	for _, s := range hs.st {
 		where[s.Task] = s.Where
-	}
-	for i, rt := range r.tasks {
-		if w, ok := where[rt.t.ID]; ok {
-			rt.res.HungAt = w
-			r.taskEvent(i, record.EventHang, w)
-		}
 	}
 	rel := filepath.Join(r.o.LogDir, rundir.Stacks)
 	for _, h := range sortedKeys(hs.errs) {
@@ -180,16 +176,24 @@ func (r *runner) hangTaken(hs hangStacks) {
 	if hs.werr != nil {
 		r.o.Console.Printf("tfhive: warning: writing the stacks: %v", hs.werr)
 	}
-	var parts []string
+	detail := fmt.Sprintf("no output for %s; stacks in %s", shortDur(hs.silent), rel)
+	first := ""
 	for _, rt := range r.tasks {
-		if w := where[rt.t.ID]; w != "" {
-			parts = append(parts, rt.t.ID+" "+w)
+		if w := where[rt.t.ID]; w != "" && first == "" {
+			first = "; " + rt.t.ID + " " + w
 		}
 	}
-	detail := fmt.Sprintf("no output for %s; stacks in %s", shortDur(hs.silent), rel)
-	r.timeline.Add("", "", record.EventHang, detail)
-	for _, p := range parts {
-		r.o.Console.Printf("tfhive: run %s: %s", r.o.Plan.RunID, p)
+	r.timeline.Add("", "", record.EventHang, detail+first)
+	for i, rt := range r.tasks {
+		w, ok := where[rt.t.ID]
+		if !ok {
+			continue
+		}
+		rt.res.HungAt = w
+		r.taskEvent(i, record.EventHang, w)
+		if w != "" {
+			r.o.Console.Printf("tfhive: run %s: %s %s", r.o.Plan.RunID, rt.t.ID, w)
+		}
 	}
 	if !r.o.Hang.Stop || r.p.Decided() {
 		r.o.Console.Printf("tfhive: warning: run %s looks hung: %s (--on-hang stop stops such a run)", r.o.Plan.RunID, detail)
@@ -208,8 +212,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	return k
 }
 
-// shortDur is a silence as people say it: 2s, 1m30s.
-func shortDur(d time.Duration) string { return d.Round(time.Second).String() }
+// shortDur is a silence as people say it, in whole seconds (2s, 1m30s:
+// a silence is at least --hang-after, never less), hundredths below one.
+func shortDur(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Truncate(time.Second).String()
+}
 
 // watchSeen makes every write of the task's restart a's clock.
 func (t *TaskOutput) watchSeen(a *atomic.Int64) {

@@ -460,7 +460,8 @@ func (s *outStream) index() int {
 // last); before any Write.
 func (t *TaskOutput) captureInto(c *Captures, id string, series *csvlog.Metrics) {
 	if c.concerns(id) {
-		t.capture = newTaskCapture(c, series.Task(id, len(c.List)))
+		// Each capture's values' series, then its steps'.
+		t.capture = newTaskCapture(c, series.Task(id, 2*len(c.List)))
 	}
 }
 

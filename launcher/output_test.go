@@ -760,6 +760,6 @@ func TestOutputFlushRecord(t *testing.T) {
 		}
 	}
 	c.Close()
-	c.FlushRecord() // after Close: returns at once
+	c.FlushRecord()                             // after Close: returns at once
 	NewConsole(io.Discard, false).FlushRecord() // no record: nothing to wait for
 }

@@ -51,6 +51,10 @@ type Options struct {
 	Parallel  int
 	Console   *Console
 	Quiet     bool
+	// OnEvent, when set, is told each row of the run's events.csv as it
+	// is written (--notify's subscriber, launcher/notify): it must not
+	// block.
+	OnEvent func(task, host, event, detail string)
 	// HostsFrom, when set, says where the hosts came from when not from
 	// the command line ("hosts from ./hosts.yaml"): the first line says it.
 	HostsFrom string
@@ -287,6 +291,7 @@ func runWith(ctx context.Context, o Options, lim limits) (*record.Summary, error
 		r.series = csvlog.NewMetrics(filepath.Join(o.LogDir, rundir.Metrics), o.Relaunch != nil)
 	}
 	r.timeline = csvlog.NewEvents(filepath.Join(o.LogDir, rundir.Events), o.Relaunch != nil)
+	r.timeline.Subscribe(o.OnEvent)
 	sum := r.run(ctx)
 	r.timeline.Close()
 	if err := r.p.Conflict(); err != nil {

@@ -65,6 +65,11 @@ type RunOptions struct {
 	HangAfter  time.Duration
 	OnHang     string
 	HangNative bool
+	// Notify is --notify's targets (launcher/notify); none: the hosts
+	// file's notify:. Never in the run's record: a webhook's URL is its
+	// secret (a rerun notifies as its own --notify, or the hosts file,
+	// says).
+	Notify []string `json:"-"`
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *job.Signals `json:"-"`
