@@ -74,9 +74,11 @@ func TestHangStopTakesStacks(t *testing.T) {
 	b := newTFBedSetup(t, sshtest.DefaultBed(t), map[string]string{"k2": "true"}, "k1", "k2")
 	script := writeScript(t, "hang.py", hangPy)
 	logDir := filepath.Join(t.TempDir(), "logs")
+	told := filepath.Join(t.TempDir(), "told")
 	start := time.Now()
 	r := tfhive(t, b.f.Env(), b.f.Dir, b.args("run", "--log-dir", logDir, "--grace", "2s", "--workers", "2", "--gpus-per-worker", "0",
-		"--hang-after", "2s", "--on-hang", "stop", "--hang-native", "--", "python3", script)...)
+		"--hang-after", "2s", "--on-hang", "stop", "--hang-native", "--notify", `echo "$TFHIVE_TEXT" >>`+told,
+		"--", "python3", script)...)
 	wantCode(t, r, 7)
 	if d := time.Since(start); d < 2*time.Second {
 		t.Errorf("stopped after %s, before --hang-after", d)
@@ -108,6 +110,12 @@ func TestHangStopTakesStacks(t *testing.T) {
 		if !strings.HasPrefix(res.HungAt, "wchan ") {
 			t.Errorf("%s: hung at %q, want its wait channel", task.ID, res.HungAt)
 		}
+	}
+	// --notify hears of the hang once (its tasks' rows with it go
+	// unsent), where a task was in it, then of the end.
+	notes := readFile(t, told)
+	if strings.Count(notes, "\n") != 2 || !strings.Contains(notes, "no output for 2s; stacks in "+filepath.Join(logDir, "stacks")+"; worker:0 ") || !strings.Contains(notes, "hung") {
+		t.Errorf("notifications:\n%s", notes)
 	}
 	events := readFile(t, filepath.Join(logDir, "events.csv"))
 	wantContains(t, "events.csv", events, ",hang,no output for ", ",worker:0,", ",hang,in deadlock (")
