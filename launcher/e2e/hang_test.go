@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,4 +161,34 @@ func TestStacksOnDemand(t *testing.T) {
 	bad := tfhive(t, b.f.Env(), b.f.Dir, b.args("stacks", "no-such-run")...)
 	wantCode(t, bad, 1)
 	wantContains(t, "stderr", bad.stderr, "no run no-such-run holds GPUs or ports on these hosts")
+}
+
+// A detached run whose keeper was killed is watched again by the keeper
+// that adopts it: attach -H --hang-after 1s --on-hang stop takes its
+// stacks (here /proc's: no py-spy on the host) and stops it as hung.
+func TestHangAdopted(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	f := runFleet(t, "a1")
+	args, logDir := runArgs(t, f, "--detach", "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", "echo ready; exec sleep 300")
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	waitFor(t, 20*time.Second, "the task's first line", func() bool {
+		return strings.Contains(readFile(t, filepath.Join(logDir, "worker-0.log")), "ready")
+	})
+	keeper := keeperOf(t, logDir)
+	if err := syscall.Kill(keeper, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	home2, logDir2 := t.TempDir(), filepath.Join(t.TempDir(), "adopted")
+	a := tfhive(t, append(f.Env(), "HOME="+home2), home2, "attach", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig,
+		"--log-dir", logDir2, "--grace", "1s", "--hang-after", "1s", "--on-hang", "stop", id)
+	wantCode(t, a, 7)
+	wantContains(t, "attach's stdout", a.stdout, "adopted (keeper generation 2)", "no task printed anything for 1s")
+	wantContains(t, "the adopter's stacks/worker-0.txt", readFile(t, filepath.Join(logDir2, "stacks", "worker-0.txt")),
+		"task worker:0 on a1\n", ", wchan ", "sleep 300")
+	if s := summaryOf(t, logDir2); s.Result != record.ResultHung {
+		t.Errorf("adopter's summary: %s", s.Result)
+	}
+	noLeftovers(t, f, 10*time.Second)
 }
