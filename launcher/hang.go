@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
-	"sort"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
-	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/stacks"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
@@ -60,11 +58,11 @@ type hangWatch struct {
 
 // hangStacks is one taking's result, back to the runner's loop.
 type hangStacks struct {
-	silent time.Duration
-	dir    string
-	st     []stacks.Stack
-	errs   map[string]error
-	werr   error
+	silent   time.Duration
+	dir      string // the log dir's stacks/
+	st       []stacks.Stack
+	errs     map[string]error // by host
+	writeErr error
 }
 
 // heard restarts the clock.
@@ -75,10 +73,11 @@ func (h *hangWatch) heard() {
 }
 
 // hangTicker ticks the clock four times per --hang-after (at most every
-// 5 s, at least every 250 ms); nil without --hang-after.
-func (r *runner) hangTicker() (<-chan time.Time, func()) {
+// 5 s, at least every 250 ms), and the takings' results come on the
+// second channel; both nil without --hang-after.
+func (r *runner) hangTicker() (<-chan time.Time, <-chan hangStacks, func()) {
 	if r.o.Hang.After <= 0 || r.p.Decided() {
-		return nil, func() {}
+		return nil, nil, func() {}
 	}
 	r.hang = &hangWatch{result: make(chan hangStacks, 1)}
 	r.hang.heard()
@@ -88,7 +87,7 @@ func (r *runner) hangTicker() (<-chan time.Time, func()) {
 		}
 	}
 	t := time.NewTicker(min(max(r.o.Hang.After/4, 250*time.Millisecond), 5*time.Second))
-	return t.C, t.Stop
+	return t.C, r.hang.result, t.Stop
 }
 
 // checkHang takes the stacks once the run has been silent for
@@ -131,7 +130,7 @@ func (r *runner) checkHang() {
 		st, errs := stacks.Take(ctx, execs, r.o.Plan.RunID, stacks.Options{Native: r.o.Hang.Native, Parallel: r.o.Parallel, Planned: planned})
 		header := fmt.Sprintf("run %s, silent for %s, taken %s\n", r.o.Plan.RunID, shortDur(silent), time.Now().UTC().Format(time.RFC3339))
 		dir, werr := stacks.Write(r.o.LogDir, st, header)
-		h.result <- hangStacks{silent: silent, dir: dir, st: st, errs: errs, werr: werr}
+		h.result <- hangStacks{silent: silent, dir: dir, st: st, errs: errs, writeErr: werr}
 	}()
 }
 
@@ -144,15 +143,6 @@ func (r *runner) endHang() {
 	r.hang.cancel()
 	<-r.hang.result
 	r.hang.busy = false
-}
-
-// hangResults is where the takings' results come; nil without
-// --hang-after.
-func (r *runner) hangResults() <-chan hangStacks {
-	if r.hang == nil {
-		return nil
-	}
-	return r.hang.result
 }
 
 // stacksWithin bounds a taking: every host at once, each tool 20 s a
@@ -169,12 +159,12 @@ func (r *runner) hangTaken(hs hangStacks) {
 	for _, s := range hs.st {
 		where[s.Task] = s.Where
 	}
-	rel := filepath.Join(r.o.LogDir, rundir.Stacks)
-	for _, h := range sortedKeys(hs.errs) {
+	rel := hs.dir // the log dir's stacks/
+	for _, h := range slices.Sorted(maps.Keys(hs.errs)) {
 		r.o.Console.Printf("tfhive: warning: stacks on %s: %v", h, hs.errs[h])
 	}
-	if hs.werr != nil {
-		r.o.Console.Printf("tfhive: warning: writing the stacks: %v", hs.werr)
+	if hs.writeErr != nil {
+		r.o.Console.Printf("tfhive: warning: writing the stacks: %v", hs.writeErr)
 	}
 	detail := fmt.Sprintf("no output for %s; stacks in %s", shortDur(hs.silent), rel)
 	first := ""
@@ -201,15 +191,6 @@ func (r *runner) hangTaken(hs hangStacks) {
 	}
 	r.o.Console.Printf("tfhive: run %s hung: %s; stopping every task", r.o.Plan.RunID, detail)
 	r.apply(lifecycle.Event{Kind: lifecycle.EvHung, After: r.o.Hang.After, Err: "stacks in " + rel})
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for h := range maps.Keys(m) {
-		k = append(k, h)
-	}
-	sort.Strings(k)
-	return k
 }
 
 // shortDur is a silence as people say it, in whole seconds (2s, 1m30s:

@@ -415,9 +415,8 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 	metricsTick, stopMetrics := r.metricsTicker()
 	defer stopMetrics()
 	var metrics map[string]string // the live metrics last written
-	hangTick, stopHang := r.hangTicker()
+	hangTick, hangResults, stopHang := r.hangTicker()
 	defer stopHang()
-	hangResults := r.hangResults()
 	for r.p.Running() > 0 {
 		select {
 		case <-hangTick:
