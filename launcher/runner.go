@@ -110,6 +110,8 @@ type Options struct {
 	// appended to, each task's attempts go on counting and the summary
 	// lists the earlier ones. Nil for a run's first start.
 	Relaunch *lifecycle.Relaunch
+	// Hang is --hang-after and --on-hang (hang.go); After 0: never.
+	Hang Hang
 	// Priority is --priority, which the tasks' claim holders carry.
 	// Preemptible, for a low run, gives by host who may preempt it there
 	// (its policy allows preempt_low: preempt.go); absent: nobody.
@@ -336,6 +338,8 @@ type runner struct {
 	muxes map[string]*hostMux
 	// With --restarts: attempt ends from the tasks' stdout filters, and
 	// the policy's delayed events (backoffs), until quit is closed.
+	// hang is --hang-after's clock (hang.go); nil without.
+	hang        *hangWatch
 	attemptEnds chan attemptEnd
 	later       chan lifecycle.Event
 	quit        chan struct{}
@@ -415,8 +419,14 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 	metricsTick, stopMetrics := r.metricsTicker()
 	defer stopMetrics()
 	var metrics map[string]string // the live metrics last written
+	hangTick, hangResults, stopHang := r.hangTicker()
+	defer stopHang()
 	for r.p.Running() > 0 {
 		select {
+		case <-hangTick:
+			r.checkHang()
+		case hs := <-hangResults:
+			r.hangTaken(hs)
 		case <-metricsTick:
 			metrics = r.writeLiveMetrics(metrics)
 		case ev := <-r.events:
@@ -486,6 +496,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			rt.log.Close()
 		}
 	}
+	r.endHang()
 	r.series.Close()
 	r.stopSamplers()
 	return r.summary()
@@ -551,6 +562,7 @@ func (r *runner) apply(ev lifecycle.Event) {
 	}
 	for _, i := range d.Restart {
 		rt := r.tasks[i]
+		r.hang.heard()
 		rt.attemptStart = time.Now()
 		rt.restartLine = supervisor.RestartLine(r.p.State(i).Attempt)
 		rt.send(rt.restartLine)

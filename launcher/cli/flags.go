@@ -101,6 +101,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
 		Notify:     c.StringSlice("notify"),
 		StopSignal: c.String("stop-signal"), Requeue: c.Bool("requeue"), RequeueSet: c.IsSet("requeue"), RequeueOn: c.String("requeue-on"),
+		HangAfter: c.Duration("hang-after"), OnHang: c.String("on-hang"), HangNative: c.Bool("hang-native"),
 	}
 	return o, torchrunFlags(c, &o.Job)
 }
@@ -234,6 +235,15 @@ func (w wiring) unreserve(c *cli.Context) (commands.UnreserveOptions, error) {
 	return o, nil
 }
 
+// stacks is `tfhive stacks`'s options: one run id.
+func (w wiring) stacks(c *cli.Context) (commands.StacksOptions, error) {
+	o := commands.StacksOptions{Streams: w.Streams, Hosts: hostOptions(c), RunID: c.Args().First(), LogDir: c.String("log-dir"), Native: c.Bool("native")}
+	if c.NArg() != 1 {
+		return o, &commands.UsageError{Msg: "stacks takes one run id", Fix: "tfhive ps lists the runs holding GPUs"}
+	}
+	return o, nil
+}
+
 // follow is wait's, attach's and logs' options: one run id.
 func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 	o := commands.FollowOptions{Streams: w.streams(c), RunID: c.Args().First(), LogDir: c.String("log-dir"),
@@ -245,6 +255,7 @@ func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 		o.Hosts, o.Grace, o.Reconnect = hostOptions(c), c.Duration("grace"), c.Duration("reconnect")
 		o.Adopt = c.IsSet("host") || c.IsSet("hosts") || c.IsSet("hostfile")
 		o.Capture, o.CaptureFrom = c.StringSlice("capture"), c.String("capture-from")
+		o.HangAfter, o.OnHang, o.HangNative = c.Duration("hang-after"), c.String("on-hang"), c.Bool("hang-native")
 		o.Notify = c.StringSlice("notify")
 		if o.Grace < 0 || o.Reconnect <= 0 {
 			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
@@ -377,7 +388,17 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "restart-on", Category: catRun, Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
 		&cli.DurationFlag{Name: "restart-backoff", Category: catRun, Value: lifecycle.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
 		notifyFlag(catRun),
-	}, captureFlags()...)
+	}, append(captureFlags(), hangFlags()...)...)
+}
+
+// hangFlags take the tasks' stacks when the run goes silent, for run and
+// for attach -H (which keeps the run from then on).
+func hangFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "hang-after", Category: catRun, Usage: "once no task has printed anything for `D`, take every task's stacks into the log dir's stacks/ and warn (see --on-hang; tfhive help hangs)"},
+		&cli.StringFlag{Name: "on-hang", Category: catRun, Value: commands.OnHangWarn, Usage: "what --hang-after does then: `warn`, or stop the run (result hung, exit 7)"},
+		&cli.BoolFlag{Name: "hang-native", Category: catRun, Usage: "with --hang-after: the stacks' C frames too (py-spy dump --native)"},
+	}
 }
 
 // captureFlags record values from the tasks' output in the summary, for

@@ -31,6 +31,7 @@ func reproRequest(o RunOptions) record.ReproRequest {
 		Capture: o.Capture, CaptureFrom: o.CaptureFrom, Sample: o.Sample,
 		Restarts: o.Restarts, RestartOn: o.RestartOn, RestartBackoff: o.RestartBackoff,
 		StopSignal: o.StopSignal, Requeue: o.Requeue, RequeueSet: o.RequeueSet, RequeueOn: o.RequeueOn,
+		HangAfter: o.HangAfter, OnHang: o.OnHang, HangNative: o.HangNative,
 	}
 }
 
@@ -57,5 +58,6 @@ func runOptionsOf(r record.ReproRequest) RunOptions {
 		Capture: r.Capture, CaptureFrom: r.CaptureFrom, Sample: r.Sample,
 		Restarts: r.Restarts, RestartOn: r.RestartOn, RestartBackoff: r.RestartBackoff,
 		StopSignal: r.StopSignal, Requeue: r.Requeue, RequeueSet: r.RequeueSet, RequeueOn: r.RequeueOn,
+		HangAfter: r.HangAfter, OnHang: r.OnHang, HangNative: r.HangNative,
 	}
 }

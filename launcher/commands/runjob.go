@@ -116,6 +116,7 @@ func (o *RunOptions) engine(fleet *probe.Fleet, env map[string]string, in runInp
 		Reconnect: o.Reconnect, Redial: fleet.Redial,
 		Unattended: o.Unattended, Captures: in.caps, Sample: o.Sample, Restart: in.restart, Command: o.Job.Command,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
+		Hang: launcher.Hang{After: o.HangAfter, Stop: o.OnHang == OnHangStop, Native: o.HangNative},
 		// A keeper's console is the run's record: -q quietens a
 		// terminal, never the record.
 		Console: r.console, Quiet: o.Quiet && !in.keeper, HostsFrom: hostsFrom(o.Hosts),

@@ -67,6 +67,11 @@ type RunOptions struct {
 	// (requeue.go).
 	Requeue, RequeueSet bool
 	RequeueOn           string
+	// HangAfter, OnHang and HangNative are --hang-after, --on-hang
+	// (warn, stop; "": warn) and --hang-native (launcher.Hang).
+	HangAfter  time.Duration
+	OnHang     string
+	HangNative bool
 	// Notify is --notify's targets (launcher/notify); none: the hosts
 	// file's notify:. Never in the run's record: a webhook's URL is its
 	// secret (a rerun notifies as its own --notify, or the hosts file,
@@ -113,7 +118,7 @@ func (o *RunOptions) checkLinkFlags(trial bool) error {
 	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {
 		return &UsageError{Msg: fmt.Sprintf("--sample must be 0 (never) or at least %s", launcher.MinSample)}
 	}
-	return nil
+	return o.checkHangFlags()
 }
 
 // checkTimesAndImports: no negative duration, --import only with --check

@@ -27,3 +27,8 @@ const (
 	EventRequeued = "requeued"
 	EventResumed  = "resumed"
 )
+
+// EventHang: no task printed anything for --hang-after; every task's
+// stacks were taken (launcher/hang.go). Its detail says for how long and
+// where the stacks are.
+const EventHang = "hang"

@@ -109,10 +109,13 @@ type ReproRequest struct {
 	// StopSignal, Requeue, RequeueSet and RequeueOn are --stop-signal,
 	// --requeue (given or not) and --requeue-on; absent in a record
 	// older than them.
-	StopSignal string `json:"stop_signal,omitempty"`
-	Requeue    bool   `json:"requeue,omitempty"`
-	RequeueSet bool   `json:"requeue_set,omitempty"`
-	RequeueOn  string `json:"requeue_on,omitempty"`
+	StopSignal string        `json:"stop_signal,omitempty"`
+	Requeue    bool          `json:"requeue,omitempty"`
+	RequeueSet bool          `json:"requeue_set,omitempty"`
+	RequeueOn  string        `json:"requeue_on,omitempty"`
+	HangAfter  time.Duration `json:"hang_after_ns"`
+	OnHang     string        `json:"on_hang"`
+	HangNative bool          `json:"hang_native"`
 }
 
 // ReproHosts are the options that chose the hosts and how to reach them.

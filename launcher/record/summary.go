@@ -100,6 +100,10 @@ type TaskResult struct {
 	// each cut at 200 bytes): kept for the task that decided a failed
 	// run, so that the summary says why without opening its log.
 	LastLines []string `json:"last_lines,omitempty"`
+	// HungAt is where the task was when the run was last found silent
+	// for --hang-after: its main thread's innermost Python frame, or its
+	// wait channel (launcher/stacks.Where); its stacks file beside.
+	HungAt string `json:"hung_at,omitempty"`
 }
 
 // RecordError: the run ended (Result) but its log dir could not take its

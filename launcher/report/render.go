@@ -353,6 +353,11 @@ func (r *Run) taskTable() taskTable {
 				note = strings.TrimSpace(note + " " + u.Idle)
 			}
 		}
+		if t.HungAt != "" {
+			// Where the task was when the run went silent
+			// (--hang-after): its stacks are in the log dir's stacks/.
+			note = strings.TrimSpace(note + " hung " + t.HungAt)
+		}
 		attempts := "-"
 		if len(t.Attempts) > 0 {
 			attempts = strconv.Itoa(len(t.Attempts))
