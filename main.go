@@ -38,7 +38,10 @@ const (
 	exitUnreachable = 4
 	// exitPreempted: a --priority high run preempted the run (a task's
 	// supervisor stopped it); the run's summary carries it.
-	exitPreempted   = record.ExitPreempted
+	exitPreempted = record.ExitPreempted
+	// exitIdleStopped: a host's idle rule stopped the run (its GPUs sat
+	// idle; the run's summary carries it).
+	exitIdleStopped = record.ExitIdleStopped
 	exitInterrupted = 130
 	// exitStdoutClosed: stdout's reader left (`| head`); a run was
 	// stopped as by Ctrl-C. 128 + SIGPIPE, as 130 and 143 are 128 +
@@ -76,6 +79,9 @@ func exitCode(err error) int {
 		// host lost.
 		if runFailed.Summary.Result == record.ResultPreempted {
 			return exitPreempted
+		}
+		if runFailed.Summary.Result == record.ResultIdleStopped {
+			return exitIdleStopped
 		}
 		return runFailed.Summary.ExitCode
 	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &request), errors.As(err, &check):

@@ -220,6 +220,9 @@ func ParsePolicy(file string, data []byte) (*inventory.Policy, error) {
 			}
 		}
 	}
+	if err := checkIdle(p.Idle, bad); err != nil {
+		return nil, err
+	}
 	p.File = file
 	return &p, nil
 }

@@ -97,7 +97,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Quiet:      c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
 		Check: c.Bool("check"), Imports: c.StringSlice("import"),
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
-		Sample:   c.Duration("sample"),
+		Sample: c.Duration("sample"), IdleStop: c.Duration("idle-stop"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
 	}
 	return o, torchrunFlags(c, &o.Job)
@@ -321,6 +321,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "wait", Category: catPlacement, Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
 		&cli.BoolFlag{Name: "check", Category: catRun, Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
 		importFlag(catRun),
+		&cli.DurationFlag{Name: "idle-stop", Category: catRun, Usage: "stop the run (idle-stopped, exit 6) once its GPUs sat idle for `D`, decided on each host; stricter than a host's idle policy only (tfhive help idle)"},
 		&cli.DurationFlag{Name: "sample", Category: catRun, Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
 		&cli.IntFlag{Name: "restarts", Category: catRun, Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
 		&cli.StringFlag{Name: "restart-on", Category: catRun, Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},

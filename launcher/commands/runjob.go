@@ -105,7 +105,7 @@ func (o *RunOptions) engine(fleet *probe.Fleet, env map[string]string, in runInp
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: r.logDir, Grace: o.Grace, Timeout: o.Timeout,
 		Reconnect: o.Reconnect, Redial: fleet.Redial,
-		Unattended: o.Unattended, Captures: in.caps, Sample: o.Sample, Restart: in.restart, Command: o.Job.Command,
+		Unattended: o.Unattended, Captures: in.caps, Sample: o.Sample, IdleStop: o.IdleStop, Restart: in.restart, Command: o.Job.Command,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		// A keeper's console is the run's record: -q quietens a
 		// terminal, never the record.

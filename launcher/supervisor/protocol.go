@@ -57,6 +57,13 @@ type Task struct {
 	Preempt string
 	// Grace is the run's --grace, for a preempted task.
 	Grace time.Duration
+	// Idle is the idle rule on the task's host (schedule.IdleRules) and
+	// IdleGPUs the task's GPUs that nvidia-smi reports the use of
+	// (scripts/idle-watch.sh); no GPU: nothing watches, the task is never
+	// idle. IdleEvery is how often they are sampled.
+	Idle      inventory.IdleRule
+	IdleGPUs  []int
+	IdleEvery time.Duration
 }
 
 // Control lines tfhive writes to a supervisor's stdin.
@@ -96,7 +103,7 @@ var (
 	readStage      = shscript.LoadOneLine(Scripts, "scripts/read-stage.sh")
 	supervisorLine = shscript.LoadOneLine(Scripts, "scripts/supervisor-command.sh")
 	claimSh        = shscript.Load(Scripts, "scripts/supervisor-claim.sh")
-	runSh          = shscript.Load(Scripts, "scripts/claim-check.sh", "scripts/rundir.sh", "scripts/preempt-watch.sh", "scripts/supervisor-run.sh")
+	runSh          = shscript.Load(Scripts, "scripts/claim-check.sh", "scripts/rundir.sh", "scripts/preempt-watch.sh", "scripts/idle-watch.sh", "scripts/ledger.sh", "scripts/supervisor-run.sh")
 	attachSh       = shscript.Load(Scripts, "scripts/rundir.sh", "scripts/attach.sh")
 	taskSh         = shscript.Load(Scripts, "scripts/task.sh")
 )
@@ -150,6 +157,8 @@ func runStage(t Task) string {
 		shscript.Set("tfhive_attempt0", strconv.Itoa(t.FirstAttempt)),
 		shscript.Set("tfhive_preempt", t.Preempt),
 		shscript.Set("tfhive_grace", strconv.Itoa(int(t.Grace/(100*time.Millisecond)))),
+		shscript.Set("tfhive_idle", idleWords(t)),
+		shscript.Set("tfhive_idle_ids", joinInts(t.IdleGPUs)),
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
 		vars = append(vars, shscript.Export(k, t.Env[k]))

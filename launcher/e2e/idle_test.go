@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/sshtest"
+)
+
+// idlePolicy is the tests' host policy: idle at or under 5% for 2 s is
+// warned about, for 4 s stopped.
+const idlePolicy = "idle: {below: 5%, warn: 2s, stop: 4s}\n"
+
+// idleHost starts a fleet of one host whose policy is idlePolicy and
+// whose nvidia-smi serves usage ("UTIL MEM") for every query.
+func idleHost(t *testing.T, name, usage string) *sshtest.Fleet {
+	f := sshtest.Start(t, sshtest.Profile{Name: name, GPU: "idle-2gpu.xml", AliveInterval: 1})
+	h := f.Host(name)
+	if err := h.SetPolicy(idlePolicy); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "usage"), []byte(usage+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// ledgerOf is what host h's usage ledgers hold (ledger.sh), all months.
+func ledgerOf(t *testing.T, h *sshtest.Host) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(h.ClaimsDir(), "tfhive-usage.*.csv"))
+	var b strings.Builder
+	for _, p := range files {
+		b.WriteString(readFile(t, p))
+	}
+	return b.String()
+}
+
+// A task that holds its GPU at 0% under a 2 s / 4 s policy is warned
+// about on the console, then its host stops it: the run ends
+// idle-stopped, exit 6, saying why, with both events in events.csv and
+// the attempt in the host's ledger. A task whose GPU is busy, on a host
+// with the same policy, runs past the stop time untouched.
+func TestIdleStopOnTheHost(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	idle, busy := idleHost(t, "i1", "0 100"), idleHost(t, "b1", "90 1000")
+	task := `echo ready; i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; echo done`
+	args, logDir := runArgs(t, idle, "--workers", "1", "--gpus-per-worker", "1", "--", "sh", "-c", task)
+	started := time.Now()
+	ir := startTfhive(t, idle, readStdout, args...)
+	bargs, blogDir := runArgs(t, busy, "--workers", "1", "--gpus-per-worker", "1", "--", "sh", "-c", `sleep 5; echo done`)
+	br := startTfhive(t, busy, readStdout, bargs...)
+	ir.readAll()
+	ir.Wait()
+	if code := ir.ProcessState.ExitCode(); code != 6 {
+		t.Fatalf("the idle run: exit %d, want 6\n%s%s", code, ir.read.String(), ir.other.String())
+	}
+	if took := time.Since(started); took > 9*time.Second {
+		t.Errorf("the idle run took %s to be stopped: want 4 s idle and its sampling", took)
+	}
+	out := ir.read.String()
+	wantContains(t, "the idle run's console", out, "tfhive: warning: worker:0 on i1: GPUs idle (at or under 5%) for 2",
+		"the run is stopped once they are idle for 4s (the host's idle policy (", "idle-stopped",
+		"task worker:0 on i1 was stopped: its GPUs were idle (at or under 5%) for 4")
+	if strings.Contains(out, "] done") {
+		t.Errorf("the idle task ran to its end:\n%s", out)
+	}
+	if strings.Index(out, "GPUs idle") > strings.Index(out, "was stopped") {
+		t.Errorf("the warning came after the stop:\n%s", out)
+	}
+	s := summaryOf(t, logDir)
+	if s.Result != record.ResultIdleStopped || s.ExitCode != 6 {
+		t.Errorf("summary: %s, exit %d, want idle-stopped, 6", s.Result, s.ExitCode)
+	}
+	events := readFile(t, filepath.Join(logDir, "events.csv"))
+	wantContains(t, "events.csv", events, ",worker:0,i1,idle-warning,idle 2", ",worker:0,i1,idle-stopped,idle 4")
+	if l := ledgerOf(t, idle.Host("i1")); !strings.HasPrefix(l, "1 ") || !strings.Contains(l, " 1 ") || !strings.HasSuffix(l, " "+s.RunID+" worker:0\n") {
+		t.Errorf("i1's ledger: %q, want the attempt", l)
+	}
+
+	br.readAll()
+	if err := br.Wait(); err != nil {
+		t.Fatalf("the busy run: %v\n%s%s", err, br.read.String(), br.other.String())
+	}
+	wantContains(t, "the busy run's console", br.read.String(), "] done", "succeeded")
+	if strings.Contains(br.read.String(), "idle") || strings.Contains(readFile(t, filepath.Join(blogDir, "events.csv")), "idle") {
+		t.Errorf("the busy run was warned about:\n%s", br.read.String())
+	}
+}
+
+// The same with the keeper of a --detach run killed at once: the host
+// alone stops the idle task, says so in the task's status file (a later
+// attach reads it) and writes the ledger.
+func TestIdleStopDetachedKeeperGone(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	f := idleHost(t, "k1", "0 100")
+	args, logDir := runArgs(t, f, "--detach", "--workers", "1", "--gpus-per-worker", "1", "--", "sleep", "300")
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	if err := syscall.Kill(keeperOf(t, logDir), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h := f.Host("k1")
+	if len(h.Leftovers()) == 0 {
+		t.Fatal("the task ended with its keeper: it was not kept")
+	}
+	// 4 s idle and the sampling, well within --unattended's day.
+	noLeftovers(t, f, 20*time.Second)
+	rc := readFile(t, filepath.Join(hostRunDir(h, id), "worker-0.rc"))
+	wantContains(t, "worker-0.rc", rc, " idle-stopped")
+	if l := ledgerOf(t, h); !strings.Contains(l, " "+id+" worker:0\n") {
+		t.Errorf("k1's ledger: %q, want the attempt", l)
+	}
+}

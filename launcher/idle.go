@@ -1,0 +1,101 @@
+package launcher
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/supervisor"
+	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// Idle GPUs are decided on each host, by the task's supervisor
+// (scripts/idle-watch.sh); the engine only tells it the rule and hears
+// what it says: a warning on the console and in events.csv, the stop in
+// the run's result.
+
+// idleTask is what the supervisor of a task needs to watch its GPUs: the
+// host's rule (Options.Idle), the GPUs nvidia-smi reports the use of,
+// how often to sample them.
+func (r *runner) idleTask(tk *supervisor.Task, t schedule.Task) {
+	rule, ok := r.o.Idle[t.Host]
+	if !ok {
+		rule = inventory.IdleRule{Below: schedule.DefaultIdleBelow}
+	}
+	tk.Idle, tk.IdleGPUs = rule, sampledGPUs(t)
+	if rule.Any() {
+		tk.IdleEvery = schedule.IdleEvery(rule)
+	}
+}
+
+// hearIdle has task i's sessions' idle lines said on the console and
+// written to the timeline as they come.
+func (r *runner) hearIdle(i int) {
+	rt := r.tasks[i]
+	rule := r.o.Idle[rt.t.Host]
+	rt.preempted.OnIdle = func(what string, d time.Duration) {
+		switch what {
+		case "warn":
+			line := fmt.Sprintf("GPUs idle (at or under %d%%) for %s", rule.Below, view.ShortDuration(d))
+			if rule.Stop > 0 {
+				line += fmt.Sprintf("; the run is stopped once they are idle for %s (%s)", view.ShortDuration(rule.Stop), rule.By)
+			}
+			r.o.Console.Printf("tfhive: warning: %s on %s: %s", rt.t.ID, rt.t.Host, line)
+			if r.timeline != nil {
+				r.taskEvent(i, record.EventIdleWarning, "idle "+view.ShortDuration(d))
+			}
+		case "busy":
+			r.o.Console.Printf("tfhive: %s on %s: GPUs busy again", rt.t.ID, rt.t.Host)
+		case "stopped":
+			if r.timeline != nil {
+				r.taskEvent(i, record.EventIdleStopped, idleFor(d))
+			}
+		}
+	}
+}
+
+func idleFor(d time.Duration) string {
+	if d < 0 {
+		return "idle"
+	}
+	return "idle " + view.ShortDuration(d)
+}
+
+// IdleSince is how long task i's GPUs have been idle past the warning,
+// for ps, top and status ("idle 37m"); 0: not.
+func (r *runner) idleSince(i int) time.Duration {
+	since, _, _ := r.tasks[i].preempted.IdleNow()
+	if since.IsZero() {
+		return 0
+	}
+	return time.Since(since)
+}
+
+// idleStoppedSummary makes a run one of whose tasks its host stopped as
+// idle end as idle-stopped, exit 6, whatever its tasks' codes (the task
+// stopped by SIGTERM exits 143, which would read as an interrupt), with
+// a reason that says why. A preemption says more and wins.
+func (r *runner) idleStoppedSummary(s *record.Summary) {
+	if s.Result == record.ResultPreempted {
+		return
+	}
+	for _, rt := range r.tasks {
+		_, stopped, after := rt.preempted.IdleNow()
+		if !stopped {
+			continue
+		}
+		rule := r.o.Idle[rt.t.Host]
+		why := fmt.Sprintf("task %s on %s was stopped: its GPUs were idle (at or under %d%%)", rt.t.ID, rt.t.Host, rule.Below)
+		if after >= 0 {
+			why += " for " + view.ShortDuration(after)
+		}
+		if rule.By != "" {
+			why += ", " + rule.By
+		}
+		s.Result, s.ExitCode, s.Reason = record.ResultIdleStopped, record.ExitIdleStopped, why
+		rt.res.Outcome = record.ResultIdleStopped
+		return
+	}
+}
