@@ -412,3 +412,7 @@ func gcFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "dry-run", Usage: "remove nothing; say what would be removed"},
 	}
 }
+
+func (w wiring) usage(c *cli.Context) (commands.UsageOptions, error) {
+	return commands.UsageOptions{Streams: w.Streams, Hosts: hostOptions(c), Since: c.String("since"), By: c.String("by"), JSON: c.Bool("json")}, noArgs(c)
+}

@@ -28,7 +28,7 @@ func reproRequest(o RunOptions) record.ReproRequest {
 		Env: o.Env, Workdir: o.Workdir, Setup: o.Setup, LogDir: o.LogDir,
 		Grace: o.Grace, Timeout: o.Timeout, Wait: o.Wait, Reconnect: o.Reconnect, Unattended: o.Unattended,
 		Detach: o.Detach, Quiet: o.Quiet, JSON: o.JSON, Check: o.Check, Imports: o.Imports,
-		Capture: o.Capture, CaptureFrom: o.CaptureFrom, Sample: o.Sample,
+		Capture: o.Capture, CaptureFrom: o.CaptureFrom, Sample: o.Sample, IdleStop: o.IdleStop,
 		Restarts: o.Restarts, RestartOn: o.RestartOn, RestartBackoff: o.RestartBackoff,
 	}
 }
@@ -53,7 +53,7 @@ func runOptionsOf(r record.ReproRequest) RunOptions {
 		Env: r.Env, Workdir: r.Workdir, Setup: r.Setup, LogDir: r.LogDir,
 		Grace: r.Grace, Timeout: r.Timeout, Wait: r.Wait, Reconnect: r.Reconnect, Unattended: r.Unattended,
 		Detach: r.Detach, Quiet: r.Quiet, JSON: r.JSON, Check: r.Check, Imports: r.Imports,
-		Capture: r.Capture, CaptureFrom: r.CaptureFrom, Sample: r.Sample,
+		Capture: r.Capture, CaptureFrom: r.CaptureFrom, Sample: r.Sample, IdleStop: r.IdleStop,
 		Restarts: r.Restarts, RestartOn: r.RestartOn, RestartBackoff: r.RestartBackoff,
 	}
 }
