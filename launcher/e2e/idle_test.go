@@ -19,9 +19,13 @@ const idlePolicy = "idle: {below: 5%, warn: 2s, stop: 4s}\n"
 // idleHost starts a fleet of one host whose policy is idlePolicy and
 // whose nvidia-smi serves usage ("UTIL MEM") for every query.
 func idleHost(t *testing.T, name, usage string) *sshtest.Fleet {
+	return idleHostWith(t, name, usage, idlePolicy)
+}
+
+func idleHostWith(t *testing.T, name, usage, policy string) *sshtest.Fleet {
 	f := sshtest.Start(t, sshtest.Profile{Name: name, GPU: "idle-2gpu.xml", AliveInterval: 1})
 	h := f.Host(name)
-	if err := h.SetPolicy(idlePolicy); err != nil {
+	if err := h.SetPolicy(policy); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "usage"), []byte(usage+"\n"), 0o644); err != nil {
@@ -93,16 +97,23 @@ func TestIdleStopOnTheHost(t *testing.T) {
 	}
 }
 
-// The same with the keeper of a --detach run killed at once: the host
-// alone stops the idle task, says so in the task's status file (a later
-// attach reads it) and writes the ledger.
+// The same with the keeper of a --detach run killed: the host alone
+// stops the idle task, says so in the task's status file (a later attach
+// reads it) and writes the ledger. Here the policy only warns (after
+// 1 s), and the run's own --idle-stop stops it: ps says "idle" once
+// warned.
 func TestIdleStopDetachedKeeperGone(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
-	f := idleHost(t, "k1", "0 100")
-	args, logDir := runArgs(t, f, "--detach", "--workers", "1", "--gpus-per-worker", "1", "--", "sleep", "300")
+	f := idleHostWith(t, "k1", "0 100", "idle: {below: 5%, warn: 1s}\n")
+	args, logDir := runArgs(t, f, "--detach", "--idle-stop", "6s", "--workers", "1", "--gpus-per-worker", "1", "--", "sleep", "300")
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
 	id := strings.TrimSpace(r.stdout)
+	var ps string
+	waitFor(t, 5*time.Second, "ps to say the run is idle", func() bool {
+		ps = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "ps")...).stdout
+		return strings.Contains(ps, "running, idle ")
+	})
 	if err := syscall.Kill(keeperOf(t, logDir), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

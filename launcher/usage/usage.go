@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 )
 
@@ -125,13 +126,8 @@ func parseLine(s string, mtime int64, ngpus int) (Entry, bool) {
 	return Entry{Run: f[5], Task: f[6], Start: time.Unix(start, 0), End: time.Unix(end, 0), GPUs: int(gpus), IdleGPUSeconds: idle}, true
 }
 
-// Row is one user's or host's sums over the window.
-type Row struct {
-	Key       string  `json:"key"`
-	GPUHours  float64 `json:"gpu_hours"`
-	IdleHours float64 `json:"idle_gpu_hours"`
-	Runs      int     `json:"runs"`
-}
+// Row is one user's or host's sums over the window (record.UsageRow).
+type Row = record.UsageRow
 
 // Sum adds up the entries' parts within [from, to], by user or host:
 // an attempt that began before the window counts for its part within

@@ -4,13 +4,13 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/tfhive/tfhive/launcher/usage"
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 // WriteUsage is `tfhive usage`'s table: per user or host (key names the
 // column), GPU-hours held, idle, idle's share, runs; a total below.
-func WriteUsage(w io.Writer, key string, rows []usage.Row) error {
-	var total usage.Row
+func WriteUsage(w io.Writer, key string, rows []record.UsageRow) error {
+	var total record.UsageRow
 	cells := make([][]string, 0, len(rows)+1)
 	for _, r := range rows {
 		cells = append(cells, usageCells(r.Key, r))
@@ -24,7 +24,7 @@ func WriteUsage(w io.Writer, key string, rows []usage.Row) error {
 	return WriteTable(w, []string{key, "GPU-HOURS", "IDLE GPU-HOURS", "IDLE", "RUNS"}, cells)
 }
 
-func usageCells(key string, r usage.Row) []string {
+func usageCells(key string, r record.UsageRow) []string {
 	share := "-"
 	if r.GPUHours > 0 {
 		share = strconv.FormatFloat(100*r.IdleHours/r.GPUHours, 'f', 0, 64) + "%"
