@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
@@ -24,7 +25,20 @@ func (r *runner) idleTask(tk *supervisor.Task, t schedule.Task) {
 	if !ok {
 		rule = inventory.IdleRule{Below: schedule.DefaultIdleBelow}
 	}
-	tk.Idle, tk.IdleGPUs = rule, sampledGPUs(t)
+	// The task is idle when all the run's GPUs here are: one of them
+	// busy (a chief's beside an idle evaluator's) holds every task here.
+	tk.Idle = rule
+	if len(sampledGPUs(t)) > 0 {
+		for _, o := range r.o.Plan.Tasks {
+			if o.Host == t.Host {
+				for _, g := range sampledGPUs(o) {
+					if !slices.Contains(tk.IdleGPUs, g) {
+						tk.IdleGPUs = append(tk.IdleGPUs, g)
+					}
+				}
+			}
+		}
+	}
 	if rule.Any() {
 		tk.IdleEvery = schedule.IdleEvery(rule)
 	}
@@ -49,6 +63,11 @@ func (r *runner) hearIdle(i int) {
 		case "busy":
 			r.o.Console.Printf("tfhive: %s on %s: GPUs busy again", rt.t.ID, rt.t.Host)
 		case "stopped":
+			line := "its host stopped it: GPUs " + idleFor(d)
+			if rule.By != "" {
+				line += " (" + rule.By + ")"
+			}
+			r.o.Console.Printf("tfhive: %s on %s: %s", rt.t.ID, rt.t.Host, line)
 			if r.timeline != nil {
 				r.taskEvent(i, record.EventIdleStopped, idleFor(d))
 			}
@@ -61,6 +80,33 @@ func idleFor(d time.Duration) string {
 		return "idle"
 	}
 	return "idle " + view.ShortDuration(d)
+}
+
+// holdIdle, at each heartbeat, tells the supervisors of the warned
+// tasks to hold their stop while a task of the run with GPUs is not
+// idle (another host's: those here are one verdict): a run is idle
+// only when all its GPUs are. A run whose keeper is gone has nobody to
+// say so: each host then decides on its own GPUs.
+func (r *runner) holdIdle(live []int) {
+	var warned []int
+	busy := false
+	for _, i := range live {
+		rt := r.tasks[i]
+		if len(sampledGPUs(rt.t)) == 0 {
+			continue
+		}
+		if since, _, _ := rt.preempted.IdleNow(); since.IsZero() {
+			busy = true
+		} else {
+			warned = append(warned, i)
+		}
+	}
+	if !busy {
+		return
+	}
+	for _, i := range warned {
+		r.tasks[i].send(supervisor.CtlIdleHold)
+	}
 }
 
 // IdleSince is how long task i's GPUs have been idle past the warning,

@@ -451,6 +451,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			for _, i := range r.p.Live() {
 				r.tasks[i].send(supervisor.CtlHeartbeat)
 			}
+			r.holdIdle(r.p.Live())
 		case <-timeout:
 			timeout = nil
 			r.apply(lifecycle.Event{Kind: lifecycle.EvTimeout, After: r.o.Timeout})

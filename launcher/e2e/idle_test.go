@@ -19,17 +19,24 @@ const idlePolicy = "idle: {below: 5%, warn: 2s, stop: 4s}\n"
 // idleHost starts a fleet of one host whose policy is idlePolicy and
 // whose nvidia-smi serves usage ("UTIL MEM") for every query.
 func idleHost(t *testing.T, name, usage string) *sshtest.Fleet {
-	return idleHostWith(t, name, usage, idlePolicy)
+	return idleFleet(t, idlePolicy, name, usage)
 }
 
-func idleHostWith(t *testing.T, name, usage, policy string) *sshtest.Fleet {
-	f := sshtest.Start(t, sshtest.Profile{Name: name, GPU: "idle-2gpu.xml", AliveInterval: 1})
-	h := f.Host(name)
-	if err := h.SetPolicy(policy); err != nil {
-		t.Fatal(err)
+// idleFleet starts hosts, each named then given its usage, under policy.
+func idleFleet(t *testing.T, policy string, namesAndUsage ...string) *sshtest.Fleet {
+	var ps []sshtest.Profile
+	for i := 0; i < len(namesAndUsage); i += 2 {
+		ps = append(ps, sshtest.Profile{Name: namesAndUsage[i], GPU: "idle-2gpu.xml", AliveInterval: 1})
 	}
-	if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "usage"), []byte(usage+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+	f := sshtest.Start(t, ps...)
+	for i := 0; i < len(namesAndUsage); i += 2 {
+		h := f.Host(namesAndUsage[i])
+		if err := h.SetPolicy(policy); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "usage"), []byte(namesAndUsage[i+1]+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return f
 }
@@ -48,16 +55,19 @@ func ledgerOf(t *testing.T, h *sshtest.Host) string {
 // A task that holds its GPU at 0% under a 2 s / 4 s policy is warned
 // about on the console, then its host stops it: the run ends
 // idle-stopped, exit 6, saying why, with both events in events.csv and
-// the attempt in the host's ledger. A task whose GPU is busy, on a host
-// with the same policy, runs past the stop time untouched.
+// the attempt in the host's ledger. A run with a GPU on each of two
+// hosts under the same policy, one idle, one busy, runs past the stop
+// time to its end: a run is idle only when all its GPUs are (its keeper
+// holds the idle host's stop); the idle one is warned about, the busy
+// one not.
 func TestIdleStopOnTheHost(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
-	idle, busy := idleHost(t, "i1", "0 100"), idleHost(t, "b1", "90 1000")
+	idle, busy := idleHost(t, "i1", "0 100"), idleFleet(t, idlePolicy, "m1", "0 100", "m2", "90 1000")
 	task := `echo ready; i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; echo done`
 	args, logDir := runArgs(t, idle, "--workers", "1", "--gpus-per-worker", "1", "--", "sh", "-c", task)
 	started := time.Now()
 	ir := startTfhive(t, idle, readStdout, args...)
-	bargs, blogDir := runArgs(t, busy, "--workers", "1", "--gpus-per-worker", "1", "--", "sh", "-c", `sleep 5; echo done`)
+	bargs, blogDir := runArgs(t, busy, "--workers", "2", "--gpus-per-worker", "1", "--strategy", "spread", "--", "sh", "-c", `sleep 7; echo done`)
 	br := startTfhive(t, busy, readStdout, bargs...)
 	ir.readAll()
 	ir.Wait()
@@ -91,9 +101,13 @@ func TestIdleStopOnTheHost(t *testing.T) {
 	if err := br.Wait(); err != nil {
 		t.Fatalf("the busy run: %v\n%s%s", err, br.read.String(), br.other.String())
 	}
-	wantContains(t, "the busy run's console", br.read.String(), "] done", "succeeded")
-	if strings.Contains(br.read.String(), "idle") || strings.Contains(readFile(t, filepath.Join(blogDir, "events.csv")), "idle") {
-		t.Errorf("the busy run was warned about:\n%s", br.read.String())
+	bout := br.read.String()
+	wantContains(t, "the half-busy run's console", bout, "] done", "succeeded", " on m1: GPUs idle (at or under 5%)")
+	if strings.Count(bout, "] done") != 2 || strings.Contains(bout, "on m2: GPUs idle") {
+		t.Errorf("want both tasks to their end, m2's not warned about:\n%s", bout)
+	}
+	if ev := readFile(t, filepath.Join(blogDir, "events.csv")); strings.Contains(ev, "idle-stopped") || strings.Contains(ev, "m2,idle") {
+		t.Errorf("events.csv:\n%s", ev)
 	}
 }
 
@@ -104,7 +118,7 @@ func TestIdleStopOnTheHost(t *testing.T) {
 // warned.
 func TestIdleStopDetachedKeeperGone(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
-	f := idleHostWith(t, "k1", "0 100", "idle: {below: 5%, warn: 1s}\n")
+	f := idleFleet(t, "idle: {below: 5%, warn: 1s}\n", "k1", "0 100")
 	args, logDir := runArgs(t, f, "--detach", "--idle-stop", "6s", "--workers", "1", "--gpus-per-worker", "1", "--", "sleep", "300")
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)

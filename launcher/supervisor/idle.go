@@ -17,8 +17,9 @@ const IdleMarker = "@@tfhive-idle "
 // ledger's idle time where no idle rule applies: one nvidia-smi a minute.
 const DefaultIdleEvery = time.Minute
 
-// idleWords is tfhive_idle: "BELOW WARN STOP EVERY", percent, tenths of
-// a second, seconds; "" for a task with no GPU to watch.
+// idleWords is tfhive_idle: "BELOW WARN STOP EVERY", percent, then
+// tenths of a second (every at least 1); "" for a task with no GPU to
+// watch.
 func idleWords(t Task) string {
 	if len(t.IdleGPUs) == 0 {
 		return ""
@@ -29,7 +30,7 @@ func idleWords(t Task) string {
 	}
 	tenths := func(d time.Duration) string { return strconv.FormatInt(int64(d/(100*time.Millisecond)), 10) }
 	return strings.Join([]string{strconv.Itoa(t.Idle.Below), tenths(t.Idle.Warn), tenths(t.Idle.Stop),
-		strconv.FormatFloat(every.Seconds(), 'f', 3, 64)}, " ")
+		tenths(max(every, 100*time.Millisecond))}, " ")
 }
 
 func joinInts(xs []int) string {

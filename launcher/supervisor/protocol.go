@@ -58,9 +58,10 @@ type Task struct {
 	// Grace is the run's --grace, for a preempted task.
 	Grace time.Duration
 	// Idle is the idle rule on the task's host (schedule.IdleRules) and
-	// IdleGPUs the task's GPUs that nvidia-smi reports the use of
-	// (scripts/idle-watch.sh); no GPU: nothing watches, the task is never
-	// idle. IdleEvery is how often they are sampled.
+	// IdleGPUs the run's GPUs there that nvidia-smi reports the use of
+	// (scripts/idle-watch.sh): the task is idle when all of them are; no
+	// GPU: nothing watches, the task is never idle. IdleEvery is how often
+	// they are sampled.
 	Idle      inventory.IdleRule
 	IdleGPUs  []int
 	IdleEvery time.Duration
@@ -73,6 +74,9 @@ const (
 	CtlHeartbeat = "h\n"
 	CtlTerm      = "t\n"
 	CtlKill      = "k\n"
+	// CtlIdleHold: GPUs of the run on another host are busy: the task's
+	// idle watch holds its stop for a link timeout (scripts/idle-watch.sh).
+	CtlIdleHold = "b\n"
 )
 
 // The supervisor's first stdout line, before any task output: its claims

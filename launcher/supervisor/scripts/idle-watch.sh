@@ -17,15 +17,19 @@
 # too, empty once busy, for a keeper that comes later and for ps.
 # Once idle for STOP, it prints "stopped TENTHS" on its stdout, for the
 # supervisor, and stops the task: SIGTERM, SIGKILL after the run's
-# grace. On SIGTERM (the attempt has ended) it prints "idle TENTHS", the
+# grace; unless tfhive said within its link's timeout that GPUs of the
+# run on another host are busy ("b": a run is idle only when all its
+# GPUs are; a run whose keeper is gone has each host decide alone). On SIGTERM (the attempt has ended) it prints "idle TENTHS", the
 # attempt's idle time in all, and ends: the usage ledger's (ledger.sh).
 #
 # Parameters, set by tfhive ahead of this text:
-#   tfhive_idle      "BELOW WARN STOP EVERY": percent, tenths of a second
-#                    (0: no warning, no stop), seconds between samples
-#                    (a decimal fraction allowed); empty: nothing watches
+#   tfhive_idle      "BELOW WARN STOP EVERY": percent, then tenths of a
+#                    second: the warning, the stop (0: none), between
+#                    samples; empty: nothing watches
 #                    (a task with no GPU whose use nvidia-smi reports)
-#   tfhive_idle_ids  the task's GPUs' indexes, comma-separated
+#   tfhive_idle_ids  the indexes of the run's GPUs on this host whose use
+#                    nvidia-smi reports, comma-separated: a task is idle
+#                    only when all of them are
 : "${tfhive_idle?}" "${tfhive_idle_ids?}"
 
 # tfhive_tenths sets tfhive_now to the time in tenths of a second (bash 5's
@@ -42,17 +46,31 @@ tfhive_tenths() {
 
 # tfhive_idle_watch FD FILE watches while the task ($tfhive_pid, set by
 # supervisor-run.sh before it starts this) lives; FD is the session's
-# stderr, FILE the kept task's NAME.idle ("" when not kept).
+# stderr, FILE the kept task's NAME.idle ("" when not kept). Descriptor
+# 12 is a pipe the supervisor holds both ends of: its reader writes "b"
+# there for tfhive's "b" (GPUs of the run elsewhere are busy: hold the
+# stop), and a read on it with a time limit is the wait between samples.
 tfhive_idle_watch() {
-	: "${tfhive_pid?}" "${tfhive_mark?}" "${tfhive_grace?}"
-	local below warn stop every q u n busy since=0 warned='' total=0 last=0 d
+	: "${tfhive_pid?}" "${tfhive_mark?}" "${tfhive_grace?}" "${tfhive_hb_timeout?}"
+	local below warn stop every q u n busy since=0 warned='' total=0 last=0 d held=-100000 next=0 left w
 	read -r below warn stop every <<<"$tfhive_idle"
 	trap '' PIPE
 	# On TERM: the attempt's idle time, counted up to the last sample.
 	trap 'printf "idle %s\n" "$((total + (since ? last - since : 0)))"; exit 0' TERM
-	exec 9<> <(:)
+	tfhive_tenths
+	next=$((tfhive_now + every))
 	while kill -0 "$tfhive_pid" 2>/dev/null; do
-		read -r -t "$every" -u 9 _
+		# Until the next sample, the words on 12: a "b" holds the stop
+		# for as long as tfhive would take the link for dead.
+		tfhive_tenths
+		while left=$((next - tfhive_now)) && [ "$left" -gt 0 ]; do
+			if read -r -t "$((left / 10)).$((left % 10))" -u 12 w && [ "$w" = b ]; then
+				tfhive_tenths
+				held=$tfhive_now
+			fi
+			tfhive_tenths
+		done
+		next=$((tfhive_now + every))
 		q=$(nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits -i "$tfhive_idle_ids" 2>/dev/null)
 		n=0 busy=0
 		while IFS=', ' read -r _ _ u _; do
@@ -71,12 +89,12 @@ tfhive_idle_watch() {
 		[ "$since" != 0 ] || since=$tfhive_now
 		last=$tfhive_now
 		d=$((tfhive_now - since))
-		if [ "$stop" != 0 ] && [ "$d" -ge "$stop" ]; then
+		if [ "$stop" != 0 ] && [ "$d" -ge "$stop" ] && [ $((tfhive_now - held)) -gt $((tfhive_hb_timeout * 10)) ]; then
 			printf 'stopped %s\n' "$d"
 			tfhive_signal TERM
 			n=0
 			while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$n" -lt "$tfhive_grace" ]; do
-				read -r -t 0.1 -u 9 _
+				read -r -t 0.1 -u 12 _
 				n=$((n + 1))
 			done
 			tfhive_signal KILL
@@ -90,5 +108,5 @@ tfhive_idle_watch() {
 	done
 	# The attempt is over: the supervisor's TERM asks for the total
 	# (while it lives: one killed outright asks nothing).
-	while kill -0 "$$" 2>/dev/null; do read -r -t 1 -u 9 _; done
+	while kill -0 "$$" 2>/dev/null; do read -r -t 1 -u 12 _; done
 }

@@ -14,7 +14,9 @@
 # in a month) nothing more is appended, and the reader says it is full.
 # One stat per attempt's end; nothing per sample.
 
-# tfhive_ledger DIR RUN TASK CLAIMS START END IDLE
+# tfhive_ledger DIR RUN TASK CLAIMS START END IDLE: IDLE in tenths of a
+# second, while all the run's GPUs here were idle (the task's GPUs with
+# them).
 tfhive_ledger() {
 	[ "$1" != - ] && [ -d "$1" ] || return 0
 	local -a c
@@ -31,5 +33,5 @@ tfhive_ledger() {
 		s=$(stat -c %s -- "$f" 2>/dev/null) || return 0
 		[ "$s" -lt 1048576 ] || return 0
 	fi
-	(umask 022 && printf '1 %s %s %s %s %s %s\n' "$5" "$6" "$n" "$7" "$2" "$3" >>"$f") 2>/dev/null
+	(umask 022 && printf '1 %s %s %s %s %s %s\n' "$5" "$6" "$n" "$(($7 * n / 10))" "$2" "$3" >>"$f") 2>/dev/null
 }

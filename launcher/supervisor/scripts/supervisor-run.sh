@@ -233,12 +233,12 @@ tfhive_spawn() {
 	if [ "$tfhive_keep" = 0 ]; then
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&- 10<&-
+			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&- 10<&- 12<&-
 		) &
 	else
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&-
+			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&- 12<&-
 		) &
 	fi
 	tfhive_pid=$!
@@ -319,6 +319,7 @@ fi
 # The idle watch (idle-watch.sh) of each attempt reports on descriptor
 # 11, and warns on the session's stderr: descriptor 8 when kept.
 tfhive_iw='' tfhive_idled='' tfhive_t0=0 tfhive_now=0
+exec 12<> <(:)
 tfhive_idle_start() {
 	tfhive_tenths
 	tfhive_t0=$tfhive_now
@@ -334,7 +335,7 @@ tfhive_idle_start() {
 # idle time (a watch stuck in a hung nvidia-smi is given 2 s) and writes
 # the attempt into the ledger: DIR RUN TASK CLAIMS, the holders' words.
 tfhive_idle_end() {
-	local w v idle=0 n
+	local w v idle=0
 	tfhive_tenths
 	if [ -n "$tfhive_iw" ]; then
 		kill "$tfhive_iw" 2>/dev/null
@@ -347,9 +348,7 @@ tfhive_idle_end() {
 		exec 11<&-
 		tfhive_iw=''
 	fi
-	# shellcheck disable=SC2154 # tfhive_idle_ids: idle-watch.sh's parameter
-	IFS=, read -r -a n <<<"$tfhive_idle_ids"
-	tfhive_ledger "$1" "$2" "$3" "$4" "$((tfhive_t0 / 10))" "$((tfhive_now / 10))" "$((idle * ${#n[@]} / 10))"
+	tfhive_ledger "$1" "$2" "$3" "$4" "$((tfhive_t0 / 10))" "$((tfhive_now / 10))" "$idle"
 }
 tfhive_idle_start
 # The preemption watch (preempt-watch.sh) reports on descriptor 9.
@@ -369,6 +368,7 @@ tfhive_listen() {
 			case $tfhive_c in
 			t) tfhive_signalled TERM ;;
 			k) tfhive_signalled KILL ;;
+			b) [ -z "$tfhive_iw" ] || printf 'b\n' >&12 ;;
 			esac
 		done
 		tfhive_abandon
