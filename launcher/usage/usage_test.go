@@ -3,6 +3,8 @@ package usage
 import (
 	"testing"
 	"time"
+
+	"github.com/tfhive/tfhive/probe/remote/shscript/shscripttest"
 )
 
 // What a host's script said: alice's ledger, with a line past the
@@ -62,4 +64,12 @@ func TestParseSince(t *testing.T) {
 			t.Errorf("%q: no error", in)
 		}
 	}
+}
+
+func TestScriptsShellcheck(t *testing.T) {
+	shscripttest.Shellcheck(t, scripts)
+}
+
+func TestScriptSentAsWritten(t *testing.T) {
+	shscripttest.SameMeaning(t, "usage.sh", usageSh)
 }
