@@ -14,7 +14,11 @@ import (
 )
 
 // --capture NAME=REGEX: the last match of REGEX's first group in a task's
-// output is recorded under NAME in the summary, as a string.
+// output is recorded under NAME in the summary, as a string. A group
+// named step ((?P<step>[0-9]+)) is not the value: it is the training step
+// the value belongs to, recorded beside each value in metrics.csv as a
+// row named step, for the report's step axis (the first other group is
+// the value; a capture whose one group is step records the step).
 //
 // Decisions:
 //   - Lines are what the console shows: stdout and stderr separately, each
@@ -43,7 +47,12 @@ type Capture struct {
 	Re   *regexp.Regexp
 	// lit is a literal every match contains, or nil when none is known.
 	lit []byte
+	// val is the value's group; step the step group's, or 0 for none.
+	val, step int
 }
+
+// stepName is the group, and the metric, that a step is recorded under.
+const stepName = "step"
 
 // Captures are a run's --capture flags and --capture-from.
 type Captures struct {
@@ -124,7 +133,13 @@ func compileCapture(name, expr string) (Capture, error) {
 	if re.NumSubexp() < 1 {
 		return Capture{}, fmt.Errorf("%q has no group: put what to record in parentheses, as loss=([0-9.]+)", expr)
 	}
-	cp := Capture{Name: name, Re: re}
+	cp := Capture{Name: name, Re: re, val: 1}
+	if k := re.SubexpIndex(stepName); k > 0 && re.NumSubexp() > 1 {
+		cp.step = k
+		if k == 1 {
+			cp.val = 2
+		}
+	}
 	// Parsed as regexp.Compile parses it, which just succeeded.
 	if tree, err := syntax.Parse(expr, syntax.Perl); err == nil {
 		if lit := requiredLiteral(tree.Simplify()); lit != "" {
@@ -171,12 +186,15 @@ type taskCapture struct {
 	vals []string
 	got  []bool
 	part [2][]byte // stdout's, stderr's
+	// steps are each capture's last step (its step group's), for End.
+	steps []string
 	// series records each value with its time (csvlog.Metrics); nil: not.
 	series *csvlog.TaskMetrics
 }
 
 func newTaskCapture(c *Captures, series *csvlog.TaskMetrics) *taskCapture {
-	return &taskCapture{caps: c.List, vals: make([]string, len(c.List)), got: make([]bool, len(c.List)), series: series}
+	return &taskCapture{caps: c.List, vals: make([]string, len(c.List)), got: make([]bool, len(c.List)), series: series,
+		steps: make([]string, len(c.List))}
 }
 
 // write takes the next bytes of a stream (0 stdout, 1 stderr).
@@ -208,6 +226,9 @@ func (c *taskCapture) flush() {
 	}
 	if c.series != nil {
 		for i, cp := range c.caps {
+			if cp.step > 0 {
+				c.series.End(len(c.caps)+i, stepName, c.steps[i])
+			}
 			c.series.End(i, cp.Name, c.vals[i])
 		}
 	}
@@ -248,7 +269,14 @@ func (c *taskCapture) match(lines []byte) {
 			} else {
 				start = lineStart(r, end)
 			}
-			if v, ok := lastGroup(cp.Re, r[start:end]); ok {
+			if v, step, ok := lastGroup(cp, r[start:end]); ok {
+				if step != nil && c.series != nil {
+					// Before the value: the report pairs a value with
+					// the step nearest in time.
+					step = wording.Cut(step, captureMaxValue)
+					c.series.Found(len(c.caps)+i, stepName, step)
+					c.steps[i] = string(step)
+				}
 				c.set(i, v)
 				break
 			}
@@ -260,19 +288,25 @@ func (c *taskCapture) match(lines []byte) {
 	}
 }
 
-// lastGroup is the first group of re's last match in line whose group
-// took part.
-func lastGroup(re *regexp.Regexp, line []byte) ([]byte, bool) {
-	if len(line) == 0 || !re.Match(line) {
-		return nil, false
+// lastGroup is the value group of cp's last match in line whose value
+// group took part, with that match's step group (nil when it has none,
+// or it took no part).
+func lastGroup(cp *Capture, line []byte) (val, step []byte, ok bool) {
+	if len(line) == 0 || !cp.Re.Match(line) {
+		return nil, nil, false
 	}
-	ms := re.FindAllSubmatchIndex(line, -1)
+	ms := cp.Re.FindAllSubmatchIndex(line, -1)
 	for j := len(ms) - 1; j >= 0; j-- {
-		if m := ms[j]; m[2] >= 0 {
-			return line[m[2]:m[3]], true
+		m := ms[j]
+		if m[2*cp.val] < 0 {
+			continue
 		}
+		if k := cp.step; k > 0 && m[2*k] >= 0 {
+			step = line[m[2*k]:m[2*k+1]]
+		}
+		return line[m[2*cp.val]:m[2*cp.val+1]], step, true
 	}
-	return nil, false
+	return nil, nil, false
 }
 
 func (c *taskCapture) set(i int, v []byte) {

@@ -90,16 +90,19 @@ type Console struct {
 	// the run's console.log.
 	rec *Console
 
-	mu     sync.Mutex
-	cond   sync.Cond
-	queue  [][]byte // blocks of whole lines (a line may go on in the next block)
-	spare  [][]byte // the drained list, for reuse as the next queue
-	free   [][]byte // empty blocks
-	ntasks int
-	closed bool  // Close was called: queue no more
-	failed bool  // the writer failed: queue no more
-	err    error // first write error; written by the drain goroutine, read after done
-	done   chan struct{}
+	mu      sync.Mutex
+	cond    sync.Cond
+	idle    sync.Cond // broadcast when the queue is written out (Flush)
+	queue   [][]byte  // blocks of whole lines (a line may go on in the next block)
+	spare   [][]byte  // the drained list, for reuse as the next queue
+	free    [][]byte  // empty blocks
+	ntasks  int
+	closed  bool  // Close was called: queue no more
+	writing bool  // the drain goroutine is writing blocks taken off the queue
+	ended   bool  // the drain goroutine returned
+	failed  bool  // the writer failed: queue no more
+	err     error // first write error; written by the drain goroutine, read after done
+	done    chan struct{}
 }
 
 // NewConsole starts a console writing to w. tty says w is a terminal: task
@@ -112,6 +115,7 @@ func NewConsole(w io.Writer, tty bool) *Console { return NewColorConsole(w, tty,
 func NewColorConsole(w io.Writer, tty, color bool) *Console {
 	c := &Console{now: time.Now, w: w, tty: tty, color: color, done: make(chan struct{})}
 	c.cond.L = &c.mu
+	c.idle.L = &c.mu
 	go c.drain()
 	return c
 }
@@ -180,6 +184,27 @@ func (c *Console) Close() error {
 	return c.err
 }
 
+// FlushRecord waits until the run's record (Record's console.log) holds
+// every line queued so far: a detached run's tfhive returns once the keeper
+// says its tasks started, and the record must say so by then. Only the
+// record: the terminal's reader may be paused (| less) and must not hold
+// the run up.
+func (c *Console) FlushRecord() {
+	if c.rec != nil {
+		c.rec.flush()
+	}
+}
+
+// flush waits until every line queued so far is written, or the writer
+// failed, or the console closed.
+func (c *Console) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for (len(c.queue) > 0 || c.writing) && !c.failed && !c.ended {
+		c.idle.Wait()
+	}
+}
+
 // enqueue appends whole lines to the queue, or drops them if the console is
 // closed or broken.
 func (c *Console) enqueue(b []byte) {
@@ -221,11 +246,14 @@ func (c *Console) drain() {
 			c.cond.Wait()
 		}
 		if len(c.queue) == 0 {
+			c.ended = true
+			c.idle.Broadcast()
 			c.mu.Unlock()
 			return
 		}
 		blocks := c.queue
 		c.queue, c.spare = c.spare, nil
+		c.writing = true
 		c.mu.Unlock()
 
 		var err error
@@ -252,6 +280,8 @@ func (c *Console) drain() {
 			blocks[i] = nil
 		}
 		c.spare = blocks[:0]
+		c.writing = false
+		c.idle.Broadcast()
 	}
 }
 
@@ -423,7 +453,8 @@ func (s *outStream) index() int {
 // last); before any Write.
 func (t *TaskOutput) captureInto(c *Captures, id string, series *csvlog.Metrics) {
 	if c.concerns(id) {
-		t.capture = newTaskCapture(c, series.Task(id, len(c.List)))
+		// Each capture's values' series, then its steps'.
+		t.capture = newTaskCapture(c, series.Task(id, 2*len(c.List)))
 	}
 }
 

@@ -724,3 +724,42 @@ func TestOutputLastErrLines(t *testing.T) {
 		t.Errorf("last lines %q, want %q", got, want)
 	}
 }
+
+// slowWriter takes its time over each write, as a file on a busy disk may,
+// and says what it holds only under its lock.
+type slowWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(20 * time.Millisecond)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *slowWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// A detached run's tfhive returns on the keeper's "started", and reads
+// the console right after (CI: TestUserHostsFile found it empty):
+// FlushRecord returns only once the record holds every line queued.
+func TestOutputFlushRecord(t *testing.T) {
+	rec := &slowWriter{}
+	c := NewConsole(io.Discard, false)
+	c.Record(rec)
+	for i := range 3 {
+		c.Printf("tfhive: line %d", i)
+		c.FlushRecord()
+		if want := fmt.Sprintf("tfhive: line %d\n", i); !strings.HasSuffix(rec.String(), want) {
+			t.Fatalf("after FlushRecord the record holds %q, want it to end in %q", rec.String(), want)
+		}
+	}
+	c.Close()
+	c.FlushRecord()                             // after Close: returns at once
+	NewConsole(io.Discard, false).FlushRecord() // no record: nothing to wait for
+}

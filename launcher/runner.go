@@ -51,6 +51,10 @@ type Options struct {
 	Parallel  int
 	Console   *Console
 	Quiet     bool
+	// OnEvent, when set, is told each row of the run's events.csv as it
+	// is written (--notify's subscriber, launcher/notify): it must not
+	// block.
+	OnEvent func(task, host, event, detail string)
 	// HostsFrom, when set, says where the hosts came from when not from
 	// the command line ("hosts from ./hosts.yaml"): the first line says it.
 	HostsFrom string
@@ -292,6 +296,7 @@ func runWith(ctx context.Context, o Options, lim limits) (*record.Summary, error
 		r.series = csvlog.NewMetrics(filepath.Join(o.LogDir, rundir.Metrics), o.Relaunch != nil)
 	}
 	r.timeline = csvlog.NewEvents(filepath.Join(o.LogDir, rundir.Events), o.Relaunch != nil)
+	r.timeline.Subscribe(o.OnEvent)
 	sum := r.run(ctx)
 	r.timeline.Close()
 	if err := r.p.Conflict(); err != nil {
@@ -387,15 +392,19 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 	if !r.p.Decided() {
 		r.startSamplers()
 	}
-	if !r.p.Decided() && r.o.Started != nil {
-		r.o.Started()
-	}
 	if !r.p.Decided() && !r.o.Adopted {
 		from := ""
 		if r.o.HostsFrom != "" {
 			from = " (" + r.o.HostsFrom + ")"
 		}
 		r.o.Console.Printf("tfhive: run %s: %s on %s%s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), from, r.o.LogDir)
+	}
+	// Started after the run's first line: a detached run's tfhive returns
+	// on it, and its console must already say what started (CI:
+	// TestUserHostsFile read the console before the keeper wrote it).
+	if !r.p.Decided() && r.o.Started != nil {
+		r.o.Console.FlushRecord()
+		r.o.Started()
 	}
 
 	heartbeat := time.NewTicker(r.heartbeatInterval())

@@ -8,7 +8,8 @@ import (
 
 // ownScripts are the host scripts of the engine's own: find-run.sh, which
 // finds a kept run to adopt (adopt.go), and set-aside.sh, which keeps a
-// trial's earlier run directory before it runs again (setaside.go); the
+// trial's earlier run directory before it runs again (setaside.go),
+// end-notice.sh, which tells a kept run's end once (endnotice.go); the
 // supervisor's are its own
 // (supervisor.Scripts), and the other operations' are in their packages
 // (launcher/hostlogs, launcher/hostops, launcher/doctor, launcher/codesync).

@@ -14,7 +14,7 @@ func TestScriptsShellcheck(t *testing.T) {
 // What is sent means what the files say: comments dropped, and the
 // command line's scripts joined into one line.
 func TestScriptsSentAsWritten(t *testing.T) {
-	for name, s := range map[string]shscript.Script{"find-run.sh": findRunSh, "set-aside.sh": setAsideSh} {
+	for name, s := range map[string]shscript.Script{"find-run.sh": findRunSh, "set-aside.sh": setAsideSh, "end-notice.sh": endNoticeSh} {
 		shscripttest.SameMeaning(t, name, s)
 	}
 }

@@ -57,3 +57,35 @@ func TestSeriesThinsAndKeepsTheLast(t *testing.T) {
 		t.Errorf("tag row %q, want it to end %q", tag, want)
 	}
 }
+
+// A step group is not the value: each value's row has a step row before
+// it, the task's output's end writes the last of both, and a capture
+// whose one group is step records it as its value.
+func TestSeriesStepGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), rundir.Metrics)
+	b := csvlog.NewMetrics(path, false)
+	c := mustCaptures(t, `loss=step (?P<step>[0-9]+) loss ([0-9.]+)`, `step=(?P<step>[0-9]+)/`)
+	tc := newTaskCapture(c, b.Task("worker:0", 2*len(c.List)))
+	tc.write(0, []byte("step 1 loss 0.5\nstep 2 loss 0.25\n"))
+	tc.write(0, []byte("9/ step 3 loss 0.125\n"))
+	tc.flush()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if g := tc.metrics(); g["loss"] != "0.125" || g["step"] != "9" {
+		t.Errorf("the summary's values %v, want loss 0.125 and step 9", g)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		rows = append(rows, strings.SplitN(l, ",", 3)[2])
+	}
+	// The first Write's last match (step 2), then the second's.
+	want := "step,2 loss,0.25 step,3 loss,0.125 step,9"
+	if got := strings.Join(rows, " "); got != want {
+		t.Errorf("metrics.csv's rows %q, want %q", got, want)
+	}
+}

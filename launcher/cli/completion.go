@@ -105,6 +105,7 @@ var argsOf = map[string]argKind{
 	"logs":       anyRunArg,
 	"wait":       anyRunArg,
 	"report":     anyRunArg,
+	"compare":    anyRunArg,
 	"run":        commandArg,
 	"plan":       commandArg,
 	"completion": shellArg,

@@ -99,6 +99,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
 		Sample: c.Duration("sample"), IdleStop: c.Duration("idle-stop"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
+		Notify: c.StringSlice("notify"),
 	}
 	return o, torchrunFlags(c, &o.Job)
 }
@@ -184,6 +185,15 @@ func (w wiring) report(c *cli.Context) (commands.ReportOptions, error) {
 	return o, nil
 }
 
+func (w wiring) compare(c *cli.Context) (commands.CompareOptions, error) {
+	o := commands.CompareOptions{Streams: w.Streams, LogRoot: c.String("log-root"), Names: c.Args().Slice(), Out: c.String("output"),
+		Best: c.String("best"), ColorBy: c.String("color-by")}
+	if c.NArg() == 0 {
+		return o, &commands.UsageError{Msg: "compare takes run ids, or one sweep's name", Fix: "tfhive runs lists the runs"}
+	}
+	return o, nil
+}
+
 func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 	o := commands.KillOptions{Streams: w.Streams, Hosts: hostOptions(c), RunID: c.Args().First(), Grace: c.Duration("grace")}
 	if c.NArg() != 1 {
@@ -203,6 +213,7 @@ func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 		o.Hosts, o.Grace, o.Reconnect = hostOptions(c), c.Duration("grace"), c.Duration("reconnect")
 		o.Adopt = c.IsSet("host") || c.IsSet("hosts") || c.IsSet("hostfile")
 		o.Capture, o.CaptureFrom = c.StringSlice("capture"), c.String("capture-from")
+		o.Notify = c.StringSlice("notify")
 		if o.Grace < 0 || o.Reconnect <= 0 {
 			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
 		}
@@ -305,6 +316,11 @@ func topFlags() []cli.Flag {
 	}
 }
 
+// notifyFlag is --notify: run's, attach -H's, rerun's.
+func notifyFlag(cat string) cli.Flag {
+	return &cli.StringSliceFlag{Name: "notify", Category: cat, Usage: "tell `TARGET` when the run ends, idles or hangs: an https:// (or http://) webhook (Slack, Mattermost) or a local command (repeatable; default: the hosts file's notify:; none: not at all)"}
+}
+
 func runFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringSliceFlag{Name: "env", Category: catJob, Usage: "set `K=V` in every task, or K to pass this machine's value (repeatable)"},
@@ -326,6 +342,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "restarts", Category: catRun, Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
 		&cli.StringFlag{Name: "restart-on", Category: catRun, Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
 		&cli.DurationFlag{Name: "restart-backoff", Category: catRun, Value: lifecycle.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
+		notifyFlag(catRun),
 	}, captureFlags()...)
 }
 
@@ -333,7 +350,7 @@ func runFlags() []cli.Flag {
 // run and for attach -H (which keeps the run from then on).
 func captureFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "capture", Category: catRun, Usage: "record `NAME=REGEX`: the last match of REGEX's first group in each task's output, as NAME in summary.json (repeatable)"},
+		&cli.StringSliceFlag{Name: "capture", Category: catRun, Usage: "record `NAME=REGEX`: the last match of REGEX's first group in each task's output, as NAME in summary.json (repeatable; a group named step is the value's step, for the report)"},
 		&cli.StringFlag{Name: "capture-from", Category: catRun, Usage: "match --capture in this `TASK`'s output only, as worker:0"},
 	}
 }

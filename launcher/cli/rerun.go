@@ -20,13 +20,15 @@ func rerunFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show only tfhive's own lines and the summary"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON on stdout (task output goes to stderr)"},
 		&cli.BoolFlag{Name: "trust", Usage: "run a record someone else wrote (its repro.json or log dir not yours): its command, hosts and setup run as you"},
+		notifyFlag(""),
 		colorFlag(),
 	}
 }
 
 func (w wiring) rerun(c *cli.Context) (commands.RerunOptions, error) {
 	o := commands.RerunOptions{Streams: w.streams(c), Run: c.Args().First(), Name: c.String("name"),
-		LogDir: c.String("log-dir"), Quiet: c.Bool("quiet"), JSON: c.Bool("json"), Trust: c.Bool("trust"), Signals: w.sigs}
+		LogDir: c.String("log-dir"), Quiet: c.Bool("quiet"), JSON: c.Bool("json"), Trust: c.Bool("trust"), Signals: w.sigs,
+		Notify: c.StringSlice("notify")}
 	if c.IsSet("detach") {
 		d := c.Bool("detach")
 		o.Detach = &d

@@ -41,6 +41,10 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	if err != nil {
 		return err
 	}
+	targets, err := notifyTargets(o.Notify, o.Hosts)
+	if err != nil {
+		return err
+	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
 		return err
@@ -57,6 +61,10 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	for _, h := range lo.Plan.Hosts() {
 		lo.Execs[h] = execs[h]
 	}
+	// The rows it sees from now on, and its end, claimed on the hosts
+	// (a second attach -H of the ended run tells it no more).
+	n := newNotifier(targets, o.RunID, dir, o.Stderr)
+	lo.OnEvent = onEvent(n)
 	release, err := rundir.HoldLock(dir)
 	if err != nil {
 		return err
@@ -87,7 +95,11 @@ func adopt(ctx context.Context, o FollowOptions) error {
 		}
 		return &ExitError{Code: 130}
 	}
-	return adoptedEnd(o, dir, console, res.sum, res.err)
+	err = adoptedEnd(o, dir, console, res.sum, res.err)
+	if res.sum != nil {
+		tellEnd(ctx, n, res.sum, res.err, true, lo.Execs)
+	}
+	return err
 }
 
 // findKept probes the fleet and finds the run on its hosts: what a keeper

@@ -40,6 +40,9 @@ type FollowOptions struct {
 	// summary (see RunOptions).
 	Capture     []string
 	CaptureFrom string
+	// Notify is attach -H's --notify (see RunOptions): whom the adopted
+	// run's end is told.
+	Notify []string
 }
 
 // NoRunError: no trace of the run where tfhive looked.
@@ -158,6 +161,10 @@ func Wait(ctx context.Context, o FollowOptions) error {
 // then live, and returns the run's result once it ends. Ctrl-C (ctx)
 // only detaches: the run goes on.
 func Attach(ctx context.Context, o FollowOptions) error {
+	if len(o.Notify) > 0 && !o.Adopt {
+		// Following a console here tells nobody: the keeper does.
+		return &UsageError{Msg: "--notify is for attach -H (adopting a run whose keeper is gone)", Fix: "the run's keeper tells its --notify targets"}
+	}
 	if err := pickRun(&o, "attaching to"); err != nil {
 		return err
 	}
@@ -169,6 +176,9 @@ func Attach(ctx context.Context, o FollowOptions) error {
 				return err
 			}
 			if ok {
+				if len(o.Notify) > 0 {
+					return &UsageError{Msg: "--notify is for a run: a sweep's trials do not notify", Fix: "tfhive wait SWEEP && your-command tells you when it ends"}
+				}
 				return adoptSweep(ctx, o, rec)
 			}
 		}

@@ -50,6 +50,8 @@ type RerunOptions struct {
 	Trust bool
 	// Signals: see RunOptions.
 	Signals *job.Signals
+	// Notify is --notify (see RunOptions): the record keeps no targets.
+	Notify []string
 }
 
 // Rerun runs the recorded run again.
@@ -68,7 +70,7 @@ func Rerun(ctx context.Context, o RerunOptions) error {
 	}
 	ro.Streams, ro.Signals = o.Streams, o.Signals
 	ro.Job.Name, ro.LogDir = o.Name, o.LogDir
-	ro.Quiet, ro.JSON = o.Quiet, o.JSON
+	ro.Quiet, ro.JSON, ro.Notify = o.Quiet, o.JSON, o.Notify
 	if o.Detach != nil {
 		ro.Detach = *o.Detach
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/job"
 	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
+	"github.com/tfhive/tfhive/launcher/notify"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 )
@@ -23,6 +24,9 @@ type runInput struct {
 	color   bool
 	caps    *launcher.Captures
 	restart lifecycle.Restart
+	// notify is --notify's targets (or the hosts file's); none for a
+	// sweep's trial.
+	notify []notify.Target
 }
 
 // Run plans the job, starts it, streams its output and prints the summary
@@ -77,6 +81,17 @@ func run(ctx context.Context, o RunOptions, as runAs) (*record.Summary, error) {
 		return nil, err
 	}
 	defer r.close()
+	if r.notifier.Active() {
+		// A run kept on its hosts (--reconnect) may end without this
+		// tfhive: its end is claimed there, told once.
+		r.tell = func(sum *record.Summary, err error) {
+			if sum == nil && o.Wait == 0 {
+				// Refused at once: whoever started it reads why.
+				return
+			}
+			tellEnd(ctx, r.notifier, sum, err, o.Reconnect > 0, fleetExecs(fleet))
+		}
+	}
 	sum, err := job.Run(ctx, r.spec, r.hooks)
 	return sum, o.finish(sum, err, r)
 }
@@ -111,6 +126,11 @@ func (o *RunOptions) input(as runAs) (runInput, error) {
 	}
 	if in.restart, err = restartPolicy(o.Restarts, o.RestartOn, o.RestartBackoff); err != nil {
 		return in, err
+	}
+	if as.trial == nil {
+		if in.notify, err = notifyTargets(o.Notify, o.Hosts); err != nil {
+			return in, err
+		}
 	}
 	in.out, in.color = out, color
 	return in, nil

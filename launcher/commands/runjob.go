@@ -6,6 +6,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/keeper"
+	"github.com/tfhive/tfhive/launcher/notify"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/view"
 
@@ -29,6 +30,10 @@ type runJob struct {
 	conlog  *launcher.ConsoleLog
 	wait    *view.WaitLine
 	release func() // the run lock, once taken
+	// notifier is --notify's (nil without); tell tells the run's end,
+	// after the summary (nil without targets).
+	notifier *notify.Notifier
+	tell     func(*record.Summary, error)
 }
 
 // close gives up the run lock: after the summary is printed, so that
@@ -94,7 +99,9 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 		r.conlog = launcher.NewConsoleLog(filepath.Join(r.logDir, rundir.Console))
 		r.console.Record(r.conlog)
 	}
+	r.notifier = newNotifier(in.notify, req.RunID, r.logDir, o.Stderr)
 	r.spec.Engine = o.engine(fleet, env, in, r)
+	r.spec.Engine.OnEvent = onEvent(r.notifier)
 	r.hooks = o.hooks(r, fleet, launched, tree, as)
 	return r, nil
 }

@@ -63,6 +63,11 @@ type RunOptions struct {
 	Restarts       int
 	RestartOn      string
 	RestartBackoff time.Duration
+	// Notify is --notify's targets (launcher/notify); none: the hosts
+	// file's notify:. Never in the run's record: a webhook's URL is its
+	// secret (a rerun notifies as its own --notify, or the hosts file,
+	// says).
+	Notify []string `json:"-"`
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *job.Signals `json:"-"`

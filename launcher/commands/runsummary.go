@@ -21,6 +21,9 @@ func (o *RunOptions) finish(sum *record.Summary, err error, r *runJob) error {
 		r.conlog.Close()
 	}
 	if sum == nil {
+		if r.tell != nil {
+			r.tell(nil, err)
+		}
 		return err
 	}
 	if o.JSON {
@@ -33,6 +36,10 @@ func (o *RunOptions) finish(sum *record.Summary, err error, r *runJob) error {
 		// After the summary, which the user reads meanwhile; not where
 		// the summary could not be written.
 		writeRunReport(r.logDir, sum.RunID, o.Stderr)
+	}
+	if r.tell != nil {
+		// After the summary and the report: a webhook may take seconds.
+		r.tell(sum, err)
 	}
 	if errors.As(err, &recErr) && sum.ExitCode != 0 {
 		// A failed run keeps its own exit code: what the task said

@@ -186,6 +186,10 @@ func (o *SweepOptions) validate(kept bool) (record.Sweep, error) {
 	switch {
 	case r.LogDir != "":
 		return record.Sweep{}, &UsageError{Msg: "--log-dir is for run: a sweep's trials are in tfhive-runs/SWEEP-NNN", Fix: "choose the sweep's name with --name"}
+	case len(r.Notify) > 0:
+		// A message per trial would drown the channel; a sweep's own
+		// end is not told yet.
+		return record.Sweep{}, &UsageError{Msg: "--notify is for run: a sweep's trials do not notify", Fix: "tfhive wait SWEEP && your-command tells you when it ends"}
 	case o.MaxParallel < 0 || o.MaxFailures < 0 || o.Random < 0:
 		return record.Sweep{}, usagef("--max-parallel, --max-failures and --random must not be negative")
 	case o.Seed != 0 && o.Random == 0:

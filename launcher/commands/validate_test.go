@@ -33,6 +33,10 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 		edit(&o)
 		return Run(context.Background(), o)
 	}
+	notifyHosts := filepath.Join(dir, "notify-hosts.yaml")
+	if err := os.WriteFile(notifyHosts, []byte("notify: ftp://x.example/s3cret\nhosts: [\"127.0.0.1:1\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tree := t.TempDir()
 	if err := os.Symlink("/etc/passwd", filepath.Join(tree, "passwd")); err != nil {
 		t.Fatal(err)
@@ -113,6 +117,20 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 			Kill(context.Background(), KillOptions{Streams: streams, Hosts: hosts, RunID: "../../x"})},
 		{"logs -H dot", `"." is not a run id`, claim.RunIDRule,
 			Logs(context.Background(), FollowOptions{Streams: streams, Hosts: hosts, FromHosts: true, RunID: "."})},
+		{"notify scheme", "--notify ftp://files.example/…: a webhook is an https:// or http:// URL (else give a command)", "",
+			run(func(o *RunOptions) { o.Notify = []string{"ftp://files.example/s3cret"} })},
+		{"notify no host, detached", "--notify https:///…: the URL names no host", "",
+			run(func(o *RunOptions) { o.Notify, o.Detach, o.Reconnect = []string{"https:///s3cret"}, true, time.Minute })},
+		{"notify command", "--notify no-such-notifier-xyz: no such command (neither on $PATH nor an executable file); a webhook starts with https:// or http://", "",
+			run(func(o *RunOptions) { o.Notify = []string{"no-such-notifier-xyz --token s3cret"} })},
+		{"notify hosts file", notifyHosts + ":1: notify: ftp://x.example/…: a webhook is an https:// or http:// URL (else give a command)", "",
+			run(func(o *RunOptions) { o.Hosts.Hosts, o.Hosts.File = nil, notifyHosts })},
+		{"attach -H notify", "--notify mailto:me: no such command (neither on $PATH nor an executable file); a webhook starts with https:// or http://", "",
+			Attach(context.Background(), FollowOptions{Streams: streams, Hosts: hosts, Adopt: true, RunID: "r1", Grace: time.Second, Reconnect: time.Second, Notify: []string{"mailto:me"}})},
+		{"attach notify without hosts", "--notify is for attach -H (adopting a run whose keeper is gone)", "the run's keeper tells its --notify targets",
+			Attach(context.Background(), FollowOptions{Streams: streams, RunID: "r1", Notify: []string{"true"}})},
+		{"sweep notify", "--notify is for run: a sweep's trials do not notify", "tfhive wait SWEEP && your-command tells you when it ends",
+			Sweep(context.Background(), SweepOptions{Run: RunOptions{Streams: streams, Hosts: hosts, Job: job, Grace: time.Second, Notify: []string{"true"}}, Params: []string{"lr=1,2"}})},
 		{"ps connect timeout", "--connect-timeout must be positive", "",
 			Ps(context.Background(), PsOptions{Streams: streams, Hosts: HostOptions{Hosts: hosts.Hosts, CommandTimeout: time.Second, Parallel: 1}})},
 	}

@@ -30,6 +30,21 @@ type Events struct {
 	mu   sync.Mutex
 	csv  File
 	rows int
+	// sub is told every row written (Subscribe), until Close.
+	sub    func(task, host, event, detail string)
+	closed bool
+}
+
+// Subscribe has f told every row as it is written, after it is: the one
+// stream of a run's events, which --notify delivers from. f must not
+// block; nil: nobody.
+func (tl *Events) Subscribe(f func(task, host, event, detail string)) {
+	if tl == nil {
+		return
+	}
+	tl.mu.Lock()
+	tl.sub = f
+	tl.mu.Unlock()
 }
 
 // NewEvents is the events.csv at path, appended to when appends.
@@ -37,13 +52,19 @@ func NewEvents(path string, appends bool) *Events {
 	return &Events{csv: File{Path: path, Appends: appends, Header: "time,task,host,event,detail\n"}}
 }
 
-// Add writes one event now; a nil Events writes nothing.
+// Add writes one event now, and tells the subscriber (Subscribe) even
+// where events.csv is full or cannot be written: a notification does not
+// hang on the local disk. A nil Events writes nothing.
 func (tl *Events) Add(task, host, event, detail string) {
 	if tl == nil {
 		return
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
+	detail = wording.Cut(wording.FirstLine(detail), 200)
+	if tl.sub != nil && !tl.closed {
+		tl.sub(task, host, event, detail)
+	}
 	if tl.rows > EventsMaxRows {
 		return
 	}
@@ -55,7 +76,6 @@ func (tl *Events) Add(task, host, event, detail string) {
 		task, host, event, detail = "", "", record.EventTruncated, "more events were not recorded"
 	}
 	tl.rows++
-	detail = wording.Cut(wording.FirstLine(detail), 200)
 	if _, err := fmt.Fprintf(w, "%s,%s,%s,%s,%s\n", Time(nil, time.Now()),
 		Field(task), Field(host), event, Field(detail)); err != nil {
 		tl.csv.Fail(err)
@@ -69,5 +89,6 @@ func (tl *Events) Close() {
 	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
+	tl.closed = true
 	tl.csv.Close()
 }

@@ -29,3 +29,20 @@ func TestTimelineBounded(t *testing.T) {
 		t.Errorf("%d lines: %q … %q", len(lines), lines[1], lines[len(lines)-1])
 	}
 }
+
+// The subscriber is told every row as written, until Close, even where
+// events.csv cannot be written.
+func TestEventsSubscriber(t *testing.T) {
+	for _, path := range []string{filepath.Join(t.TempDir(), rundir.Events), filepath.Join(t.TempDir(), "no", "such", rundir.Events)} {
+		tl := NewEvents(path, false)
+		var got []string
+		tl.Subscribe(func(task, host, event, detail string) { got = append(got, task+","+host+","+event+","+detail) })
+		tl.Add("worker:0", "h1", "idle-warning", "GPUs idle\nmore")
+		tl.Add("", "", "hang", "no progress")
+		tl.Close()
+		tl.Add("", "", "exit", "after close")
+		if strings.Join(got, ";") != "worker:0,h1,idle-warning,GPUs idle;,,hang,no progress" {
+			t.Errorf("%s: the subscriber was told %q", path, got)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func TestRunReport(t *testing.T) {
 		}
 	}
 	loss := chartOf(t, html, "loss", "")
-	if strings.Count(loss, "<polyline") != 2 || maxPoints(loss) < 5 {
+	if strings.Count(loss, `<polyline class="raw"`) != 2*2 || maxPoints(loss) < 5 { // by time, linear and log
 		t.Errorf("the loss chart has not the two workers' series:\n%s", loss)
 	}
 	wantContains(t, "report", html, "<title>worker:0: ", ", attempt-end attempt 1, code 0</title>", "restart, attempt 1", "attempt-end", "--capture loss",

@@ -19,7 +19,7 @@ var files embed.FS
 // tests.
 var order = []string{
 	"hosts", "gpus", "live-view", "plans", "running", "sweeps", "reports", "reruns", "restarts",
-	"long-runs", "sync", "torch", "checks", "sharing", "fair-sharing", "idle", "emit",
+	"long-runs", "notifications", "sync", "torch", "checks", "sharing", "fair-sharing", "idle", "emit",
 	"shell-completion", "performance", "testing", "architecture",
 }
 

@@ -26,7 +26,8 @@ type Repro struct {
 	RerunOf string `json:"rerun_of,omitempty"`
 	Version string `json:"tfhive_version"`
 	// Args is tfhive's command line as it was typed (after the program's
-	// name): for people; a sweep's trial has its sweep's.
+	// name), --notify's values redacted (a webhook's URL is its secret):
+	// for people; a sweep's trial has its sweep's.
 	Args []string `json:"args"`
 	// Command is the task's command line (a sweep trial's, substituted).
 	Command []string `json:"command"`

@@ -25,6 +25,13 @@ type chart struct {
 	Legend []legendItem
 	// Empty, when set, is said instead of the plot.
 	Empty string
+	// Views, when there are, are drawn each in a group of its own, one
+	// shown at a time (curves.go); Class is the SVG's (autolog: the
+	// auto y axis is the log one).
+	Views []chartView
+	Class string
+	// Cells are a heat map's (heatmap.go).
+	Cells []bar
 }
 
 type tick struct {
@@ -34,6 +41,8 @@ type tick struct {
 
 type line struct {
 	Points, Color, Label string
+	// Class: raw or "sm smN" for a metric's lines (curves.go).
+	Class string
 }
 
 type dot struct {
@@ -230,14 +239,6 @@ func niceAxis(lo, hi float64, n int) (float64, float64, []float64) {
 		vs = []float64{lo, hi}
 	}
 	return lo, hi, vs
-}
-
-// numLabel writes a tick's or a point's value, short.
-func numLabel(v float64) string {
-	if v == 0 {
-		return "0"
-	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
 // frame makes an empty chart of the given size with room for labels on

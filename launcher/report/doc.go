@@ -1,10 +1,12 @@
 // Package report writes a run's report (report.html in its log dir, and
-// `tfhive report RUN`) and a sweep's (`tfhive report SWEEP`): one HTML
-// file that needs nothing else, to read offline or from a mail: the
-// tasks' timeline, each task's GPU utilisation and memory over time, each
-// captured metric over time, the summary table, the intruders and the
-// run's record; for a sweep, each metric against each parameter and the
-// trials.
+// `tfhive report RUN`), a sweep's (`tfhive report SWEEP`) and compare's
+// page (`tfhive compare`, compare.go): one HTML file that needs nothing
+// else, to read offline or from a mail: the tasks' timeline, every GPU's
+// utilisation as one heat map (heatmap.go) with each task's charts below,
+// each captured metric by step or time (curves.go), the summary table,
+// the intruders and the run's record; for a sweep, each metric against
+// each parameter, each trial's curves and the trials, sortable
+// (sorttable.go).
 //
 // Reading (load.go, csv.go, sweep.go) is bounded, as everything read
 // from a log dir is: each file has a size cap, every series is thinned to
@@ -13,7 +15,9 @@
 // html/template alone, with the charts drawn as inline SVG by a few lines
 // of Go: whatever a task printed, a host answered or a file holds is text
 // in the page, never markup, and the page's Content-Security-Policy
-// forbids every fetch and script.
+// forbids every fetch and script: the buttons (x by step or time, y
+// linear or log, smoothing, a table's order) are radio buttons and CSS
+// rules, every view drawn and one shown.
 //
 // The charts are drawn here rather than by a chart library: the two Go
 // ones at hand (gonum.org/v1/plot, github.com/go-analyze/charts) render a

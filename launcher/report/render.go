@@ -29,15 +29,19 @@ type kv struct{ K, V string }
 
 // runPage is what the template shows of a run.
 type runPage struct {
-	Title   string
-	Head    []kv
-	Notes   []string
-	Chart   chart
-	More    int // tasks left out of the timeline and GPU charts
-	Events  []eventRow
-	EvMore  int
-	GPU     []gpuPanel
-	Metrics []chart
+	Title    string
+	Head     []kv
+	Notes    []string
+	Chart    chart
+	More     int // tasks left out of the timeline and GPU charts
+	Events   []eventRow
+	EvMore   int
+	GPU      []gpuPanel
+	Heat     chart
+	HeatMore int
+	Metrics  []chart
+	// HasStep: some metric has steps (the step axis' button).
+	HasStep bool
 	Tasks   taskTable
 	Intr    [][]string
 	Record  []kv
@@ -80,18 +84,63 @@ func Write(w io.Writer, r *Run) error {
 		label := id + " on " + hostOf(r, id)
 		p.GPU = append(p.GPU, gpuPanel{Task: label,
 			Util: timeChart("GPU utilisation (%)", 460, 170, t0, span, gpuLines(g.Util), 0, 100),
-			Mem:  timeChart("GPU memory used (MiB)", 460, 170, t0, span, gpuLines(g.Mem), 0, 0)})
+			Mem:  memChart(t0, span, gpuLines(g.Mem))})
 	}
-	for _, name := range slices.Sorted(maps.Keys(r.Metrics)) {
-		var lines []named
+	if len(p.GPU) > 0 {
+		p.Heat, p.HeatMore = gpuHeatmap(r, t0, span)
+	}
+	for _, name := range r.metricNames() {
+		var curves []curve
 		for _, id := range r.orderedKeys(r.Metrics[name]) {
-			lines = append(lines, named{Label: id, Pts: r.Metrics[name][id].points()})
+			curves = append(curves, r.curve(name, id, id, t0))
 		}
-		p.Metrics = append(p.Metrics, timeChart(name, 960, 260, t0, span, lines, 1, 0))
+		c := metricChart(name, 960, 260, curves, span)
+		p.HasStep = p.HasStep || c.hasStep()
+		p.Metrics = append(p.Metrics, c)
 	}
 	p.Tasks = r.taskTable()
 	p.Intr = r.intruders(t0)
 	return page.ExecuteTemplate(w, "run", p)
+}
+
+// metricNames are the metrics to chart: all but step when it is the
+// axis.
+func (r *Run) metricNames() []string {
+	return slices.DeleteFunc(slices.Sorted(maps.Keys(r.Metrics)), func(n string) bool { return n == stepName && len(r.Metrics) > 1 })
+}
+
+// curve is metric name of task id, labelled label, with the task's steps.
+func (r *Run) curve(name, id, label string, t0 time.Time) curve {
+	pts := r.Metrics[name][id].points()
+	cv := curve{Label: label, Pts: pts, T0: t0}
+	if name != stepName {
+		if st := r.Metrics[stepName][id]; st != nil {
+			cv.Steps = stepsOf(pts, st.points())
+		}
+	}
+	return cv
+}
+
+// memChart is a task's GPU memory over time, in GiB once there is a GiB
+// or more (never 6e+04 MiB).
+func memChart(t0 time.Time, span time.Duration, lines []named) chart {
+	peak := 0.0
+	for _, l := range lines {
+		for _, p := range l.Pts {
+			peak = max(peak, p.v)
+		}
+	}
+	if peak < 1024 {
+		return timeChart("GPU memory used (MiB)", 460, 170, t0, span, lines, 0, 0)
+	}
+	gib := make([]named, len(lines))
+	for i, l := range lines {
+		gib[i] = named{Label: l.Label}
+		for _, p := range l.Pts {
+			gib[i].Pts = append(gib[i].Pts, point{p.t, p.v / 1024})
+		}
+	}
+	return timeChart("GPU memory used (GiB)", 460, 170, t0, span, gib, 0, 0)
 }
 
 // span is the run's time: from its start (the summary's, else the first
@@ -291,7 +340,7 @@ func (r *Run) taskTable() taskTable {
 		util, mem, note := "-", "-", t.Error
 		if u := t.GPUUsage; u != nil {
 			util = fmt.Sprintf("%s%% / %s%%", numLabel(u.UtilMean), numLabel(u.UtilPeak))
-			mem = numLabel(u.MemPeak) + " MiB"
+			mem = mibLabel(u.MemPeak)
 			if u.Idle != "" {
 				note = strings.TrimSpace(note + " " + u.Idle)
 			}

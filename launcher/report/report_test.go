@@ -87,7 +87,7 @@ func TestSweepReport(t *testing.T) {
 	checkInert(t, html)
 	for _, want := range []string{"loss against opt", "loss against lr", "sgd&lt;script&gt;",
 		`trial &#34;../../etc&#34;: not a run id; passed over`, "1 trials have no summary yet",
-		"<title>grid-002: opt=sgd&lt;script&gt;, loss=0.3</title>"} {
+		"<title>grid-002: opt=sgd&lt;script&gt;, loss=0.3, lr=0.001</title>"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the report has no %q", want)
 		}
@@ -278,6 +278,15 @@ func TestReportOfExtremeRun(t *testing.T) {
 		"metric values at the ends": {
 			rundir.Metrics: "time,task,name,value\n2026-01-02T10:00:01.000Z,worker:0,loss,-1.7976931348623157e308\n" +
 				"2026-01-02T10:00:02.000Z,worker:0,loss,1.7976931348623157e308\n2026-01-02T10:00:03.000Z,worker:0,loss,5e-324\n",
+		},
+		"steps at the ends": {
+			rundir.Metrics: "time,task,name,value\n2026-01-02T10:00:01.000Z,worker:0,step,-1.7976931348623157e308\n" +
+				"2026-01-02T10:00:01.001Z,worker:0,loss,1e-300\n2026-01-02T10:00:02.000Z,worker:0,step,1.7976931348623157e308\n" +
+				"2026-01-02T10:00:02.001Z,worker:0,loss,1e300\n",
+		},
+		"GPU samples centuries apart": {
+			rundir.GPUUsage: "time,task,host,gpu,util_pct,mem_mib\n1700-01-01T00:00:00.000Z,worker:0,h,0,50,1e300\n" +
+				"2262-04-12T00:00:00.000Z,worker:0,h,0,-5,100\n2262-04-12T00:00:01.000Z,worker:0,h,1,500,100\n",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

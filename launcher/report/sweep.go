@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
@@ -34,6 +33,11 @@ type Sweep struct {
 	Rec    record.Sweep
 	Trials []Trial
 	Notes  []string
+	// Runs are the first maxCompareRuns trials' runs (one with nothing
+	// but its id where the trial has no run dir yet), RunParams their
+	// parameters: the curves and the table (compare.go).
+	Runs      []*Run
+	RunParams []map[string]string
 }
 
 // Trial is one trial: its summary, nil when it has none (not run yet,
@@ -84,6 +88,16 @@ func LoadSweep(root, dir string) (*Sweep, error) {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s/summary.json: %v", t.ID, why(err)))
 		}
 		s.Trials = append(s.Trials, tr)
+		if len(s.Runs) < maxCompareRuns {
+			r, err := Load(filepath.Join(root, t.ID), t.ID)
+			if err != nil {
+				r = &Run{ID: t.ID, Dir: filepath.Join(root, t.ID), GPU: map[string]*TaskGPU{}, Metrics: map[string]map[string]*series{}}
+			}
+			s.Runs, s.RunParams = append(s.Runs, r), append(s.RunParams, t.Params)
+		}
+	}
+	if len(s.Trials) > maxCompareRuns {
+		s.Notes = append(s.Notes, fmt.Sprintf("the curves and the table show the first %d trials", maxCompareRuns))
 	}
 	if missing > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("%d trials have no summary yet (not run, going on, or their tfhive was killed)", missing))
@@ -97,8 +111,11 @@ type sweepPage struct {
 	Head   []kv
 	Notes  []string
 	Charts []chart
-	Trials taskTable
-	Record []kv
+	// Metrics: each trial's curves (compare.go).
+	Metrics []chart
+	HasStep bool
+	Trials  sortTable
+	Record  []kv
 }
 
 // WriteSweep renders s's report.
@@ -130,33 +147,22 @@ func WriteSweep(w io.Writer, s *Sweep) error {
 			continue // a word, as "n/a": in the table only
 		}
 		for _, par := range s.Rec.Params {
-			p.Charts = append(p.Charts, s.paramChart(m, par))
-		}
-	}
-	head := []string{"trial"}
-	for _, par := range s.Rec.Params {
-		head = append(head, par.Name)
-	}
-	p.Trials.Head = append(append(head, "result", "exit", "duration"), metrics...)
-	for _, t := range s.Trials {
-		row := []string{t.ID}
-		for _, par := range s.Rec.Params {
-			row = append(row, t.Params[par.Name])
-		}
-		if t.Summary == nil {
-			row = append(row, "-", "-", "-")
-		} else {
-			row = append(row, t.Summary.Result, strconv.Itoa(t.Summary.ExitCode), t.Summary.Duration.Round(100*time.Millisecond).String())
-		}
-		for _, m := range metrics {
-			v := ""
-			if t.Summary != nil {
-				v = t.Summary.Metrics[m]
+			by := ""
+			for _, o := range s.Rec.Params {
+				if o.Name != par.Name {
+					by = o.Name
+					break
+				}
 			}
-			row = append(row, v)
+			p.Charts = append(p.Charts, s.paramChart(m, par, by))
 		}
-		p.Trials.Rows = append(p.Trials.Rows, row)
 	}
+	c := &Comparison{}
+	c.fromSweep(s)
+	c.Best = c.defaultBest()
+	best, _ := c.bestRun()
+	p.Metrics, p.HasStep = c.overlay()
+	p.Trials = c.table(best)
 	p.Record = []kv{{"sweep", s.Rec.Name}, {"dir", s.Dir}, {"command", view.CommandLine(s.Rec.Command)}}
 	for _, par := range s.Rec.Params {
 		p.Record = append(p.Record, kv{"--param " + par.Name, strings.Join(par.Values, ",")})
@@ -169,14 +175,20 @@ func WriteSweep(w io.Writer, s *Sweep) error {
 
 // paramChart draws metric m of every trial against parameter par: on a
 // number line when every value is a number (logarithmic when they are
-// positive and span a hundredfold or more, as learning rates do), else
-// one place per value in the order given.
-func (s *Sweep) paramChart(m string, par record.SweepParam) chart {
+// positive and span tenfold or more, as learning rates and batch sizes
+// do: bs 16 and 32 apart, not one on the other beside 1024), else one
+// place per value in the order given; each dot coloured by the first
+// other parameter (colourBy, "" for none).
+func (s *Sweep) paramChart(m string, par record.SweepParam, colourBy string) chart {
 	c := frame(m+" against "+par.Name, 640, 240, 60)
 	c.XLabel = par.Name
 	type pt struct {
-		x, y  float64
-		title string
+		x, y         float64
+		title, color string
+	}
+	cmp := &Comparison{ColorBy: colourBy}
+	for _, t := range s.Trials {
+		cmp.Params = append(cmp.Params, t.Params)
 	}
 	var pts []pt
 	numeric, positive := true, true
@@ -203,7 +215,12 @@ func (s *Sweep) paramChart(m string, par record.SweepParam) chart {
 		if numeric {
 			x = xs[v]
 		}
-		pts = append(pts, pt{x, y, fmt.Sprintf("%s: %s=%s, %s=%s", t.ID, par.Name, v, m, t.Summary.Metrics[m])})
+		title, col := fmt.Sprintf("%s: %s=%s, %s=%s", t.ID, par.Name, v, m, t.Summary.Metrics[m]), color(0)
+		if colourBy != "" {
+			title += ", " + colourBy + "=" + t.Params[colourBy]
+			col = cmp.valueColor(t.Params[colourBy])
+		}
+		pts = append(pts, pt{x, y, title, col})
 		lo, hi = math.Min(lo, y), math.Max(hi, y)
 	}
 	if len(pts) == 0 {
@@ -227,7 +244,7 @@ func (s *Sweep) paramChart(m string, par record.SweepParam) chart {
 	xa := valueAxis{lo: -0.5, hi: float64(len(par.Values)) - 0.5}
 	if numeric {
 		xa.lo, xa.hi = slices.Min(slices.Collect(maps.Values(xs))), slices.Max(slices.Collect(maps.Values(xs)))
-		xa.log = positive && xa.lo > 0 && xa.hi/xa.lo >= 100
+		xa.log = positive && xa.lo > 0 && xa.hi/xa.lo >= 10
 		if xa.lo == xa.hi {
 			xa.lo, xa.hi = xa.lo-1, xa.hi+1
 			xa.log = false
@@ -245,7 +262,12 @@ func (s *Sweep) paramChart(m string, par record.SweepParam) chart {
 		}
 	}
 	for _, p := range pts {
-		c.Dots = append(c.Dots, dot{X: xpos(p.x), Y: va.y(p.y), R: 6, Color: color(0), Title: p.title})
+		c.Dots = append(c.Dots, dot{X: xpos(p.x), Y: va.y(p.y), R: 6, Color: p.color, Title: p.title})
+	}
+	if colourBy != "" {
+		for _, v := range cmp.colorValues() {
+			c.Legend = append(c.Legend, legendItem{Color: cmp.valueColor(v), Label: colourBy + "=" + v})
+		}
 	}
 	return c
 }

@@ -45,12 +45,16 @@ type hostsFile struct {
 	// and SSHConfigLine its line.
 	SSHConfig     string
 	SSHConfigLine int
+	// Notify is the file's `notify:` (one target or a list), the runs'
+	// --notify when they give none, and NotifyLine its line.
+	Notify     []string
+	NotifyLine int
 }
 
 var (
 	settingKeys = []string{"user", "port", "identity_file", "jump", "workdir", "setup", "env"}
 	entryKeys   = append([]string{"address", "name", "cluster_address", "gpus"}, settingKeys...)
-	topKeys     = []string{"ssh_config", "defaults", "hosts"}
+	topKeys     = []string{"ssh_config", "notify", "defaults", "hosts"}
 	envKeyRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	yamlLineRE  = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 )
@@ -86,6 +90,11 @@ func parseHostsFile(name string, data []byte) (*hostsFile, error) {
 		case "ssh_config":
 			s, err := scalarString(v, key, fail)
 			hf.SSHConfig, hf.SSHConfigLine = s, v.Line
+			return err
+		case "notify":
+			var err error
+			hf.Notify, err = parseNotify(v, fail)
+			hf.NotifyLine = v.Line
 			return err
 		case "defaults":
 			if v.Kind != yaml.MappingNode {
@@ -267,6 +276,27 @@ func scalarString(v *yaml.Node, key string, fail failFunc) (string, error) {
 		return "", fail(v.Line, "%s: expected a non-empty value", key)
 	}
 	return v.Value, nil
+}
+
+// parseNotify is `notify:`: one target or a list of them, each checked
+// by the run (launcher/notify) with the file's line.
+func parseNotify(v *yaml.Node, fail failFunc) ([]string, error) {
+	if v.Kind == yaml.ScalarNode {
+		s, err := scalarString(v, "notify", fail)
+		return []string{s}, err
+	}
+	if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+		return nil, fail(v.Line, "notify: expected a target (a command, or an https:// URL) or a list of them")
+	}
+	var out []string
+	for _, item := range v.Content {
+		s, err := scalarString(item, "notify", fail)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func parseGPUList(v *yaml.Node, fail failFunc) ([]int, error) {

@@ -29,7 +29,7 @@ func TestParseHostsFileErrors(t *testing.T) {
 		// Unknown keys, with the known ones listed.
 		{name: "unknown top-level key",
 			in:  "defaults:\n  user: a\nhost:\n  - gpu01\n",
-			err: `h.yaml:3: unknown key "host" (known: ssh_config, defaults, hosts)`},
+			err: `h.yaml:3: unknown key "host" (known: ssh_config, notify, defaults, hosts)`},
 		{name: "unknown key in defaults",
 			in:  "defaults:\n  user: a\n  User: b\nhosts: [gpu01]\n",
 			err: `h.yaml:3: unknown key "User" (known: user, port, identity_file, jump, workdir, setup, env)`},
@@ -161,6 +161,12 @@ func TestParseHostsFileErrors(t *testing.T) {
 			err: `h.yaml:5: env: A is set twice`},
 		{name: "env not a mapping", in: "hosts:\n  - address: gpu01\n    env: [A=1]\n",
 			err: `h.yaml:3: env: expected a mapping of NAME: value`},
+		{name: "notify empty", in: "notify:\nhosts: [gpu01]\n",
+			err: `h.yaml:1: notify: expected a non-empty value`},
+		{name: "notify mapping", in: "notify: {url: x}\nhosts: [gpu01]\n",
+			err: `h.yaml:1: notify: expected a target (a command, or an https:// URL) or a list of them`},
+		{name: "notify list of lists", in: "notify: [[a]]\nhosts: [gpu01]\n",
+			err: `h.yaml:1: notify: expected a non-empty value`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,6 +201,16 @@ func TestParseHostsFile(t *testing.T) {
 				{Address: "gpu01", Line: 2},
 				{Address: "bob@gpu02:2222", Line: 3},
 			}},
+		},
+		{
+			name: "notify, one and a list",
+			in:   "notify: https://chat.example/hooks/x\nhosts: [gpu01]\n",
+			want: &hostsFile{Notify: []string{"https://chat.example/hooks/x"}, NotifyLine: 1, Hosts: []hostEntry{{Address: "gpu01", Line: 2}}},
+		},
+		{
+			name: "notify list",
+			in:   "notify:\n  - notify-send tfhive\n  - https://chat.example/hooks/x\nhosts: [gpu01]\n",
+			want: &hostsFile{Notify: []string{"notify-send tfhive", "https://chat.example/hooks/x"}, NotifyLine: 2, Hosts: []hostEntry{{Address: "gpu01", Line: 4}}},
 		},
 		{
 			name: "flow list",

@@ -81,6 +81,10 @@ type Origin struct {
 	// that file came from.
 	Lent     string
 	LentKind OriginKind
+	// Notify is the hosts file's `notify:` (the lent file's with -H or
+	// --hostfile), and NotifyFrom "FILE:LINE" where it is written.
+	Notify     []string
+	NotifyFrom string
 }
 
 // CommandLine is true when the hosts and all their settings were named
@@ -250,6 +254,9 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	cfgFile, cfgFrom, cfgKind := hf, origin.File, origin.Kind
 	if lent != nil {
 		cfgFile, cfgFrom, cfgKind = lent, origin.Lent, origin.LentKind
+	}
+	if cfgFile != nil && len(cfgFile.Notify) > 0 {
+		origin.Notify, origin.NotifyFrom = cfgFile.Notify, fmt.Sprintf("%s:%d", cfgFrom, cfgFile.NotifyLine)
 	}
 	if cfgFile != nil && cfgFile.SSHConfig != "" && o.SSHConfig == "" {
 		origin.SSHConfig = filePath(cfgFile.SSHConfig, cfgFrom, o.Home)

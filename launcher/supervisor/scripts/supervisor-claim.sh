@@ -56,14 +56,22 @@ if [ -n "${TFHIVE_CLAIMS_DIR-}" ]; then
 fi
 tfhive_umask=$(umask)
 umask 022
-# tfhive_open FD NAME opens the lock file NAME on descriptor FD.
+# tfhive_open FD NAME opens the lock file NAME on descriptor FD. A file
+# that is gone between the test and the open (its owner unlinked it, and
+# may have made it again) is tried again, a few times: only a file that
+# stays unreadable blocks the claim (CI: TestHostileSwappedLockFiles saw
+# a run end on mallory's swap instead of claiming the new file).
 tfhive_open() {
 	tfhive_f=$tfhive_dir/$2
-	[ -e "$tfhive_f" ] || [ -L "$tfhive_f" ] || (set -C; : >"$tfhive_f") 2>/dev/null
-	if [ -L "$tfhive_f" ] || [ ! -f "$tfhive_f" ]; then
-		tfhive_blocked "$tfhive_f is not a regular file (owned by $(stat -c %U "$tfhive_f" 2>/dev/null))"
-	fi
-	eval "exec $1<\"\$tfhive_f\"" 2>/dev/null || tfhive_blocked "$tfhive_f is owned by $(stat -c %U "$tfhive_f" 2>/dev/null) and not readable"
+	for _ in 1 2 3; do
+		[ -e "$tfhive_f" ] || [ -L "$tfhive_f" ] || (set -C; : >"$tfhive_f") 2>/dev/null
+		# Never opened unless a regular file: a FIFO's open would block.
+		if [ -L "$tfhive_f" ] || { [ -e "$tfhive_f" ] && [ ! -f "$tfhive_f" ]; }; then
+			tfhive_blocked "$tfhive_f is not a regular file (owned by $(stat -c %U "$tfhive_f" 2>/dev/null))"
+		fi
+		eval "exec $1<\"\$tfhive_f\"" 2>/dev/null && return
+	done
+	tfhive_blocked "$tfhive_f is owned by $(stat -c %U "$tfhive_f" 2>/dev/null) and not readable"
 }
 # Descriptor 3 is taken by the supervisor's copy of stdin: the lock
 # files are on 4, 5, …
