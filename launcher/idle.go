@@ -52,7 +52,7 @@ func (r *runner) hearIdle(i int) {
 	rt.preempted.OnIdle = func(what string, d time.Duration) {
 		switch what {
 		case "warn":
-			line := fmt.Sprintf("GPUs idle (at or under %d%%) for %s", rule.Below, view.ShortDuration(d))
+			line := fmt.Sprintf("GPUs idle%s for %s", idleUnder(rule), view.ShortDuration(d))
 			if rule.Stop > 0 {
 				line += fmt.Sprintf("; the run is stopped once they are idle for %s (%s)", view.ShortDuration(rule.Stop), rule.By)
 			}
@@ -73,6 +73,15 @@ func (r *runner) hearIdle(i int) {
 			}
 		}
 	}
+}
+
+// idleUnder is " (at or under 5%)", "" where the rule is not known here
+// (a run adopted from its hosts: their supervisors hold it).
+func idleUnder(r inventory.IdleRule) string {
+	if !r.Any() {
+		return ""
+	}
+	return fmt.Sprintf(" (at or under %d%%)", r.Below)
 }
 
 func idleFor(d time.Duration) string {
@@ -133,7 +142,7 @@ func (r *runner) idleStoppedSummary(s *record.Summary) {
 			continue
 		}
 		rule := r.o.Idle[rt.t.Host]
-		why := fmt.Sprintf("task %s on %s was stopped: its GPUs were idle (at or under %d%%)", rt.t.ID, rt.t.Host, rule.Below)
+		why := fmt.Sprintf("task %s on %s was stopped: its GPUs were idle%s", rt.t.ID, rt.t.Host, idleUnder(rule))
 		if after >= 0 {
 			why += " for " + view.ShortDuration(after)
 		}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,6 +68,11 @@ func TestIdleStopOnTheHost(t *testing.T) {
 	args, logDir := runArgs(t, idle, "--workers", "1", "--gpus-per-worker", "1", "--", "sh", "-c", task)
 	started := time.Now()
 	ir := startTfhive(t, idle, readStdout, args...)
+	// The same in a session of its own (--reconnect 0: no run directory
+	// on the host, the warning on the supervisor's own stderr), beside it
+	// on i1's other GPU.
+	pargs, _ := runArgs(t, idle, "--reconnect", "0", "--workers", "1", "--gpus-per-worker", "1", "--", "sh", "-c", task)
+	pr := startTfhive(t, idle, readStdout, pargs...)
 	bargs, blogDir := runArgs(t, busy, "--workers", "2", "--gpus-per-worker", "1", "--strategy", "spread", "--", "sh", "-c", `sleep 7; echo done`)
 	br := startTfhive(t, busy, readStdout, bargs...)
 	ir.readAll()
@@ -93,9 +99,17 @@ func TestIdleStopOnTheHost(t *testing.T) {
 	}
 	events := readFile(t, filepath.Join(logDir, "events.csv"))
 	wantContains(t, "events.csv", events, ",worker:0,i1,idle-warning,idle 2", ",worker:0,i1,idle-stopped,idle 4")
-	if l := ledgerOf(t, idle.Host("i1")); !strings.HasPrefix(l, "1 ") || !strings.Contains(l, " 1 ") || !strings.HasSuffix(l, " "+s.RunID+" worker:0\n") {
+	if l := ledgerOf(t, idle.Host("i1")); !regexp.MustCompile(`(?m)^1 \d+ \d+ 1 [1-9]\d* `+regexp.QuoteMeta(s.RunID)+` worker:0$`).MatchString(l) {
 		t.Errorf("i1's ledger: %q, want the attempt", l)
 	}
+
+	pr.readAll()
+	pr.Wait()
+	if code := pr.ProcessState.ExitCode(); code != 6 {
+		t.Fatalf("the idle run with --reconnect 0: exit %d, want 6\n%s%s", code, pr.read.String(), pr.other.String())
+	}
+	wantContains(t, "the --reconnect 0 run's console", pr.read.String(), "tfhive: warning: worker:0 on i1: GPUs idle (at or under 5%) for 2",
+		"task worker:0 on i1 was stopped: its GPUs were idle (at or under 5%) for 4")
 
 	br.readAll()
 	if err := br.Wait(); err != nil {
