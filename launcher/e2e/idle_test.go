@@ -99,7 +99,7 @@ func TestIdleStopOnTheHost(t *testing.T) {
 	}
 	events := readFile(t, filepath.Join(logDir, "events.csv"))
 	wantContains(t, "events.csv", events, ",worker:0,i1,idle-warning,idle 2", ",worker:0,i1,idle-stopped,idle 4")
-	if l := ledgerOf(t, idle.Host("i1")); !regexp.MustCompile(`(?m)^1 \d+ \d+ 1 [1-9]\d* `+regexp.QuoteMeta(s.RunID)+` worker:0$`).MatchString(l) {
+	if l := ledgerOf(t, idle.Host("i1")); !regexp.MustCompile(`(?m)^1 \d+ \d+ 1 [1-9]\d* ` + regexp.QuoteMeta(s.RunID) + ` worker:0$`).MatchString(l) {
 		t.Errorf("i1's ledger: %q, want the attempt", l)
 	}
 
