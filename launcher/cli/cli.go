@@ -291,6 +291,19 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.follow, commands.Logs),
 			},
 			{
+				Name:      "tensorboard",
+				Usage:     "serve a run's (or a sweep's) TensorBoard here: started on the host that holds its model dir, forwarded over tfhive's SSH connection; Ctrl-C stops it",
+				ArgsUsage: "RUN_ID|SWEEP",
+				Flags: join([]cli.Flag{
+					&cli.StringFlag{Name: "log-root", Usage: "the run or sweep is in `DIR` instead of tfhive-runs"},
+					&cli.IntFlag{Name: "port", Usage: "serve it on this machine's 127.0.0.1:`P` (default 6006, or the next free)"},
+					&cli.BoolFlag{Name: "detach", Usage: "leave it serving after this command returns, until tfhive tensorboard --stop"},
+					&cli.BoolFlag{Name: "stop", Usage: "stop the run's detached TensorBoard, or without RUN_ID every one of the log root"},
+				}, hostFlags()),
+				OnUsageError: onUsage,
+				Action:       action(w.tensorboard, commands.TensorBoard),
+			},
+			{
 				Name:         "kill",
 				Usage:        "stop a run's tasks on every host (yours; root: any); it ends cancelled; or a sweep",
 				ArgsUsage:    "RUN_ID",

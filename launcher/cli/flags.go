@@ -185,6 +185,18 @@ func (w wiring) report(c *cli.Context) (commands.ReportOptions, error) {
 	return o, nil
 }
 
+func (w wiring) tensorboard(c *cli.Context) (commands.TensorBoardOptions, error) {
+	o := commands.TensorBoardOptions{Streams: w.Streams, Hosts: hostOptions(c), LogRoot: c.String("log-root"),
+		Name: c.Args().First(), Port: c.Int("port"), Detach: c.Bool("detach"), Stop: c.Bool("stop")}
+	if c.NArg() > 1 || c.NArg() == 0 && !o.Stop {
+		return o, &commands.UsageError{Msg: "tensorboard takes one run id or sweep name (tfhive runs lists the runs)"}
+	}
+	if c.IsSet("port") && o.Port == 0 {
+		return o, &commands.UsageError{Msg: "--port 0: TensorBoard cannot choose its own port here; give one, or leave --port out for 6006 or the next free"}
+	}
+	return o, nil
+}
+
 func (w wiring) compare(c *cli.Context) (commands.CompareOptions, error) {
 	o := commands.CompareOptions{Streams: w.Streams, LogRoot: c.String("log-root"), Names: c.Args().Slice(), Out: c.String("output"),
 		Best: c.String("best"), ColorBy: c.String("color-by")}

@@ -25,6 +25,10 @@ const (
 	LiveMetrics = "metrics.json" // --capture's latest values, while the run goes on
 	GPUUsage    = "gpu-usage.csv"
 	Report      = "report.html" // `tfhive report`'s
+	// A detached `tfhive tensorboard`'s (of a run or a sweep): its keeper's
+	// pid and address, while it serves, and its lines.
+	TensorBoard    = "tensorboard.json"
+	TensorBoardLog = "tensorboard.log"
 )
 
 // The files of a sweep's directory besides Console, KeeperLog and Lock.

@@ -46,6 +46,15 @@ type section struct {
 	header string
 	rows   []string
 	sel    int
+	// keys are the rows' text for the filter (filter.go); nil: the
+	// section is not filtered. matched of of: what a filter left.
+	keys        []string
+	matched, of int
+	// scrolls: the section is a window moved from off (scroll.go), not
+	// kept around sel; picks: its rows are selected (the user's runs).
+	scrolls bool
+	off     int
+	picks   bool
 }
 
 // Plain renders snap as text for a reader that is not a terminal: every
@@ -127,7 +136,7 @@ func gpuSection(snap *Snapshot, color bool) section {
 	}
 	head, lines := table([]string{"HOST", "GPU", "UTIL", "MEMORY", "STATE", "HELD BY"},
 		[]int{capHost, 0, 0, 0, capState, 0}, rows, paint)
-	return section{header: head, rows: lines, sel: -1}
+	return section{header: head, rows: lines, sel: -1, keys: rowKeys(rows), scrolls: true}
 }
 
 // holder says who holds a GPU: the run and task of its claim, the
@@ -199,12 +208,12 @@ func queueSection(snap *Snapshot) section {
 	if len(rows) == 0 {
 		head = "QUEUE  no run waits for GPUs"
 	}
-	return section{header: head, rows: lines, sel: -1}
+	return section{header: head, rows: lines, sel: -1, keys: rowKeys(rows)}
 }
 
 func runSection(snap *Snapshot, sel string, now time.Time) section {
 	var rows [][]string
-	s := section{sel: -1}
+	s := section{sel: -1, picks: true}
 	for i, r := range snap.Mine {
 		if r.ID == sel {
 			s.sel = i
@@ -314,31 +323,17 @@ func table(header []string, caps []int, rows [][]string, paint map[int]func(stri
 }
 
 // fit lays the sections into height lines (all of them when height is
-// 0), the longest giving up rows first.
+// 0), the longest giving up rows first (layout).
 func fit(ss []section, height int) []string {
-	alloc := make([]int, len(ss))
-	total := 0
-	for i, s := range ss {
-		alloc[i] = 1 + len(s.rows)
-		total += alloc[i]
-	}
-	for height > 0 && total > height {
-		big := -1
-		for i := range alloc {
-			// A section keeps its header and one line (a row, or the
-			// "more" line).
-			if alloc[i] > 2 && (big < 0 || alloc[i] > alloc[big]) {
-				big = i
-			}
-		}
-		if big < 0 {
-			break
-		}
-		alloc[big]--
-		total--
-	}
+	alloc := layout(ss, height)
 	var out []string
 	for i, s := range ss {
+		if s.scrolls || len(s.rows) == 0 {
+			head, rows := scrolled(s, alloc[i]-1)
+			out = append(out, head)
+			out = append(out, rows...)
+			continue
+		}
 		out = append(out, s.header)
 		out = append(out, window(s, alloc[i]-1)...)
 	}
