@@ -41,7 +41,10 @@ const (
 	exitPreempted = record.ExitPreempted
 	// exitHung: --on-hang stop stopped the run once no task had printed
 	// anything for --hang-after (result hung); the summary carries it.
-	exitHung        = record.ExitHung
+	exitHung = record.ExitHung
+	// exitIdleStopped: a host's idle rule stopped the run (its GPUs sat
+	// idle; the run's summary carries it).
+	exitIdleStopped = record.ExitIdleStopped
 	exitInterrupted = 130
 	// exitStdoutClosed: stdout's reader left (`| head`); a run was
 	// stopped as by Ctrl-C. 128 + SIGPIPE, as 130 and 143 are 128 +
@@ -79,6 +82,9 @@ func exitCode(err error) int {
 		// host lost, 7 hung (exitHung).
 		if runFailed.Summary.Result == record.ResultPreempted {
 			return exitPreempted
+		}
+		if runFailed.Summary.Result == record.ResultIdleStopped {
+			return exitIdleStopped
 		}
 		return runFailed.Summary.ExitCode
 	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &request), errors.As(err, &check):

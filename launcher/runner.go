@@ -117,6 +117,13 @@ type Options struct {
 	// (its policy allows preempt_low: preempt.go); absent: nobody.
 	Priority    string
 	Preemptible map[string]string
+	// Idle is, by host, the idle rule its supervisors hold the tasks to
+	// (schedule.IdleRules: the policy, --idle-stop); absent: none there,
+	// the GPUs' idle time is still measured for the usage ledger.
+	Idle map[string]inventory.IdleRule
+	// IdleStop is --idle-stop: the run's own idle stop, stricter than
+	// the hosts' policies only (the job makes Idle of it); 0: none.
+	IdleStop time.Duration
 }
 
 // DefaultReconnect is --reconnect's default: a laptop's lid closed for a
@@ -375,6 +382,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			Log: filepath.Join(r.o.LogDir, rundir.TaskLogOf(t.Role, t.Index)),
 		}})
 		r.p.SetAttempt(len(r.tasks)-1, r.o.Relaunch.FirstAttempt(t.ID))
+		r.hearIdle(len(r.tasks) - 1)
 	}
 	var back <-chan hostBack
 	var ready <-chan attached
@@ -466,6 +474,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			for _, i := range r.p.Live() {
 				r.tasks[i].send(supervisor.CtlHeartbeat)
 			}
+			r.holdIdle(r.p.Live())
 		case <-timeout:
 			timeout = nil
 			r.apply(lifecycle.Event{Kind: lifecycle.EvTimeout, After: r.o.Timeout})
@@ -769,6 +778,7 @@ func (r *runner) taskFor(t schedule.Task) supervisor.Task {
 	tk := supervisor.Task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
 		Claims: lifecycle.Claims(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0,
 		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace, StopSignal: r.o.StopSignal}
+	r.idleTask(&tk, t)
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
 		// The supervisor waits for the link as long as tfhive redials it,
 		// counted from when tfhive would notice it gone.
@@ -842,6 +852,7 @@ func (r *runner) summary() *record.Summary {
 	}
 	r.cancelledSummary(s, decider)
 	r.preemptedSummary(s)
+	r.idleStoppedSummary(s)
 	if decider >= 0 {
 		d := r.tasks[decider]
 		if result == record.ResultFailed && d.out != nil {

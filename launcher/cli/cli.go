@@ -359,6 +359,16 @@ func newApp(stdin io.Reader, w wiring, notFound *error) *cli.App {
 				Action:       action(w.gc, commands.GC),
 			},
 			{
+				Name:  "usage",
+				Usage: "GPU-hours held and idle per user or host, from the hosts' ledgers (the lab's weekly table)",
+				Flags: join(hostFlags(), []cli.Flag{
+					&cli.StringFlag{Name: "since", Value: "7d", Usage: "the window: `D` back from now (7d, 36h)"},
+					&cli.StringFlag{Name: "by", Value: "user", Usage: "one row per `WHAT`: user or host"},
+				}, jsonFlag("print the table as a JSON document")),
+				OnUsageError: onUsage,
+				Action:       action(w.usage, commands.Usage),
+			},
+			{
 				Name:         "version",
 				Usage:        "print the version (as --version does)",
 				OnUsageError: onUsage,

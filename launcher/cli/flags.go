@@ -97,7 +97,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Quiet:      c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
 		Check: c.Bool("check"), Imports: c.StringSlice("import"),
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
-		Sample:   c.Duration("sample"),
+		Sample: c.Duration("sample"), IdleStop: c.Duration("idle-stop"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
 		Notify:     c.StringSlice("notify"),
 		StopSignal: c.String("stop-signal"), Requeue: c.Bool("requeue"), RequeueSet: c.IsSet("requeue"), RequeueOn: c.String("requeue-on"),
@@ -383,6 +383,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "wait", Category: catPlacement, Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3; once preempted, requeue (--requeue)"},
 		&cli.BoolFlag{Name: "check", Category: catRun, Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
 		importFlag(catRun),
+		&cli.DurationFlag{Name: "idle-stop", Category: catRun, Usage: "stop the run (idle-stopped, exit 6) once its GPUs sat idle for `D`, decided on each host; stricter than a host's idle policy only (tfhive help idle)"},
 		&cli.DurationFlag{Name: "sample", Category: catRun, Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
 		&cli.IntFlag{Name: "restarts", Category: catRun, Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
 		&cli.StringFlag{Name: "restart-on", Category: catRun, Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
@@ -483,4 +484,8 @@ func gcFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "older-than", Usage: "keep --sync trees used within `D` (at least 1m) and ended runs' host files touched within D (0s: none; default: trees unused now, run files 7d)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "remove nothing; say what would be removed"},
 	}
+}
+
+func (w wiring) usage(c *cli.Context) (commands.UsageOptions, error) {
+	return commands.UsageOptions{Streams: w.Streams, Hosts: hostOptions(c), Since: c.String("since"), By: c.String("by"), JSON: c.Bool("json")}, noArgs(c)
 }

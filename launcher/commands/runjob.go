@@ -114,7 +114,7 @@ func (o *RunOptions) engine(fleet *probe.Fleet, env map[string]string, in runInp
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
 		LogDir: r.logDir, Grace: o.Grace, StopSignal: in.stopSig, Timeout: o.Timeout,
 		Reconnect: o.Reconnect, Redial: fleet.Redial,
-		Unattended: o.Unattended, Captures: in.caps, Sample: o.Sample, Restart: in.restart, Command: o.Job.Command,
+		Unattended: o.Unattended, Captures: in.caps, Sample: o.Sample, IdleStop: o.IdleStop, Restart: in.restart, Command: o.Job.Command,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
 		Hang: launcher.Hang{After: o.HangAfter, Stop: o.OnHang == OnHangStop, Native: o.HangNative},
 		// A keeper's console is the run's record: -q quietens a

@@ -55,6 +55,9 @@ type RunOptions struct {
 	CaptureFrom string
 	// Sample is --sample: how often the tasks' GPUs are sampled; 0: never.
 	Sample time.Duration
+	// IdleStop is --idle-stop: stop the run once its GPUs sat idle this
+	// long (stricter than a host's policy only); 0: the policies'.
+	IdleStop time.Duration
 	// Restarts, RestartOn and RestartBackoff are --restarts,
 	// --restart-on and --restart-backoff (lifecycle.Restart).
 	Restarts       int
@@ -127,7 +130,7 @@ func (o *RunOptions) checkTimesAndImports() ([]string, error) {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}, {"reconnect", o.Reconnect}, {"unattended", o.Unattended}} {
+	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}, {"reconnect", o.Reconnect}, {"unattended", o.Unattended}, {"idle-stop", o.IdleStop}} {
 		if d.v < 0 {
 			return nil, usagef("--%s must not be negative", d.flag)
 		}

@@ -103,6 +103,7 @@ type ReproRequest struct {
 	Capture        []string      `json:"capture"`
 	CaptureFrom    string        `json:"capture_from"`
 	Sample         time.Duration `json:"sample_ns"`
+	IdleStop       time.Duration `json:"idle_stop_ns,omitempty"`
 	Restarts       int           `json:"restarts"`
 	RestartOn      string        `json:"restart_on"`
 	RestartBackoff time.Duration `json:"restart_backoff_ns"`

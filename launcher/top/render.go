@@ -244,7 +244,11 @@ func runSection(snap *Snapshot, sel string, now time.Time) section {
 		if metric == "" {
 			metric = "-"
 		}
-		rows = append(rows, []string{r.ID, r.State, age, gpus, metric, hosts})
+		state := r.State
+		if r.Idle != "" {
+			state += ", " + r.Idle
+		}
+		rows = append(rows, []string{r.ID, state, age, gpus, metric, hosts})
 	}
 	s.header, s.rows = table([]string{"YOUR RUNS", "STATE", "AGE", "GPUS", "METRIC", "HOSTS"},
 		[]int{capRun, capState, 0, 0, 32, 0}, rows, nil)

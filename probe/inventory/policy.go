@@ -25,6 +25,8 @@ type Policy struct {
 	// Reservations bound what users may reserve (tfhive reserve); nil:
 	// the defaults (bookingrules.go).
 	Reservations *ReservationPolicy `json:"reservations,omitempty" yaml:"reservations"`
+	// Idle warns about, then stops, runs whose GPUs sit idle (idle.go).
+	Idle *PolicyIdle `json:"idle,omitempty" yaml:"idle"`
 }
 
 // PolicyLimits are GPUs held at once, by user name ("*": anyone not

@@ -31,6 +31,12 @@
 #     (preempt-watch.sh): then SIGTERM, SIGKILL after the grace, and the
 #     session says "@@tfhive-preempted MARK HIGH USER" on stderr after the
 #     task's last byte (kept: "preempted" in the status file too);
+#   - a task that holds GPUs is watched for idleness (idle-watch.sh):
+#     warned about on the session's stderr, stopped by SIGTERM, SIGKILL
+#     after the grace, once idle as long as the rule says; the session
+#     says "@@tfhive-idle MARK stopped TENTHS" on stderr after the task's
+#     last byte (kept: "idle-stopped" in the status file too), and each
+#     attempt's end goes into the host's usage ledger (ledger.sh);
 #   - the supervisor exits with the task's status (128+N for signal N).
 #
 # Kept (tfhive_keep > 0, tfhive run --reconnect): the supervisor outlives
@@ -285,12 +291,12 @@ tfhive_spawn() {
 	if [ "$tfhive_keep" = 0 ]; then
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid "${tfhive_dfl[@]}" bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&- 10<&-
+			exec setsid "${tfhive_dfl[@]}" bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&- 10<&- 12<&-
 		) &
 	else
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid "${tfhive_dfl[@]}" bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&-
+			exec setsid "${tfhive_dfl[@]}" bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&- 12<&-
 		) &
 	fi
 	tfhive_pid=$!
@@ -368,6 +374,41 @@ else
 	# keeps the session's stderr for the truncation line.
 	exec 8>&2 2>/dev/null
 fi
+# The idle watch (idle-watch.sh) of each attempt reports on descriptor
+# 11, and warns on the session's stderr: descriptor 8 when kept.
+tfhive_iw='' tfhive_idled='' tfhive_t0=0 tfhive_now=0
+exec 12<> <(:)
+tfhive_idle_start() {
+	tfhive_tenths
+	tfhive_t0=$tfhive_now
+	[ -n "$tfhive_idle" ] || return 0
+	if [ "$tfhive_keep" != 0 ]; then
+		exec 11< <(tfhive_idle_watch 8 "$tfhive_f.idle" </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 10<&-)
+	else
+		exec 11< <(tfhive_idle_watch 2 '' </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 10<&-)
+	fi
+	tfhive_iw=$!
+}
+# tfhive_idle_end, once an attempt has ended, asks its watch for the
+# idle time (a watch stuck in a hung nvidia-smi is given 2 s) and writes
+# the attempt into the ledger: DIR RUN TASK CLAIMS, the holders' words.
+tfhive_idle_end() {
+	local w v idle=0
+	tfhive_tenths
+	if [ -n "$tfhive_iw" ]; then
+		kill "$tfhive_iw" 2>/dev/null
+		while IFS=' ' read -r -t 2 -u 11 w v; do
+			case $w in
+			stopped) tfhive_idled=$v ;;
+			idle) [[ ! $v =~ ^[0-9]+$ ]] || idle=$v ;;
+			esac
+		done
+		exec 11<&-
+		tfhive_iw=''
+	fi
+	tfhive_ledger "$1" "$2" "$3" "$4" "$((tfhive_t0 / 10))" "$((tfhive_now / 10))" "$idle"
+}
+tfhive_idle_start
 # The preemption watch (preempt-watch.sh) reports on descriptor 9.
 tfhive_pw='' tfhive_by=''
 if [ -n "$tfhive_preempt" ] && [ "$1" != - ]; then
@@ -385,6 +426,7 @@ tfhive_listen() {
 			case $tfhive_c in
 			t) tfhive_signalled TERM ;;
 			k) tfhive_signalled KILL ;;
+			b) [ -z "$tfhive_iw" ] || printf 'b\n' >&12 ;;
 			esac
 		done
 		tfhive_abandon
@@ -413,6 +455,7 @@ while :; do
 		fi
 		tfhive_rc=$tfhive_st
 	done
+	tfhive_idle_end "$1" "$2" "$3" "$4"
 	# Whether tfhive's stop reached this attempt (tfhive_signalled): the
 	# words are taken out, so that the next attempt starts with none.
 	tfhive_sig=
@@ -425,6 +468,8 @@ while :; do
 	# A preempted attempt is not started again: its GPUs are the high
 	# run's now.
 	if [ -n "$tfhive_pw" ] && read -r -t 0.05 -u 9 tfhive_by; then break; fi
+	# Nor one stopped as idle: the rule would stop the next one too.
+	[ -z "$tfhive_idled" ] || break
 	kill "$tfhive_reader" 2>/dev/null
 	wait "$tfhive_reader"
 	if [ "$tfhive_keep" = 0 ]; then
@@ -484,6 +529,7 @@ while :; do
 		tfhive_loggers
 	fi
 	tfhive_spawn
+	tfhive_idle_start
 	tfhive_listen
 done
 [ "$tfhive_restarts" = 0 ] || exec 3<&- 4>&- 5>&-
@@ -503,7 +549,7 @@ tfhive_stopped=
 if [ "$tfhive_keep" != 0 ]; then
 	# The loggers end when the task's last process closes its output.
 	tfhive_drain
-	printf '%-47s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}${tfhive_cancel:+ cancelled}${tfhive_stopped:+ stopped}" 1<>"$tfhive_f.rc"
+	printf '%-47s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}${tfhive_cancel:+ cancelled}${tfhive_stopped:+ stopped}${tfhive_idled:+ idle-stopped}" 1<>"$tfhive_f.rc"
 	kill "$tfhive_feed" 2>/dev/null
 	if [ "$tfhive_mux" != 0 ]; then
 		# The multiplexer follows this stderr's file with the task's and
@@ -511,7 +557,8 @@ if [ "$tfhive_keep" != 0 ]; then
 		[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
 		[ -z "$tfhive_cancel" ] || printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&8
 		[ -z "$tfhive_stopped" ] || printf '%s %s %s\n' '@@tfhive-stopped' "$tfhive_mark" "$tfhive_stopped" >&8
-	elif [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ] || [ -n "$tfhive_cancel" ] || [ -n "$tfhive_stopped" ]; then
+		[ -z "$tfhive_idled" ] || printf '%s %s %s %s\n' '@@tfhive-idle' "$tfhive_mark" stopped "$tfhive_idled" >&8
+	elif [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ] || [ -n "$tfhive_cancel" ] || [ -n "$tfhive_stopped" ] || [ -n "$tfhive_idled" ]; then
 		# After stderr's last byte: once its tail has ended (or is a
 		# zombie: once this supervisor is gone, its orphans' reaper may
 		# never reap). In the background, as the tails are: a session that
@@ -525,6 +572,7 @@ if [ "$tfhive_keep" != 0 ]; then
 			[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
 			[ -z "$tfhive_cancel" ] || printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&8
 			[ -z "$tfhive_stopped" ] || printf '%s %s %s\n' '@@tfhive-stopped' "$tfhive_mark" "$tfhive_stopped" >&8
+			[ -z "$tfhive_idled" ] || printf '%s %s %s %s\n' '@@tfhive-idle' "$tfhive_mark" stopped "$tfhive_idled" >&8
 		} 2>/dev/null 3<&- 6<&- 7>&- &
 	fi
 	exec 8>&-
@@ -535,6 +583,7 @@ else
 		printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&2
 	fi
 	[ -z "$tfhive_stopped" ] || printf '%s %s %s\n' '@@tfhive-stopped' "$tfhive_mark" "$tfhive_stopped" >&2
+	[ -z "$tfhive_idled" ] || printf '%s %s %s %s\n' '@@tfhive-idle' "$tfhive_mark" stopped "$tfhive_idled" >&2
 fi
 trap '' TERM
 kill "$tfhive_watch" "$tfhive_reader" 2>/dev/null
