@@ -101,6 +101,7 @@ const (
 
 var argsOf = map[string]argKind{
 	"kill":        liveRunArg,
+	"stacks":      liveRunArg,
 	"attach":      anyRunArg,
 	"logs":        anyRunArg,
 	"wait":        anyRunArg,

@@ -34,7 +34,7 @@ func TestCompleteCommandsAndFlags(t *testing.T) {
 		args []string
 		want []string // exactly, in order
 	}{
-		{[]string{"sta"}, []string{"status"}},
+		{[]string{"sta"}, []string{"status", "stacks"}},
 		{[]string{"run", "--worke"}, []string{"--workers"}},
 		{[]string{"run", "--wo"}, []string{"--workers", "--workdir"}},
 		{[]string{"--"}, []string{"--help", "--version"}},

@@ -19,7 +19,7 @@ var files embed.FS
 // tests.
 var order = []string{
 	"hosts", "gpus", "live-view", "plans", "running", "sweeps", "reports", "tensorboard-link", "reruns", "restarts",
-	"long-runs", "notifications", "sync", "torch", "checks", "sharing", "fair-sharing", "emit",
+	"hangs", "long-runs", "notifications", "sync", "torch", "checks", "sharing", "fair-sharing", "idle", "emit",
 	"shell-completion", "performance", "testing", "architecture",
 }
 

@@ -47,5 +47,13 @@ const LogSuffix = ".log"
 // a string as `logs --task ROLE:INDEX` gives it.
 func TaskLog(role, index string) string { return role + "-" + index + LogSuffix }
 
+// Stacks is the directory of the tasks' stacks, taken when the run went
+// silent (--hang-after) or by `tfhive stacks`; StacksOf is a task's file
+// there ("stacks/worker-1.txt").
+const Stacks = "stacks"
+
+// StacksOf is task role:index's stacks file, under the run's directory.
+func StacksOf(role, index string) string { return filepath.Join(Stacks, role+"-"+index+".txt") }
+
 // TaskLogOf is TaskLog for a task of the plan.
 func TaskLogOf(role string, index int) string { return TaskLog(role, strconv.Itoa(index)) }

@@ -2,6 +2,7 @@ package top
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,6 +108,7 @@ func sections(snap *Snapshot, color bool, sel string, now time.Time) []section {
 
 func gpuSection(snap *Snapshot, color bool) section {
 	var rows [][]string
+	day := anyReservation(snap)
 	for i, h := range snap.Inv.Hosts {
 		hostRow := func(state, detail string) {
 			rows = append(rows, []string{h.Name, "-", "-", "-", state, detail})
@@ -128,14 +130,26 @@ func gpuSection(snap *Snapshot, color bool) section {
 				st = snap.Status[i][j]
 			}
 			rows = append(rows, []string{h.Name, view.GPUIndex(g), util(g), memory(g), string(st.State), holder(&h, g, st)})
+			if day {
+				rows[len(rows)-1] = slices.Insert(rows[len(rows)-1], 5, dayLine(&h, g))
+			}
 		}
 	}
 	paint := map[int]func(string) string{}
 	if color {
 		paint[4] = view.PaintState
 	}
-	head, lines := table([]string{"HOST", "GPU", "UTIL", "MEMORY", "STATE", "HELD BY"},
-		[]int{capHost, 0, 0, 0, capState, 0}, rows, paint)
+	header, caps := []string{"HOST", "GPU", "UTIL", "MEMORY", "STATE", "HELD BY"}, []int{capHost, 0, 0, 0, capState, 0}
+	if day {
+		// The next 24 h, an hour a cell (reservations.go).
+		header, caps = slices.Insert(header, 5, "RESERVED 24H"), slices.Insert(caps, 5, 0)
+		for i := range rows {
+			if len(rows[i]) == 6 {
+				rows[i] = slices.Insert(rows[i], 5, "")
+			}
+		}
+	}
+	head, lines := table(header, caps, rows, paint)
 	return section{header: head, rows: lines, sel: -1, keys: rowKeys(rows), scrolls: true}
 }
 
@@ -230,7 +244,11 @@ func runSection(snap *Snapshot, sel string, now time.Time) section {
 		if metric == "" {
 			metric = "-"
 		}
-		rows = append(rows, []string{r.ID, r.State, age, gpus, metric, hosts})
+		state := r.State
+		if r.Idle != "" {
+			state += ", " + r.Idle
+		}
+		rows = append(rows, []string{r.ID, state, age, gpus, metric, hosts})
 	}
 	s.header, s.rows = table([]string{"YOUR RUNS", "STATE", "AGE", "GPUS", "METRIC", "HOSTS"},
 		[]int{capRun, capState, 0, 0, 32, 0}, rows, nil)
