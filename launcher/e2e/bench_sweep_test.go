@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -69,8 +70,21 @@ func TestBenchSweep(t *testing.T) {
 		`; echo "end $(hostname) $CUDA_VISIBLE_DEVICES $(date +%s%N)" >> ` + events
 	args := fleetArgs(f, "sweep", "--name", "bench", "--param", "i="+strings.Join(values, ","), "--workers", "1",
 		"--sample", "0", "--json", "--", "sh", "-c", cmd+" # {i}")
-	r := tfhive(t, f.Env(), f.Dir, args...)
+	env := f.Env()
+	if dir := os.Getenv("TFHIVE_BENCH_PROFILE"); dir != "" {
+		// tfhive's own profiles (profile.go), for the breakdown.
+		env = append(env, "TFHIVE_PROFILE="+dir)
+	}
+	r := tfhive(t, env, f.Dir, args...)
 	wantCode(t, r, 0)
+	if dir := os.Getenv("TFHIVE_BENCH_PROFILE"); dir != "" {
+		// The trials' consoles and timelines beside the profiles.
+		exec.Command("cp", "-r", filepath.Join(f.Dir, "tfhive-runs"), dir).Run()
+	}
+	sessions, conns := 0, 0
+	for _, h := range f.Hosts {
+		sessions, conns = sessions+h.Sessions(), conns+h.Connections()
+	}
 	var doc struct {
 		Trials []struct {
 			Duration time.Duration `json:"duration_ns"`
@@ -139,9 +153,12 @@ func TestBenchSweep(t *testing.T) {
 		"| hand-over, GPU free → next trial's task: median, p95, worst | %s, %s, %s |\n"+
 		"| hand-overs over the target (%s) | %d of %d |\n"+
 		"| trials a GPU ran, fewest–most | %d–%d |\n| first task on the first GPU → on the last GPU | %s |\n"+
-		"| sweep's wall time (tfhive sweep) | %s |\n| ideal: sum of trials' durations / GPUs | %s |\n| wall / ideal | %.2f× |\n",
+		"| sweep's wall time (tfhive sweep) | %s |\n| ideal: sum of trials' durations / GPUs | %s |\n| wall / ideal | %.2f× |\n"+
+		"| SSH sessions the hosts' sshd started, per trial | %.2f (%d) |\n"+
+		"| SSH connections the hosts' sshd accepted | %d (%d hosts) |\n",
 		trials, "sleep "+task.String(), hosts, perHost, rtt, len(gaps), len(spans), gpus, ms(med), ms(p95), ms(worst),
-		ms(limit), over, len(gaps), fewest, most, ms(time.Duration(slices.Max(firstOn)-slices.Min(firstOn))), ms(r.elapsed), ms(ideal), float64(r.elapsed)/float64(ideal))
+		ms(limit), over, len(gaps), fewest, most, ms(time.Duration(slices.Max(firstOn)-slices.Min(firstOn))), ms(r.elapsed), ms(ideal), float64(r.elapsed)/float64(ideal),
+		float64(sessions)/float64(trials), sessions, conns, hosts)
 	v := "met"
 	if worst > limit {
 		v = "**missed**"
