@@ -40,7 +40,13 @@ const (
 	exitUnreachable = 4
 	// exitPreempted: a --priority high run preempted the run (a task's
 	// supervisor stopped it); the run's summary carries it.
-	exitPreempted   = record.ExitPreempted
+	exitPreempted = record.ExitPreempted
+	// exitHung: --on-hang stop stopped the run once no task had printed
+	// anything for --hang-after (result hung); the summary carries it.
+	exitHung = record.ExitHung
+	// exitIdleStopped: a host's idle rule stopped the run (its GPUs sat
+	// idle; the run's summary carries it).
+	exitIdleStopped = record.ExitIdleStopped
 	exitInterrupted = 130
 	// exitStdoutClosed: stdout's reader left (`| head`); a run was
 	// stopped as by Ctrl-C. 128 + SIGPIPE, as 130 and 143 are 128 +
@@ -75,9 +81,12 @@ func exitCode(err error) int {
 		// The deciding task's own code, or 1 where that is one of the
 		// codes below (record.TaskExitCode: lifecycle chose it), 124
 		// timeout, 130/143 interrupted, 143 cancelled (tfhive kill), 4
-		// host lost.
+		// host lost, 7 hung (exitHung).
 		if runFailed.Summary.Result == record.ResultPreempted {
 			return exitPreempted
+		}
+		if runFailed.Summary.Result == record.ResultIdleStopped {
+			return exitIdleStopped
 		}
 		return runFailed.Summary.ExitCode
 	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &request), errors.As(err, &check):

@@ -288,6 +288,7 @@ func TestExitCodes(t *testing.T) {
 		{run(record.TaskExitCode(3)), exitFailure},
 		{run(record.TaskExitCode(127)), 127},
 		{run(record.ExitTimeout), 124},
+		{&commands.RunFailedError{Summary: &record.Summary{RunID: "r", Result: record.ResultHung, ExitCode: record.ExitHung}}, exitHung},
 		{run(record.ExitHostLost), exitUnreachable},
 		{run(130), exitInterrupted},
 		{context.Canceled, exitInterrupted},

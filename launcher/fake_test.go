@@ -50,6 +50,8 @@ type fakeHost struct {
 	name    string
 	ids     []string // the tasks it runs, told apart by their ids in the input
 	scripts map[string]fakeScript
+	// run, when set, plays Run (a one-shot command: the stacks script).
+	run func(cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
 	// startErr fails every Start; stdinErr fails every write to stdin;
 	// stdinErrOnce fails the writes to the first session's stdin only.
 	startErr, stdinErr, stdinErrOnce error
@@ -74,7 +76,10 @@ func (h *fakeHost) proc(id string) *fakeProc {
 	return h.procs[id]
 }
 
-func (h *fakeHost) Run(context.Context, string, io.Reader, io.Writer, io.Writer) (int, error) {
+func (h *fakeHost) Run(_ context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if h.run != nil {
+		return h.run(cmd, stdin, stdout, stderr)
+	}
 	return -1, errors.New("fake host: Run is not played")
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/csvlog"
@@ -302,6 +303,9 @@ type TaskOutput struct {
 	capture  *taskCapture // --capture's matching, for the tasks concerned
 	rec      *TaskOutput  // the task on the console's record (Record)
 	errTail  lineTail     // stderr's last lines, for the summary
+	// seen is the run's last output, for --hang-after (hang.go); nil:
+	// not watched.
+	seen *atomic.Int64
 }
 
 // Stdout is the writer for the task's standard output.
@@ -408,6 +412,9 @@ func (s *outStream) Write(p []byte) (int, error) {
 	defer t.mu.Unlock()
 	if t.closed {
 		return 0, errOutputClosed
+	}
+	if t.seen != nil && len(p) > 0 {
+		t.seen.Store(time.Now().UnixNano())
 	}
 	s.log(p)
 	if t.capture != nil {

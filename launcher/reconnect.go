@@ -149,6 +149,7 @@ func (r *runner) redial(host string) {
 // hostBack takes a redial's outcome: the host's tasks are followed again,
 // or lost.
 func (r *runner) hostBack(b hostBack) {
+	r.hang.heard()
 	rc := r.links.redo[b.host]
 	delete(r.links.redo, b.host)
 	if rc == nil {

@@ -41,8 +41,11 @@ type Options struct {
 	// Workdir and Setup override the hosts file's when not empty.
 	Workdir, Setup string
 	LogDir         string
-	Grace          time.Duration // SIGTERM → SIGKILL
-	Timeout        time.Duration // 0: none
+	Grace          time.Duration // the stop signal → SIGKILL
+	// StopSignal is --stop-signal's name without SIG ("TERM", "INT"):
+	// what every stop sends first; "" is TERM.
+	StopSignal string
+	Timeout    time.Duration // 0: none
 	// KeepAlive gives a host's keepalive interval and count. tfhive tells
 	// each supervisor it is alive at that interval; one that hears nothing
 	// for interval × count takes the link as dead and stops its task, as
@@ -107,11 +110,20 @@ type Options struct {
 	// appended to, each task's attempts go on counting and the summary
 	// lists the earlier ones. Nil for a run's first start.
 	Relaunch *lifecycle.Relaunch
+	// Hang is --hang-after and --on-hang (hang.go); After 0: never.
+	Hang Hang
 	// Priority is --priority, which the tasks' claim holders carry.
 	// Preemptible, for a low run, gives by host who may preempt it there
 	// (its policy allows preempt_low: preempt.go); absent: nobody.
 	Priority    string
 	Preemptible map[string]string
+	// Idle is, by host, the idle rule its supervisors hold the tasks to
+	// (schedule.IdleRules: the policy, --idle-stop); absent: none there,
+	// the GPUs' idle time is still measured for the usage ledger.
+	Idle map[string]inventory.IdleRule
+	// IdleStop is --idle-stop: the run's own idle stop, stricter than
+	// the hosts' policies only (the job makes Idle of it); 0: none.
+	IdleStop time.Duration
 }
 
 // DefaultReconnect is --reconnect's default: a laptop's lid closed for a
@@ -290,6 +302,7 @@ func runWith(ctx context.Context, o Options, lim limits) (*record.Summary, error
 	}
 	r.timeline = csvlog.NewEvents(filepath.Join(o.LogDir, rundir.Events), o.Relaunch != nil)
 	r.timeline.Subscribe(o.OnEvent)
+	r.noteResumed()
 	sum := r.run(ctx)
 	r.timeline.Close()
 	if err := r.p.Conflict(); err != nil {
@@ -332,6 +345,8 @@ type runner struct {
 	muxes map[string]*hostMux
 	// With --restarts: attempt ends from the tasks' stdout filters, and
 	// the policy's delayed events (backoffs), until quit is closed.
+	// hang is --hang-after's clock (hang.go); nil without.
+	hang        *hangWatch
 	attemptEnds chan attemptEnd
 	later       chan lifecycle.Event
 	quit        chan struct{}
@@ -367,6 +382,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			Log: filepath.Join(r.o.LogDir, rundir.TaskLogOf(t.Role, t.Index)),
 		}})
 		r.p.SetAttempt(len(r.tasks)-1, r.o.Relaunch.FirstAttempt(t.ID))
+		r.hearIdle(len(r.tasks) - 1)
 	}
 	var back <-chan hostBack
 	var ready <-chan attached
@@ -411,8 +427,14 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 	metricsTick, stopMetrics := r.metricsTicker()
 	defer stopMetrics()
 	var metrics map[string]string // the live metrics last written
+	hangTick, hangResults, stopHang := r.hangTicker()
+	defer stopHang()
 	for r.p.Running() > 0 {
 		select {
+		case <-hangTick:
+			r.checkHang()
+		case hs := <-hangResults:
+			r.hangTaken(hs)
 		case <-metricsTick:
 			metrics = r.writeLiveMetrics(metrics)
 		case ev := <-r.events:
@@ -452,6 +474,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			for _, i := range r.p.Live() {
 				r.tasks[i].send(supervisor.CtlHeartbeat)
 			}
+			r.holdIdle(r.p.Live())
 		case <-timeout:
 			timeout = nil
 			r.apply(lifecycle.Event{Kind: lifecycle.EvTimeout, After: r.o.Timeout})
@@ -482,6 +505,7 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 			rt.log.Close()
 		}
 	}
+	r.endHang()
 	r.series.Close()
 	r.stopSamplers()
 	return r.summary()
@@ -547,6 +571,7 @@ func (r *runner) apply(ev lifecycle.Event) {
 	}
 	for _, i := range d.Restart {
 		rt := r.tasks[i]
+		r.hang.heard()
 		rt.attemptStart = time.Now()
 		rt.restartLine = supervisor.RestartLine(r.p.State(i).Attempt)
 		rt.send(rt.restartLine)
@@ -738,6 +763,7 @@ func (r *runner) taskFor(t schedule.Task) supervisor.Task {
 			env[k] = v
 		}
 	}
+	r.resumeEnv(env, t) // stopenv.go
 	wd, setup := h.Workdir, h.Setup
 	if d := r.o.Plan.Code.Dir(t.Host); d != "" {
 		wd = d
@@ -751,7 +777,8 @@ func (r *runner) taskFor(t schedule.Task) supervisor.Task {
 	every, count := r.o.KeepAlive(h)
 	tk := supervisor.Task{Env: env, Workdir: wd, Setup: setup, Argv: t.Argv, HeartbeatTimeout: every * time.Duration(count),
 		Claims: lifecycle.Claims(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0,
-		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace}
+		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace, StopSignal: r.o.StopSignal}
+	r.idleTask(&tk, t)
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
 		// The supervisor waits for the link as long as tfhive redials it,
 		// counted from when tfhive would notice it gone.
@@ -818,12 +845,14 @@ func (r *runner) summary() *record.Summary {
 			rt.res.GPUUsage = r.usage.usage(i)
 			rt.res.Intruders = r.usage.intrudersOf(i)
 		}
-		if r.o.Restart.Max > 0 {
+		if r.o.Restart.Max > 0 || r.o.Relaunch != nil {
+			// A relaunched or requeued run lists the attempts before it too.
 			rt.res.Attempts = r.attemptsOf(i)
 		}
 	}
 	r.cancelledSummary(s, decider)
 	r.preemptedSummary(s)
+	r.idleStoppedSummary(s)
 	if decider >= 0 {
 		d := r.tasks[decider]
 		if result == record.ResultFailed && d.out != nil {

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -48,7 +49,7 @@ func (r *runner) noteEvent(ev lifecycle.Event, d lifecycle.Decision) {
 	}
 	word := map[lifecycle.Control]string{lifecycle.CtlGo: record.EventStart, lifecycle.CtlTerm: record.EventStop,
 		lifecycle.CtlKill: record.EventKill, lifecycle.CtlAbort: record.EventAbort}[d.Send]
-	detail := map[lifecycle.Control]string{lifecycle.CtlTerm: "SIGTERM", lifecycle.CtlKill: "SIGKILL"}[d.Send]
+	detail := map[lifecycle.Control]string{lifecycle.CtlTerm: "SIG" + cmp.Or(r.o.StopSignal, "TERM"), lifecycle.CtlKill: "SIGKILL"}[d.Send]
 	for _, i := range d.To {
 		if d.Send == lifecycle.CtlGo && r.o.Restart.Max > 0 {
 			detail = "attempt " + strconv.Itoa(r.p.State(i).Attempt)

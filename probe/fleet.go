@@ -364,6 +364,16 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 			po.claims.dir, MaxLockFiles)}
 		return hi
 	}
+	books := parseBookings(po.claims.files, po.claims.dir)
+	if books.overflow {
+		// A reservation may be among the names not listed: no GPU of the
+		// host may be taken as unreserved.
+		f.spares.Drop(i)
+		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: fmt.Sprintf(
+			"claims dir %s holds more than %d tfhive-reservation files: its reservations are unknown, so none of its GPUs is used",
+			po.claims.dir, MaxBookingFiles)}
+		return hi
+	}
 	var smi smiFacts
 	if !f.opts.ClaimsOnly {
 		smi = parseSMI(po.smiExit, po.smi, f.opts.CommandTimeout)
@@ -391,8 +401,10 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	if claims := parseClaims(po.claims, gpuIndex, now); claims != nil {
 		hi.Claims = claims
 	}
-	markIntruders(hi.GPUs, hi.Claims, parseAncestors(po.ps))
 	hi.Policy, hi.PolicyContext, hi.PolicyWarning, hi.PolicyError = policyOf(po.policy)
+	hi.Me, hi.Probed = books.me, now
+	hi.Bookings = judgeBookings(&hi, books.bookings)
+	markIntruders(hi.GPUs, hi.Claims, parseAncestors(po.ps), reservedAt(hi.Bookings, now))
 	if hi.PolicyWarning != "" && f.opts.SSH.Warn != nil && f.warnOnce(h.Name+hi.PolicyWarning) {
 		f.opts.SSH.Warn(h.Name + ": " + hi.PolicyWarning)
 	}

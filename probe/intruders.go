@@ -42,7 +42,11 @@ func parseAncestors(out []byte) map[int][]int {
 // claim's holder: the kernel's lock names the holder, /proc the process's
 // parents, so nothing a file says is taken for it. A process whose
 // parents are unknown (gone, or hidden) is not flagged.
-func markIntruders(gpus []inventory.GPU, claims []inventory.Claim, anc map[int][]int) {
+//
+// On a GPU that a reservation holds now (reserved: by physical index; a
+// MIG instance is its parent's) and that no tfhive run holds, every
+// process is one started outside tfhive, and flagged too.
+func markIntruders(gpus []inventory.GPU, claims []inventory.Claim, anc map[int][]int, reserved func(int) bool) {
 	for i := range gpus {
 		g := &gpus[i]
 		var holders []int
@@ -52,6 +56,15 @@ func markIntruders(gpus []inventory.GPU, claims []inventory.Claim, anc map[int][
 			}
 		}
 		if len(holders) == 0 {
+			phys := g.Index
+			if g.MIGInstance != nil {
+				phys = g.MIGInstance.Parent
+			}
+			if reserved != nil && reserved(phys) {
+				for j := range g.Processes {
+					g.Processes[j].Intruder = true
+				}
+			}
 			continue
 		}
 		for j := range g.Processes {

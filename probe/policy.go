@@ -220,6 +220,12 @@ func ParsePolicy(file string, data []byte) (*inventory.Policy, error) {
 			}
 		}
 	}
+	if err := checkReservationPolicy(p.Reservations, bad); err != nil {
+		return nil, err
+	}
+	if err := checkIdle(p.Idle, bad); err != nil {
+		return nil, err
+	}
 	p.File = file
 	return &p, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 
@@ -120,4 +121,26 @@ func runPolicyScript(t *testing.T, f string) []byte {
 	}
 	_, sec := cutPolicy(out)
 	return sec
+}
+
+func TestParsePolicyIdle(t *testing.T) {
+	p, err := ParsePolicy("f", []byte("idle: {below: 5%, warn: 30m, stop: 2h}\n"))
+	if err != nil || p.Idle == nil || p.Idle.Below != 5 || p.Idle.Warn.D() != 30*time.Minute || p.Idle.Stop.D() != 2*time.Hour {
+		t.Fatalf("%+v, %v", p, err)
+	}
+	if p, err := ParsePolicy("f", []byte("idle:\n  below: 0\n  stop: 4s\n")); err != nil || p.Idle.Below != 0 || p.Idle.Stop.D() != 4*time.Second {
+		t.Errorf("below 0: %+v, %v", p, err)
+	}
+	for in, want := range map[string]string{
+		"idle: {below: 5%, warn: soon}\n":              "f:1:",
+		"idle:\n  below: 120%\n  stop: 2h\n":           "f:2:",
+		"idle:\n  below: 5%\n":                         "f:1: idle: needs warn or stop",
+		"idle:\n  below: 5%\n  warn: 2h\n  stop: 1h\n": "f:4: idle: warn must be shorter than stop",
+		"idle:\n  stop: 1h\n  after: 2h\n":             "f:3: field after not found",
+	} {
+		_, err := ParsePolicy("f", []byte(in))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %q…", in, err, want)
+		}
+	}
 }

@@ -70,6 +70,11 @@ func parseRuns(section, locks []byte) *inventory.KeptRuns {
 		case "d":
 			dirs[f[0]] = true
 			continue
+		case "n":
+			if n, err := strconv.ParseInt(f[0], 10, 64); err == nil && kept != nil {
+				kept.Now = n
+			}
+			continue
 		}
 		runs, run, task, ext, ok := keptFile(f[0])
 		if !ok || kept == nil || !dirs[runsRoot] || !dirs[runsRoot+"/"+runs] || !dirs[runsRoot+"/"+runs+"/"+run] {
@@ -97,6 +102,12 @@ func parseRuns(section, locks []byte) *inventory.KeptRuns {
 		case kind == "f" && ext == "rc":
 			// Blank until the task ended, then "RC" or "RC truncated".
 			t.Ended = len(f) >= 2 && allDigits(f[1])
+		case kind == "f" && ext == "idle":
+			// Empty while busy, else when the idle stretch began (the
+			// supervisor's idle watch).
+			if len(f) == 2 && allDigits(f[1]) {
+				t.IdleSince, _ = strconv.ParseInt(f[1], 10, 64)
+			}
 		}
 	}
 	if kept != nil {

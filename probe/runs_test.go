@@ -50,7 +50,7 @@ func feed(t *testing.T, ctl string) {
 // HOME and dir as the claims dir.
 func runRunsScript(t *testing.T, home, dir string) *inventory.KeptRuns {
 	t.Helper()
-	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "60"), shscript.Set("t", "5"), shscript.Set("cmax", "100")))
+	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "60"), shscript.Set("t", "5"), shscript.Set("cmax", "100"), shscript.Set("rmax", "100")))
 	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir, "HOME="+home)
 	raw, err := script.Output()
 	if err != nil {
@@ -101,6 +101,10 @@ func TestKeptRuns(t *testing.T) {
 	// A run holding no claims here is not looked at.
 	mkdirs(t, 0o700, filepath.Join(runs, "r3"))
 	keptTask(t, filepath.Join(runs, "r3"), "worker-0", "114 115 116", "")
+	// worker:0's GPUs idle past the warning since then (idle-watch.sh);
+	// ps:0's file empty: busy again.
+	os.WriteFile(filepath.Join(runs, "r1", "worker-0.idle"), []byte("1700000000\n"), 0o600)
+	os.WriteFile(filepath.Join(runs, "r2", "ps-0.idle"), nil, 0o600)
 	feed(t, ctl)
 	for _, r := range []string{"r1", "r2", "open", "link"} {
 		f := claim.FilePrefix + "port-" + map[string]string{"r1": "2001", "r2": "2002", "open": "2003", "link": "2004"}[r] + claim.FileSuffix
@@ -112,8 +116,11 @@ func TestKeptRuns(t *testing.T) {
 	if got == nil || got.UID != os.Geteuid() {
 		t.Fatalf("kept runs %+v, want the user's uid %d", got, os.Geteuid())
 	}
+	if d := time.Now().Unix() - got.Now; d < 0 || d > 60 {
+		t.Errorf("the host's clock %d, now %d", got.Now, time.Now().Unix())
+	}
 	want := map[string]inventory.KeptTask{
-		"r1 worker:0": {RunID: "r1", Task: "worker:0", Started: true, Followed: true, Fresh: true},
+		"r1 worker:0": {RunID: "r1", Task: "worker:0", Started: true, Followed: true, Fresh: true, IdleSince: 1700000000},
 		"r1 worker:1": {RunID: "r1", Task: "worker:1", Started: true, Ended: true, Fresh: true},
 		"r2 ps:0":     {RunID: "r2", Task: "ps:0", Fresh: true},
 	}

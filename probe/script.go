@@ -49,7 +49,7 @@ func probeScript(timeout time.Duration, claimsOnly bool, code string, runs time.
 		window = max(int((runs+time.Second-1)/time.Second), 1)
 	}
 	return probeSh.With(shscript.Set("t", strconv.Itoa(secs)), shscript.Set("claims_only", skip), shscript.Set("code", code),
-		shscript.Set("runs", strconv.Itoa(window)), shscript.Set("cmax", strconv.Itoa(MaxLockFiles)), shscript.Set("pbytes", strconv.Itoa(MaxPolicySize)))
+		shscript.Set("runs", strconv.Itoa(window)), shscript.Set("cmax", strconv.Itoa(MaxLockFiles)), shscript.Set("rmax", strconv.Itoa(MaxBookingFiles)), shscript.Set("pbytes", strconv.Itoa(MaxPolicySize)))
 }
 
 // probeCommand is the probe's remote command line. then, when set, is

@@ -30,7 +30,7 @@ func notEnough(inv inventory.Inventory, st [][]GPUStatus, req *Request, ds []dem
 				free++
 			case Excluded:
 				excluded = excluded || s.Reason == ReasonExcluded
-			case Claimed, Intruder, Refused, Queued:
+			case Claimed, Intruder, Refused, Queued, Reserved:
 				waitable = true
 			case Busy:
 				g := &h.GPUs[j]
@@ -127,7 +127,7 @@ func hostLine(h *inventory.HostInventory, st []GPUStatus) string {
 	if len(free) > 0 {
 		parts[0] += " (" + joinInts(free) + ")"
 	}
-	for _, state := range []GPUState{Claimed, Intruder, Queued, Refused, Blocked, Busy, Excluded} {
+	for _, state := range []GPUState{Claimed, Intruder, Queued, Refused, Reserved, Blocked, Busy, Excluded} {
 		if g := groupByReason(st, state); g != "" {
 			parts = append(parts, string(state)+" "+g)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/inventory"
 )
@@ -80,6 +81,10 @@ const maxCommandInReason = 40
 // excludes the rest (capSlots).
 func Classify(inv inventory.Inventory, a Availability) [][]GPUStatus {
 	st := classify(inv, a)
+	// What status shows: a GPU another user's reservation holds now is
+	// reserved (a window of a nanosecond from the probe: one ahead is a
+	// plan's business, which knows the run's --timeout).
+	applyReservations(inv, st, &Request{Timeout: time.Nanosecond})
 	capSlots(inv, st)
 	return st
 }

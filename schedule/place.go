@@ -94,6 +94,7 @@ type placer struct {
 
 func newPlacer(inv inventory.Inventory, st [][]GPUStatus) *placer {
 	p := &placer{free: make([][]int, len(inv.Hosts)), ps: make([]int, len(inv.Hosts)), mig: make([]map[int]bool, len(inv.Hosts))}
+	var reserving []int
 	for i := range inv.Hosts {
 		if !inv.Hosts[i].Reachable() {
 			continue
@@ -110,7 +111,26 @@ func newPlacer(inv inventory.Inventory, st [][]GPUStatus) *placer {
 				}
 			}
 		}
-		slices.Sort(p.free[i])
+		// Our own reservation's GPUs first (reservations.go): a run of
+		// the reserver lands on what it reserved while it is free.
+		mine := mineNow(&inv.Hosts[i])
+		slices.SortFunc(p.free[i], func(a, b int) int {
+			if mine[a] != mine[b] {
+				if mine[a] {
+					return -1
+				}
+				return 1
+			}
+			return a - b
+		})
+		if len(mine) > 0 {
+			reserving = append(reserving, i)
+		}
+	}
+	// And the hosts holding them first, the others in input order.
+	if len(reserving) > 0 {
+		rest := slices.DeleteFunc(slices.Clone(p.reachable), func(h int) bool { return slices.Contains(reserving, h) })
+		p.reachable = append(slices.DeleteFunc(slices.Clone(p.reachable), func(h int) bool { return !slices.Contains(reserving, h) }), rest...)
 	}
 	return p
 }

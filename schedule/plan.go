@@ -81,6 +81,10 @@ type Plan struct {
 	Matrix []MatrixHost `json:"matrix"`
 	// Code is the --sync tree and its directory on each host used.
 	Code *PlanCode `json:"code,omitempty"`
+	// Reservations are ours that hold, at the probe, GPUs its tasks were
+	// given: the run is inside them (reservations.go); its report names
+	// them.
+	Reservations []PlanReservation `json:"reservations,omitempty"`
 }
 
 // Framework values of a plan; FrameworkTorch is the other.
@@ -160,6 +164,7 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 	}
 	st := classify(inv, req.Availability)
 	applyPolicy(inv, st, &req)
+	applyReservations(inv, st, &req)
 	applyQueue(inv, st, &req)
 	migForRequest(inv, st, &req)
 	capSlots(inv, st)
@@ -186,6 +191,7 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 			return nil, err
 		}
 		p.Matrix = matrix(inv, st, p.Tasks, nics)
+		p.Reservations = planReservations(inv, p)
 		return p, withCode(p, inv, req.Code)
 	}
 	ports, err := assignPorts(inv, ds, spots, addrs, req.PortLo, req.PortHi)
@@ -231,6 +237,7 @@ func Make(inv inventory.Inventory, req Request) (*Plan, error) {
 		p.Tasks = append(p.Tasks, t)
 	}
 	p.Matrix = matrix(inv, st, p.Tasks, nics)
+	p.Reservations = planReservations(inv, p)
 	return p, withCode(p, inv, req.Code)
 }
 

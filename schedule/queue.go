@@ -246,19 +246,23 @@ func fitTicket(inv inventory.Inventory, st [][]GPUStatus, e QueueEntry) (taken [
 // waiter sees it: the runs ahead take, in turn, the free GPUs they fit on.
 func QueueWhy(inv inventory.Inventory) []QueueEntry {
 	q := Queue(inv)
-	st := Classify(inv, Availability{MaxUtilPct: DefaultMaxUtilPct, MaxMemMiB: DefaultMaxMemMiB})
+	// Before reservations, which each waiter sees as its own user does
+	// (othersReserved): Classify's are the viewer's.
+	st := classify(inv, Availability{MaxUtilPct: DefaultMaxUtilPct, MaxMemMiB: DefaultMaxMemMiB})
+	capSlots(inv, st)
 	for i := range q {
+		mine := othersReserved(inv, st, q[i].User)
 		free := 0
 		for hi, h := range inv.Hosts {
 			if slices.Contains(q[i].Hosts, h.Name) {
-				for _, s := range st[hi] {
+				for _, s := range mine[hi] {
 					if s.State == Free {
 						free++
 					}
 				}
 			}
 		}
-		taken, ok := fitTicket(inv, st, q[i])
+		taken, ok := fitTicket(inv, mine, q[i])
 		if ok {
 			q[i].Why = "GPUs free now: starting at its next probe"
 			for _, t := range taken {

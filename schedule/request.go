@@ -99,6 +99,9 @@ type Request struct {
 	// pack only): every host used holds exactly this many ranks, and a
 	// host with fewer free GPUs than they need is passed over.
 	RanksPerHost int
+	// Timeout is the run's --timeout (0: none): a run that ends before
+	// another user's reservation begins may use its GPUs meanwhile.
+	Timeout time.Duration
 }
 
 // NewRequest returns a request with every flag at its documented default:
@@ -147,6 +150,9 @@ func (r *Request) Validate() error {
 	}
 	if r.RanksPerHost < 0 {
 		return usageErr("", "--nproc-per-node must be 1 or more, got %d", r.RanksPerHost)
+	}
+	if r.Timeout < 0 {
+		return usageErr("", "--timeout must not be negative, got %s", r.Timeout)
 	}
 	switch r.Framework {
 	case FrameworkTF:

@@ -100,15 +100,17 @@ const (
 )
 
 var argsOf = map[string]argKind{
-	"kill":       liveRunArg,
-	"attach":     anyRunArg,
-	"logs":       anyRunArg,
-	"wait":       anyRunArg,
-	"report":     anyRunArg,
-	"compare":    anyRunArg,
-	"run":        commandArg,
-	"plan":       commandArg,
-	"completion": shellArg,
+	"kill":        liveRunArg,
+	"stacks":      liveRunArg,
+	"attach":      anyRunArg,
+	"logs":        anyRunArg,
+	"wait":        anyRunArg,
+	"report":      anyRunArg,
+	"compare":     anyRunArg,
+	"tensorboard": anyRunArg,
+	"run":         commandArg,
+	"plan":        commandArg,
+	"completion":  shellArg,
 }
 
 // What flags' values are, by the flag's first name. Flags not here (a

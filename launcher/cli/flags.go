@@ -97,9 +97,11 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Quiet:      c.Bool("quiet"), JSON: c.Bool("json"), Signals: w.sigs,
 		Check: c.Bool("check"), Imports: c.StringSlice("import"),
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
-		Sample:   c.Duration("sample"),
+		Sample: c.Duration("sample"), IdleStop: c.Duration("idle-stop"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
-		Notify: c.StringSlice("notify"),
+		Notify:     c.StringSlice("notify"),
+		StopSignal: c.String("stop-signal"), Requeue: c.Bool("requeue"), RequeueSet: c.IsSet("requeue"), RequeueOn: c.String("requeue-on"),
+		HangAfter: c.Duration("hang-after"), OnHang: c.String("on-hang"), HangNative: c.Bool("hang-native"),
 	}
 	return o, torchrunFlags(c, &o.Job)
 }
@@ -185,6 +187,18 @@ func (w wiring) report(c *cli.Context) (commands.ReportOptions, error) {
 	return o, nil
 }
 
+func (w wiring) tensorboard(c *cli.Context) (commands.TensorBoardOptions, error) {
+	o := commands.TensorBoardOptions{Streams: w.Streams, Hosts: hostOptions(c), LogRoot: c.String("log-root"),
+		Name: c.Args().First(), Port: c.Int("port"), Detach: c.Bool("detach"), Stop: c.Bool("stop")}
+	if c.NArg() > 1 || c.NArg() == 0 && !o.Stop {
+		return o, &commands.UsageError{Msg: "tensorboard takes one run id or sweep name (tfhive runs lists the runs)"}
+	}
+	if c.IsSet("port") && o.Port == 0 {
+		return o, &commands.UsageError{Msg: "--port 0: TensorBoard cannot choose its own port here; give one, or leave --port out for 6006 or the next free"}
+	}
+	return o, nil
+}
+
 func (w wiring) compare(c *cli.Context) (commands.CompareOptions, error) {
 	o := commands.CompareOptions{Streams: w.Streams, LogRoot: c.String("log-root"), Names: c.Args().Slice(), Out: c.String("output"),
 		Best: c.String("best"), ColorBy: c.String("color-by")}
@@ -202,6 +216,34 @@ func (w wiring) kill(c *cli.Context) (commands.KillOptions, error) {
 	return o, nil
 }
 
+// reserve is `tfhive reserve`'s options.
+func (w wiring) reserve(c *cli.Context) (commands.ReserveOptions, error) {
+	o := commands.ReserveOptions{Streams: w.Streams, Hosts: hostOptions(c), GPUs: c.Int("gpus"), GPU: c.StringSlice("gpu"),
+		From: c.String("from"), For: c.String("for"), Note: c.String("note")}
+	return o, noArgs(c)
+}
+
+func (w wiring) reservations(c *cli.Context) (commands.ReservationsOptions, error) {
+	return commands.ReservationsOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
+}
+
+func (w wiring) unreserve(c *cli.Context) (commands.UnreserveOptions, error) {
+	o := commands.UnreserveOptions{Streams: w.Streams, Hosts: hostOptions(c), ID: c.Args().First()}
+	if c.NArg() != 1 {
+		return o, &commands.UsageError{Msg: "unreserve takes one reservation id", Fix: "tfhive reservations lists them"}
+	}
+	return o, nil
+}
+
+// stacks is `tfhive stacks`'s options: one run id.
+func (w wiring) stacks(c *cli.Context) (commands.StacksOptions, error) {
+	o := commands.StacksOptions{Streams: w.Streams, Hosts: hostOptions(c), RunID: c.Args().First(), LogDir: c.String("log-dir"), Native: c.Bool("native")}
+	if c.NArg() != 1 {
+		return o, &commands.UsageError{Msg: "stacks takes one run id", Fix: "tfhive ps lists the runs holding GPUs"}
+	}
+	return o, nil
+}
+
 // follow is wait's, attach's and logs' options: one run id.
 func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 	o := commands.FollowOptions{Streams: w.streams(c), RunID: c.Args().First(), LogDir: c.String("log-dir"),
@@ -213,6 +255,7 @@ func (w wiring) follow(c *cli.Context) (commands.FollowOptions, error) {
 		o.Hosts, o.Grace, o.Reconnect = hostOptions(c), c.Duration("grace"), c.Duration("reconnect")
 		o.Adopt = c.IsSet("host") || c.IsSet("hosts") || c.IsSet("hostfile")
 		o.Capture, o.CaptureFrom = c.StringSlice("capture"), c.String("capture-from")
+		o.HangAfter, o.OnHang, o.HangNative = c.Duration("hang-after"), c.String("on-hang"), c.Bool("hang-native")
 		o.Notify = c.StringSlice("notify")
 		if o.Grace < 0 || o.Reconnect <= 0 {
 			return o, &commands.UsageError{Msg: "--grace must not be negative, --reconnect must be positive"}
@@ -327,22 +370,36 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "workdir", Category: catJob, Usage: "remote `DIR` tasks start in (overrides the hosts file)"},
 		&cli.StringFlag{Name: "setup", Category: catJob, Usage: "shell `SNIPPET` run before each task (overrides the hosts file)"},
 		&cli.StringFlag{Name: "log-dir", Category: catRun, Usage: "the run's log `DIR` (default tfhive-runs/RUN_ID)"},
-		&cli.DurationFlag{Name: "grace", Category: catRun, Value: 10 * time.Second, Usage: "time `D` between SIGTERM and SIGKILL when stopping tasks"},
+		&cli.DurationFlag{Name: "grace", Category: catRun, Value: 10 * time.Second, Usage: "time `D` between the stop signal and SIGKILL whenever tfhive stops tasks (preemption, kill, timeout), at most 30m"},
+		&cli.StringFlag{Name: "stop-signal", Category: catRun, Value: "SIGTERM", Usage: "the signal `SIG` every stop sends first (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2)"},
+		&cli.BoolFlag{Name: "requeue", Category: catRun, Usage: "once preempted, go back to the queue at the run's old place and start again, tasks seeing TFHIVE_RESUME=1 (the default with --wait; --requeue=false: never)"},
+		&cli.StringFlag{Name: "requeue-on", Category: catRun, Usage: "requeue the run as --requeue does when a task exits with one of these `CODES` (85 or 85,86: a task that saved its checkpoint asks)"},
 		&cli.DurationFlag{Name: "timeout", Category: catRun, Usage: "stop everything after `D` (exit 124)"},
 		&cli.DurationFlag{Name: "reconnect", Category: catRun, Value: commands.DefaultReconnect, Usage: "redial a host whose link drops for up to `D`, its tasks running on (0: a lost link loses its tasks)"},
 		&cli.BoolFlag{Name: "detach", Category: catRun, Aliases: []string{"d"}, Usage: "return once every task has started; a keeper process goes on with the run (see tfhive attach, wait, logs)"},
 		&cli.DurationFlag{Name: "unattended", Category: catRun, Value: commands.DefaultUnattended, Usage: "with --detach: stop the tasks once no keeper has been heard from for `D`"},
 		&cli.BoolFlag{Name: "quiet", Category: catRun, Aliases: []string{"q"}, Usage: "show only tfhive's own lines and the summary"},
 		&cli.BoolFlag{Name: "json", Category: catRun, Usage: "print the summary as JSON on stdout (task output goes to stderr)"},
-		&cli.DurationFlag{Name: "wait", Category: catPlacement, Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3"},
+		&cli.DurationFlag{Name: "wait", Category: catPlacement, Usage: "wait up to `D` for enough GPUs to free up instead of exiting 3; once preempted, requeue (--requeue)"},
 		&cli.BoolFlag{Name: "check", Category: catRun, Usage: "check the hosts as tfhive doctor does before claiming anything; refuse to start if they differ (exit 2)"},
 		importFlag(catRun),
+		&cli.DurationFlag{Name: "idle-stop", Category: catRun, Usage: "stop the run (idle-stopped, exit 6) once its GPUs sat idle for `D`, decided on each host; stricter than a host's idle policy only (tfhive help idle)"},
 		&cli.DurationFlag{Name: "sample", Category: catRun, Value: launcher.DefaultSample, Usage: "sample the tasks' GPUs (utilisation, memory) every `D` for the summary and gpu-usage.csv (0: never)"},
 		&cli.IntFlag{Name: "restarts", Category: catRun, Usage: "restart a failed task up to `N` times, under the same claims (TF workers alone, everything else with every task)"},
 		&cli.StringFlag{Name: "restart-on", Category: catRun, Usage: "restart only on these exit `CODES` or a lost host, as 1-127,137,lost (default: any failure)"},
 		&cli.DurationFlag{Name: "restart-backoff", Category: catRun, Value: lifecycle.DefaultRestartBackoff, Usage: "wait `D` before a task's first restart, doubling with each, up to 5m"},
 		notifyFlag(catRun),
-	}, captureFlags()...)
+	}, append(captureFlags(), hangFlags()...)...)
+}
+
+// hangFlags take the tasks' stacks when the run goes silent, for run and
+// for attach -H (which keeps the run from then on).
+func hangFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "hang-after", Category: catRun, Usage: "once no task has printed anything for `D`, take every task's stacks into the log dir's stacks/ and warn (see --on-hang; tfhive help hangs)"},
+		&cli.StringFlag{Name: "on-hang", Category: catRun, Value: commands.OnHangWarn, Usage: "what --hang-after does then: `warn`, or stop the run (result hung, exit 7)"},
+		&cli.BoolFlag{Name: "hang-native", Category: catRun, Usage: "with --hang-after: the stacks' C frames too (py-spy dump --native)"},
+	}
 }
 
 // captureFlags record values from the tasks' output in the summary, for
@@ -427,4 +484,8 @@ func gcFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "older-than", Usage: "keep --sync trees used within `D` (at least 1m) and ended runs' host files touched within D (0s: none; default: trees unused now, run files 7d)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "remove nothing; say what would be removed"},
 	}
+}
+
+func (w wiring) usage(c *cli.Context) (commands.UsageOptions, error) {
+	return commands.UsageOptions{Streams: w.Streams, Hosts: hostOptions(c), Since: c.String("since"), By: c.String("by"), JSON: c.Bool("json")}, noArgs(c)
 }

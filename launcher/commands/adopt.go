@@ -31,6 +31,10 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	if err := checkLogDir(dir, o.LogDir != ""); err != nil {
 		return err
 	}
+	hang := RunOptions{HangAfter: o.HangAfter, OnHang: o.OnHang, HangNative: o.HangNative}
+	if err := hang.checkHangFlags(); err != nil {
+		return err
+	}
 	// The tasks are known once the run is found: --capture-from is
 	// checked then.
 	caps, err := captures(o.Capture, o.CaptureFrom, nil)
@@ -58,6 +62,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	lo.Execs = map[string]remote.Executor{}
 	lo.LogDir, lo.Grace, lo.KeepAlive, lo.Parallel = dir, o.Grace, fleet.KeepAlive, o.Hosts.Parallel
 	lo.Console, lo.Reconnect, lo.Redial, lo.Captures = console, o.Reconnect, fleet.Redial, caps
+	lo.Hang = launcher.Hang{After: o.HangAfter, Stop: o.OnHang == OnHangStop, Native: o.HangNative}
 	for _, h := range lo.Plan.Hosts() {
 		lo.Execs[h] = execs[h]
 	}

@@ -40,6 +40,11 @@ type FollowOptions struct {
 	// summary (see RunOptions).
 	Capture     []string
 	CaptureFrom string
+	// HangAfter, OnHang and HangNative are --hang-after's, for the
+	// adopted run from then on (see RunOptions).
+	HangAfter  time.Duration
+	OnHang     string
+	HangNative bool
 	// Notify is attach -H's --notify (see RunOptions): whom the adopted
 	// run's end is told.
 	Notify []string
@@ -186,6 +191,9 @@ func Attach(ctx context.Context, o FollowOptions) error {
 	}
 	if len(o.Capture) > 0 || o.CaptureFrom != "" {
 		return &UsageError{Msg: "--capture is for attach -H or --hosts, which keeps the run", Fix: "give --capture to tfhive run: its own tfhive captures"}
+	}
+	if o.HangAfter != 0 || o.HangNative || o.OnHang == OnHangStop {
+		return &UsageError{Msg: "--hang-after is for attach -H or --hosts, which keeps the run", Fix: "give --hang-after to tfhive run: its own tfhive watches"}
 	}
 	dir, err := runLogDir(o)
 	if err != nil {

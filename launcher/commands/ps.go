@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
@@ -43,6 +44,18 @@ func Ps(ctx context.Context, o PsOptions) error {
 		err = view.WriteRunsJSON(o.Stdout, runs)
 	} else {
 		err = view.WriteRuns(o.Stdout, runs, time.Now())
+		// Then the reservations honoured now or ahead: what keeps whom
+		// off which GPUs (tfhive reservations lists ignored files too).
+		var held []reservationRow
+		for _, r := range reservationRows(inv) {
+			if r.Ignored == "" {
+				held = append(held, r)
+			}
+		}
+		if err == nil && len(held) > 0 {
+			fmt.Fprintln(o.Stdout)
+			err = writeReservations(o.Stdout, held, time.Now())
+		}
 	}
 	if err != nil {
 		return err

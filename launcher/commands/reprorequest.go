@@ -28,8 +28,10 @@ func reproRequest(o RunOptions) record.ReproRequest {
 		Env: o.Env, Workdir: o.Workdir, Setup: o.Setup, LogDir: o.LogDir,
 		Grace: o.Grace, Timeout: o.Timeout, Wait: o.Wait, Reconnect: o.Reconnect, Unattended: o.Unattended,
 		Detach: o.Detach, Quiet: o.Quiet, JSON: o.JSON, Check: o.Check, Imports: o.Imports,
-		Capture: o.Capture, CaptureFrom: o.CaptureFrom, Sample: o.Sample,
+		Capture: o.Capture, CaptureFrom: o.CaptureFrom, Sample: o.Sample, IdleStop: o.IdleStop,
 		Restarts: o.Restarts, RestartOn: o.RestartOn, RestartBackoff: o.RestartBackoff,
+		StopSignal: o.StopSignal, Requeue: o.Requeue, RequeueSet: o.RequeueSet, RequeueOn: o.RequeueOn,
+		HangAfter: o.HangAfter, OnHang: o.OnHang, HangNative: o.HangNative,
 	}
 }
 
@@ -53,7 +55,9 @@ func runOptionsOf(r record.ReproRequest) RunOptions {
 		Env: r.Env, Workdir: r.Workdir, Setup: r.Setup, LogDir: r.LogDir,
 		Grace: r.Grace, Timeout: r.Timeout, Wait: r.Wait, Reconnect: r.Reconnect, Unattended: r.Unattended,
 		Detach: r.Detach, Quiet: r.Quiet, JSON: r.JSON, Check: r.Check, Imports: r.Imports,
-		Capture: r.Capture, CaptureFrom: r.CaptureFrom, Sample: r.Sample,
+		Capture: r.Capture, CaptureFrom: r.CaptureFrom, Sample: r.Sample, IdleStop: r.IdleStop,
 		Restarts: r.Restarts, RestartOn: r.RestartOn, RestartBackoff: r.RestartBackoff,
+		StopSignal: r.StopSignal, Requeue: r.Requeue, RequeueSet: r.RequeueSet, RequeueOn: r.RequeueOn,
+		HangAfter: r.HangAfter, OnHang: r.OnHang, HangNative: r.HangNative,
 	}
 }

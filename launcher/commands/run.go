@@ -24,6 +24,8 @@ type runInput struct {
 	color   bool
 	caps    *launcher.Captures
 	restart lifecycle.Restart
+	requeue lifecycle.Requeue
+	stopSig string // --stop-signal's name without SIG
 	// notify is --notify's targets (or the hosts file's); none for a
 	// sweep's trial.
 	notify []notify.Target
@@ -125,6 +127,13 @@ func (o *RunOptions) input(as runAs) (runInput, error) {
 		return in, err
 	}
 	if in.restart, err = restartPolicy(o.Restarts, o.RestartOn, o.RestartBackoff); err != nil {
+		return in, err
+	}
+	if in.requeue, err = o.requeuePolicy(); err != nil {
+		return in, err
+	}
+	in.restart.Requeue = in.requeue.On
+	if in.stopSig, err = stopSignal(o.StopSignal); err != nil {
 		return in, err
 	}
 	if as.trial == nil {

@@ -59,6 +59,8 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	if err != nil {
 		return nil, err
 	}
+	// A run that ends before a reservation begins may use its GPUs.
+	req.Timeout = o.Timeout
 	env, err := parseEnv(o.Env)
 	if err != nil {
 		return nil, err
@@ -77,7 +79,7 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	// a sweep must not starve a colleague's larger run.
 	req.NoBackfill = as.trial != nil
 	// A sweep's trial without --wait waits its turn until the sweep ends.
-	r.spec = job.Spec{Request: req, Fleet: job.FleetOf(fleet), Wait: o.Wait, WaitForever: as.trial != nil && o.Wait == 0, Notes: r.wait}
+	r.spec = job.Spec{Request: req, Fleet: job.FleetOf(fleet), Wait: o.Wait, WaitForever: as.trial != nil && o.Wait == 0, Notes: r.wait, Requeue: in.requeue}
 	if tree != nil {
 		// The probe says which hosts have the tree: those cost nothing more.
 		fleet.LookForCode(tree.Hash)
@@ -110,10 +112,11 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 func (o *RunOptions) engine(fleet *probe.Fleet, env map[string]string, in runInput, r *runJob) launcher.Options {
 	lo := launcher.Options{
 		Env: env, Workdir: o.Workdir, Setup: o.Setup,
-		LogDir: r.logDir, Grace: o.Grace, Timeout: o.Timeout,
+		LogDir: r.logDir, Grace: o.Grace, StopSignal: in.stopSig, Timeout: o.Timeout,
 		Reconnect: o.Reconnect, Redial: fleet.Redial,
-		Unattended: o.Unattended, Captures: in.caps, Sample: o.Sample, Restart: in.restart, Command: o.Job.Command,
+		Unattended: o.Unattended, Captures: in.caps, Sample: o.Sample, IdleStop: o.IdleStop, Restart: in.restart, Command: o.Job.Command,
 		KeepAlive: fleet.KeepAlive, Parallel: o.Hosts.Parallel,
+		Hang: launcher.Hang{After: o.HangAfter, Stop: o.OnHang == OnHangStop, Native: o.HangNative},
 		// A keeper's console is the run's record: -q quietens a
 		// terminal, never the record.
 		Console: r.console, Quiet: o.Quiet && !in.keeper, HostsFrom: hostsFrom(o.Hosts),

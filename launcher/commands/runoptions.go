@@ -55,11 +55,26 @@ type RunOptions struct {
 	CaptureFrom string
 	// Sample is --sample: how often the tasks' GPUs are sampled; 0: never.
 	Sample time.Duration
+	// IdleStop is --idle-stop: stop the run once its GPUs sat idle this
+	// long (stricter than a host's policy only); 0: the policies'.
+	IdleStop time.Duration
 	// Restarts, RestartOn and RestartBackoff are --restarts,
 	// --restart-on and --restart-backoff (lifecycle.Restart).
 	Restarts       int
 	RestartOn      string
 	RestartBackoff time.Duration
+	// StopSignal is --stop-signal ("SIGTERM", "INT", ...); "": SIGTERM.
+	StopSignal string
+	// Requeue is --requeue, RequeueSet whether it was given (--wait
+	// requeues unless --requeue=false), RequeueOn --requeue-on's codes
+	// (requeue.go).
+	Requeue, RequeueSet bool
+	RequeueOn           string
+	// HangAfter, OnHang and HangNative are --hang-after, --on-hang
+	// (warn, stop; "": warn) and --hang-native (launcher.Hang).
+	HangAfter  time.Duration
+	OnHang     string
+	HangNative bool
 	// Notify is --notify's targets (launcher/notify); none: the hosts
 	// file's notify:. Never in the run's record: a webhook's URL is its
 	// secret (a rerun notifies as its own --notify, or the hosts file,
@@ -106,7 +121,7 @@ func (o *RunOptions) checkLinkFlags(trial bool) error {
 	if o.Sample < 0 || (o.Sample > 0 && o.Sample < launcher.MinSample) {
 		return &UsageError{Msg: fmt.Sprintf("--sample must be 0 (never) or at least %s", launcher.MinSample)}
 	}
-	return nil
+	return o.checkHangFlags()
 }
 
 // checkTimesAndImports: no negative duration, --import only with --check
@@ -115,7 +130,7 @@ func (o *RunOptions) checkTimesAndImports() ([]string, error) {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}, {"reconnect", o.Reconnect}, {"unattended", o.Unattended}} {
+	}{{"grace", o.Grace}, {"timeout", o.Timeout}, {"wait", o.Wait}, {"reconnect", o.Reconnect}, {"unattended", o.Unattended}, {"idle-stop", o.IdleStop}} {
 		if d.v < 0 {
 			return nil, usagef("--%s must not be negative", d.flag)
 		}

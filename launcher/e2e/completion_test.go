@@ -117,7 +117,7 @@ func TestCompletionBash(t *testing.T) {
 		// log dir has no summary; not the ended one.
 		{kill, nil, []string{"here-unended", "live-run"}},
 		{kill + "h", nil, []string{"here-unended"}},
-		{"tfhive sta", nil, []string{"status"}},
+		{"tfhive stat", nil, []string{"status"}},
 		{"tfhive run --worke", nil, []string{"--workers"}},
 		{"tfhive run --wo", nil, []string{"--workdir", "--workers"}},
 		{"tfhive status --ssh-config " + b.sshConfig + " -H ", nil, []string{"c1", "c2"}},
@@ -152,7 +152,7 @@ func TestCompletionFish(t *testing.T) {
 		want []string // word<tab>description, sorted
 	}{
 		{"tfhive kill " + b.hostsArgs + " ", []string{"here-unended\tlog in tfhive-runs/here-unended", "live-run\trunning: " + currentUserName(t) + " on c1, " + currentUserName(t) + " on c2"}},
-		{"tfhive sta", []string{"status\tshow every GPU on every host"}},
+		{"tfhive stat", []string{"status\tshow every GPU on every host"}},
 		{"tfhive run --worke", []string{"--workers\tN worker tasks"}},
 		{"tfhive status --hosts=fle", []string{"--hosts=fleet.yaml"}},
 	} {
@@ -186,7 +186,7 @@ func TestCompletionZsh(t *testing.T) {
 		// Two candidates: zsh lists them, with their descriptions.
 		{"tfhive kill " + b.hostsArgs + " ", "*here-unended*--*log in tfhive-runs/here-unended*live-run*--*running: *"},
 		// One: zsh puts it on the line.
-		{"tfhive sta", "*tfhive status*"},
+		{"tfhive stat", "*tfhive status*"},
 		{"tfhive run --worke", "*tfhive run --workers*"},
 	} {
 		if got := b.shell(t, nil, "zsh", "-f", "-c", zshScript, "zsh", c.line, c.pattern); !slices.Equal(got, []string{"FOUND"}) {

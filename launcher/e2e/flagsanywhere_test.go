@@ -49,10 +49,10 @@ func TestLogsFlagsAnywhereAndLatest(t *testing.T) {
 	// e2, detached, started after e1: the latest.
 	time.Sleep(10 * time.Millisecond)
 	r = tfhive(t, f.Env(), f.Dir, fleetArgs(f, append(append([]string{"run", "--detach", "--name", "e2"}, job...),
-		"--", "sh", "-c", "sleep 0.5; echo two; exit 6")...)...)
+		"--", "sh", "-c", "sleep 0.5; echo two; exit 9")...)...)
 	wantCode(t, r, 0)
 	w := tfhive(t, f.Env(), f.Dir, "wait")
-	wantCode(t, w, 6)
+	wantCode(t, w, 9)
 	if !strings.HasPrefix(w.stderr, "tfhive: waiting for e2 (the latest)\n") || w.stdout != "" {
 		t.Errorf("wait: stdout %q, stderr %q", w.stdout, w.stderr)
 	}

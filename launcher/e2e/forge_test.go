@@ -91,13 +91,13 @@ echo "mark $m"
 printf '@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT"
 sleep 0.3
 echo "attempt $TFHIVE_ATTEMPT done"
-exit 6`
+exit 9`
 	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--timeout", "40s", "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", script)
 	r := tfhive(t, f.Env(), f.Dir, args...)
-	wantCode(t, r, 6)
+	wantCode(t, r, 9)
 	s := summaryOf(t, logDir)
 	tr := taskByID(s, "worker:0")
-	wantAttempts(t, tr, "0:exited:6:restarted every task", "1:exited:6:")
+	wantAttempts(t, tr, "0:exited:9:restarted every task", "1:exited:9:")
 	log := readFile(t, tr.Log)
 	mark := regexp.MustCompile(`mark (\w+)`).FindStringSubmatch(log)
 	if mark == nil {
@@ -130,7 +130,7 @@ printf 'x@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT"
 printf '@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT"
 sleep 0.5
 echo "attempt $TFHIVE_ATTEMPT done"
-exit 6`
+exit 9`
 	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--reconnect", "2m", "--timeout", "60s",
 		"--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", script, "task", flag)
 	r := startTfhive(t, f, readStdout, args...)
@@ -148,12 +148,12 @@ exit 6`
 	}
 	r.readAll()
 	err := r.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 6 {
-		t.Fatalf("tfhive: %v, want exit 6\n%s%s", err, r.read.String(), r.other.String())
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 9 {
+		t.Fatalf("tfhive: %v, want exit 9\n%s%s", err, r.read.String(), r.other.String())
 	}
 	s := summaryOf(t, logDir)
 	tr := taskByID(s, "worker:0")
-	wantAttempts(t, tr, "0:exited:6:restarted every task", "1:exited:6:")
+	wantAttempts(t, tr, "0:exited:9:restarted every task", "1:exited:9:")
 	log := readFile(t, tr.Log)
 	mark := regexp.MustCompile(`mark (\w+)`).FindStringSubmatch(log)
 	if mark == nil {
@@ -196,10 +196,10 @@ func TestRestartLogsFromHostsForged(t *testing.T) {
 	script := `j=$(cat "$HOME"/.tfhive/runs-*/"$TFHIVE_RUN_ID"/run.json)
 m=${j##*\"mark\":\"}; m=${m%%\"*}
 printf 'x@@tfhive-attempt %s %s 0\n@@tfhive-attempt %s %s 0\n' "$m" "$TFHIVE_ATTEMPT" "$m" "$TFHIVE_ATTEMPT"
-printf 'part%s' "$TFHIVE_ATTEMPT"; exit 6`
+printf 'part%s' "$TFHIVE_ATTEMPT"; exit 9`
 	args, logDir := runArgs(t, f, "--restarts", "1", "--restart-backoff", "100ms", "--workers", "1", "--gpus-per-worker", "0", "--", "sh", "-c", script)
 	r := tfhive(t, f.Env(), f.Dir, args...)
-	wantCode(t, r, 6)
+	wantCode(t, r, 9)
 	s := summaryOf(t, logDir)
 	log := readFile(t, taskByID(s, "worker:0").Log)
 	if !strings.Contains(log, "x@@tfhive-attempt ") || !strings.HasSuffix(log, "part1") {

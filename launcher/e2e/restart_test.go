@@ -43,18 +43,18 @@ func TestRestartAlwaysFailing(t *testing.T) {
 			if mode != "kept" {
 				extra = append(extra, "--reconnect", "0")
 			}
-			args, logDir := runArgs(t, f, append(extra, "--", "sh", "-c", `printf 'attempt %s' "$TFHIVE_ATTEMPT"; exit 6`)...)
+			args, logDir := runArgs(t, f, append(extra, "--", "sh", "-c", `printf 'attempt %s' "$TFHIVE_ATTEMPT"; exit 9`)...)
 			r := tfhive(t, f.Env(), f.Dir, args...)
-			wantCode(t, r, 6)
+			wantCode(t, r, 9)
 			s := summaryOf(t, logDir)
 			tr := taskByID(s, "worker:0")
-			wantAttempts(t, tr, "0:exited:6:restarted every task", "1:exited:6:restarted every task", "2:exited:6:")
+			wantAttempts(t, tr, "0:exited:9:restarted every task", "1:exited:9:restarted every task", "2:exited:9:")
 			log := readFile(t, tr.Log)
 			// The attempt lines are taken out, after a partial line too.
 			if log != "attempt 0attempt 1attempt 2" {
 				t.Errorf("log %q", log)
 			}
-			wantContains(t, "summary", r.stdout, "ATTEMPTS", "restart: worker:0 on a1: attempt 1 exited 6 after", "restart: worker:0 on a1: attempt 2 exited 6 after")
+			wantContains(t, "summary", r.stdout, "ATTEMPTS", "restart: worker:0 on a1: attempt 1 exited 9 after", "restart: worker:0 on a1: attempt 2 exited 9 after")
 			if strings.Contains(r.stdout+r.stderr, "@@tfhive-attempt") {
 				t.Errorf("an attempt line leaked:\n%s\n%s", r.stdout, r.stderr)
 			}

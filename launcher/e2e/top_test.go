@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
 // tmuxBed is a tmux server of the test's own (its own socket), killed at
@@ -76,17 +79,11 @@ func (b *tmuxBed) waitPane(name, what string, within time.Duration, ok func(stri
 // shQuote quotes s for sh.
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// tfhive top as a person uses it: typed into an 80×24 terminal (tmux)
-// over the sshd test fleet. It shows every host's GPUs; a run started
-// beside it shows, as the holder of its GPU and among the user's runs,
-// within 5 s of its start, then with the loss its task printed; x and y
-// stop it (kill's path, over top's own connections); q quits, exit 0.
-func TestTopUnderTmux(t *testing.T) {
-	tb := newTmux(t)
-	f := runFleet(t, "t1", "t2")
-	root := t.TempDir()
-	exitFile := filepath.Join(t.TempDir(), "exit")
-
+// startTop starts tfhive top on fleet f in an 80×24 pane named "top",
+// its log root root; its exit status goes into exitFile.
+func (tb *tmuxBed) startTop(f *sshtest.Fleet, root, exitFile string) {
+	t := tb.t
+	t.Helper()
 	// The pane's shell gets the fleet's environment from a script: tmux
 	// starts it from its server, not from this process.
 	var script strings.Builder
@@ -108,6 +105,20 @@ func TestTopUnderTmux(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.tmux("new-session", "-d", "-s", "top", "-x", "80", "-y", "24", "sh "+shQuote(scriptFile))
+}
+
+// tfhive top as a person uses it: typed into an 80×24 terminal (tmux)
+// over the sshd test fleet. It shows every host's GPUs; a run started
+// beside it shows, as the holder of its GPU and among the user's runs,
+// within 5 s of its start, then with the loss its task printed; x and y
+// stop it (kill's path, over top's own connections); q quits, exit 0.
+func TestTopUnderTmux(t *testing.T) {
+	tb := newTmux(t)
+	f := runFleet(t, "t1", "t2")
+	root := t.TempDir()
+	exitFile := filepath.Join(t.TempDir(), "exit")
+
+	tb.startTop(f, root, exitFile)
 
 	s := tb.waitScreen("the fleet's GPUs", 60*time.Second, func(s string) bool {
 		return strings.Contains(s, "4 GPUs, 4 free") && len(rowsOf(s, "t1")) == 2 && len(rowsOf(s, "t2")) == 2
@@ -157,6 +168,60 @@ func TestTopUnderTmux(t *testing.T) {
 	tb.waitScreen("the GPUs free again", 30*time.Second, func(s string) bool { return strings.Contains(s, "4 GPUs, 4 free") })
 
 	tb.tmux("send-keys", "-t", "top", "q")
+	waitExit0(t, tb, exitFile)
+}
+
+// top's GPU list scrolls as a person scrolls it, typed into an 80×24
+// terminal over 24 GPUs (three hosts of eight): the last host's last GPUs,
+// hidden at first, show after End; PgUp goes back to the first; / filters
+// the list to one host as typed and Esc clears it; q quits, exit 0.
+func TestTopScrollsUnderTmux(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	tb := newTmux(t)
+	var ps []sshtest.Profile
+	for _, n := range []string{"s1", "s2", "s3"} {
+		ps = append(ps, sshtest.Profile{Name: n, GPU: "idle-8gpu.xml", AliveInterval: 1})
+	}
+	f := sshtest.Start(t, ps...)
+	exitFile := filepath.Join(t.TempDir(), "exit")
+	tb.startTop(f, t.TempDir(), exitFile)
+
+	s := tb.waitScreen("the fleet's GPUs", 60*time.Second, func(s string) bool {
+		return strings.Contains(s, "24 GPUs, 24 free") && len(rowsOf(s, "s1")) == 8
+	})
+	shown := len(rowsOf(s, "s1")) + len(rowsOf(s, "s2")) + len(rowsOf(s, "s3"))
+	if shown >= 24 || !strings.Contains(s, fmt.Sprintf("rows 1–%d of 24", shown)) || len(rowsOf(s, "s3")) == 8 {
+		t.Fatalf("the first screen shows %d GPU rows, not all 24 and saying so:\n%s", shown, s)
+	}
+	tb.tmux("send-keys", "-t", "top", "End")
+	s = tb.waitScreen("the last GPUs", 10*time.Second, func(s string) bool {
+		return strings.Contains(s, fmt.Sprintf("rows %d–24 of 24", 25-shown)) && len(rowsOf(s, "s3")) == 8
+	})
+	if rows := rowsOf(s, "s3"); rows[7][1] != "7" || len(rowsOf(s, "s1")) == 8 {
+		t.Errorf("after End:\n%s", s)
+	}
+	tb.tmux("send-keys", "-t", "top", "PPage")
+	tb.waitScreen("the first GPUs again", 10*time.Second, func(s string) bool {
+		return strings.Contains(s, fmt.Sprintf("rows 1–%d of 24", shown)) && len(rowsOf(s, "s1")) == 8
+	})
+	tb.tmux("send-keys", "-t", "top", "/", "s", "2")
+	s = tb.waitScreen("s2's GPUs only", 10*time.Second, func(s string) bool {
+		return len(rowsOf(s, "s2")) == 8 && len(rowsOf(s, "s1")) == 0 && strings.Contains(s, "filter: s2")
+	})
+	if len(rowsOf(s, "s3")) != 0 {
+		t.Errorf("the filter left other hosts' rows:\n%s", s)
+	}
+	tb.tmux("send-keys", "-t", "top", "Escape")
+	tb.waitScreen("every GPU again", 10*time.Second, func(s string) bool {
+		return len(rowsOf(s, "s1")) == 8 && !strings.Contains(s, "filter:")
+	})
+	tb.tmux("send-keys", "-t", "top", "q")
+	waitExit0(t, tb, exitFile)
+}
+
+// waitExit0 waits for top's pane to write its exit status, 0.
+func waitExit0(t *testing.T, tb *tmuxBed, exitFile string) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		data, _ := os.ReadFile(exitFile)
@@ -164,7 +229,7 @@ func TestTopUnderTmux(t *testing.T) {
 			if got != "EXIT=0" {
 				t.Fatalf("top ended with %s", got)
 			}
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("top did not quit on q:\n%s", tb.screen())

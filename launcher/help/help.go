@@ -18,8 +18,8 @@ var files embed.FS
 // .md). A guide missing here, or a name here without its file, fails the
 // tests.
 var order = []string{
-	"hosts", "gpus", "live-view", "plans", "running", "sweeps", "reports", "reruns", "restarts",
-	"long-runs", "notifications", "sync", "torch", "checks", "sharing", "fair-sharing", "emit",
+	"hosts", "gpus", "live-view", "plans", "running", "sweeps", "reports", "tensorboard-link", "reruns", "restarts",
+	"hangs", "long-runs", "notifications", "sync", "torch", "checks", "sharing", "fair-sharing", "idle", "emit",
 	"shell-completion", "performance", "testing", "architecture",
 }
 

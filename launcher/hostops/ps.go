@@ -3,6 +3,7 @@ package hostops
 import (
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -51,6 +52,7 @@ func Runs(inv inventory.Inventory) []view.RunOnHost {
 		for _, key := range order {
 			r := byRun[key]
 			r.State, r.Keeper = keptState(*r, h.Kept, ended)
+			r.Idle = keptIdle(*r, h.Kept)
 			r.GPUUse = liveUse(r.GPUs, r.uuids, h.GPUUse)
 			out = append(out, r.RunOnHost)
 		}
@@ -167,4 +169,29 @@ func keptState(r heldRun, kept *inventory.KeptRuns, ended map[string]bool) (stri
 		return RunFinishing, &followed
 	}
 	return RunRunning, &followed
+}
+
+// keptIdle is how long the run's GPUs on this host have been idle, once
+// the host warned about them (idle-watch.sh's NAME.idle), "idle 37m":
+// when every task of the run here that has not ended is idle, for the
+// shortest of their stretches; "" otherwise. As keptState, only for the
+// user's own run.
+func keptIdle(r heldRun, kept *inventory.KeptRuns) string {
+	if r.RunID == "" || kept == nil || r.uid != kept.UID || kept.Now == 0 {
+		return ""
+	}
+	var since int64
+	for _, t := range kept.Tasks {
+		if t.RunID != r.RunID || t.Ended || !slices.Contains(r.Tasks, t.Task) {
+			continue
+		}
+		if t.IdleSince == 0 {
+			return ""
+		}
+		since = max(since, t.IdleSince)
+	}
+	if since == 0 {
+		return ""
+	}
+	return "idle " + view.ShortDuration(time.Duration(max(kept.Now-since, 0))*time.Second)
 }

@@ -180,3 +180,31 @@ func TestRunsGroupsClaims(t *testing.T) {
 		t.Errorf("no runs: %q, %v", js.String(), err)
 	}
 }
+
+// A run's GPUs idle past the warning on a host read "idle 37m" in ps,
+// from the tasks' NAME.idle and the host's clock: only when every task
+// of the run there that still runs is idle, for the shortest stretch.
+func TestKeptIdle(t *testing.T) {
+	const me, now = 1000, 1_000_000
+	task := func(id string, since int64, ended bool) inventory.KeptTask {
+		return inventory.KeptTask{RunID: "r1", Task: id, Started: true, Followed: true, Fresh: true, IdleSince: since, Ended: ended}
+	}
+	for _, c := range []struct {
+		kept []inventory.KeptTask
+		want string
+	}{
+		{[]inventory.KeptTask{task("worker:0", now-37*60, false), task("worker:1", now-40*60, false)}, "idle 37m"},
+		{[]inventory.KeptTask{task("worker:0", now-37*60, false), task("worker:1", 0, false)}, ""},
+		{[]inventory.KeptTask{task("worker:0", now-90, false), task("worker:1", 0, true)}, "idle 1m"},
+	} {
+		var claims []inventory.Claim
+		for i, k := range c.kept {
+			claims = append(claims, inventory.Claim{Kind: "gpu", ID: i, RunID: "r1", Task: k.Task, User: "u", UID: me, PID: 10 + i, Since: time.Now()})
+		}
+		inv := inventory.Inventory{Hosts: []inventory.HostInventory{{Name: "h1", Claims: claims, Kept: &inventory.KeptRuns{UID: me, Now: now, Tasks: c.kept}}}}
+		runs := Runs(inv)
+		if len(runs) != 1 || runs[0].Idle != c.want {
+			t.Errorf("%+v: %+v, want %q", c.kept, runs, c.want)
+		}
+	}
+}

@@ -15,7 +15,7 @@ func TestScriptsShellcheck(t *testing.T) {
 
 // What is sent means what the files say: comments dropped.
 func TestScriptsSentAsWritten(t *testing.T) {
-	for name, s := range map[string]shscript.Script{"kill.sh": killSh, "gc-runs.sh": gcRunsSh, "ticket.sh": ticketSh} {
+	for name, s := range map[string]shscript.Script{"kill.sh": killSh, "gc-runs.sh": gcRunsSh, "ticket.sh": ticketSh, "reserve.sh": reserveSh} {
 		shscripttest.SameMeaning(t, name, s)
 	}
 }

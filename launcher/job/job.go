@@ -19,6 +19,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/doctor"
+	"github.com/tfhive/tfhive/launcher/lifecycle"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
@@ -48,6 +49,9 @@ type Spec struct {
 	Check *doctor.Options
 	// Sync sends the --sync tree to the planned hosts; nil: no --sync.
 	Sync *Syncer
+	// Requeue is when the run goes back to the queue once started
+	// (--requeue, --requeue-on, --wait: requeue.go).
+	Requeue lifecycle.Requeue
 	// Notes is where the run says what it does while it may be waiting
 	// (hosts not used, preemptions): the caller's wait line, which
 	// erases itself first.
@@ -103,9 +107,15 @@ func Run(ctx context.Context, s Spec, h Hooks) (*record.Summary, error) {
 	retry := r.retry()
 	sum, err := retry.Do(ctx, r.attempt)
 	r.waited()
-	if err == nil {
+	for err == nil {
 		// Relaunch after a lost host (relaunch.go).
 		sum = r.relaunch(ctx, sum, retry)
+		// Back to the queue after a preemption, or a task's ask
+		// (requeue.go).
+		var again bool
+		if sum, again, err = r.requeue(ctx, sum); !again {
+			break
+		}
 	}
 	return sum, err
 }

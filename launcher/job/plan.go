@@ -40,6 +40,7 @@ func (r *run) plan(ctx context.Context) (*schedule.Plan, inventory.Inventory, er
 	r.waited()
 	planPorts(plan, r.used)
 	r.lo.Priority, r.lo.Preemptible = r.req.Priority, schedule.PreemptibleBy(inv, r.req.Priority)
+	r.lo.Idle = schedule.IdleRules(inv, r.lo.IdleStop)
 	return plan, inv, nil
 }
 

@@ -43,7 +43,10 @@ func (r *run) preempt(ctx context.Context, inv inventory.Inventory) {
 	notes := r.spec.Notes
 	warn := func(s string) { fmt.Fprintf(notes, "tfhive: warning: %s\n", s) }
 	for _, v := range r.tickets.Preempt(ctx, r.spec.Fleet.Executors(), r.req.RunID, vs, warn) {
-		fmt.Fprintf(notes, "tfhive: preempting run %s of %s (--priority low) on %s for its %s\n", v.RunID, v.User, strings.Join(v.Hosts, ", "), wording.Count(v.GPUs, "GPU"))
+		// The low run's supervisors give it its own --grace to save its
+		// work, which only they know: this run waits for its GPUs as
+		// long, and says why it waits.
+		fmt.Fprintf(notes, "tfhive: preempting run %s of %s (--priority low) on %s for its %s; waiting while it saves its work (its --grace)\n", v.RunID, v.User, strings.Join(v.Hosts, ", "), wording.Count(v.GPUs, "GPU"))
 	}
 }
 

@@ -37,6 +37,9 @@ const (
 	EvAttemptEnd
 	EvBackoffOver
 	EvRegroupKill
+	// EvHung: no task printed anything for After, and --on-hang stop
+	// (hang.go).
+	EvHung
 )
 
 // Event is one thing that happened to the run.
@@ -300,6 +303,8 @@ func (p *Policy) Apply(ev Event) Decision {
 		p.killNow(&d)
 	case EvTimeout:
 		p.decide(&d, record.ResultTimeout, record.ExitTimeout, -1, fmt.Sprintf("timed out after %s", ev.After))
+	case EvHung:
+		p.hung(ev, &d)
 	case EvGraceOver:
 		p.kill(&d)
 	case EvGiveUp:

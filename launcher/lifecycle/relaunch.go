@@ -25,6 +25,9 @@ type Relaunch struct {
 	// Attempts are each task's attempts so far, by task id; the last one
 	// says why the run was started again.
 	Attempts map[string][]record.Attempt
+	// Requeues is how often the run went back to the queue (requeue.go):
+	// above 0, its tasks resume (TFHIVE_RESUME=1).
+	Requeues int
 }
 
 // Relaunchable says whether a run that ended as s is started again
@@ -70,19 +73,32 @@ func RelaunchReason(lost []string) string {
 // each naming the host it ran on, the last one of each task why it
 // restarted.
 func (rl *Relaunch) Carry(s *record.Summary, lost []string) *Relaunch {
+	return rl.carry(s, RelaunchReason(lost))
+}
+
+// carry is Carry with the last attempts' reason given; a requeued run
+// relaunched after a lost host still resumes.
+func (rl *Relaunch) carry(s *record.Summary, why string) *Relaunch {
 	next := &Relaunch{Started: s.Started, Attempts: map[string][]record.Attempt{}}
 	if rl != nil {
-		next.Started = rl.Started
+		next.Started, next.Requeues = rl.Started, rl.Requeues
 	}
 	for _, t := range s.Tasks {
 		l := slices.Clone(t.Attempts)
+		if len(l) == 0 {
+			// A run without --restarts lists no attempts: its one.
+			l = []record.Attempt{{Outcome: t.Outcome, ExitCode: t.ExitCode, Duration: t.Duration}}
+		}
+		if n := len(l); t.Outcome == record.ResultPreempted {
+			l[n-1].Outcome = t.Outcome
+		}
 		for i := range l {
 			if l[i].Host == "" {
 				l[i].Host = t.Host
 			}
 		}
 		if n := len(l); n > 0 {
-			l[n-1].Restart = RelaunchReason(lost)
+			l[n-1].Restart = why
 		}
 		next.Attempts[t.ID] = l
 	}

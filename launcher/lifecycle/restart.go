@@ -25,6 +25,9 @@ type Restart struct {
 	// Backoff is the wait before the first restart of a task; it doubles
 	// with each restart, up to MaxRestartBackoff.
 	Backoff time.Duration
+	// Requeue are --requeue-on's codes: a task that exits so asked for the
+	// queue (requeue.go), never a restart in place.
+	Requeue []int
 }
 
 // DefaultRestartBackoff is --restart-backoff's default: long enough for a
@@ -77,7 +80,7 @@ func (on *RestartOn) String() string {
 // restarts says whether a task that ended with code (or whose host was
 // lost) may be restarted.
 func (rs Restart) restarts(code int, lost bool) bool {
-	if rs.Max <= 0 || (code == 0 && !lost) {
+	if rs.Max <= 0 || (code == 0 && !lost) || (!lost && slices.Contains(rs.Requeue, code)) {
 		return false
 	}
 	if rs.On == nil {

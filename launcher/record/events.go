@@ -22,4 +22,13 @@ const (
 	EventInterrupt  = "interrupt"
 	EventSteppedDn  = "stepped-down"
 	EventTruncated  = "truncated"
+	// EventRequeued: the run went back to the queue (lifecycle.Requeueable);
+	// EventResumed: it started again, its tasks told to resume.
+	EventRequeued = "requeued"
+	EventResumed  = "resumed"
 )
+
+// EventHang: no task printed anything for --hang-after; every task's
+// stacks were taken (launcher/hang.go). Its detail says for how long and
+// where the stacks are.
+const EventHang = "hang"

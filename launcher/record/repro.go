@@ -103,9 +103,20 @@ type ReproRequest struct {
 	Capture        []string      `json:"capture"`
 	CaptureFrom    string        `json:"capture_from"`
 	Sample         time.Duration `json:"sample_ns"`
+	IdleStop       time.Duration `json:"idle_stop_ns,omitempty"`
 	Restarts       int           `json:"restarts"`
 	RestartOn      string        `json:"restart_on"`
 	RestartBackoff time.Duration `json:"restart_backoff_ns"`
+	// StopSignal, Requeue, RequeueSet and RequeueOn are --stop-signal,
+	// --requeue (given or not) and --requeue-on; absent in a record
+	// older than them.
+	StopSignal string        `json:"stop_signal,omitempty"`
+	Requeue    bool          `json:"requeue,omitempty"`
+	RequeueSet bool          `json:"requeue_set,omitempty"`
+	RequeueOn  string        `json:"requeue_on,omitempty"`
+	HangAfter  time.Duration `json:"hang_after_ns"`
+	OnHang     string        `json:"on_hang"`
+	HangNative bool          `json:"hang_native"`
 }
 
 // ReproHosts are the options that chose the hosts and how to reach them.

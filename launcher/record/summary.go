@@ -100,6 +100,10 @@ type TaskResult struct {
 	// each cut at 200 bytes): kept for the task that decided a failed
 	// run, so that the summary says why without opening its log.
 	LastLines []string `json:"last_lines,omitempty"`
+	// HungAt is where the task was when the run was last found silent
+	// for --hang-after: its main thread's innermost Python frame, or its
+	// wait channel (launcher/stacks.Where); its stacks file beside.
+	HungAt string `json:"hung_at,omitempty"`
 }
 
 // RecordError: the run ended (Result) but its log dir could not take its
@@ -154,11 +158,11 @@ const ExitStdoutClosed = 141
 const ExitTaskReserved = 1
 
 // OwnExitCode: tfhive exits with code for an outcome of its own, never
-// passed on from a task: 2 usage, 3 no GPUs, 4 host lost, 5 preempted,
+// passed on from a task: 2 usage, 3 no GPUs, 4 host lost, 5 preempted, 6 idle-stopped,
 // 124 timeout, 130 / 143 interrupted, 141 stdout closed.
 func OwnExitCode(code int) bool {
 	switch code {
-	case 2, 3, ExitHostLost, ExitPreempted, ExitTimeout, 130, ExitStdoutClosed, 143:
+	case 2, 3, ExitHostLost, ExitPreempted, ExitIdleStopped, ExitTimeout, 130, ExitStdoutClosed, 143:
 		return true
 	}
 	return false

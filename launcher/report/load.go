@@ -49,6 +49,12 @@ type Plan struct {
 	Framework string     `json:"framework"`
 	Strategy  string     `json:"strategy"`
 	Tasks     []PlanTask `json:"tasks"`
+	// Reservations are the user's reservations the run was placed in.
+	Reservations []struct {
+		Host, ID, User, Note string
+		GPUs                 []int
+		From, Until          time.Time
+	} `json:"reservations"`
 }
 
 // PlanTask is one task of the plan.

@@ -280,6 +280,14 @@ func (r *Run) record() []kv {
 		for _, h := range hostOrder {
 			rec = append(rec, kv{"host " + h, strings.Join(hosts[h], ", ")})
 		}
+		for _, b := range p.Reservations {
+			v := fmt.Sprintf("%s's %s on %s: GPUs %s, %s to %s", b.User, b.ID, b.Host, view.IntList(b.GPUs),
+				b.From.Local().Format("2006-01-02 15:04:05"), b.Until.Local().Format("2006-01-02 15:04:05 MST"))
+			if b.Note != "" {
+				v += " (" + b.Note + ")"
+			}
+			rec = append(rec, kv{"in reservation", v})
+		}
 	}
 	if s := r.Summary; s != nil {
 		if c := s.Code; c != nil {
@@ -344,6 +352,11 @@ func (r *Run) taskTable() taskTable {
 			if u.Idle != "" {
 				note = strings.TrimSpace(note + " " + u.Idle)
 			}
+		}
+		if t.HungAt != "" {
+			// Where the task was when the run went silent
+			// (--hang-after): its stacks are in the log dir's stacks/.
+			note = strings.TrimSpace(note + " hung " + t.HungAt)
 		}
 		attempts := "-"
 		if len(t.Attempts) > 0 {

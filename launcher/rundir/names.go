@@ -25,6 +25,10 @@ const (
 	LiveMetrics = "metrics.json" // --capture's latest values, while the run goes on
 	GPUUsage    = "gpu-usage.csv"
 	Report      = "report.html" // `tfhive report`'s
+	// A detached `tfhive tensorboard`'s (of a run or a sweep): its keeper's
+	// pid and address, while it serves, and its lines.
+	TensorBoard    = "tensorboard.json"
+	TensorBoardLog = "tensorboard.log"
 )
 
 // The files of a sweep's directory besides Console, KeeperLog and Lock.
@@ -41,6 +45,14 @@ const LogSuffix = ".log"
 // TaskLog is the log of the task role:index ("worker-1.log"). index is
 // a string as `logs --task ROLE:INDEX` gives it.
 func TaskLog(role, index string) string { return role + "-" + index + LogSuffix }
+
+// Stacks is the directory of the tasks' stacks, taken when the run went
+// silent (--hang-after) or by `tfhive stacks`; StacksOf is a task's file
+// there ("stacks/worker-1.txt").
+const Stacks = "stacks"
+
+// StacksOf is task role:index's stacks file, under the run's directory.
+func StacksOf(role, index string) string { return filepath.Join(Stacks, role+"-"+index+".txt") }
 
 // TaskLogOf is TaskLog for a task of the plan.
 func TaskLogOf(role string, index int) string { return TaskLog(role, strconv.Itoa(index)) }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 )
 
 // PreemptTap takes a session's lines of a stop from outside out of its
@@ -16,7 +17,7 @@ import (
 // (streamGate's offsets).
 type PreemptTap struct {
 	next     io.Writer
-	prefixes [3][]byte // the preemption line's, the cancellation line's, the stop line's
+	prefixes [4][]byte // the preemption line's, the cancellation line's, the stop line's, the idle line's
 	held     []byte    // the last bytes, when they may be a prefix's start
 	line     []byte    // after the prefix, up to its newline
 	in       int       // 0: in no line; 1 + the prefix's index
@@ -30,9 +31,18 @@ type Preemption struct {
 	by        string // "HIGH USER"; "" when not preempted
 	cancelled bool
 	signalled bool
+	idle      Idle
+	// OnIdle, when set before the session starts, hears each idle line
+	// as it comes: "warn" (d idle so far), "busy", "stopped" (d: -1
+	// unknown). It is called outside the record's lock.
+	OnIdle func(what string, d time.Duration)
 }
 
 func (p *Preemption) set(which int, what string) {
+	if which == 3 {
+		p.setIdle(what)
+		return
+	}
 	p.mu.Lock()
 	switch which {
 	case 0:
@@ -104,12 +114,14 @@ func (t *PreemptTap) Write(p []byte) (int, error) {
 			}
 		}
 		if at >= 0 {
+			// The idle warning comes while the task runs, after a partial
+			// line of its own maybe: the bytes before it pass on.
 			t.pass(data[:at])
 			t.in = which + 1
 			p = data[at+len(t.prefixes[which]):]
 			continue
 		}
-		k := len(data) - max(PartialPrefix(data, t.prefixes[0]), PartialPrefix(data, t.prefixes[1]), PartialPrefix(data, t.prefixes[2]))
+		k := len(data) - max(PartialPrefix(data, t.prefixes[0]), PartialPrefix(data, t.prefixes[1]), PartialPrefix(data, t.prefixes[2]), PartialPrefix(data, t.prefixes[3]))
 		t.pass(data[:k])
 		if k < len(data) {
 			t.held = append([]byte(nil), data[k:]...)
@@ -137,9 +149,10 @@ func (t *PreemptTap) Flush() {
 // session of a run whose word is mark out of its stderr, into rec; the
 // rest goes to next.
 func NewPreemptTap(next io.Writer, mark string, rec *Preemption) *PreemptTap {
-	return &PreemptTap{next: next, rec: rec, prefixes: [3][]byte{
+	return &PreemptTap{next: next, rec: rec, prefixes: [4][]byte{
 		[]byte(PreemptedMarker + mark + " "),
 		[]byte(CancelledMarker + mark + " "),
 		[]byte(StoppedMarker + mark + " "),
+		[]byte(IdleMarker + mark + " "),
 	}}
 }

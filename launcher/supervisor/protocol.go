@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"embed"
 	"io"
 	"maps"
@@ -55,8 +56,19 @@ type Task struct {
 	// Preempt, for a low run on a host whose policy allows preempt_low,
 	// is who may preempt it there (scripts/preempt-watch.sh); "": nobody.
 	Preempt string
-	// Grace is the run's --grace, for a preempted task.
+	// Grace is the run's --grace: from the stop signal to SIGKILL, when
+	// a preemption, the link's loss or tfhive kill stops the task.
 	Grace time.Duration
+	// StopSignal is --stop-signal's name without SIG; "": TERM.
+	StopSignal string
+	// Idle is the idle rule on the task's host (schedule.IdleRules) and
+	// IdleGPUs the run's GPUs there that nvidia-smi reports the use of
+	// (scripts/idle-watch.sh): the task is idle when all of them are; no
+	// GPU: nothing watches, the task is never idle. IdleEvery is how often
+	// they are sampled.
+	Idle      inventory.IdleRule
+	IdleGPUs  []int
+	IdleEvery time.Duration
 }
 
 // Control lines tfhive writes to a supervisor's stdin.
@@ -66,6 +78,9 @@ const (
 	CtlHeartbeat = "h\n"
 	CtlTerm      = "t\n"
 	CtlKill      = "k\n"
+	// CtlIdleHold: GPUs of the run on another host are busy: the task's
+	// idle watch holds its stop for a link timeout (scripts/idle-watch.sh).
+	CtlIdleHold = "b\n"
 )
 
 // The supervisor's first stdout line, before any task output: its claims
@@ -96,7 +111,7 @@ var (
 	readStage      = shscript.LoadOneLine(Scripts, "scripts/read-stage.sh")
 	supervisorLine = shscript.LoadOneLine(Scripts, "scripts/supervisor-command.sh")
 	claimSh        = shscript.Load(Scripts, "scripts/supervisor-claim.sh")
-	runSh          = shscript.Load(Scripts, "scripts/claim-check.sh", "scripts/rundir.sh", "scripts/preempt-watch.sh", "scripts/supervisor-run.sh")
+	runSh          = shscript.Load(Scripts, "scripts/claim-check.sh", "scripts/rundir.sh", "scripts/preempt-watch.sh", "scripts/idle-watch.sh", "scripts/ledger.sh", "scripts/supervisor-run.sh")
 	attachSh       = shscript.Load(Scripts, "scripts/rundir.sh", "scripts/attach.sh")
 	taskSh         = shscript.Load(Scripts, "scripts/task.sh")
 )
@@ -150,6 +165,9 @@ func runStage(t Task) string {
 		shscript.Set("tfhive_attempt0", strconv.Itoa(t.FirstAttempt)),
 		shscript.Set("tfhive_preempt", t.Preempt),
 		shscript.Set("tfhive_grace", strconv.Itoa(int(t.Grace/(100*time.Millisecond)))),
+		shscript.Set("tfhive_stopsig", cmp.Or(t.StopSignal, "TERM")),
+		shscript.Set("tfhive_idle", idleWords(t)),
+		shscript.Set("tfhive_idle_ids", joinInts(t.IdleGPUs)),
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
 		vars = append(vars, shscript.Export(k, t.Env[k]))

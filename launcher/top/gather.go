@@ -44,6 +44,9 @@ func Mine(held []view.RunOnHost, login map[string]string, recs []view.RunRecord)
 		if r.State == "" || h.State != "" {
 			r.State = h.State
 		}
+		if h.Idle != "" {
+			r.Idle = h.Idle
+		}
 		if r.Since.IsZero() || h.Since.Before(r.Since) && !h.Since.IsZero() {
 			r.Since = h.Since
 		}

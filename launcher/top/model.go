@@ -51,6 +51,7 @@ const (
 	modeHelp
 	modeLog
 	modeConfirm
+	modeFilter // the filter being typed, after /
 )
 
 // Model is top's Bubble Tea model.
@@ -68,6 +69,9 @@ type Model struct {
 	logRun        Run
 	log           LogTail
 	logGen        int
+	focus         focus  // what ↑↓ move: the GPU list or the user's runs
+	gpuOff        int    // the GPU list's first row shown (scroll.go)
+	filter        string // what the GPU list and the queue show (filter.go)
 	// after is msg after d: tea.Tick, which tests replace with no wait.
 	after func(d time.Duration, msg tea.Msg) tea.Cmd
 }
@@ -113,6 +117,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		m.gpuOff = min(m.gpuOff, m.maxOff()) // a taller screen shows more from the top
 		return m, nil
 	case snapMsg:
 		m.refreshing = false
@@ -125,6 +130,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		} else {
 			m.snap, m.have = Snapshot(msg), true
 			m.keepSelection()
+			m.gpuOff = min(m.gpuOff, m.maxOff()) // fewer rows: the last window
+
 		}
 		if msg.Warning != "" {
 			m.note = msg.Warning
@@ -156,6 +163,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.tail()
 	case tea.KeyPressMsg:
 		return m.key(msg)
+	case tea.MouseWheelMsg:
+		return m.wheel(msg)
 	}
 	return m, nil
 }
@@ -212,6 +221,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case modeHelp:
 		m.mode = modeMain
 		return m, nil
+	case modeFilter:
+		return m.filterKey(k)
 	case modeLog:
 		switch k.String() {
 		case "esc", "q", "h", "left", "backspace":
@@ -226,6 +237,9 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
+	if m.navKey(k.String()) {
+		return m, nil
+	}
 	switch k.String() {
 	case "q":
 		return m, tea.Quit
@@ -233,10 +247,12 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.mode = modeHelp
 	case "r":
 		return m, m.refreshNow()
-	case "up", "k":
-		m.move(-1)
-	case "down", "j":
-		m.move(1)
+	case "tab", "shift+tab":
+		m.focus = 1 - m.focus
+	case "/":
+		m.mode = modeFilter
+	case "esc":
+		m.filter, m.gpuOff = "", 0
 	case "enter", "l", "right":
 		r, ok := m.selected()
 		if !ok {
@@ -284,11 +300,27 @@ func (m Model) tail() tea.Cmd {
 	return func() tea.Msg { return logMsg{gen: gen, LogTail: m.cfg.Tail(r, file, lines)} }
 }
 
-// View is the screen, on the terminal's alternate screen.
+// View is the screen, on the terminal's alternate screen, with the
+// mouse's wheel reported (cell motion: clicks and the wheel, no motion
+// without a button; a terminal's shift-drag still selects text).
 func (m Model) View() tea.View {
 	v := tea.NewView(m.Screen())
 	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
 	return v
+}
+
+// shown are the sections as the screen lays them out: filtered, the GPU
+// list at its offset.
+func (m Model) shown() []section {
+	ss := sections(&m.snap, m.cfg.Color, m.sel, m.cfg.Now())
+	for i := range ss {
+		ss[i] = filtered(ss[i], m.filter)
+		if ss[i].scrolls {
+			ss[i].off = m.gpuOff
+		}
+	}
+	return ss
 }
 
 // Screen draws the screen: exactly height lines of exactly width columns
@@ -309,7 +341,7 @@ func (m Model) Screen() string {
 		if !m.have {
 			lines = append(lines, "probing the hosts …")
 		} else {
-			lines = append(lines, fit(sections(&m.snap, m.cfg.Color, m.sel, m.cfg.Now()), body)...)
+			lines = append(lines, fit(m.shown(), body)...)
 		}
 	}
 	if m.height > 0 {
@@ -332,7 +364,11 @@ func (m Model) Screen() string {
 var helpLines = []string{
 	"",
 	"  q, Ctrl-C     quit",
-	"  ↑ ↓, k j      select one of your runs",
+	"  ↑ ↓, k j      scroll the GPU list a row, or select one of your runs",
+	"  PgUp PgDn     a page of it (Home, End: its top, its end); the wheel too",
+	"  tab           move ↑↓ between the GPU list and your runs",
+	"  /             filter the GPUs and the queue by host or user (any text",
+	"                of a row); enter keeps it, esc clears it",
 	"  enter, l      follow its log (tab: the next file; esc, q: back)",
 	"  x, K          stop it (asks y/n first; only your own runs)",
 	"  r             refresh now",
@@ -352,8 +388,16 @@ func (m Model) footer() string {
 		return "tab next file  esc back  q back  Ctrl-C quit"
 	case modeHelp:
 		return "any key: back"
+	case modeFilter:
+		return "filter: " + view.SanitizeCell(m.filter) + "█  enter keep  esc clear"
 	}
-	keys := "q quit  ↑↓ select  enter log  x stop  r refresh  ? help"
+	keys := "q quit  ↑↓ PgDn scroll  tab runs  / filter  enter log  x stop  ? help"
+	if m.focus == focusRuns {
+		keys = "q quit  ↑↓ select run  tab GPUs  / filter  enter log  x stop  ? help"
+	}
+	if m.filter != "" {
+		keys = "filter " + view.SanitizeCell(m.filter) + " (esc clears)  |  " + keys
+	}
 	if m.note != "" {
 		return view.SanitizeCell(m.note) + "  |  " + keys
 	}

@@ -136,6 +136,18 @@ func (h *harness) key(s string) tea.Msg {
 		k = tea.KeyPressMsg{Code: tea.KeyTab}
 	case "down":
 		k = tea.KeyPressMsg{Code: tea.KeyDown}
+	case "up":
+		k = tea.KeyPressMsg{Code: tea.KeyUp}
+	case "pgdown":
+		k = tea.KeyPressMsg{Code: tea.KeyPgDown}
+	case "pgup":
+		k = tea.KeyPressMsg{Code: tea.KeyPgUp}
+	case "home":
+		k = tea.KeyPressMsg{Code: tea.KeyHome}
+	case "end":
+		k = tea.KeyPressMsg{Code: tea.KeyEnd}
+	case "backspace":
+		k = tea.KeyPressMsg{Code: tea.KeyBackspace}
 	default:
 		k = tea.KeyPressMsg{Code: []rune(s)[0], Text: s}
 	}
@@ -172,7 +184,7 @@ func TestView80x24(t *testing.T) {
 	checkScreen(t, screen)
 	testkit.Golden(t, "testdata/top-80x24.txt", []byte(screen+"\n"))
 	for _, want := range []string{"4 hosts, 1 down", "gpu03", "unreachable", "lr-0.1 alice worker:0",
-		"bob:4242 python evil.py", "q1", "erin", "> lr-0.1", "loss=0.25", "more"} {
+		"bob:4242 python evil.py", "q1", "erin", "> lr-0.1", "loss=0.25", "rows 1–10 of 13"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
@@ -204,6 +216,7 @@ func TestViewSizes(t *testing.T) {
 func TestSelect(t *testing.T) {
 	snap := fleet()
 	h := newHarness(t, snap)
+	h.key("tab") // from the GPU list to the runs
 	for range 6 {
 		h.key("j")
 	}
@@ -252,6 +265,7 @@ func TestStop(t *testing.T) {
 	if s := h.screen(); !strings.Contains(s, "stopped run lr-0.1 on gpu01") {
 		t.Errorf("the footer does not say what stop did:\n%s", s)
 	}
+	h.key("tab")
 	h.key("j") // lr-0.01 holds nothing on the hosts
 	h.key("x")
 	if h.m.mode != modeMain || !strings.Contains(h.screen(), "nothing to stop") {

@@ -2,6 +2,7 @@ package top
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,15 @@ type section struct {
 	header string
 	rows   []string
 	sel    int
+	// keys are the rows' text for the filter (filter.go); nil: the
+	// section is not filtered. matched of of: what a filter left.
+	keys        []string
+	matched, of int
+	// scrolls: the section is a window moved from off (scroll.go), not
+	// kept around sel; picks: its rows are selected (the user's runs).
+	scrolls bool
+	off     int
+	picks   bool
 }
 
 // Plain renders snap as text for a reader that is not a terminal: every
@@ -98,6 +108,7 @@ func sections(snap *Snapshot, color bool, sel string, now time.Time) []section {
 
 func gpuSection(snap *Snapshot, color bool) section {
 	var rows [][]string
+	day := anyReservation(snap)
 	for i, h := range snap.Inv.Hosts {
 		hostRow := func(state, detail string) {
 			rows = append(rows, []string{h.Name, "-", "-", "-", state, detail})
@@ -119,15 +130,27 @@ func gpuSection(snap *Snapshot, color bool) section {
 				st = snap.Status[i][j]
 			}
 			rows = append(rows, []string{h.Name, view.GPUIndex(g), util(g), memory(g), string(st.State), holder(&h, g, st)})
+			if day {
+				rows[len(rows)-1] = slices.Insert(rows[len(rows)-1], 5, dayLine(&h, g))
+			}
 		}
 	}
 	paint := map[int]func(string) string{}
 	if color {
 		paint[4] = view.PaintState
 	}
-	head, lines := table([]string{"HOST", "GPU", "UTIL", "MEMORY", "STATE", "HELD BY"},
-		[]int{capHost, 0, 0, 0, capState, 0}, rows, paint)
-	return section{header: head, rows: lines, sel: -1}
+	header, caps := []string{"HOST", "GPU", "UTIL", "MEMORY", "STATE", "HELD BY"}, []int{capHost, 0, 0, 0, capState, 0}
+	if day {
+		// The next 24 h, an hour a cell (reservations.go).
+		header, caps = slices.Insert(header, 5, "RESERVED 24H"), slices.Insert(caps, 5, 0)
+		for i := range rows {
+			if len(rows[i]) == 6 {
+				rows[i] = slices.Insert(rows[i], 5, "")
+			}
+		}
+	}
+	head, lines := table(header, caps, rows, paint)
+	return section{header: head, rows: lines, sel: -1, keys: rowKeys(rows), scrolls: true}
 }
 
 // holder says who holds a GPU: the run and task of its claim, the
@@ -199,12 +222,12 @@ func queueSection(snap *Snapshot) section {
 	if len(rows) == 0 {
 		head = "QUEUE  no run waits for GPUs"
 	}
-	return section{header: head, rows: lines, sel: -1}
+	return section{header: head, rows: lines, sel: -1, keys: rowKeys(rows)}
 }
 
 func runSection(snap *Snapshot, sel string, now time.Time) section {
 	var rows [][]string
-	s := section{sel: -1}
+	s := section{sel: -1, picks: true}
 	for i, r := range snap.Mine {
 		if r.ID == sel {
 			s.sel = i
@@ -221,7 +244,11 @@ func runSection(snap *Snapshot, sel string, now time.Time) section {
 		if metric == "" {
 			metric = "-"
 		}
-		rows = append(rows, []string{r.ID, r.State, age, gpus, metric, hosts})
+		state := r.State
+		if r.Idle != "" {
+			state += ", " + r.Idle
+		}
+		rows = append(rows, []string{r.ID, state, age, gpus, metric, hosts})
 	}
 	s.header, s.rows = table([]string{"YOUR RUNS", "STATE", "AGE", "GPUS", "METRIC", "HOSTS"},
 		[]int{capRun, capState, 0, 0, 32, 0}, rows, nil)
@@ -310,31 +337,17 @@ func table(header []string, caps []int, rows [][]string, paint map[int]func(stri
 }
 
 // fit lays the sections into height lines (all of them when height is
-// 0), the longest giving up rows first.
+// 0), the longest giving up rows first (layout).
 func fit(ss []section, height int) []string {
-	alloc := make([]int, len(ss))
-	total := 0
-	for i, s := range ss {
-		alloc[i] = 1 + len(s.rows)
-		total += alloc[i]
-	}
-	for height > 0 && total > height {
-		big := -1
-		for i := range alloc {
-			// A section keeps its header and one line (a row, or the
-			// "more" line).
-			if alloc[i] > 2 && (big < 0 || alloc[i] > alloc[big]) {
-				big = i
-			}
-		}
-		if big < 0 {
-			break
-		}
-		alloc[big]--
-		total--
-	}
+	alloc := layout(ss, height)
 	var out []string
 	for i, s := range ss {
+		if s.scrolls || len(s.rows) == 0 {
+			head, rows := scrolled(s, alloc[i]-1)
+			out = append(out, head)
+			out = append(out, rows...)
+			continue
+		}
 		out = append(out, s.header)
 		out = append(out, window(s, alloc[i]-1)...)
 	}

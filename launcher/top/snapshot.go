@@ -45,6 +45,9 @@ type Run struct {
 	LogDir string
 	// Live: it holds claims on the hosts, so stopping it means something.
 	Live bool
+	// Idle is what ps says of its GPUs idle past the warning on a host
+	// ("idle 37m"); "" when none is.
+	Idle string
 }
 
 // gpuCount counts the GPUs of the hosts that answered, and the free ones.

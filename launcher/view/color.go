@@ -83,6 +83,7 @@ var stateColors = map[string]string{
 	string(schedule.Claimed):  sgrCyan,
 	string(schedule.Queued):   sgrBlue,
 	string(schedule.Refused):  sgrMagenta,
+	string(schedule.Reserved): sgrMagenta,
 	string(schedule.Blocked):  sgrRed,
 	string(schedule.Intruder): sgrRed,
 	stateUnreachable:          sgrRed,

@@ -34,6 +34,9 @@ type RunOnHost struct {
 	// started with --reconnect 0, or a task whose files are not there yet.
 	State  string `json:"state,omitempty"`
 	Keeper *bool  `json:"keeper,omitempty"`
+	// Idle says how long the run's GPUs here have been idle, once its
+	// host warned ("idle 37m"); "" when not.
+	Idle string `json:"idle,omitempty"`
 	// GPUUse is the live utilisation of the run's GPUs here, in GPUs'
 	// order, matched by the UUID each claim names; nil when the host
 	// could not say (no nvidia-smi, a claims-only probe).
@@ -57,6 +60,9 @@ func WriteRuns(w io.Writer, runs []RunOnHost, now time.Time) error {
 		state, keeper := r.State, "-"
 		if state == "" {
 			state = "-"
+		}
+		if r.Idle != "" {
+			state += ", " + r.Idle
 		}
 		if r.Keeper != nil {
 			keeper = map[bool]string{true: "yes", false: "no"}[*r.Keeper]
@@ -96,7 +102,7 @@ func WriteRunsJSON(w io.Writer, runs []RunOnHost) error {
 // at every refresh), nor is the time since.
 func RunsChanged(was, now []RunOnHost) bool {
 	return !slices.EqualFunc(was, now, func(a, b RunOnHost) bool {
-		return a.RunID == b.RunID && a.User == b.User && a.Host == b.Host && a.State == b.State &&
+		return a.RunID == b.RunID && a.User == b.User && a.Host == b.Host && a.State == b.State && a.Idle == b.Idle &&
 			(a.Keeper == nil) == (b.Keeper == nil) && (a.Keeper == nil || *a.Keeper == *b.Keeper) &&
 			slices.Equal(a.Tasks, b.Tasks) && slices.Equal(a.GPUs, b.GPUs) && slices.Equal(a.Ports, b.Ports) && a.Since.Equal(b.Since)
 	})

@@ -47,7 +47,7 @@ func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUS
 		}
 		for j, g := range h.GPUs {
 			s := st[i][j]
-			rows = append(rows, []string{h.Name, strconv.Itoa(g.Index), GPUName(g), memory(g), util(g), string(s.State), detail(g, s)})
+			rows = append(rows, []string{h.Name, strconv.Itoa(g.Index), GPUName(g), memory(g), util(g), string(s.State), withReservation(&h, g, detail(g, s))})
 		}
 	}
 	var sgr func(row, col int) string

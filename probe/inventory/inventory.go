@@ -4,6 +4,8 @@
 // must stay pure, depends on nothing else of tfhive.
 package inventory
 
+import "time"
+
 // Inventory is what the probe learned about the fleet, in the order the hosts
 // were given. It is plain data: schedule plans from it and launcher renders it,
 // and its JSON form is the documented `tfhive status --json` document.
@@ -64,6 +66,15 @@ type HostInventory struct {
 	PolicyError string `json:"policy_error,omitempty"`
 	// Tickets are the runs waiting for GPUs here (tfhive run --wait).
 	Tickets []Ticket `json:"tickets,omitempty"`
+	// Bookings are the reservations in the claims dir (tfhive reserve),
+	// ended ones too, in the order they were made; one not honoured says
+	// why (Booking.Ignored).
+	Bookings []Booking `json:"reservations,omitempty"`
+	// Me is who we are on the host: whose reservations let our runs in.
+	Me string `json:"-"`
+	// Probed is when the probe answered, by this machine's clock: the
+	// reservations' windows are judged at it, so that a plan stays pure.
+	Probed time.Time `json:"-"`
 	// PolicyContext is set with Policy.
 	PolicyContext *PolicyContext `json:"-"`
 	// Kept is what the user's own kept run directories say of the runs

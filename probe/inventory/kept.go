@@ -10,6 +10,8 @@ type KeptRuns struct {
 	// uid are the runs described.
 	UID   int
 	Tasks []KeptTask
+	// Now is the host's clock (epoch seconds) as the probe read it.
+	Now int64
 }
 
 // KeptTask is one task's files in its run's directory.
@@ -27,6 +29,9 @@ type KeptTask struct {
 	// Fresh: a control line (a keeper's heartbeat, at least every
 	// keepalive interval) reached the FIFO within the keepalive window.
 	Fresh bool
+	// IdleSince: the task's GPUs have been idle past the idle rule's
+	// warning since then (epoch seconds, the host's clock); 0: not.
+	IdleSince int64
 }
 
 // GPUUse is one GPU's live utilisation, as one row of nvidia-smi

@@ -22,6 +22,11 @@ type Policy struct {
 	Reserved []Reservation `json:"reserved,omitempty" yaml:"reserved"`
 	// PreemptLow lets a high-priority run stop low-priority ones here.
 	PreemptLow bool `json:"preempt_low" yaml:"preempt_low"`
+	// Reservations bound what users may reserve (tfhive reserve); nil:
+	// the defaults (bookingrules.go).
+	Reservations *ReservationPolicy `json:"reservations,omitempty" yaml:"reservations"`
+	// Idle warns about, then stops, runs whose GPUs sit idle (idle.go).
+	Idle *PolicyIdle `json:"idle,omitempty" yaml:"idle"`
 }
 
 // PolicyLimits are GPUs held at once, by user name ("*": anyone not

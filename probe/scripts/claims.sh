@@ -21,7 +21,8 @@
 #
 # Parameters, set by tfhive ahead of this text:
 #   cmax  the most lock files listed
-: "${cmax?}";
+#   rmax  the most reservation files listed
+: "${cmax?}" "${rmax?}";
 d=${TFHIVE_CLAIMS_DIR:-/tmp};
 m=-; if [ -r /etc/machine-id ]; then read -r m </etc/machine-id; fi;
 # Then the process table's own word, BOOT-PIDNS (rundir.sh's tfhive_runsdir:
@@ -29,6 +30,15 @@ m=-; if [ -r /etc/machine-id ]; then read -r m </etc/machine-id; fi;
 # machine share it).
 b=; if [ -r /proc/sys/kernel/random/boot_id ]; then read -r b </proc/sys/kernel/random/boot_id; fi; n=$(readlink /proc/self/ns/pid 2>/dev/null); n=${n#pid:\[}; i=${b%%-*}-${n%]};
 echo @@tfhive-claims "${m:--}" "$i" "$d";
+# Then who we are here (R USER: whose reservations let us in) and the
+# reservations (tfhive reserve: probe/reservations.go): each a name that
+# says all, listed with its owner, type, link count and ctime from find's
+# one lstat, never opened; at most $rmax, past which a line "XV" says the
+# list was cut and the host fails closed, its reservations unknown. The
+# pattern takes any name a file may have (NAME_MAX is 255): one it left
+# out would be a reservation nobody sees.
+u=$(id -un 2>/dev/null); echo "R ${u:--}";
+find -H "$d" -mindepth 1 -maxdepth 1 -regextype posix-extended -regex '.*/tfhive-reservation[.][A-Za-z0-9.,_-]{1,255}' -printf 'V %u %y %n %C@ %f\n' 2>/dev/null | awk -v n="$rmax" 'NR > n { print "XV"; exit } { print }';
 # A file find found unusable is looked at again, by opening it: only a
 # symlink or an open refused for permission blocks its GPU or port; one
 # that went since (its owner may unlink and make it again, as fast as she

@@ -60,8 +60,10 @@ if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d "$r" ] && [
   set +f;
   u=; while read -r k _ e _; do if [ "$k" = Uid: ]; then u=$e; break; fi; done </proc/self/status;
   if [ $# -gt 0 ] && [ -n "$u" ]; then
-    echo "u $u"; o=;
-    find .tfhive "$@" -maxdepth 1 \( -type d \( ! -uid "$u" -o ! -perm 700 \) -prune \) -o -type d -printf 'd %p\n' -o -type p -name '*.ctl' \( -newermt "$runs seconds ago" -printf 'p %p %D %i +\n' -o -printf 'p %p %D %i -\n' \) -o -type f \( -name '*.pid' -o -name '*.rc' \) -printf 'f %p\n' 2>/dev/null |
+    # The host's clock, for how long a task's GPUs have been idle (its
+    # NAME.idle: the stretch's start, idle-watch.sh).
+    echo "u $u"; echo "n $(date +%s)"; o=;
+    find .tfhive "$@" -maxdepth 1 \( -type d \( ! -uid "$u" -o ! -perm 700 \) -prune \) -o -type d -printf 'd %p\n' -o -type p -name '*.ctl' \( -newermt "$runs seconds ago" -printf 'p %p %D %i +\n' -o -printf 'p %p %D %i -\n' \) -o -type f \( -name '*.pid' -o -name '*.rc' -o -name '*.idle' \) -printf 'f %p\n' 2>/dev/null |
     while read -r k p x; do
       case $k in
       d) o="$o $p "; echo "d $p" ;;

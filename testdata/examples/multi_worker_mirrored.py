@@ -98,10 +98,14 @@ class ChiefBackupAndRestore(keras.callbacks.BackupAndRestore):
     moment (h5py refuses a file another process holds open) and every worker
     would rmtree the directory at the end. The workers of a synchronous
     strategy hold the same weights, so one copy, the chief's, is enough;
-    every worker restores from it (on_train_begin is the parent's)."""
+    every worker restores from it (on_train_begin is the parent's).
+
+    double_checkpoint keeps the epoch before too: a SIGKILL in the middle of
+    writing the backup (a preemption's grace over: tfhive run --grace) leaves
+    a file h5py cannot open, and the restore then falls back to that one."""
 
     def __init__(self, backup_dir, chief):
-        super().__init__(backup_dir=backup_dir)
+        super().__init__(backup_dir=backup_dir, double_checkpoint=True)
         self._chief = chief
 
     def _save_model(self):

@@ -94,5 +94,6 @@ case " $tfhive_more " in *" truncated "*) printf '%s %s\n' '@@tfhive-truncated' 
 # Who preempted it is not kept: the status file says only that.
 case " $tfhive_more " in *" preempted "*) printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" '- -' >&8 ;; esac
 case " $tfhive_more " in *" cancelled "*) printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" kill >&8 ;; esac
+case " $tfhive_more " in *" idle-stopped "*) printf '%s %s %s %s\n' '@@tfhive-idle' "$tfhive_mark" stopped - >&8 ;; esac
 case " $tfhive_more " in *" stopped "*) printf '%s %s %s\n' '@@tfhive-stopped' "$tfhive_mark" signalled >&8 ;; esac
 exit "${tfhive_rc:-137}"

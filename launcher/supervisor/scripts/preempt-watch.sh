@@ -15,8 +15,9 @@
 # tfhive_preempt_watch in the background: once a second it looks for such
 # a file by name (a glob: no process), and only then reads /proc/locks.
 # When a request checks out and its user may use --priority high there,
-# it prints "HIGH USER", sends SIGTERM to the task's group and SIGKILL
-# after the run's grace. The supervisor reads that line once the task has
+# it prints "HIGH USER", sends the run's stop signal to the task's group
+# (tfhive_stopping: SIGTERM unless --stop-signal) and SIGKILL after the
+# run's grace. The supervisor reads that line once the task has
 # ended and says the task was preempted.
 #
 # Parameters, set by tfhive ahead of this text:
@@ -153,7 +154,7 @@ tfhive_preempt_watch() {
 		[ -e "${f[0]}" ] || continue
 		by=$(tfhive_preempt_by "$1" "$2") || continue
 		printf '%s\n' "$by"
-		tfhive_signal TERM
+		tfhive_stopping
 		n=0
 		while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$n" -lt "$tfhive_grace" ]; do
 			read -r -t 0.1 -u 9 _

@@ -6,7 +6,8 @@
 #     empty, in its workdir after the setup snippet (task.sh), with exactly
 #     the given environment added: values travel on stdin, never on a
 #     command line;
-#   - "t"/"k" on stdin send SIGTERM/SIGKILL to the task's group only (never
+#   - "t"/"k" on stdin send the stop signal (tfhive_stopsig: SIGTERM
+#     unless --stop-signal)/SIGKILL to the task's group only (never
 #     by pattern: other users' jobs are not ours to kill); one that reached
 #     the task while it ran makes the session say "@@tfhive-stopped MARK
 #     signalled" after the task's last byte (kept: "stopped" in the status
@@ -14,7 +15,8 @@
 #     line came keeps its own end;
 #   - EOF on stdin (tfhive died, its connection closed) or no line for
 #     tfhive_hb_timeout seconds (the link went silent: read -t, no file,
-#     no polling) stops the group: TERM, then KILL 5 s later;
+#     no polling) stops the group: the stop signal, then KILL the grace
+#     later (tfhive_grace);
 #   - SIGTERM to the supervisor (tfhive kill) stops the task the same way,
 #     a second one kills it, and the session says "@@tfhive-cancelled MARK
 #     kill" after the task's last byte, as for a preemption (kept:
@@ -29,6 +31,12 @@
 #     (preempt-watch.sh): then SIGTERM, SIGKILL after the grace, and the
 #     session says "@@tfhive-preempted MARK HIGH USER" on stderr after the
 #     task's last byte (kept: "preempted" in the status file too);
+#   - a task that holds GPUs is watched for idleness (idle-watch.sh):
+#     warned about on the session's stderr, stopped by SIGTERM, SIGKILL
+#     after the grace, once idle as long as the rule says; the session
+#     says "@@tfhive-idle MARK stopped TENTHS" on stderr after the task's
+#     last byte (kept: "idle-stopped" in the status file too), and each
+#     attempt's end goes into the host's usage ledger (ledger.sh);
 #   - the supervisor exits with the task's status (128+N for signal N).
 #
 # Kept (tfhive_keep > 0, tfhive run --reconnect): the supervisor outlives
@@ -91,6 +99,10 @@
 #   tfhive_attempt0    with restarts, the number of the first attempt: 0,
 #                      or more in a run started again on a new plan after
 #                      a lost host, so that TFHIVE_ATTEMPT keeps counting
+#   tfhive_stopsig     --stop-signal without SIG (TERM, INT, ...): what
+#                      every stop sends the task first ("t", SIGTERM to
+#                      the supervisor, a preemption, the link's loss),
+#                      SIGKILL following tfhive_grace later
 #   tfhive_mux         1: kept, and started by the host's multiplexer
 #                      (mux.sh), which made the task's output files and
 #                      follows them itself, with this supervisor's own
@@ -100,7 +112,7 @@
 #                      once; 0: otherwise
 # and, from the holders' command line, $1 the claims dir, $2 the run id,
 # $3 the task's and $4 its claims.
-: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}" "${tfhive_mux?}"
+: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}" "${tfhive_mux?}" "${tfhive_stopsig?}" "${tfhive_grace?}"
 # Another live holder's label names one of our claims (claim-check.sh):
 # the claim is taken, whatever file we locked.
 tfhive_check_claims "$1" "$4" "$tfhive_nclaims" || exit 75
@@ -155,14 +167,38 @@ command -v setsid >/dev/null 2>&1 || { echo 'tfhive: setsid not found on this ho
 tfhive_signal() {
 	kill -"$1" -"$tfhive_pid" 2>/dev/null || kill -"$1" "$tfhive_pid" 2>/dev/null
 }
+# TFHIVE_STOP_DEADLINE names a file that says, once a stop has begun,
+# when SIGKILL comes (Unix seconds): a task that traps the stop signal
+# reads how long it has to save itself. The file is in a directory of
+# its own (mktemp -d: a fresh name, mode 700), never one another user
+# could have made; no directory, no variable (the task still has
+# TFHIVE_STOP_GRACE).
+tfhive_dl=$(mktemp -d "${TMPDIR:-/tmp}/tfhive-stop.XXXXXXXXXX" 2>/dev/null) && export TFHIVE_STOP_DEADLINE="$tfhive_dl/deadline"
+# tfhive_stopping writes the deadline, then sends the stop signal.
+tfhive_stopping() {
+	local now
+	if [ -n "$tfhive_dl" ]; then
+		printf -v now '%(%s)T' -1
+		printf '%s\n' "$((now + (tfhive_grace + 9) / 10))" >"$TFHIVE_STOP_DEADLINE" 2>/dev/null
+	fi
+	tfhive_signal "$tfhive_stopsig"
+}
+# tfhive_abandon stops the task as the grace allows, then waits (5 s at
+# most) for it to be gone: whoever sees this supervisor's output end may
+# take its task for ended.
 tfhive_abandon() {
-	tfhive_signal TERM
+	tfhive_stopping
+	tfhive_n=0
+	while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$tfhive_n" -lt "$tfhive_grace" ]; do
+		sleep 0.1
+		tfhive_n=$((tfhive_n + 1))
+	done
+	tfhive_signal KILL
 	tfhive_n=0
 	while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$tfhive_n" -lt 50 ]; do
 		sleep 0.1
 		tfhive_n=$((tfhive_n + 1))
 	done
-	tfhive_signal KILL
 }
 # tfhive_signalled, in the reader, passes tfhive's "t" or "k" on to the
 # task, writing "s" on descriptor 10 first when the task still runs:
@@ -177,19 +213,33 @@ tfhive_signalled() {
 	if read -r tfhive_ps 2>/dev/null <"/proc/$tfhive_pid/stat" && tfhive_ps=${tfhive_ps##*) } && [ "${tfhive_ps%% *}" != Z ]; then
 		printf 's\n' >&10
 	fi
-	tfhive_signal "$1"
+	if [ "$1" = TERM ]; then tfhive_stopping; else tfhive_signal "$1"; fi
 }
 # Descriptor 10 is a pipe this shell holds both ends of (a process
 # substitution's, opened again read-write through /dev/fd): reading it
 # never blocks on EOF, and read -t 0 says whether a word is there.
 exec 10<> <(:)
 tfhive_stops=0 tfhive_sig=
+# The first SIGTERM (tfhive kill) stops the task as the run's --grace
+# says: the stop signal, and SIGKILL once the grace is over (a timer in
+# the background, whose wait ends as soon as the task is gone), or at
+# kill's second SIGTERM if that comes first (kill's own --grace).
 # shellcheck disable=SC2317 # called by the TERM trap below
 tfhive_stop() {
 	tfhive_stops=$((tfhive_stops + 1))
 	if [ -n "${tfhive_asking-}" ]; then
 		kill "$tfhive_reader" 2>/dev/null
-	elif [ "$tfhive_stops" = 1 ]; then tfhive_signal TERM; else tfhive_signal KILL; fi
+	elif [ "$tfhive_stops" = 1 ]; then
+		tfhive_stopping
+		{
+			tfhive_n=0
+			while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$tfhive_n" -lt "$tfhive_grace" ]; do
+				sleep 0.1
+				tfhive_n=$((tfhive_n + 1))
+			done
+			tfhive_signal KILL
+		} </dev/null >/dev/null 2>&1 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&- &
+	else tfhive_signal KILL; fi
 }
 # The claim holders are this shell's flock ancestors: one of them killed
 # has released its claim, so the task must not go on.
@@ -222,17 +272,31 @@ exec 7> >(
 )
 tfhive_watch=$!
 exec 3<&0
+# A shell started in the background (the multiplexer's supervisors are)
+# has SIGINT and SIGQUIT ignored, which its children inherit and a
+# non-interactive shell cannot trap: the task would never hear
+# --stop-signal SIGINT, nor Python raise KeyboardInterrupt. env
+# --default-signal (coreutils 8.31) gives them back, exec'd in place; it
+# is tried only when they are ignored (/proc, no process otherwise).
+tfhive_dfl=()
+while read -r tfhive_k tfhive_v; do
+	[ "$tfhive_k" = SigIgn: ] || continue
+	if [[ $tfhive_v =~ ^[0-9a-f]+$ ]] && ((16#$tfhive_v & 6)) && env --default-signal=INT,QUIT true 2>/dev/null; then
+		tfhive_dfl=(env '--default-signal=INT,QUIT')
+	fi
+	break
+done 2>/dev/null <"/proc/$$/status"
 # tfhive_spawn starts an attempt of the task.
 tfhive_spawn() {
 	if [ "$tfhive_keep" = 0 ]; then
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&- 10<&-
+			exec setsid "${tfhive_dfl[@]}" bash -c "$tfhive_cmd" tfhive-task </dev/null 3<&- 7>&- 9<&- 10<&- 12<&-
 		) &
 	else
 		(
 			printf 't %s\n' "$BASHPID" >&7
-			exec setsid bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&-
+			exec setsid "${tfhive_dfl[@]}" bash -c "$tfhive_cmd" tfhive-task </dev/null >"$tfhive_f.opipe" 2>"$tfhive_f.epipe" 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&- 12<&-
 		) &
 	fi
 	tfhive_pid=$!
@@ -310,6 +374,41 @@ else
 	# keeps the session's stderr for the truncation line.
 	exec 8>&2 2>/dev/null
 fi
+# The idle watch (idle-watch.sh) of each attempt reports on descriptor
+# 11, and warns on the session's stderr: descriptor 8 when kept.
+tfhive_iw='' tfhive_idled='' tfhive_t0=0 tfhive_now=0
+exec 12<> <(:)
+tfhive_idle_start() {
+	tfhive_tenths
+	tfhive_t0=$tfhive_now
+	[ -n "$tfhive_idle" ] || return 0
+	if [ "$tfhive_keep" != 0 ]; then
+		exec 11< <(tfhive_idle_watch 8 "$tfhive_f.idle" </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 10<&-)
+	else
+		exec 11< <(tfhive_idle_watch 2 '' </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 10<&-)
+	fi
+	tfhive_iw=$!
+}
+# tfhive_idle_end, once an attempt has ended, asks its watch for the
+# idle time (a watch stuck in a hung nvidia-smi is given 2 s) and writes
+# the attempt into the ledger: DIR RUN TASK CLAIMS, the holders' words.
+tfhive_idle_end() {
+	local w v idle=0
+	tfhive_tenths
+	if [ -n "$tfhive_iw" ]; then
+		kill "$tfhive_iw" 2>/dev/null
+		while IFS=' ' read -r -t 2 -u 11 w v; do
+			case $w in
+			stopped) tfhive_idled=$v ;;
+			idle) [[ ! $v =~ ^[0-9]+$ ]] || idle=$v ;;
+			esac
+		done
+		exec 11<&-
+		tfhive_iw=''
+	fi
+	tfhive_ledger "$1" "$2" "$3" "$4" "$((tfhive_t0 / 10))" "$((tfhive_now / 10))" "$idle"
+}
+tfhive_idle_start
 # The preemption watch (preempt-watch.sh) reports on descriptor 9.
 tfhive_pw='' tfhive_by=''
 if [ -n "$tfhive_preempt" ] && [ "$1" != - ]; then
@@ -327,6 +426,7 @@ tfhive_listen() {
 			case $tfhive_c in
 			t) tfhive_signalled TERM ;;
 			k) tfhive_signalled KILL ;;
+			b) [ -z "$tfhive_iw" ] || printf 'b\n' >&12 ;;
 			esac
 		done
 		tfhive_abandon
@@ -355,6 +455,7 @@ while :; do
 		fi
 		tfhive_rc=$tfhive_st
 	done
+	tfhive_idle_end "$1" "$2" "$3" "$4"
 	# Whether tfhive's stop reached this attempt (tfhive_signalled): the
 	# words are taken out, so that the next attempt starts with none.
 	tfhive_sig=
@@ -367,6 +468,8 @@ while :; do
 	# A preempted attempt is not started again: its GPUs are the high
 	# run's now.
 	if [ -n "$tfhive_pw" ] && read -r -t 0.05 -u 9 tfhive_by; then break; fi
+	# Nor one stopped as idle: the rule would stop the next one too.
+	[ -z "$tfhive_idled" ] || break
 	kill "$tfhive_reader" 2>/dev/null
 	wait "$tfhive_reader"
 	if [ "$tfhive_keep" = 0 ]; then
@@ -426,6 +529,7 @@ while :; do
 		tfhive_loggers
 	fi
 	tfhive_spawn
+	tfhive_idle_start
 	tfhive_listen
 done
 [ "$tfhive_restarts" = 0 ] || exec 3<&- 4>&- 5>&-
@@ -445,7 +549,7 @@ tfhive_stopped=
 if [ "$tfhive_keep" != 0 ]; then
 	# The loggers end when the task's last process closes its output.
 	tfhive_drain
-	printf '%-47s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}${tfhive_cancel:+ cancelled}${tfhive_stopped:+ stopped}" 1<>"$tfhive_f.rc"
+	printf '%-47s\n' "$tfhive_rc$tfhive_trunc${tfhive_by:+ preempted}${tfhive_cancel:+ cancelled}${tfhive_stopped:+ stopped}${tfhive_idled:+ idle-stopped}" 1<>"$tfhive_f.rc"
 	kill "$tfhive_feed" 2>/dev/null
 	if [ "$tfhive_mux" != 0 ]; then
 		# The multiplexer follows this stderr's file with the task's and
@@ -453,7 +557,8 @@ if [ "$tfhive_keep" != 0 ]; then
 		[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
 		[ -z "$tfhive_cancel" ] || printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&8
 		[ -z "$tfhive_stopped" ] || printf '%s %s %s\n' '@@tfhive-stopped' "$tfhive_mark" "$tfhive_stopped" >&8
-	elif [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ] || [ -n "$tfhive_cancel" ] || [ -n "$tfhive_stopped" ]; then
+		[ -z "$tfhive_idled" ] || printf '%s %s %s %s\n' '@@tfhive-idle' "$tfhive_mark" stopped "$tfhive_idled" >&8
+	elif [ -n "$tfhive_trunc" ] || [ -n "$tfhive_by" ] || [ -n "$tfhive_cancel" ] || [ -n "$tfhive_stopped" ] || [ -n "$tfhive_idled" ]; then
 		# After stderr's last byte: once its tail has ended (or is a
 		# zombie: once this supervisor is gone, its orphans' reaper may
 		# never reap). In the background, as the tails are: a session that
@@ -467,6 +572,7 @@ if [ "$tfhive_keep" != 0 ]; then
 			[ -z "$tfhive_by" ] || printf '%s %s %s\n' '@@tfhive-preempted' "$tfhive_mark" "$tfhive_by" >&8
 			[ -z "$tfhive_cancel" ] || printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&8
 			[ -z "$tfhive_stopped" ] || printf '%s %s %s\n' '@@tfhive-stopped' "$tfhive_mark" "$tfhive_stopped" >&8
+			[ -z "$tfhive_idled" ] || printf '%s %s %s %s\n' '@@tfhive-idle' "$tfhive_mark" stopped "$tfhive_idled" >&8
 		} 2>/dev/null 3<&- 6<&- 7>&- &
 	fi
 	exec 8>&-
@@ -477,7 +583,9 @@ else
 		printf '%s %s %s\n' '@@tfhive-cancelled' "$tfhive_mark" "$tfhive_cancel" >&2
 	fi
 	[ -z "$tfhive_stopped" ] || printf '%s %s %s\n' '@@tfhive-stopped' "$tfhive_mark" "$tfhive_stopped" >&2
+	[ -z "$tfhive_idled" ] || printf '%s %s %s %s\n' '@@tfhive-idle' "$tfhive_mark" stopped "$tfhive_idled" >&2
 fi
 trap '' TERM
 kill "$tfhive_watch" "$tfhive_reader" 2>/dev/null
+[ -z "$tfhive_dl" ] || rm -rf -- "$tfhive_dl"
 exit "$tfhive_rc"

@@ -1,0 +1,133 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/supervisor"
+	"github.com/tfhive/tfhive/launcher/usage"
+	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe/wording"
+)
+
+// UsageOptions are `tfhive usage`'s.
+type UsageOptions struct {
+	Streams
+	Hosts HostOptions
+	Since string // --since: "7d", "36h"
+	By    string // --by: user or host
+	JSON  bool
+	// Now is the window's end; zero: the time now.
+	Now time.Time
+}
+
+// usageJSON is `tfhive usage --json`'s document.
+type usageJSON struct {
+	Since   time.Time   `json:"since"`
+	Until   time.Time   `json:"until"`
+	By      string      `json:"by"`
+	Rows    []usage.Row `json:"rows"`
+	Refused []string    `json:"refused"`
+	Dropped int         `json:"dropped_lines"`
+	Errors  []string    `json:"errors"`
+}
+
+// Usage prints GPU-hours held and idle per user (or host) over --since,
+// from every host's ledgers (launcher/usage).
+func Usage(ctx context.Context, o UsageOptions) error {
+	since, err := usage.ParseSince(o.Since)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if o.By == "" {
+		o.By = "user"
+	}
+	if o.By != "user" && o.By != "host" {
+		return usagef("--by %q: want user or host", o.By)
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	from := now.Add(-since)
+	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
+	if err != nil {
+		return err
+	}
+	defer fleet.Close()
+	inv, err := job.ProbeAll(ctx, fleet)
+	if err != nil {
+		return err
+	}
+	doc := usageJSON{Since: from, Until: now, By: o.By, Rows: []usage.Row{}, Refused: []string{}, Errors: []string{}}
+	hosts := make([]usage.Host, len(inv.Hosts))
+	errs := make([]error, len(inv.Hosts))
+	s := usage.Script(from)
+	var g errgroup.Group
+	g.SetLimit(max(o.Hosts.Parallel, 1))
+	for i, h := range inv.Hosts {
+		if h.Err != nil {
+			errs[i] = fmt.Errorf("%s", h.Err.Message)
+			continue
+		}
+		g.Go(func() error {
+			var out, errb bytes.Buffer
+			rc, err := fleet.Executor(i).Run(ctx, supervisor.Command, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), &out, &errb)
+			switch {
+			case err != nil:
+				errs[i] = err
+			case rc != 0 || !strings.HasPrefix(out.String(), "@@tfhive-usage "):
+				msg := wording.FirstLine(strings.TrimSpace(errb.String()))
+				if msg == "" {
+					msg = fmt.Sprintf("exit %d", rc)
+				}
+				errs[i] = fmt.Errorf("reading its usage ledgers failed: %s", msg)
+			default:
+				hosts[i] = usage.Parse(h.Name, out.String(), len(h.GPUs))
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var all []usage.Entry
+	for i, h := range inv.Hosts {
+		if errs[i] != nil {
+			doc.Errors = append(doc.Errors, h.Name+": "+errs[i].Error())
+			continue
+		}
+		all = append(all, hosts[i].Entries...)
+		for _, r := range hosts[i].Refused {
+			name, why, _ := strings.Cut(r, " ")
+			doc.Refused = append(doc.Refused, h.Name+": "+name+" is not believed: "+why)
+		}
+		doc.Dropped += hosts[i].Dropped
+	}
+	doc.Rows = usage.Sum(all, from, now, o.By == "host")
+	if o.JSON {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+	for _, e := range doc.Errors {
+		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", e)
+	}
+	for _, r := range doc.Refused {
+		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", r)
+	}
+	if doc.Dropped > 0 {
+		fmt.Fprintf(o.Stderr, "tfhive: warning: %s in the ledgers proved nothing (malformed, later than the file, or more GPUs than the host has): left out\n", wording.Count(doc.Dropped, "line"))
+	}
+	fmt.Fprintf(o.Stdout, "GPU use since %s (%s), from the hosts' ledgers\n", from.Format("2006-01-02 15:04"), view.ShortDuration(since))
+	return view.WriteUsage(o.Stdout, strings.ToUpper(o.By), doc.Rows)
+}

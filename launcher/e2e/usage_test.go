@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/sshtest"
+)
+
+// usage sums a day of runs by user from the host's ledgers, written here
+// with controlled times as the supervisors write them (ledger.sh): the
+// test user's and a real colleague's, each owning their own file. A
+// ledger named for a colleague but owned by someone else is not
+// believed, and a line later than its file's last write proves nothing;
+// runs older than --since are left out, one that began before it counts
+// for its part within it.
+func TestUsageSumsADayByUser(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	f := sshtest.Start(t, sshtest.Profile{Name: "u1", GPU: "idle-2gpu.xml", AliveInterval: 1})
+	alice, mallory := sshtest.AddUser(t, "alice"), sshtest.AddUser(t, "mallory")
+	dir := f.Host("u1").ClaimsDir()
+	now := time.Now().Unix()
+	month := time.Now().Format("2006-01")
+	ledger := func(uid, owner int, lines ...string) {
+		p := filepath.Join(dir, fmt.Sprintf("tfhive-usage.%d.%s.csv", uid, month))
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, owner, owner); err != nil {
+			t.Fatal(err)
+		}
+		// The file's last write is now: a line may not end after it.
+		os.Chtimes(p, time.Unix(now, 0), time.Unix(now, 0))
+	}
+	line := func(start, end int64, gpus, idle int, run string) string {
+		return fmt.Sprintf("1 %d %d %d %d %s worker:0", now-start, now-end, gpus, idle, run)
+	}
+	me := os.Getuid()
+	ledger(me, me,
+		line(3*3600, 2*3600, 2, 3600, "mine-1"),  // 2 GPU-hours, 1 idle
+		line(30*3600, 29*3600, 2, 0, "mine-old"), // before the day
+		line(3600, -3600, 1, 0, "mine-forged"))   // ends in the future
+	ledger(alice.UID, alice.UID,
+		line(25*3600, 22*3600, 1, 3600, "alice-1"), // 2 of its 3 hours in the day: 2 GPU-hours, 2/3 idle
+		line(2*3600, 3600, 2, 0, "alice-2"))        // 2 GPU-hours
+	ledger(mallory.UID, me, line(3600, 0, 2, 0, "not-mallorys"))
+
+	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "usage", "--since", "1d")...)
+	wantCode(t, r, 0)
+	wantContains(t, "usage", r.stdout, "USER", "GPU-HOURS", "IDLE GPU-HOURS")
+	rows := map[string][]string{}
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 5 {
+			rows[f[0]] = f[1:]
+		}
+	}
+	for who, want := range map[string]string{alice.Name: "4.00 0.67 17% 2", "root": "2.00 1.00 50% 1", "total": "6.00 1.67 28% 3"} {
+		if got := strings.Join(rows[who], " "); got != want {
+			t.Errorf("%s: %q, want %q\n%s", who, got, want, r.stdout)
+		}
+	}
+	if _, ok := rows[mallory.Name]; ok {
+		t.Errorf("a ledger mallory does not own was believed:\n%s", r.stdout)
+	}
+	wantContains(t, "usage's warnings", r.stderr,
+		fmt.Sprintf("u1: tfhive-usage.%d.%s.csv is not believed: owned by uid %d, not %d", mallory.UID, month, me, mallory.UID),
+		"1 line in the ledgers proved nothing")
+
+	j := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "usage", "--since", "1d", "--by", "host", "--json")...)
+	wantCode(t, j, 0)
+	var doc struct {
+		Rows []struct {
+			Key      string
+			GPUHours float64 `json:"gpu_hours"`
+		}
+		Refused []string
+	}
+	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || len(doc.Rows) != 1 || doc.Rows[0].Key != "u1" || doc.Rows[0].GPUHours < 5.99 || len(doc.Refused) != 1 {
+		t.Errorf("--by host --json: %v\n%s", err, j.stdout)
+	}
+	wantCode(t, tfhive(t, f.Env(), f.Dir, fleetArgs(f, "usage", "--by", "group")...), 2)
+}

@@ -1,0 +1,64 @@
+# shellcheck shell=bash
+# `tfhive tensorboard` on the host that holds a run's model_dir: a real
+# TensorBoard, bound to 127.0.0.1 on a port chosen here (tensorboard has
+# no --port 0), for as long as tfhive's session lasts. It goes where a
+# task goes (the workdir, after the setup snippet, with the hosts file's
+# environment), so that the tensorboard on a task's PATH is the one run.
+# It says, one line each on stdout:
+#   @@tfhive-tensorboard port=PORT pid=PID   TensorBoard was started
+#   @@tfhive-tensorboard error WHY           it could not be
+# TensorBoard's own lines go to stderr. This script was read from stdin
+# behind its length, and stdin stays tfhive's: when it ends (tfhive
+# closed the session, or its connection dropped), TensorBoard's process
+# group is stopped, TERM then KILL, so that nothing is left on the host.
+#
+# Parameters, set by tfhive ahead of this text, with the hosts file's
+# environment, exported:
+#   tfhive_workdir     as for a task (task.sh): a leading ~ is the home
+#   tfhive_setup       the setup snippet, or none
+#   tfhive_setup_line  its first line, to name it when it fails
+#   tfhive_spec        tensorboard's --logdir_spec: NAME:DIR,NAME:DIR
+: "${tfhive_workdir?}" "${tfhive_setup?}" "${tfhive_setup_line?}" "${tfhive_spec?}"
+tfhive_say() { printf '@@tfhive-tensorboard %s\n' "$*"; }
+if [ -n "$tfhive_workdir" ]; then
+	case $tfhive_workdir in
+	\~) tfhive_d=$HOME ;;
+	\~/*) tfhive_d=$HOME/${tfhive_workdir#\~/} ;;
+	*) tfhive_d=$tfhive_workdir ;;
+	esac
+	cd "$tfhive_d" 2>/dev/null || { tfhive_say "error cannot cd to $tfhive_workdir"; exit 0; }
+fi
+if [ -n "$tfhive_setup" ]; then
+	eval "$tfhive_setup" </dev/null >&2 || { tfhive_say "error setup failed: $tfhive_setup_line"; exit 0; }
+fi
+command -v tensorboard >/dev/null 2>&1 || { tfhive_say "error no tensorboard on the PATH after the host's setup (pip install tensorboard where its tasks find it)"; exit 0; }
+tfhive_python=$(command -v python3 2>/dev/null || command -v python 2>/dev/null)
+[ -n "$tfhive_python" ] || { tfhive_say "error no python3 to choose a free port with"; exit 0; }
+# A free port of 127.0.0.1, the kernel's choice; TensorBoard takes it a
+# moment later (another process taking it first makes TensorBoard fail,
+# and says so).
+tfhive_port=$("$tfhive_python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || { tfhive_say "error could not choose a port"; exit 0; }
+# Its own process group (setsid), which the stop below ends whole: the
+# data server TensorBoard may start goes with it.
+setsid tensorboard --logdir_spec "$tfhive_spec" --host 127.0.0.1 --port "$tfhive_port" </dev/null >&2 &
+tfhive_pid=$!
+tfhive_say "port=$tfhive_port pid=$tfhive_pid"
+# Until stdin ends; then TERM, and KILL after 5 s if it is still there.
+# stdin through descriptor 3: an asynchronous list's own stdin is
+# /dev/null. Its output is nobody's, so that the session ends with
+# TensorBoard, not with it.
+exec 3<&0
+(
+	cat <&3 >/dev/null
+	kill -TERM -- "-$tfhive_pid" 2>/dev/null || kill -TERM "$tfhive_pid" 2>/dev/null
+	tfhive_n=0
+	while kill -0 "$tfhive_pid" 2>/dev/null && [ "$tfhive_n" -lt 50 ]; do
+		sleep 0.1
+		tfhive_n=$((tfhive_n + 1))
+	done
+	kill -KILL -- "-$tfhive_pid" 2>/dev/null
+) >/dev/null 2>&1 &
+exec 3<&-
+wait "$tfhive_pid"
+tfhive_rc=$?
+tfhive_say "exit $tfhive_rc"

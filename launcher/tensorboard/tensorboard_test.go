@@ -1,0 +1,197 @@
+package tensorboard
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// The model dir is the chief's (else worker 0's, else the first task's):
+// TFHIVE_MODEL_DIR in its env, else --model_dir, --logdir or --log_dir
+// in its command line, = or a word apart; a flag after -- of the
+// command's own, or a value that is a flag, is not one.
+func TestModelDir(t *testing.T) {
+	task := func(role string, i int, host string, env map[string]string, argv ...string) schedule.Task {
+		return schedule.Task{Role: role, Index: i, Host: host, Env: env, Argv: argv}
+	}
+	for _, c := range []struct {
+		name      string
+		tasks     []schedule.Task
+		host, dir string
+		wantErr   bool
+	}{
+		{"flag =", []schedule.Task{task("worker", 0, "h1", nil, "python3", "train.py", "--model_dir=/shared/r1")}, "h1", "/shared/r1", false},
+		{"flag word", []schedule.Task{task("worker", 0, "h1", nil, "python3", "train.py", "--logdir", "/tmp/tb")}, "h1", "/tmp/tb", false},
+		{"single dash, log-dir", []schedule.Task{task("worker", 0, "h1", nil, "python3", "-u", "t.py", "-log-dir=runs/x")}, "h1", "runs/x", false},
+		{"env wins", []schedule.Task{task("worker", 0, "h1", map[string]string{EnvModelDir: "/e"}, "t", "--model_dir=/f")}, "h1", "/e", false},
+		{"the chief first", []schedule.Task{task("ps", 0, "p", nil, "t", "--model_dir=/ps"), task("worker", 0, "w", nil, "t", "--model_dir=/w"),
+			task("chief", 0, "c", nil, "t", "--model_dir=/c")}, "w", "/w", false},
+		{"worker 0 over ps", []schedule.Task{task("ps", 0, "p", nil, "t", "--model_dir=/ps"), task("worker", 1, "w1", nil, "t", "--model_dir=/w1"),
+			task("worker", 0, "w0", nil, "t", "--model_dir=/w0")}, "w0", "/w0", false},
+		{"a task without, another with", []schedule.Task{task("worker", 0, "a", nil, "t"), task("worker", 1, "b", nil, "t", "--model_dir=/b")}, "b", "/b", false},
+		{"a value that is a flag", []schedule.Task{task("worker", 0, "h", nil, "t", "--logdir", "--lr=1")}, "", "", true},
+		{"none", []schedule.Task{task("worker", 0, "h", nil, "python3", "train.py", "--lr=0.1")}, "", "", true},
+		{"a longer name", []schedule.Task{task("worker", 0, "h", nil, "t", "--model_dir_x=/no")}, "", "", true},
+	} {
+		host, dir, err := ModelDir(schedule.Plan{RunID: "r1", Tasks: c.tasks})
+		if (err != nil) != c.wantErr || host != c.host || dir != c.dir {
+			t.Errorf("%s: %q %q %v, want %q %q (error %v)", c.name, host, dir, err, c.host, c.dir, c.wantErr)
+		}
+	}
+}
+
+func TestWordsAndSpec(t *testing.T) {
+	for line, want := range map[string]Word{
+		"@@tfhive-tensorboard port=41234 pid=77\r\n": {Port: 41234, PID: 77},
+		"@@tfhive-tensorboard error no tensorboard":  {Err: "no tensorboard"},
+		"@@tfhive-tensorboard exit 143":              {Exited: true, Exit: 143},
+	} {
+		if got, ok := ParseWord(line); !ok || got != want {
+			t.Errorf("%q: %+v %v, want %+v", line, got, ok, want)
+		}
+	}
+	for _, line := range []string{"port=1 pid=2", "@@tfhive-tensorboard port=0 pid=1", "@@tfhive-tensorboard port=70000 pid=1", "TensorBoard 2.21.0 at http://127.0.0.1:6006/"} {
+		if w, ok := ParseWord(line); ok {
+			t.Errorf("%q read as %+v", line, w)
+		}
+	}
+	if got := Spec([]Dir{{"a-001", "/s/a-001"}, {"a-002", "/s/a 002"}}); got != "a-001:/s/a-001,a-002:/s/a 002" {
+		t.Errorf("spec %q", got)
+	}
+	if CheckDir("/s/a,b") == nil || CheckDir("/s/a b") != nil {
+		t.Error("CheckDir")
+	}
+}
+
+// The script as the host runs it, under Command, with a tensorboard of
+// the test's own on the PATH (a shell that sleeps): it says the port it
+// chose and the pid; stdin's end stops the fake TensorBoard's whole
+// process group, and the script says its exit. A missing tensorboard and
+// a failing setup are said.
+func TestScriptStopsTensorBoardOnStdinEnd(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	bin := t.TempDir()
+	fake := "#!/bin/sh\necho \"fake tensorboard $*\" >&2\nsleep 300 &\nwait\n"
+	if err := writeExec(bin+"/tensorboard", fake); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", Command)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	errp, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(in, Input([]Dir{{"r1", "/m"}}, "", "export PATH="+bin+":$PATH", map[string]string{"FROM_HOSTS": "x"}))
+	buf := make([]byte, 256)
+	n, _ := out.Read(buf)
+	w, ok := ParseWord(strings.SplitN(string(buf[:n]), "\n", 2)[0])
+	if !ok || w.Port == 0 || w.PID == 0 {
+		t.Fatalf("the script said %q", buf[:n])
+	}
+	// The fake says its arguments before stdin ends: it was started.
+	line, _ := bufio.NewReader(errp).ReadString('\n')
+	if !strings.Contains(line, "fake tensorboard --logdir_spec r1:/m --host 127.0.0.1 --port ") {
+		t.Errorf("tensorboard's arguments: %q", line)
+	}
+	in.Close()
+	rest, _ := io.ReadAll(out)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the script did not end after stdin's end")
+	}
+	if !strings.Contains(string(rest), "@@tfhive-tensorboard exit") {
+		t.Errorf("no exit said: %q", rest)
+	}
+	// Its group is gone, the sleep it started too (once reaped: the
+	// sleep's parent was the fake).
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(-w.PID, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the fake TensorBoard's process group is still there")
+		}
+	}
+
+	for setup, want := range map[string]string{"": "no tensorboard on the PATH", "false": "setup failed: false"} {
+		cmd := exec.Command("sh", "-c", Command)
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		cmd.Stdin = strings.NewReader(Input([]Dir{{"r1", "/m"}}, "", setup, nil))
+		got, _ := cmd.Output()
+		if !strings.Contains(string(got), "@@tfhive-tensorboard error "+want) {
+			t.Errorf("setup %q: %q", setup, got)
+		}
+	}
+}
+
+// Forward carries each connection to the one dial opens, both ways, and
+// on ctx's end closes the listener and every connection.
+func TestForward(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "tags of "+r.URL.Path) }))
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var dials atomic.Int32
+	go func() {
+		Forward(ctx, ln, func(ctx context.Context) (net.Conn, error) {
+			dials.Add(1)
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", srv.Listener.Addr().String())
+		})
+		close(done)
+	}()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 3 {
+		resp, err := client.Get("http://" + ln.Addr().String() + "/data/plugin/scalars/tags")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "tags of /data/plugin/scalars/tags" {
+			t.Errorf("request %d: %q", i, body)
+		}
+	}
+	// An idle connection open at the end is closed too.
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Forward did not return after ctx's end")
+	}
+	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil {
+		t.Error("a connection is still open")
+	}
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Error("the listener is still open")
+	}
+	if n := dials.Load(); n != 4 {
+		t.Errorf("%d dials for 4 connections (3 requests, 1 idle)", n)
+	}
+}

@@ -1,0 +1,47 @@
+# shellcheck shell=bash
+# `tfhive usage` on one host: the usage ledgers that supervisors append
+# to (launcher/supervisor/scripts/ledger.sh) in the claims directory,
+# every user's, read by whoever asks. A ledger is believed only when it
+# can be its user's alone: a regular file (not a link), owned by the uid
+# its name gives, that nobody else may write, of at most 1 MiB; any
+# other is named and refused, never read. Only months from
+# $tfhive_from on are read.
+#
+# Output: "@@tfhive-usage NOW" (this host's clock, epoch seconds), then
+# for each ledger "@@tfhive-refused NAME WHY", or "@@tfhive-ledger UID
+# MTIME SIZE NAME" and its lines, then "@@tfhive-users" and getent's
+# passwd lines for their uids. The directory is anyone's to fill (/tmp):
+# one find lists it, at most 1024 ledgers.
+#
+# Parameters, set by tfhive ahead of this text:
+#   tfhive_from  the first month read, YYYY-MM
+: "${tfhive_from?}"
+d=${TFHIVE_CLAIMS_DIR:-/tmp}
+printf '@@tfhive-usage %(%s)T\n' -1
+declare -A tfhive_uids=()
+while read -r k uid mode size mtime type name; do
+	[ "$k" = F ] || continue
+	u=${name#tfhive-usage.} u=${u%%.*}
+	m=${name%.csv} m=${m##*.}
+	[[ $m > $tfhive_from || $m == "$tfhive_from" ]] || continue
+	why=
+	if [ "$type" != f ]; then
+		why="not a regular file"
+	elif [ "$uid" != "$u" ]; then
+		why="owned by uid $uid, not $u"
+	elif (((8#$mode & 8#022) != 0)); then
+		why="others may write it (mode $mode)"
+	elif [ "$size" -gt 1048576 ]; then
+		why="more than 1 MiB"
+	fi
+	if [ -n "$why" ]; then
+		printf '@@tfhive-refused %s %s\n' "$name" "$why"
+		continue
+	fi
+	printf '@@tfhive-ledger %s %s %s %s\n' "$u" "${mtime%.*}" "$size" "$name"
+	head -c 1048576 -- "$d/$name" 2>/dev/null
+	tfhive_uids[$u]=1
+done < <(find -H "$d" -mindepth 1 -maxdepth 1 -regextype posix-extended -regex '.*/tfhive-usage[.][0-9]{1,10}[.][0-9]{4}-[0-9]{2}[.]csv' -printf 'F %U %m %s %T@ %y %f\n' 2>/dev/null | head -n 1024)
+printf '@@tfhive-users\n'
+[ "${#tfhive_uids[@]}" = 0 ] || getent passwd "${!tfhive_uids[@]}" 2>/dev/null
+exit 0

@@ -1,0 +1,202 @@
+// Package usage is `tfhive usage`: GPU-hours held and idle per user and
+// host, from the ledgers each host's supervisors append to when an
+// attempt ends (launcher/supervisor/scripts/ledger.sh), read from every
+// host (scripts/usage.sh) and summed over a window. A ledger is believed
+// only as its user's own (the host says who owns it; a file anyone else
+// could have written is refused whole) and only for what it can prove:
+// a line that does not parse, ends after the file was last written or
+// before it starts, or holds more GPUs than the host has, is dropped and
+// counted; idle time is never more than the time held.
+package usage
+
+import (
+	"embed"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/remote/shscript"
+)
+
+//go:embed scripts/*.sh
+var scripts embed.FS
+
+var usageSh = shscript.Load(scripts, "scripts/usage.sh")
+
+// Script is the host's script for ledgers from since's month on.
+func Script(since time.Time) string {
+	return usageSh.With(shscript.Set("tfhive_from", since.UTC().AddDate(0, 0, -1).Format("2006-01")))
+}
+
+// Entry is one attempt of one task, as its host's ledger says.
+type Entry struct {
+	Host, User, Run, Task string
+	Start, End            time.Time
+	GPUs                  int
+	// IdleGPUSeconds: the GPU-seconds its GPUs sat idle.
+	IdleGPUSeconds int64
+}
+
+// Host is what one host's ledgers gave.
+type Host struct {
+	Entries []Entry
+	// Refused names the ledgers not believed, and why; Dropped counts
+	// the lines that proved nothing.
+	Refused []string
+	Dropped int
+}
+
+// Parse reads usage.sh's output from host, whose GPUs are ngpus (0:
+// unknown, no bound).
+func Parse(host, out string, ngpus int) Host {
+	var h Host
+	users := map[string]string{}
+	type line struct {
+		uid   string
+		mtime int64
+		text  string
+	}
+	var lines []line
+	var uid string
+	var mtime int64
+	inUsers := false
+	for l := range strings.Lines(out) {
+		l = strings.TrimSuffix(l, "\n")
+		switch {
+		case strings.HasPrefix(l, "@@tfhive-usage "):
+		case strings.HasPrefix(l, "@@tfhive-refused "):
+			h.Refused = append(h.Refused, strings.TrimPrefix(l, "@@tfhive-refused "))
+		case strings.HasPrefix(l, "@@tfhive-ledger "):
+			f := strings.Fields(l)
+			uid, mtime = "", 0
+			if len(f) == 5 {
+				if m, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+					uid, mtime = f[1], m
+				}
+			}
+		case l == "@@tfhive-users":
+			inUsers, uid = true, ""
+		case inUsers:
+			// getent: name:password:uid:...
+			if f := strings.Split(l, ":"); len(f) >= 3 {
+				users[f[2]] = f[0]
+			}
+		case uid != "":
+			lines = append(lines, line{uid, mtime, l})
+		}
+	}
+	for _, ln := range lines {
+		e, ok := parseLine(ln.text, ln.mtime, ngpus)
+		if !ok {
+			h.Dropped++
+			continue
+		}
+		e.Host, e.User = host, users[ln.uid]
+		if e.User == "" {
+			e.User = "uid " + ln.uid
+		}
+		h.Entries = append(h.Entries, e)
+	}
+	return h
+}
+
+// parseLine reads "1 START END GPUS IDLE RUN TASK"; ok false when it
+// proves nothing.
+func parseLine(s string, mtime int64, ngpus int) (Entry, bool) {
+	f := strings.Fields(s)
+	if len(f) != 7 || f[0] != "1" {
+		return Entry{}, false
+	}
+	var n [4]int64
+	for i := range n {
+		v, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil || v < 0 {
+			return Entry{}, false
+		}
+		n[i] = v
+	}
+	start, end, gpus, idle := n[0], n[1], n[2], n[3]
+	if end < start || end > mtime || gpus < 1 || (ngpus > 0 && gpus > int64(ngpus)) {
+		return Entry{}, false
+	}
+	idle = min(idle, (end-start)*gpus)
+	return Entry{Run: f[5], Task: f[6], Start: time.Unix(start, 0), End: time.Unix(end, 0), GPUs: int(gpus), IdleGPUSeconds: idle}, true
+}
+
+// Row is one user's or host's sums over the window (record.UsageRow).
+type Row = record.UsageRow
+
+// Sum adds up the entries' parts within [from, to], by user or host:
+// an attempt that began before the window counts for its part within
+// it, its idle time in proportion. Rows are sorted by GPU-hours, most
+// first.
+func Sum(entries []Entry, from, to time.Time, byHost bool) []Row {
+	rows := map[string]*Row{}
+	runs := map[string]map[string]bool{}
+	for _, e := range entries {
+		s, t := maxTime(e.Start, from), minTime(e.End, to)
+		if t.Before(s) || (t.Equal(s) && !e.End.Equal(e.Start)) {
+			continue
+		}
+		key := e.User
+		if byHost {
+			key = e.Host
+		}
+		r := rows[key]
+		if r == nil {
+			r = &Row{Key: key}
+			rows[key], runs[key] = r, map[string]bool{}
+		}
+		part := t.Sub(s).Seconds()
+		r.GPUHours += part * float64(e.GPUs) / 3600
+		if whole := e.End.Sub(e.Start).Seconds(); whole > 0 {
+			r.IdleHours += float64(e.IdleGPUSeconds) * part / whole / 3600
+		}
+		runs[key][e.User+" "+e.Run] = true
+	}
+	out := make([]Row, 0, len(rows))
+	for k, r := range rows {
+		r.Runs = len(runs[k])
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b Row) int {
+		if a.GPUHours != b.GPUHours {
+			if a.GPUHours > b.GPUHours {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return out
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// ParseSince reads --since: a Go duration or whole days ("7d").
+func ParseSince(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err == nil && n > 0 && n <= 3660 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("--since %q: want a duration such as 7d, 36h or 90m", s)
+}
