@@ -592,7 +592,10 @@ func (b *bench) start() {
 		if b.rtt > 0 {
 			rtts = fmt.Sprintf("%.1f", float64(beyond)/float64(b.rtt))
 		}
-		if beyond > 3*b.rtt {
+		switch {
+		case b.rtt == 0:
+			v = "not judged at RTT 0"
+		case beyond > 3*b.rtt:
 			v = "**missed**"
 		}
 		b.printf("| %d | %s | %s | %s | %s | %s |\n", n, ms(sn), ms(st), ms(beyond), rtts, v)
