@@ -26,6 +26,8 @@ func main() {
 
 // Main runs tfhive with injectable streams and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	stop := startProfile(stderr)
+	defer stop()
 	return report(stderr, cli.Run(args, stdin, stdout, stderr))
 }
 
