@@ -24,7 +24,7 @@ func TestRunLocalLogDirFull(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		rc   int
-	}{{"succeeded", 0}, {"failed", 6}} {
+	}{{"succeeded", 0}, {"failed", 9}} {
 		t.Run(c.name, func(t *testing.T) {
 			disk := t.TempDir()
 			if err := syscall.Mount("tfhive-e2e", disk, "tmpfs", 0, "size=64k"); err != nil {
@@ -34,7 +34,7 @@ func TestRunLocalLogDirFull(t *testing.T) {
 			logDir := filepath.Join(disk, "logs")
 			r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "run", "--log-dir", logDir, "--workers", "1", "--gpus-per-worker", "0",
 				"--", "sh", "-c", `seq 1 40000; exit "$1"`, "w", itoa(c.rc))...)
-			want := map[int]int{0: 1, 6: 6}[c.rc]
+			want := map[int]int{0: 1, 9: 9}[c.rc]
 			wantCode(t, r, want)
 			wantContains(t, "stderr", r.stderr, "tfhive: error: the run "+c.name+", but its log dir could not take its record: ")
 			wantContains(t, "stdout", r.stdout, "run ")
