@@ -67,8 +67,9 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 	if err != nil {
 		return err
 	}
-	if len(o.Note) > inventory.MaxBookingNote || strings.ContainsFunc(o.Note, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return usagef("--note must be one line of at most %d bytes", inventory.MaxBookingNote)
+	if err := inventory.CheckBookingNote(o.Note); err != nil {
+		return &UsageError{Msg: fmt.Sprintf("--note %q %v", o.Note, err),
+			Fix: fmt.Sprintf("--note must be one line of at most %d bytes of UTF-8, with no control or bidi character", inventory.MaxBookingNote)}
 	}
 	want, err := parseGPUPicks(o.GPU)
 	if err != nil {
