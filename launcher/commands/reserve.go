@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,8 +51,8 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 	if (o.GPUs > 0) == (len(o.GPU) > 0) {
 		return &UsageError{Msg: "give --gpus N or --gpu HOST:I,J", Fix: "tfhive reserve --gpus 2 --from 14:00 --for 4h"}
 	}
-	if o.GPUs < 0 {
-		return usagef("--gpus must be 1 or more, got %d", o.GPUs)
+	if o.GPUs < 0 || o.GPUs > inventory.MaxBookingGPUs {
+		return usagef("--gpus must be 1 to %d, got %d", inventory.MaxBookingGPUs, o.GPUs)
 	}
 	if o.For == "" {
 		return &UsageError{Msg: "give the reservation's length with --for", Fix: "--for 4h, --for 90m, --for 2d"}
@@ -67,12 +68,17 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 	if err != nil {
 		return err
 	}
-	if len(o.Note) > inventory.MaxBookingNote || strings.ContainsFunc(o.Note, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return usagef("--note must be one line of at most %d bytes", inventory.MaxBookingNote)
+	if err := inventory.CheckBookingNote(o.Note); err != nil {
+		return &UsageError{Msg: fmt.Sprintf("--note %q %v", o.Note, err),
+			Fix: fmt.Sprintf("--note must be one line of at most %d bytes of UTF-8, with no control or bidi character", inventory.MaxBookingNote)}
 	}
 	want, err := parseGPUPicks(o.GPU)
 	if err != nil {
 		return err
+	}
+	if n := len(worstBookingName(o.GPUs, want, from, from.Add(d), o.Note)); n > 255 {
+		return &UsageError{Msg: fmt.Sprintf("the reservation's file name could be %d bytes, over the 255 a file name may have", n),
+			Fix: "reserve fewer GPUs, or give a shorter --note"}
 	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
 	if err != nil {
@@ -92,6 +98,11 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 	if err != nil {
 		return err
 	}
+	for _, h := range inv.Hosts {
+		if h.Err != nil {
+			fmt.Fprintf(o.Stderr, "tfhive: warning: %s not used: %s\n", h.Name, h.Err.Message)
+		}
+	}
 	// Everything is checked before anything is made: a reservation over
 	// several hosts is all or nothing.
 	made := map[int]inventory.Booking{}
@@ -99,6 +110,8 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 		h := &inv.Hosts[i]
 		nb := b
 		nb.ID, nb.User, nb.GPUs = newBookingID(), h.Me, picks[i]
+		// worstBookingName reckoned with a host of at most 64 GPUs; a
+		// bigger one's indexes may be longer.
 		if len(inventory.BookingName(nb)) > 255 {
 			return usagef("%s: the reservation's file name would be over 255 bytes: reserve fewer GPUs, or a shorter --note", h.Name)
 		}
@@ -198,6 +211,24 @@ func parseGPUPicks(vals []string) (map[string][]int, error) {
 	return out, nil
 }
 
+// worstBookingName is the longest file name a reservation of these flags
+// could have on any host, reckoned before one is reached: an ID of its
+// width, the window's own times, the note, and the longest GPU list: the
+// longest --gpu list, or for --gpus n the n highest indexes of a host of
+// inventory.MaxBookingGPUs GPUs (the most one reservation may name).
+func worstBookingName(n int, want map[string][]int, from, until time.Time, note string) string {
+	var gpus []int
+	for _, gs := range want {
+		if len(gpuWord(gs)) > len(gpuWord(gpus)) {
+			gpus = gs
+		}
+	}
+	for g := inventory.MaxBookingGPUs - n; len(want) == 0 && g < inventory.MaxBookingGPUs; g++ {
+		gpus = append(gpus, g)
+	}
+	return inventory.BookingName(inventory.Booking{ID: strings.Repeat("0", 8), From: from, Until: until, GPUs: gpus, Note: note})
+}
+
 // pickGPUs is the GPUs to reserve, by host position: --gpu's as given
 // (every host named must be among the hosts), or --gpus N on the first
 // host that has N it may reserve for b's window, the lowest free of a
@@ -205,15 +236,19 @@ func parseGPUPicks(vals []string) (map[string][]int, error) {
 func pickGPUs(inv inventory.Inventory, want map[string][]int, n int, b inventory.Booking) (map[int][]int, error) {
 	picks := map[int][]int{}
 	if len(want) > 0 {
-		for name, gs := range want {
+		var named inventory.Inventory
+		for _, name := range slices.Sorted(maps.Keys(want)) {
 			i := slices.IndexFunc(inv.Hosts, func(h inventory.HostInventory) bool { return h.Name == name })
 			if i < 0 {
 				return nil, &UsageError{Msg: fmt.Sprintf("--gpu %s: no host %s among the hosts", name, name), Fix: "give it with -H too"}
 			}
-			if inv.Hosts[i].Err != nil {
-				return nil, fmt.Errorf("%s: %s", name, inv.Hosts[i].Err.Message)
-			}
-			picks[i] = gs
+			named.Hosts = append(named.Hosts, inv.Hosts[i])
+			picks[i] = want[name]
+		}
+		// A host named that cannot be reached is exit 4, each named
+		// with why, before anything else is said of the others.
+		if err := job.Unreachable(named); err != nil {
+			return nil, err
 		}
 		return picks, nil
 	}
@@ -221,7 +256,6 @@ func pickGPUs(inv inventory.Inventory, want map[string][]int, n int, b inventory
 	for i := range inv.Hosts {
 		h := &inv.Hosts[i]
 		if h.Err != nil {
-			lines = append(lines, h.Name+": "+h.Err.Message)
 			continue
 		}
 		var ok, busy []int
@@ -241,6 +275,10 @@ func pickGPUs(inv inventory.Inventory, want map[string][]int, n int, b inventory
 			return picks, nil
 		}
 		lines = append(lines, fmt.Sprintf("%s: %d of its GPUs unreserved in that window", h.Name, len(ok)))
+	}
+	// A host not reached might have had them: exit 4, as plan's, not 3.
+	if err := job.Unreachable(inv); err != nil {
+		return nil, err
 	}
 	return nil, &schedule.CapacityError{Msg: fmt.Sprintf("no host has %d GPUs unreserved from %s for %s", n, schedule.When(b.From, b.Made), inventory.Hours(b.Until.Sub(b.From))),
 		Fix: "ask for fewer GPUs or another window; tfhive reservations lists what is reserved", Lines: lines}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -35,7 +36,11 @@ func TestReserveBadFlags(t *testing.T) {
 		{ReserveOptions{GPUs: 1}, "give the reservation's length with --for"},
 		{ReserveOptions{GPUs: 1, For: "soon"}, `--for "soon" is not a positive duration`},
 		{ReserveOptions{GPUs: 1, For: "1h", From: "yesterday"}, `--from "yesterday" is not a time`},
-		{ReserveOptions{GPUs: 1, For: "1h", Note: "a\nb"}, "--note must be one line"},
+		{ReserveOptions{GPUs: 1, For: "1h", Note: "a\nb"}, `--note "a\nb" holds a control or bidi character`},
+		{ReserveOptions{GPUs: 1, For: "1h", Note: "a\xc2\x9bb"}, `--note "a\u009bb" holds a control or bidi character`},
+		{ReserveOptions{GPUs: 1, For: "1h", Note: "a\u202eb"}, `--note "a\u202eb" holds a control or bidi character`},
+		{ReserveOptions{GPUs: 1, For: "1h", Note: "a\xffb"}, `--note "a\xffb" is not UTF-8`},
+		{ReserveOptions{GPUs: 1, For: "1h", Note: strings.Repeat("x", 61)}, "is over 60 bytes"},
 		{ReserveOptions{GPU: []string{"h"}, For: "1h"}, `--gpu "h": want HOST:I,J`},
 	} {
 		c.o.Now, c.o.Zone, c.o.Stdout, c.o.Stderr = now, time.UTC, io.Discard, io.Discard
@@ -45,5 +50,20 @@ func TestReserveBadFlags(t *testing.T) {
 		if (!errors.As(err, &ue) && !errors.As(err, &se)) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want a usage error saying %q", c.o, err, c.want)
 		}
+	}
+}
+
+// A note read back from a host's file name is shown inert, never
+// trusted to have been checked by a tfhive reserve.
+func TestWriteReservationsEscapesNote(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	rows := []reservationRow{{Host: "gpu01", State: "now", Booking: inventory.Booking{ID: "0123abcd", User: "bob", GPUs: []int{0},
+		From: t0, Until: t0.Add(time.Hour), Note: "a\u202eb\u009bc\xffd\x1b[2Je"}}}
+	if err := writeReservations(&b, rows, t0); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.ContainsAny(out, "\u202e\u009b\x1b") || !strings.Contains(out, "a\uFFFDb\uFFFDc\uFFFDd^[[2Je") {
+		t.Errorf("reservations table:\n%s\nwant the note's bidi, C1, invalid and escape bytes shown inert", out)
 	}
 }

@@ -286,7 +286,9 @@ func (r *Run) record() []kv {
 			if b.Note != "" {
 				v += " (" + b.Note + ")"
 			}
-			rec = append(rec, kv{"in reservation", v})
+			// Host, user and note come from a file name on the host,
+			// which anyone may have made by hand: shown inert.
+			rec = append(rec, kv{"in reservation", view.SanitizeCell(v)})
 		}
 	}
 	if s := r.Summary; s != nil {

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,13 @@ func TestBookingNameRoundTrip(t *testing.T) {
 		"tfhive-reservation.0123abcd.100.200.0",    // no note field
 		"tfhive-reservation.0123abcd.100.200.0.!!", // note not base64url
 		"tfhive-reservation.0123abcd.100.200.0.Cg", // a newline in the note
+		// What a note may not hold, written by hand into a file name
+		// (tfhive reserve refuses them): a C1 CSI, a bidi override, an
+		// isolate, bytes that are not UTF-8.
+		BookingPrefix + "0123abcd.100.200.0." + base64.RawURLEncoding.EncodeToString([]byte("a\xc2\x9bb")),
+		BookingPrefix + "0123abcd.100.200.0." + base64.RawURLEncoding.EncodeToString([]byte("a\u202eb")),
+		BookingPrefix + "0123abcd.100.200.0." + base64.RawURLEncoding.EncodeToString([]byte("a\u2066b")),
+		BookingPrefix + "0123abcd.100.200.0." + base64.RawURLEncoding.EncodeToString([]byte("a\xffb")),
 	} {
 		if _, err := ParseBookingName(bad); err == nil {
 			t.Errorf("ParseBookingName(%q) took it", bad)
@@ -89,6 +97,20 @@ func TestHours(t *testing.T) {
 	for d, want := range map[time.Duration]string{4 * time.Second: "4s", 90 * time.Minute: "1h30m", 8 * time.Hour: "8h", 45 * time.Minute: "45m"} {
 		if got := Hours(d); got != want {
 			t.Errorf("Hours(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestCheckBookingNote(t *testing.T) {
+	for _, ok := range []string{"", "paper deadline: ICML", "Überprüfung – 日本語", strings.Repeat("x", MaxBookingNote)} {
+		if err := CheckBookingNote(ok); err != nil {
+			t.Errorf("CheckBookingNote(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"a\nb", "a\x1bb", "a\x7fb", "a\xc2\x9bb", "a\u0080b", "a\u009fb", "a\u202ab", "a\u202eb",
+		"a\u2066b", "a\u2069b", "a\xffb", "\xc0\xaf", strings.Repeat("x", MaxBookingNote+1)} {
+		if err := CheckBookingNote(bad); err == nil {
+			t.Errorf("CheckBookingNote(%q) took it", bad)
 		}
 	}
 }

@@ -5,8 +5,10 @@
 # it is made exclusively (set -C: O_EXCL, which never follows a symlink),
 # mode 644 in the sticky claims dir, so that nobody but its owner and
 # root may rename or remove it. A name is removed only when it is ours
-# (test -O: its owner is our uid, a symlink's own) or we are root; rm
-# removes a link itself, never what it points at.
+# or we are root. Its owner is stat's without -L, from lstat: a link is
+# its own owner's, never its target's (test -O follows a link, so a link
+# planted by another user to a file of ours would pass it); rm removes a
+# link itself, never what it points at.
 #
 # Parameters, set by tfhive ahead of this text:
 #   tfhive_make    the file name to make, or empty
@@ -18,13 +20,14 @@ d=${TFHIVE_CLAIMS_DIR:-/tmp}
 case $d in /*[[:space:]]* | [!/]*) echo "tfhive: claims dir $d is not an absolute path" >&2; exit 76 ;; esac
 umask 022
 rc=0
+me=$(id -u)
 for n in $tfhive_remove; do
 	f=$d/$n
 	if [ ! -e "$f" ] && [ ! -L "$f" ]; then
 		continue
 	fi
-	if [ ! -O "$f" ] && [ "$(id -u)" != 0 ]; then
-		echo "tfhive: $f is $(stat -c %U -- "$f" 2>/dev/null || echo "another user")'s" >&2
+	if [ "$(stat -c %u -- "$f" 2>/dev/null)" != "$me" ] && [ "$me" != 0 ]; then
+		echo "tfhive: $f is not ours: it is $(stat -c '%U (uid %u)' -- "$f" 2>/dev/null || echo "another user")'s" >&2
 		rc=77
 		continue
 	fi

@@ -1,0 +1,82 @@
+package commands
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tfhive/tfhive/probe/hosttest"
+	"github.com/tfhive/tfhive/schedule"
+)
+
+// reserve runs tfhive reserve on b's hosts with o's flags.
+func (b *bed) reserve(o ReserveOptions) (*out, error) {
+	var w out
+	o.Streams, o.Hosts = w.streams(), b.hosts
+	if o.For == "" {
+		o.For = "1h"
+	}
+	return &w, Reserve(b.t.Context(), o)
+}
+
+// A reservation whose file name could be over 255 bytes is exit 2 before
+// any host is reached: its length is reckoned from the flags alone (the
+// largest GPU list they allow, the note, the window).
+func TestReserveNameTooLongTouchesNothing(t *testing.T) {
+	b := newBed(t, hosttest.Profile{Name: "a", GPUs: 2})
+	note := strings.Repeat("n", 60)
+	for _, o := range []ReserveOptions{
+		{GPUs: 64, Note: note},
+		{GPUs: 65},
+		{GPU: []string{"a:0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63"}, Note: note},
+		{GPU: []string{"a:0", "a:10000,10001,10002,10003,10004,10005,10006,10007,10008,10009,10010,10011,10012,10013,10014,10015,10016,10017,10018,10019,10020,10021,10022,10023,10024,10025,10026,10027,10028,10029,10030,10031,10032,10033,10034,10035,10036,10037,10038,10039"}},
+	} {
+		_, err := b.reserve(o)
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "over the 255") && !strings.Contains(err.Error(), "--gpus must be 1 to 64, got 65") {
+			t.Errorf("%+v: %v, want exit 2 for its name's length", o, err)
+		}
+	}
+	if n := b.fleet.Host("a").Dials(); n != 0 {
+		t.Errorf("the host was reached %d times for reservations refused by their flags", n)
+	}
+	// 64 GPUs without a note fit a name (232 bytes at most): the host
+	// is asked, and has too few.
+	if _, err := b.reserve(ReserveOptions{GPUs: 64}); !errors.As(err, new(*schedule.CapacityError)) {
+		t.Errorf("reserve --gpus 64 on a host of 2: %v, want exit 3", err)
+	}
+}
+
+// A host that cannot be reached is exit 4, naming it and why, before a
+// lack of GPUs (exit 3) or anything else is said of it.
+func TestReserveUnreachableIsExit4(t *testing.T) {
+	b := newBed(t, hosttest.Profile{Name: "a", GPUs: 2}, hosttest.Profile{Name: "down", Down: true})
+	for _, o := range []ReserveOptions{
+		{GPU: []string{"down:0"}},
+		{GPU: []string{"a:0", "down:1"}},
+		{GPUs: 4}, // more than a has: down might have had them
+	} {
+		w, err := b.reserve(o)
+		var ue *UnreachableError
+		if !errors.As(err, &ue) || len(ue.Lines) != 1 || !strings.HasPrefix(ue.Lines[0], "down: ") {
+			t.Errorf("%+v: %v (%+v), want exit 4 naming down and why", o, err, ue)
+		}
+		if w.stdout.Len() > 0 {
+			t.Errorf("%+v: reserved something:\n%s", o, w.stdout.String())
+		}
+	}
+	if got := b.fleet.Host("a").Shell(t, `ls "$TFHIVE_CLAIMS_DIR" | grep -c tfhive-reservation || true`); strings.TrimSpace(got) != "0" {
+		t.Errorf("reservations made on a: %s", got)
+	}
+	// What a host reached can give is given, the other named as not used,
+	// as plan and run do.
+	w, err := b.reserve(ReserveOptions{GPUs: 2})
+	if err != nil || !strings.Contains(w.stdout.String(), "reserved GPUs 0,1 on a") || !strings.Contains(w.stderr.String(), "tfhive: warning: down not used: ") {
+		t.Errorf("reserve --gpus 2 beside a host down: %v\n%s%s", err, w.stdout.String(), w.stderr.String())
+	}
+	// With every host reached, too few GPUs stays exit 3.
+	b2 := newBed(t, hosttest.Profile{Name: "a", GPUs: 2})
+	if _, err := b2.reserve(ReserveOptions{GPUs: 4}); !errors.As(err, new(*schedule.CapacityError)) {
+		t.Errorf("reserve --gpus 4 of 2: %v, want exit 3", err)
+	}
+}
