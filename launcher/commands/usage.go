@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/launcher/usage"
 	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 )
 
@@ -70,7 +70,6 @@ func Usage(ctx context.Context, o UsageOptions) error {
 	doc := usageJSON{Since: from, Until: now, By: o.By, Rows: []usage.Row{}, Refused: []string{}, Errors: []string{}}
 	hosts := make([]usage.Host, len(inv.Hosts))
 	errs := make([]error, len(inv.Hosts))
-	s := usage.Script(from)
 	var g errgroup.Group
 	g.SetLimit(max(o.Hosts.Parallel, 1))
 	for i, h := range inv.Hosts {
@@ -79,20 +78,7 @@ func Usage(ctx context.Context, o UsageOptions) error {
 			continue
 		}
 		g.Go(func() error {
-			var out, errb bytes.Buffer
-			rc, err := fleet.Executor(i).Run(ctx, supervisor.Command, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), &out, &errb)
-			switch {
-			case err != nil:
-				errs[i] = err
-			case rc != 0 || !strings.HasPrefix(out.String(), "@@tfhive-usage "):
-				msg := wording.FirstLine(strings.TrimSpace(errb.String()))
-				if msg == "" {
-					msg = fmt.Sprintf("exit %d", rc)
-				}
-				errs[i] = fmt.Errorf("reading its usage ledgers failed: %s", msg)
-			default:
-				hosts[i] = usage.Parse(h.Name, out.String(), len(h.GPUs))
-			}
+			hosts[i], errs[i] = readUsage(ctx, fleet.Executor(i), h.Name, from, len(h.GPUs))
 			return nil
 		})
 	}
@@ -101,9 +87,14 @@ func Usage(ctx context.Context, o UsageOptions) error {
 		return err
 	}
 	var all []usage.Entry
+	var warn []string
 	for i, h := range inv.Hosts {
 		if errs[i] != nil {
 			doc.Errors = append(doc.Errors, h.Name+": "+errs[i].Error())
+			// An unreachable host is named by the exit's error (job.Unreachable).
+			if h.Err == nil {
+				warn = append(warn, h.Name+": "+errs[i].Error())
+			}
 			continue
 		}
 		all = append(all, hosts[i].Entries...)
@@ -112,14 +103,21 @@ func Usage(ctx context.Context, o UsageOptions) error {
 			doc.Refused = append(doc.Refused, h.Name+": "+name+" is not believed: "+why)
 		}
 		doc.Dropped += hosts[i].Dropped
+		if hosts[i].Overflow {
+			e := h.Name + ": more than 1024 usage ledgers in its claims directory: only 1024 were read, the sums are short"
+			doc.Errors, warn = append(doc.Errors, e), append(warn, e)
+		}
 	}
 	doc.Rows = usage.Sum(all, from, now, o.By == "host")
 	if o.JSON {
 		enc := json.NewEncoder(o.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		if err := enc.Encode(doc); err != nil {
+			return err
+		}
+		return job.Unreachable(inv)
 	}
-	for _, e := range doc.Errors {
+	for _, e := range warn {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", e)
 	}
 	for _, r := range doc.Refused {
@@ -128,6 +126,33 @@ func Usage(ctx context.Context, o UsageOptions) error {
 	if doc.Dropped > 0 {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: %s in the ledgers proved nothing (malformed, later than the file, or more GPUs than the host has): left out\n", wording.Count(doc.Dropped, "line"))
 	}
-	fmt.Fprintf(o.Stdout, "GPU use since %s (%s), from the hosts' ledgers\n", from.Format("2006-01-02 15:04"), view.ShortDuration(since))
-	return view.WriteUsage(o.Stdout, strings.ToUpper(o.By), doc.Rows)
+	fmt.Fprintf(o.Stdout, "GPU use since %s (%s), from the hosts' ledgers\n", from.Format("2006-01-02 15:04"), usage.FormatSince(since))
+	if err := view.WriteUsage(o.Stdout, strings.ToUpper(o.By), doc.Rows); err != nil {
+		return err
+	}
+	return job.Unreachable(inv)
+}
+
+// readUsage runs usage.sh on one host: what its ledgers say, or why the
+// host's answer is not believed (its script failed, or it said more than
+// usage.HostLimit).
+func readUsage(ctx context.Context, ex remote.Executor, host string, from time.Time, ngpus int) (usage.Host, error) {
+	secret := usage.NewSecret()
+	s := usage.Script(from, secret)
+	out := &usage.Capped{Max: usage.HostLimit}
+	errb := &usage.Capped{Max: 4096}
+	rc, err := ex.Run(ctx, supervisor.Command, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), out, errb)
+	switch {
+	case err != nil:
+		return usage.Host{}, err
+	case out.Over:
+		return usage.Host{}, fmt.Errorf("its usage ledgers said more than %d MiB: not read, its use is left out", usage.HostLimit>>20)
+	case rc != 0 || !strings.HasPrefix(out.B.String(), usage.Marker(secret)+"now "):
+		msg := wording.FirstLine(strings.TrimSpace(errb.B.String()))
+		if msg == "" {
+			msg = fmt.Sprintf("exit %d", rc)
+		}
+		return usage.Host{}, fmt.Errorf("reading its usage ledgers failed: %s", msg)
+	}
+	return usage.Parse(host, out.B.String(), secret, ngpus), nil
 }

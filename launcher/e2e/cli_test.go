@@ -30,7 +30,8 @@ func TestCLIUnknownCommand(t *testing.T) {
 }
 
 // With no host reachable there are no GPUs to count: exit 4 with each
-// host's own reason, as status gives them, and no log dir left behind.
+// host's own reason, as status gives them, and no log dir left behind;
+// usage, with no ledger to read, exits 4 the same way.
 func TestCLIEveryHostUnreachable(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t,
@@ -57,6 +58,15 @@ func TestCLIEveryHostUnreachable(t *testing.T) {
 	}
 	if _, err := os.Stat(logDir); err == nil {
 		t.Error("a run that started no task created its log dir")
+	}
+	// usage has no ledger to read: exit 4, each host named once, with its
+	// reason (not also as a warning).
+	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "usage")...)
+	wantCode(t, r, 4)
+	wantContains(t, "usage stderr", r.stderr, "tfhive: error: 2 of 2 hosts could not be reached",
+		"tfhive:   nokey: authentication failed for user", "tfhive:   gone: connection refused")
+	if strings.Count(r.stderr, "gone:") != 1 {
+		t.Errorf("usage: a host named twice:\n%s", r.stderr)
 	}
 }
 

@@ -26,9 +26,9 @@ func TestUsageSumsADayByUser(t *testing.T) {
 	dir := f.Host("u1").ClaimsDir()
 	now := time.Now().Unix()
 	month := time.Now().Format("2006-01")
-	ledger := func(uid, owner int, lines ...string) {
+	ledgerIn := func(month string, uid, owner int, text string) {
 		p := filepath.Join(dir, fmt.Sprintf("tfhive-usage.%d.%s.csv", uid, month))
-		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chown(p, owner, owner); err != nil {
@@ -36,6 +36,9 @@ func TestUsageSumsADayByUser(t *testing.T) {
 		}
 		// The file's last write is now: a line may not end after it.
 		os.Chtimes(p, time.Unix(now, 0), time.Unix(now, 0))
+	}
+	ledger := func(uid, owner int, lines ...string) {
+		ledgerIn(month, uid, owner, strings.Join(lines, "\n")+"\n")
 	}
 	line := func(start, end int64, gpus, idle int, run string) string {
 		return fmt.Sprintf("1 %d %d %d %d %s worker:0", now-start, now-end, gpus, idle, run)
@@ -49,6 +52,18 @@ func TestUsageSumsADayByUser(t *testing.T) {
 		line(25*3600, 22*3600, 1, 3600, "alice-1"), // 2 of its 3 hours in the day: 2 GPU-hours, 2/3 idle
 		line(2*3600, 3600, 2, 0, "alice-2"))        // 2 GPU-hours
 	ledger(mallory.UID, me, line(3600, 0, 2, 0, "not-mallorys"))
+	// Mallory's own ledger (next month's name, which is read too) holds
+	// tfhive's old section lines: a header for the test user's uid with a
+	// line after it, a users block naming her uid root, and no final
+	// newline. Every line is hers: the forged one counts as her own use,
+	// the rest prove nothing, and no other ledger's lines become hers.
+	next := time.Now().AddDate(0, 1, 0).Format("2006-01")
+	ledgerIn(next, mallory.UID, mallory.UID, strings.Join([]string{
+		line(3600, 0, 1, 0, "mallory-1"),
+		fmt.Sprintf("@@tfhive-ledger %d %d 100 tfhive-usage.%d.%s.csv", me, now, me, month),
+		line(3600, 0, 2, 0, "forged-as-root"),
+		"@@tfhive-users",
+		fmt.Sprintf("root:x:%d:0::/root:/bin/bash", mallory.UID)}, "\n"))
 
 	r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "usage", "--since", "1d")...)
 	wantCode(t, r, 0)
@@ -59,17 +74,17 @@ func TestUsageSumsADayByUser(t *testing.T) {
 			rows[f[0]] = f[1:]
 		}
 	}
-	for who, want := range map[string]string{alice.Name: "4.00 0.67 17% 2", "root": "2.00 1.00 50% 1", "total": "6.00 1.67 28% 3"} {
+	for who, want := range map[string]string{alice.Name: "4.00 0.67 17% 2", "root": "2.00 1.00 50% 1", mallory.Name: "3.00 0.00 0% 2", "total": "9.00 1.67 19% 5"} {
 		if got := strings.Join(rows[who], " "); got != want {
 			t.Errorf("%s: %q, want %q\n%s", who, got, want, r.stdout)
 		}
 	}
-	if _, ok := rows[mallory.Name]; ok {
-		t.Errorf("a ledger mallory does not own was believed:\n%s", r.stdout)
-	}
 	wantContains(t, "usage's warnings", r.stderr,
 		fmt.Sprintf("u1: tfhive-usage.%d.%s.csv is not believed: owned by uid %d, not %d", mallory.UID, month, me, mallory.UID),
-		"1 line in the ledgers proved nothing")
+		"4 lines in the ledgers proved nothing")
+	if !strings.Contains(r.stdout, "(1d)") {
+		t.Errorf("--since as written:\n%s", r.stdout)
+	}
 
 	j := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "usage", "--since", "1d", "--by", "host", "--json")...)
 	wantCode(t, j, 0)
@@ -80,7 +95,7 @@ func TestUsageSumsADayByUser(t *testing.T) {
 		}
 		Refused []string
 	}
-	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || len(doc.Rows) != 1 || doc.Rows[0].Key != "u1" || doc.Rows[0].GPUHours < 5.99 || len(doc.Refused) != 1 {
+	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || len(doc.Rows) != 1 || doc.Rows[0].Key != "u1" || doc.Rows[0].GPUHours < 8.99 || len(doc.Refused) != 1 {
 		t.Errorf("--by host --json: %v\n%s", err, j.stdout)
 	}
 	wantCode(t, tfhive(t, f.Env(), f.Dir, fleetArgs(f, "usage", "--by", "group")...), 2)

@@ -10,6 +10,7 @@
 package usage
 
 import (
+	"crypto/rand"
 	"embed"
 	"fmt"
 	"slices"
@@ -26,10 +27,20 @@ var scripts embed.FS
 
 var usageSh = shscript.Load(scripts, "scripts/usage.sh")
 
-// Script is the host's script for ledgers from since's month on.
-func Script(since time.Time) string {
-	return usageSh.With(shscript.Set("tfhive_from", since.UTC().AddDate(0, 0, -1).Format("2006-01")))
+// Script is the host's script for ledgers from since's month on; secret
+// leads every line of its own (NewSecret), so none of a ledger's can
+// pass for one.
+func Script(since time.Time, secret string) string {
+	return usageSh.With(
+		shscript.Set("tfhive_from", since.UTC().AddDate(0, 0, -1).Format("2006-01")),
+		shscript.Set("tfhive_secret", secret))
 }
+
+// NewSecret is a word for one call of Script.
+func NewSecret() string { return rand.Text() }
+
+// Marker is what leads the lines of usage.sh's own in a call with secret.
+func Marker(secret string) string { return "@@tfhive-usage " + secret + " " }
 
 // Entry is one attempt of one task, as its host's ledger says.
 type Entry struct {
@@ -47,11 +58,17 @@ type Host struct {
 	// the lines that proved nothing.
 	Refused []string
 	Dropped int
+	// Overflow: the host had more ledgers than usage.sh reads; those
+	// past it were not read.
+	Overflow bool
 }
 
 // Parse reads usage.sh's output from host, whose GPUs are ngpus (0:
-// unknown, no bound).
-func Parse(host, out string, ngpus int) Host {
+// unknown, no bound). Only lines led by Marker(secret) are the script's
+// own, and a ledger's lines are only those led by "L " after its
+// ledger line: whatever a ledger holds is one of its own lines, for its
+// own uid, at most.
+func Parse(host, out, secret string, ngpus int) Host {
 	var h Host
 	users := map[string]string{}
 	type line struct {
@@ -63,29 +80,36 @@ func Parse(host, out string, ngpus int) Host {
 	var uid string
 	var mtime int64
 	inUsers := false
+	mark := Marker(secret)
 	for l := range strings.Lines(out) {
 		l = strings.TrimSuffix(l, "\n")
-		switch {
-		case strings.HasPrefix(l, "@@tfhive-usage "):
-		case strings.HasPrefix(l, "@@tfhive-refused "):
-			h.Refused = append(h.Refused, strings.TrimPrefix(l, "@@tfhive-refused "))
-		case strings.HasPrefix(l, "@@tfhive-ledger "):
-			f := strings.Fields(l)
-			uid, mtime = "", 0
-			if len(f) == 5 {
-				if m, err := strconv.ParseInt(f[2], 10, 64); err == nil {
-					uid, mtime = f[1], m
+		own, ok := strings.CutPrefix(l, mark)
+		if ok {
+			uid, inUsers = "", false
+			word, rest, _ := strings.Cut(own, " ")
+			switch word {
+			case "refused":
+				h.Refused = append(h.Refused, rest)
+			case "ledger":
+				if f := strings.Fields(rest); len(f) == 4 {
+					if m, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+						uid, mtime = f[0], m
+					}
 				}
+			case "users":
+				inUsers = true
+			case "overflow":
+				h.Overflow = true
 			}
-		case l == "@@tfhive-users":
-			inUsers, uid = true, ""
-		case inUsers:
+			continue
+		}
+		if text, ok := strings.CutPrefix(l, "L "); ok && uid != "" {
+			lines = append(lines, line{uid, mtime, text})
+		} else if pw, ok := strings.CutPrefix(l, "U "); ok && inUsers {
 			// getent: name:password:uid:...
-			if f := strings.Split(l, ":"); len(f) >= 3 {
+			if f := strings.Split(pw, ":"); len(f) >= 3 {
 				users[f[2]] = f[0]
 			}
-		case uid != "":
-			lines = append(lines, line{uid, mtime, l})
 		}
 	}
 	for _, ln := range lines {
@@ -186,6 +210,22 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// FormatSince writes d as --since takes it: whole days as "7d", else
+// as Go writes a duration without its zero tail ("36h", "1h30m").
+func FormatSince(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	}
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 // ParseSince reads --since: a Go duration or whole days ("7d").

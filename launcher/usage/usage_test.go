@@ -1,33 +1,39 @@
 package usage
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tfhive/tfhive/probe/remote/shscript/shscripttest"
 )
 
-// What a host's script said: alice's ledger, with a line past the
-// file's last write (forged), one with more GPUs than the host has, one
-// that does not parse and one whose idle time is more than it held;
-// bob's refused; the users' names.
-const hostOut = `@@tfhive-usage 1764700000
-@@tfhive-ledger 1001 1764690000 300 tfhive-usage.1001.2025-12.csv
-1 1764600000 1764603600 2 3600 r1 worker:0
-1 1764603600 1764607200 1 7200 r2 worker:0
-1 1764607200 1764699999 1 0 r3 worker:0
-1 1764600000 1764603600 9 0 r4 worker:0
-1 x 1764603600 1 0 r5 worker:0
-@@tfhive-refused tfhive-usage.1002.2025-12.csv owned by uid 1001, not 1002
-@@tfhive-ledger 1003 1764690000 300 tfhive-usage.1003.2025-12.csv
-1 1764500000 1764507200 1 3600 r9 chief:0
-@@tfhive-users
-alice:x:1001:1001::/home/alice:/bin/bash
+// What a host's script said, in a call whose secret is "s3cret":
+// alice's ledger, with a line past the file's last write (forged), one
+// with more GPUs than the host has, one that does not parse and one whose
+// idle time is more than it held; bob's refused; the users' names.
+const hostOut = `@@tfhive-usage s3cret now 1764700000
+@@tfhive-usage s3cret ledger 1001 1764690000 300 tfhive-usage.1001.2025-12.csv
+L 1 1764600000 1764603600 2 3600 r1 worker:0
+L 1 1764603600 1764607200 1 7200 r2 worker:0
+L 1 1764607200 1764699999 1 0 r3 worker:0
+L 1 1764600000 1764603600 9 0 r4 worker:0
+L 1 x 1764603600 1 0 r5 worker:0
+@@tfhive-usage s3cret refused tfhive-usage.1002.2025-12.csv owned by uid 1001, not 1002
+@@tfhive-usage s3cret ledger 1003 1764690000 300 tfhive-usage.1003.2025-12.csv
+L 1 1764500000 1764507200 1 3600 r9 chief:0
+@@tfhive-usage s3cret users
+U alice:x:1001:1001::/home/alice:/bin/bash
 `
 
 func TestParseBelievesOnlyWhatItCanProve(t *testing.T) {
-	h := Parse("g1", hostOut, 4)
-	if len(h.Entries) != 3 || h.Dropped != 3 || len(h.Refused) != 1 {
+	h := Parse("g1", hostOut, "s3cret", 4)
+	if len(h.Entries) != 3 || h.Dropped != 3 || len(h.Refused) != 1 || h.Overflow {
 		t.Fatalf("%+v", h)
 	}
 	if e := h.Entries[1]; e.User != "alice" || e.IdleGPUSeconds != 3600 || e.GPUs != 1 || e.Run != "r2" {
@@ -38,8 +44,111 @@ func TestParseBelievesOnlyWhatItCanProve(t *testing.T) {
 	}
 }
 
+// Mallory (uid 1003) writes tfhive's own lines into her ledger, with the
+// old markers and with a guessed secret: another ledger header for
+// alice's uid with lines after it, a users block that names her uid
+// root, and a refusal. Each is one of her own lines (that proves
+// nothing), never alice's hours nor a new name.
+func TestParseAForgedLedgerIsItsOwnersAlone(t *testing.T) {
+	const out = `@@tfhive-usage s3cret now 1764700000
+@@tfhive-usage s3cret ledger 1003 1764690000 300 tfhive-usage.1003.2025-12.csv
+L 1 1764500000 1764503600 1 0 real chief:0
+L @@tfhive-ledger 1001 1764690000 300 tfhive-usage.1001.2025-12.csv
+L @@tfhive-usage s3cret ledger 1001 1764690000 300 tfhive-usage.1001.2025-12.csv
+L 1 1764600000 1764603600 2 0 forged worker:0
+L @@tfhive-users
+L @@tfhive-usage s3cret users
+L U root:x:1003:0::/root:/bin/bash
+L root:x:1003:0::/root:/bin/bash
+L @@tfhive-usage s3cret refused tfhive-usage.1001.2025-12.csv forged
+@@tfhive-usage guess ledger 1001 1764690000 300 tfhive-usage.1001.2025-12.csv
+1 1764600000 1764603600 2 0 raw worker:0
+L 1 1764600000 1764603600 2 0 raw worker:0
+@@tfhive-usage s3cret users
+U mallory:x:1003:1003::/home/mallory:/bin/bash
+`
+	h := Parse("g1", out, "s3cret", 4)
+	if len(h.Refused) != 0 || h.Dropped != 7 || len(h.Entries) != 3 {
+		t.Fatalf("%+v", h)
+	}
+	for _, e := range h.Entries {
+		if e.User != "mallory" {
+			t.Errorf("counted as %s's: %+v", e.User, e)
+		}
+	}
+}
+
+// usage.sh on a directory of ledgers, each without its final newline:
+// each ledger's lines are its own, none runs into the next's header.
+func TestScriptKeepsLedgersApart(t *testing.T) {
+	dir := t.TempDir()
+	me := strconv.Itoa(os.Getuid())
+	mtime := time.Unix(1764690000, 0)
+	for _, m := range []string{"2025-11", "2025-12", "2026-01"} {
+		p := filepath.Join(dir, "tfhive-usage."+me+"."+m+".csv")
+		if err := os.WriteFile(p, []byte("1 1764600000 1764603600 1 0 r-"+m+" worker:0\n1 1764600000 1764603600 1 0 r2-"+m+" worker:0"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, mtime, mtime)
+	}
+	cmd := exec.Command("bash", "--norc", "-s")
+	cmd.Stdin = strings.NewReader(Script(time.Date(2025, 11, 20, 0, 0, 0, 0, time.UTC), "s3cret"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TFHIVE_CLAIMS_DIR=" + dir}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Parse("g1", string(out), "s3cret", 4)
+	if len(h.Entries) != 6 || h.Dropped != 0 || h.Overflow {
+		t.Errorf("%+v\n%s", h, out)
+	}
+}
+
+// More ledgers than usage.sh reads: it says so.
+func TestScriptSaysItsListWasCut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1025 files")
+	}
+	dir := t.TempDir()
+	for i := range 1025 {
+		p := filepath.Join(dir, fmt.Sprintf("tfhive-usage.%d.2025-12.csv", 100000+i))
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("bash", "--norc", "-s")
+	cmd.Stdin = strings.NewReader(Script(time.Date(2025, 12, 20, 0, 0, 0, 0, time.UTC), "s3cret"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TFHIVE_CLAIMS_DIR=" + dir}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := Parse("g1", string(out), "s3cret", 4); !h.Overflow || len(h.Refused) != 1024 {
+		t.Errorf("overflow %v, %d refused", h.Overflow, len(h.Refused))
+	}
+}
+
+func TestCappedSaysItCut(t *testing.T) {
+	c := &Capped{Max: 4}
+	c.Write([]byte("abc"))
+	if c.Over {
+		t.Error("over at 3 of 4")
+	}
+	if n, err := c.Write([]byte("de")); n != 2 || err != nil || !c.Over || c.B.String() != "abcd" {
+		t.Errorf("%d %v %v %q", n, err, c.Over, c.B.String())
+	}
+}
+
+func TestFormatSince(t *testing.T) {
+	for d, want := range map[time.Duration]string{7 * 24 * time.Hour: "7d", 36 * time.Hour: "36h", 90 * time.Minute: "1h30m", 45 * time.Second: "45s", 2 * time.Hour: "2h"} {
+		if got := FormatSince(d); got != want {
+			t.Errorf("%s: %q, want %q", d, got, want)
+		}
+	}
+}
+
 func TestSumByUserAndHost(t *testing.T) {
-	h := Parse("g1", hostOut, 4)
+	h := Parse("g1", hostOut, "s3cret", 4)
 	from, to := time.Unix(1764601800, 0), time.Unix(1764700000, 0)
 	rows := Sum(h.Entries, from, to, false)
 	// r1: half of its hour in the window, 2 GPUs: 1 GPU-hour, idle half

@@ -7,19 +7,31 @@
 # other is named and refused, never read. Only months from
 # $tfhive_from on are read.
 #
-# Output: "@@tfhive-usage NOW" (this host's clock, epoch seconds), then
-# for each ledger "@@tfhive-refused NAME WHY", or "@@tfhive-ledger UID
-# MTIME SIZE NAME" and its lines, then "@@tfhive-users" and getent's
-# passwd lines for their uids. The directory is anyone's to fill (/tmp):
-# one find lists it, at most 1024 ledgers.
+# Output, every line of tfhive's own led by "@@tfhive-usage SECRET"
+# (SECRET a word of this call's, on no command line and in no file, so
+# no ledger can pass for those lines): "@@tfhive-usage SECRET now NOW"
+# (this host's clock, epoch seconds), then for each ledger
+# "@@tfhive-usage SECRET refused NAME WHY", or "@@tfhive-usage SECRET
+# ledger UID MTIME SIZE NAME" and its lines, each led by "L " (a line
+# without its newline gets one: no ledger runs into the next), then
+# "@@tfhive-usage SECRET users" and getent's passwd lines for their
+# uids, each led by "U ". The directory is anyone's to fill (/tmp): one
+# find lists it, at most 1024 ledgers, past which "@@tfhive-usage SECRET
+# overflow 1024" says the rest were not read.
 #
 # Parameters, set by tfhive ahead of this text:
-#   tfhive_from  the first month read, YYYY-MM
-: "${tfhive_from?}"
+#   tfhive_from    the first month read, YYYY-MM
+#   tfhive_secret  this call's word
+: "${tfhive_from?}" "${tfhive_secret?}"
+tfhive_at="@@tfhive-usage $tfhive_secret"
 d=${TFHIVE_CLAIMS_DIR:-/tmp}
-printf '@@tfhive-usage %(%s)T\n' -1
+printf '%s now %(%s)T\n' "$tfhive_at" -1
 declare -A tfhive_uids=()
 while read -r k uid mode size mtime type name; do
+	if [ "$k" = XV ]; then
+		printf '%s overflow 1024\n' "$tfhive_at"
+		break
+	fi
 	[ "$k" = F ] || continue
 	u=${name#tfhive-usage.} u=${u%%.*}
 	m=${name%.csv} m=${m##*.}
@@ -35,13 +47,13 @@ while read -r k uid mode size mtime type name; do
 		why="more than 1 MiB"
 	fi
 	if [ -n "$why" ]; then
-		printf '@@tfhive-refused %s %s\n' "$name" "$why"
+		printf '%s refused %s %s\n' "$tfhive_at" "$name" "$why"
 		continue
 	fi
-	printf '@@tfhive-ledger %s %s %s %s\n' "$u" "${mtime%.*}" "$size" "$name"
-	head -c 1048576 -- "$d/$name" 2>/dev/null
+	printf '%s ledger %s %s %s %s\n' "$tfhive_at" "$u" "${mtime%.*}" "$size" "$name"
+	head -c 1048576 -- "$d/$name" 2>/dev/null | awk '{ print "L " $0 }'
 	tfhive_uids[$u]=1
-done < <(find -H "$d" -mindepth 1 -maxdepth 1 -regextype posix-extended -regex '.*/tfhive-usage[.][0-9]{1,10}[.][0-9]{4}-[0-9]{2}[.]csv' -printf 'F %U %m %s %T@ %y %f\n' 2>/dev/null | head -n 1024)
-printf '@@tfhive-users\n'
-[ "${#tfhive_uids[@]}" = 0 ] || getent passwd "${!tfhive_uids[@]}" 2>/dev/null
+done < <(find -H "$d" -mindepth 1 -maxdepth 1 -regextype posix-extended -regex '.*/tfhive-usage[.][0-9]{1,10}[.][0-9]{4}-[0-9]{2}[.]csv' -printf 'F %U %m %s %T@ %y %f\n' 2>/dev/null | awk 'NR > 1024 { print "XV"; exit } { print }')
+printf '%s users\n' "$tfhive_at"
+[ "${#tfhive_uids[@]}" = 0 ] || getent passwd "${!tfhive_uids[@]}" 2>/dev/null | awk '{ print "U " $0 }'
 exit 0
