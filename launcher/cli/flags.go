@@ -11,6 +11,7 @@ import (
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/commands"
 	jobs "github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -99,7 +100,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		Capture: c.StringSlice("capture"), CaptureFrom: c.String("capture-from"),
 		Sample: c.Duration("sample"), IdleStop: c.Duration("idle-stop"),
 		Restarts: c.Int("restarts"), RestartOn: c.String("restart-on"), RestartBackoff: c.Duration("restart-backoff"),
-		Notify:     c.StringSlice("notify"),
+		Notify:     notifyValues(c),
 		StopSignal: c.String("stop-signal"), Requeue: c.Bool("requeue"), RequeueSet: c.IsSet("requeue"), RequeueOn: c.String("requeue-on"),
 		HangAfter: c.Duration("hang-after"), OnHang: c.String("on-hang"), HangNative: c.Bool("hang-native"),
 	}
@@ -363,6 +364,12 @@ func topFlags() []cli.Flag {
 // notifyFlag is --notify: run's, attach -H's, rerun's.
 func notifyFlag(cat string) cli.Flag {
 	return &cli.StringSliceFlag{Name: "notify", Category: cat, Usage: "tell `TARGET` when the run ends, idles or hangs: an https:// (or http://) webhook (Slack, Mattermost) or a local command (repeatable; default: the hosts file's notify:; none: not at all)"}
+}
+
+// notifyValues is --notify's values: a detached run's keeper has them
+// from its first tfhive, not on its command line (launcher/keeper).
+func notifyValues(c *cli.Context) []string {
+	return keeper.Notify(c.StringSlice("notify"))
 }
 
 func runFlags() []cli.Flag {

@@ -28,7 +28,7 @@ func rerunFlags() []cli.Flag {
 func (w wiring) rerun(c *cli.Context) (commands.RerunOptions, error) {
 	o := commands.RerunOptions{Streams: w.streams(c), Run: c.Args().First(), Name: c.String("name"),
 		LogDir: c.String("log-dir"), Quiet: c.Bool("quiet"), JSON: c.Bool("json"), Trust: c.Bool("trust"), Signals: w.sigs,
-		Notify: c.StringSlice("notify")}
+		Notify: notifyValues(c)}
 	if c.IsSet("detach") {
 		d := c.Bool("detach")
 		o.Detach = &d

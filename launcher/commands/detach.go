@@ -35,7 +35,7 @@ func detach(o RunOptions) error {
 	if err := rundir.Make(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
-	code, err := keeper.Spawn(dir, id, os.O_EXCL, o.Stderr)
+	code, err := keeper.Spawn(dir, id, os.O_EXCL, o.Notify, o.Stderr)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/codesync"
 	"github.com/tfhive/tfhive/launcher/doctor"
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/notify"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
@@ -94,7 +95,7 @@ func newRepro(o RunOptions, as runAs, id string, ls *launchState, fleet *probe.F
 	origin := hosts.Source(ho)
 	r := &record.Repro{
 		Format: record.ReproFormat, RunID: id, Version: Version(),
-		Args: notify.RedactArgs(os.Args[1:]), Command: o.Job.Command, LaunchDir: ls.dir,
+		Args: notify.RedactArgs(keeper.Args()), Command: o.Job.Command, LaunchDir: ls.dir,
 		HostsFrom: origin.Describe(ho.Home), Fleet: []string{}, Hosts: []record.ReproHost{},
 		Git: ls.gitOf(),
 	}

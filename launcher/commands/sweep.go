@@ -283,7 +283,7 @@ func (o *SweepOptions) detach(name, dir string) error {
 	if err := rundir.Make(dir); err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
-	code, err := keeper.Spawn(dir, name, os.O_APPEND, o.Run.Stderr)
+	code, err := keeper.Spawn(dir, name, os.O_APPEND, nil, o.Run.Stderr)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,12 +68,20 @@ func TestNotifyDetachedEnd(t *testing.T) {
 	out := t.TempDir()
 	command := `cat >"` + out + `/stdin.json"; echo "$TFHIVE_EVENT $TFHIVE_RUN $TFHIVE_EXIT_CODE" >"` + out + `/env"`
 	args, logDir := runArgs(t, f, "--detach", "--workers", "1", "--gpus-per-worker", "0",
-		"--notify", good.URL+"/hooks/s3cret-good", "--notify", broken.URL+"/hooks/s3cret-broken",
-		"--notify="+refused, "--notify", command,
+		// Each spelling urfave/cli takes.
+		"--notify", good.URL+"/hooks/s3cret-good", "-notify", broken.URL+"/hooks/s3cret-broken",
+		"--notify="+refused, "-notify="+command,
 		"--", "sh", "-c", "sleep 0.5; exit 7")
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
 	id := strings.TrimSpace(r.stdout)
+	// The keeper lives while its task sleeps: its command line, any
+	// local user's to read, holds no target.
+	if cmdline, ok := keeperCmdline(logDir); !ok {
+		t.Log("the keeper ended before its command line was read")
+	} else if strings.Contains(cmdline, "s3cret") || strings.Contains(cmdline, "-notify") {
+		t.Errorf("the keeper's command line holds --notify: %q", cmdline)
+	}
 	w := tfhive(t, f.Env(), f.Dir, "wait", "--log-dir", logDir, id)
 	wantCode(t, w, 7)
 
@@ -114,7 +123,7 @@ func TestNotifyDetachedEnd(t *testing.T) {
 			t.Errorf("%s holds a hook's secret:\n%s", en.Name(), data)
 		}
 	}
-	wantContains(t, "repro.json", readFile(t, filepath.Join(logDir, "repro.json")), `"--notify",`, `"--notify=http://`+l.Addr().String()+`/…"`)
+	wantContains(t, "repro.json", readFile(t, filepath.Join(logDir, "repro.json")), `"--notify",`, `"-notify",`, `"--notify=http://`+l.Addr().String()+`/…"`, `"-notify=cat …"`)
 	// The keeper claimed the end on the host: attach -H of the ended run,
 	// from another machine, does not tell it again.
 	home := t.TempDir()
@@ -168,4 +177,20 @@ func TestNotifyAtAttach(t *testing.T) {
 		}
 	}
 	noLeftovers(t, f, 10*time.Second)
+}
+
+// keeperCmdline is the command line of the keeper of the run in logDir,
+// found by its environment; ok false when none runs.
+func keeperCmdline(logDir string) (string, bool) {
+	pids, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range pids {
+		env, err := os.ReadFile(p)
+		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), "TFHIVE_KEEPER_LOG_DIR="+logDir) {
+			continue
+		}
+		if cmdline, err := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline")); err == nil {
+			return strings.ReplaceAll(string(cmdline), "\x00", " "), true
+		}
+	}
+	return "", false
 }

@@ -2,7 +2,11 @@
 // it and the keeper itself see it: `tfhive run --detach` (and `tfhive
 // sweep --detach`) starts a keeper: this very tfhive, run again in a
 // session of its own with the same command line, its stdin empty and its
-// output in the run's log dir (console.log, keeper.log). The keeper is an
+// output in the run's log dir (console.log, keeper.log). The same less
+// the --notify targets: any local user reads a command line
+// (/proc/PID/cmdline) for the days a keeper runs, and a webhook's URL is
+// its secret; they come on a second pipe (descriptor 4, with the command
+// line whole, for repro.json). The keeper is an
 // ordinary `tfhive run` with --reconnect: it probes, plans, claims and
 // starts, says "started" on a pipe once every task has been told to go,
 // then enforces the run's lifecycle to its end and writes the summary.

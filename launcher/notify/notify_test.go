@@ -29,6 +29,17 @@ func TestParseTarget(t *testing.T) {
 		{"https://h.example/%zz/s3cret", "", "--notify https://h.example/…: not a valid URL"},
 		{"no-such-notifier-xyz --token s3cret", "", "--notify no-such-notifier-xyz: no such command (neither on $PATH nor an executable file); a webhook starts with https:// or http://"},
 		{"  ", "", "--notify: empty target"},
+		// A mistyped URL is a command that is not there, its secret unshown.
+		{"https:/hooks.slack.com/services/T/B/s3cret", "", "--notify https:/hooks.slack.com/…: no such command (neither on $PATH nor an executable file); a webhook starts with https:// or http://"},
+		{"https:hooks.slack.com", "", "--notify https:hooks.slack.com: no such command (neither on $PATH nor an executable file); a webhook starts with https:// or http://"},
+		{"xoxb-1234567890-s3cret0123456789abcdef", "", "--notify xoxb-1…: no such command (neither on $PATH nor an executable file); a webhook starts with https:// or http://"},
+		{"me@s3cret.example", "", "--notify me@s3c…: no such command (neither on $PATH nor an executable file); a webhook starts with https:// or http://"},
+		// VAR=value before the command, as sh takes it.
+		{"SLACK_TOKEN=xoxb-s3cret true --to me", "SLACK_TOKEN=… true …", ""},
+		{"A=1 B_2=s3cret true", "A=… B_2=… true", ""},
+		{"SLACK_TOKEN='s3cret x' true", "SLACK_TOKEN=… …", ""},
+		{"SLACK_TOKEN=s3cret no-such-notifier-xyz", "", "--notify no-such-notifier-xyz: no such command (neither on $PATH nor an executable file); a webhook starts with https:// or http://"},
+		{"SLACK_TOKEN=s3cret", "", "--notify SLACK_TOKEN=…: variables set, but no command to run"},
 	} {
 		tg, err := ParseTarget(c.in)
 		switch {
@@ -55,14 +66,34 @@ func TestParseTarget(t *testing.T) {
 
 func TestRedactArgs(t *testing.T) {
 	in := []string{"run", "--notify", "https://h.example/hooks/s3cret", "--notify=https://h.example/x?k=s3cret",
-		"--notify", "mail-me --token s3cret", "--", "train", "--notify", "https://keep.example/as/is"}
+		"--notify", "mail-me --token s3cret", "-notify", "https://h.example/hooks/s3cret", "-notify=https://h.example/x?k=s3cret",
+		"-notify", "TOKEN=s3cret true", "--notify", "https:/h.example/hooks/s3cret",
+		"--", "train", "--notify", "https://keep.example/as/is"}
 	got := strings.Join(RedactArgs(in), " ")
-	want := "run --notify https://h.example/… --notify=https://h.example/… --notify mail-me … -- train --notify https://keep.example/as/is"
+	want := "run --notify https://h.example/… --notify=https://h.example/… --notify mail-me … -notify https://h.example/… -notify=https://h.example/… " +
+		"-notify TOKEN=… true --notify https:/h.example/… -- train --notify https://keep.example/as/is"
 	if got != want {
 		t.Errorf("RedactArgs:\n got %s\nwant %s", got, want)
 	}
 	if strings.Join(in, " ") == got {
 		t.Error("RedactArgs changed its input in place")
+	}
+}
+
+// A keeper's command line is the first tfhive's less the flags whose
+// values are its targets, in every spelling; the run's own command's
+// --notify stays (after --, or after the flags, once every target's
+// flag is out).
+func TestWithoutTargets(t *testing.T) {
+	in := []string{"run", "--notify", "a", "-notify", "b", "--notify=c", "-notify=d", "--workers", "8",
+		"--", "train", "--notify", "a"}
+	got := strings.Join(WithoutTargets(in, []string{"a", "b", "c", "d"}), " ")
+	if want := "run --workers 8 -- train --notify a"; got != want {
+		t.Errorf("WithoutTargets:\n got %s\nwant %s", got, want)
+	}
+	in = []string{"run", "--notify=a", "-H", "h1", "python3", "train.py", "--notify", "a"}
+	if got := strings.Join(WithoutTargets(in, []string{"a"}), " "); got != "run -H h1 python3 train.py --notify a" {
+		t.Errorf("WithoutTargets of the command's own --notify: %s", got)
 	}
 }
 

@@ -40,15 +40,99 @@ func ParseTarget(s string) (Target, error) {
 		}
 		return Target{url: u}, nil
 	}
-	word := strings.Fields(t)[0]
-	if strings.ContainsAny(word, `'"$\;|&<>()`+"`") {
-		// A shell construct: sh says at the event what it makes of it.
-		return Target{command: t}, nil
+	word := ""
+	for _, w := range strings.Fields(t) {
+		if strings.ContainsAny(w, shellChars) {
+			// A shell construct: sh says at the event what it makes of it.
+			return Target{command: t}, nil
+		}
+		if _, ok := assignment(w); !ok {
+			word = w
+			break
+		}
+		// VAR=value before the command, as sh takes it: its value (a
+		// token, often) is the command's, never shown.
+	}
+	if word == "" {
+		return Target{}, fmt.Errorf("--notify %s: variables set, but no command to run", commandShown(t))
 	}
 	if _, err := exec.LookPath(word); err != nil {
-		return Target{}, fmt.Errorf("--notify %s: no such command (neither on $PATH nor an executable file); a webhook starts with https:// or http://", word)
+		return Target{}, fmt.Errorf("--notify %s: no such command (neither on $PATH nor an executable file); a webhook starts with https:// or http://", redactWord(word))
 	}
 	return Target{command: t}, nil
+}
+
+// shellChars make a word sh's to read: quotes, expansions, operators.
+const shellChars = `'"$\;|&<>()` + "`"
+
+// assignment: w is NAME=value, as sh reads a word before the command;
+// name is NAME.
+func assignment(w string) (name string, ok bool) {
+	name, _, ok = strings.Cut(w, "=")
+	if !ok || name == "" || !(name[0] == '_' || isLetter(name[0])) {
+		return "", false
+	}
+	for i := 1; i < len(name); i++ {
+		if c := name[i]; c != '_' && !isLetter(c) && (c < '0' || c > '9') {
+			return "", false
+		}
+	}
+	return name, true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// redactWord is a command's first word that is no command, as an error
+// may show it: whole when it reads as a command's name or a path; a
+// URL mistyped (https:/host/…, https:host) as its scheme and host; else
+// (a token pasted where a command was meant) its first characters.
+func redactWord(w string) string {
+	if strings.Contains(w, "://") {
+		return redactRaw(w)
+	}
+	plain := true
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if !isLetter(c) && (c < '0' || c > '9') && !strings.ContainsRune("._+-/~", rune(c)) {
+			plain = false
+			break
+		}
+	}
+	if plain && (len(w) <= 32 || strings.ContainsAny(w[:1], "/.~")) {
+		return w
+	}
+	if scheme, rest, ok := strings.Cut(w, ":"); ok && scheme != "" && isLetter(scheme[0]) && !strings.ContainsAny(scheme, "/@?#=") {
+		slashes := rest[:len(rest)-len(strings.TrimLeft(rest, "/"))]
+		return scheme + ":" + slashes + strings.TrimPrefix(redactRaw("x://"+rest[len(slashes):]), "x://")
+	}
+	r := []rune(w)
+	if len(r) > 6 {
+		r = r[:6]
+	}
+	return string(r) + "…"
+}
+
+// commandShown is a command as it may be shown: its variables' names
+// (NAME=…) and its first word, "…" for what follows.
+func commandShown(cmd string) string {
+	var shown []string
+	f := strings.Fields(cmd)
+	for i, w := range f {
+		if name, ok := assignment(w); ok {
+			shown = append(shown, name+"=…")
+			if strings.ContainsAny(w, shellChars) {
+				// Where its quoted value ends is sh's to tell.
+				return strings.Join(append(shown, "…"), " ")
+			}
+			continue
+		}
+		shown = append(shown, w)
+		if i < len(f)-1 {
+			shown = append(shown, "…")
+		}
+		break
+	}
+	return strings.Join(shown, " ")
 }
 
 // ParseTargets checks every TARGET; none "none" turns notifications
@@ -77,16 +161,13 @@ func (t Target) Webhook() bool { return t.url != nil }
 // String is the target as it may be shown or recorded: a webhook as
 // scheme://host/… (its path and query, where a Slack or Mattermost hook
 // keeps its secret, left out, and any user:password@), a command as its
-// first word and "…" when it has more (its arguments may hold a token).
+// first word and "…" when it has more (its arguments may hold a token),
+// NAME=… for each variable it sets first.
 func (t Target) String() string {
 	if t.url != nil {
 		return redactURL(t.url)
 	}
-	f := strings.Fields(t.command)
-	if len(f) == 1 {
-		return f[0]
-	}
-	return f[0] + " …"
+	return commandShown(t.command)
 }
 
 func redactURL(u *url.URL) string {
@@ -115,24 +196,60 @@ func redactRaw(s string) string {
 }
 
 // RedactArgs is a command line with every --notify value (--notify V,
-// --notify=V) shown as Target.String would: for repro.json's args.
+// --notify=V, -notify V, -notify=V) shown as Target.String would: for
+// repro.json's args.
 func RedactArgs(args []string) []string {
 	out := make([]string, len(args))
 	copy(out, args)
 	for i := 0; i < len(out); i++ {
-		a := out[i]
-		if a == "--" {
+		if out[i] == "--" {
 			break
 		}
+		v, n, ok := notifyFlag(out, i)
 		switch {
-		case a == "--notify" && i+1 < len(out):
-			out[i+1] = redactValue(out[i+1])
+		case !ok:
+		case n == 2:
+			out[i+1] = redactValue(v)
 			i++
-		case strings.HasPrefix(a, "--notify="):
-			out[i] = "--notify=" + redactValue(strings.TrimPrefix(a, "--notify="))
+		default:
+			out[i] = strings.TrimSuffix(out[i], v) + redactValue(v)
 		}
 	}
 	return out
+}
+
+// WithoutTargets is args less the --notify flags whose values are
+// targets, in their order (as the flags were parsed): for a keeper's
+// command line, which any local user may read (/proc/PID/cmdline). A
+// --notify among the run's own command's words (after --, or after
+// the flags) stays.
+func WithoutTargets(args, targets []string) []string {
+	var out []string
+	i := 0
+	for ; i < len(args) && len(targets) > 0 && args[i] != "--"; i++ {
+		if v, n, ok := notifyFlag(args, i); ok && v == targets[0] {
+			targets = targets[1:]
+			i += n - 1
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return append(out, args[i:]...)
+}
+
+// notifyFlag reads args[i] as a --notify flag: its value and how many
+// words it takes (2 when the value is the next word). urfave/cli takes
+// a flag with one dash or two, its value after = or as the next word.
+func notifyFlag(args []string, i int) (value string, n int, ok bool) {
+	for _, name := range []string{"--notify", "-notify"} {
+		if args[i] == name && i+1 < len(args) {
+			return args[i+1], 2, true
+		}
+		if v, found := strings.CutPrefix(args[i], name+"="); found {
+			return v, 1, true
+		}
+	}
+	return "", 0, false
 }
 
 func redactValue(v string) string {
@@ -142,8 +259,8 @@ func redactValue(v string) string {
 	if strings.Contains(v, "://") {
 		return redactRaw(v)
 	}
-	if f := strings.Fields(v); len(f) > 1 {
-		return f[0] + " …"
+	if f := strings.Fields(v); len(f) == 1 {
+		return redactWord(f[0])
 	}
-	return v
+	return commandShown(v)
 }
