@@ -93,19 +93,33 @@ func TensorBoard(ctx context.Context, o TensorBoardOptions) error {
 	if o.Detach && !keeper {
 		return detachTensorBoard(o, dir)
 	}
+	if keeper {
+		// Held for the keeper's life: --stop signals only its holder.
+		release, err := rundir.HoldFileLock(dir, rundir.TensorBoardLock)
+		if errors.Is(err, rundir.ErrLockHeld) {
+			return fmt.Errorf("TensorBoard of %s is already served (tfhive tensorboard --stop %s stops it)", o.Name, o.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("log dir: %w", err)
+		}
+		defer release()
+	}
 	ln, err := listenTB(o.Port)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
-	url := fmt.Sprintf("http://localhost:%d/", ln.Addr().(*net.TCPAddr).Port)
+	// 127.0.0.1 is every local user's, here and on the host: TensorBoard
+	// serves under a secret path, which only this URL says.
+	secret := tensorboard.NewSecret()
+	url := fmt.Sprintf("http://localhost:%d/%s/", ln.Addr().(*net.TCPAddr).Port, secret)
 	ready := func(where string) {
 		fmt.Fprintln(o.Stdout, url)
 		if !keeper {
 			fmt.Fprintf(o.Stderr, "tfhive: TensorBoard of %s on %s (%s); Ctrl-C stops it\n", o.Name, where, tensorboard.Spec(dirs))
 			return
 		}
-		if err := rundir.WriteJSON(filepath.Join(dir, rundir.TensorBoard), tbState{PID: os.Getpid(), URL: url, Host: where}); err != nil {
+		if err := writeTBState(filepath.Join(dir, rundir.TensorBoard), tbState{PID: os.Getpid(), URL: url, Host: where}); err != nil {
 			fmt.Fprintf(o.Stderr, "tfhive: warning: %v\n", err)
 		}
 		f := os.NewFile(3, "keeper")
@@ -115,7 +129,33 @@ func TensorBoard(ctx context.Context, o TensorBoardOptions) error {
 	if keeper {
 		defer os.Remove(filepath.Join(dir, rundir.TensorBoard))
 	}
-	return serveTensorBoard(ctx, o, host, dirs, ln, ready)
+	return serveTensorBoard(ctx, o, host, dirs, secret, ln, ready)
+}
+
+// writeTBState writes the state file 0600, made new (nobody else can have
+// it open from before): its URL holds the secret.
+func writeTBState(path string, st tbState) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".new"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(data, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // tensorBoardDirs are the TensorBoard runs of dir (a run's, or a sweep's
@@ -209,7 +249,7 @@ func listenTB(port int) (net.Listener, error) {
 // serveTensorBoard starts TensorBoard on host over dirs, forwards ln to
 // it, calls ready once it answers, and stops it when ctx ends (nil: the
 // user's Ctrl-C is how it ends) or when it ends by itself (an error).
-func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, dirs []tensorboard.Dir, ln net.Listener, ready func(where string)) error {
+func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, dirs []tensorboard.Dir, secret string, ln net.Listener, ready func(where string)) error {
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeClaims)
 	if err != nil {
 		return err
@@ -258,7 +298,7 @@ func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, di
 		}
 		pw.Close()
 	}
-	if _, err := io.WriteString(p.Stdin(), tensorboard.Input(dirs, h.Workdir, h.Setup, h.Env)); err != nil {
+	if _, err := io.WriteString(p.Stdin(), tensorboard.Input(dirs, h.Workdir, h.Setup, h.Env, secret)); err != nil {
 		end()
 		return fmt.Errorf("%s: starting TensorBoard: %v", host, err)
 	}
@@ -284,7 +324,7 @@ func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, di
 			end()
 			if bin, ok := localTensorBoard(dirs); ok && strings.HasPrefix(w.Err, "no tensorboard") {
 				fmt.Fprintf(o.Stderr, "tfhive: %s has no tensorboard after its setup; this machine's (%s) reads the shared directory\n", host, bin)
-				return serveHere(ctx, o, bin, dirs, ln, ready)
+				return serveHere(ctx, o, bin, dirs, secret, ln, ready)
 			}
 			return fmt.Errorf("%s: %s", host, w.Err)
 		}
@@ -303,15 +343,15 @@ func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, di
 		}
 		exited <- errors.New("the connection to TensorBoard ended")
 	}()
-	err = serveUntil(ctx, o, host, ln, func(ctx context.Context) (net.Conn, error) { return dial(ctx, port) }, exited, lastLines, ready)
+	err = serveUntil(ctx, o, host, secret, ln, func(ctx context.Context) (net.Conn, error) { return dial(ctx, port) }, exited, lastLines, ready)
 	end()
 	return err
 }
 
-// serveUntil waits for TensorBoard (at where) to answer through up, then
+// serveUntil waits for TensorBoard (at where, under /secret/) to answer through up, then
 // calls ready and forwards ln's connections to it until ctx ends (nil) or
 // exited says it ended (an error, with its last lines).
-func serveUntil(ctx context.Context, o TensorBoardOptions, where string, ln net.Listener, up func(context.Context) (net.Conn, error),
+func serveUntil(ctx context.Context, o TensorBoardOptions, where, secret string, ln net.Listener, up func(context.Context) (net.Conn, error),
 	exited <-chan error, lastLines func() string, ready func(string)) error {
 	// TensorBoard answers once it has imported TensorFlow and bound its
 	// port: asked through the forward itself, every half second.
@@ -319,7 +359,7 @@ func serveUntil(ctx context.Context, o TensorBoardOptions, where string, ln net.
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return up(ctx) }, DisableKeepAlives: true}}
 	deadline := time.Now().Add(tensorBoardStartWithin)
 	for {
-		resp, err := client.Get("http://localhost/")
+		resp, err := client.Get("http://localhost/" + secret + "/")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -385,7 +425,7 @@ func dialerOf(e remote.Executor) (func(context.Context, int) (net.Conn, error), 
 // its own, and returns once it serves, printing its address; a keeper
 // already serving the run is said, not doubled.
 func detachTensorBoard(o TensorBoardOptions, dir string) error {
-	if st, pid, ok := liveTBKeeper(dir); ok {
+	if st, pid, ok := liveTBKeeper(dir, o.Stderr); ok {
 		fmt.Fprintln(o.Stdout, st.URL)
 		fmt.Fprintf(o.Stderr, "tfhive: TensorBoard of %s already served (pid %d); tfhive tensorboard --stop %s stops it\n", o.Name, pid, o.Name)
 		return nil
@@ -397,7 +437,11 @@ func detachTensorBoard(o TensorBoardOptions, dir string) error {
 	if err != nil {
 		return err
 	}
-	logf, err := rundir.OpenFile(filepath.Join(dir, rundir.TensorBoardLog), os.O_CREATE|os.O_WRONLY|os.O_TRUNC)
+	// Made new, 0600: TensorBoard's last lines, said there when it fails,
+	// may hold the secret path, and another user may hold an older one open.
+	logPath := filepath.Join(dir, rundir.TensorBoardLog)
+	os.Remove(logPath)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("log dir: %w", err)
 	}
@@ -440,24 +484,35 @@ func detachTensorBoard(o TensorBoardOptions, dir string) error {
 }
 
 // liveTBKeeper is dir's detached TensorBoard, when its keeper is alive:
-// a state file of the user's own whose pid is a tfhive tensorboard.
-func liveTBKeeper(dir string) (tbState, int, bool) {
-	data, err := localfile.ReadOwned(filepath.Join(dir, rundir.TensorBoard), 1<<16)
+// the process of the user's that holds the run dir's tensorboard.lock
+// (its state file, of the user's own, says the address; the pid in it is
+// only what a file says). A state file whose lock nobody holds is stale:
+// its keeper was killed (SIGKILL, a reboot), and its pid may be another
+// process's by now; it is said on stderr and removed.
+func liveTBKeeper(dir string, stderr io.Writer) (tbState, int, bool) {
+	path := filepath.Join(dir, rundir.TensorBoard)
+	data, err := localfile.ReadOwned(path, 1<<16)
 	if err != nil {
 		return tbState{}, 0, false
 	}
 	var st tbState
-	if json.Unmarshal(data, &st) != nil || st.PID <= 1 {
+	jerr := json.Unmarshal(data, &st)
+	pid, known := rundir.LockHolder(dir, rundir.TensorBoardLock)
+	if !known {
+		// No /proc/locks to ask: a lock held is all flock can say, and
+		// the state's pid is then taken for its holder's.
+		if release, err := rundir.HoldFileLock(dir, rundir.TensorBoardLock); err == nil {
+			release()
+		} else if errors.Is(err, rundir.ErrLockHeld) && jerr == nil && st.PID > 1 {
+			pid = st.PID
+		}
+	}
+	if pid == 0 {
+		fmt.Fprintf(stderr, "tfhive: %s is stale (no keeper of that TensorBoard is alive): removed\n", path)
+		os.Remove(path)
 		return tbState{}, 0, false
 	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", st.PID))
-	if err != nil || !strings.Contains(string(cmdline), "\x00tensorboard\x00") {
-		return tbState{}, 0, false
-	}
-	if fi, err := os.Stat(fmt.Sprintf("/proc/%d", st.PID)); err != nil || localfile.Owner(fi) != os.Geteuid() {
-		return tbState{}, 0, false
-	}
-	return st, st.PID, true
+	return st, pid, true
 }
 
 // stopTensorBoards stops the detached TensorBoard of o.Name, or every one
@@ -484,15 +539,17 @@ func stopTensorBoards(o TensorBoardOptions) error {
 	}
 	stopped := 0
 	for _, d := range dirs {
-		st, pid, ok := liveTBKeeper(d)
+		st, pid, ok := liveTBKeeper(d, o.Stderr)
 		if !ok {
 			continue
 		}
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 			return fmt.Errorf("TensorBoard of %s (pid %d): %v", filepath.Base(d), pid, err)
 		}
+		// Until it lets go of its lock (its pid could be reused once it is
+		// gone; the lock's holder could not).
 		deadline := time.Now().Add(30 * time.Second)
-		for syscall.Kill(pid, 0) == nil {
+		for held, _ := rundir.LockHolder(d, rundir.TensorBoardLock); held == pid; held, _ = rundir.LockHolder(d, rundir.TensorBoardLock) {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("TensorBoard of %s (pid %d) did not stop within 30s", filepath.Base(d), pid)
 			}
@@ -529,17 +586,23 @@ func localTensorBoard(dirs []tensorboard.Dir) (string, bool) {
 
 // serveHere is serveTensorBoard with this machine's TensorBoard, for a
 // host without one: bound to 127.0.0.1 on a port free a moment before,
+// under /secret (read from a 0600 flagfile),
 // in a process group of its own that is stopped whole (TERM, then KILL
 // after 5 s) at the end.
-func serveHere(ctx context.Context, o TensorBoardOptions, bin string, dirs []tensorboard.Dir, ln net.Listener, ready func(string)) error {
+func serveHere(ctx context.Context, o TensorBoardOptions, bin string, dirs []tensorboard.Dir, secret string, ln net.Listener, ready func(string)) error {
 	free, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	port := free.Addr().(*net.TCPAddr).Port
 	free.Close()
+	flagfile, removeFlags, err := tensorboard.FlagFile(secret)
+	if err != nil {
+		return fmt.Errorf("this machine: TensorBoard's flagfile: %v", err)
+	}
+	defer removeFlags()
 	var tail tailBuffer
-	cmd := osexec.Command(bin, "--logdir_spec", tensorboard.Spec(dirs), "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	cmd := osexec.Command(bin, tensorboard.Flags(dirs, port, flagfile)...)
 	cmd.Stdout, cmd.Stderr = &tail, &tail
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -568,7 +631,7 @@ func serveHere(ctx context.Context, o TensorBoardOptions, bin string, dirs []ten
 	up := func(ctx context.Context) (net.Conn, error) {
 		return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	}
-	return serveUntil(ctx, o, "this machine", ln, up, exited, tail.last, ready)
+	return serveUntil(ctx, o, "this machine", secret, ln, up, exited, tail.last, ready)
 }
 
 // tailBuffer keeps the last 64 KiB written to it, for the last lines of

@@ -1,10 +1,12 @@
 package commands
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,8 +101,13 @@ func TestServeHere(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "tensorboard")
 	args := filepath.Join(t.TempDir(), "args")
-	fake := "#!/bin/sh\necho \"$@\" > " + args + "\nport=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --port ] && port=$2; shift; done\n" +
-		py + " -m http.server --bind 127.0.0.1 \"$port\" &\nwait\n"
+	// It serves /SECRET/ (a dir of that name), as TensorBoard under
+	// --path_prefix /SECRET; its args and flagfile are kept to look at.
+	secret := tensorboard.NewSecret()
+	site := t.TempDir()
+	os.Mkdir(filepath.Join(site, secret), 0o755)
+	fake := "#!/bin/sh\necho \"$@\" > " + args + "\ncat \"$2\" >> " + args + ".flags\nport=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --port ] && port=$2; shift; done\n" +
+		py + " -m http.server --directory " + site + " --bind 127.0.0.1 \"$port\" &\nwait\n"
 	if err := os.WriteFile(bin, []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +121,7 @@ func TestServeHere(t *testing.T) {
 	served := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serveHere(ctx, o, bin, []tensorboard.Dir{{Name: "r1", Path: "/shared/r1"}}, ln, func(where string) { served <- where })
+		done <- serveHere(ctx, o, bin, []tensorboard.Dir{{Name: "r1", Path: "/shared/r1"}}, secret, ln, func(where string) { served <- where })
 	}()
 	select {
 	case where := <-served:
@@ -125,13 +133,16 @@ func TestServeHere(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("never served")
 	}
-	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	resp, err := http.Get("http://" + ln.Addr().String() + "/" + secret + "/")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("through the forward: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if got, _ := os.ReadFile(args); !strings.HasPrefix(string(got), "--logdir_spec r1:/shared/r1 --host 127.0.0.1 --port ") {
+	if got, _ := os.ReadFile(args); !strings.HasPrefix(string(got), "--flagfile /") || !strings.Contains(string(got), " --logdir_spec r1:/shared/r1 --host 127.0.0.1 --port ") || strings.Contains(string(got), secret) {
 		t.Errorf("tensorboard's arguments: %q", got)
+	}
+	if got, _ := os.ReadFile(args + ".flags"); string(got) != "--path_prefix=/"+secret+"\n" {
+		t.Errorf("tensorboard's flagfile: %q", got)
 	}
 	cancel()
 	if err := <-done; err != nil || !strings.Contains(errb.String(), "TensorBoard of r1 on this machine stopped") {
@@ -143,6 +154,9 @@ func TestServeHere(t *testing.T) {
 	}
 	// The fake's server, a child of its own in its group, is gone too.
 	got, _ := os.ReadFile(args)
+	if ff := strings.Fields(string(got))[1]; fileExists(ff) {
+		t.Errorf("the flagfile %s is left", ff)
+	}
 	port := strings.TrimSpace(string(got[strings.LastIndex(string(got), " ")+1:]))
 	if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
 		c.Close()
@@ -169,4 +183,86 @@ func TestLocalTensorBoard(t *testing.T) {
 	if _, ok := localTensorBoard([]tensorboard.Dir{{Name: "a", Path: here}}); ok {
 		t.Error("no tensorboard here, taken")
 	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// A state file left by a keeper killed with SIGKILL names a pid that may
+// be another process by now, even a tfhive tensorboard of the user's:
+// --stop signals only the holder of the run dir's tensorboard.lock, and
+// a state file that nobody holds the lock of is stale: said, removed,
+// the process it names left alone.
+func TestTensorBoardStopStaleState(t *testing.T) {
+	if _, err := os.Stat("/proc/locks"); err != nil {
+		t.Skip("no /proc/locks")
+	}
+	py, err := osexec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "r1")
+	// The reused pid: a process whose command line is a tfhive
+	// tensorboard's, waiting on its stdin.
+	decoy := osexec.Command("sh", "-c", "read x", "tfhive", "tensorboard", "other")
+	decoyIn, _ := decoy.StdinPipe()
+	if err := decoy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { decoyIn.Close(); decoy.Wait() }()
+	writeJSONFile(t, filepath.Join(dir, rundir.TensorBoard), tbState{PID: decoy.Process.Pid, URL: "http://localhost:6006/x/"})
+	os.Chmod(filepath.Join(dir, rundir.TensorBoard), 0o600)
+	var out, errb bytes.Buffer
+	o := TensorBoardOptions{Streams: Streams{Stdout: &out, Stderr: &errb}, LogRoot: root, Name: "r1", Stop: true}
+	if err := TensorBoard(context.Background(), o); err != nil || out.Len() != 0 || !strings.Contains(errb.String(), "is stale") {
+		t.Errorf("--stop of a stale state: %v %q %q", err, out.String(), errb.String())
+	}
+	if fileExists(filepath.Join(dir, rundir.TensorBoard)) {
+		t.Error("the stale state file is left")
+	}
+	if !running(decoy.Process.Pid) {
+		t.Fatal("the process the stale state named was signalled")
+	}
+
+	// A live keeper: the lock's holder (a python3 of the test's), not the
+	// pid the state file says, is the one stopped.
+	writeJSONFile(t, filepath.Join(dir, rundir.TensorBoard), tbState{PID: decoy.Process.Pid, URL: "http://localhost:6006/x/", Host: "h1"})
+	os.Chmod(filepath.Join(dir, rundir.TensorBoard), 0o600)
+	lock := filepath.Join(dir, rundir.TensorBoardLock)
+	holder := osexec.Command(py, "-c", "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()", lock)
+	hin, _ := holder.StdinPipe()
+	hout, _ := holder.StdoutPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer hin.Close()
+	if line, _ := bufio.NewReader(hout).ReadString('\n'); line != "held\n" {
+		t.Fatalf("the holder said %q", line)
+	}
+	out.Reset()
+	errb.Reset()
+	waited := make(chan error, 1)
+	go func() { waited <- holder.Wait() }()
+	if err := TensorBoard(context.Background(), o); err != nil || !strings.Contains(out.String(), "stopped TensorBoard of r1 (http://localhost:6006/x/ on h1)") {
+		t.Errorf("--stop of a live keeper: %v %q %q", err, out.String(), errb.String())
+	}
+	select {
+	case err := <-waited:
+		if ee, ok := err.(*osexec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+			t.Errorf("the holder ended: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		holder.Process.Kill()
+		t.Fatal("the lock's holder was not stopped")
+	}
+	if !running(decoy.Process.Pid) {
+		t.Error("the state file's pid was signalled")
+	}
+}
+
+// running: not gone and not a zombie (a child killed but not yet reaped).
+func running(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := strings.LastIndexByte(string(data), ')')
+	return err == nil && i > 0 && len(data) > i+2 && data[i+2] != 'Z'
 }

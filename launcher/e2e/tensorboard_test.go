@@ -29,7 +29,7 @@ w.flush()
 print("summaries written")
 `
 
-var tbURL = regexp.MustCompile(`^http://localhost:(\d+)/$`)
+var tbURL = regexp.MustCompile(`^http://localhost:(\d+)/[0-9a-f]{32}/$`)
 
 // A real TensorFlow run's summaries, served by a real TensorBoard through
 // the SSH link: `tfhive tensorboard RUN` starts TensorBoard on the host of
@@ -61,6 +61,16 @@ func TestTensorBoardThroughSSH(t *testing.T) {
 	tb.discardRest()
 	t.Logf("TensorBoard on the host served after %s", time.Since(start).Round(100*time.Millisecond))
 	wantTag(t, url, "tb-e2e", "tfhive_loss")
+	// Another local user who finds the port but not the secret path gets
+	// nothing of it.
+	bare := "http://localhost:" + tbURL.FindStringSubmatch(url)[1] + "/"
+	for _, u := range []string{bare, bare + "data/plugin/scalars/tags"} {
+		if resp, err := http.Get(u); err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s without the secret: %v %v", u, resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
 	if _, dom := chromium(t, "--virtual-time-budget=10000", "--dump-dom", url); !strings.Contains(dom, "<title>TensorBoard</title>") || !strings.Contains(dom, "tfhive_loss") {
 		t.Errorf("Chromium's page of %s is not TensorBoard's with the run's tag:\n%.300s", url, dom)
 	}
@@ -83,8 +93,8 @@ func TestTensorBoardThroughSSH(t *testing.T) {
 		t.Fatalf("--detach printed %q:\n%s", d.stdout, d.stderr)
 	}
 	wantTag(t, url, "tb-e2e", "tfhive_loss")
-	if _, err := os.Stat(filepath.Join(root, "tb-e2e", "tensorboard.json")); err != nil {
-		t.Errorf("no record of the detached TensorBoard: %v", err)
+	if fi, err := os.Stat(filepath.Join(root, "tb-e2e", "tensorboard.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("no record of the detached TensorBoard, 0600 (it holds the secret): %v %v", fi, err)
 	}
 	again := tfhive(t, b.f.Env(), b.f.Dir, b.args("tensorboard", "tb-e2e", "--log-root", root, "--detach")...)
 	wantCode(t, again, 0)
@@ -139,7 +149,7 @@ func wantTag(t *testing.T, url, run, tag string) {
 // wantClosed: nothing answers at url any more.
 func wantClosed(t *testing.T, url string) {
 	t.Helper()
-	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://localhost:"), "/")
+	addr := tbURL.FindStringSubmatch(url)[1]
 	if c, err := net.DialTimeout("tcp", "127.0.0.1:"+addr, 2*time.Second); err == nil {
 		c.Close()
 		t.Errorf("%s still answers", url)

@@ -27,7 +27,8 @@ const (
 	Report      = "report.html" // `tfhive report`'s
 	SlurmJob    = "slurm.json"  // record.SlurmJob: a run --on slurm's job
 	// A detached `tfhive tensorboard`'s (of a run or a sweep): its keeper's
-	// pid and address, while it serves, and its lines.
+	// pid and address, while it serves, its lines, and its lock (held for
+	// its life: holder.go).
 	TensorBoard    = "tensorboard.json"
 	TensorBoardLog = "tensorboard.log"
 )

@@ -1,9 +1,13 @@
 package tensorboard
 
 import (
+	"crypto/rand"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +32,9 @@ const Command = `exec bash --norc -c 'IFS= read -r n && s=$(head -c "$n") && eva
 type Dir struct{ Name, Path string }
 
 // Input is what Command is sent: the script with its parameters, behind
-// its length. env is the hosts file's environment for the host.
-func Input(dirs []Dir, workdir, setup string, env map[string]string) string {
+// its length. env is the hosts file's environment for the host; secret
+// (NewSecret) the path TensorBoard serves under.
+func Input(dirs []Dir, workdir, setup string, env map[string]string, secret string) string {
 	if strings.TrimSpace(setup) == "" {
 		setup = ""
 	}
@@ -42,9 +47,41 @@ func Input(dirs []Dir, workdir, setup string, env map[string]string) string {
 		shscript.Set("tfhive_setup", setup),
 		shscript.Set("tfhive_setup_line", wording.FirstLine(strings.TrimSpace(setup))),
 		shscript.Set("tfhive_spec", Spec(dirs)),
+		shscript.Set("tfhive_secret", secret),
 	)
 	s := tensorboardSh.With(vars...)
 	return strconv.Itoa(len(s)) + "\n" + s
+}
+
+// NewSecret is the path prefix a TensorBoard serves under: 127.0.0.1 is
+// every local user's, and TensorBoard has no login of its own, so its
+// pages are only for whoever knows the prefix (128 random bits, hex).
+func NewSecret() string {
+	b := make([]byte, 16)
+	rand.Read(b) // never fails (crypto/rand's contract)
+	return hex.EncodeToString(b)
+}
+
+// Flags are TensorBoard's arguments for serving dirs on 127.0.0.1:port
+// under /secret, the secret read from flagfile (FlagFile) so that it is
+// not on the command line every local user can read.
+func Flags(dirs []Dir, port int, flagfile string) []string {
+	return []string{"--flagfile", flagfile, "--logdir_spec", Spec(dirs), "--host", "127.0.0.1", "--port", strconv.Itoa(port)}
+}
+
+// FlagFile writes --path_prefix=/secret in a new file only the user can
+// read (0600, in a fresh 0700 dir); remove removes both.
+func FlagFile(secret string) (path string, remove func(), err error) {
+	dir, err := os.MkdirTemp("", "tfhive-tensorboard-") // 0700
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "flags")
+	if err := os.WriteFile(path, []byte("--path_prefix=/"+secret+"\n"), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return path, func() { os.RemoveAll(dir) }, nil
 }
 
 // Spec is TensorBoard's --logdir_spec of dirs: NAME:DIR, comma-separated

@@ -3,11 +3,15 @@ package tensorboard
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -84,7 +88,9 @@ func TestScriptStopsTensorBoardOnStdinEnd(t *testing.T) {
 		t.Skip("no python3")
 	}
 	bin := t.TempDir()
-	fake := "#!/bin/sh\necho \"fake tensorboard $*\" >&2\nsleep 300 &\nwait\n"
+	// It says its arguments, then its flagfile's text and the modes of
+	// the file and its dir.
+	fake := "#!/bin/sh\necho \"fake tensorboard $* | $(cat \"$2\") $(stat -c %a \"$2\" \"${2%/*}\" | tr '\\n' ' ')\" >&2\nsleep 300 &\nwait\n"
 	if err := writeExec(bin+"/tensorboard", fake); err != nil {
 		t.Fatal(err)
 	}
@@ -96,18 +102,26 @@ func TestScriptStopsTensorBoardOnStdinEnd(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(in, Input([]Dir{{"r1", "/m"}}, "", "export PATH="+bin+":$PATH", map[string]string{"FROM_HOSTS": "x"}))
+	secret := NewSecret()
+	io.WriteString(in, Input([]Dir{{"r1", "/m"}}, "", "export PATH="+bin+":$PATH", map[string]string{"FROM_HOSTS": "x"}, secret))
 	buf := make([]byte, 256)
 	n, _ := out.Read(buf)
 	w, ok := ParseWord(strings.SplitN(string(buf[:n]), "\n", 2)[0])
 	if !ok || w.Port == 0 || w.PID == 0 {
 		t.Fatalf("the script said %q", buf[:n])
 	}
-	// The fake says its arguments before stdin ends: it was started.
+	// The fake says its arguments before stdin ends: it was started, with
+	// the secret path in a flagfile only the user can read, never on its
+	// command line (every local user reads that).
 	line, _ := bufio.NewReader(errp).ReadString('\n')
-	if !strings.Contains(line, "fake tensorboard --logdir_spec r1:/m --host 127.0.0.1 --port ") {
-		t.Errorf("tensorboard's arguments: %q", line)
+	args, flags, _ := strings.Cut(line, " | ")
+	if !strings.HasPrefix(args, "fake tensorboard --flagfile /") || !strings.Contains(args, " --logdir_spec r1:/m --host 127.0.0.1 --port ") || strings.Contains(args, secret) {
+		t.Errorf("tensorboard's arguments: %q", args)
 	}
+	if want := "--path_prefix=/" + secret + " 600 700 \n"; flags != want || len(secret) != 32 {
+		t.Errorf("tensorboard's flagfile and its modes: %q, want %q", flags, want)
+	}
+	flagfile := strings.Fields(args)[3]
 	in.Close()
 	rest, _ := io.ReadAll(out)
 	done := make(chan error, 1)
@@ -121,6 +135,9 @@ func TestScriptStopsTensorBoardOnStdinEnd(t *testing.T) {
 	if !strings.Contains(string(rest), "@@tfhive-tensorboard exit") {
 		t.Errorf("no exit said: %q", rest)
 	}
+	if _, err := os.Stat(filepath.Dir(flagfile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the flagfile's dir is left: %v", err)
+	}
 	// Its group is gone, the sleep it started too (once reaped: the
 	// sleep's parent was the fake).
 	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(-w.PID, 0) == nil; time.Sleep(20 * time.Millisecond) {
@@ -132,7 +149,7 @@ func TestScriptStopsTensorBoardOnStdinEnd(t *testing.T) {
 	for setup, want := range map[string]string{"": "no tensorboard on the PATH", "false": "setup failed: false"} {
 		cmd := exec.Command("sh", "-c", Command)
 		cmd.Env = []string{"PATH=/usr/bin:/bin"}
-		cmd.Stdin = strings.NewReader(Input([]Dir{{"r1", "/m"}}, "", setup, nil))
+		cmd.Stdin = strings.NewReader(Input([]Dir{{"r1", "/m"}}, "", setup, nil, "ab"))
 		got, _ := cmd.Output()
 		if !strings.Contains(string(got), "@@tfhive-tensorboard error "+want) {
 			t.Errorf("setup %q: %q", setup, got)
@@ -193,5 +210,31 @@ func TestForward(t *testing.T) {
 	}
 	if n := dials.Load(); n != 4 {
 		t.Errorf("%d dials for 4 connections (3 requests, 1 idle)", n)
+	}
+}
+
+// This machine's TensorBoard reads its secret from a 0600 file in a 0700
+// dir, and its arguments do not hold it; remove takes both away.
+func TestFlagFile(t *testing.T) {
+	secret := NewSecret()
+	if secret == NewSecret() || len(secret) != 32 {
+		t.Fatalf("secrets %q", secret)
+	}
+	path, remove, err := FlagFile(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	fi, _ := os.Stat(path)
+	di, _ := os.Stat(filepath.Dir(path))
+	if err != nil || string(data) != "--path_prefix=/"+secret+"\n" || fi.Mode().Perm() != 0o600 || di.Mode().Perm() != 0o700 {
+		t.Errorf("flagfile %q (%v), modes %v %v", data, err, fi.Mode(), di.Mode())
+	}
+	if args := strings.Join(Flags([]Dir{{"r", "/m"}}, 7, path), " "); strings.Contains(args, secret) || !strings.HasPrefix(args, "--flagfile "+path+" ") {
+		t.Errorf("arguments %q", args)
+	}
+	remove()
+	if _, err := os.Stat(filepath.Dir(path)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("left: %v", err)
 	}
 }

@@ -1,7 +1,10 @@
 # shellcheck shell=bash
 # `tfhive tensorboard` on the host that holds a run's model_dir: a real
 # TensorBoard, bound to 127.0.0.1 on a port chosen here (tensorboard has
-# no --port 0), for as long as tfhive's session lasts. It goes where a
+# no --port 0), for as long as tfhive's session lasts. Every user of the
+# host can reach 127.0.0.1, so TensorBoard serves under a secret path
+# (--path_prefix /SECRET; anything else is 404), given in a flagfile of
+# a 0700 dir rather than on its command line, which others can read. It goes where a
 # task goes (the workdir, after the setup snippet, with the hosts file's
 # environment), so that the tensorboard on a task's PATH is the one run.
 # It says, one line each on stdout:
@@ -18,7 +21,8 @@
 #   tfhive_setup       the setup snippet, or none
 #   tfhive_setup_line  its first line, to name it when it fails
 #   tfhive_spec        tensorboard's --logdir_spec: NAME:DIR,NAME:DIR
-: "${tfhive_workdir?}" "${tfhive_setup?}" "${tfhive_setup_line?}" "${tfhive_spec?}"
+#   tfhive_secret      the path prefix's secret: [0-9a-f]+
+: "${tfhive_workdir?}" "${tfhive_setup?}" "${tfhive_setup_line?}" "${tfhive_spec?}" "${tfhive_secret?}"
 tfhive_say() { printf '@@tfhive-tensorboard %s\n' "$*"; }
 if [ -n "$tfhive_workdir" ]; then
 	case $tfhive_workdir in
@@ -38,9 +42,14 @@ tfhive_python=$(command -v python3 2>/dev/null || command -v python 2>/dev/null)
 # moment later (another process taking it first makes TensorBoard fail,
 # and says so).
 tfhive_port=$("$tfhive_python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || { tfhive_say "error could not choose a port"; exit 0; }
+# The secret in a file only the user can read (mktemp -d makes it 0700;
+# printf is the shell's own, never a process whose argv shows it);
+# removed once TensorBoard has ended.
+tfhive_flags=$(mktemp -d 2>/dev/null) || { tfhive_say "error could not make a temporary dir"; exit 0; }
+(umask 077 && printf -- '--path_prefix=/%s\n' "$tfhive_secret" >"$tfhive_flags/flags") || { rm -rf "$tfhive_flags"; tfhive_say "error could not write TensorBoard's flagfile"; exit 0; }
 # Its own process group (setsid), which the stop below ends whole: the
 # data server TensorBoard may start goes with it.
-setsid tensorboard --logdir_spec "$tfhive_spec" --host 127.0.0.1 --port "$tfhive_port" </dev/null >&2 &
+setsid tensorboard --flagfile "$tfhive_flags/flags" --logdir_spec "$tfhive_spec" --host 127.0.0.1 --port "$tfhive_port" </dev/null >&2 &
 tfhive_pid=$!
 tfhive_say "port=$tfhive_port pid=$tfhive_pid"
 # Until stdin ends; then TERM, and KILL after 5 s if it is still there.
@@ -61,4 +70,5 @@ exec 3<&0
 exec 3<&-
 wait "$tfhive_pid"
 tfhive_rc=$?
+rm -rf "$tfhive_flags"
 tfhive_say "exit $tfhive_rc"
