@@ -3,7 +3,6 @@ package hostops
 import (
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -177,21 +176,9 @@ func keptState(r heldRun, kept *inventory.KeptRuns, ended map[string]bool) (stri
 // shortest of their stretches; "" otherwise. As keptState, only for the
 // user's own run.
 func keptIdle(r heldRun, kept *inventory.KeptRuns) string {
-	if r.RunID == "" || kept == nil || r.uid != kept.UID || kept.Now == 0 {
+	d, ok := kept.IdleFor(r.uid, r.RunID, r.Tasks)
+	if !ok {
 		return ""
 	}
-	var since int64
-	for _, t := range kept.Tasks {
-		if t.RunID != r.RunID || t.Ended || !slices.Contains(r.Tasks, t.Task) {
-			continue
-		}
-		if t.IdleSince == 0 {
-			return ""
-		}
-		since = max(since, t.IdleSince)
-	}
-	if since == 0 {
-		return ""
-	}
-	return "idle " + view.ShortDuration(time.Duration(max(kept.Now-since, 0))*time.Second)
+	return "idle " + view.ShortDuration(d)
 }
