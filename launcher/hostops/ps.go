@@ -37,6 +37,7 @@ func Runs(inv inventory.Inventory) []view.RunOnHost {
 			if c.Task != "" && !slices.Contains(r.Tasks, c.Task) {
 				r.Tasks = append(r.Tasks, c.Task)
 			}
+			r.Requeued = max(r.Requeued, c.Requeued)
 			if c.PID > 0 && !slices.Contains(r.Holders, c.PID) {
 				r.Holders = append(r.Holders, c.PID)
 			}
