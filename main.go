@@ -15,6 +15,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/cli"
 	"github.com/tfhive/tfhive/launcher/commands"
 	"github.com/tfhive/tfhive/launcher/lifecycle"
+	"github.com/tfhive/tfhive/launcher/profiling"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/hosts"
 	"github.com/tfhive/tfhive/schedule"
@@ -26,6 +27,8 @@ func main() {
 
 // Main runs tfhive with injectable streams and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	stop := profiling.Start(stderr)
+	defer stop()
 	return report(stderr, cli.Run(args, stdin, stdout, stderr))
 }
 

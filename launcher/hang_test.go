@@ -15,6 +15,20 @@ import (
 	"github.com/tfhive/tfhive/schedule/scheduletest"
 )
 
+// pollFor bounds pollUntil: a regression fails the test, not -timeout.
+const pollFor = 20 * time.Second
+
+// pollUntil checks ok every 10 ms until it holds (true) or pollFor has
+// passed (false). The caller fails the test from its own goroutine.
+func pollUntil(ok func() bool) bool {
+	for deadline := time.Now().Add(pollFor); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
 var secretRE = regexp.MustCompile(`tfhive_secret='?([A-Za-z0-9]+)`)
 
 // stacksHost answers the stacks script as a host running task id would
@@ -53,25 +67,46 @@ func TestHangWarnsOncePerSilence(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		<-first
+		// Whatever fails, the run is ended (worker:0 let go first), so
+		// that the test fails rather than waits for -timeout.
+		spoke := false
+		defer func() {
+			if !spoke {
+				close(speak)
+			}
+			cancel()
+		}()
+		select {
+		case <-first:
+		case <-time.After(pollFor):
+			t.Errorf("no warning in %s", pollFor)
+			return
+		}
 		// The warning said, nothing more is taken until a task is heard:
 		// not in the next 50 heartbeats (10 ms apart), two of the
 		// watcher's ticks (250 ms) at least.
 		p := f.proc("worker:1")
 		beats := func() int { return strings.Count(strings.Join(p.sawLines(), ","), "h") }
-		for from := beats(); beats() < from+50; {
-			time.Sleep(10 * time.Millisecond)
+		from := beats()
+		if !pollUntil(func() bool { return beats() >= from+50 }) {
+			t.Errorf("no 50 heartbeats in %s", pollFor)
+			return
 		}
 		if n := calls[0].Load(); n != 1 {
 			t.Errorf("%d takings on h1 before the task spoke again, want 1", n)
 		}
 		second := f.console.seen("step 2")
 		close(speak)
-		<-second
-		for strings.Count(f.console.String(), "looks hung") < 2 {
-			time.Sleep(10 * time.Millisecond)
+		spoke = true
+		select {
+		case <-second:
+		case <-time.After(pollFor):
+			t.Errorf("no step 2 on the console in %s", pollFor)
+			return
 		}
-		cancel()
+		if !pollUntil(func() bool { return strings.Count(f.console.String(), "looks hung") >= 2 }) {
+			t.Errorf("no second warning in %s after the task spoke again:\n%s", pollFor, f.console.String())
+		}
 	}()
 	sum, console := f.mustRun(ctx)
 	if sum.Result != record.ResultInterrupted {

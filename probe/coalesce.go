@@ -21,9 +21,16 @@ import (
 // its result, as a copy of its own (Fleet.adopt).
 //
 // The probes run on a fleet of the Coalescer's own (one per set of hosts
-// and probe options), dialling as the first fleet that asked does: the
-// fleets sharing a Coalescer should share their connections (Shared).
+// and probe options), dialling with NewDial's Dial, else as the first
+// fleet that asked does: the fleets sharing a Coalescer should share
+// their connections (Shared).
 type Coalescer struct {
+	// NewDial, when set, gives each of the Coalescer's own fleets a Dial
+	// of its own (Shared.Dialer) instead of the first asking fleet's: a
+	// Shared's Dialer belongs to one fleet, and that fleet's own first
+	// dial after the Coalescer's would count as a redial.
+	NewDial func() Dialer
+
 	mu     sync.Mutex
 	lines  map[string]*probeLine
 	fleets map[string]*Fleet
@@ -70,6 +77,9 @@ func (c *Coalescer) probe(ctx context.Context, f *Fleet) (inventory.Inventory, e
 		// Its own probes keep no session, show no progress, and warn
 		// through the fleets that adopt them (each says it once).
 		o.Then, o.Progress, o.Coalesce, o.SSH.Warn = "", nil, nil, nil
+		if c.NewDial != nil {
+			o.Dial = c.NewDial()
+		}
 		pf = NewFleet(f.Hosts, o)
 		c.fleets[key] = pf
 	}

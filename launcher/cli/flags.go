@@ -31,7 +31,7 @@ func (w wiring) streams(c *cli.Context) commands.Streams {
 func (w wiring) status(c *cli.Context) (commands.StatusOptions, error) {
 	return commands.StatusOptions{
 		Streams: w.streams(c), Hosts: hostOptions(c), Availability: availability(c),
-		JSON: c.Bool("json"), Watch: c.Duration("watch"),
+		JSON: c.Bool("json"), Watch: c.Duration("watch"), Slurm: slurmOptions(c),
 	}, noArgs(c)
 }
 
@@ -103,6 +103,7 @@ func (w wiring) run(c *cli.Context) (commands.RunOptions, error) {
 		StopSignal: c.String("stop-signal"), Requeue: c.Bool("requeue"), RequeueSet: c.IsSet("requeue"), RequeueOn: c.String("requeue-on"),
 		HangAfter: c.Duration("hang-after"), OnHang: c.String("on-hang"), HangNative: c.Bool("hang-native"),
 	}
+	o.Slurm = slurmOptions(c)
 	return o, torchrunFlags(c, &o.Job)
 }
 
@@ -171,7 +172,7 @@ func (w wiring) ps(c *cli.Context) (commands.PsOptions, error) {
 }
 
 func (w wiring) queue(c *cli.Context) (commands.QueueOptions, error) {
-	return commands.QueueOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json")}, noArgs(c)
+	return commands.QueueOptions{Streams: w.Streams, Hosts: hostOptions(c), JSON: c.Bool("json"), Slurm: slurmOptions(c)}, noArgs(c)
 }
 
 func (w wiring) runs(c *cli.Context) (commands.RunsOptions, error) {

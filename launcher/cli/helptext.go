@@ -27,9 +27,10 @@ const (
 	catRun       = "run control"
 	catOutput    = "output"
 	catHosts     = "hosts and SSH"
+	catSlurm     = "slurm (--on slurm)"
 )
 
-var categoryOrder = []string{catJob, catPlacement, catRun, catOutput, catHosts}
+var categoryOrder = []string{catJob, catPlacement, catRun, catOutput, catSlurm, catHosts}
 
 // flagColumn bounds the column of a flag's names: an entry wider than it
 // has its description on the lines below.

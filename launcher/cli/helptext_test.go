@@ -59,7 +59,7 @@ func TestRunHelpGroups(t *testing.T) {
 			headings = append(headings, line)
 		}
 	}
-	want := "NAME: USAGE: JOB: PLACEMENT: RUN CONTROL: OUTPUT: HOSTS AND SSH: OPTIONS:"
+	want := "NAME: USAGE: JOB: PLACEMENT: RUN CONTROL: OUTPUT: SLURM (--ON SLURM): HOSTS AND SSH: OPTIONS:"
 	if got := strings.Join(headings, " "); got != want {
 		t.Errorf("run --help's headings: %s\nwant %s", got, want)
 	}

@@ -187,6 +187,9 @@ func Attach(ctx context.Context, o FollowOptions) error {
 				return adoptSweep(ctx, o, rec)
 			}
 		}
+		if handled, err := adoptSlurm(ctx, o); handled {
+			return err
+		}
 		return adopt(ctx, o)
 	}
 	if len(o.Capture) > 0 || o.CaptureFrom != "" {

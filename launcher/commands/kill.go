@@ -34,6 +34,9 @@ func Kill(ctx context.Context, o KillOptions) error {
 	if err := checkRunID("", o.RunID); err != nil {
 		return err
 	}
+	if handled, err := killSlurm(ctx, o); handled {
+		return err
+	}
 	// A sweep of this log root: its tfhive is asked to stop its trials and
 	// start no more (stopSweep); then whatever of its trials still holds
 	// GPUs on the hosts is stopped from here, as a run is.

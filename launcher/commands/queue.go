@@ -17,6 +17,8 @@ type QueueOptions struct {
 	Streams
 	Hosts HostOptions
 	JSON  bool
+	// Slurm is --on slurm's: the user's pending jobs there instead.
+	Slurm SlurmOptions
 }
 
 // queueEntry is a row of `tfhive queue --json`.
@@ -29,6 +31,9 @@ type queueEntry struct {
 // Queue lists the runs waiting for GPUs on the hosts, in the order every
 // waiter computes, and why each cannot start yet.
 func Queue(ctx context.Context, o QueueOptions) error {
+	if o.Slurm.On != "" {
+		return slurmQueue(ctx, o)
+	}
 	fleet, err := openFleet(o.Hosts, o.Stderr, probeGPUs)
 	if err != nil {
 		return err

@@ -36,6 +36,9 @@ type runInput struct {
 // run or, under --wait, there were not enough GPUs, and relaunches after
 // a lost host). A run that did not succeed is a *RunFailedError.
 func Run(ctx context.Context, o RunOptions) error {
+	if o.Slurm.On != "" {
+		return runOnSlurm(ctx, o)
+	}
 	_, err := run(ctx, o, runAs{})
 	return err
 }

@@ -80,6 +80,9 @@ type RunOptions struct {
 	// secret (a rerun notifies as its own --notify, or the hosts file,
 	// says).
 	Notify []string `json:"-"`
+	// Slurm is --on slurm's: the job goes to a Slurm cluster (slurm.go).
+	// Such a run leaves no repro.json: rerun is for runs on hosts.
+	Slurm SlurmOptions `json:"-"`
 	// Signals routes SIGINT/SIGTERM to the launcher while tasks run; nil,
 	// none do.
 	Signals *job.Signals `json:"-"`

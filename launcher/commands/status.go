@@ -24,10 +24,16 @@ type StatusOptions struct {
 	// Watch, when not 0, redraws the status at that interval, over the
 	// same connections, until ctx ends.
 	Watch time.Duration
+	// Slurm is --on slurm's: a Slurm cluster's partitions instead of the
+	// hosts (slurmstatus.go).
+	Slurm SlurmOptions
 }
 
 // Status probes the hosts and prints every GPU.
 func Status(ctx context.Context, o StatusOptions) error {
+	if o.Slurm.On != "" {
+		return slurmStatus(ctx, o)
+	}
 	// Every host's probe output and SSH buffers are live at once, the
 	// garbage of parsing them comes in one burst: at the default 100 the
 	// heap peaks at twice what is live (256 answering hosts: 112 MiB of

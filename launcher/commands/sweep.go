@@ -77,6 +77,9 @@ type trialHooks struct {
 
 // Sweep runs the sweep, or, with --detach, starts a keeper that does.
 func Sweep(ctx context.Context, o SweepOptions) error {
+	if o.Run.Slurm.On != "" {
+		return slurmSweep(ctx, o)
+	}
 	kept := keeper.Mode()
 	rec, err := o.validate(kept)
 	if err != nil {

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -69,8 +71,26 @@ func TestBenchSweep(t *testing.T) {
 		`; echo "end $(hostname) $CUDA_VISIBLE_DEVICES $(date +%s%N)" >> ` + events
 	args := fleetArgs(f, "sweep", "--name", "bench", "--param", "i="+strings.Join(values, ","), "--workers", "1",
 		"--sample", "0", "--json", "--", "sh", "-c", cmd+" # {i}")
-	r := tfhive(t, f.Env(), f.Dir, args...)
+	env := f.Env()
+	if dir := os.Getenv("TFHIVE_BENCH_PROFILE"); dir != "" {
+		// tfhive's own profiles (profile.go), for the breakdown.
+		env = append(env, "TFHIVE_PROFILE="+dir)
+	}
+	cpu0 := machineCPU()
+	r := tfhive(t, env, f.Dir, args...)
+	// The machine's CPU over the sweep (hosts, sshd, tfhive, and whatever
+	// else runs here): spread on its CPUs, the floor it sets on the wall.
+	cpu := machineCPU() - cpu0
+	floor := cpu / time.Duration(runtime.NumCPU())
 	wantCode(t, r, 0)
+	if dir := os.Getenv("TFHIVE_BENCH_PROFILE"); dir != "" {
+		// The trials' consoles and timelines beside the profiles.
+		exec.Command("cp", "-r", filepath.Join(f.Dir, "tfhive-runs"), dir).Run()
+	}
+	sessions, conns := 0, 0
+	for _, h := range f.Hosts {
+		sessions, conns = sessions+h.Sessions(), conns+h.Connections()
+	}
 	var doc struct {
 		Trials []struct {
 			Duration time.Duration `json:"duration_ns"`
@@ -132,6 +152,7 @@ func TestBenchSweep(t *testing.T) {
 	slices.Sort(gaps)
 	med, p95, worst := medianDur(gaps), gaps[(len(gaps)*95+99)/100-1], gaps[len(gaps)-1]
 	ideal := sum / time.Duration(gpus)
+	taskIdeal := task * time.Duration((trials+gpus-1)/gpus)
 	limit := time.Second + 3*rtt
 	over := len(gaps) - sort.Search(len(gaps), func(i int) bool { return gaps[i] > limit })
 	fmt.Printf("\n## sweep\n\n%d one-GPU trials (`%s` each) on %d hosts × %d GPUs (RTT %s): %d hand-overs.\n\n"+
@@ -139,9 +160,16 @@ func TestBenchSweep(t *testing.T) {
 		"| hand-over, GPU free → next trial's task: median, p95, worst | %s, %s, %s |\n"+
 		"| hand-overs over the target (%s) | %d of %d |\n"+
 		"| trials a GPU ran, fewest–most | %d–%d |\n| first task on the first GPU → on the last GPU | %s |\n"+
-		"| sweep's wall time (tfhive sweep) | %s |\n| ideal: sum of trials' durations / GPUs | %s |\n| wall / ideal | %.2f× |\n",
+		"| sweep's wall time (tfhive sweep) | %s |\n| ideal: sum of trials' durations / GPUs | %s |\n| wall / ideal | %.2f× |\n"+
+		"| SSH sessions the hosts' sshd started, per trial | %.2f (%d) |\n"+
+		"| SSH connections the hosts' sshd accepted | %d (%d hosts) |\n"+
+		"| the tasks' own ideal: %s × ⌈trials / GPUs⌉ | %s; wall / it %.2f× |\n"+
+		"| machine CPU over the sweep (%d CPUs): floor = CPU / CPUs | %s; floor %s; wall / max(floor, tasks' ideal) %.2f× |\n",
 		trials, "sleep "+task.String(), hosts, perHost, rtt, len(gaps), len(spans), gpus, ms(med), ms(p95), ms(worst),
-		ms(limit), over, len(gaps), fewest, most, ms(time.Duration(slices.Max(firstOn)-slices.Min(firstOn))), ms(r.elapsed), ms(ideal), float64(r.elapsed)/float64(ideal))
+		ms(limit), over, len(gaps), fewest, most, ms(time.Duration(slices.Max(firstOn)-slices.Min(firstOn))), ms(r.elapsed), ms(ideal), float64(r.elapsed)/float64(ideal),
+		float64(sessions)/float64(trials), sessions, conns, hosts,
+		task, ms(taskIdeal), float64(r.elapsed)/float64(taskIdeal),
+		runtime.NumCPU(), ms(cpu), ms(floor), float64(r.elapsed)/float64(max(floor, taskIdeal)))
 	v := "met"
 	if worst > limit {
 		v = "**missed**"

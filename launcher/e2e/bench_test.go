@@ -32,7 +32,7 @@ import (
 //	TFHIVE_BENCH_STREAM_MB       streaming volume, 200
 //	TFHIVE_BENCH_TASKS_PER_HOST  tasks per host for the footprint, 8
 //	TFHIVE_BENCH_SYNC_MB         size of the --sync tree, 100 (sent to 8 hosts, or all when fewer)
-//	TFHIVE_BENCH_ONLY            comma-separated sections to run (probe,launch,teardown,stream,footprint,sync,
+//	TFHIVE_BENCH_ONLY            comma-separated sections to run (probe,launch,start,teardown,stream,footprint,sync,
 //	                             reconnect,detach,slowlogin,answering, and queue for TestBenchQueue); all by default
 //	TFHIVE_BENCH_SLOW_HOSTS      host counts of the slow-login section, "8,32" (hosts of their own)
 //	TFHIVE_BENCH_SLOW_TASKS      tasks per host there, "1,8" (the first is the baseline)
@@ -109,6 +109,9 @@ func TestBench(t *testing.T) {
 	}
 	if want("launch") {
 		b.launch()
+	}
+	if want("start") {
+		b.start()
 	}
 	if want("teardown") {
 		b.teardown()
@@ -547,6 +550,55 @@ func (b *bench) launch() {
 		}
 		b.printf("| %d | %s | %s | %.2f× | %s / %s | %s / %s |\n", n, ms(rn), ms(st), ratio(rn, st),
 			ms(medianCPU(res[0])), ms(medianCPU(res[1])), ms(medianClient(res[0])), ms(medianClient(res[1])))
+	}
+}
+
+// start: from tfhive run's start to every task's first line, beside
+// tfhive status (the logins and one probe) in the same run. Each worker
+// prints the time as its very first act (exec date).
+func (b *bench) start() {
+	b.printf("\n## start: `tfhive run` → every task's first line\n\n")
+	b.printf("Each worker runs `exec date +%%s%%N`; measured from tfhive's start to the latest printed time, beside `tfhive status` (logins and a probe) alternated with it.\n\n")
+	b.printf("| hosts | start | tfhive status | start − status | in RTT | target: ≤ status + 3 RTT |\n|---:|---:|---:|---:|---:|---|\n")
+	for _, n := range b.hosts {
+		hosts := b.hostsFile(n)
+		res := b.race(
+			contender{"tfhive run", func() measured {
+				args, logDir := b.runArgs(n, "--workers", itoa(n), "--", "sh", "-c", "exec date +%s%N")
+				m := b.execute("tfhive run", nil, false, args...)
+				b.wantSucceeded("start run", logDir, n)
+				var last int64
+				for i := range n {
+					data, err := os.ReadFile(filepath.Join(logDir, fmt.Sprintf("worker-%d.log", i)))
+					if err != nil {
+						b.t.Fatal(err)
+					}
+					ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+					if err != nil {
+						b.t.Fatalf("worker-%d.log: %q", i, data)
+					}
+					last = max(last, ns)
+				}
+				// The start stands in for elapsed from here on.
+				m.elapsed = time.Unix(0, last).Sub(m.end.Add(-m.elapsed))
+				return m
+			}},
+			contender{"tfhive status", func() measured {
+				return b.execute("tfhive status", nil, false, tfhiveBin, "status", "--hosts", hosts, "--ssh-config", b.fleet.SSHConfig)
+			}},
+		)
+		sn, st := medianElapsed(res[0]), medianElapsed(res[1])
+		beyond, rtts, v := sn-st, "", "met"
+		if b.rtt > 0 {
+			rtts = fmt.Sprintf("%.1f", float64(beyond)/float64(b.rtt))
+		}
+		switch {
+		case b.rtt == 0:
+			v = "not judged at RTT 0"
+		case beyond > 3*b.rtt:
+			v = "**missed**"
+		}
+		b.printf("| %d | %s | %s | %s | %s | %s |\n", n, ms(sn), ms(st), ms(beyond), rtts, v)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,7 +56,8 @@ func ledgerOf(t *testing.T, h *sshtest.Host) string {
 
 // A task that holds its GPU at 0% under a 2 s / 4 s policy is warned
 // about on the console, then its host stops it: the run ends
-// idle-stopped, exit 6, saying why, with both events in events.csv and
+// idle-stopped, exit 6, saying why (the task got the run's
+// --stop-signal, SIGINT), with both events in events.csv and
 // the attempt in the host's ledger. A run with a GPU on each of two
 // hosts under the same policy, one idle, one busy, runs past the stop
 // time to its end: a run is idle only when all its GPUs are (its keeper
@@ -64,29 +66,30 @@ func ledgerOf(t *testing.T, h *sshtest.Host) string {
 func TestIdleStopOnTheHost(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	idle, busy := idleHost(t, "i1", "0 100"), idleFleet(t, idlePolicy, "m1", "0 100", "m2", "90 1000")
-	task := `echo ready; i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; echo done`
-	args, logDir := runArgs(t, idle, "--workers", "1", "--gpus-per-worker", "1", "--", "sh", "-c", task)
-	started := time.Now()
+	task := `trap 'echo got-int; exit 1' INT; echo ready; i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; echo done`
+	// The idle stop is a stop like the others: --stop-signal's.
+	args, logDir := runArgs(t, idle, "--stop-signal", "SIGINT", "--workers", "1", "--gpus-per-worker", "1", "--", "sh", "-c", task)
 	ir := startTfhive(t, idle, readStdout, args...)
 	// The same in a session of its own (--reconnect 0: no run directory
 	// on the host, the warning on the supervisor's own stderr), beside it
 	// on i1's other GPU.
 	pargs, _ := runArgs(t, idle, "--reconnect", "0", "--workers", "1", "--gpus-per-worker", "1", "--", "sh", "-c", task)
 	pr := startTfhive(t, idle, readStdout, pargs...)
-	bargs, blogDir := runArgs(t, busy, "--workers", "2", "--gpus-per-worker", "1", "--strategy", "spread", "--", "sh", "-c", `sleep 7; echo done`)
+	// The half-busy run's tasks end when the test opens their gate: once
+	// m1's host has seen its GPU idle for longer than the stop time.
+	gate := filepath.Join(t.TempDir(), "gate")
+	bargs, blogDir := runArgs(t, busy, "--name", "half-busy", "--workers", "2", "--gpus-per-worker", "1", "--strategy", "spread",
+		"--", "sh", "-c", `while [ ! -e `+gate+` ]; do sleep 0.05; done; echo done`)
 	br := startTfhive(t, busy, readStdout, bargs...)
 	ir.readAll()
 	ir.Wait()
 	if code := ir.ProcessState.ExitCode(); code != 6 {
 		t.Fatalf("the idle run: exit %d, want 6\n%s%s", code, ir.read.String(), ir.other.String())
 	}
-	if took := time.Since(started); took > 9*time.Second {
-		t.Errorf("the idle run took %s to be stopped: want 4 s idle and its sampling", took)
-	}
 	out := ir.read.String()
 	wantContains(t, "the idle run's console", out, "tfhive: warning: worker:0 on i1: GPUs idle (at or under 5%) for 2",
 		"the run is stopped once they are idle for 4s (the host's idle policy (", "idle-stopped",
-		"task worker:0 on i1 was stopped: its GPUs were idle (at or under 5%) for 4")
+		"task worker:0 on i1 was stopped: its GPUs were idle (at or under 5%) for 4", "got-int")
 	if strings.Contains(out, "] done") {
 		t.Errorf("the idle task ran to its end:\n%s", out)
 	}
@@ -111,6 +114,20 @@ func TestIdleStopOnTheHost(t *testing.T) {
 	wantContains(t, "the --reconnect 0 run's console", pr.read.String(), "tfhive: warning: worker:0 on i1: GPUs idle (at or under 5%) for 2",
 		"task worker:0 on i1 was stopped: its GPUs were idle (at or under 5%) for 4")
 
+	// m1's NAME.idle holds the start of its idle stretch (idle-watch.sh):
+	// idle for the stop time and two seconds more (eight samples), and
+	// still running, it was held, not stopped.
+	waitFor(t, 30*time.Second, "m1's GPU idle past the stop time", func() bool {
+		files, _ := filepath.Glob(filepath.Join(hostRunDir(busy.Host("m1"), "half-busy"), "*.idle"))
+		for _, p := range files {
+			b, _ := os.ReadFile(p)
+			if since, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && time.Now().Unix()-since >= 6 {
+				return true
+			}
+		}
+		return false
+	})
+	openGate(t, gate)
 	br.readAll()
 	if err := br.Wait(); err != nil {
 		t.Fatalf("the busy run: %v\n%s%s", err, br.read.String(), br.other.String())

@@ -99,6 +99,13 @@ func TestSweepGrid(t *testing.T) {
 	if n := mostAtOnce(evs); n != 4 {
 		t.Errorf("%d trials at once, want 4", n)
 	}
+	// The trials share one connection per host (a Dialer per fleet): a
+	// connection per trial made the burst's starts one at a time.
+	for _, h := range f.Hosts {
+		if n := h.Connections(); n != 1 {
+			t.Errorf("host %s accepted %d SSH connections for 6 trials, want 1", h.Name, n)
+		}
+	}
 	// The trials started together plan apart (the sweep's book): none
 	// loses a claim to a sibling and retries.
 	for i := 1; i <= 6; i++ {

@@ -66,6 +66,8 @@ type Summary struct {
 	// (RunMetrics); both absent without --capture.
 	Captures map[string]string `json:"captures,omitempty"`
 	Metrics  map[string]string `json:"metrics,omitempty"`
+	// Slurm is the job of a run on a Slurm cluster (--on slurm).
+	Slurm *SlurmJob `json:"slurm,omitempty"`
 }
 
 // TaskResult is one task's fate.

@@ -25,6 +25,7 @@ const (
 	LiveMetrics = "metrics.json" // --capture's latest values, while the run goes on
 	GPUUsage    = "gpu-usage.csv"
 	Report      = "report.html" // `tfhive report`'s
+	SlurmJob    = "slurm.json"  // record.SlurmJob: a run --on slurm's job
 	// A detached `tfhive tensorboard`'s (of a run or a sweep): its keeper's
 	// pid and address, while it serves, and its lines.
 	TensorBoard    = "tensorboard.json"

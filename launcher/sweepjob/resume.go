@@ -63,7 +63,7 @@ func (r *sweepRun) probeFleet(ctx context.Context, todo []int) (resumed resumeTr
 	if len(todo) == 0 || !(s.MaxParallel == 0 || s.AdoptOnly || slices.ContainsFunc(todo, func(i int) bool { return hasLogDir(rec.Trials[i].ID) })) {
 		return resumed, 0, closeFleet, nil
 	}
-	f := probe.NewFleet(s.Hosts, r.opts)
+	f := probe.NewFleet(s.Hosts, r.fleetOpts())
 	closeFleet = f.Close
 	inv, err := r.hooks.Probe(ctx, f)
 	if err != nil {
@@ -216,7 +216,7 @@ func (r *sweepRun) adoptTrial(ctx context.Context, t record.SweepTrial, found []
 	// A fleet of its own, over the sweep's shared connections, as each
 	// trial has: a redial of one trial's host replaces that trial's
 	// connection only.
-	fleet := probe.NewFleet(r.spec.Hosts, r.opts)
+	fleet := probe.NewFleet(r.spec.Hosts, r.fleetOpts())
 	defer fleet.Close()
 	lo.Hosts, lo.Execs = map[string]inventory.Host{}, map[string]remote.Executor{}
 	for _, h := range r.spec.Hosts {

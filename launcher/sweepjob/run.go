@@ -267,7 +267,7 @@ func (r *sweepRun) trial(ctx context.Context, t record.SweepTrial, sigs *job.Sig
 	defer console.Close()
 	w := &serialWriter{w: console}
 	sum, err := r.hooks.Trial(ctx, Trial{SweepTrial: t, Command: sweep.Command(r.rec.Command, t.Params), Env: sweep.Env(t),
-		Console: w, Dial: r.opts.Dial, Coalesce: r.probes, Book: r.book, Signals: sigs, Started: started})
+		Console: w, Dial: r.fleetOpts().Dial, Coalesce: r.probes, Book: r.book, Signals: sigs, Started: started})
 	if sum == nil {
 		fmt.Fprintf(w, "tfhive: error: %v\n", err)
 		return nil, err

@@ -132,12 +132,25 @@ func Run(ctx context.Context, s Spec, h Hooks) error {
 	// The trials share their probes: each joins the next probe of the
 	// hosts, instead of all probing every host at once.
 	r.probes = probe.NewCoalescer()
+	r.probes.NewDial = r.shared.Dialer
 	defer r.probes.Close()
 	// The trials plan apart: none picks a GPU that a sibling has planned.
 	r.book = sweep.NewBook()
 	r.opts = s.Probe
-	r.opts.Dial = r.shared.Dialer()
 	return r.run(ctx)
+}
+
+// fleetOpts are the options of one more fleet over the sweep's shared
+// connections: a Dialer of its own. A Dialer tells a fleet's first dial
+// of a host from its redial (a suspect link, replaced for everyone); one
+// Dialer shared by all fleets took every trial's first dial for a redial:
+// a new SSH connection per trial and host, each a handshake made while
+// the host's other dials waited (the burst's serialised starts,
+// launcher/help/performance.md).
+func (r *sweepRun) fleetOpts() probe.Options {
+	o := r.opts
+	o.Dial = r.shared.Dialer()
+	return o
 }
 
 // openConsole: a foreground sweep's lines go to its console.log too

@@ -38,3 +38,10 @@ func (h *Host) Sessions() int {
 	data, _ := os.ReadFile(filepath.Join(h.Dir, "sshd.log"))
 	return strings.Count(string(data), "Starting session: ")
 }
+
+// Connections counts the SSH connections sshd has accepted on this host
+// (each a handshake and a login), from its log.
+func (h *Host) Connections() int {
+	data, _ := os.ReadFile(filepath.Join(h.Dir, "sshd.log"))
+	return strings.Count(string(data), "Accepted publickey for ")
+}

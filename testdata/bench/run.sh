@@ -25,7 +25,7 @@
 #   TFHIVE_BENCH_SWEEP_TRIALS=128 (2 a GPU: each GPU hands over; 64 trials on 64 GPUs would all
 #                                 start at once; TFHIVE_BENCH_SWEEP_HOSTS=4 with TRIALS=64 is the
 #                                 issue's 64 trials with a hand-over on every GPU)
-#   TFHIVE_BENCH_ONLY=probe,launch,teardown,stream,footprint,sync,reconnect,detach,slowlogin,answering,queue,sweep
+#   TFHIVE_BENCH_ONLY=probe,launch,start,teardown,stream,footprint,sync,reconnect,detach,slowlogin,answering,queue,sweep
 #   TFHIVE_BENCH_TFHIVE=BIN       measure that tfhive binary instead of this tree's
 #                                 (before/after: go build -o /tmp/old . on the old commit)
 #   TFHIVE_BENCH_FLEET=FILE       start the fleet and keep it up until FILE is

@@ -16,11 +16,14 @@
 # stretch's start (epoch seconds) into NAME.idle of the run's directory
 # too, empty once busy, for a keeper that comes later and for ps.
 # Once idle for STOP, it prints "stopped TENTHS" on its stdout, for the
-# supervisor, and stops the task: SIGTERM, SIGKILL after the run's
-# grace; unless tfhive said within its link's timeout that GPUs of the
-# run on another host are busy ("b": a run is idle only when all its
-# GPUs are; a run whose keeper is gone has each host decide alone). On SIGTERM (the attempt has ended) it prints "idle TENTHS", the
-# attempt's idle time in all, and ends: the usage ledger's (ledger.sh).
+# supervisor, and stops the task as every stop does: the run's stop
+# signal (--stop-signal), the deadline file written, SIGKILL once the
+# run's grace is over by the clock; unless tfhive said within its
+# link's timeout that GPUs of the run on another host are busy ("b": a
+# run is idle only when all its GPUs are; a run whose keeper is gone has
+# each host decide alone). On SIGTERM (the attempt has ended) it prints
+# "idle TENTHS", the attempt's idle time in all, and ends: the usage
+# ledger's (ledger.sh).
 #
 # Parameters, set by tfhive ahead of this text:
 #   tfhive_idle      "BELOW WARN STOP EVERY": percent, then tenths of a
@@ -91,13 +94,18 @@ tfhive_idle_watch() {
 		d=$((tfhive_now - since))
 		if [ "$stop" != 0 ] && [ "$d" -ge "$stop" ] && [ $((tfhive_now - held)) -gt $((tfhive_hb_timeout * 10)) ]; then
 			printf 'stopped %s\n' "$d"
-			tfhive_signal TERM
-			n=0
-			while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$n" -lt "$tfhive_grace" ]; do
+			# Stopped as every stop is (supervisor-run.sh's
+			# tfhive_stopping): the run's stop signal, the deadline
+			# written first. The grace is a deadline on the clock, not
+			# a count of reads: a read on 12 returns at once for each
+			# "b" still coming.
+			tfhive_stopping
+			tfhive_tenths
+			d=$((tfhive_now + tfhive_grace))
+			while kill -0 -"$tfhive_pid" 2>/dev/null && tfhive_tenths && [ "$tfhive_now" -lt "$d" ]; do
 				read -r -t 0.1 -u 12 _
-				n=$((n + 1))
 			done
-			tfhive_signal KILL
+			tfhive_kill
 			break
 		fi
 		if [ "$warn" != 0 ] && [ "$d" -ge "$warn" ] && [ -z "$warned" ]; then

@@ -160,7 +160,7 @@ tfhive_preempt_watch() {
 			read -r -t 0.1 -u 9 _
 			n=$((n + 1))
 		done
-		tfhive_signal KILL
+		tfhive_kill
 		return 0
 	done
 }

@@ -75,8 +75,9 @@
 # file says "-" for the loggers, and the attempt under way, for
 # find-run.sh).
 #
-# A group kill falls back to the pid: right after & the child may not
-# have called setsid yet. Variables are prefixed tfhive_ so as not to meet
+# The stop signal falls back to the pid: right after & the child may not
+# have called setsid yet; the SIGKILL after a grace does not
+# (tfhive_kill). Variables are prefixed tfhive_ so as not to meet
 # the user's.
 #
 # Parameters, set by tfhive ahead of this text, with the task's
@@ -167,17 +168,34 @@ command -v setsid >/dev/null 2>&1 || { echo 'tfhive: setsid not found on this ho
 tfhive_signal() {
 	kill -"$1" -"$tfhive_pid" 2>/dev/null || kill -"$1" "$tfhive_pid" 2>/dev/null
 }
+# tfhive_kill is the SIGKILL that ends a grace (the timers', a second
+# SIGTERM's): the task's group only, with no fallback to the pid. The
+# task runs under setsid, so its group is its own; once the group is
+# gone the task has ended, and the supervisor may have reaped it by then
+# (the timers run beside it and cannot tell): its pid may be some other
+# process's now.
+tfhive_kill() {
+	kill -KILL -"$tfhive_pid" 2>/dev/null
+}
 # TFHIVE_STOP_DEADLINE names a file that says, once a stop has begun,
 # when SIGKILL comes (Unix seconds): a task that traps the stop signal
-# reads how long it has to save itself. The file is in a directory of
-# its own (mktemp -d: a fresh name, mode 700), never one another user
-# could have made; no directory, no variable (the task still has
-# TFHIVE_STOP_GRACE).
-tfhive_dl=$(mktemp -d "${TMPDIR:-/tmp}/tfhive-stop.XXXXXXXXXX" 2>/dev/null) && export TFHIVE_STOP_DEADLINE="$tfhive_dl/deadline"
+# reads how long it has to save itself. It is never in a directory
+# another user could have made: kept, it is NAME.deadline in the run's
+# directory (the user's own, mode 700), which goes with the directory;
+# otherwise in a directory of its own (mktemp -d: a fresh name, mode
+# 700), tfhive_dl, removed as the supervisor ends, by the watcher below
+# when the supervisor is killed. No directory, no variable (the task
+# still has TFHIVE_STOP_GRACE).
+tfhive_dl=''
+if [ "$tfhive_keep" != 0 ]; then
+	export TFHIVE_STOP_DEADLINE="$tfhive_f.deadline"
+elif tfhive_dl=$(mktemp -d "${TMPDIR:-/tmp}/tfhive-stop.XXXXXXXXXX" 2>/dev/null); then
+	export TFHIVE_STOP_DEADLINE="$tfhive_dl/deadline"
+fi
 # tfhive_stopping writes the deadline, then sends the stop signal.
 tfhive_stopping() {
 	local now
-	if [ -n "$tfhive_dl" ]; then
+	if [ -n "${TFHIVE_STOP_DEADLINE-}" ]; then
 		printf -v now '%(%s)T' -1
 		printf '%s\n' "$((now + (tfhive_grace + 9) / 10))" >"$TFHIVE_STOP_DEADLINE" 2>/dev/null
 	fi
@@ -193,7 +211,7 @@ tfhive_abandon() {
 		sleep 0.1
 		tfhive_n=$((tfhive_n + 1))
 	done
-	tfhive_signal KILL
+	tfhive_kill
 	tfhive_n=0
 	while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$tfhive_n" -lt 50 ]; do
 		sleep 0.1
@@ -237,9 +255,9 @@ tfhive_stop() {
 				sleep 0.1
 				tfhive_n=$((tfhive_n + 1))
 			done
-			tfhive_signal KILL
+			tfhive_kill
 		} </dev/null >/dev/null 2>&1 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&- &
-	else tfhive_signal KILL; fi
+	else tfhive_kill; fi
 }
 # The claim holders are this shell's flock ancestors: one of them killed
 # has released its claim, so the task must not go on.
@@ -269,6 +287,7 @@ exec 7> >(
 	done
 	[ -z "${tfhive_pid-}" ] || tfhive_abandon
 	[ -z "${tfhive_reader-}" ] || kill "$tfhive_reader" 2>/dev/null
+	[ -z "$tfhive_dl" ] || rm -rf -- "$tfhive_dl"
 )
 tfhive_watch=$!
 exec 3<&0
