@@ -79,10 +79,12 @@ func exitCode(err error) int {
 	case errors.As(err, &exit):
 		return exit.Code
 	case errors.As(err, &runFailed):
-		// The deciding task's own code, or 1 where that is one of the
-		// codes below (record.TaskExitCode: lifecycle chose it), 124
-		// timeout, 130/143 interrupted, 143 cancelled (tfhive kill), 4
-		// host lost, 7 hung (exitHung).
+		// The deciding task's own code, or 1 where that is one of
+		// tfhive's own (record.OwnExitCode: 2–7, 124, 130, 141, 143;
+		// record.TaskExitCode: lifecycle chose it), 124 timeout,
+		// 130/143 interrupted, 143 cancelled (tfhive kill), 4 host
+		// lost, 7 hung (exitHung): a task's own 7 reads as 1, so a 7
+		// is always tfhive's.
 		if runFailed.Summary.Result == record.ResultPreempted {
 			return exitPreempted
 		}

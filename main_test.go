@@ -283,7 +283,8 @@ func TestExitCodes(t *testing.T) {
 		{&commands.UnreachableError{Bad: 1, Total: 2}, exitUnreachable},
 		{&commands.DifferError{Problems: []doctor.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitFailure},
 		{&commands.CheckError{Problems: []doctor.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitUsage},
-		{run(7), 7},
+		{run(9), 9},
+		{run(record.TaskExitCode(7)), exitFailure},
 		{run(record.TaskExitCode(2)), exitFailure},
 		{run(record.TaskExitCode(3)), exitFailure},
 		{run(record.TaskExitCode(127)), 127},
@@ -314,8 +315,8 @@ func TestReport(t *testing.T) {
 			"tfhive: error: not enough free GPUs\ntfhive:   a: 1 free\ntfhive: hint: wait\n"},
 		{&commands.UnreachableError{Bad: 1, Total: 2, Lines: []string{"b: connection refused"}},
 			"tfhive: error: 1 of 2 hosts could not be reached\ntfhive:   b: connection refused\n"},
-		{&commands.RunFailedError{Summary: &record.Summary{RunID: "r1", Result: "failed", Reason: "worker:1 on gpu02 exited 7", ExitCode: 7}},
-			"tfhive: error: run r1 failed: worker:1 on gpu02 exited 7\n"},
+		{&commands.RunFailedError{Summary: &record.Summary{RunID: "r1", Result: "failed", Reason: "worker:1 on gpu02 exited 9", ExitCode: 9}},
+			"tfhive: error: run r1 failed: worker:1 on gpu02 exited 9\n"},
 		{&commands.CheckError{Problems: []doctor.Problem{{Text: "b: torch 2.0, where 2 of 3 hosts have 2.1"}, {Text: "c: setup failed: false"}}},
 			"tfhive: error: --check: b: torch 2.0, where 2 of 3 hosts have 2.1 (and 1 more)\n" +
 				"tfhive:   b: torch 2.0, where 2 of 3 hosts have 2.1\ntfhive:   c: setup failed: false\n" +

@@ -779,6 +779,9 @@ func (r *runner) taskFor(t schedule.Task) supervisor.Task {
 		Claims: lifecycle.Claims(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0,
 		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace, StopSignal: r.o.StopSignal}
 	r.idleTask(&tk, t)
+	if rl := r.o.Relaunch; rl != nil {
+		tk.Requeued = rl.Requeues // ps and top: "resumed (attempt 2)"
+	}
 	if r.o.Reconnect > 0 && r.o.Redial != nil {
 		// The supervisor waits for the link as long as tfhive redials it,
 		// counted from when tfhive would notice it gone.

@@ -275,11 +275,11 @@ func TestRunFailures(t *testing.T) {
 			name: "a worker fails",
 			plan: scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2"),
 			script: func(f *fakeRun) {
-				f.host("h2").script("worker:1", runs(func(p *fakeProc) { p.errOut("dying\n"); p.exit(7) }))
+				f.host("h2").script("worker:1", runs(func(p *fakeProc) { p.errOut("dying\n"); p.exit(9) }))
 			},
-			result: record.ResultFailed, code: 7, reason: "worker:1 on h2 exited 7",
-			tasks: []string{"worker:1 exited 7", "ps:0 stopped 143", "worker:0 stopped 143"},
-			lines: []string{"[worker:1 h2] dying\n", "tfhive: worker:1 on h2 exited 7; stopping the other tasks\n"},
+			result: record.ResultFailed, code: 9, reason: "worker:1 on h2 exited 9",
+			tasks: []string{"worker:1 exited 9", "ps:0 stopped 143", "worker:0 stopped 143"},
+			lines: []string{"[worker:1 h2] dying\n", "tfhive: worker:1 on h2 exited 9; stopping the other tasks\n"},
 		},
 		{
 			name: "a ps fails",

@@ -200,6 +200,7 @@ func parseClaims(s claimsSection, gpuIndex map[string]int, now time.Time) []inve
 			if pr := claim.Priority(e.h.args); pr != "normal" {
 				c.Priority = pr
 			}
+			c.Requeued = claim.Requeued(e.h.args)
 			held[claim.Name(c.Kind, c.ID, c.UUID)] = true
 			add(c)
 		}

@@ -97,7 +97,7 @@ func probeKey(f *Fleet) string {
 		names[i] = h.Name
 	}
 	o := f.opts
-	return fmt.Sprintf("%q %t %q %t %s", strings.Join(names, "\x00"), o.ClaimsOnly, o.Code, o.Runs, o.CommandTimeout)
+	return fmt.Sprintf("%q %t %q %t %t %s", strings.Join(names, "\x00"), o.ClaimsOnly, o.Code, o.Runs, o.NoLiveUse, o.CommandTimeout)
 }
 
 // do returns the result of a run of key's line that starts after the call:

@@ -59,7 +59,7 @@ func TestSplitProbeOutputCode(t *testing.T) {
 func TestProbeScriptCode(t *testing.T) {
 	run := func(home, cache string) (string, bool) {
 		t.Helper()
-		cmd := exec.Command("/bin/sh", "-c", probeCommand(time.Second, true, testHash, 0, ""))
+		cmd := exec.Command("/bin/sh", "-c", probeCommand(time.Second, true, testHash, 0, false, ""))
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "LC_ALL=C"}
 		if cache != "" {
 			cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+cache)
@@ -115,7 +115,7 @@ func TestProbeScriptCode(t *testing.T) {
 	if _, present := run(home, ""); present {
 		t.Error("a tree under a symlinked code/ counts as present")
 	}
-	if strings.Contains(probeScript(time.Second, false, testHash, 0), "\n") {
+	if strings.Contains(probeScript(time.Second, false, testHash, 0, false), "\n") {
 		t.Error("the probe holds a newline")
 	}
 }

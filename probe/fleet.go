@@ -50,8 +50,12 @@ type Options struct {
 	// also says whether each host has it, and where (CodeDir).
 	Code string
 	// Runs: the probe also reads what the user's kept runs' directories
-	// say of the runs holding claims (HostInventory.Kept), for tfhive ps.
+	// say of the runs holding claims (HostInventory.Kept), for tfhive ps,
+	// and the claimed GPUs' live utilisation (HostInventory.GPUUse).
 	Runs bool
+	// NoLiveUse: with Runs, no live utilisation query (a second
+	// nvidia-smi): for status, whose report has each GPU's use already.
+	NoLiveUse bool
 	// Clones: warn, once, of hosts that report one machine id from
 	// process tables of their own (warnClones): for the commands that
 	// show the hosts (status, plan, doctor), not for every run.
@@ -126,6 +130,10 @@ func (f *Fleet) LookForCode(hash string) { f.opts.Code = hash }
 
 // LookForRuns sets Options.Runs; call it before the first Probe.
 func (f *Fleet) LookForRuns() { f.opts.Runs = true }
+
+// LookForRunsOnly sets Options.Runs and NoLiveUse; call it before the
+// first Probe.
+func (f *Fleet) LookForRunsOnly() { f.opts.Runs, f.opts.NoLiveUse = true, true }
 
 // SayClones makes later probes warn of clones (Options.Clones).
 func (f *Fleet) SayClones() { f.opts.Clones = true }
@@ -311,7 +319,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		every, count := hosts.KeepAlive(h)
 		window = every * time.Duration(max(count, 2))
 	}
-	cmd := probeCommand(f.opts.CommandTimeout, f.opts.ClaimsOnly, f.opts.Code, window, f.opts.Then)
+	cmd := probeCommand(f.opts.CommandTimeout, f.opts.ClaimsOnly, f.opts.Code, window, !f.opts.NoLiveUse, f.opts.Then)
 	var stdout, stderr []byte
 	var rc int
 	var err error

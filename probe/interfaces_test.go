@@ -177,7 +177,7 @@ func TestProbeScriptClaimsOnlyRunsNoIP(t *testing.T) {
 	binDir, gpuDir := fakeGPU(t, nil, 0)
 	writeFile(t, binDir, "ip", "#!/bin/sh\necho called >\"$(dirname \"$0\")/ip.called\"\n")
 	os.Chmod(filepath.Join(binDir, "ip"), 0o755)
-	cmd := exec.Command("/bin/sh", "-c", probeCommand(10*time.Second, true, "", 0, ""))
+	cmd := exec.Command("/bin/sh", "-c", probeCommand(10*time.Second, true, "", 0, false, ""))
 	cmd.Env = []string{"PATH=" + binDir + ":/usr/bin:/bin", "TFHIVE_FAKE_GPU=" + gpuDir, "LC_ALL=C"}
 	out, err := cmd.Output()
 	if err != nil {

@@ -69,7 +69,7 @@ func TestBookingsOverflow(t *testing.T) {
 	for i := range 3 {
 		os.WriteFile(filepath.Join(dir, "tfhive-reservation.0000000"+strconv.Itoa(i)+".1.2.0."), nil, 0o644)
 	}
-	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0"), shscript.Set("t", "5"),
+	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0"), shscript.Set("use", "1"), shscript.Set("t", "5"),
 		shscript.Set("cmax", "10"), shscript.Set("rmax", "2")))
 	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
 	raw, err := script.Output()

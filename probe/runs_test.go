@@ -50,7 +50,7 @@ func feed(t *testing.T, ctl string) {
 // HOME and dir as the claims dir.
 func runRunsScript(t *testing.T, home, dir string) *inventory.KeptRuns {
 	t.Helper()
-	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "60"), shscript.Set("t", "5"), shscript.Set("cmax", "100"), shscript.Set("rmax", "100")))
+	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "60"), shscript.Set("use", "1"), shscript.Set("t", "5"), shscript.Set("cmax", "100"), shscript.Set("rmax", "100")))
 	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir, "HOME="+home)
 	raw, err := script.Output()
 	if err != nil {

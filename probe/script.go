@@ -37,8 +37,9 @@ var probeSh = shscript.LoadOneLine(scripts, "scripts/probe.sh", "scripts/code.sh
 // on the host, in whole seconds, whether to skip nvidia-smi and ip, the
 // content hash of the --sync tree to look for ("": none), and the
 // keepalive window within which a kept run's keeper was last heard from
-// (0: kept runs are not looked at).
-func probeScript(timeout time.Duration, claimsOnly bool, code string, runs time.Duration) string {
+// (0: kept runs are not looked at), and with runs whether to query the
+// claimed GPUs' live utilisation too (Options.NoLiveUse).
+func probeScript(timeout time.Duration, claimsOnly bool, code string, runs time.Duration, liveUse bool) string {
 	secs := int((timeout + time.Second - 1) / time.Second)
 	skip := "0"
 	if claimsOnly {
@@ -48,15 +49,19 @@ func probeScript(timeout time.Duration, claimsOnly bool, code string, runs time.
 	if runs > 0 {
 		window = max(int((runs+time.Second-1)/time.Second), 1)
 	}
+	use := "0"
+	if liveUse {
+		use = "1"
+	}
 	return probeSh.With(shscript.Set("t", strconv.Itoa(secs)), shscript.Set("claims_only", skip), shscript.Set("code", code),
-		shscript.Set("runs", strconv.Itoa(window)), shscript.Set("cmax", strconv.Itoa(MaxLockFiles)), shscript.Set("rmax", strconv.Itoa(MaxBookingFiles)), shscript.Set("pbytes", strconv.Itoa(MaxPolicySize)))
+		shscript.Set("runs", strconv.Itoa(window)), shscript.Set("use", use), shscript.Set("cmax", strconv.Itoa(MaxLockFiles)), shscript.Set("rmax", strconv.Itoa(MaxBookingFiles)), shscript.Set("pbytes", strconv.Itoa(MaxPolicySize)))
 }
 
 // probeCommand is the probe's remote command line. then, when set, is
 // a one-line command the session goes on with once the probe's output is
 // complete (see Options.Then).
-func probeCommand(timeout time.Duration, claimsOnly bool, code string, runs time.Duration, then string) string {
-	script := probeScript(timeout, claimsOnly, code, runs)
+func probeCommand(timeout time.Duration, claimsOnly bool, code string, runs time.Duration, liveUse bool, then string) string {
+	script := probeScript(timeout, claimsOnly, code, runs, liveUse)
 	if then != "" {
 		script += " " + shscript.OneLine(then)
 	}

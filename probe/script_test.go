@@ -127,7 +127,7 @@ func fakeGPU(t *testing.T, output []byte, exit int) (binDir, gpuDir string) {
 func runProbeScript(t *testing.T, path, gpuDir string, timeout time.Duration) probeOutput {
 	t.Helper()
 	testListenPort(t) // for checkTCPSection
-	command := probeCommand(timeout, false, "", 0, "")
+	command := probeCommand(timeout, false, "", 0, false, "")
 	if strings.Contains(command, "\n") {
 		t.Errorf("the command line holds a newline (csh cannot quote one): %q", command)
 	}
@@ -331,7 +331,7 @@ func TestProbeScriptTimeoutRounding(t *testing.T) {
 		d    time.Duration
 		want string
 	}{{time.Millisecond, "t=1;"}, {time.Second, "t=1;"}, {1500 * time.Millisecond, "t=2;"}, {30 * time.Second, "t=30;"}} {
-		if got := probeScript(tt.d, false, "", 0); !strings.HasPrefix(got, tt.want) {
+		if got := probeScript(tt.d, false, "", 0, false); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("probeScript(%s, false) starts %q, want %q", tt.d, got[:6], tt.want)
 		}
 	}
@@ -350,7 +350,7 @@ func TestProbeCommandUnderLoginShells(t *testing.T) {
 		}
 		// Then as the launcher's: a quoted command reading stdin.
 		then := "exec sh -c " + shellescape.Quote(`IFS= read -r n || exit 0; echo "then got $n"`)
-		cmd := exec.Command(path, "-c", probeCommand(10*time.Second, false, "", 0, then))
+		cmd := exec.Command(path, "-c", probeCommand(10*time.Second, false, "", 0, false, then))
 		cmd.Env = []string{"PATH=" + binDir + ":/usr/bin:/bin", "TFHIVE_FAKE_GPU=" + gpuDir, "LC_ALL=C", "HOME=" + t.TempDir()}
 		cmd.Stdin = strings.NewReader("42\n")
 		out, err := cmd.CombinedOutput()

@@ -60,6 +60,11 @@ func ParseTicketLabel(args, dir string) (inventory.Ticket, bool) {
 		return inventory.Ticket{}, false
 	}
 	t := inventory.Ticket{Name: name, RunID: run, Priority: prio, Rank: r, Since: time.UnixMilli(ms).UTC()}
+	// Just before the label, ticket.sh's inner script ends with its
+	// requeue count; an older tfhive's ticket has none (0).
+	if n >= 9 {
+		t.Requeued = claim.RequeuedCount(f[n-8])
+	}
 	for _, g := range strings.Split(shape, ",") {
 		x, err := strconv.Atoi(g)
 		if err != nil || x < 0 || len(t.Shape) >= 1024 {

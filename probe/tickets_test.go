@@ -42,3 +42,27 @@ func TestHolderAgeFallsBackToPS(t *testing.T) {
 		t.Errorf("holder 8: age %v, want ps's 3s (its start says 80s)", hs[8].age)
 	}
 }
+
+// A requeued run's ticket says how often it was requeued in the word
+// ticket.sh's inner script ends with, before the label: read from the
+// end, the label is the same as an older tfhive's, whose ticket says 0;
+// a word that is not a small count says 0.
+func TestTicketRequeued(t *testing.T) {
+	dir := "/tmp/c"
+	label := func(script string) string {
+		return "flock -n -o -E 75 " + dir + "/tfhive-ticket.1.5000.w.lock bash --norc -c " + script + " tfhive-ticket " + dir + " 1.5000.w w normal 5000 2,2"
+	}
+	for script, want := range map[string]int{
+		`rm -f "$1/$0.$2.lock" #tfhive-requeued=2`:     2,
+		`rm -f "$1/$0.$2.lock" #tfhive-requeued=0`:     0,
+		`rm -f "$1/$0.$2.lock"`:                        0,
+		`rm -f "$1/$0.$2.lock" #tfhive-requeued=`:      0,
+		`rm -f "$1/$0.$2.lock" #tfhive-requeued=2x`:    0,
+		`rm -f "$1/$0.$2.lock" #tfhive-requeued=99999`: 0,
+	} {
+		tk, ok := ParseTicketLabel(label(script), dir)
+		if !ok || tk.RunID != "w" || tk.Priority != "normal" || len(tk.Shape) != 2 || tk.Requeued != want {
+			t.Errorf("%q: %+v, %t; want run w requeued %d", script, tk, ok, want)
+		}
+	}
+}

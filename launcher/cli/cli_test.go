@@ -190,7 +190,7 @@ func TestAfterStdoutClosed(t *testing.T) {
 	run := func(result string, code int) error {
 		return &commands.RunFailedError{Summary: &record.Summary{RunID: "r", Result: result, ExitCode: code}}
 	}
-	failed := run(record.ResultFailed, 7)
+	failed := run(record.ResultFailed, 9)
 	unreachable := &commands.UnreachableError{Bad: 1, Total: 2}
 	for _, c := range []struct {
 		err, want error

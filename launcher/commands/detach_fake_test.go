@@ -182,13 +182,13 @@ func TestDetachOnFakeHosts(t *testing.T) {
 func TestDetachWaitGivesTheRunsCodeOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	var o out
-	ro, err := b.detach(&o, fakeJob("fails", 2, `sleep 0.3; [ "$TFHIVE_TASK" = worker:1 ] && exit 7; exit 0`))
+	ro, err := b.detach(&o, fakeJob("fails", 2, `sleep 0.3; [ "$TFHIVE_TASK" = worker:1 ] && exit 9; exit 0`))
 	if err != nil {
 		t.Fatalf("run --detach: %v\n%s", err, o.stderr.String())
 	}
 	err = Wait(context.Background(), FollowOptions{Streams: o.streams(), RunID: "fails", LogDir: ro.LogDir})
 	rf := errAs[*RunFailedError](t, err)
-	if rf.Summary.ExitCode != 7 || !strings.Contains(err.Error(), "run fails failed: worker:1 on b exited 7") {
+	if rf.Summary.ExitCode != 9 || !strings.Contains(err.Error(), "run fails failed: worker:1 on b exited 9") {
 		t.Errorf("wait: %v (%+v)", err, rf.Summary)
 	}
 }

@@ -62,7 +62,7 @@ func Queue(ctx context.Context, o QueueOptions) error {
 		var table [][]string
 		for _, r := range rows {
 			table = append(table, []string{strconv.Itoa(r.Position), r.RunID, r.User, r.Priority,
-				fmt.Sprintf("%d (%s)", r.GPUs, schedule.ShapeString(r.Shape)), r.Since.Local().Format(time.DateTime), r.Why})
+				fmt.Sprintf("%d (%s)", r.GPUs, schedule.ShapeString(r.Shape)), r.Since.Local().Format(time.DateTime), queueWhy(r.QueueEntry)})
 		}
 		err = view.WriteTable(o.Stdout, []string{"POS", "RUN", "USER", "PRIORITY", "GPUS", "WAITING SINCE", "WHY"}, table)
 	}
@@ -70,4 +70,19 @@ func Queue(ctx context.Context, o QueueOptions) error {
 		return err
 	}
 	return job.Unreachable(inv)
+}
+
+// queueWhy is a waiting run's WHY: a run requeued (preempted, or a task
+// that asked with --requeue-on) says so first, with the start it waits
+// for ("attempt 2": its first start was 1), as its ticket's label
+// carries it; then why it cannot start yet.
+func queueWhy(e schedule.QueueEntry) string {
+	if e.Requeued <= 0 {
+		return e.Why
+	}
+	why := fmt.Sprintf("requeued (attempt %d)", e.Requeued+1)
+	if e.Why != "" {
+		why += "; " + e.Why
+	}
+	return why
 }

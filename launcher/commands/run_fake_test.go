@@ -55,19 +55,19 @@ func TestRunOnFakeHosts(t *testing.T) {
 func TestRunFailingTaskOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	var o out
-	ro := b.runOptions(o.streams(), fakeJob("bad", 3, `if [ "$TFHIVE_TASK" = worker:1 ]; then echo dying >&2; exit 7; fi; exec sleep 60`))
+	ro := b.runOptions(o.streams(), fakeJob("bad", 3, `if [ "$TFHIVE_TASK" = worker:1 ]; then echo dying >&2; exit 9; fi; exec sleep 60`))
 	ro.JSON = true
 	start := time.Now()
 	err := Run(context.Background(), ro)
 	rf := errAs[*RunFailedError](t, err)
-	if rf.Summary.ExitCode != 7 || rf.Summary.Result != "failed" {
+	if rf.Summary.ExitCode != 9 || rf.Summary.Result != "failed" {
 		t.Errorf("summary %+v", rf.Summary)
 	}
 	var s record.Summary
 	if err := json.Unmarshal(o.stdout.Bytes(), &s); err != nil {
 		t.Fatalf("--json: stdout must be the summary alone: %v\n%s", err, o.stdout.String())
 	}
-	if s.Tasks[0].ID != "worker:1" || *s.Tasks[0].ExitCode != 7 || s.LogDir != ro.LogDir {
+	if s.Tasks[0].ID != "worker:1" || *s.Tasks[0].ExitCode != 9 || s.LogDir != ro.LogDir {
 		t.Fatalf("the failing task comes first: %+v", s.Tasks)
 	}
 	for _, tr := range s.Tasks[1:] {

@@ -53,6 +53,9 @@ func Status(ctx context.Context, o StatusOptions) error {
 	}
 	// It shows the hosts: it says which look alike (clones).
 	fleet.SayClones()
+	// A claimed GPU's run idle (the user's own: "idle 37m"), read in the
+	// same probe script, without ps's second nvidia-smi.
+	fleet.LookForRunsOnly()
 	avail, err := o.Availability.availability(fleet.Hosts)
 	if err != nil {
 		return err

@@ -69,7 +69,7 @@ func TestSweepFailureOnFakeHosts(t *testing.T) {
 	b := twoHosts(t)
 	t.Chdir(b.dir)
 	var o out
-	j := fakeJob("swf", 1, `if [ "$N" = 2 ]; then echo bad >&2; exit 7; fi; echo ok`)
+	j := fakeJob("swf", 1, `if [ "$N" = 2 ]; then echo bad >&2; exit 9; fi; echo ok`)
 	ro := b.runOptions(o.streams(), j)
 	ro.LogDir = ""
 	err := Sweep(context.Background(), SweepOptions{Run: ro, Params: []string{"N=1,2,3,4"}, MaxParallel: 1, MaxFailures: 1})
@@ -78,5 +78,5 @@ func TestSweepFailureOnFakeHosts(t *testing.T) {
 		t.Errorf("%+v: one failed, two never started, stopped early", sf)
 	}
 	contains(t, "stdout", o.stdout.String(), "swf-001", "succeeded", "swf-002", "failed")
-	contains(t, "stderr", o.stderr.String(), "tfhive: trial swf-002 failed in", "exit 7: worker:0 on a exited 7")
+	contains(t, "stderr", o.stderr.String(), "tfhive: trial swf-002 failed in", "exit 9: worker:0 on a exited 9")
 }

@@ -62,13 +62,13 @@ func TestDetachWaitGivesTheRunsCode(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "d1")
 	args, logDir := runArgs(t, f, "--detach", "--workers", "2", "--gpus-per-worker", "0",
-		"--", "sh", "-c", `sleep 0.5; [ "$1" = 1 ] && exit 7; exit 0`, "worker", "{task_index}")
+		"--", "sh", "-c", `sleep 0.5; [ "$1" = 1 ] && exit 9; exit 0`, "worker", "{task_index}")
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
 	id := strings.TrimSpace(r.stdout)
 	w := tfhive(t, f.Env(), f.Dir, "wait", "--log-dir", logDir, id)
-	wantCode(t, w, 7)
-	wantContains(t, "wait's stderr", w.stderr, "tfhive: error: run "+id+" failed: worker:1 on d1 exited 7")
+	wantCode(t, w, 9)
+	wantContains(t, "wait's stderr", w.stderr, "tfhive: error: run "+id+" failed: worker:1 on d1 exited 9")
 }
 
 // A detached run that cannot start says why and exits as run would; no

@@ -146,7 +146,7 @@ func TestIdleStopOnTheHost(t *testing.T) {
 // stops the idle task, says so in the task's status file (a later attach
 // reads it) and writes the ledger. Here the policy only warns (after
 // 1 s), and the run's own --idle-stop stops it: ps says "idle" once
-// warned.
+// warned, and status on the run's claimed GPU, in DETAIL and --json.
 func TestIdleStopDetachedKeeperGone(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := idleFleet(t, "idle: {below: 5%, warn: 1s}\n", "k1", "0 100")
@@ -159,6 +159,13 @@ func TestIdleStopDetachedKeeperGone(t *testing.T) {
 		ps = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "ps")...).stdout
 		return strings.Contains(ps, "running, idle ")
 	})
+	st := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "status")...)
+	wantCode(t, st, 0)
+	if !regexp.MustCompile(`(?m)^k1 .* claimed .*; idle \d+s$`).MatchString(st.stdout) {
+		t.Errorf("status does not say the claimed GPU's run is idle:\n%s", st.stdout)
+	}
+	js := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "status", "--json")...)
+	wantContains(t, "status --json", js.stdout, `"idle": "idle `)
 	if err := syscall.Kill(keeperOf(t, logDir), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

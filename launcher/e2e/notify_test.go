@@ -53,7 +53,7 @@ func (h *webhook) got() []map[string]any {
 // webhook (the JSON body's text and fields), a command (the event in
 // its environment and on stdin); a hook that answers 500 and one that
 // refuses the connection are a line of warning each in keeper.log, and
-// the run's own code (7) is wait's. The hooks' secrets (their paths) are
+// the run's own code (9) is wait's. The hooks' secrets (their paths) are
 // nowhere in the log dir.
 func TestNotifyDetachedEnd(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
@@ -71,7 +71,7 @@ func TestNotifyDetachedEnd(t *testing.T) {
 		// Each spelling urfave/cli takes.
 		"--notify", good.URL+"/hooks/s3cret-good", "-notify", broken.URL+"/hooks/s3cret-broken",
 		"--notify="+refused, "-notify="+command,
-		"--", "sh", "-c", "sleep 0.5; exit 7")
+		"--", "sh", "-c", "sleep 0.5; exit 9")
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
 	id := strings.TrimSpace(r.stdout)
@@ -83,7 +83,7 @@ func TestNotifyDetachedEnd(t *testing.T) {
 		t.Errorf("the keeper's command line holds --notify: %q", cmdline)
 	}
 	w := tfhive(t, f.Env(), f.Dir, "wait", "--log-dir", logDir, id)
-	wantCode(t, w, 7)
+	wantCode(t, w, 9)
 
 	// wait returns once the keeper let go of the run: it has told.
 	got := good.got()
@@ -91,15 +91,15 @@ func TestNotifyDetachedEnd(t *testing.T) {
 		t.Fatalf("the hook got %d bodies, want 1: %v", len(got), got)
 	}
 	b := got[0]
-	if b["event"] != "failed" || b["run"] != id || b["exit_code"] != 7.0 || b["end"] != true ||
-		!strings.HasPrefix(b["text"].(string), "tfhive: run "+id+" failed, exit 7: ") {
+	if b["event"] != "failed" || b["run"] != id || b["exit_code"] != 9.0 || b["end"] != true ||
+		!strings.HasPrefix(b["text"].(string), "tfhive: run "+id+" failed, exit 9: ") {
 		t.Errorf("the hook's body: %v", b)
 	}
 	if n := len(broken.got()); n != 1 {
 		t.Errorf("the broken hook was sent %d bodies, want 1 (no retries)", n)
 	}
 	env, err := os.ReadFile(filepath.Join(out, "env"))
-	if err != nil || string(env) != "failed "+id+" 7\n" {
+	if err != nil || string(env) != "failed "+id+" 9\n" {
 		t.Errorf("the command's environment said %q (%v)", env, err)
 	}
 	var e map[string]any
@@ -129,7 +129,7 @@ func TestNotifyDetachedEnd(t *testing.T) {
 	home := t.TempDir()
 	a := tfhive(t, append(f.Env(), "HOME="+home), home, "attach", "--hosts", f.HostsYAML, "--ssh-config", f.SSHConfig,
 		"--log-dir", filepath.Join(home, "adopted"), "--notify", good.URL+"/hooks/s3cret-good", id)
-	wantCode(t, a, 7)
+	wantCode(t, a, 9)
 	if n := len(good.got()); n != 1 {
 		t.Errorf("after attach -H of the ended run the hook has %d bodies, want the keeper's alone", n)
 	}

@@ -66,10 +66,10 @@ func TestRunStoppedOutcomeOneText(t *testing.T) {
 func TestRunSummaryShowsWhy(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "w1")
-	script := `if [ "$TFHIVE_TASK" = worker:1 ]; then printf 'step 1\n\nTraceback (most recent call last):\nValueError: did not converge \033[31m\n' >&2; exit 7; fi; exec sleep 30`
+	script := `if [ "$TFHIVE_TASK" = worker:1 ]; then printf 'step 1\n\nTraceback (most recent call last):\nValueError: did not converge \033[31m\n' >&2; exit 8; fi; exec sleep 30`
 	args, logDir := runArgs(t, f, "--workers", "2", "--gpus-per-worker", "0", "--", "sh", "-c", script)
 	r := tfhive(t, f.Env(), f.Dir, args...)
-	wantCode(t, r, 7)
+	wantCode(t, r, 8)
 	wantContains(t, "summary", r.stdout, "worker:1's last lines on stderr (all of it: ",
 		"\n  | step 1\n  | Traceback (most recent call last):\n  | ValueError: did not converge ^[[31m\n")
 	s := summaryOf(t, logDir)

@@ -19,7 +19,7 @@ func TestPreemptLow(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder := func(name, prio string) *running {
-		task := `trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.1; done`
+		task := `trap 'echo got-term; exit 9' TERM; echo ready; while :; do sleep 0.1; done`
 		args, _ := runArgs(t, f, "--workers", "1", "--gpus-per-worker", "2", "--priority", prio, "--name", name, "--", "sh", "-c", task)
 		r := startTfhive(t, f, readStdout, args...)
 		if !r.readUntil(func(l string) bool { return strings.HasSuffix(l, "ready") }) {

@@ -24,7 +24,7 @@ signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
 print("ready pid=%d gpus=%s" % (os.getpid(), os.environ["CUDA_VISIBLE_DEVICES"]), flush=True)
 i = signal.sigwaitinfo([signal.SIGTERM])
 print("term from uid=%d pid=%d" % (i.si_uid, i.si_pid), flush=True)
-sys.exit(7)
+sys.exit(9)
 `
 
 // preemptHost is one shared 2-GPU host whose policy lets high runs of

@@ -131,11 +131,11 @@ i=0; while [ ! -e ` + ready + ` ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); 
 func TestRunWorkerFailureStopsTheRest(t *testing.T) {
 	f := runFleet(t, "r1", "r2")
 	args, logDir := runArgs(t, f, "--ps", "1", "--workers", "3", "--gpus-per-worker", "0", "--",
-		"sh", "-c", `if [ "$TFHIVE_TASK" = worker:1 ]; then echo dying >&2; exit 7; fi; exec sleep 60`)
+		"sh", "-c", `if [ "$TFHIVE_TASK" = worker:1 ]; then echo dying >&2; exit 9; fi; exec sleep 60`)
 	r := tfhive(t, f.Env(), f.Dir, args...)
-	wantCode(t, r, 7)
+	wantCode(t, r, 9)
 	s := summaryOf(t, logDir)
-	if s.Result != "failed" || s.Tasks[0].ID != "worker:1" || *s.Tasks[0].ExitCode != 7 {
+	if s.Result != "failed" || s.Tasks[0].ID != "worker:1" || *s.Tasks[0].ExitCode != 9 {
 		t.Fatalf("the failing task must come first: %+v", s.Tasks)
 	}
 	for _, tr := range s.Tasks[1:] {
@@ -143,7 +143,7 @@ func TestRunWorkerFailureStopsTheRest(t *testing.T) {
 			t.Errorf("%s: outcome %s, want stopped", tr.ID, tr.Outcome)
 		}
 	}
-	wantContains(t, "stderr", r.stderr, "tfhive: error: run", "worker:1 on r", "exited 7")
+	wantContains(t, "stderr", r.stderr, "tfhive: error: run", "worker:1 on r", "exited 9")
 	if r.elapsed > 20*time.Second {
 		t.Errorf("stopping took %s: the others sleep 60s, SIGTERM should end them at once", r.elapsed)
 	}

@@ -76,12 +76,12 @@ func TestSlurmRun(t *testing.T) {
 
 	t.Run("a failing worker's code", func(t *testing.T) {
 		r := tfhive(t, f.Env(), f.Dir, args("sr-fail", "--ps", "1", "--workers", "2", "--",
-			"sh", "-c", `if [ "$1" = 1 ]; then exec "$0" --fail-at-step 3 --fail-code 7 --sleep 50ms; fi; exec "$0" --target 0 --steps 1000000 --sleep 50ms`,
+			"sh", "-c", `if [ "$1" = 1 ]; then exec "$0" --fail-at-step 3 --fail-code 9 --sleep 50ms; fi; exec "$0" --target 0 --steps 1000000 --sleep 50ms`,
 			trainerBin, "{task_index}")...)
-		wantCode(t, r, 7)
-		wantContains(t, "stdout", r.stdout, "[worker:1 node2] tfhive: exited 7\n", "run sr-fail failed: the job failed (sacct: FAILED 7:0) (exit 7)\n")
+		wantCode(t, r, 9)
+		wantContains(t, "stdout", r.stdout, "[worker:1 node2] tfhive: exited 9\n", "run sr-fail failed: the job failed (sacct: FAILED 9:0) (exit 9)\n")
 		sum := readJSON[record.Summary](t, filepath.Join(f.Dir, "tfhive-runs", "sr-fail"), "summary.json")
-		if sum.Tasks[0].ID != "worker:1" || sum.Tasks[0].ExitCode == nil || *sum.Tasks[0].ExitCode != 7 {
+		if sum.Tasks[0].ID != "worker:1" || sum.Tasks[0].ExitCode == nil || *sum.Tasks[0].ExitCode != 9 {
 			t.Errorf("the deciding task: %+v", sum.Tasks[0])
 		}
 	})

@@ -171,7 +171,7 @@ func TestSweepFailureDetachWaitResume(t *testing.T) {
 	dir := t.TempDir()
 	events, ok := filepath.Join(dir, "events"), filepath.Join(dir, "ok")
 	// Trial 2 fails until the file ok exists.
-	exit := `$( [ {x} = 2 ] && [ ! -e ` + ok + ` ] && echo 7 || echo 0 )`
+	exit := `$( [ {x} = 2 ] && [ ! -e ` + ok + ` ] && echo 9 || echo 0 )`
 	args := sweepArgs(f, "--name", "fl", "--detach", "--param", "x=1,2,3,4", "--capture", `loss=loss=(\d+)`,
 		"--", "sh", "-c", sweepTask(events, exit))
 	r := tfhive(t, f.Env(), f.Dir, args...)
@@ -209,7 +209,7 @@ func TestSweepFailureDetachWaitResume(t *testing.T) {
 	}
 	logs := tfhive(t, f.Env(), f.Dir, "logs", "fl")
 	wantCode(t, logs, 0)
-	wantContains(t, "logs fl", logs.stdout, "trial fl-002 failed", "exit 7", "tfhive logs fl-002")
+	wantContains(t, "logs fl", logs.stdout, "trial fl-002 failed", "exit 9", "tfhive logs fl-002")
 	trial := tfhive(t, f.Env(), f.Dir, "logs", "fl-003")
 	wantContains(t, "logs fl-003", trial.stdout, "loss=3")
 

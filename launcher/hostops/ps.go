@@ -3,7 +3,6 @@ package hostops
 import (
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
@@ -38,6 +37,7 @@ func Runs(inv inventory.Inventory) []view.RunOnHost {
 			if c.Task != "" && !slices.Contains(r.Tasks, c.Task) {
 				r.Tasks = append(r.Tasks, c.Task)
 			}
+			r.Requeued = max(r.Requeued, c.Requeued)
 			if c.PID > 0 && !slices.Contains(r.Holders, c.PID) {
 				r.Holders = append(r.Holders, c.PID)
 			}
@@ -177,21 +177,9 @@ func keptState(r heldRun, kept *inventory.KeptRuns, ended map[string]bool) (stri
 // shortest of their stretches; "" otherwise. As keptState, only for the
 // user's own run.
 func keptIdle(r heldRun, kept *inventory.KeptRuns) string {
-	if r.RunID == "" || kept == nil || r.uid != kept.UID || kept.Now == 0 {
+	d, ok := kept.IdleFor(r.uid, r.RunID, r.Tasks)
+	if !ok {
 		return ""
 	}
-	var since int64
-	for _, t := range kept.Tasks {
-		if t.RunID != r.RunID || t.Ended || !slices.Contains(r.Tasks, t.Task) {
-			continue
-		}
-		if t.IdleSince == 0 {
-			return ""
-		}
-		since = max(since, t.IdleSince)
-	}
-	if since == 0 {
-		return ""
-	}
-	return "idle " + view.ShortDuration(time.Duration(max(kept.Now-since, 0))*time.Second)
+	return "idle " + view.ShortDuration(d)
 }

@@ -36,8 +36,10 @@ type Tickets struct {
 //
 // While held, a ticket's host says when its locks change (a claim let
 // go): each time, wake gets a value if it has room, so that the waiting
-// run probes again at once (Retry.Wake). nil: nobody listens.
-func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Request, wake chan<- struct{}) *Tickets {
+// run probes again at once (Retry.Wake). nil: nobody listens. requeued
+// is how often the run went back to the queue once preempted (`tfhive
+// queue` says so; 0: never).
+func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Request, requeued int, wake chan<- struct{}) *Tickets {
 	prio := req.Priority
 	if prio == "" {
 		prio = schedule.PriorityNormal
@@ -50,7 +52,8 @@ func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Requ
 	}
 	name := probe.TicketName(schedule.PriorityRank(prio), ms, req.RunID)
 	script := ticketSh.With(shscript.Set("tfhive_kind", "ticket"), shscript.Set("tfhive_name", name),
-		shscript.Set("tfhive_label", strings.Join([]string{req.RunID, prio, strconv.FormatInt(ms, 10), strings.Join(words, ",")}, " ")))
+		shscript.Set("tfhive_label", strings.Join([]string{req.RunID, prio, strconv.FormatInt(ms, 10), strings.Join(words, ",")}, " ")),
+		shscript.Set("tfhive_requeued", strconv.Itoa(max(requeued, 0))))
 	procs, _ := holdLocks(ctx, execs, script, wake)
 	return &Tickets{procs: procs}
 }

@@ -83,7 +83,7 @@ func TestWaitWithTicketsAndWake(t *testing.T) {
 	// Another run's ticket changes the host's locks: the pause ends.
 	other := j.spec.Request
 	other.RunID = "other"
-	ot := hostops.HoldTickets(ctx, execList(f), other, nil)
+	ot := hostops.HoldTickets(ctx, execList(f), other, 0, nil)
 	eventually(t, "the waiting run is woken", func() bool { return len(r.wake) == 1 })
 	ot.Release()
 	mu.Lock()

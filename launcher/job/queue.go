@@ -23,7 +23,11 @@ func (r *run) queue(ctx context.Context, inv inventory.Inventory, err error) {
 		return
 	}
 	if r.tickets == nil {
-		r.tickets = hostops.HoldTickets(ctx, execList(r.spec.Fleet), r.req, r.wake)
+		requeued := 0
+		if r.lo.Relaunch != nil {
+			requeued = r.lo.Relaunch.Requeues
+		}
+		r.tickets = hostops.HoldTickets(ctx, execList(r.spec.Fleet), r.req, requeued, r.wake)
 	}
 	r.preempt(ctx, inv)
 }

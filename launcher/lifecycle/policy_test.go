@@ -156,11 +156,11 @@ func TestPolicy(t *testing.T) {
 			plan: psWorkers,
 			steps: []step{
 				{exited(1, 0), ""},
-				{exited(2, 7), "tfhive: worker:1 on h2 exited 7; stopping the other tasks | t ps:0 | kill-timer"},
+				{exited(2, 9), "tfhive: worker:1 on h2 exited 9; stopping the other tasks | t ps:0 | kill-timer"},
 				{exited(0, 143), ""},
 			},
-			result: record.ResultFailed, code: 7, reason: "worker:1 on h2 exited 7", decider: "worker:1",
-			outcomes: []string{"stopped 143", "exited 0", "exited 7"},
+			result: record.ResultFailed, code: 9, reason: "worker:1 on h2 exited 9", decider: "worker:1",
+			outcomes: []string{"stopped 143", "exited 0", "exited 9"},
 		},
 		{
 			name: "tf: a worker killed by a signal",

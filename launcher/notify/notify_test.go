@@ -152,7 +152,7 @@ func TestWebhookEndAndRows(t *testing.T) {
 	n.Row("", "", "hang", "no progress for 10m")
 	n.Row("worker:0", "h1", "exit", "code 0")   // not a kind to send
 	n.Row("worker:0", "h1", "preempted", "by…") // the end says it
-	n.End(context.Background(), "failed", 7, "worker:1 on h1 exited 7")
+	n.End(context.Background(), "failed", 9, "worker:1 on h1 exited 9")
 	got := h.got()
 	kinds := map[string]int{}
 	for _, b := range got {
@@ -165,7 +165,7 @@ func TestWebhookEndAndRows(t *testing.T) {
 	if end["event"] != "failed" {
 		t.Fatalf("the last body is %v, want the end", end)
 	}
-	if end["text"] != "tfhive: run r1 failed, exit 7: worker:1 on h1 exited 7" || end["exit_code"] != 7.0 ||
+	if end["text"] != "tfhive: run r1 failed, exit 9: worker:1 on h1 exited 9" || end["exit_code"] != 9.0 ||
 		end["end"] != true || end["result"] != "failed" || end["run"] != "r1" || end["user"] != "ann" || end["log_dir"] != "/runs/r1" {
 		t.Errorf("end body: %v", end)
 	}

@@ -161,10 +161,10 @@ const ExitTaskReserved = 1
 
 // OwnExitCode: tfhive exits with code for an outcome of its own, never
 // passed on from a task: 2 usage, 3 no GPUs, 4 host lost, 5 preempted, 6 idle-stopped,
-// 124 timeout, 130 / 143 interrupted, 141 stdout closed.
+// 7 hung, 124 timeout, 130 / 143 interrupted, 141 stdout closed.
 func OwnExitCode(code int) bool {
 	switch code {
-	case 2, 3, ExitHostLost, ExitPreempted, ExitIdleStopped, ExitTimeout, 130, ExitStdoutClosed, 143:
+	case 2, 3, ExitHostLost, ExitPreempted, ExitIdleStopped, ExitHung, ExitTimeout, 130, ExitStdoutClosed, 143:
 		return true
 	}
 	return false

@@ -67,7 +67,8 @@ func TestOutcome(t *testing.T) {
 		code        int
 	}{
 		{"COMPLETED", "0:0", 0, record.ResultSucceeded, 0},
-		{"FAILED", "7:0", 0, record.ResultFailed, 7},
+		{"FAILED", "9:0", 0, record.ResultFailed, 9},
+		{"FAILED", "7:0", 0, record.ResultFailed, 1}, // 7 is tfhive's hung
 		{"FAILED", "2:0", 0, record.ResultFailed, 1}, // 2 is tfhive's usage
 		{"FAILED", "0:9", 0, record.ResultFailed, 137},
 		{"FAILED", "0:0", 0, record.ResultFailed, 1},

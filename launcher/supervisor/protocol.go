@@ -47,6 +47,10 @@ type Task struct {
 	// Mux: kept, and started by its host's multiplexer (launcher/mux.go), which
 	// follows its output files itself.
 	Mux bool
+	// Requeued is how often the run went back to the queue (preempted,
+	// or --requeue-on): its holders' command line says so, in the word
+	// before their label (RequeuedWord), for `tfhive ps` and `top`.
+	Requeued int
 	// FirstAttempt is the number of its first attempt (TFHIVE_ATTEMPT):
 	// above 0 in a run started again after a lost host (lifecycle.Relaunch).
 	FirstAttempt int
@@ -138,8 +142,16 @@ func claimStage(t Task) string {
 		locks = append(locks, shellescape.Quote(claim.FilePrefix+claim.Name(c.Kind, c.ID, c.UUID)+claim.FileSuffix))
 		labels = append(labels, claim.HolderClaim(c.Kind, c.ID, c.UUID))
 	}
+	// A requeued run's holders end their script with a comment saying
+	// so: the word before the label, which every reader of the label
+	// counts from the end (probe/claim, claim-check.sh, preempt-watch.sh),
+	// so that they read it as before.
+	read := readStage.Text()
+	if t.Requeued > 0 {
+		read += " " + claim.RequeuedWord + strconv.Itoa(t.Requeued)
+	}
 	return claimSh.With(
-		shscript.Set("tfhive_read", readStage.Text()),
+		shscript.Set("tfhive_read", read),
 		shscript.Set("tfhive_run", t.RunID),
 		shscript.Set("tfhive_task", t.ID),
 		shscript.Set("tfhive_locks", strings.Join(locks, " ")),

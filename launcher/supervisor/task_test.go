@@ -13,7 +13,7 @@ import (
 // and exits 127; anything else is exec'd as given.
 func TestTaskShellNotFound(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "there.sh"), []byte("exit 7\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "there.sh"), []byte("exit 9\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -24,7 +24,7 @@ func TestTaskShellNotFound(t *testing.T) {
 		{[]string{"nosuchcmd", "a"}, 127, "tfhive: nosuchcmd: command not found in " + dir + "\n"},
 		{[]string{"./nosuch"}, 127, "tfhive: ./nosuch: command not found in " + dir + "\n"},
 		{[]string{"bash", "-e", "nosuch.sh"}, 127, "tfhive: bash: script nosuch.sh not found in " + dir + "\n"},
-		{[]string{"sh", "there.sh"}, 7, ""},
+		{[]string{"sh", "there.sh"}, 9, ""},
 		{[]string{"./there.sh"}, 126, "tfhive: ./there.sh: not an executable file, in " + dir +
 			" (hint: chmod +x it, or name its interpreter: sh ./there.sh)\n"},
 		{[]string{"sh", "-c", "exit 3"}, 3, ""},

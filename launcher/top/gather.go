@@ -47,6 +47,7 @@ func Mine(held []view.RunOnHost, login map[string]string, recs []view.RunRecord)
 		if h.Idle != "" {
 			r.Idle = h.Idle
 		}
+		r.Requeued = max(r.Requeued, h.Requeued)
 		if r.Since.IsZero() || h.Since.Before(r.Since) && !h.Since.IsZero() {
 			r.Since = h.Since
 		}

@@ -245,6 +245,9 @@ func runSection(snap *Snapshot, sel string, now time.Time) section {
 			metric = "-"
 		}
 		state := r.State
+		if r.Requeued > 0 {
+			state += ", " + view.Resumed(r.Requeued)
+		}
 		if r.Idle != "" {
 			state += ", " + r.Idle
 		}

@@ -48,6 +48,9 @@ type Run struct {
 	// Idle is what ps says of its GPUs idle past the warning on a host
 	// ("idle 37m"); "" when none is.
 	Idle string
+	// Requeued is how often the run went back to the queue (ps's
+	// "resumed (attempt 2)"); 0: never.
+	Requeued int
 }
 
 // gpuCount counts the GPUs of the hosts that answered, and the free ones.

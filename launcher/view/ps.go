@@ -37,6 +37,10 @@ type RunOnHost struct {
 	// Idle says how long the run's GPUs here have been idle, once its
 	// host warned ("idle 37m"); "" when not.
 	Idle string `json:"idle,omitempty"`
+	// Requeued is how often the run went back to the queue, preempted or
+	// asking to (its holders' label says so): "resumed (attempt 2)" after
+	// its state. 0: never.
+	Requeued int `json:"requeued,omitempty"`
 	// GPUUse is the live utilisation of the run's GPUs here, in GPUs'
 	// order, matched by the UUID each claim names; nil when the host
 	// could not say (no nvidia-smi, a claims-only probe).
@@ -60,6 +64,9 @@ func WriteRuns(w io.Writer, runs []RunOnHost, now time.Time) error {
 		state, keeper := r.State, "-"
 		if state == "" {
 			state = "-"
+		}
+		if r.Requeued > 0 {
+			state += ", " + Resumed(r.Requeued)
 		}
 		if r.Idle != "" {
 			state += ", " + r.Idle
@@ -102,8 +109,14 @@ func WriteRunsJSON(w io.Writer, runs []RunOnHost) error {
 // at every refresh), nor is the time since.
 func RunsChanged(was, now []RunOnHost) bool {
 	return !slices.EqualFunc(was, now, func(a, b RunOnHost) bool {
-		return a.RunID == b.RunID && a.User == b.User && a.Host == b.Host && a.State == b.State && a.Idle == b.Idle &&
+		return a.RunID == b.RunID && a.User == b.User && a.Host == b.Host && a.State == b.State && a.Idle == b.Idle && a.Requeued == b.Requeued &&
 			(a.Keeper == nil) == (b.Keeper == nil) && (a.Keeper == nil || *a.Keeper == *b.Keeper) &&
 			slices.Equal(a.Tasks, b.Tasks) && slices.Equal(a.GPUs, b.GPUs) && slices.Equal(a.Ports, b.Ports) && a.Since.Equal(b.Since)
 	})
+}
+
+// Resumed is a requeued run's note in ps and top: it started again after
+// going back to the queue, its start numbered from 1 ("attempt 2").
+func Resumed(requeued int) string {
+	return fmt.Sprintf("resumed (attempt %d)", requeued+1)
 }

@@ -47,7 +47,7 @@ func WriteStatusTable(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUS
 		}
 		for j, g := range h.GPUs {
 			s := st[i][j]
-			rows = append(rows, []string{h.Name, strconv.Itoa(g.Index), GPUName(g), memory(g), util(g), string(s.State), withReservation(&h, g, detail(g, s))})
+			rows = append(rows, []string{h.Name, strconv.Itoa(g.Index), GPUName(g), memory(g), util(g), string(s.State), withReservation(&h, g, withIdle(&h, g, detail(g, s)))})
 		}
 	}
 	var sgr func(row, col int) string
@@ -165,6 +165,8 @@ type StatusGPU struct {
 	inventory.GPU
 	State  schedule.GPUState `json:"state"`
 	Reason string            `json:"reason,omitempty"`
+	// Idle: a claimed GPU's "idle 37m" (the user's own run's; idleNote).
+	Idle string `json:"idle,omitempty"`
 }
 
 // WriteStatusJSON prints the status document, indented, newline-terminated.
@@ -173,7 +175,7 @@ func WriteStatusJSON(w io.Writer, inv inventory.Inventory, st [][]schedule.GPUSt
 	for i, h := range inv.Hosts {
 		sh := StatusHost{HostInventory: h, Reachable: h.Err == nil, GPUs: make([]StatusGPU, len(h.GPUs))}
 		for j, g := range h.GPUs {
-			sh.GPUs[j] = StatusGPU{GPU: g, State: st[i][j].State, Reason: st[i][j].Reason}
+			sh.GPUs[j] = StatusGPU{GPU: g, State: st[i][j].State, Reason: st[i][j].Reason, Idle: idleNote(&h, g)}
 		}
 		doc.Hosts[i] = sh
 	}

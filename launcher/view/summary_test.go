@@ -24,12 +24,12 @@ func TestMetricsLineIsSanitised(t *testing.T) {
 // itself shows its code. The codes stay in the document.
 func TestSummaryOutcomes(t *testing.T) {
 	code := func(c int) *int { return &c }
-	s := &record.Summary{RunID: "r1", Result: record.ResultFailed, ExitCode: 7, Reason: "worker:1 on h2 exited 7", LogDir: "tfhive-runs/r1",
+	s := &record.Summary{RunID: "r1", Result: record.ResultFailed, ExitCode: 9, Reason: "worker:1 on h2 exited 9", LogDir: "tfhive-runs/r1",
 		Tasks: []record.TaskResult{
-			{ID: "worker:1", Role: "worker", Index: 1, Host: "h2", GPUs: []int{0}, Outcome: record.OutcomeExited, ExitCode: code(7), Duration: 3200 * time.Millisecond, Log: "tfhive-runs/r1/worker-1.log",
+			{ID: "worker:1", Role: "worker", Index: 1, Host: "h2", GPUs: []int{0}, Outcome: record.OutcomeExited, ExitCode: code(9), Duration: 3200 * time.Millisecond, Log: "tfhive-runs/r1/worker-1.log",
 				Attempts: []record.Attempt{
 					{Attempt: 0, Outcome: record.OutcomeStopped, ExitCode: code(143), Duration: time.Second, Restart: "restarted with every task: ps:0 on h1 exited 1"},
-					{Attempt: 1, Outcome: record.OutcomeExited, ExitCode: code(7), Duration: 2200 * time.Millisecond},
+					{Attempt: 1, Outcome: record.OutcomeExited, ExitCode: code(9), Duration: 2200 * time.Millisecond},
 				}},
 			{ID: "ps:0", Role: "ps", Host: "h1", Outcome: record.OutcomeStopped, ExitCode: code(143), Duration: 3400 * time.Millisecond, Log: "tfhive-runs/r1/ps-0.log"},
 			{ID: "worker:0", Role: "worker", Host: "h1", GPUs: []int{1}, Outcome: record.OutcomeStopped, ExitCode: code(0), Duration: 3400 * time.Millisecond, Log: "tfhive-runs/r1/worker-0.log"},
@@ -47,7 +47,7 @@ func TestSummaryOutcomes(t *testing.T) {
 			t.Errorf("%q in\n%s", bad, buf.String())
 		}
 	}
-	if !strings.Contains(buf.String(), "exited 7") {
-		t.Errorf("no exited 7 in\n%s", buf.String())
+	if !strings.Contains(buf.String(), "exited 9") {
+		t.Errorf("no exited 9 in\n%s", buf.String())
 	}
 }

@@ -93,6 +93,37 @@ func ParseHolder(args string) (dir, run, task string, claims []inventory.Claim, 
 	return dir, run, task, claims, true
 }
 
+// RequeuedWord starts the word just before a requeued run's holder
+// label (and a waiting run's ticket label): "#tfhive-requeued=N", a
+// comment ending the holder's script, N how often the run went back to
+// the queue.
+const RequeuedWord = "#tfhive-requeued="
+
+// Requeued is how often the holder's run was requeued, by the word
+// before its label (RequeuedWord); 0 for none, or a word that is not a
+// small count.
+func Requeued(args string) int {
+	f := strings.Fields(args)
+	n := len(f)
+	if n >= 7 && f[n-6] == HolderMarker && isPriority(f[n-1]) {
+		n--
+	}
+	if n < 7 || f[n-5] != HolderMarker {
+		return 0
+	}
+	return RequeuedCount(f[n-6])
+}
+
+// RequeuedCount reads a RequeuedWord's count: 0 unless it is one.
+func RequeuedCount(w string) int {
+	v, ok := strings.CutPrefix(w, RequeuedWord)
+	if !ok || v == "" || len(v) > 4 || strings.Trim(v, "0123456789") != "" {
+		return 0
+	}
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
 // Priority is the run's --priority as its holder's label says it: "low"
 // or "high" when the label ends with it, else "normal". The label is the
 // one place a run's priority is known on a host once it holds its GPUs

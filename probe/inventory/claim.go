@@ -16,6 +16,9 @@ type Claim struct {
 	// Priority is the run's --priority, by its holder's label ("low",
 	// "high"; "" when normal or not a tfhive task's).
 	Priority string `json:"priority,omitempty"`
+	// Requeued is how often the run went back to the queue, preempted or
+	// asking to (its holder's label; 0: never): ps's "resumed".
+	Requeued int `json:"requeued,omitempty"`
 	// User holds the claim, by the holding process's uid; "" when the
 	// host hides other users' processes.
 	User string `json:"user"`

@@ -1,5 +1,10 @@
 package inventory
 
+import (
+	"slices"
+	"time"
+)
+
 // KeptRuns is what a host's run directories (~/.tfhive/runs/RUN, of the
 // user tfhive logs in as) say of the kept runs whose claims are held
 // there: enough for `tfhive ps` to tell a run's state and whether a
@@ -41,4 +46,29 @@ type GPUUse struct {
 	UUID   string  `json:"uuid"`
 	Util   float64 `json:"util_pct"`
 	MemMiB float64 `json:"mem_mib"`
+}
+
+// IdleFor is how long the run's tasks here (of the user uid, the tasks
+// its claims name) have been idle past the idle rule's warning, by the
+// host's clock: when every one that has not ended is idle, for the
+// shortest of their stretches. false: not idle, not the user's own run,
+// or nothing to tell by (a file missing or malformed reads as busy).
+func (k *KeptRuns) IdleFor(uid int, run string, tasks []string) (time.Duration, bool) {
+	if k == nil || run == "" || uid != k.UID || k.Now == 0 {
+		return 0, false
+	}
+	var since int64
+	for _, t := range k.Tasks {
+		if t.RunID != run || t.Ended || !slices.Contains(tasks, t.Task) {
+			continue
+		}
+		if t.IdleSince == 0 {
+			return 0, false
+		}
+		since = max(since, t.IdleSince)
+	}
+	if since == 0 {
+		return 0, false
+	}
+	return time.Duration(max(k.Now-since, 0)) * time.Second, true
 }

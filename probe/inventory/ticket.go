@@ -17,4 +17,7 @@ type Ticket struct {
 	// two GPUs).
 	Shape []int `json:"shape"`
 	PID   int   `json:"pid"`
+	// Requeued: how often the run went back to the queue after a
+	// preemption (its label's; 0: never). It waits at its old place.
+	Requeued int `json:"requeued,omitempty"`
 }

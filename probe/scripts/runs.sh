@@ -1,6 +1,7 @@
 # shellcheck shell=sh
-# The probe, last part, for `tfhive ps` only ($runs not 0): what the
-# user's own kept run directories (~/.tfhive/runs-KEY/RUN, KEY naming
+# The probe, last part, for `tfhive ps`, `top` and `status` only
+# ($runs not 0): what the user's own kept run directories
+# (~/.tfhive/runs-KEY/RUN, KEY naming
 # this machine: see launcher/supervisor/scripts/rundir.sh and
 # supervisor-run.sh) say of the runs whose claims the holders above
 # carry; probe/runs.go reads it.
@@ -18,8 +19,9 @@
 # (or root) can write in them. The end marker closes the probe's output:
 # without it, the output was cut.
 #
-# Then, when some holder's label names a GPU (it is only a reason to ask,
-# never taken as fact), the live utilisation of the host's GPUs: one
+# Then, unless $use is 0 (status: its report has the GPUs' use), when
+# some holder's label names a GPU (it is only a reason to ask, never
+# taken as fact), the live utilisation of the host's GPUs: one
 # nvidia-smi CSV query, bounded like the report (probe.sh's $t), behind
 # its own marker; probe/runs.go keeps the rows of GPUs claimed.
 #
@@ -29,9 +31,10 @@
 #
 # Parameters, set by tfhive ahead of this text:
 #   runs  0: look at nothing; else the keepalive window, in seconds
+#   use   0: no live utilisation query; 1: one, as above
 #   t     (probe.sh's) nvidia-smi's time limit, in seconds
 # and claims.sh's $d (the claims dir) and $h (the holders' ps lines).
-: "${runs?}" "${t?}";
+: "${runs?}" "${use?}" "${t?}";
 echo @@tfhive-runs;
 # This machine's runs: KEY is claims.sh's machine id when it is 32 hex
 # digits (machine-id(5)), else "host-" and the hostname, then claims.sh's
@@ -75,7 +78,7 @@ if [ "$runs" != 0 ] && [ -n "$h" ] && cd "$HOME" 2>/dev/null && [ -d "$r" ] && [
   fi;
 fi;
 echo @@tfhive-util;
-if [ "$runs" != 0 ]; then
+if [ "$runs" != 0 ] && [ "$use" != 0 ]; then
   # A GPU claimed in this claims dir ($d): the label is "tfhive-sup DIR
   # RUN TASK CLAIMS" (another dir's holders share the kernel, not the GPUs).
   set -f; g=0; s=0;

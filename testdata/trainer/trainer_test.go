@@ -151,8 +151,8 @@ func TestNotConvergedAndForcedFailure(t *testing.T) {
 	if code := w.wait(t, 5*time.Second); code != 1 || !strings.Contains(w.stderr.String(), "trainer: worker 0 did not converge: loss ") {
 		t.Errorf("exit %d, stderr %q", code, w.stderr.String())
 	}
-	w = startTask(t, cluster, "worker", 0, "--target", "0", "--fail-at-step", "5", "--fail-code", "7")
-	if code := w.wait(t, 5*time.Second); code != 7 || w.stderr.String() != "trainer: worker 0: failing at step 5 as asked (--fail-at-step), exit 7\n" {
+	w = startTask(t, cluster, "worker", 0, "--target", "0", "--fail-at-step", "5", "--fail-code", "9")
+	if code := w.wait(t, 5*time.Second); code != 9 || w.stderr.String() != "trainer: worker 0: failing at step 5 as asked (--fail-at-step), exit 9\n" {
 		t.Errorf("exit %d, stderr %q", code, w.stderr.String())
 	}
 }

@@ -21,8 +21,16 @@
 #                 request's: HIGH.LOW or HIGH.WORD.LOW
 #   tfhive_label  RUN PRIORITY SINCE SHAPE, the label's words; a
 #                 request's: HIGH LOW
+#   tfhive_requeued  how often the run was requeued after a preemption
+#                 (0, the default: never), for `tfhive queue`: the holder's
+#                 inner script ends with the word "#tfhive-requeued=N",
+#                 just before the label, whose words the readers count
+#                 from the end (probe/tickets.go, preempt-watch.sh), so
+#                 they read the label as before.
 : "${tfhive_kind?}" "${tfhive_name?}" "${tfhive_label?}"
+tfhive_requeued=${tfhive_requeued:-0}
 case $tfhive_kind in ticket | preempt) ;; *) exit 2 ;; esac
+case $tfhive_requeued in '' | *[!0-9]*) exit 2 ;; esac
 tfhive_dir=${TFHIVE_CLAIMS_DIR:-/tmp}
 case $tfhive_dir in /*[[:space:]]* | [!/]*) echo '@@tfhive-ticket refused claims dir'; exit 76 ;; esac
 command -v flock >/dev/null 2>&1 || { echo '@@tfhive-ticket refused no flock'; exit 127; }
@@ -58,4 +66,4 @@ while :; do
 		p=$l
 	fi
 done
-rm -f "$1/$0.$2.lock"' "tfhive-$tfhive_kind" "$tfhive_dir" "$tfhive_name" $tfhive_label
+rm -f "$1/$0.$2.lock" #tfhive-requeued='"$tfhive_requeued" "tfhive-$tfhive_kind" "$tfhive_dir" "$tfhive_name" $tfhive_label
