@@ -65,12 +65,18 @@ tfhive_idle_watch() {
 	while kill -0 "$tfhive_pid" 2>/dev/null; do
 		# Until the next sample, the words on 12: a "b" holds the stop
 		# for as long as tfhive would take the link for dead.
+		# A second at most per read: a task that ended, or a supervisor
+		# killed outright (who would have ended this watch), is seen
+		# within it, not at the next sample a minute on (CI:
+		# TestKilledSupervisorReleasesClaims found this watch left).
 		tfhive_tenths
 		while left=$((next - tfhive_now)) && [ "$left" -gt 0 ]; do
+			[ "$left" -le 10 ] || left=10
 			if read -r -t "$((left / 10)).$((left % 10))" -u 12 w && [ "$w" = b ]; then
 				tfhive_tenths
 				held=$tfhive_now
 			fi
+			{ kill -0 "$tfhive_pid" && kill -0 "$$"; } 2>/dev/null || break 2
 			tfhive_tenths
 		done
 		next=$((tfhive_now + every))

@@ -395,6 +395,11 @@ else
 fi
 # The idle watch (idle-watch.sh) of each attempt reports on descriptor
 # 11, and warns on the session's stderr: descriptor 8 when kept.
+# Each watch closes what it must not hold with exec, not with redirections
+# on the function's call: bash keeps a copy of each descriptor a call
+# redirects (to put it back after), and the idle watch's copy of 7 kept
+# the watcher from ever seeing EOF when this supervisor was killed (CI:
+# TestKilledSupervisorReleasesClaims found the task still running).
 tfhive_iw='' tfhive_idled='' tfhive_t0=0 tfhive_now=0
 exec 12<> <(:)
 tfhive_idle_start() {
@@ -402,9 +407,9 @@ tfhive_idle_start() {
 	tfhive_t0=$tfhive_now
 	[ -n "$tfhive_idle" ] || return 0
 	if [ "$tfhive_keep" != 0 ]; then
-		exec 11< <(tfhive_idle_watch 8 "$tfhive_f.idle" </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 10<&-)
+		exec 11< <(exec </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 10<&-; tfhive_idle_watch 8 "$tfhive_f.idle")
 	else
-		exec 11< <(tfhive_idle_watch 2 '' </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 10<&-)
+		exec 11< <(exec </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 10<&-; tfhive_idle_watch 2 '')
 	fi
 	tfhive_iw=$!
 }
@@ -431,7 +436,7 @@ tfhive_idle_start
 # The preemption watch (preempt-watch.sh) reports on descriptor 9.
 tfhive_pw='' tfhive_by=''
 if [ -n "$tfhive_preempt" ] && [ "$1" != - ]; then
-	exec 9< <(tfhive_preempt_watch "$1" "$2" </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 8>&-)
+	exec 9< <(exec </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 8>&-; tfhive_preempt_watch "$1" "$2")
 	tfhive_pw=$!
 fi
 # tfhive_listen starts the reader of the control lines for an attempt.
