@@ -185,12 +185,13 @@ func (c *Console) Close() error {
 	return c.err
 }
 
-// FlushRecord waits until the run's record (Record's console.log) holds
-// every line queued so far: a detached run's tfhive returns once the keeper
-// says its tasks started, and the record must say so by then. Only the
-// record: the terminal's reader may be paused (| less) and must not hold
-// the run up.
-func (c *Console) FlushRecord() {
+// Flush waits until every line queued so far is written, the record's
+// (Record's console.log) too: a detached run's tfhive returns once the
+// keeper says its tasks started, and the keeper's console (its stdout, a
+// file) must say so by then. Not for a terminal or a pipe, whose reader may
+// be paused (| less) and must not hold the run up.
+func (c *Console) Flush() {
+	c.flush()
 	if c.rec != nil {
 		c.rec.flush()
 	}

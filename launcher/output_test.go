@@ -747,19 +747,21 @@ func (w *slowWriter) String() string {
 
 // A detached run's tfhive returns on the keeper's "started", and reads
 // the console right after (CI: TestUserHostsFile found it empty):
-// FlushRecord returns only once the record holds every line queued.
-func TestOutputFlushRecord(t *testing.T) {
-	rec := &slowWriter{}
-	c := NewConsole(io.Discard, false)
+// Flush returns only once the console's writer (a keeper's console.log)
+// and its record hold every line queued.
+func TestOutputFlush(t *testing.T) {
+	out, rec := &slowWriter{}, &slowWriter{}
+	c := NewConsole(out, false)
 	c.Record(rec)
 	for i := range 3 {
 		c.Printf("tfhive: line %d", i)
-		c.FlushRecord()
-		if want := fmt.Sprintf("tfhive: line %d\n", i); !strings.HasSuffix(rec.String(), want) {
-			t.Fatalf("after FlushRecord the record holds %q, want it to end in %q", rec.String(), want)
+		c.Flush()
+		want := fmt.Sprintf("tfhive: line %d\n", i)
+		if !strings.HasSuffix(out.String(), want) || !strings.HasSuffix(rec.String(), want) {
+			t.Fatalf("after Flush the console holds %q and the record %q, want both to end in %q", out.String(), rec.String(), want)
 		}
 	}
 	c.Close()
-	c.FlushRecord()                             // after Close: returns at once
-	NewConsole(io.Discard, false).FlushRecord() // no record: nothing to wait for
+	c.Flush()                             // after Close: returns at once
+	NewConsole(io.Discard, false).Flush() // no record, nothing queued
 }

@@ -408,10 +408,9 @@ func (r *runner) run(ctx context.Context) *record.Summary {
 		r.o.Console.Printf("tfhive: run %s: %s on %s%s, logs in %s", r.o.Plan.RunID, wording.Count(len(r.tasks), "task"), wording.Count(len(r.o.Plan.Hosts()), "host"), from, r.o.LogDir)
 	}
 	// Started after the run's first line: a detached run's tfhive returns
-	// on it, and its console must already say what started (CI:
-	// TestUserHostsFile read the console before the keeper wrote it).
+	// on it, and its console must already say what started (the keeper's
+	// Started flushes it; CI: TestUserHostsFile read the console first).
 	if !r.p.Decided() && r.o.Started != nil {
-		r.o.Console.FlushRecord()
 		r.o.Started()
 	}
 

@@ -149,6 +149,11 @@ func (o *RunOptions) hooks(r *runJob, fleet *probe.Fleet, launched *launchState,
 			return nil
 		},
 		Started: func() {
+			if keeper.Mode() {
+				// Its console is its stdout, console.log: the first
+				// tfhive returns on "started" and may read it at once.
+				r.console.Flush()
+			}
 			keeper.Started()
 			if as.trial != nil {
 				as.trial.started()
