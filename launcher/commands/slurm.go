@@ -3,8 +3,10 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +20,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/slurmrun"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/localfile"
 	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/transport"
 	"github.com/tfhive/tfhive/schedule"
@@ -139,7 +142,7 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 	defer release()
 	started := time.Now()
 	sj, err := slurmrun.Submit(ctx, ex, slurmrun.Submission{RunID: id, Login: login, Script: script,
-		Dir: filepath.Join("tfhive-slurm", id), Partition: s.Partition, Account: s.Account, Time: s.Time})
+		Dir: slurmrun.RemoteDir(id), Partition: s.Partition, Account: s.Account, Time: s.Time})
 	if err != nil {
 		if !kept {
 			os.RemoveAll(dir)
@@ -168,7 +171,7 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 		defer f.Close()
 		conlog, console = f, io.MultiWriter(out, f)
 	}
-	results, end, acct, err := slurmrun.Watch(ctx, ex, slurmrun.Follow{Job: sj, Tasks: tasks, LogDir: dir,
+	results, end, acct, err := slurmrun.Watch(ctx, ex, slurmrun.Follow{RunID: id, Job: sj, Tasks: tasks, LogDir: dir,
 		Console: console, Quiet: o.Quiet, Grace: o.Grace, Stderr: o.Stderr,
 		Interrupt: func() int {
 			if o.Signals != nil && o.Signals.Last() == syscall.SIGTERM {
@@ -196,9 +199,12 @@ func adoptSlurm(ctx context.Context, o FollowOptions) (handled bool, err error) 
 	if err != nil {
 		return false, nil
 	}
-	var sj record.SlurmJob
-	if readSlurmJob(dir, &sj) != nil || sj.Array > 0 {
+	sj, found, err := readSlurmJob(dir, o.RunID)
+	if !found || err == nil && sj.Array > 0 {
 		return false, nil
+	}
+	if err != nil {
+		return true, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, rundir.Summary)); err == nil {
 		return true, &UsageError{Msg: fmt.Sprintf("run %s has ended (Slurm job %s)", o.RunID, sj.JobID), Fix: "tfhive logs " + o.RunID + " shows its console"}
@@ -206,16 +212,17 @@ func adoptSlurm(ctx context.Context, o FollowOptions) (handled bool, err error) 
 	if rundir.GoesOn(dir) {
 		return true, &UsageError{Msg: fmt.Sprintf("run %s has its tfhive still", o.RunID), Fix: "tfhive attach " + o.RunID + " (without -H) follows it"}
 	}
-	ex, _, err := dialLogin(ctx, o.Hosts, sj.Login, o.Stderr)
-	if err != nil {
-		return true, err
-	}
-	defer ex.Close()
+	// The log dir is this tfhive's before the login node is dialled.
 	release, err := rundir.HoldLock(dir)
 	if err != nil {
 		return true, err
 	}
 	defer release()
+	ex, _, err := dialLogin(ctx, o.Hosts, sj.Login, o.Stderr)
+	if err != nil {
+		return true, err
+	}
+	defer ex.Close()
 	conlog, err := os.OpenFile(filepath.Join(dir, rundir.Console), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return true, fmt.Errorf("log dir: %w", rundir.PathErr(err))
@@ -226,7 +233,7 @@ func adoptSlurm(ctx context.Context, o FollowOptions) (handled bool, err error) 
 		os.Remove(filepath.Join(dir, rundir.TaskLogOf(t.Role, t.Index)))
 	}
 	fmt.Fprintf(o.Stderr, "tfhive: following Slurm job %s of run %s on %s again, from its start\n", sj.JobID, o.RunID, sj.Login)
-	results, end, acct, err := slurmrun.Watch(ctx, ex, slurmrun.Follow{Job: sj, Tasks: sj.Tasks, LogDir: dir,
+	results, end, acct, err := slurmrun.Watch(ctx, ex, slurmrun.Follow{RunID: o.RunID, Job: sj, Tasks: sj.Tasks, LogDir: dir,
 		Console: io.MultiWriter(o.Stdout, conlog), Grace: o.Grace, Stderr: o.Stderr})
 	if err != nil {
 		return true, err
@@ -365,9 +372,9 @@ func (c dialed) Close() error {
 // handled is false when RUN is no such run.
 func killSlurm(ctx context.Context, o KillOptions) (handled bool, err error) {
 	dir := rundir.Path(o.RunID)
-	var sj record.SlurmJob
-	if err := readSlurmJob(dir, &sj); err != nil {
-		return false, nil
+	sj, found, err := readSlurmJob(dir, o.RunID)
+	if !found || err != nil {
+		return found, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, rundir.Summary)); err == nil {
 		return true, fmt.Errorf("run %s has ended: Slurm job %s is over", o.RunID, sj.JobID)
@@ -377,19 +384,52 @@ func killSlurm(ctx context.Context, o KillOptions) (handled bool, err error) {
 		return true, err
 	}
 	defer ex.Close()
-	if err := slurmrun.Cancel(ctx, ex, sj, o.Grace); err != nil {
+	if err := slurmrun.Cancel(ctx, ex, o.RunID, sj.JobID, o.Grace); err != nil {
 		return true, fmt.Errorf("%s: scancel %s: %w", sj.Login, sj.JobID, err)
 	}
 	fmt.Fprintf(o.Stdout, "tfhive: cancelled Slurm job %s of run %s on %s\n", sj.JobID, o.RunID, sj.Login)
 	return true, nil
 }
 
-// readSlurmJob reads a run's slurm.json, bounded.
-func readSlurmJob(dir string, sj *record.SlurmJob) error {
-	f, err := os.Open(filepath.Join(dir, rundir.SlurmJob))
-	if err != nil {
-		return err
+// slurmJobMax bounds a run's slurm.json (its tasks' placement).
+const slurmJobMax = 4 << 20
+
+// readSlurmJob reads the slurm.json of run id's log dir dir; found is
+// false when there is none (a run on hosts). Its record says which host
+// tfhive dials, which job it cancels or follows and which task logs it
+// writes, so it is read as every file tfhive finds by itself: only in a
+// log dir nobody else can have made or swapped (rundir.Check), only a
+// file nobody but the user or root can have written (localfile.ReadOwned:
+// a regular file, bounded, opened without waiting for a FIFO's writer),
+// and only a record of run id's own job (slurmrun.CheckJob). Anything
+// else is refused in one line, before any host is dialled: in a shared
+// directory, another user's tfhive-runs/RUN/slurm.json must not point
+// kill or attach at a job or a login node of theirs.
+func readSlurmJob(dir, id string) (sj record.SlurmJob, found bool, err error) {
+	path := filepath.Join(dir, rundir.SlurmJob)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return sj, false, nil
 	}
-	defer f.Close()
-	return json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(sj)
+	refuse := func(why string) (record.SlurmJob, bool, error) {
+		return record.SlurmJob{}, true, &UsageError{Msg: fmt.Sprintf("run %s's Slurm job record %s refused: %s", id, path, why),
+			Fix: "only a record in a log dir of yours that nobody else can write to is acted on"}
+	}
+	if err := rundir.Check(dir); err != nil {
+		return refuse(err.Error())
+	}
+	data, err := localfile.ReadOwned(path, slurmJobMax)
+	var no *localfile.NotOwnedError
+	switch {
+	case errors.As(err, &no):
+		return refuse(no.Why)
+	case err != nil:
+		return refuse(localfile.Describe(err).Error())
+	}
+	if err := json.Unmarshal(data, &sj); err != nil {
+		return refuse("it is not a Slurm job's record")
+	}
+	if err := slurmrun.CheckJob(sj, id); err != nil {
+		return refuse(err.Error())
+	}
+	return sj, true, nil
 }

@@ -75,7 +75,7 @@ func slurmSweep(ctx context.Context, o SweepOptions) error {
 	}
 	started := time.Now()
 	sj, err := slurmrun.Submit(ctx, ex, slurmrun.Submission{RunID: rec.Name, Login: login, Script: script,
-		Dir: filepath.Join("tfhive-slurm", rec.Name), Partition: r.Slurm.Partition, Account: r.Slurm.Account, Time: r.Slurm.Time,
+		Dir: slurmrun.RemoteDir(rec.Name), Partition: r.Slurm.Partition, Account: r.Slurm.Account, Time: r.Slurm.Time,
 		Array: len(rec.Trials)})
 	if err != nil {
 		return err
@@ -97,7 +97,7 @@ func slurmSweep(ctx context.Context, o SweepOptions) error {
 	for _, t := range rec.Trials {
 		trials = append(trials, slurmrun.Trial{ID: t.ID, LogDir: rundir.Path(t.ID)})
 	}
-	ends, err := slurmrun.WatchArray(ctx, ex, slurmrun.Follow{Job: sj, Tasks: tasks, Console: multi(out, conlog), Quiet: r.Quiet,
+	ends, err := slurmrun.WatchArray(ctx, ex, slurmrun.Follow{RunID: rec.Name, Job: sj, Tasks: tasks, Console: multi(out, conlog), Quiet: r.Quiet,
 		Grace: r.Grace, Stderr: r.Stderr, Interrupt: func() int {
 			if r.Signals != nil && r.Signals.Last() == syscall.SIGTERM {
 				return 143

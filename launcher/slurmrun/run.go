@@ -112,6 +112,7 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 // Follow is what Watch needs: the job, its tasks and where its output
 // goes.
 type Follow struct {
+	RunID   string // the run's (a sweep's) id, whose RemoteDir the job's is
 	Job     record.SlurmJob
 	Tasks   []emit.SlurmTask
 	LogDir  string    // the local log dir, for the tasks' logs ("": none)
@@ -206,7 +207,7 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 	}}
 	script := followSh.With(shscript.Set("tfhive_job", f.Job.JobID), shscript.Set("tfhive_out", f.Job.Output),
 		shscript.Set("tfhive_array", arrayWord(f.Job.Array)), shscript.Set("tfhive_dir", f.Job.Dir),
-		shscript.Set("tfhive_marker", marker(f.Job)),
+		shscript.Set("tfhive_rundir", RemoteDir(f.RunID)),
 		shscript.Set("tfhive_from", "1"), shscript.Set("tfhive_poll", pollWord(poll)), shscript.Set("tfhive_mark", mark))
 	var errb bytes.Buffer
 	// The job's output is read to its end whatever ctx does: a stop
@@ -232,7 +233,7 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 				interrupt = f.Interrupt()
 			}
 			fmt.Fprintf(f.Stderr, "tfhive: stopping job %s (scancel, SIGTERM to its steps, the rest after --grace %s)\n", f.Job.JobID, f.Grace)
-			if err := Cancel(context.WithoutCancel(ctx), ex, f.Job, f.Grace); err != nil {
+			if err := Cancel(context.WithoutCancel(ctx), ex, f.RunID, f.Job.JobID, f.Grace); err != nil {
 				fmt.Fprintf(f.Stderr, "tfhive: warning: %s: scancel %s: %v\n", f.Job.Login, f.Job.JobID, err)
 			}
 		}
@@ -278,13 +279,19 @@ func token() string {
 	return hex.EncodeToString(b)
 }
 
-// marker is the file cancel.sh leaves beside the job's output.
-func marker(j record.SlurmJob) string { return j.Output + ".cancelled" }
+var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// Cancel stops the job with the grace (cancel.sh): SIGTERM to its steps,
-// scancel once it has ended or grace later.
-func Cancel(ctx context.Context, ex remote.Executor, j record.SlurmJob, grace time.Duration) error {
-	script := cancelSh.With(shscript.Set("tfhive_job", j.JobID), shscript.Set("tfhive_marker", marker(j)), shscript.Set("tfhive_grace", strconv.Itoa(int(math.Ceil(grace.Seconds())))))
+// Cancel stops run id's job jobID with the grace (cancel.sh): SIGTERM to
+// its steps, scancel once it has ended or grace later. The file it
+// leaves to say so (job-ID.out.cancelled in RemoteDir, which follow.sh
+// looks for) is made there from the two ids, never from a path a record
+// names.
+func Cancel(ctx context.Context, ex remote.Executor, runID, jobID string, grace time.Duration) error {
+	if !runIDRE.MatchString(runID) || !jobIDRE.MatchString(jobID) {
+		return fmt.Errorf("run %q, job %q: not a run's Slurm job", cut(runID, 64), cut(jobID, 20))
+	}
+	script := cancelSh.With(shscript.Set("tfhive_job", jobID), shscript.Set("tfhive_rundir", RemoteDir(runID)),
+		shscript.Set("tfhive_grace", strconv.Itoa(int(math.Ceil(grace.Seconds())))))
 	var errb bytes.Buffer
 	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), io.Discard, limit(&errb))
 	if err == nil && rc != 0 {

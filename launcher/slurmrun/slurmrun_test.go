@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/emit"
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/remote/remotetest"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/remote/shscript/shscripttest"
@@ -193,5 +195,88 @@ func TestWatchArray(t *testing.T) {
 	}
 	if log, _ := os.ReadFile(dirs[1] + "/worker-0.log"); string(log) != "b\ntfhive: exited 9\n" {
 		t.Errorf("s-002's worker-0.log: %q", log)
+	}
+}
+
+// fakeSlurm puts scripts named for Slurm's commands ahead of $PATH and
+// makes $HOME a fresh directory, for the scripts of scripts/ run here
+// (remote.Local) as on a login node.
+func fakeSlurm(t *testing.T, cmds map[string]string) (home string) {
+	t.Helper()
+	bin := t.TempDir()
+	for name, body := range cmds {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	home = t.TempDir()
+	t.Setenv("HOME", home)
+	return home
+}
+
+// Cancel's marker is made from the run's and the job's ids, in the run's
+// own directory there: never where a record says, never through a link.
+func TestCancelMarker(t *testing.T) {
+	home := fakeSlurm(t, map[string]string{"squeue": "exit 0", "scancel": `echo "$@" >>"$HOME/scancelled"`})
+	if err := os.MkdirAll(filepath.Join(home, "tfhive-slurm", "r1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := Cancel(context.Background(), remote.Local{}, "r1", "42", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "tfhive-slurm", "r1", "job-42.out.cancelled")); err != nil {
+		t.Errorf("no marker: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "scancelled")); string(b) != "42\n" {
+		t.Errorf("scancel: %q", b)
+	}
+	// The run's directory a link (to where another could have pointed it):
+	// no marker through it.
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(home, "tfhive-slurm", "r2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Cancel(context.Background(), remote.Local{}, "r2", "43", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := os.ReadDir(elsewhere); len(es) > 0 {
+		t.Errorf("a marker through the link: %v", es[0].Name())
+	}
+	for _, ids := range [][2]string{{"../x", "1"}, {"r1", "1;rm"}, {"", "1"}} {
+		if err := Cancel(context.Background(), remote.Local{}, ids[0], ids[1], time.Second); err == nil {
+			t.Errorf("Cancel(%q, %q) ran", ids[0], ids[1])
+		}
+	}
+}
+
+// A record read back (slurm.json) is taken only when it describes the
+// run's own job.
+func TestCheckJob(t *testing.T) {
+	good := record.SlurmJob{JobID: "42", Login: "login", Dir: "/home/me/tfhive-slurm/r1", Output: "/home/me/tfhive-slurm/r1/job-42.out",
+		Tasks: []record.SlurmTask{{ID: "worker:1", Role: "worker", Index: 1}}}
+	if err := CheckJob(good, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		edit func(*record.SlurmJob)
+		why  string
+	}{
+		{func(j *record.SlurmJob) { j.JobID = "42; rm -rf ~" }, "job id"},
+		{func(j *record.SlurmJob) { j.Login = "-oProxyCommand=x y" }, "login node"},
+		{func(j *record.SlurmJob) { j.Dir = "/tmp"; j.Output = "/tmp/job-42.out" }, "directory"},
+		{func(j *record.SlurmJob) { j.Output = "/home/me/.profile" }, "output"},
+		{func(j *record.SlurmJob) { j.Tasks[0].Role = "../../x" }, "task"},
+		{func(j *record.SlurmJob) { j.Tasks[0].ID = "ps:0" }, "task"},
+	} {
+		j := good
+		j.Tasks = append([]record.SlurmTask(nil), good.Tasks...)
+		tt.edit(&j)
+		if err := CheckJob(j, "r1"); err == nil || !strings.Contains(err.Error(), tt.why) {
+			t.Errorf("%+v: %v, want its %s refused", j, err, tt.why)
+		}
+	}
+	if err := CheckJob(good, "r2"); err == nil {
+		t.Error("run r1's job taken for r2's")
 	}
 }

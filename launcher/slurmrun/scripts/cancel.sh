@@ -6,11 +6,15 @@
 # steps get SIGTERM (the tasks stop as they would under tfhive run); once
 # the job has ended, or tfhive_grace seconds later, scancel ends whatever
 # is left (Slurm's own SIGTERM, then SIGKILL after the cluster's
-# KillWait). First it leaves tfhive_marker (a file of the run's
-# directory there): a job whose tasks stopped in time ends COMPLETED, and
-# the marker says it was cancelled all the same (follow.sh reads it).
+# KillWait). First it leaves a marker, job-ID.out.cancelled in the run's
+# directory there ($HOME/tfhive_rundir, made by submit.sh; never through
+# a link): a job whose tasks stopped in time ends COMPLETED, and the
+# marker says it was cancelled all the same (follow.sh reads it).
 set -u
-: >"$tfhive_marker" 2>/dev/null
+tfhive_d=$HOME/$tfhive_rundir
+if [ -d "$tfhive_d" ] && [ ! -L "$tfhive_d" ]; then
+	: >"$tfhive_d/job-$tfhive_job.out.cancelled" 2>/dev/null
+fi
 tfhive_state() {
 	squeue --noheader --jobs="$tfhive_job" --states=all --format=%T 2>/dev/null
 }

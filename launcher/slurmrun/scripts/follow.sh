@@ -4,11 +4,12 @@
 # follow.sh, on the login node: prints the job's output file from its
 # first byte (tfhive_from) as the job writes it, until the job has ended
 # and its last bytes are out; then tfhive_mark on a line of its own,
-# "cancelled" where cancel.sh left tfhive_marker, and the job's
+# "cancelled" where cancel.sh left its marker (job-ID.out.cancelled in
+# $HOME/tfhive_rundir, the run's directory there), and the job's
 # accounting record. Parameters: tfhive_job (its id), tfhive_out (its
 # output file), tfhive_array (of a job array, its number of tasks, whose
 # files are tfhive_dir/job-ID_K.out, each behind tail's "==> FILE <=="
-# header; "" for one job), tfhive_marker, tfhive_from (the byte to start
+# header; "" for one job), tfhive_rundir, tfhive_from (the byte to start
 # at, from 1), tfhive_poll (seconds between looks at the job's state),
 # tfhive_mark.
 #
@@ -57,7 +58,7 @@ tail -F -c +"$tfhive_from" -s "$tfhive_poll" --pid="$tfhive_watcher" "$@" 2>/dev
 wait "$tfhive_watcher"
 printf '%s\n' "$tfhive_mark"
 
-if [ -e "$tfhive_marker" ]; then
+if [ -e "$HOME/$tfhive_rundir/job-$tfhive_job.out.cancelled" ]; then
 	echo cancelled
 fi
 # The record: sacct, which reads the accounting database; where the
