@@ -176,6 +176,11 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 		defer sinks[k].close()
 	}
 	var acct bytes.Buffer
+	// blank is an empty line held back until the next says whose it is:
+	// follow.sh's own before its mark (which it prints on a line of its
+	// own, after a newline that ends an unfinished last line of the
+	// job's), tail -v's before a header (it writes one before each header
+	// but the first), or else the job's.
 	after, cur, blank := false, 0, false
 	split := &lines{fn: func(l []byte) {
 		switch {
@@ -184,25 +189,24 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 				acct.Write(l)
 				acct.WriteByte('\n')
 			}
+			return
 		case string(l) == mark:
-			after = true
+			after, blank = true, false
+			return
 		case array:
-			// tail -v's "==> FILE <==", after an empty line of its own
-			// once it has printed any: which array task's file follows.
+			// tail -v's "==> FILE <==": which array task's file follows.
 			if m := headerRE.FindSubmatch(l); m != nil {
 				if k, ok := files[string(m[1])]; ok {
 					cur, blank = k, false
 					return
 				}
 			}
-			if blank {
-				sinks[cur].line(nil)
-			}
-			if blank = len(l) == 0; !blank {
-				sinks[cur].line(l)
-			}
-		default:
-			sinks[0].line(l)
+		}
+		if blank {
+			sinks[cur].line(nil)
+		}
+		if blank = len(l) == 0; !blank {
+			sinks[cur].line(l)
 		}
 	}}
 	script := followSh.With(shscript.Set("tfhive_job", f.Job.JobID), shscript.Set("tfhive_out", f.Job.Output),

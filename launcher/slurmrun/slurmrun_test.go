@@ -280,3 +280,43 @@ func TestCheckJob(t *testing.T) {
 		t.Error("run r1's job taken for r2's")
 	}
 }
+
+// follow.sh run here on a job's output file, as on a login node: squeue
+// says the job has ended, sacct has its record.
+func followHere(t *testing.T, out string, acct string) (Follow, string) {
+	t.Helper()
+	home := fakeSlurm(t, map[string]string{
+		"squeue": `echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1`,
+		"sacct":  "printf '%s\\n' '" + acct + "'",
+	})
+	dir := filepath.Join(home, "tfhive-slurm", "r1")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "job-5.out"), []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Follow{RunID: "r1", Job: record.SlurmJob{JobID: "5", Login: "login", Dir: dir, Output: filepath.Join(dir, "job-5.out")},
+		Tasks: []emit.SlurmTask{{ID: "worker:0", Role: "worker"}}, LogDir: t.TempDir(), Poll: 100 * time.Millisecond, Stderr: io.Discard}, dir
+}
+
+// A job whose output ends in the middle of a line (a task's last words
+// without a newline, the job then killed) ends as Slurm says, its
+// record read as a record, not as the job's output.
+func TestWatchOutputWithoutNewline(t *testing.T) {
+	for _, out := range []string{"[worker:0 node1] step 1\n[worker:0 node1] no newline", "[worker:0 node1] step 1\n\n"} {
+		f, _ := followHere(t, out, "5|COMPLETED|0:0")
+		var console strings.Builder
+		f.Console = &console
+		tasks, end, acct, err := Watch(context.Background(), remote.Local{}, f)
+		if err != nil {
+			t.Fatalf("%q: %v", out, err)
+		}
+		if end.Result != record.ResultSucceeded || acct.State != "COMPLETED" || len(tasks) != 1 || tasks[0].Host != "node1" {
+			t.Errorf("%q: %+v %+v %+v", out, end, acct, tasks)
+		}
+		if strings.Contains(console.String(), "COMPLETED") || strings.TrimSuffix(out, "\n")+"\n" != console.String() {
+			t.Errorf("console %q, want the job's output %q", console.String(), out)
+		}
+	}
+}

@@ -3,8 +3,8 @@
 
 # follow.sh, on the login node: prints the job's output file from its
 # first byte (tfhive_from) as the job writes it, until the job has ended
-# and its last bytes are out; then tfhive_mark on a line of its own,
-# "cancelled" where cancel.sh left its marker (job-ID.out.cancelled in
+# and its last bytes are out; then a newline and tfhive_mark on a line of
+# its own, "cancelled" where cancel.sh left its marker (job-ID.out.cancelled in
 # $HOME/tfhive_rundir, the run's directory there), and the job's
 # accounting record. Parameters: tfhive_job (its id), tfhive_out (its
 # output file), tfhive_array (of a job array, its number of tasks, whose
@@ -56,7 +56,9 @@ fi
 # The files appear as the job (each array task) starts: -F waits.
 tail -F -c +"$tfhive_from" -s "$tfhive_poll" --pid="$tfhive_watcher" "$@" 2>/dev/null
 wait "$tfhive_watcher"
-printf '%s\n' "$tfhive_mark"
+# The mark on a line of its own even where the job's output ends in the
+# middle of one: tfhive drops the empty line this makes otherwise.
+printf '\n%s\n' "$tfhive_mark"
 
 if [ -e "$HOME/$tfhive_rundir/job-$tfhive_job.out.cancelled" ]; then
 	echo cancelled
