@@ -236,4 +236,29 @@ func TestSlurmRun(t *testing.T) {
 		w := tfhive(t, f.Env(), f.Dir, "wait", "sr-adopt")
 		wantCode(t, w, 9)
 	})
+
+	// A task that says its shell's last words itself and is then killed
+	// (as Slurm kills one past its time or memory) was stopped, whatever
+	// it printed: its end is the file its shell leaves. A task's last line
+	// without a newline is shown as its line.
+	t.Run("a task's own last words are not its end", func(t *testing.T) {
+		r := tfhive(t, f.Env(), f.Dir, args("sr-words", "--workers", "1", "--",
+			"sh", "-c", `echo "tfhive: exited 0"; kill -KILL "$(cut -d' ' -f4 /proc/$PPID/stat)"`)...)
+		if r.code == 0 {
+			t.Fatalf("exit 0, want the killed task's failure:\n%s\n%s", r.stdout, r.stderr)
+		}
+		wantContains(t, "stdout", r.stdout, "[worker:0 node1] tfhive: exited 0\n", "run sr-words failed: the job failed (sacct: FAILED ")
+		sum := readJSON[record.Summary](t, filepath.Join(f.Dir, "tfhive-runs", "sr-words"), "summary.json")
+		if len(sum.Tasks) != 1 || sum.Tasks[0].Outcome != record.OutcomeStopped || sum.Tasks[0].ExitCode != nil {
+			t.Errorf("the task: %+v, want stopped", sum.Tasks)
+		}
+
+		r = tfhive(t, f.Env(), f.Dir, args("sr-nonl", "--workers", "1", "--", "printf", "no newline")...)
+		wantCode(t, r, 0)
+		wantContains(t, "stdout", r.stdout, "[worker:0 node1] no newline", "run sr-nonl succeeded: the job completed (sacct: COMPLETED 0:0) (exit 0)\n")
+		sum = readJSON[record.Summary](t, filepath.Join(f.Dir, "tfhive-runs", "sr-nonl"), "summary.json")
+		if len(sum.Tasks) != 1 || sum.Tasks[0].Outcome != record.OutcomeExited || sum.Tasks[0].ExitCode == nil || *sum.Tasks[0].ExitCode != 0 {
+			t.Errorf("the task: %+v, want exited 0", sum.Tasks)
+		}
+	})
 }

@@ -35,6 +35,11 @@ type Options struct {
 	// once (0: no cap). nil: one job.
 	Sweep       *record.Sweep
 	MaxParallel int
+
+	// fates: each task also writes its end to a file of its own in
+	// $SLURM_SUBMIT_DIR (slurm-task.sh's tfhive_fate), which run --on
+	// slurm reads (SlurmJob); a script printed for the user writes none.
+	fates bool
 }
 
 // envVar is one --env: a value, or a secret read where the job runs.

@@ -188,6 +188,11 @@ func layoutFunc(o *Options, l *slurmLayout, env []envVar, train, serve []int) st
 	if o.Workdir != "" {
 		common = append(common, "tfhive_workdir="+shellPath(o.Workdir))
 	}
+	if o.fates {
+		// Where each task's end goes (tfhive_fate): the directory sbatch
+		// ran in, the run's on the login node.
+		common = append(common, `tfhive_fates=$SLURM_SUBMIT_DIR`)
+	}
 
 	var cases strings.Builder
 	for _, st := range []struct {

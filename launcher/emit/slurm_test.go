@@ -2,7 +2,9 @@ package emit
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -171,5 +173,59 @@ func TestSlurmArrayTrials(t *testing.T) {
 	cmd.Env = []string{"SLURM_ARRAY_TASK_ID=6", "SLURM_PROCID=0"}
 	if out, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "array task 6 is not a trial of this sweep (0-5)") {
 		t.Errorf("index 6: %v\n%s", err, out)
+	}
+}
+
+// A job of run --on slurm (SlurmJob) has each task's shell leave its end
+// in a file of its own in $SLURM_SUBMIT_DIR, named by the job (an array
+// task's by the array's id and its index) and the task; a script printed
+// for the user (Write) names no such directory and writes none.
+func TestSlurmFates(t *testing.T) {
+	o := job(Slurm, func(o *Options) { o.Request.Workers, o.Request.GPUsPerWorker = 2, 0 }, "train")
+	script, _, err := SlurmJob(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(script, "\n\ttfhive_fates=$SLURM_SUBMIT_DIR\n") {
+		t.Errorf("no tfhive_fates in the layout:\n%s", script)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, o); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "tfhive_fates=") {
+		t.Error("plan --emit slurm's script names a directory for the tasks' ends")
+	}
+	start := strings.Index(script, "\ntfhive_fate() {")
+	end := strings.Index(script[start+1:], "\n}\n")
+	if start < 0 || end < 0 {
+		t.Fatalf("no tfhive_fate:\n%s", script)
+	}
+	fn := script[start : start+1+end+3]
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		env  []string
+		file string
+	}{
+		{[]string{"SLURM_JOB_ID=5"}, "fate-5-worker:1"},
+		{[]string{"SLURM_JOB_ID=12", "SLURM_ARRAY_JOB_ID=9", "SLURM_ARRAY_TASK_ID=3"}, "fate-9_3-worker:1"},
+	} {
+		cmd := exec.Command("bash", "-c", fn+`tfhive_fates=$1 tfhive_id=worker:1
+tfhive_fate exited 7`, "bash", dir)
+		cmd.Env = tt.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", tt.env, err, out)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, tt.file)); err != nil || string(b) != "exited 7\n" {
+			t.Errorf("%v: %s: %q %v", tt.env, tt.file, b, err)
+		}
+		// A new start of the task (a requeued job) removes it first.
+		cmd = exec.Command("bash", "-c", fn+`tfhive_fates=$1 tfhive_id=worker:1
+tfhive_fate`, "bash", dir)
+		cmd.Env = tt.env
+		cmd.Run()
+		if _, err := os.Stat(filepath.Join(dir, tt.file)); err == nil {
+			t.Errorf("%v: %s left by an earlier start", tt.env, tt.file)
+		}
 	}
 }

@@ -7,9 +7,11 @@ import "github.com/tfhive/tfhive/launcher/record"
 type SlurmTask = record.SlurmTask
 
 // SlurmJob checks o and renders its batch script as Write does for
-// --emit slurm, with the tasks it places (a sweep's: one trial's).
+// --emit slurm, with the tasks it places (a sweep's: one trial's), for
+// run --on slurm: each task's end also goes to a file of its own in the
+// directory sbatch ran in (fate-JOB-ID, see slurm-task.sh's tfhive_fate).
 func SlurmJob(o Options) (string, []SlurmTask, error) {
-	o.Target = Slurm
+	o.Target, o.fates = Slurm, true
 	if err := o.check(); err != nil {
 		return "", nil, err
 	}

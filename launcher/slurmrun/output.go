@@ -25,8 +25,9 @@ const lastLines = 5
 // tasks reads the job's output lines, every task's prefixed "[ID NODE] "
 // by the batch script (launcher/emit's slurm-task.sh): each goes to the
 // console as it is and, without its prefix, to the task's log in the log
-// dir; the lines the task script says last ("tfhive: exited 7") are each
-// task's fate.
+// dir. Each task's fate is not read from them but from the file its
+// shell leaves (fate): its last line ("tfhive: exited 7") is for the
+// reader.
 type tasks struct {
 	console io.Writer
 	prefix  string // before each console line: a sweep's trial, "[ID] "
@@ -63,9 +64,8 @@ func newTasks(plan []emit.SlurmTask, logDir string, console io.Writer, quiet boo
 
 var (
 	prefixRE = regexp.MustCompile(`^\[([a-z]+:[0-9]+) ([^ \]]+)\] (.*)$`)
-	// The task script's last words (slurm-task.sh).
-	exitedRE  = regexp.MustCompile(`^tfhive: exited ([0-9]+)(; the run goes on without .*)?$`)
-	stoppedRE = regexp.MustCompile(`^tfhive: stopped \(exit ([0-9]+)\)$`)
+	// A task's end as its shell left it (slurm-task.sh's tfhive_fate).
+	fateRE = regexp.MustCompile(`^(exited|stopped) ([0-9]{1,3})$`)
 )
 
 // line takes one line of the job's output, without its newline.
@@ -95,25 +95,38 @@ func (ts *tasks) line(l []byte) {
 	if t.log != nil {
 		t.log.WriteString(text + "\n")
 	}
-	if e := exitedRE.FindStringSubmatch(text); e != nil {
-		code, _ := strconv.Atoi(e[1])
-		t.outcome, t.code = record.OutcomeExited, &code
-		return
-	}
-	if e := stoppedRE.FindStringSubmatch(text); e != nil {
-		code, _ := strconv.Atoi(e[1])
-		t.outcome, t.code = record.OutcomeStopped, &code
-		return
-	}
-	if text == "tfhive: stopped before it started" {
-		t.outcome = record.OutcomeStopped
-		return
-	}
+	// The task script's own lines ("tfhive: exited 7") are for the
+	// reader: the task's end is what its shell left in a file (fate).
 	if !strings.HasPrefix(text, "tfhive: ") {
 		t.tail = append(t.tail, cut(text, 200))
 		if len(t.tail) > lastLines {
 			t.tail = t.tail[1:]
 		}
+	}
+}
+
+// fate takes task id's end as its shell left it in a file of its own
+// (follow.sh's "fate|JOB|ID|WORDS"): "exited N", "stopped N" or
+// "unstarted". Nothing the task printed decides it: a task that said
+// "tfhive: exited 0" of its own and was then killed by Slurm (its time
+// limit, the OOM killer) left no file, and was stopped.
+func (ts *tasks) fate(id, words string) {
+	t := ts.byID[id]
+	if t == nil {
+		return
+	}
+	if words == "unstarted" {
+		t.outcome, t.code = record.OutcomeStopped, nil
+		return
+	}
+	m := fateRE.FindStringSubmatch(words)
+	if m == nil {
+		return
+	}
+	code, _ := strconv.Atoi(m[2])
+	t.outcome, t.code = record.OutcomeStopped, &code
+	if m[1] == "exited" {
+		t.outcome = record.OutcomeExited
 	}
 }
 

@@ -156,26 +156,42 @@ func WatchArray(ctx context.Context, ex remote.Executor, f Follow, trials []Tria
 	return watch(ctx, ex, f, trials)
 }
 
-var headerRE = regexp.MustCompile(`^==> (.*) <==$`)
+var taskIDRE = regexp.MustCompile(`^[a-z]{1,32}:[0-9]{1,5}$`)
 
 func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([]TrialEnd, error) {
-	mark := "tfhive-slurm-end-" + token()
+	// Two words of this follow's, made here when it starts and told to
+	// follow.sh alone (on its stdin): the mark after the job's output, and
+	// the token in the name of every array task's file, which tail -v's
+	// headers say. No task knows either, so no line it prints passes for
+	// the end of the output or for another file's header.
+	mark, tok := "tfhive-slurm-end-"+token(), token()
 	poll := f.Poll
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
 	array := f.Job.Array > 0
 	sinks := make([]*tasks, len(trials))
-	files := map[string]int{}
+	// keys: the job id a task's end (fate) names, each trial's.
+	keys := map[string]int{}
 	for k, tr := range trials {
 		sinks[k] = newTasks(f.Tasks, tr.LogDir, f.Console, f.Quiet)
 		if array {
 			sinks[k].prefix = "[" + tr.ID + "] "
-			files[fmt.Sprintf("%s/job-%s_%d.out", f.Job.Dir, f.Job.JobID, k)] = k
+			keys[f.Job.JobID+"_"+strconv.Itoa(k)] = k
+		} else {
+			keys[f.Job.JobID] = k
 		}
 		defer sinks[k].close()
 	}
+	headerRE := regexp.MustCompile(`^==> .*/` + tok + `/job-` + regexp.QuoteMeta(f.Job.JobID) + `_([0-9]{1,6})\.out <==$`)
+	var ids []string
+	for _, t := range f.Tasks {
+		if taskIDRE.MatchString(t.ID) {
+			ids = append(ids, t.ID)
+		}
+	}
 	var acct bytes.Buffer
+	acctMax := 64<<10 + len(trials)*(len(f.Tasks)+8)*256
 	// blank is an empty line held back until the next says whose it is:
 	// follow.sh's own before its mark (which it prints on a line of its
 	// own, after a newline that ends an unfinished last line of the
@@ -185,7 +201,15 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 	split := &lines{fn: func(l []byte) {
 		switch {
 		case after:
-			if acct.Len() < 64<<10 {
+			if rest, ok := bytes.CutPrefix(l, []byte("fate|")); ok {
+				key, rest, _ := bytes.Cut(rest, []byte("|"))
+				id, words, _ := bytes.Cut(rest, []byte("|"))
+				if k, ok := keys[string(key)]; ok {
+					sinks[k].fate(string(id), string(words))
+				}
+				return
+			}
+			if acct.Len() < acctMax {
 				acct.Write(l)
 				acct.WriteByte('\n')
 			}
@@ -194,9 +218,10 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 			after, blank = true, false
 			return
 		case array:
-			// tail -v's "==> FILE <==": which array task's file follows.
+			// tail -v's "==> DIR/TOKEN/job-ID_K.out <==": which array
+			// task's file follows.
 			if m := headerRE.FindSubmatch(l); m != nil {
-				if k, ok := files[string(m[1])]; ok {
+				if k, err := strconv.Atoi(string(m[1])); err == nil && k < len(trials) {
 					cur, blank = k, false
 					return
 				}
@@ -211,7 +236,8 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 	}}
 	script := followSh.With(shscript.Set("tfhive_job", f.Job.JobID), shscript.Set("tfhive_out", f.Job.Output),
 		shscript.Set("tfhive_array", arrayWord(f.Job.Array)), shscript.Set("tfhive_dir", f.Job.Dir),
-		shscript.Set("tfhive_rundir", RemoteDir(f.RunID)),
+		shscript.Set("tfhive_rundir", RemoteDir(f.RunID)), shscript.Set("tfhive_token", tok),
+		shscript.Set("tfhive_tasks", strings.Join(ids, " ")),
 		shscript.Set("tfhive_from", "1"), shscript.Set("tfhive_poll", pollWord(poll)), shscript.Set("tfhive_mark", mark))
 	var errb bytes.Buffer
 	// The job's output is read to its end whatever ctx does: a stop

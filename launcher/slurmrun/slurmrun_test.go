@@ -107,27 +107,39 @@ func TestOutcome(t *testing.T) {
 func TestTasks(t *testing.T) {
 	dir := t.TempDir()
 	var console strings.Builder
-	ts := newTasks([]emit.SlurmTask{{ID: "ps:0", Role: "ps"}, {ID: "worker:0", Role: "worker"}, {ID: "worker:1", Role: "worker", Index: 1, Node: 1}, {ID: "worker:2", Role: "worker", Index: 2}}, dir, &console, false)
+	ts := newTasks([]emit.SlurmTask{{ID: "ps:0", Role: "ps"}, {ID: "worker:0", Role: "worker"}, {ID: "worker:1", Role: "worker", Index: 1, Node: 1},
+		{ID: "worker:2", Role: "worker", Index: 2}, {ID: "worker:3", Role: "worker", Index: 3}}, dir, &console, false)
 	clock := time.Unix(0, 0)
 	ts.now = func() time.Time { clock = clock.Add(time.Second); return clock }
 	w := &lines{fn: ts.line}
 	w.Write([]byte("[ps:0 node1] listening\n[worker:1 node2] step 1\n[worker:1 node2] boom\n[worker:1 node2] tfhive: exited 7\n"))
 	w.Write([]byte("[worker:0 node1] tfhive: stopped (exit 143)\n[ps:0 node1] tfhive: stopped (exit 0)\ntfhive: run x failed (exit 7)\n[worker:0 node1] "))
 	w.Write([]byte(strings.Repeat("x", maxLine+10) + "\n"))
+	// worker:3 says its shell's last words itself, then is killed: no
+	// file says how it ended.
+	w.Write([]byte("[worker:3 node1] tfhive: exited 0\n"))
 	w.flush()
+	ts.fate("worker:1", "exited 7")
+	ts.fate("worker:0", "stopped 143")
+	ts.fate("ps:0", "stopped 0")
+	ts.fate("worker:2", "exited 0; rm")
+	ts.fate("nosuch:0", "exited 0")
 	ts.close()
 	rs := ts.results(true)
 	if rs[0].ID != "worker:1" || *rs[0].ExitCode != 7 || rs[0].Host != "node2" || strings.Join(rs[0].LastLines, "|") != "step 1|boom" {
 		t.Errorf("the deciding task: %+v", rs[0])
 	}
-	if rs[1].ID != "ps:0" || rs[1].Outcome != record.OutcomeStopped || rs[2].ID != "worker:0" || rs[3].Outcome != record.OutcomeNoStart {
+	if rs[1].ID != "ps:0" || rs[1].Outcome != record.OutcomeStopped || rs[2].ID != "worker:0" || *rs[2].ExitCode != 143 || rs[3].Outcome != record.OutcomeNoStart {
 		t.Errorf("the others: %+v", rs[1:])
+	}
+	if rs[4].ID != "worker:3" || rs[4].Outcome != record.OutcomeStopped || rs[4].ExitCode != nil {
+		t.Errorf("a task that said its own last words: %+v, want stopped", rs[4])
 	}
 	log, _ := os.ReadFile(dir + "/worker-1.log")
 	if string(log) != "step 1\nboom\ntfhive: exited 7\n" {
 		t.Errorf("worker-1.log: %q", log)
 	}
-	if !strings.Contains(console.String(), "tfhive: run x failed (exit 7)\n") || strings.Count(console.String(), "\n") != 8 {
+	if !strings.Contains(console.String(), "tfhive: run x failed (exit 7)\n") || strings.Count(console.String(), "\n") != 9 {
 		t.Errorf("console: %d lines\n%.400s", strings.Count(console.String(), "\n"), console.String())
 	}
 }
@@ -162,38 +174,48 @@ func TestParseNodesAndPending(t *testing.T) {
 
 // WatchArray over a scripted login node: tail -v's headers say whose
 // lines follow (the empty line tail writes before a header is its own),
-// scontrol's records say each array task's end.
+// the files the tasks' shells left their ends, scontrol's records each
+// array task's end. A header without this follow's token (a line of the
+// batch script's, the user's login shell's) moves nothing: the lines stay
+// their file's.
 func TestWatchArray(t *testing.T) {
 	fake := &remotetest.Fake{}
 	fake.Handle(remotetest.Exact("sh -s"), func(p *remotetest.Proc) int {
 		script, _ := io.ReadAll(p.Stdin)
 		mark := regexp.MustCompile(`(?m)^tfhive_mark=(\S+)$`).FindStringSubmatch(string(script))
-		if mark == nil || !strings.Contains(string(script), "tfhive_array=2\n") {
+		tok := regexp.MustCompile(`(?m)^tfhive_token=(\S+)$`).FindStringSubmatch(string(script))
+		if mark == nil || tok == nil || !strings.Contains(string(script), "tfhive_array=2\n") || !strings.Contains(string(script), "tfhive_tasks=worker:0\n") {
 			t.Errorf("the follow script's parameters:\n%.600s", script)
 			return 1
 		}
-		io.WriteString(p.Stdout, "==> /h/d/job-9_1.out <==\n[worker:0 node2] b\n\n==> /h/d/job-9_0.out <==\n[worker:0 node1] a\n\n"+
-			"[worker:0 node1] tfhive: exited 0\n\n==> /h/d/job-9_1.out <==\n[worker:0 node2] tfhive: exited 9\n"+mark[1]+"\n"+
+		dir := "/tmp/tfhive-follow.Ab12/" + tok[1]
+		io.WriteString(p.Stdout, "==> "+dir+"/job-9_1.out <==\n[worker:0 node2] b\n==> /h/d/job-9_0.out <==\n==> /tmp/x/0123/job-9_0.out <==\n\n==> "+dir+"/job-9_0.out <==\n[worker:0 node1] a\n\n"+
+			"[worker:0 node1] tfhive: exited 0\n\n==> "+dir+"/job-9_1.out <==\n[worker:0 node2] tfhive: exited 0\n\n"+mark[1]+"\n"+
+			"fate|9_0|worker:0|exited 0\nfate|9_1|worker:0|exited 9\nfate|9|worker:0|exited 0\n"+
 			"scontrol|JobId=10 ArrayJobId=9 ArrayTaskId=0 JobState=COMPLETED ExitCode=0:0\n"+
 			"scontrol|JobId=9 ArrayJobId=9 ArrayTaskId=1 JobState=FAILED ExitCode=9:0\n")
 		return 0
 	})
 	var console strings.Builder
 	dirs := []string{t.TempDir(), t.TempDir()}
-	ends, err := WatchArray(context.Background(), fake, Follow{Job: record.SlurmJob{JobID: "9", Dir: "/h/d", Array: 2, Login: "login"},
+	ends, err := WatchArray(context.Background(), fake, Follow{RunID: "s", Job: record.SlurmJob{JobID: "9", Dir: "/h/d", Array: 2, Login: "login"},
 		Tasks: []emit.SlurmTask{{ID: "worker:0", Role: "worker"}}, Console: &console, Stderr: io.Discard},
 		[]Trial{{ID: "s-001", LogDir: dirs[0]}, {ID: "s-002", LogDir: dirs[1]}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "[s-002] [worker:0 node2] b\n[s-001] [worker:0 node1] a\n[s-001] \n[s-001] [worker:0 node1] tfhive: exited 0\n[s-002] [worker:0 node2] tfhive: exited 9\n"
+	want := "[s-002] [worker:0 node2] b\n[s-002] ==> /h/d/job-9_0.out <==\n[s-002] ==> /tmp/x/0123/job-9_0.out <==\n" +
+		"[s-001] [worker:0 node1] a\n[s-001] \n[s-001] [worker:0 node1] tfhive: exited 0\n[s-002] [worker:0 node2] tfhive: exited 0\n"
 	if console.String() != want {
 		t.Errorf("console:\n%s\nwant:\n%s", console.String(), want)
 	}
 	if ends[0].Ended.Result != record.ResultSucceeded || ends[1].Ended.ExitCode != 9 || ends[1].Tasks[0].Host != "node2" || ends[1].Acct.JobID != "9_1" {
 		t.Errorf("ends: %+v", ends)
 	}
-	if log, _ := os.ReadFile(dirs[1] + "/worker-0.log"); string(log) != "b\ntfhive: exited 9\n" {
+	if c := ends[1].Tasks[0].ExitCode; c == nil || *c != 9 || ends[0].Tasks[0].Outcome != record.OutcomeExited {
+		t.Errorf("the tasks' ends: %+v %+v", ends[0].Tasks[0], ends[1].Tasks[0])
+	}
+	if log, _ := os.ReadFile(dirs[1] + "/worker-0.log"); string(log) != "b\ntfhive: exited 0\n" {
 		t.Errorf("s-002's worker-0.log: %q", log)
 	}
 }
@@ -318,5 +340,62 @@ func TestWatchOutputWithoutNewline(t *testing.T) {
 		if strings.Contains(console.String(), "COMPLETED") || strings.TrimSuffix(out, "\n")+"\n" != console.String() {
 			t.Errorf("console %q, want the job's output %q", console.String(), out)
 		}
+	}
+}
+
+// The real follow.sh and tail: a task's end is the file its shell left,
+// never its own "tfhive: exited 0"; in a job array, a line that looks
+// like tail's header for another task's file (printed by the batch script,
+// the user's login shell) stays its own file's.
+func TestWatchFatesAndHeaders(t *testing.T) {
+	f, dir := followHere(t, "[worker:0 node1] tfhive: exited 0\n[worker:1 node2] boom\n[worker:1 node2] tfhive: exited 9\n", "5|FAILED|9:0")
+	f.Tasks = []emit.SlurmTask{{ID: "worker:0", Role: "worker"}, {ID: "worker:1", Role: "worker", Index: 1}}
+	f.Console = io.Discard
+	if err := os.WriteFile(filepath.Join(dir, "fate-5-worker:1"), []byte("exited 9\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tasks, end, _, err := Watch(context.Background(), remote.Local{}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.ExitCode != 9 || tasks[0].ID != "worker:1" || tasks[0].ExitCode == nil || *tasks[0].ExitCode != 9 ||
+		tasks[1].Outcome != record.OutcomeStopped || tasks[1].ExitCode != nil {
+		t.Errorf("%+v: %+v", end, tasks)
+	}
+
+	// An array of 2: task 1's file says task 0's header.
+	f, dir = followHere(t, "", "9_0|COMPLETED|0:0\n9_1|FAILED|9:0")
+	f.Job = record.SlurmJob{JobID: "9", Login: "login", Dir: dir, Output: dir + "/job-9.out", Array: 2}
+	for name, text := range map[string]string{
+		"job-9_0.out":         "[worker:0 node1] a\n",
+		"job-9_1.out":         "==> " + dir + "/job-9_0.out <==\n[worker:0 node2] b\n",
+		"fate-9_0-worker:0":   "exited 0\n",
+		"fate-9_1-worker:0":   "exited 9\n",
+		"fate-9_1-worker:0.x": "exited 0\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var console strings.Builder
+	f.Console = &console
+	dirs := []string{t.TempDir(), t.TempDir()}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ends, err := WatchArray(context.Background(), remote.Local{}, f, []Trial{{ID: "s-001", LogDir: dirs[0]}, {ID: "s-002", LogDir: dirs[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log, _ := os.ReadFile(dirs[0] + "/worker-0.log"); string(log) != "a\n" {
+		t.Errorf("s-001's worker-0.log: %q\nconsole:\n%s", log, console.String())
+	}
+	if !strings.Contains(console.String(), "[s-002] ==> "+dir+"/job-9_0.out <==\n[s-002] [worker:0 node2] b\n") {
+		t.Errorf("console:\n%s", console.String())
+	}
+	if c := ends[1].Tasks[0].ExitCode; ends[0].Ended.Result != record.ResultSucceeded || ends[1].Ended.ExitCode != 9 || c == nil || *c != 9 {
+		t.Errorf("ends: %+v", ends)
+	}
+	if es, _ := os.ReadDir(tmp); len(es) > 0 {
+		t.Errorf("follow.sh left %s in $TMPDIR", es[0].Name())
 	}
 }

@@ -43,7 +43,7 @@ tfhive_step() {
 		# shellcheck disable=SC2016 # $1 is bash -c's, not ours
 		SLURM_HOSTFILE=$tfhive_dir/$tfhive_name.hosts srun --job-name="tfhive-$tfhive_name" \
 			--overlap --distribution=arbitrary --ntasks="$#" --kill-on-bad-exit=1 \
-			bash -c "$(declare -f tfhive_layout tfhive_setup tfhive_cuda tfhive_unstarted tfhive_task)"'
+			bash -c "$(declare -f tfhive_layout tfhive_setup tfhive_cuda tfhive_fate tfhive_unstarted tfhive_task)"'
 tfhive_task "$1"' tfhive-task "$tfhive_name"
 		echo "$?" >"$tfhive_dir/$tfhive_name.exit"
 	} &

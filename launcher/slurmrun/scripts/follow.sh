@@ -4,14 +4,16 @@
 # follow.sh, on the login node: prints the job's output file from its
 # first byte (tfhive_from) as the job writes it, until the job has ended
 # and its last bytes are out; then a newline and tfhive_mark on a line of
-# its own, "cancelled" where cancel.sh left its marker (job-ID.out.cancelled in
-# $HOME/tfhive_rundir, the run's directory there), and the job's
+# its own, "cancelled" where cancel.sh left its marker
+# (job-ID.out.cancelled in $HOME/tfhive_rundir, the run's directory
+# there), the tasks' ends (the files their shells left) and the job's
 # accounting record. Parameters: tfhive_job (its id), tfhive_out (its
-# output file), tfhive_array (of a job array, its number of tasks, whose
-# files are tfhive_dir/job-ID_K.out, each behind tail's "==> FILE <=="
-# header; "" for one job), tfhive_rundir, tfhive_from (the byte to start
-# at, from 1), tfhive_poll (seconds between looks at the job's state),
-# tfhive_mark.
+# output file), tfhive_dir (the run's directory), tfhive_array (of a job
+# array, its number of tasks, whose files are tfhive_dir/job-ID_K.out,
+# each behind tail's "==> FILE <==" header, named through a link that
+# holds tfhive_token; "" for one job), tfhive_tasks (the tasks' ids),
+# tfhive_rundir, tfhive_from (the byte to start at, from 1), tfhive_poll
+# (seconds between looks at the job's state), tfhive_mark.
 #
 # One tail -F reads the file (inotify where the filesystem has it, a look
 # every tfhive_poll seconds where it has not: NFS); a watcher beside it
@@ -44,10 +46,18 @@ tfhive_alive() {
 ) &
 tfhive_watcher=$!
 if [ -n "$tfhive_array" ]; then
+	# Each array task's file by a name that holds tfhive_token, through a
+	# link to the run's directory in a private one here: tail's headers
+	# say it, and no line a task prints can (tfhive knows the token).
+	tfhive_tmp=$(mktemp -d "${TMPDIR:-/tmp}/tfhive-follow.XXXXXX") || exit 73
+	trap 'rm -rf "$tfhive_tmp"' EXIT
+	trap 'exit 129' HUP
+	trap 'exit 143' TERM
+	ln -s "$tfhive_dir" "$tfhive_tmp/$tfhive_token" || exit 73
 	set -- -v
 	tfhive_k=0
 	while [ "$tfhive_k" -lt "$tfhive_array" ]; do
-		set -- "$@" "$tfhive_dir/job-${tfhive_job}_$tfhive_k.out"
+		set -- "$@" "$tfhive_tmp/$tfhive_token/job-${tfhive_job}_$tfhive_k.out"
 		tfhive_k=$((tfhive_k + 1))
 	done
 else
@@ -62,6 +72,24 @@ printf '\n%s\n' "$tfhive_mark"
 
 if [ -e "$HOME/$tfhive_rundir/job-$tfhive_job.out.cancelled" ]; then
 	echo cancelled
+fi
+# Each task's end, as its shell left it (fate-JOB-ID beside the output,
+# JOB the array task's ARRAYJOB_K): "fate|JOB|ID|WORDS", bounded.
+tfhive_fates() {
+	for tfhive_t in $tfhive_tasks; do
+		if [ -f "$tfhive_dir/fate-$1-$tfhive_t" ]; then
+			printf 'fate|%s|%s|%s\n' "$1" "$tfhive_t" "$(head -c 64 "$tfhive_dir/fate-$1-$tfhive_t" | tr -d '|\n')"
+		fi
+	done
+}
+if [ -n "$tfhive_array" ]; then
+	tfhive_k=0
+	while [ "$tfhive_k" -lt "$tfhive_array" ]; do
+		tfhive_fates "${tfhive_job}_$tfhive_k"
+		tfhive_k=$((tfhive_k + 1))
+	done
+else
+	tfhive_fates "$tfhive_job"
 fi
 # The record: sacct, which reads the accounting database; where the
 # cluster keeps none, scontrol, which knows a job (each array task) for

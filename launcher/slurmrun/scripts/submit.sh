@@ -32,6 +32,9 @@ fi
 [ -z "$tfhive_partition" ] || set -- "$@" --partition="$tfhive_partition"
 [ -z "$tfhive_account" ] || set -- "$@" --account="$tfhive_account"
 [ -z "$tfhive_time" ] || set -- "$@" --time="$tfhive_time"
+# sbatch runs in the run's directory: the job's $SLURM_SUBMIT_DIR, where
+# each task leaves its end (fate-JOB-ID, the batch script's tfhive_fate).
+cd "$tfhive_dir" || exit 73
 tfhive_id=$(sbatch "$@" "$tfhive_dir/job.sh") || exit 75
 # --parsable prints "ID" or "ID;CLUSTER".
 tfhive_id=${tfhive_id%%;*}

@@ -91,11 +91,32 @@ tfhive_cuda() {
 	echo "$tfhive_out"
 }
 
+# tfhive_fate [WORDS]: the task's end in a file of its own, for tfhive
+# run --on slurm, which names the directory (tfhive_fates: the run's on
+# the login node, beside the job's output) and reads the files once the
+# job has ended: fate-JOB-ID, JOB the job's id (ARRAYJOB_K for an array
+# task), holding "exited N", "stopped N" or "unstarted". This shell
+# writes it, not the task's command, which is not told of it: nothing a
+# task prints (its own "tfhive: exited 0", then killed) passes for its
+# end. Without WORDS it removes what an earlier start left (a requeue).
+tfhive_fate() {
+	local tfhive_job=$SLURM_JOB_ID
+	[ -n "${tfhive_fates-}" ] && [ -n "$tfhive_id" ] || return 0
+	[ -z "${SLURM_ARRAY_JOB_ID-}" ] || tfhive_job=${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID-}
+	if [ $# = 0 ]; then
+		rm -f "$tfhive_fates/fate-$tfhive_job-$tfhive_id"
+	else
+		printf '%s\n' "$*" >"$tfhive_fates/fate-$tfhive_job-$tfhive_id" 2>/dev/null
+	fi
+	return 0
+}
+
 # tfhive_unstarted CODE [MESSAGE]: the task cannot start. A stop that
 # came meanwhile is why (it may have killed the setup or scontrol): then
 # it was stopped.
 tfhive_unstarted() {
 	if [ -n "$tfhive_stopped" ]; then
+		tfhive_fate unstarted
 		echo "tfhive: stopped before it started" >&2
 		return 0
 	fi
@@ -120,6 +141,7 @@ tfhive_task() {
 		tfhive_unstarted 70 "tfhive: error: step $1 has no task $SLURM_PROCID"
 		return
 	fi
+	tfhive_fate
 	if [ "${tfhive_nodes[tfhive_node]-}" != "$SLURMD_NODENAME" ]; then
 		tfhive_unstarted 70 "tfhive: error: $tfhive_id runs on $SLURMD_NODENAME, but was placed on ${tfhive_nodes[tfhive_node]-}"
 		return
@@ -162,9 +184,11 @@ tfhive_task() {
 	# In a job only Slurm sends SIGTERM, and where it finds a step's
 	# processes by their parents (proctrack/linuxproc) it can miss one.
 	if [ -n "$tfhive_stopped" ] || [ "$tfhive_code" = 143 ]; then
+		tfhive_fate stopped "$tfhive_code"
 		echo "tfhive: stopped (exit $tfhive_code)" >&2
 		return 0
 	fi
+	tfhive_fate exited "$tfhive_code"
 	if [ "$tfhive_code" = 0 ]; then
 		echo "tfhive: exited 0" >&2
 		return 0
@@ -219,7 +243,7 @@ tfhive_step() {
 		# shellcheck disable=SC2016 # $1 is bash -c's, not ours
 		SLURM_HOSTFILE=$tfhive_dir/$tfhive_name.hosts srun --job-name="tfhive-$tfhive_name" \
 			--overlap --distribution=arbitrary --ntasks="$#" --kill-on-bad-exit=1 \
-			bash -c "$(declare -f tfhive_layout tfhive_setup tfhive_cuda tfhive_unstarted tfhive_task)"'
+			bash -c "$(declare -f tfhive_layout tfhive_setup tfhive_cuda tfhive_fate tfhive_unstarted tfhive_task)"'
 tfhive_task "$1"' tfhive-task "$tfhive_name"
 		echo "$?" >"$tfhive_dir/$tfhive_name.exit"
 	} &
