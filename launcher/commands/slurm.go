@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/emit"
 	"github.com/tfhive/tfhive/launcher/keeper"
+	"github.com/tfhive/tfhive/launcher/notify"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/slurmrun"
@@ -65,7 +66,7 @@ var slurmFlags = map[string]bool{
 	"workers": true, "ps": true, "chief": true, "evaluator": true, "gpus-per-worker": true, "gpus-per-ps": true,
 	"framework": true, "tf-flags": true, "name": true, "strategy": true, "port-range": true, "nnodes": true, "nproc-per-node": true,
 	"env": true, "workdir": true, "setup": true, "log-dir": true, "grace": true, "timeout": true, "detach": true,
-	"quiet": true, "json": true, "color": true,
+	"quiet": true, "json": true, "color": true, "notify": true,
 	"host": true, "hosts": true, "hostfile": true, "ssh-config": true, "accept-new-host-keys": true,
 	"connect-timeout": true, "command-timeout": true, "parallel": true,
 	"on": true, "login": true, "partition": true, "account": true, "time": true, "nodes": true, "gpus-per-node": true,
@@ -111,6 +112,12 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 		o.Job.Name = keeper.RunID()
 	}
 	req, script, tasks, err := o.slurmJob(nil, 0)
+	if err != nil {
+		return err
+	}
+	// --notify, or the hosts file's notify:, is told the run's end as for
+	// a run on hosts (the keeper's, under --detach).
+	targets, err := notifyTargets(o.Notify, o.Hosts)
 	if err != nil {
 		return err
 	}
@@ -185,7 +192,7 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 	sj.State, sj.ExitCode, sj.Tasks = acct.State, acct.ExitCode, nil
 	sum := &record.Summary{RunID: id, Result: end.Result, ExitCode: end.ExitCode, Reason: end.Reason, LogDir: dir,
 		Started: started, Duration: time.Since(started), Command: j.Command, Tasks: results, Slurm: &sj}
-	return finishSlurm(o, sum, conlog)
+	return finishSlurm(ctx, o, sum, conlog, newNotifier(targets, id, dir, o.Stderr))
 }
 
 // adoptSlurm is `tfhive attach RUN -H …|--hosts …` for a run --on slurm
@@ -211,6 +218,10 @@ func adoptSlurm(ctx context.Context, o FollowOptions) (handled bool, err error) 
 	}
 	if rundir.GoesOn(dir) {
 		return true, &UsageError{Msg: fmt.Sprintf("run %s has its tfhive still", o.RunID), Fix: "tfhive attach " + o.RunID + " (without -H) follows it"}
+	}
+	targets, err := notifyTargets(o.Notify, o.Hosts)
+	if err != nil {
+		return true, err
 	}
 	// The log dir is this tfhive's before the login node is dialled.
 	release, err := rundir.HoldLock(dir)
@@ -242,7 +253,7 @@ func adoptSlurm(ctx context.Context, o FollowOptions) (handled bool, err error) 
 	sj.State, sj.ExitCode, sj.Tasks = acct.State, acct.ExitCode, nil
 	sum := &record.Summary{RunID: o.RunID, Result: end.Result, ExitCode: end.ExitCode, Reason: end.Reason, LogDir: dir,
 		Started: started, Duration: time.Since(started), Tasks: results, Slurm: &sj}
-	return true, finishSlurm(RunOptions{Streams: o.Streams}, sum, conlog)
+	return true, finishSlurm(ctx, RunOptions{Streams: o.Streams}, sum, conlog, newNotifier(targets, o.RunID, dir, o.Stderr))
 }
 
 // slurmJob is the request and the batch script (with its tasks) that plan
@@ -279,8 +290,9 @@ func (o RunOptions) slurmJob(sw *record.Sweep, maxParallel int) (schedule.Reques
 	return req, script, tasks, err
 }
 
-// finishSlurm writes the summary and prints it as a run's end does.
-func finishSlurm(o RunOptions, sum *record.Summary, conlog io.Writer) error {
+// finishSlurm writes the summary and prints it as a run's end does, then
+// tells n (--notify's, nil: none) the run's end, as a run on hosts does.
+func finishSlurm(ctx context.Context, o RunOptions, sum *record.Summary, conlog io.Writer, n *notify.Notifier) error {
 	view.WriteSummary(conlog, sum)
 	werr := rundir.WriteJSON(filepath.Join(sum.LogDir, rundir.Summary), sum)
 	if o.JSON {
@@ -296,6 +308,9 @@ func finishSlurm(o RunOptions, sum *record.Summary, conlog io.Writer) error {
 	} else {
 		writeRunReport(sum.LogDir, sum.RunID, o.Stderr)
 	}
+	// After the summary and the report: a webhook may take seconds. One
+	// tfhive records a job's end (the run's lock): it is told once.
+	tellEnd(ctx, n, sum, nil, false, nil)
 	if sum.ExitCode != 0 {
 		return &RunFailedError{Summary: sum}
 	}

@@ -261,4 +261,48 @@ func TestSlurmRun(t *testing.T) {
 			t.Errorf("the task: %+v, want exited 0", sum.Tasks)
 		}
 	})
+
+	// The hosts file's notify: is a run's on Slurm too, as on hosts: the
+	// end is told once, from the job's record; --notify under --detach
+	// is the keeper's.
+	t.Run("the hosts file's notify: and --notify tell the job's end", func(t *testing.T) {
+		hook := newWebhook(t, 0)
+		yaml, err := os.ReadFile(f.HostsYAML)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hostsFile := filepath.Join(t.TempDir(), "hosts.yaml")
+		if err := os.WriteFile(hostsFile, append([]byte("notify: "+hook.URL+"/hooks/s3cret\n"), yaml...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run := func(rest ...string) []string {
+			return append([]string{"run", "--hosts", hostsFile, "--ssh-config", f.SSHConfig, "--on", "slurm", "--login", "login", "--port-range", ports,
+				"--grace", "2s", "--gpus-per-worker", "0", "--workers", "1"}, rest...)
+		}
+		r := tfhive(t, f.Env(), f.Dir, run("--name", "sr-notify", "--", "sh", "-c", "exit 9")...)
+		wantCode(t, r, 9)
+		got := hook.got()
+		if len(got) != 1 || got[0]["event"] != "failed" || got[0]["run"] != "sr-notify" || got[0]["exit_code"] != float64(9) || got[0]["end"] != true {
+			t.Errorf("the hook got %v, want sr-notify's end (failed, 9)", got)
+		}
+
+		out := filepath.Join(t.TempDir(), "told")
+		r = tfhive(t, f.Env(), f.Dir, run("--name", "sr-notify-det", "--detach", "--notify", `echo "$TFHIVE_EVENT $TFHIVE_RUN $TFHIVE_EXIT_CODE" >>`+out, "--", "true")...)
+		wantCode(t, r, 0)
+		w := tfhive(t, f.Env(), f.Dir, "wait", "sr-notify-det")
+		wantCode(t, w, 0)
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			b, _ := os.ReadFile(out)
+			if string(b) == "succeeded sr-notify-det 0\n" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the command was told %q, want sr-notify-det's end", b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if n := len(hook.got()); n != 1 {
+			t.Errorf("the hosts file's hook was told %d ends, want sr-notify's alone (--notify replaces it)", n)
+		}
+	})
 }
