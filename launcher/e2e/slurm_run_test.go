@@ -137,11 +137,29 @@ func TestSlurmRun(t *testing.T) {
 		}
 	})
 
-	t.Run("status and queue show the partitions' GPUs and the pending jobs", func(t *testing.T) {
+	t.Run("status (--watch too) and queue show the partitions' GPUs and the pending jobs", func(t *testing.T) {
 		on := func(cmd string, rest ...string) result {
 			return tfhive(t, f.Env(), f.Dir, fleetArgs(f, append([]string{cmd, "--on", "slurm", "--login", "login"}, rest...)...)...)
 		}
-		r := on("status")
+		// --watch redraws it (into a pipe: one table after the other)
+		// until Ctrl-C, which ends it with 0; not faster than a second.
+		watch := startTfhive(t, f, readStdout, fleetArgs(f, "status", "--on", "slurm", "--login", "login", "--watch", "1s")...)
+		frames := 0
+		watch.readUntil(func(l string) bool {
+			if strings.HasSuffix(l, " GPUs free on 2 nodes (sinfo on login)") {
+				frames++
+			}
+			return frames == 2
+		})
+		watch.Process.Signal(syscall.SIGINT)
+		watch.readAll()
+		if err := watch.Wait(); frames != 2 || err != nil {
+			t.Errorf("status --watch: %d tables (want 2), %v:\n%s\n%s", frames, err, watch.read.String(), watch.other.String())
+		}
+		r := on("status", "--watch", "100ms")
+		wantCode(t, r, 2)
+		wantContains(t, "status --watch 100ms", r.stderr, "tfhive: error: --watch 100ms: on Slurm 1s at least")
+		r = on("status")
 		wantCode(t, r, 0)
 		wantContains(t, "status", r.stdout, "4 of 4 GPUs free on 2 nodes (sinfo on login)\n")
 		if rows := rowsOf(r.stdout, "debug*"); len(rows) != 2 || rows[0][1] != "node1" || rows[0][3] != "2" || rows[0][5] != "2" {
