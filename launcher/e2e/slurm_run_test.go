@@ -25,7 +25,9 @@ import (
 // filesystem: the nodes are this machine).
 func slurmLogin(t *testing.T) (*slurmtest.Cluster, *sshtest.Fleet) {
 	t.Helper()
-	c := slurmtest.Start(t, 2, 4, 2)
+	// 8 CPUs a node: room for the jobs TestSlurmRun keeps beside its
+	// subtests' (the TensorFlow job, a detached sweep's trial).
+	c := slurmtest.Start(t, 2, 8, 2)
 	// Behind a separate host's private /tmp: munge's socket, slurm.conf.
 	sshtest.KeepVisible(c.Dir)
 	f := sshtest.Start(t, sshtest.Profile{Name: "login"})
@@ -58,6 +60,20 @@ func TestSlurmRun(t *testing.T) {
 	if noTF == "" {
 		tf = startLater(t, f.Env(), f.Dir, args("sr-tf", tfJob(f, venv)...)...)
 	}
+
+	// A detached sweep's first trial ends, its second runs until tfhive
+	// kill, beside the subtests below; the third waits its turn
+	// (--max-parallel 1).
+	t.Run("a detached sweep is submitted", func(t *testing.T) {
+		r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "sweep", "--on", "slurm", "--login", "login", "--name", "sr-swd", "--port-range", ports, "--grace", "2s",
+			"--param", "x=1,2,3", "--max-parallel", "1", "--detach", "--workers", "1", "--gpus-per-worker", "0", "--",
+			"sh", "-c", `echo "x=$1"; [ "$1" = 1 ] || exec sleep 600`, "sh", "{x}")...)
+		wantCode(t, r, 0)
+		if strings.TrimSpace(r.stdout) != "sr-swd" {
+			t.Fatalf("stdout %q, want the sweep's name\n%s", r.stdout, r.stderr)
+		}
+		wantContains(t, "stderr", r.stderr, "tfhive: sweep sr-swd started, detached")
+	})
 
 	t.Run("a failing worker's code", func(t *testing.T) {
 		r := tfhive(t, f.Env(), f.Dir, args("sr-fail", "--ps", "1", "--workers", "2", "--",
@@ -239,6 +255,46 @@ func TestSlurmRun(t *testing.T) {
 		wantContains(t, "attach -H's stderr", r.stderr, "tfhive: following Slurm job ")
 		w := tfhive(t, f.Env(), f.Dir, "wait", "sr-adopt")
 		wantCode(t, w, 9)
+	})
+
+	// The detached sweep: attach follows its console from the start (the
+	// keeper's lines and the trials'), tfhive kill cancels its array: the
+	// trial that ended before keeps its success, the running one and the
+	// pending one are cancelled; attach and wait end with the sweep's code.
+	t.Run("a detached sweep: followed by attach, killed, waited for", func(t *testing.T) {
+		a := startTfhive(t, f, readStdout, "attach", "sr-swd")
+		if !a.readUntil(func(l string) bool {
+			return strings.HasPrefix(l, "[sr-swd-002] [worker:0 node") && strings.HasSuffix(l, "] x=2")
+		}) {
+			t.Fatalf("attach never showed trial 2 running:\n%s\n%s", a.read.String(), a.other.String())
+		}
+		k := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "sr-swd", "--grace", "2s")...)
+		wantCode(t, k, 0)
+		wantContains(t, "kill", k.stdout, "tfhive: cancelled Slurm job ", " of sweep sr-swd on login\n")
+		a.readAll()
+		a.Wait()
+		if code := a.ProcessState.ExitCode(); code != 1 {
+			t.Errorf("attach exited %d, want 1 (2 of 3 trials did not succeed):\n%s\n%s", code, a.read.String(), a.other.String())
+		}
+		wantContains(t, "attach", a.read.String(), "tfhive: sweep sr-swd is Slurm job array ", "[sr-swd-001] [worker:0 node",
+			"tfhive: trial sr-swd-001 succeeded in ", "tfhive: trial sr-swd-002 cancelled in ", "tfhive: trial sr-swd-003 cancelled in ")
+		for k, want := range []string{record.ResultSucceeded, record.ResultCancelled, record.ResultCancelled} {
+			id := "sr-swd-00" + itoa(k+1)
+			sum := readJSON[record.Summary](t, filepath.Join(f.Dir, "tfhive-runs", id), "summary.json")
+			if sum.Result != want || sum.Slurm == nil || !strings.HasSuffix(sum.Slurm.JobID, "_"+itoa(k)) {
+				t.Errorf("%s: %s (%s), job %+v; want %s", id, sum.Result, sum.Reason, sum.Slurm, want)
+			}
+		}
+		w := tfhive(t, f.Env(), f.Dir, "wait", "sr-swd")
+		wantCode(t, w, 1)
+		k = tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "sr-swd")...)
+		wantCode(t, k, 1)
+		wantContains(t, "kill after the end", k.stderr, "sweep sr-swd has ended: Slurm job array ")
+		tab := tfhive(t, f.Env(), f.Dir, "runs", "--sweep", "sr-swd", "--csv")
+		wantCode(t, tab, 0)
+		if n := strings.Count(tab.stdout, ",succeeded,"); n != 1 {
+			t.Errorf("the table has %d trials succeeded, want 1:\n%s", n, tab.stdout)
+		}
 	})
 
 	// TensorFlow itself (TFConfigClusterResolver, in tf_env.py) resolves,
