@@ -41,7 +41,11 @@ func slurmLogin(t *testing.T) (*slurmtest.Cluster, *sshtest.Fleet) {
 // TestSlurmRun: `tfhive run --on slurm` submits plan --emit slurm's job
 // on the login node and behaves as a run: the tasks' prefixed output
 // live, the summary and exit code from sacct, the job recorded for runs
-// and report, Ctrl-C cancelling the job.
+// and report, Ctrl-C cancelling the job; real TensorFlow's TF_CONFIG in
+// each task; status, queue and sweep (one job array, detached too) --on
+// slurm. Two jobs go on beside the subtests, which mostly wait on Slurm:
+// the TensorFlow one and a detached sweep's, each started first and
+// checked last.
 func TestSlurmRun(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	_, f := slurmLogin(t)
@@ -51,10 +55,8 @@ func TestSlurmRun(t *testing.T) {
 			"--gpus-per-worker", "0"), rest...)
 	}
 
-	// Real TensorFlow, 1 ps and 2 workers: started first and checked
-	// last, its imports (9 s a task here) beside the other subtests' jobs
-	// (the nodes have the CPUs for both), which spend their time waiting
-	// on Slurm.
+	// Real TensorFlow, 1 ps and 2 workers: its imports (9 s a task here)
+	// beside the other subtests' jobs, on the nodes' spare CPUs.
 	venv, noTF := findTFVenv()
 	var tf *later
 	if noTF == "" {
@@ -64,6 +66,7 @@ func TestSlurmRun(t *testing.T) {
 	// A detached sweep's first trial ends, its second runs until tfhive
 	// kill, beside the subtests below; the third waits its turn
 	// (--max-parallel 1).
+	t.Cleanup(func() { tfhive(t, f.Env(), f.Dir, fleetArgs(f, "kill", "sr-swd", "--grace", "1s")...) })
 	t.Run("a detached sweep is submitted", func(t *testing.T) {
 		r := tfhive(t, f.Env(), f.Dir, fleetArgs(f, "sweep", "--on", "slurm", "--login", "login", "--name", "sr-swd", "--port-range", ports, "--grace", "2s",
 			"--param", "x=1,2,3", "--max-parallel", "1", "--detach", "--workers", "1", "--gpus-per-worker", "0", "--",
