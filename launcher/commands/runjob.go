@@ -87,7 +87,7 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	}
 	if o.Check {
 		r.spec.Check = &doctor.Options{Modules: mods, Workdir: o.Workdir, Setup: o.Setup, Env: env,
-			Timeout: o.Hosts.CommandTimeout, Parallel: o.Hosts.Parallel}
+			Timeout: max(o.Hosts.CommandTimeout, doctor.MinTimeout), Parallel: o.Hosts.Parallel}
 	}
 	// Each host's probe session goes on as its first task's supervisor,
 	// started before the plan is known: the task then starts without a
