@@ -237,7 +237,7 @@ func TestWatchArrayCancelled(t *testing.T) {
 		}
 		ends, err := WatchArray(ctx, fake, Follow{Job: record.SlurmJob{JobID: "9", Dir: "/h/d", Array: 2, Login: "login"},
 			Tasks: []emit.SlurmTask{{ID: "worker:0", Role: "worker"}}, Console: io.Discard, Stderr: io.Discard,
-			Interrupt: func() int { return 130 }}, []Trial{{ID: "s-001"}, {ID: "s-002"}})
+			Interrupt: func() int { return 130 }}, []Trial{{ID: "s-001", LogDir: t.TempDir()}, {ID: "s-002", LogDir: t.TempDir()}})
 		cancel()
 		if err != nil {
 			t.Fatal(err)
