@@ -155,6 +155,16 @@ func Unreserve(ctx context.Context, o UnreserveOptions) error {
 		if err := job.Unreachable(inv); err != nil {
 			return err
 		}
+		// A host whose files were not all listed may hold it unseen.
+		var unknown []string
+		for _, h := range inv.Hosts {
+			if h.BookingsUnknown != "" {
+				unknown = append(unknown, h.Name+": "+h.BookingsUnknown)
+			}
+		}
+		if len(unknown) > 0 {
+			return fmt.Errorf("no reservation %s among those listed on these hosts; %s", o.ID, strings.Join(unknown, "; "))
+		}
 		return fmt.Errorf("no reservation %s on these hosts", o.ID)
 	}
 	return job.Unreachable(inv)

@@ -148,7 +148,8 @@ func fleetArgsAs(t *testing.T, f *sshtest.Fleet, hosts string, args ...string) (
 // and only within the host's rules (over them, or overlapping Alice's made
 // before, it grants nothing and says so, naming her); a link named as a
 // reservation grants nothing; Alice's file cannot be renamed or removed
-// by her; a flood of names fails the host closed.
+// by her; a flood of names fails the host closed for plans (ps still
+// reaches it).
 func TestReserveForgedFilesFailClosed(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	s := newSharedHost(t)
@@ -207,6 +208,11 @@ func TestReserveForgedFilesFailClosed(t *testing.T) {
 	s.mallorySh(t, flood.String())
 	r = tfhive(t, s.f.Env(), s.f.Dir, fleetArgs(s.f, "status")...)
 	wantContains(t, "status", r.stdout+r.stderr, "more than 1024 tfhive-reservation files: its reservations are unknown")
+	// It plans nothing of ps, which still reaches the host (and says the
+	// reservations are unknown).
+	r = tfhive(t, s.f.Env(), s.f.Dir, s.as("ps")...)
+	wantCode(t, r, 0)
+	wantContains(t, "ps", r.stderr, "more than 1024 tfhive-reservation files: its reservations are unknown")
 }
 
 // findBooking is the path of reservation id's file in dir.
