@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"path/filepath"
@@ -145,5 +146,45 @@ func TestReserveLostBeforeTheCheckIsExit4(t *testing.T) {
 		if got := b.fleet.Host("b").Shell(t, `ls "$TFHIVE_CLAIMS_DIR" | grep -c tfhive-reservation || true`); strings.TrimSpace(got) != "0" {
 			t.Errorf("rc 255 %v: b's reservation was not taken back: %s", rc255, got)
 		}
+	}
+}
+
+// ps --json carries what ps's table does: the runs, and the reservations
+// honoured now or ahead, each as reservations --json has it (an empty
+// list when there are none).
+func TestPsJSONHasTheReservations(t *testing.T) {
+	b := newBed(t, hosttest.Profile{Name: "a", GPUs: 2})
+	ps := func(asJSON bool) string {
+		var w out
+		if err := Ps(t.Context(), PsOptions{Streams: w.streams(), Hosts: b.hosts, JSON: asJSON}); err != nil {
+			t.Fatalf("ps (json %v): %v\n%s", asJSON, err, w.stderr.String())
+		}
+		return w.stdout.String()
+	}
+	if got := ps(true); !strings.Contains(got, `"reservations": []`) {
+		t.Errorf("ps --json without a reservation: want an empty list\n%s", got)
+	}
+	w, err := b.reserve(ReserveOptions{GPU: []string{"a:1"}, Note: "paper deadline"})
+	if err != nil {
+		t.Fatalf("reserve: %v\n%s", err, w.stderr.String())
+	}
+	var doc struct {
+		Runs         []any            `json:"runs"`
+		Reservations []map[string]any `json:"reservations"`
+	}
+	got := ps(true)
+	if err := json.Unmarshal([]byte(got), &doc); err != nil {
+		t.Fatalf("ps --json: %v\n%s", err, got)
+	}
+	if doc.Runs == nil || len(doc.Reservations) != 1 {
+		t.Fatalf("ps --json: want runs and the one reservation\n%s", got)
+	}
+	r := doc.Reservations[0]
+	id, _ := r["id"].(string)
+	if r["host"] != "a" || r["state"] != "now" || r["note"] != "paper deadline" || id == "" || !strings.Contains(w.stdout.String(), id) {
+		t.Errorf("ps --json's reservation: %v, want a's, now, its note and id (reserve said %s)", r, w.stdout.String())
+	}
+	if table := ps(false); !strings.Contains(table, id) || !strings.Contains(table, "paper deadline") {
+		t.Errorf("ps's table lacks the reservation %s:\n%s", id, table)
 	}
 }
