@@ -55,7 +55,7 @@ func Doctor(ctx context.Context, o DoctorOptions) error {
 	}
 	dopts := doctor.Options{
 		Modules: mods, Workdir: o.Workdir, Setup: o.Setup,
-		Timeout: o.Hosts.CommandTimeout, Parallel: o.Hosts.Parallel,
+		Timeout: max(o.Hosts.CommandTimeout, doctor.MinTimeout), Parallel: o.Hosts.Parallel,
 	}
 	// A host the tree could not be sent to is not checked: the error says
 	// why, as the run's would.

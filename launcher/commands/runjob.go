@@ -59,8 +59,9 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	if err != nil {
 		return nil, err
 	}
-	// A run that ends before a reservation begins may use its GPUs.
-	req.Timeout = o.Timeout
+	// A run that ends before a reservation begins may use its GPUs: it
+	// ends, at the latest, its grace after its timeout.
+	req.Timeout, req.Grace = o.Timeout, o.Grace
 	env, err := parseEnv(o.Env)
 	if err != nil {
 		return nil, err
@@ -87,7 +88,7 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	}
 	if o.Check {
 		r.spec.Check = &doctor.Options{Modules: mods, Workdir: o.Workdir, Setup: o.Setup, Env: env,
-			Timeout: o.Hosts.CommandTimeout, Parallel: o.Hosts.Parallel}
+			Timeout: max(o.Hosts.CommandTimeout, doctor.MinTimeout), Parallel: o.Hosts.Parallel}
 	}
 	// Each host's probe session goes on as its first task's supervisor,
 	// started before the plan is known: the task then starts without a

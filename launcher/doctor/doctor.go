@@ -75,6 +75,13 @@ type Python struct {
 	Version    *string `json:"version"`
 }
 
+// MinTimeout is the least a host is given to import the modules: a
+// cold import of TensorFlow and PyTorch from an NFS home, or on a host
+// whose cores are busy, takes tens of seconds, and the hosts file's
+// command_timeout (30s) is a probe's bound, not an import's. A longer
+// command_timeout is used as it is.
+const MinTimeout = 2 * time.Minute
+
 // Options say where and how to look.
 type Options struct {
 	// Modules are imported on every host, in this order (Modules).
@@ -83,7 +90,8 @@ type Options struct {
 	Workdir, Setup string
 	// Env is added over the hosts file's env (run's --env).
 	Env map[string]string
-	// Timeout bounds the check on each host.
+	// Timeout bounds the check on each host (callers give at least
+	// MinTimeout).
 	Timeout  time.Duration
 	Parallel int
 	// Code is the --sync tree, present on the hosts it names: there it is

@@ -241,7 +241,7 @@ func TestTFMultiWorkerMirroredRestart(t *testing.T) {
 	logDir := filepath.Join(t.TempDir(), "logs")
 	run := startTfhive(t, b.f, readStdout, b.args("run", "--log-dir", logDir, "--grace", "5s", "--sync", examplesDir(),
 		"--workers", "3", "--gpus-per-worker", "0", "--strategy", "spread", "--restarts", "1", "--restart-backoff", "0s",
-		"--", "python3", "multi_worker_mirrored.py", "--model_dir="+model, "--epoch_seconds=2")...)
+		"--", "python3", "multi_worker_mirrored.py", "--model_dir="+model, "--epochs=5", "--epoch_seconds=2")...)
 	if !run.readUntil(func(l string) bool {
 		return strings.HasPrefix(l, "[worker:1 ") && strings.HasSuffix(l, "epoch 3 start")
 	}) {
