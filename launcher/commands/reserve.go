@@ -133,9 +133,19 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 		made[i] = nb
 	}
 	var done []int
+	// undo takes back what was made, as far as it can: a host whose link
+	// the probe again dropped is dialled again, and one that cannot be is
+	// left (its line says so).
 	undo := func() {
 		for _, i := range done {
-			hostops.Reserve(ctx, fleet.Executor(i), "", []string{inventory.BookingName(made[i])})
+			ex := fleet.Executor(i)
+			if ex == nil {
+				var err error
+				if ex, err = fleet.Redial(ctx, inv.Hosts[i].Name); err != nil {
+					continue
+				}
+			}
+			hostops.Reserve(ctx, ex, "", []string{inventory.BookingName(made[i])})
 		}
 	}
 	for _, i := range slices.Sorted(mapKeysInt(made)) {
@@ -149,6 +159,21 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 	// Probed again: the files as every plan now sees them. One made at
 	// the same moment as another's that overlaps it loses to the earlier.
 	again := fleet.Probe(ctx)
+	// A host not reached again cannot say whether its file holds: exit
+	// 4 (not 3: no other reservation was seen to hold the GPUs), each
+	// such host named; the files are taken back where that can be done.
+	lost := &UnreachableError{Total: len(done)}
+	for _, i := range done {
+		if herr := again.Hosts[i].Err; herr != nil {
+			lost.Bad++
+			lost.Lines = append(lost.Lines, fmt.Sprintf("%s: the reservation was made but could not be checked: %s; `tfhive reservations -H %s` says whether it is there (`tfhive unreserve %s` removes it)",
+				inv.Hosts[i].Name, herr.Message, inv.Hosts[i].Name, made[i].ID))
+		}
+	}
+	if lost.Bad > 0 {
+		undo()
+		return lost
+	}
 	for _, i := range done {
 		var seen *inventory.Booking
 		for k, x := range again.Hosts[i].Bookings {
