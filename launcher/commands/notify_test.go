@@ -59,3 +59,11 @@ func TestTimelineRowsNotify(t *testing.T) {
 		t.Errorf("warnings: %s", stderr.String())
 	}
 }
+
+// A detached TensorBoard's keeper's mark is tfhive's own: a --notify
+// command never sees it (notify.Internal).
+func TestTensorBoardKeeperEnvIsInternal(t *testing.T) {
+	if !notify.Internal(tbKeeperEnv) {
+		t.Errorf("%s: a --notify command would see it", tbKeeperEnv)
+	}
+}

@@ -154,3 +154,16 @@ func TestSlurmRecordRefused(t *testing.T) {
 		t.Errorf("cancel.sh's parameters:\n%.400s", scripts[0])
 	}
 }
+
+// status --on slurm --watch refreshes no faster than a second (an sinfo
+// each time, on the cluster's slurmctld), refused before anything is
+// dialled.
+func TestStatusOnSlurmWatchRefuses(t *testing.T) {
+	for _, w := range []time.Duration{-time.Second, 500 * time.Millisecond} {
+		err := Status(context.Background(), StatusOptions{Watch: w, Slurm: SlurmOptions{On: OnSlurm, Login: "nosuch"}})
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "--watch") {
+			t.Errorf("--watch %s: %v, want a usage error", w, err)
+		}
+	}
+}

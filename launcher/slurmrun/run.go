@@ -158,6 +158,11 @@ func WatchArray(ctx context.Context, ex remote.Executor, f Follow, trials []Tria
 
 var taskIDRE = regexp.MustCompile(`^[a-z]{1,32}:[0-9]{1,5}$`)
 
+// maxAccounting bounds the job's record as follow.sh prints it: a job
+// array of 10000 trials, five sacct lines each (the array task, its
+// batch, extern and two steps), is about 2 MiB.
+const maxAccounting = 16 << 20
+
 func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([]TrialEnd, error) {
 	// Two words of this follow's, made here when it starts and told to
 	// follow.sh alone (on its stdin): the mark after the job's output, and
@@ -191,7 +196,6 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 		}
 	}
 	var acct bytes.Buffer
-	acctMax := 64<<10 + len(trials)*(len(f.Tasks)+8)*256
 	// blank is an empty line held back until the next says whose it is:
 	// follow.sh's own before its mark (which it prints on a line of its
 	// own, after a newline that ends an unfinished last line of the
@@ -209,7 +213,7 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 				}
 				return
 			}
-			if acct.Len() < acctMax {
+			if acct.Len() < maxAccounting {
 				acct.Write(l)
 				acct.WriteByte('\n')
 			}
@@ -281,8 +285,10 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 	cancelled := bytes.HasPrefix(acct.Bytes(), []byte("cancelled\n"))
 	ends := make([]TrialEnd, len(trials))
 	var recs map[int]Accounting
+	var alive map[int]bool
 	if array {
 		recs = ParseArray(acct.Bytes(), f.Job.JobID)
+		alive = CancelledTasks(acct.Bytes(), f.Job.JobID)
 	}
 	for k := range trials {
 		var a Accounting
@@ -292,8 +298,15 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 		} else {
 			a, found = ParseAccounting(acct.Bytes(), f.Job.JobID)
 		}
-		a.Cancelled = cancelled
-		end := Outcome(a, found, interrupt)
+		// A sweep's trial that had ended before tfhive kill or Ctrl-C
+		// keeps its own end; where cancel.sh could not tell which had not
+		// (squeue failed), each is cancelled.
+		stop := interrupt
+		a.Cancelled = cancelled && (!array || len(alive) == 0 || alive[k])
+		if array && cancelled && !a.Cancelled {
+			stop = 0
+		}
+		end := Outcome(a, found, stop)
 		ends[k] = TrialEnd{Tasks: sinks[k].results(end.ExitCode != 0), Ended: end, Acct: a}
 	}
 	return ends, nil

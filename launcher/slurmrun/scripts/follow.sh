@@ -6,7 +6,8 @@
 # and its last bytes are out; then a newline and tfhive_mark on a line of
 # its own, "cancelled" where cancel.sh left its marker
 # (job-ID.out.cancelled in $HOME/tfhive_rundir, the run's directory
-# there), the tasks' ends (the files their shells left) and the job's
+# there; then its lines, each behind "cancelled|"), the tasks' ends (the
+# files their shells left) and the job's
 # accounting record. Parameters: tfhive_job (its id), tfhive_out (its
 # output file), tfhive_dir (the run's directory), tfhive_array (of a job
 # array, its number of tasks, whose files are tfhive_dir/job-ID_K.out,
@@ -72,6 +73,8 @@ printf '\n%s\n' "$tfhive_mark"
 
 if [ -e "$HOME/$tfhive_rundir/job-$tfhive_job.out.cancelled" ]; then
 	echo cancelled
+	# The jobs not yet ended at the cancel (cancel.sh), ID or ID_K.
+	sed 's/^/cancelled|/' "$HOME/$tfhive_rundir/job-$tfhive_job.out.cancelled"
 fi
 # Each task's end, as its shell left it (fate-JOB-ID beside the output,
 # JOB the array task's ARRAYJOB_K): "fate|JOB|ID|WORDS", bounded.
