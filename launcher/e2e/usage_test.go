@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,4 +100,26 @@ func TestUsageSumsADayByUser(t *testing.T) {
 		t.Errorf("--by host --json: %v\n%s", err, j.stdout)
 	}
 	wantCode(t, tfhive(t, f.Env(), f.Dir, fleetArgs(f, "usage", "--by", "group")...), 2)
+}
+
+// A FIFO a colleague planted at the user's directory of ledgers neither
+// hangs nor fails a GPU run, kept (the default) or in a session of its
+// own (--reconnect 0): the run ends with its task, its GPUs free, and its
+// console warns that the attempt is not in the ledger, and why (the
+// host's path to its claims directory, which the test's is not).
+func TestUsageLedgerPlantedFIFOIsAWarning(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	f := sshtest.Start(t, sshtest.Profile{Name: "u1", GPU: "idle-2gpu.xml", AliveInterval: 1})
+	l := filepath.Join(f.Host("u1").ClaimsDir(), fmt.Sprintf("tfhive-usage.%d", os.Getuid()))
+	if err := syscall.Mkfifo(l, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{nil, {"--reconnect", "0"}} {
+		args, _ := runArgs(t, f, append(extra, "--workers", "1", "--gpus-per-worker", "1", "--", "true")...)
+		r := tfhive(t, f.Env(), f.Dir, args...)
+		wantCode(t, r, 0)
+		wantContains(t, fmt.Sprintf("the run's console (%v)", extra), r.stdout+r.stderr,
+			"tfhive: warning: worker:0 on u1: the attempt is not in the host's usage ledger: /",
+			fmt.Sprintf("/tfhive-usage.%d is not a directory (fifo)\n", os.Getuid()))
+	}
 }

@@ -1,12 +1,14 @@
 package usage
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,29 +80,104 @@ U mallory:x:1003:1003::/home/mallory:/bin/bash
 	}
 }
 
-// usage.sh on a directory of ledgers, each without its final newline:
-// each ledger's lines are its own, none runs into the next's header.
-func TestScriptKeepsLedgersApart(t *testing.T) {
-	dir := t.TempDir()
-	me := strconv.Itoa(os.Getuid())
-	mtime := time.Unix(1764690000, 0)
-	for _, m := range []string{"2025-11", "2025-12", "2026-01"} {
-		p := filepath.Join(dir, "tfhive-usage."+me+"."+m+".csv")
-		if err := os.WriteFile(p, []byte("1 1764600000 1764603600 1 0 r-"+m+" worker:0\n1 1764600000 1764603600 1 0 r2-"+m+" worker:0"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		os.Chtimes(p, mtime, mtime)
-	}
-	cmd := exec.Command("bash", "--norc", "-s")
-	cmd.Stdin = strings.NewReader(Script(time.Date(2025, 11, 20, 0, 0, 0, 0, time.UTC), "s3cret"))
+// runScript runs usage.sh on dir as the claims directory, for ledgers
+// since since; a script that does not end within 20 s fails the test.
+func runScript(t *testing.T, dir string, since time.Time) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "--norc", "-s")
+	cmd.Stdin = strings.NewReader(Script(since, "s3cret"))
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TFHIVE_CLAIMS_DIR=" + dir}
+	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		t.Fatalf("usage.sh blocked: %s", out)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Parse("g1", string(out), "s3cret", 4)
-	if len(h.Entries) != 6 || h.Dropped != 0 || h.Overflow {
+	return string(out)
+}
+
+// writeLedger writes a ledger at p (its directories made 0755), last
+// written at 1764690000.
+func writeLedger(t *testing.T, p, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Unix(1764690000, 0)
+	os.Chtimes(p, mtime, mtime)
+}
+
+// usage.sh on the user's directory of ledgers and an older tfhive's
+// ledger beside it, each without its final newline: each ledger's lines
+// are its own, none runs into the next's header.
+func TestScriptKeepsLedgersApart(t *testing.T) {
+	dir := t.TempDir()
+	me := strconv.Itoa(os.Getuid())
+	for _, m := range []string{"2025-11", "2025-12", "2026-01"} {
+		writeLedger(t, filepath.Join(dir, "tfhive-usage."+me, m+".csv"), "1 1764600000 1764603600 1 0 r-"+m+" worker:0\n1 1764600000 1764603600 1 0 r2-"+m+" worker:0")
+	}
+	writeLedger(t, filepath.Join(dir, "tfhive-usage."+me+".2025-12.csv"), "1 1764600000 1764603600 1 0 old worker:0")
+	out := runScript(t, dir, time.Date(2025, 11, 20, 0, 0, 0, 0, time.UTC))
+	h := Parse("g1", out, "s3cret", 4)
+	if len(h.Entries) != 7 || h.Dropped != 0 || h.Overflow || len(h.Refused) != 0 {
 		t.Errorf("%+v\n%s", h, out)
+	}
+}
+
+// What anyone but the ledger's owner could have made or changed is
+// refused, named, and never opened: a user's directory others may write
+// or that is not a directory (a FIFO, a link to the owner's real
+// directory), and, in a directory of the owner's, a ledger others may
+// write or that is a FIFO or a link.
+func TestScriptRefusesWhatOthersCouldHavePrepared(t *testing.T) {
+	me := strconv.Itoa(os.Getuid())
+	const line = "1 1764600000 1764603600 1 0 r worker:0\n"
+	for name, plant := range map[string]func(dir, l, f string) error{
+		"writable directory": func(dir, l, f string) error {
+			writeLedger(t, f, line)
+			return os.Chmod(l, 0o777)
+		},
+		"fifo directory": func(dir, l, f string) error { return syscall.Mkfifo(l, 0o644) },
+		"linked directory": func(dir, l, f string) error {
+			real := filepath.Join(t.TempDir(), "real")
+			writeLedger(t, filepath.Join(real, filepath.Base(f)), line)
+			return os.Symlink(real, l)
+		},
+		"writable ledger": func(dir, l, f string) error {
+			writeLedger(t, f, line)
+			return os.Chmod(f, 0o666)
+		},
+		"fifo ledger": func(dir, l, f string) error {
+			if err := os.Mkdir(l, 0o755); err != nil {
+				return err
+			}
+			return syscall.Mkfifo(f, 0o644)
+		},
+		"linked ledger": func(dir, l, f string) error {
+			real := filepath.Join(l, "real")
+			writeLedger(t, real, line)
+			return os.Symlink(real, f)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := filepath.Join(dir, "tfhive-usage."+me)
+			if err := plant(dir, l, filepath.Join(l, "2025-12.csv")); err != nil {
+				t.Fatal(err)
+			}
+			out := runScript(t, dir, time.Date(2025, 12, 2, 0, 0, 0, 0, time.UTC))
+			h := Parse("g1", out, "s3cret", 4)
+			if len(h.Entries) != 0 || len(h.Refused) != 1 || !strings.HasPrefix(h.Refused[0], "tfhive-usage."+me) {
+				t.Errorf("%+v\n%s", h, out)
+			}
+		})
 	}
 }
 
