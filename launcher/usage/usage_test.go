@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/supervisor"
+	"github.com/tfhive/tfhive/probe/remote/shscript"
 	"github.com/tfhive/tfhive/probe/remote/shscript/shscripttest"
 )
 
@@ -258,4 +260,28 @@ func TestScriptsShellcheck(t *testing.T) {
 
 func TestScriptSentAsWritten(t *testing.T) {
 	shscripttest.SameMeaning(t, "usage.sh", usageSh)
+}
+
+// An attempt that began in October and ended on December 4th counts,
+// for its part, in `usage --since 7d` on December 5th: the supervisor
+// (ledger.sh) names its ledger by the attempt's end month, which the
+// window's months hold, not by its start's, which they do not.
+func TestALongAttemptCountsInTheMonthItEnded(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2025, 10, 20, 0, 0, 0, 0, time.UTC).Unix()
+	end := time.Date(2025, 12, 4, 0, 0, 0, 0, time.UTC)
+	write := shscript.Load(supervisor.Scripts, "scripts/ledger.sh").Text() +
+		"\ntfhive_mark=M\ntfhive_ledger \"$1\" r1 worker:0 gpu:0,gpu:1 \"$2\" \"$3\" 0"
+	cmd := exec.Command("bash", "--norc", "-c", write, "test", dir, strconv.FormatInt(start, 10), strconv.FormatInt(end.Unix(), 10))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	now := time.Date(2025, 12, 5, 0, 0, 0, 0, time.UTC)
+	from := now.Add(-7 * 24 * time.Hour)
+	h := Parse("g1", runScript(t, dir, from), "s3cret", 4)
+	rows := Sum(h.Entries, from, now, false)
+	if len(rows) != 1 || rows[0].GPUHours != 6*24*2 {
+		t.Errorf("%+v from %+v", rows, h)
+	}
 }

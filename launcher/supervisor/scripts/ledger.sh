@@ -9,7 +9,9 @@
 #   "1 START END GPUS IDLE RUN TASK": the format, the attempt's start and
 #   end (epoch seconds, this host's clock), the GPUs it held, the GPU
 #   seconds they sat idle (idle-watch.sh), the run and the task. The
-#   month is the attempt's start's, in UTC.
+#   month is the attempt's end's, in UTC: a reader of the months from its
+#   window's start on finds every attempt that ended within it, however
+#   long ago it began.
 # A reader believes a ledger only when its directory and file are owned by
 # the uid in the directory's name and nobody else may write them
 # (launcher/usage), so a user writes only their own lines. The file is
@@ -45,7 +47,7 @@ tfhive_ledger() {
 	for g in "${c[@]}"; do [[ $g != gpu:* ]] || n=$((n + 1)); done
 	# A task on CPUs holds no GPU-hours.
 	[ "$n" -gt 0 ] || return 0
-	printf -v m '%(%Y-%m)T' "$5"
+	printf -v m '%(%Y-%m)T' "$6"
 	l=$1/tfhive-usage.$UID f=$l/$m.csv
 	[ -e "$l" ] || [ -L "$l" ] || mkdir -m 755 -- "$l" 2>/dev/null
 	read -r u p t <<<"$(stat -c '%u %a %F' -- "$l" 2>/dev/null)"
