@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -71,6 +72,7 @@ func Usage(ctx context.Context, o UsageOptions) error {
 	hosts := make([]usage.Host, len(inv.Hosts))
 	errs := make([]error, len(inv.Hosts))
 	var g errgroup.Group
+	var mu sync.Mutex
 	g.SetLimit(max(o.Hosts.Parallel, 1))
 	for i, h := range inv.Hosts {
 		if h.Err != nil {
@@ -78,7 +80,20 @@ func Usage(ctx context.Context, o UsageOptions) error {
 			continue
 		}
 		g.Go(func() error {
-			hosts[i], errs[i] = readUsage(ctx, fleet.Executor(i), h.Name, from, len(h.GPUs))
+			// Each host is given the command timeout, as the probe is: a
+			// stalled host is named, with why, as soon as it is over, and
+			// the rest are summed.
+			hctx, cancel := context.WithTimeout(ctx, o.Hosts.CommandTimeout)
+			defer cancel()
+			hosts[i], errs[i] = readUsage(hctx, fleet.Executor(i), h.Name, from, len(h.GPUs))
+			if errs[i] != nil && hctx.Err() != nil && ctx.Err() == nil {
+				errs[i] = fmt.Errorf("reading its usage ledgers timed out after %s (--command-timeout): its use is left out", o.Hosts.CommandTimeout)
+			}
+			if errs[i] != nil && !o.JSON {
+				mu.Lock()
+				fmt.Fprintf(o.Stderr, "tfhive: warning: %s: %s\n", h.Name, wording.OneLine(errs[i].Error()))
+				mu.Unlock()
+			}
 			return nil
 		})
 	}
@@ -90,11 +105,10 @@ func Usage(ctx context.Context, o UsageOptions) error {
 	var warn []string
 	for i, h := range inv.Hosts {
 		if errs[i] != nil {
+			// An unreachable host is named by the exit's error
+			// (job.Unreachable); one whose ledgers could not be read was
+			// named as it failed.
 			doc.Errors = append(doc.Errors, h.Name+": "+errs[i].Error())
-			// An unreachable host is named by the exit's error (job.Unreachable).
-			if h.Err == nil {
-				warn = append(warn, h.Name+": "+errs[i].Error())
-			}
 			continue
 		}
 		all = append(all, hosts[i].Entries...)

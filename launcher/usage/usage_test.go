@@ -285,3 +285,36 @@ func TestALongAttemptCountsInTheMonthItEnded(t *testing.T) {
 		t.Errorf("%+v from %+v", rows, h)
 	}
 }
+
+// A ledger swapped for a FIFO after find listed it (here by a wrapper of
+// dd and head, first on PATH, as a colleague racing the read would) is
+// not waited on: the read does not block, and the script ends.
+func TestScriptReadsWithoutBlocking(t *testing.T) {
+	dir, bin := t.TempDir(), t.TempDir()
+	me := strconv.Itoa(os.Getuid())
+	old := filepath.Join(dir, "tfhive-usage."+me+".2025-12.csv")
+	writeLedger(t, old, "1 1764600000 1764603600 1 0 r worker:0\n")
+	for _, cmd := range []string{"dd", "head"} {
+		real, err := exec.LookPath(cmd)
+		if err != nil {
+			t.Skip("no " + cmd)
+		}
+		sh := "#!/bin/sh\nrm -f " + old + " && mkfifo " + old + "\nexec " + real + " \"$@\"\n"
+		if err := os.WriteFile(filepath.Join(bin, cmd), []byte(sh), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "--norc", "-s")
+	cmd.Stdin = strings.NewReader(Script(time.Date(2025, 12, 2, 0, 0, 0, 0, time.UTC), "s3cret"))
+	cmd.Env = []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "TFHIVE_CLAIMS_DIR=" + dir}
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		t.Fatalf("usage.sh blocked on a FIFO swapped in: %s", out)
+	}
+	if h := Parse("g1", string(out), "s3cret", 4); err != nil || len(h.Entries) != 0 {
+		t.Errorf("%v %+v\n%s", err, h, out)
+	}
+}

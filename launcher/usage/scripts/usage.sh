@@ -136,7 +136,7 @@ while read -r k uid mode size mtime type name; do
 		continue
 	fi
 	printf '%s ledger %s %s %s %s\n' "$tfhive_at" "$u" "${mtime%.*}" "$size" "$name"
-	head -c 1048576 -- "$name" 2>/dev/null | awk '{ print "L " $0 }'
+	tfhive_read "$name"
 	tfhive_uids[$u]=1
 done < <(find . -mindepth 1 -maxdepth 1 -regextype posix-extended -regex '[.]/tfhive-usage[.][0-9]{1,10}([.][0-9]{4}-[0-9]{2}[.]csv)?' -printf 'F %U %m %s %T@ %y %f\n' 2>/dev/null | awk 'NR > 1024 { print "XV"; exit } { print }')
 printf '%s users\n' "$tfhive_at"

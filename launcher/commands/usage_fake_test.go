@@ -1,0 +1,62 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfhive/tfhive/probe/hosttest"
+)
+
+// fakeLedger writes the test user's ledger for this month on host h: one
+// attempt of an hour on one GPU, ended an hour ago.
+func fakeLedger(t *testing.T, h *hosttest.Host, run string) {
+	t.Helper()
+	now := time.Now()
+	l := filepath.Join(h.ClaimsDir(), fmt.Sprintf("tfhive-usage.%d", os.Getuid()))
+	if err := os.MkdirAll(l, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("1 %d %d 1 0 %s worker:0\n", now.Add(-2*time.Hour).Unix(), now.Add(-time.Hour).Unix(), run)
+	if err := os.WriteFile(filepath.Join(l, now.UTC().Format("2006-01")+".csv"), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A host that stalls while its ledgers are read (here its dd never
+// returns) is given the command timeout: usage names it, with why, and
+// sums the others'.
+func TestUsageOnFakeHostsNamesAStalledHost(t *testing.T) {
+	b := twoHosts(t)
+	b.hosts.CommandTimeout = 3 * time.Second
+	for _, h := range b.fleet.Hosts {
+		fakeLedger(t, h, "on-"+h.Name)
+	}
+	stall := filepath.Join(b.fleet.Hosts[0].Dir, "bin", "dd")
+	if err := os.WriteFile(stall, []byte("#!/bin/sh\nexec sleep 120\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var o syncOut
+	done := make(chan error, 1)
+	go func() {
+		done <- Usage(context.Background(), UsageOptions{Streams: o.streams(), Hosts: b.hosts, Since: "1d", By: "host"})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("usage: %v\n%s", err, o.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("usage waited on the stalled host:\n%s", o.String())
+	}
+	s := o.String()
+	contains(t, "usage", s, "tfhive: warning: a: reading its usage ledgers timed out after 3s (--command-timeout): its use is left out\n",
+		"\nb ")
+	if strings.Contains(s, "\na ") {
+		t.Errorf("the stalled host has a row:\n%s", s)
+	}
+}
