@@ -117,8 +117,21 @@ func Usage(ctx context.Context, o UsageOptions) error {
 			doc.Refused = append(doc.Refused, h.Name+": "+name+" is not believed: "+why)
 		}
 		doc.Dropped += hosts[i].Dropped
-		if hosts[i].Overflow {
-			e := h.Name + ": more than 1024 usage ledgers in its claims directory: only 1024 were read, the sums are short"
+		var short []string
+		switch hosts[i].Overflow {
+		case "owners":
+			short = append(short, fmt.Sprintf("more than %d users have usage ledgers in its claims directory: the rest were not read, the sums are short", usage.Owners))
+		case "bytes":
+			short = append(short, fmt.Sprintf("its usage ledgers pass %d MiB: the rest were not read, the sums are short", usage.HostBytes>>20))
+		}
+		for _, u := range hosts[i].Short {
+			short = append(short, fmt.Sprintf("%s's usage ledgers pass %d MiB within the window: only part was read, their sums are short", u, usage.UserBytes>>20))
+		}
+		for _, u := range hosts[i].Crowded {
+			short = append(short, fmt.Sprintf("%s has more than %d usage ledger names in its claims directory: the rest were not read, their sums may be short", u, usage.UserNames))
+		}
+		for _, e := range short {
+			e = h.Name + ": " + e
 			doc.Errors, warn = append(doc.Errors, e), append(warn, e)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,4 +60,31 @@ func TestUsageOnFakeHostsNamesAStalledHost(t *testing.T) {
 	if strings.Contains(s, "\na ") {
 		t.Errorf("the stalled host has a row:\n%s", s)
 	}
+}
+
+// An owner with more names in a host's claims directory than usage
+// looks at is named (as getent names them) in a warning with the host,
+// and the host's answer is still summed.
+func TestUsageOnFakeHostsNamesACrowdedOwner(t *testing.T) {
+	b := twoHosts(t)
+	for _, h := range b.fleet.Hosts {
+		fakeLedger(t, h, "on-"+h.Name)
+	}
+	month := time.Now().UTC().Format("2006-01")
+	for i := range 65 {
+		p := filepath.Join(b.fleet.Hosts[0].ClaimsDir(), fmt.Sprintf("tfhive-usage.%d.%s.csv", 100000+i, month))
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var o out
+	if err := Usage(context.Background(), UsageOptions{Streams: o.streams(), Hosts: b.hosts, Since: "1d", By: "host"}); err != nil {
+		t.Fatalf("usage: %v\n%s", err, o.stderr.String())
+	}
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "usage", o.stderr.String(), "tfhive: warning: a: "+me.Username+" has more than 64 usage ledger names in its claims directory: the rest were not read, their sums may be short\n")
+	contains(t, "usage", o.stdout.String(), "\nb ")
 }

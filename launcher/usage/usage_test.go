@@ -37,7 +37,7 @@ U alice:x:1001:1001::/home/alice:/bin/bash
 
 func TestParseBelievesOnlyWhatItCanProve(t *testing.T) {
 	h := Parse("g1", hostOut, "s3cret", 4)
-	if len(h.Entries) != 3 || h.Dropped != 3 || len(h.Refused) != 1 || h.Overflow {
+	if len(h.Entries) != 3 || h.Dropped != 3 || len(h.Refused) != 1 || h.Overflow != "" {
 		t.Fatalf("%+v", h)
 	}
 	if e := h.Entries[1]; e.User != "alice" || e.IdleGPUSeconds != 3600 || e.GPUs != 1 || e.Run != "r2" {
@@ -128,7 +128,7 @@ func TestScriptKeepsLedgersApart(t *testing.T) {
 	writeLedger(t, filepath.Join(dir, "tfhive-usage."+me+".2025-12.csv"), "1 1764600000 1764603600 1 0 old worker:0")
 	out := runScript(t, dir, time.Date(2025, 11, 20, 0, 0, 0, 0, time.UTC))
 	h := Parse("g1", out, "s3cret", 4)
-	if len(h.Entries) != 7 || h.Dropped != 0 || h.Overflow || len(h.Refused) != 0 {
+	if len(h.Entries) != 7 || h.Dropped != 0 || h.Overflow != "" || len(h.Refused) != 0 {
 		t.Errorf("%+v\n%s", h, out)
 	}
 }
@@ -183,27 +183,111 @@ func TestScriptRefusesWhatOthersCouldHavePrepared(t *testing.T) {
 	}
 }
 
-// More ledgers than usage.sh reads: it says so.
-func TestScriptSaysItsListWasCut(t *testing.T) {
+// chownAll gives each path to uid; a test that cannot (not root) is
+// skipped.
+func chownAll(t *testing.T, uid int, paths ...string) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to make files of another user's")
+	}
+	for _, p := range paths {
+		if err := os.Lchown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A colleague (uid 4242) who fills the claims directory with 1025 names
+// (refused: they are not hers) spends only her own bound: 64 of her
+// names are looked at and she is said to be crowded; another user's
+// ledger is read whatever the order, and the host's answer is whole.
+func TestScriptBoundsAreEachOwnersOwn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1025 files")
 	}
 	dir := t.TempDir()
+	var junk []string
 	for i := range 1025 {
 		p := filepath.Join(dir, fmt.Sprintf("tfhive-usage.%d.2025-12.csv", 100000+i))
 		if err := os.WriteFile(p, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		junk = append(junk, p)
 	}
-	cmd := exec.Command("bash", "--norc", "-s")
-	cmd.Stdin = strings.NewReader(Script(time.Date(2025, 12, 20, 0, 0, 0, 0, time.UTC), "s3cret"))
+	chownAll(t, 4242, junk...)
+	l := filepath.Join(dir, "tfhive-usage.4343")
+	writeLedger(t, filepath.Join(l, "2025-12.csv"), "1 1764600000 1764603600 1 0 r worker:0\n")
+	chownAll(t, 4343, l, filepath.Join(l, "2025-12.csv"))
+	h := Parse("g1", runScript(t, dir, time.Date(2025, 12, 2, 0, 0, 0, 0, time.UTC)), "s3cret", 4)
+	if h.Overflow != "" || len(h.Refused) != UserNames || len(h.Entries) != 1 || h.Entries[0].User != "uid 4343" ||
+		strings.Join(h.Crowded, ",") != "uid 4242" || len(h.Short) != 0 {
+		t.Errorf("overflow %q, %d refused, crowded %q, short %q, entries %+v", h.Overflow, len(h.Refused), h.Crowded, h.Short, h.Entries)
+	}
+}
+
+// No month after the host's own is read, in a directory or an older
+// tfhive's name: a ledger for 2099 is not looked at, so it spends no
+// bound of anyone's.
+func TestScriptReadsNoMonthAfterTheHosts(t *testing.T) {
+	dir := t.TempDir()
+	me := strconv.Itoa(os.Getuid())
+	next := time.Now().UTC().AddDate(0, 1, 0).Format("2006-01")
+	const line = "1 1764600000 1764603600 1 0 r worker:0\n"
+	writeLedger(t, filepath.Join(dir, "tfhive-usage."+me+".2099-01.csv"), line)
+	writeLedger(t, filepath.Join(dir, "tfhive-usage."+me+"."+next+".csv"), line)
+	writeLedger(t, filepath.Join(dir, "tfhive-usage."+me, next+".csv"), line)
+	os.Chmod(filepath.Join(dir, "tfhive-usage."+me+".2099-01.csv"), 0o666)
+	h := Parse("g1", runScript(t, dir, time.Date(2025, 12, 2, 0, 0, 0, 0, time.UTC)), "s3cret", 4)
+	if len(h.Entries) != 0 || len(h.Refused) != 0 {
+		t.Errorf("%+v", h)
+	}
+}
+
+// scriptOut runs the script with small bounds l.
+func scriptOut(t *testing.T, dir string, since time.Time, l limits) Host {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "--norc", "-s")
+	cmd.Stdin = strings.NewReader(script(since, "s3cret", l))
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TFHIVE_CLAIMS_DIR=" + dir}
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := Parse("g1", string(out), "s3cret", 4); !h.Overflow || len(h.Refused) != 1024 {
-		t.Errorf("overflow %v, %d refused", h.Overflow, len(h.Refused))
+	return Parse("g1", string(out), "s3cret", 4)
+}
+
+// A uid's ledgers past its bound of bytes are read in part and said to
+// be short, the rest of theirs left: the host's answer is the others'
+// whole. Past the host's bound, the host says so and the rest is not
+// read: a warning naming the host, never its answer dropped.
+func TestScriptSpendsEachUsersBytes(t *testing.T) {
+	dir := t.TempDir()
+	me := strconv.Itoa(os.Getuid())
+	var ten strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&ten, "1 1764600000 1764603600 1 0 r%d worker:0\n", i)
+	}
+	for _, m := range []string{"2025-10", "2025-11", "2025-12"} {
+		writeLedger(t, filepath.Join(dir, "tfhive-usage."+me, m+".csv"), ten.String())
+	}
+	since := time.Date(2025, 10, 2, 0, 0, 0, 0, time.UTC)
+	// 39 bytes a line, 42 with "L " and its newline: 16 lines fit in
+	// the user's 700.
+	h := scriptOut(t, dir, since, limits{names: 64, user: 700, owners: 64, host: 1 << 20})
+	if len(h.Entries) != 16 || len(h.Short) != 1 || h.Overflow != "" {
+		t.Errorf("user's bound: %d entries, short %q, overflow %q", len(h.Entries), h.Short, h.Overflow)
+	}
+	// The host's 700 spends 128 on each ledger's header too: 10 lines,
+	// then 3.
+	h = scriptOut(t, dir, since, limits{names: 64, user: 1 << 20, owners: 64, host: 700})
+	if len(h.Entries) != 13 || len(h.Short) != 0 || h.Overflow != "bytes" {
+		t.Errorf("host's bound: %d entries, short %q, overflow %q", len(h.Entries), h.Short, h.Overflow)
+	}
+	h = scriptOut(t, dir, since, defaults)
+	if len(h.Entries) != 30 || len(h.Short) != 0 || h.Overflow != "" {
+		t.Errorf("defaults: %d entries, short %q, overflow %q", len(h.Entries), h.Short, h.Overflow)
 	}
 }
 
