@@ -144,11 +144,13 @@ func Usage(ctx context.Context, o UsageOptions) error {
 		}
 		return job.Unreachable(inv)
 	}
+	// What a host said (a refused ledger's name and why, its users'
+	// names, its stderr) is made one inert line first.
 	for _, e := range warn {
-		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", e)
+		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", wording.OneLine(e))
 	}
 	for _, r := range doc.Refused {
-		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", r)
+		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", wording.OneLine(r))
 	}
 	if doc.Dropped > 0 {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: %s in the ledgers proved nothing (malformed, later than the file, or more GPUs than the host has): left out\n", wording.Count(doc.Dropped, "line"))

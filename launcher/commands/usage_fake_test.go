@@ -88,3 +88,29 @@ func TestUsageOnFakeHostsNamesACrowdedOwner(t *testing.T) {
 	contains(t, "usage", o.stderr.String(), "tfhive: warning: a: "+me.Username+" has more than 64 usage ledger names in its claims directory: the rest were not read, their sums may be short\n")
 	contains(t, "usage", o.stdout.String(), "\nb ")
 }
+
+// What a host says is never printed raw: a refused ledger's reason (here
+// a host whose find gives an owner with a terminal's escape in it) and
+// the host's stderr (one whose script fails, saying an escape)
+// each reach the terminal as one inert line.
+func TestUsageOnFakeHostsEscapesWhatAHostSays(t *testing.T) {
+	b := twoHosts(t)
+	month := time.Now().UTC().Format("2006-01")
+	find := "#!/bin/sh\ncase \"$*\" in\n*tfhive-usage*) printf 'F \\033[2J 644 0 0 f tfhive-usage.1." + month + ".csv\\n' ;;\n*) exec /usr/bin/find \"$@\" ;;\nesac\n"
+	if err := os.WriteFile(filepath.Join(b.fleet.Hosts[0].Dir, "bin", "find"), []byte(find), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The read stage evaluates what dd gives it: here a stage that fails.
+	dd := "#!/bin/sh\necho \"printf '\\\\033]0;pwned\\\\007 no script\\\\n' >&2; exit 1\"\n"
+	if err := os.WriteFile(filepath.Join(b.fleet.Hosts[1].Dir, "bin", "dd"), []byte(dd), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var o out
+	Usage(context.Background(), UsageOptions{Streams: o.streams(), Hosts: b.hosts, Since: "1d"})
+	s := o.stderr.String()
+	contains(t, "usage", s, `tfhive: warning: a: tfhive-usage.1.`+month+`.csv is not believed: owned by uid \x1b[2J, not 1`+"\n",
+		`tfhive: warning: b: reading its usage ledgers failed: \x1b]0;pwned\a no script`+"\n")
+	if strings.ContainsAny(s, "\x1b\x07") {
+		t.Errorf("raw escapes on stderr: %q", s)
+	}
+}
