@@ -88,13 +88,16 @@ func TestLedgerAppends(t *testing.T) {
 	if st, err := os.Stat(ledgerFile(dir)); err != nil || st.Mode() != 0o644 {
 		t.Errorf("%v %v", st.Mode(), err)
 	}
-	// A full month's file (1 MiB) takes no more, and says so.
-	if err := os.WriteFile(ledgerFile(dir), make([]byte, 1<<20), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wantRefused(t, ledger(t, dir), "is full")
-	if st, _ := os.Stat(ledgerFile(dir)); st.Size() != 1<<20 {
-		t.Errorf("a full ledger grew to %d", st.Size())
+	// A full month's file (1 MiB) takes no more, and says so; nor does
+	// one a line would take past 1 MiB (a reader would refuse it whole).
+	for _, size := range []int{1 << 20, 1<<20 - 10} {
+		if err := os.WriteFile(ledgerFile(dir), make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wantRefused(t, ledger(t, dir), "is full")
+		if st, _ := os.Stat(ledgerFile(dir)); st.Size() != int64(size) {
+			t.Errorf("a ledger of %d grew to %d", size, st.Size())
+		}
 	}
 }
 

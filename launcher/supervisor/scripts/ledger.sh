@@ -42,7 +42,7 @@
 tfhive_ledger() {
 	[ "$1" != - ] && [ -d "$1" ] || return 0
 	local -a c
-	local g n=0 l f m u p t s why='' TZ=UTC0
+	local g n=0 l f m u p t s line why='' TZ=UTC0
 	IFS=, read -r -a c <<<"$4"
 	for g in "${c[@]}"; do [[ $g != gpu:* ]] || n=$((n + 1)); done
 	# A task on CPUs holds no GPU-hours.
@@ -61,9 +61,11 @@ tfhive_ledger() {
 		read -r s t <<<"$(stat -c '%s %F' -- "$f" 2>/dev/null)"
 		if [ -n "$t" ] && [ "$t" != "regular file" ] && [ "$t" != "regular empty file" ]; then
 			why="$f is not a regular file ($t)"
-		elif [ -n "$s" ] && [ "$s" -ge 1048576 ]; then
+		elif printf -v line '1 %s %s %s %s %s %s\n' "$5" "$6" "$n" "$(($7 * n / 10))" "$2" "$3" && [ $((${s:-0} + ${#line})) -gt 1048576 ]; then
+			# A reader refuses a ledger past 1 MiB whole: the line that
+			# would take it past is not written.
 			why="$f is full (1 MiB)"
-		elif ! printf '1 %s %s %s %s %s %s\n' "$5" "$6" "$n" "$(($7 * n / 10))" "$2" "$3" 2>/dev/null |
+		elif ! printf '%s' "$line" 2>/dev/null |
 			(umask 022 && exec dd of="$f" oflag=append,nofollow,nonblock conv=notrunc status=none) 2>/dev/null; then
 			why="cannot append to $f"
 		fi
