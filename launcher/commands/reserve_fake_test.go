@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/hosttest"
 	"github.com/tfhive/tfhive/schedule"
@@ -78,5 +79,36 @@ func TestReserveUnreachableIsExit4(t *testing.T) {
 	b2 := newBed(t, hosttest.Profile{Name: "a", GPUs: 2})
 	if _, err := b2.reserve(ReserveOptions{GPUs: 4}); !errors.As(err, new(*schedule.CapacityError)) {
 		t.Errorf("reserve --gpus 4 of 2: %v, want exit 3", err)
+	}
+}
+
+// A window that has ended and a --gpu host not among the hosts are exit
+// 2 before any host is dialled: a host that is down among them is never
+// tried (it would be exit 4).
+func TestReserveBadWindowOrHostTouchesNothing(t *testing.T) {
+	b := newBed(t, hosttest.Profile{Name: "a", GPUs: 2}, hosttest.Profile{Name: "down", Down: true})
+	past := time.Now().Add(-3 * time.Hour).Format(time.RFC3339)
+	for _, c := range []struct {
+		o    ReserveOptions
+		want string
+	}{
+		{ReserveOptions{GPUs: 1, From: past, For: "1h"}, "has ended already"},
+		{ReserveOptions{GPU: []string{"a:0", "down:0"}, From: past, For: "1h"}, "has ended already"},
+		{ReserveOptions{GPU: []string{"a:0", "elsewhere:1"}}, "--gpu elsewhere: no host elsewhere among the hosts"},
+		{ReserveOptions{GPU: []string{"elsewhere:1"}}, "--gpu elsewhere: no host elsewhere among the hosts"},
+	} {
+		w, err := b.reserve(c.o)
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want exit 2 saying %q", c.o, err, c.want)
+		}
+		if w.stdout.Len() > 0 {
+			t.Errorf("%+v: reserved something:\n%s", c.o, w.stdout.String())
+		}
+	}
+	for _, h := range []string{"a", "down"} {
+		if n := b.fleet.Host(h).Dials(); n != 0 {
+			t.Errorf("%s was dialled %d times for reservations refused before any host is touched", h, n)
+		}
 	}
 }
