@@ -9,6 +9,7 @@ import (
 	"github.com/tfhive/tfhive/launcher/supervisor"
 	"github.com/tfhive/tfhive/launcher/view"
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
 
@@ -49,6 +50,9 @@ func (r *runner) idleTask(tk *supervisor.Task, t schedule.Task) {
 func (r *runner) hearIdle(i int) {
 	rt := r.tasks[i]
 	rule := r.o.Idle[rt.t.Host]
+	rt.preempted.OnLedger = func(why string) {
+		r.o.Console.Printf("tfhive: warning: %s on %s: the attempt is not in the host's usage ledger: %s", rt.t.ID, rt.t.Host, wording.OneLine(why))
+	}
 	rt.preempted.OnIdle = func(what string, d time.Duration) {
 		switch what {
 		case "warn":

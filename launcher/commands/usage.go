@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -71,6 +72,7 @@ func Usage(ctx context.Context, o UsageOptions) error {
 	hosts := make([]usage.Host, len(inv.Hosts))
 	errs := make([]error, len(inv.Hosts))
 	var g errgroup.Group
+	var mu sync.Mutex
 	g.SetLimit(max(o.Hosts.Parallel, 1))
 	for i, h := range inv.Hosts {
 		if h.Err != nil {
@@ -78,7 +80,20 @@ func Usage(ctx context.Context, o UsageOptions) error {
 			continue
 		}
 		g.Go(func() error {
-			hosts[i], errs[i] = readUsage(ctx, fleet.Executor(i), h.Name, from, len(h.GPUs))
+			// Each host is given the command timeout, as the probe is: a
+			// stalled host is named, with why, as soon as it is over, and
+			// the rest are summed.
+			hctx, cancel := context.WithTimeout(ctx, o.Hosts.CommandTimeout)
+			defer cancel()
+			hosts[i], errs[i] = readUsage(hctx, fleet.Executor(i), h.Name, from, len(h.GPUs))
+			if errs[i] != nil && hctx.Err() != nil && ctx.Err() == nil {
+				errs[i] = fmt.Errorf("reading its usage ledgers timed out after %s (--command-timeout): its use is left out", o.Hosts.CommandTimeout)
+			}
+			if errs[i] != nil && !o.JSON {
+				mu.Lock()
+				fmt.Fprintf(o.Stderr, "tfhive: warning: %s: %s\n", h.Name, wording.OneLine(errs[i].Error()))
+				mu.Unlock()
+			}
 			return nil
 		})
 	}
@@ -90,11 +105,10 @@ func Usage(ctx context.Context, o UsageOptions) error {
 	var warn []string
 	for i, h := range inv.Hosts {
 		if errs[i] != nil {
+			// An unreachable host is named by the exit's error
+			// (job.Unreachable); one whose ledgers could not be read was
+			// named as it failed.
 			doc.Errors = append(doc.Errors, h.Name+": "+errs[i].Error())
-			// An unreachable host is named by the exit's error (job.Unreachable).
-			if h.Err == nil {
-				warn = append(warn, h.Name+": "+errs[i].Error())
-			}
 			continue
 		}
 		all = append(all, hosts[i].Entries...)
@@ -103,8 +117,21 @@ func Usage(ctx context.Context, o UsageOptions) error {
 			doc.Refused = append(doc.Refused, h.Name+": "+name+" is not believed: "+why)
 		}
 		doc.Dropped += hosts[i].Dropped
-		if hosts[i].Overflow {
-			e := h.Name + ": more than 1024 usage ledgers in its claims directory: only 1024 were read, the sums are short"
+		var short []string
+		switch hosts[i].Overflow {
+		case "owners":
+			short = append(short, fmt.Sprintf("more than %d users have usage ledgers in its claims directory: the rest were not read, the sums are short", usage.Owners))
+		case "bytes":
+			short = append(short, fmt.Sprintf("its usage ledgers pass %d MiB: the rest were not read, the sums are short", usage.HostBytes>>20))
+		}
+		for _, u := range hosts[i].Short {
+			short = append(short, fmt.Sprintf("%s's usage ledgers pass %d MiB within the window: only part was read, their sums are short", u, usage.UserBytes>>20))
+		}
+		for _, u := range hosts[i].Crowded {
+			short = append(short, fmt.Sprintf("%s has more than %d usage ledger names in its claims directory: the rest were not read, their sums may be short", u, usage.UserNames))
+		}
+		for _, e := range short {
+			e = h.Name + ": " + e
 			doc.Errors, warn = append(doc.Errors, e), append(warn, e)
 		}
 	}
@@ -117,11 +144,13 @@ func Usage(ctx context.Context, o UsageOptions) error {
 		}
 		return job.Unreachable(inv)
 	}
+	// What a host said (a refused ledger's name and why, its users'
+	// names, its stderr) is made one inert line first.
 	for _, e := range warn {
-		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", e)
+		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", wording.OneLine(e))
 	}
 	for _, r := range doc.Refused {
-		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", r)
+		fmt.Fprintf(o.Stderr, "tfhive: warning: %s\n", wording.OneLine(r))
 	}
 	if doc.Dropped > 0 {
 		fmt.Fprintf(o.Stderr, "tfhive: warning: %s in the ledgers proved nothing (malformed, later than the file, or more GPUs than the host has): left out\n", wording.Count(doc.Dropped, "line"))

@@ -43,10 +43,11 @@ func idleFleet(t *testing.T, policy string, namesAndUsage ...string) *sshtest.Fl
 	return f
 }
 
-// ledgerOf is what host h's usage ledgers hold (ledger.sh), all months.
+// ledgerOf is what host h's usage ledgers hold (ledger.sh), every user's
+// directory, all months.
 func ledgerOf(t *testing.T, h *sshtest.Host) string {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(h.ClaimsDir(), "tfhive-usage.*.csv"))
+	files, _ := filepath.Glob(filepath.Join(h.ClaimsDir(), "tfhive-usage.*", "*.csv"))
 	var b strings.Builder
 	for _, p := range files {
 		b.WriteString(readFile(t, p))

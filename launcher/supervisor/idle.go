@@ -10,7 +10,9 @@ import (
 // says on the session's stderr (scripts/idle-watch.sh): " warn TENTHS"
 // once the task's GPUs have been idle for the rule's warning, " busy"
 // when they are used again, and, after the task's last byte, " stopped
-// TENTHS" ("-" from a later session) when the watch stopped it.
+// TENTHS" ("-" from a later session) when the watch stopped it. The
+// supervisor says " ledger WHY" there too, when an attempt could not go
+// into the host's usage ledger (scripts/ledger.sh).
 const IdleMarker = "@@tfhive-idle "
 
 // DefaultIdleEvery is how often a task's GPUs are sampled for the usage
@@ -52,9 +54,18 @@ type Idle struct {
 }
 
 // setIdle takes an idle line's words: "warn TENTHS", "busy", "stopped
-// TENTHS" or "stopped -".
+// TENTHS", "stopped -" or "ledger WHY".
 func (p *Preemption) setIdle(line string) {
 	what, n, _ := strings.Cut(line, " ")
+	if what == "ledger" {
+		p.mu.Lock()
+		f := p.OnLedger
+		p.mu.Unlock()
+		if f != nil {
+			f(n)
+		}
+		return
+	}
 	d := time.Duration(-1)
 	if v, err := strconv.ParseInt(n, 10, 64); err == nil && v >= 0 {
 		d = time.Duration(v) * 100 * time.Millisecond

@@ -43,3 +43,22 @@ func TestPreemptTapIdleLines(t *testing.T) {
 		t.Errorf("%v %v %v", since, stopped, after)
 	}
 }
+
+// A ledger line is heard by OnLedger with the host's words, never as an
+// idle state, and never passed on as output.
+func TestPreemptTapLedgerLine(t *testing.T) {
+	var out strings.Builder
+	var rec Preemption
+	var heard []string
+	rec.OnIdle = func(what string, d time.Duration) { heard = append(heard, "idle "+what) }
+	rec.OnLedger = func(why string) { heard = append(heard, why) }
+	tap := NewPreemptTap(&out, "M", &rec)
+	tap.Write([]byte("step 1\n@@tfhive-idle M ledger /tmp/tfhive-usage.7 is owned by uid 9, not by you\n"))
+	tap.Flush()
+	if out.String() != "step 1\n" || strings.Join(heard, ",") != "/tmp/tfhive-usage.7 is owned by uid 9, not by you" {
+		t.Errorf("passed on %q, heard %q", out.String(), heard)
+	}
+	if since, stopped, _ := rec.IdleNow(); !since.IsZero() || stopped {
+		t.Errorf("a ledger line changed the idle state")
+	}
+}

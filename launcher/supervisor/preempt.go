@@ -36,6 +36,10 @@ type Preemption struct {
 	// as it comes: "warn" (d idle so far), "busy", "stopped" (d: -1
 	// unknown). It is called outside the record's lock.
 	OnIdle func(what string, d time.Duration)
+	// OnLedger, when set before the session starts, hears why an
+	// attempt's end could not go into the host's usage ledger (the
+	// host's words: not yet made one line). Outside the lock too.
+	OnLedger func(why string)
 }
 
 func (p *Preemption) set(which int, what string) {

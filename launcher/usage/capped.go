@@ -2,10 +2,10 @@ package usage
 
 import "bytes"
 
-// HostLimit bounds one host's answer: a host may hold 1024 ledgers of up
-// to 1 MiB each, more than anyone needs read; past it the host's answer
-// is not believed at all (a cut answer would under-count without
-// saying so).
+// HostLimit bounds one host's answer. usage.sh keeps its own under it
+// (HostBytes of lines, Owners owners), saying what it left out; an
+// answer past it anyway is not believed at all (a cut answer would
+// under-count without saying so).
 const HostLimit = 64 << 20
 
 // Capped keeps the first Max bytes written to it and drops the rest,

@@ -27,13 +27,39 @@ var scripts embed.FS
 
 var usageSh = shscript.Load(scripts, "scripts/usage.sh")
 
+// The host script's bounds (usage.sh). Each user's are spent by their
+// own files alone: a colleague's cannot exhaust them for you.
+const (
+	// UserNames is how many names in the claims directory of one owner's
+	// are looked at; the rest of theirs are not.
+	UserNames = 64
+	// UserBytes is how many bytes of ledger lines one uid's ledgers
+	// give; the rest of theirs is not read (some 140,000 attempts).
+	UserBytes = 8 << 20
+	// Owners and HostBytes bound the whole answer under HostLimit: more
+	// owners of names, or more bytes of lines in all, are not read.
+	Owners    = 1024
+	HostBytes = 48 << 20
+)
+
+// limits are the script's bounds (tests make them small).
+type limits struct{ names, user, owners, host int }
+
+var defaults = limits{UserNames, UserBytes, Owners, HostBytes}
+
 // Script is the host's script for ledgers from since's month on; secret
 // leads every line of its own (NewSecret), so none of a ledger's can
 // pass for one.
-func Script(since time.Time, secret string) string {
+func Script(since time.Time, secret string) string { return script(since, secret, defaults) }
+
+func script(since time.Time, secret string, l limits) string {
 	return usageSh.With(
 		shscript.Set("tfhive_from", since.UTC().AddDate(0, 0, -1).Format("2006-01")),
-		shscript.Set("tfhive_secret", secret))
+		shscript.Set("tfhive_secret", secret),
+		shscript.Set("tfhive_names", strconv.Itoa(l.names)),
+		shscript.Set("tfhive_user", strconv.Itoa(l.user)),
+		shscript.Set("tfhive_owners", strconv.Itoa(l.owners)),
+		shscript.Set("tfhive_host", strconv.Itoa(l.host)))
 }
 
 // NewSecret is a word for one call of Script.
@@ -58,9 +84,14 @@ type Host struct {
 	// the lines that proved nothing.
 	Refused []string
 	Dropped int
-	// Overflow: the host had more ledgers than usage.sh reads; those
-	// past it were not read.
-	Overflow bool
+	// Overflow: the host had more than usage.sh reads ("owners": more
+	// than Owners owners of names; "bytes": more than HostBytes of
+	// lines); the rest was not read.
+	Overflow string
+	// Short names the users ("alice", "uid 1003") of whose ledgers only
+	// UserBytes were read, Crowded those who had more than UserNames
+	// names in the claims directory: their sums are short.
+	Short, Crowded []string
 }
 
 // Parse reads usage.sh's output from host, whose GPUs are ngpus (0:
@@ -77,6 +108,7 @@ func Parse(host, out, secret string, ngpus int) Host {
 		text  string
 	}
 	var lines []line
+	var short, crowded []string
 	var uid string
 	var mtime int64
 	inUsers := false
@@ -99,7 +131,13 @@ func Parse(host, out, secret string, ngpus int) Host {
 			case "users":
 				inUsers = true
 			case "overflow":
-				h.Overflow = true
+				if rest == "bytes" || rest == "owners" {
+					h.Overflow = rest
+				}
+			case "short":
+				short = append(short, rest)
+			case "crowded":
+				crowded = append(crowded, rest)
 			}
 			continue
 		}
@@ -112,19 +150,38 @@ func Parse(host, out, secret string, ngpus int) Host {
 			}
 		}
 	}
+	name := func(uid string) string {
+		if users[uid] != "" {
+			return users[uid]
+		}
+		return "uid " + uid
+	}
+	for _, u := range short {
+		if validUID(u) {
+			h.Short = append(h.Short, name(u))
+		}
+	}
+	for _, u := range crowded {
+		if validUID(u) {
+			h.Crowded = append(h.Crowded, name(u))
+		}
+	}
 	for _, ln := range lines {
 		e, ok := parseLine(ln.text, ln.mtime, ngpus)
 		if !ok {
 			h.Dropped++
 			continue
 		}
-		e.Host, e.User = host, users[ln.uid]
-		if e.User == "" {
-			e.User = "uid " + ln.uid
-		}
+		e.Host, e.User = host, name(ln.uid)
 		h.Entries = append(h.Entries, e)
 	}
 	return h
+}
+
+// validUID: a uid as usage.sh says one, digits only.
+func validUID(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 32)
+	return err == nil && len(s) <= 10
 }
 
 // parseLine reads "1 START END GPUS IDLE RUN TASK"; ok false when it

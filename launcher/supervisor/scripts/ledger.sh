@@ -1,47 +1,81 @@
 # shellcheck shell=bash
 # The host's usage ledger (tfhive usage): when an attempt of a task that
 # holds GPUs ends, its supervisor appends a line to this user's ledger
-# for the month, in the claims directory (a host-wide directory every
-# user can read: /tmp unless $TFHIVE_CLAIMS_DIR says, which an admin
-# points at a disk that outlives a reboot):
-#   DIR/tfhive-usage.UID.YYYY-MM.csv
+# for the month, in this user's own directory of ledgers in the claims
+# directory (a host-wide directory every user can read: /tmp unless
+# $TFHIVE_CLAIMS_DIR says, which an admin points at a disk that outlives
+# a reboot):
+#   DIR/tfhive-usage.UID/YYYY-MM.csv
 #   "1 START END GPUS IDLE RUN TASK": the format, the attempt's start and
 #   end (epoch seconds, this host's clock), the GPUs it held, the GPU
-#   seconds they sat idle (idle-watch.sh), the run and the task.
-# A reader believes a file only when its owner is the uid in its name and
-# nobody else may write it (launcher/usage), so a user writes only their
-# own lines. The file is bounded: past 1 MiB (some ten thousand attempts
-# in a month) nothing more is appended, and the reader says it is full.
-# One stat per attempt's end; nothing per sample.
+#   seconds they sat idle (idle-watch.sh), the run and the task. The
+#   month is the attempt's end's, in UTC: a reader of the months from its
+#   window's start on finds every attempt that ended within it, however
+#   long ago it began.
+# A reader believes a ledger only when its directory and file are owned by
+# the uid in the directory's name and nobody else may write them
+# (launcher/usage), so a user writes only their own lines. The file is
+# bounded: past 1 MiB (some ten thousand attempts in a month) nothing
+# more is appended, and the supervisor says it is full. A few stats per
+# attempt's end; nothing per sample.
 #
-# The directory is everyone's (sticky /tmp, where protected_symlinks may
-# be off): a link planted at the ledger's name, before or while it is
-# written, must not be written through. So a new ledger is made with
-# noclobber (O_EXCL: no link is followed), the file is opened to read
-# (which makes nothing), and only that descriptor is checked and
-# written: a regular file of ours with one name, the one at the path,
-# which is no link. A file that is not is left alone, unwritten. It is
-# written by reopening the descriptor's own file (/proc/self/fd: bash
-# would take /dev/fd/N for the read-only descriptor itself).
+# The claims directory is everyone's (sticky /tmp, where
+# protected_symlinks and protected_fifos may be off), and the ledger's
+# name is easy to guess: nothing anyone else could have put there is
+# opened. The directory is made with mkdir, mode 0755 (everyone must
+# read it: the lab's table), and used only when stat, which follows no
+# link, says it is a real directory of this user's that nobody else may
+# write: then nobody but this user can have made, swapped or removed
+# anything in it (nor the directory itself: the claims directory is
+# sticky). Even so the file is never opened by the shell, whose open
+# would block on a FIFO for ever (the run would never end, its GPUs
+# claimed): dd appends, with O_NOFOLLOW and O_NONBLOCK. Whatever is
+# refused leaves the attempt out of the ledger and says why on the
+# session's stderr, "@@tfhive-idle MARK ledger WHY" (the run's console
+# shows it as a warning): never a hung or failed run. Ledgers of older
+# tfhives, DIR/tfhive-usage.UID.YYYY-MM.csv, are never written again.
 
-# tfhive_ledger DIR RUN TASK CLAIMS START END IDLE: IDLE in tenths of a
-# second, while all the run's GPUs here were idle (the task's GPUs with
-# them).
+# tfhive_ledger DIR RUN TASK CLAIMS START END IDLE [FD]: IDLE in tenths
+# of a second, while all the run's GPUs here were idle (the task's GPUs
+# with them); FD, where a refusal is said (the session's stderr: 2
+# unless said).
 tfhive_ledger() {
 	[ "$1" != - ] && [ -d "$1" ] || return 0
 	local -a c
-	local g n=0 f m s fd
+	local g n=0 l f m u p t s line why='' TZ=UTC0
 	IFS=, read -r -a c <<<"$4"
 	for g in "${c[@]}"; do [[ $g != gpu:* ]] || n=$((n + 1)); done
 	# A task on CPUs holds no GPU-hours.
 	[ "$n" -gt 0 ] || return 0
-	printf -v m '%(%Y-%m)T' "$5"
-	f=$1/tfhive-usage.$UID.$m.csv
-	[ -e "$f" ] || [ -L "$f" ] || (set -C && umask 022 && : >"$f") 2>/dev/null
-	{ exec {fd}<"$f"; } 2>/dev/null || return 0
-	if [ ! -L "$f" ] && [ -f "/dev/fd/$fd" ] && [ -O "/dev/fd/$fd" ] && [ "$f" -ef "/dev/fd/$fd" ] &&
-		s=$(stat -L -c '%h %s' -- "/dev/fd/$fd" 2>/dev/null) && [ "${s% *}" = 1 ] && [ "${s#* }" -lt 1048576 ]; then
-		printf '1 %s %s %s %s %s %s\n' "$5" "$6" "$n" "$(($7 * n / 10))" "$2" "$3" 2>/dev/null >>"/proc/self/fd/$fd"
+	printf -v m '%(%Y-%m)T' "$6"
+	l=$1/tfhive-usage.$UID f=$l/$m.csv
+	[ -e "$l" ] || [ -L "$l" ] || mkdir -m 755 -- "$l" 2>/dev/null
+	read -r u p t <<<"$(stat -c '%u %a %F' -- "$l" 2>/dev/null)"
+	if [ "$t" != directory ]; then
+		why="$l is not a directory${t:+ (${t})}"
+	elif [ "$u" != "$EUID" ]; then
+		why="$l is owned by uid $u, not by you"
+	elif (((8#$p & 8#022) != 0)); then
+		why="$l has mode 0$p: others may write it"
+	else
+		read -r s t <<<"$(stat -c '%s %F' -- "$f" 2>/dev/null)"
+		if [ -n "$t" ] && [ "$t" != "regular file" ] && [ "$t" != "regular empty file" ]; then
+			why="$f is not a regular file ($t)"
+		elif printf -v line '1 %s %s %s %s %s %s\n' "$5" "$6" "$n" "$(($7 * n / 10))" "$2" "$3" && [ $((${s:-0} + ${#line})) -gt 1048576 ]; then
+			# A reader refuses a ledger past 1 MiB whole: the line that
+			# would take it past is not written.
+			why="$f is full (1 MiB)"
+		elif ! printf '%s' "$line" 2>/dev/null |
+			(umask 022 && exec dd of="$f" oflag=append,nofollow,nonblock conv=notrunc status=none) 2>/dev/null; then
+			why="cannot append to $f"
+		fi
 	fi
-	exec {fd}<&-
+	# A session gone (a kept run's) must not end this shell: SIGPIPE is
+	# the subshell's.
+	[ -z "$why" ] || (
+		trap '' PIPE
+		exec {g}>&"${8:-2}" 2>/dev/null || exit
+		printf '%s %s ledger %s\n' '@@tfhive-idle' "${tfhive_mark?}" "$why" >&"$g"
+	)
+	return 0
 }

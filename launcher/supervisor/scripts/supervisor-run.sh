@@ -421,9 +421,11 @@ tfhive_idle_start() {
 }
 # tfhive_idle_end, once an attempt has ended, asks its watch for the
 # idle time (a watch stuck in a hung nvidia-smi is given 2 s) and writes
-# the attempt into the ledger: DIR RUN TASK CLAIMS, the holders' words.
+# the attempt into the ledger: DIR RUN TASK CLAIMS, the holders' words. A
+# ledger refused is said where the idle watch warns.
 tfhive_idle_end() {
-	local w v idle=0
+	local w v idle=0 fd=2
+	[ "$tfhive_keep" = 0 ] || fd=8
 	tfhive_tenths
 	if [ -n "$tfhive_iw" ]; then
 		kill "$tfhive_iw" 2>/dev/null
@@ -436,7 +438,7 @@ tfhive_idle_end() {
 		exec 11<&-
 		tfhive_iw=''
 	fi
-	tfhive_ledger "$1" "$2" "$3" "$4" "$((tfhive_t0 / 10))" "$((tfhive_now / 10))" "$idle"
+	tfhive_ledger "$1" "$2" "$3" "$4" "$((tfhive_t0 / 10))" "$((tfhive_now / 10))" "$idle" "$fd"
 }
 tfhive_idle_start
 # The preemption watch (preempt-watch.sh) reports on descriptor 9.
