@@ -200,9 +200,7 @@ func (f *Fleet) adopt(ctx context.Context, shared inventory.Inventory, err error
 				f.forget(i, e)
 			}
 		}
-		if hi.PolicyWarning != "" && f.opts.SSH.Warn != nil && f.warnOnce(h.Name+hi.PolicyWarning) {
-			f.opts.SSH.Warn(h.Name + ": " + hi.PolicyWarning)
-		}
+		f.warnOf(&hi)
 		inv.Hosts[i] = hi
 	}
 	if f.opts.Progress != nil {

@@ -104,6 +104,19 @@ func (f *Fleet) warnOnce(msg string) bool {
 	return true
 }
 
+// warnOf says, once, what is wrong with host hi that does not fail it:
+// its policy ignored, its reservations not all known.
+func (f *Fleet) warnOf(hi *inventory.HostInventory) {
+	if f.opts.SSH.Warn == nil {
+		return
+	}
+	for _, w := range []string{hi.PolicyWarning, hi.BookingsUnknown} {
+		if w != "" && f.warnOnce(hi.Name+w) {
+			f.opts.SSH.Warn(hi.Name + ": " + w)
+		}
+	}
+}
+
 // SetDefaults fills in what o leaves unset.
 func (o *Options) SetDefaults() {
 	if o.CommandTimeout <= 0 {
@@ -374,13 +387,19 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	}
 	books := parseBookings(po.claims.files, po.claims.dir)
 	if books.overflow {
-		// A reservation may be among the names not listed: no GPU of the
-		// host may be taken as unreserved.
-		f.spares.Drop(i)
-		hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: fmt.Sprintf(
-			"claims dir %s holds more than %d tfhive-reservation files: its reservations are unknown, so none of its GPUs is used",
-			po.claims.dir, MaxBookingFiles)}
-		return hi
+		unknown := fmt.Sprintf("claims dir %s holds more than %d tfhive-reservation files: its reservations are unknown",
+			po.claims.dir, MaxBookingFiles)
+		if !f.opts.ClaimsOnly {
+			// A reservation may be among the names not listed: no GPU of
+			// the host may be taken as unreserved.
+			f.spares.Drop(i)
+			hi.Err = &inventory.HostError{Kind: inventory.ErrCommand, Message: unknown + ", so none of its GPUs is used"}
+			return hi
+		}
+		// A claims-only probe (ps, kill, stop, stacks, unreserve) plans
+		// nothing: anyone's flood of empty files must not keep us from
+		// our own runs there. What was listed is kept, said to be a part.
+		hi.BookingsUnknown = unknown
 	}
 	var smi smiFacts
 	if !f.opts.ClaimsOnly {
@@ -413,9 +432,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	hi.Me, hi.Probed = books.me, now
 	hi.Bookings = judgeBookings(&hi, books.bookings)
 	markIntruders(hi.GPUs, hi.Claims, parseAncestors(po.ps), reservedAt(hi.Bookings, now))
-	if hi.PolicyWarning != "" && f.opts.SSH.Warn != nil && f.warnOnce(h.Name+hi.PolicyWarning) {
-		f.opts.SSH.Warn(h.Name + ": " + hi.PolicyWarning)
-	}
+	f.warnOf(&hi)
 	hi.MachineID, hi.ProcessTable, hi.ClaimsDir = po.claims.machineID, po.claims.processTable, po.claims.dir
 	hi.Tickets = parseTickets(po.claims, now)
 	hi.CodeDir, hi.CodePresent = parseCode(po.code, f.opts.Code)

@@ -29,7 +29,8 @@ type bookingsSection struct {
 // alone). A file is its owner's reservation, whatever its name says of
 // anything else; one that is not a regular file of one name, or whose
 // name is not in the format, is kept with Ignored saying why: it grants
-// nothing, and `tfhive reservations` shows it, naming its owner.
+// nothing, and `tfhive reservations` shows it, naming its owner. A name
+// not in the format has no ID.
 func parseBookings(files []byte, dir string) bookingsSection {
 	var s bookingsSection
 	for line := range bytes.Lines(files) {
@@ -48,10 +49,10 @@ func parseBookings(files []byte, dir string) bookingsSection {
 			}
 			b, err := inventory.ParseBookingName(f[4])
 			if err != nil {
+				// No ID: a name that does not parse is nobody's reservation
+				// of that id (tfhive-reservation.ID.x would be another's
+				// file that unreserve ID finds).
 				b = inventory.Booking{Ignored: err.Error()}
-				if id, _, _ := strings.Cut(strings.TrimPrefix(f[4], inventory.BookingPrefix), "."); inventory.ValidBookingID(id) {
-					b.ID = id
-				}
 			}
 			b.User, b.File = f[0], lockPath(dir, f[4])
 			if ct, err := strconv.ParseFloat(f[3], 64); err == nil && ct >= 0 && !math.IsInf(ct, 0) {

@@ -39,6 +39,7 @@ func TestBookingsFromClaimsDir(t *testing.T) {
 	b.ID = "0000000e"
 	os.Link(filepath.Join(dir, inventory.BookingName(inventory.Booking{ID: "0000000d", GPUs: []int{1}, From: now, Until: now.Add(time.Hour), Note: "deadline"})), filepath.Join(dir, inventory.BookingName(b)))
 	touch("tfhive-reservation.0000000f.1.2.x.")
+	touch("tfhive-reservation.0000000a.x")
 	touch("tfhive-reservation with spaces")
 
 	s := parseBookings(runClaimsScript(t, dir).files, dir)
@@ -46,15 +47,22 @@ func TestBookingsFromClaimsDir(t *testing.T) {
 	if s.me != me || s.overflow {
 		t.Fatalf("me %q (want %q), overflow %v", s.me, me, s.overflow)
 	}
+	// A name not in the format has no ID, whatever its first field says
+	// (else tfhive-reservation.ID.x would be found by unreserve ID).
 	want := map[string]string{"0000000a": "", "0000000b": "symbolic link", "0000000c": "not a regular file",
-		"0000000d": "2 names", "0000000e": "2 names", "0000000f": "GPUs"}
+		"0000000d": "2 names", "0000000e": "2 names",
+		dir + "/tfhive-reservation.0000000f.1.2.x.": "GPUs", dir + "/tfhive-reservation.0000000a.x": "not tfhive-reservation.ID"}
 	if len(s.bookings) != len(want) {
 		t.Fatalf("bookings %+v, want %d", s.bookings, len(want))
 	}
 	for _, x := range s.bookings {
-		w, ok := want[x.ID]
+		key := x.ID
+		if key == "" {
+			key = x.File
+		}
+		w, ok := want[key]
 		if !ok || (w == "") != (x.Ignored == "") || !strings.Contains(x.Ignored, w) || x.User != me {
-			t.Errorf("%s: user %q ignored %q, want %q", x.ID, x.User, x.Ignored, w)
+			t.Errorf("%s: user %q ignored %q, want %q", key, x.User, x.Ignored, w)
 		}
 		if x.ID == "0000000a" && (x.Note != "deadline" || x.Made.IsZero() || !x.From.Equal(now)) {
 			t.Errorf("the good one read as %+v", x)

@@ -102,6 +102,9 @@ type Request struct {
 	// Timeout is the run's --timeout (0: none): a run that ends before
 	// another user's reservation begins may use its GPUs meanwhile.
 	Timeout time.Duration
+	// Grace is the run's --grace: a run stopped at its timeout holds its
+	// GPUs until its tasks are killed, Grace after the stop signal.
+	Grace time.Duration
 }
 
 // NewRequest returns a request with every flag at its documented default:

@@ -14,8 +14,10 @@ const Reserved GPUState = "reserved"
 
 // applyReservations takes out the free GPUs that another user's
 // honoured reservation holds during this run: now (the host's probe
-// time) until now + req.Timeout, or for ever without one. A run short
-// enough to end before a reservation begins may use its GPUs. A host
+// time) until now + req.Timeout + req.Grace (a stop at the timeout
+// gives the tasks the grace before they are killed), or for ever
+// without a timeout. A run short enough to end before a reservation
+// begins may use its GPUs. A host
 // that could not say who we are on it (an older probe) keeps every
 // reserved GPU from us: it fails closed.
 func applyReservations(inv inventory.Inventory, st [][]GPUStatus, req *Request) {
@@ -27,7 +29,7 @@ func applyReservations(inv inventory.Inventory, st [][]GPUStatus, req *Request) 
 		now := h.Probed
 		var end time.Time
 		if req.Timeout > 0 {
-			end = now.Add(req.Timeout)
+			end = now.Add(req.Timeout + req.Grace)
 		}
 		for _, b := range h.Bookings {
 			if !b.Honoured() || (h.Me != "" && b.User == h.Me) || !b.Overlaps(now, end) {

@@ -113,3 +113,27 @@ func TestQueueWhyReservations(t *testing.T) {
 		}
 	}
 }
+
+// A run stopped at its --timeout holds its GPUs for its --grace on: it
+// may use GPUs reserved later only when timeout and grace end before.
+func TestReservationsCountTheGrace(t *testing.T) {
+	h := host("g1", 1, booked("bob", "alice", time.Hour, time.Hour, 0))
+	for _, c := range []struct {
+		timeout, grace time.Duration
+		ok             bool
+	}{
+		{50 * time.Minute, 0, true},
+		{50 * time.Minute, 10 * time.Minute, true},
+		{50 * time.Minute, 20 * time.Minute, false},
+		{59 * time.Minute, 30 * time.Minute, false},
+	} {
+		p, err := Make(inventory.Inventory{Hosts: []inventory.HostInventory{h}}, req(func(r *Request) { r.Timeout, r.Grace = c.timeout, c.grace }))
+		var ce *CapacityError
+		switch {
+		case c.ok && (err != nil || layout(p) != "worker:0@g1[0]:2222"):
+			t.Errorf("--timeout %s --grace %s, a reservation in 1h: %v, %v; want GPU 0", c.timeout, c.grace, p, err)
+		case !c.ok && (!errors.As(err, &ce) || !strings.Contains(strings.Join(ce.Lines, "\n"), "reserved by alice from ")):
+			t.Errorf("--timeout %s --grace %s, a reservation in 1h: %v, %v; want it refused, reserved by alice", c.timeout, c.grace, p, err)
+		}
+	}
+}

@@ -184,6 +184,10 @@ func Attach(ctx context.Context, o FollowOptions) error {
 				if len(o.Notify) > 0 {
 					return &UsageError{Msg: "--notify is for a run: a sweep's trials do not notify", Fix: "tfhive wait SWEEP && your-command tells you when it ends"}
 				}
+				if _, err := os.Stat(filepath.Join(rundir.Path(o.RunID), rundir.SlurmJob)); err == nil {
+					return &UsageError{Msg: fmt.Sprintf("sweep %s is a Slurm job array: attach -H does not follow one again yet", o.RunID),
+						Fix: "its array goes on without tfhive: tfhive queue --on slurm shows it, tfhive kill " + o.RunID + " cancels it"}
+				}
 				return adoptSweep(ctx, o, rec)
 			}
 		}

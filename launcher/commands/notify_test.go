@@ -108,3 +108,11 @@ func TestSharedHostsFileNotifyCommand(t *testing.T) {
 		shared("another user's")
 	}
 }
+
+// A detached TensorBoard's keeper's mark is tfhive's own: a --notify
+// command never sees it (notify.Internal).
+func TestTensorBoardKeeperEnvIsInternal(t *testing.T) {
+	if !notify.Internal(tbKeeperEnv) {
+		t.Errorf("%s: a --notify command would see it", tbKeeperEnv)
+	}
+}

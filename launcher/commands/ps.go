@@ -2,7 +2,9 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/hostops"
@@ -40,18 +42,19 @@ func Ps(ctx context.Context, o PsOptions) error {
 		return err
 	}
 	runs := hostops.Runs(inv)
+	// Then the reservations honoured now or ahead: what keeps whom off
+	// which GPUs (tfhive reservations lists ignored files too), in the
+	// table and the document alike.
+	var held []reservationRow
+	for _, r := range reservationRows(inv) {
+		if r.Ignored == "" {
+			held = append(held, r)
+		}
+	}
 	if o.JSON {
-		err = view.WriteRunsJSON(o.Stdout, runs)
+		err = writePsJSON(o.Stdout, runs, held)
 	} else {
 		err = view.WriteRuns(o.Stdout, runs, time.Now())
-		// Then the reservations honoured now or ahead: what keeps whom
-		// off which GPUs (tfhive reservations lists ignored files too).
-		var held []reservationRow
-		for _, r := range reservationRows(inv) {
-			if r.Ignored == "" {
-				held = append(held, r)
-			}
-		}
 		if err == nil && len(held) > 0 {
 			fmt.Fprintln(o.Stdout)
 			err = writeReservations(o.Stdout, held, time.Now())
@@ -61,4 +64,22 @@ func Ps(ctx context.Context, o PsOptions) error {
 		return err
 	}
 	return job.Unreachable(inv)
+}
+
+// writePsJSON is `ps --json`: {"runs": [...], "reservations": [...]},
+// each run as view.WriteRunsJSON writes it, each reservation as
+// `reservations --json` does; both lists always there, empty or not.
+func writePsJSON(w io.Writer, runs []view.RunOnHost, held []reservationRow) error {
+	if runs == nil {
+		runs = []view.RunOnHost{}
+	}
+	if held == nil {
+		held = []reservationRow{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Runs         []view.RunOnHost `json:"runs"`
+		Reservations []reservationRow `json:"reservations"`
+	}{runs, held})
 }

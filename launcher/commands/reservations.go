@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,30 +125,27 @@ func Unreserve(ctx context.Context, o UnreserveOptions) error {
 	if err != nil {
 		return err
 	}
-	found, done := false, 0
+	remove, others := unreserveFiles(inv, o.ID)
 	var failed []string
-	for i, h := range inv.Hosts {
-		var names []string
-		for _, b := range h.Bookings {
-			if b.ID != o.ID {
-				continue
-			}
-			found = true
-			if b.User != h.Me && h.Me != "root" {
-				failed = append(failed, fmt.Sprintf("%s: reservation %s is %s's: only they or root may remove it", h.Name, o.ID, b.User))
-				continue
-			}
-			names = append(names, b.File[strings.LastIndex(b.File, "/")+1:])
-		}
-		if len(names) == 0 {
-			continue
-		}
-		if err := hostops.Reserve(ctx, fleet.Executor(i), "", names); err != nil {
+	for _, i := range slices.Sorted(maps.Keys(remove)) {
+		h := &inv.Hosts[i]
+		if err := hostops.Reserve(ctx, fleet.Executor(i), "", remove[i]); err != nil {
 			failed = append(failed, h.Name+": "+err.Error())
 			continue
 		}
-		done++
 		fmt.Fprintf(o.Stdout, "tfhive: removed reservation %s on %s\n", o.ID, h.Name)
+	}
+	found := len(remove) > 0 || len(others) > 0
+	switch {
+	case len(remove) == 0 && len(others) > 0:
+		// Only others' files have it: theirs to remove.
+		return fmt.Errorf("could not remove reservation %s: %s: only they or root may remove it", o.ID, strings.Join(others, "; "))
+	case len(others) > 0:
+		// Another's file named with our id (anyone may name a file so)
+		// is left alone and fails nothing of ours.
+		for _, w := range others {
+			fmt.Fprintf(o.Stderr, "tfhive: warning: %s too, left alone\n", w)
+		}
 	}
 	switch {
 	case len(failed) > 0:
@@ -155,7 +154,39 @@ func Unreserve(ctx context.Context, o UnreserveOptions) error {
 		if err := job.Unreachable(inv); err != nil {
 			return err
 		}
+		// A host whose files were not all listed may hold it unseen.
+		var unknown []string
+		for _, h := range inv.Hosts {
+			if h.BookingsUnknown != "" {
+				unknown = append(unknown, h.Name+": "+h.BookingsUnknown)
+			}
+		}
+		if len(unknown) > 0 {
+			return fmt.Errorf("no reservation %s among those listed on these hosts; %s", o.ID, strings.Join(unknown, "; "))
+		}
 		return fmt.Errorf("no reservation %s on these hosts", o.ID)
 	}
 	return job.Unreachable(inv)
+}
+
+// unreserveFiles are the files `unreserve id` removes, by host position:
+// the user's own files of that id (anyone's as root), and a line for each
+// file of that id of another user, whose it is ("h1: reservation id is
+// bob's"): anyone may name a file with another's id, which makes it
+// theirs, never the id's.
+func unreserveFiles(inv inventory.Inventory, id string) (map[int][]string, []string) {
+	remove := map[int][]string{}
+	var others []string
+	for i, h := range inv.Hosts {
+		for _, b := range h.Bookings {
+			switch {
+			case b.ID != id:
+			case b.User != h.Me && h.Me != "root":
+				others = append(others, fmt.Sprintf("%s: reservation %s is %s's", h.Name, id, b.User))
+			default:
+				remove[i] = append(remove[i], b.File[strings.LastIndex(b.File, "/")+1:])
+			}
+		}
+	}
+	return remove, others
 }

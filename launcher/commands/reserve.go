@@ -64,9 +64,15 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 	if o.From == "" {
 		o.From = "now"
 	}
-	from, err := schedule.ParseWhen(o.From, now(), zone)
+	t0 := now()
+	from, err := schedule.ParseWhen(o.From, t0, zone)
 	if err != nil {
 		return err
+	}
+	// Checked before any host is touched (a host's probe takes seconds,
+	// and checked again after it).
+	if from.Add(d).Before(t0) {
+		return usagef("the window %s to %s has ended already", schedule.When(from, t0), schedule.When(from.Add(d), t0))
 	}
 	if err := inventory.CheckBookingNote(o.Note); err != nil {
 		return &UsageError{Msg: fmt.Sprintf("--note %q %v", o.Note, err),
@@ -85,6 +91,12 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 		return err
 	}
 	defer fleet.Close()
+	// Every host --gpu names is one of the hosts, before any is dialled.
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if !slices.ContainsFunc(fleet.Hosts, func(h inventory.Host) bool { return h.Name == name }) {
+			return noSuchHost(name)
+		}
+	}
 	inv, err := job.ProbeAll(ctx, fleet)
 	if err != nil {
 		return err
@@ -121,9 +133,19 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 		made[i] = nb
 	}
 	var done []int
+	// undo takes back what was made, as far as it can: a host whose link
+	// the probe again dropped is dialled again, and one that cannot be is
+	// left (its line says so).
 	undo := func() {
 		for _, i := range done {
-			hostops.Reserve(ctx, fleet.Executor(i), "", []string{inventory.BookingName(made[i])})
+			ex := fleet.Executor(i)
+			if ex == nil {
+				var err error
+				if ex, err = fleet.Redial(ctx, inv.Hosts[i].Name); err != nil {
+					continue
+				}
+			}
+			hostops.Reserve(ctx, ex, "", []string{inventory.BookingName(made[i])})
 		}
 	}
 	for _, i := range slices.Sorted(mapKeysInt(made)) {
@@ -137,6 +159,21 @@ func Reserve(ctx context.Context, o ReserveOptions) error {
 	// Probed again: the files as every plan now sees them. One made at
 	// the same moment as another's that overlaps it loses to the earlier.
 	again := fleet.Probe(ctx)
+	// A host not reached again cannot say whether its file holds: exit
+	// 4 (not 3: no other reservation was seen to hold the GPUs), each
+	// such host named; the files are taken back where that can be done.
+	lost := &UnreachableError{Total: len(done)}
+	for _, i := range done {
+		if herr := again.Hosts[i].Err; herr != nil {
+			lost.Bad++
+			lost.Lines = append(lost.Lines, fmt.Sprintf("%s: the reservation was made but could not be checked: %s; `tfhive reservations -H %s` says whether it is there (`tfhive unreserve %s` removes it)",
+				inv.Hosts[i].Name, herr.Message, inv.Hosts[i].Name, made[i].ID))
+		}
+	}
+	if lost.Bad > 0 {
+		undo()
+		return lost
+	}
 	for _, i := range done {
 		var seen *inventory.Booking
 		for k, x := range again.Hosts[i].Bookings {
@@ -240,7 +277,7 @@ func pickGPUs(inv inventory.Inventory, want map[string][]int, n int, b inventory
 		for _, name := range slices.Sorted(maps.Keys(want)) {
 			i := slices.IndexFunc(inv.Hosts, func(h inventory.HostInventory) bool { return h.Name == name })
 			if i < 0 {
-				return nil, &UsageError{Msg: fmt.Sprintf("--gpu %s: no host %s among the hosts", name, name), Fix: "give it with -H too"}
+				return nil, noSuchHost(name)
 			}
 			named.Hosts = append(named.Hosts, inv.Hosts[i])
 			picks[i] = want[name]
@@ -282,6 +319,11 @@ func pickGPUs(inv inventory.Inventory, want map[string][]int, n int, b inventory
 	}
 	return nil, &schedule.CapacityError{Msg: fmt.Sprintf("no host has %d GPUs unreserved from %s for %s", n, schedule.When(b.From, b.Made), inventory.Hours(b.Until.Sub(b.From))),
 		Fix: "ask for fewer GPUs or another window; tfhive reservations lists what is reserved", Lines: lines}
+}
+
+// noSuchHost is --gpu naming a host that is not among the hosts.
+func noSuchHost(name string) error {
+	return &UsageError{Msg: fmt.Sprintf("--gpu %s: no host %s among the hosts", name, name), Fix: "give it with -H too"}
 }
 
 // heldByOther says whether a run of another user holds GPU g of h now.

@@ -67,3 +67,24 @@ func TestWriteReservationsEscapesNote(t *testing.T) {
 		t.Errorf("reservations table:\n%s\nwant the note's bidi, C1, invalid and escape bytes shown inert", out)
 	}
 }
+
+// unreserve removes the user's own files of the id (anyone's as root);
+// another user's file that merely shares it is named, never removed, and
+// fails nothing of the user's.
+func TestUnreserveFiles(t *testing.T) {
+	file := func(user, name string) inventory.Booking {
+		return inventory.Booking{ID: "0123abcd", User: user, File: "/tmp/claims/" + name}
+	}
+	inv := inventory.Inventory{Hosts: []inventory.HostInventory{
+		{Name: "h1", Me: "alice", Bookings: []inventory.Booking{file("alice", "mine"), file("bob", "forged"), {ID: "99999999", User: "alice", File: "/tmp/claims/other"}}},
+		{Name: "h2", Me: "alice", Bookings: []inventory.Booking{file("bob", "forged2")}},
+		{Name: "h3", Me: "root", Bookings: []inventory.Booking{file("bob", "bobs")}},
+	}}
+	remove, others := unreserveFiles(inv, "0123abcd")
+	if len(remove) != 2 || !slices.Equal(remove[0], []string{"mine"}) || !slices.Equal(remove[2], []string{"bobs"}) {
+		t.Errorf("removed %v, want alice's on h1 and, as root, bob's on h3", remove)
+	}
+	if !slices.Equal(others, []string{"h1: reservation 0123abcd is bob's", "h2: reservation 0123abcd is bob's"}) {
+		t.Errorf("others %q", others)
+	}
+}

@@ -59,8 +59,9 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 	if err != nil {
 		return nil, err
 	}
-	// A run that ends before a reservation begins may use its GPUs.
-	req.Timeout = o.Timeout
+	// A run that ends before a reservation begins may use its GPUs: it
+	// ends, at the latest, its grace after its timeout.
+	req.Timeout, req.Grace = o.Timeout, o.Grace
 	env, err := parseEnv(o.Env)
 	if err != nil {
 		return nil, err

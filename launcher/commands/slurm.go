@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/emit"
 	"github.com/tfhive/tfhive/launcher/keeper"
+	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/launcher/slurmrun"
@@ -372,6 +373,19 @@ func killSlurm(ctx context.Context, o KillOptions) (handled bool, err error) {
 	if _, err := os.Stat(filepath.Join(dir, rundir.Summary)); err == nil {
 		return true, fmt.Errorf("run %s has ended: Slurm job %s is over", o.RunID, sj.JobID)
 	}
+	// A sweep's job array has ended once each trial has its summary
+	// (its tfhive gone or not: the array may go on without it).
+	if rec, ok, err := logroot.Sweep(dir); err == nil && ok && sj.Array > 0 {
+		ended := true
+		for _, t := range rec.Trials {
+			if _, err := os.Stat(filepath.Join(rundir.Path(t.ID), rundir.Summary)); err != nil {
+				ended = false
+			}
+		}
+		if ended {
+			return true, fmt.Errorf("sweep %s has ended: Slurm job array %s is over", o.RunID, sj.JobID)
+		}
+	}
 	ex, _, err := dialLogin(ctx, o.Hosts, sj.Login, o.Stderr)
 	if err != nil {
 		return true, err
@@ -380,7 +394,11 @@ func killSlurm(ctx context.Context, o KillOptions) (handled bool, err error) {
 	if err := slurmrun.Cancel(ctx, ex, sj, o.Grace); err != nil {
 		return true, fmt.Errorf("%s: scancel %s: %w", sj.Login, sj.JobID, err)
 	}
-	fmt.Fprintf(o.Stdout, "tfhive: cancelled Slurm job %s of run %s on %s\n", sj.JobID, o.RunID, sj.Login)
+	what := "run"
+	if sj.Array > 0 {
+		what = "sweep"
+	}
+	fmt.Fprintf(o.Stdout, "tfhive: cancelled Slurm job %s of %s %s on %s\n", sj.JobID, what, o.RunID, sj.Login)
 	return true, nil
 }
 

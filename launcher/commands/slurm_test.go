@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Flags without a meaning on Slurm are refused before anything is
@@ -30,5 +31,18 @@ func TestRunOnSlurmRefuses(t *testing.T) {
 	var ue *UsageError
 	if !errors.As(err, &ue) {
 		t.Errorf("--on k8s: %v, want a usage error", err)
+	}
+}
+
+// status --on slurm --watch refreshes no faster than a second (an sinfo
+// each time, on the cluster's slurmctld), refused before anything is
+// dialled.
+func TestStatusOnSlurmWatchRefuses(t *testing.T) {
+	for _, w := range []time.Duration{-time.Second, 500 * time.Millisecond} {
+		err := Status(context.Background(), StatusOptions{Watch: w, Slurm: SlurmOptions{On: OnSlurm, Login: "nosuch"}})
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "--watch") {
+			t.Errorf("--watch %s: %v, want a usage error", w, err)
+		}
 	}
 }

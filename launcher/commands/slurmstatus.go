@@ -4,35 +4,60 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
+	"time"
 
 	"github.com/tfhive/tfhive/launcher/slurmrun"
 	"github.com/tfhive/tfhive/launcher/view"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // slurmStatus is `tfhive status --on slurm`: the partitions' nodes and
-// their GPUs, free and in use, as status shows hosts (sinfo).
+// their GPUs, free and in use, as status shows hosts (sinfo); --watch
+// redraws it as status --watch does, an sinfo each time over the one
+// connection.
 func slurmStatus(ctx context.Context, o StatusOptions) error {
 	if err := checkOnSlurm(o.Slurm); err != nil {
 		return err
 	}
-	if o.Watch != 0 {
-		return &UsageError{Msg: "--watch is not yet for --on slurm", Fix: "watch -n 2 tfhive status --on slurm"}
+	if o.Watch < 0 {
+		return usagef("--watch must not be negative")
+	}
+	// Each refresh is an sinfo, which the cluster's slurmctld answers
+	// among every user's requests: no faster than sinfo --iterate's
+	// smallest, a second.
+	if o.Watch != 0 && o.Watch < time.Second {
+		return &UsageError{Msg: fmt.Sprintf("--watch %s: on Slurm 1s at least (each refresh is an sinfo, which the cluster's slurmctld answers)", o.Watch),
+			Fix: "--watch 2s"}
 	}
 	ex, login, err := dialLogin(ctx, o.Hosts, o.Slurm.Login, o.Stderr)
 	if err != nil {
 		return err
 	}
 	defer ex.Close()
-	nodes, err := slurmrun.Nodes(ctx, ex, login, o.Slurm.Partition)
-	if err != nil {
+	show := func(w io.Writer) (inventory.Inventory, error) {
+		nodes, err := slurmrun.Nodes(ctx, ex, login, o.Slurm.Partition)
+		if err != nil {
+			return inventory.Inventory{}, err
+		}
+		return inventory.Inventory{}, writeSlurmNodes(w, o.JSON, login, nodes)
+	}
+	if o.Watch == 0 {
+		_, err := show(o.Stdout)
 		return err
 	}
-	if o.JSON {
+	return o.watch(ctx, "tfhive status --on slurm", show, "")
+}
+
+// writeSlurmNodes prints sinfo's nodes as status prints hosts: a row a
+// node of a partition, then the GPUs free (or one JSON document).
+func writeSlurmNodes(w io.Writer, asJSON bool, login string, nodes []slurmrun.Node) error {
+	if asJSON {
 		if nodes == nil {
 			nodes = []slurmrun.Node{}
 		}
-		return json.NewEncoder(o.Stdout).Encode(map[string]any{"login": login, "nodes": nodes})
+		return json.NewEncoder(w).Encode(map[string]any{"login": login, "nodes": nodes})
 	}
 	var rows [][]string
 	total, free, up := 0, 0, map[string]bool{}
@@ -57,10 +82,10 @@ func slurmStatus(ctx context.Context, o StatusOptions) error {
 			free += f
 		}
 	}
-	if err := view.WriteTable(o.Stdout, []string{"PARTITION", "NODE", "STATE", "GPUS", "USED", "FREE", "CPUS(A/I/O/T)"}, rows); err != nil {
+	if err := view.WriteTable(w, []string{"PARTITION", "NODE", "STATE", "GPUS", "USED", "FREE", "CPUS(A/I/O/T)"}, rows); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(o.Stdout, "%d of %d GPUs free on %d nodes (sinfo on %s)\n", free, total, len(up), login)
+	_, err := fmt.Fprintf(w, "%d of %d GPUs free on %d nodes (sinfo on %s)\n", free, total, len(up), login)
 	return err
 }
 

@@ -2,14 +2,17 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/keeper"
 	"github.com/tfhive/tfhive/launcher/logroot"
 	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/launcher/rundir"
@@ -31,12 +34,12 @@ func slurmSweep(ctx context.Context, o SweepOptions) error {
 	if err := checkSlurmFlags(r.Slurm.Given); err != nil {
 		return err
 	}
-	for _, f := range r.Slurm.Given {
-		if f == "detach" {
-			return &UsageError{Msg: fmt.Sprintf("--%s is not yet for sweep --on slurm", f), Fix: "run the sweep in the foreground; tfhive queue --on slurm shows its array"}
-		}
-	}
-	rec, err := o.validate(false)
+	// --detach: a keeper (this tfhive again, launcher/keeper) submits the
+	// array and follows it, its console in the sweep's console.log, as a
+	// sweep on hosts' keeper does: attach, wait, logs and kill take the
+	// sweep's name. The first tfhive chose the name.
+	kept := keeper.Mode()
+	rec, err := o.validate(kept)
 	if err != nil {
 		return err
 	}
@@ -46,13 +49,24 @@ func slurmSweep(ctx context.Context, o SweepOptions) error {
 	} else if resumed {
 		return &UsageError{Msg: fmt.Sprintf("sweep %s has run already", rec.Name), Fix: "choose another --name: a sweep on Slurm is not resumed yet"}
 	}
-	for _, d := range append([]string{dir}, trialDirs(rec)...) {
+	dirs := trialDirs(rec)
+	if !kept { // the keeper's dir is the first tfhive's
+		dirs = append([]string{dir}, dirs...)
+	}
+	for _, d := range dirs {
 		if err := checkLogDir(d, false); err != nil {
 			return err
 		}
 	}
 	_, script, tasks, err := r.slurmJob(&rec, o.MaxParallel)
 	if err != nil {
+		return err
+	}
+	if r.Detach && !kept {
+		err := o.detach(rec.Name, dir)
+		if _, serr := os.Stat(filepath.Join(dir, rundir.Sweep)); err != nil && errors.Is(serr, fs.ErrNotExist) {
+			os.RemoveAll(dir) // nothing was submitted: no log dir is left behind
+		}
 		return err
 	}
 	ex, login, err := dialLogin(ctx, r.Hosts, r.Slurm.Login, r.Stderr)
@@ -78,26 +92,45 @@ func slurmSweep(ctx context.Context, o SweepOptions) error {
 		Dir: filepath.Join("tfhive-slurm", rec.Name), Partition: r.Slurm.Partition, Account: r.Slurm.Account, Time: r.Slurm.Time,
 		Array: len(rec.Trials)})
 	if err != nil {
+		// Nothing was submitted: the same command may be given again.
+		for _, d := range trialDirs(rec) {
+			os.RemoveAll(d)
+		}
+		os.Remove(filepath.Join(dir, rundir.Sweep))
+		if !kept {
+			os.RemoveAll(dir)
+		}
 		return err
 	}
 	if err := rundir.WriteJSON(filepath.Join(dir, rundir.SlurmJob), sj); err != nil {
 		fmt.Fprintf(r.Stderr, "tfhive: warning: %s: %v\n", filepath.Join(dir, rundir.SlurmJob), rundir.PathErr(err))
 	}
-	fmt.Fprintf(r.Stderr, "tfhive: sweep %s is Slurm job array %s (%d trials) on %s; logs in %s\n", rec.Name, sj.JobID, len(rec.Trials), login, dir)
-	conlog, err := os.OpenFile(filepath.Join(dir, rundir.Console), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("log dir: %w", rundir.PathErr(err))
+	// A keeper's stdout is console.log already: the sweep's own lines go
+	// there, for attach and logs, as a keeper on hosts says them.
+	out, say := r.Stdout, r.Stderr
+	var conlog io.Writer
+	if kept {
+		say = r.Stdout
+	} else {
+		f, err := os.OpenFile(filepath.Join(dir, rundir.Console), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("log dir: %w", rundir.PathErr(err))
+		}
+		defer f.Close()
+		conlog = f
+		if r.JSON || o.CSV {
+			out = r.Stderr
+		}
+		out, say = multi(out, f), multi(say, f)
 	}
-	defer conlog.Close()
-	out := r.Stdout
-	if r.JSON || o.CSV {
-		out = r.Stderr
-	}
+	fmt.Fprintf(say, "tfhive: sweep %s is Slurm job array %s (%d trials) on %s; logs in %s\n", rec.Name, sj.JobID, len(rec.Trials), login, dir)
+	// The array is Slurm's from here: the first tfhive may go.
+	keeper.Started()
 	var trials []slurmrun.Trial
 	for _, t := range rec.Trials {
 		trials = append(trials, slurmrun.Trial{ID: t.ID, LogDir: rundir.Path(t.ID)})
 	}
-	ends, err := slurmrun.WatchArray(ctx, ex, slurmrun.Follow{Job: sj, Tasks: tasks, Console: multi(out, conlog), Quiet: r.Quiet,
+	ends, err := slurmrun.WatchArray(ctx, ex, slurmrun.Follow{Job: sj, Tasks: tasks, Console: out, Quiet: r.Quiet,
 		Grace: r.Grace, Stderr: r.Stderr, Interrupt: func() int {
 			if r.Signals != nil && r.Signals.Last() == syscall.SIGTERM {
 				return 143
@@ -118,7 +151,7 @@ func slurmSweep(ctx context.Context, o SweepOptions) error {
 		if err := rundir.WriteJSON(filepath.Join(sum.LogDir, rundir.Summary), sum); err != nil {
 			fmt.Fprintf(r.Stderr, "tfhive: error: %v\n", &record.RecordError{Result: sum.Result, Err: err})
 		}
-		fmt.Fprintf(multi(r.Stderr, conlog), "tfhive: trial %s %s\n", t.ID, endLine(sum, nil))
+		fmt.Fprintf(say, "tfhive: trial %s %s\n", t.ID, endLine(sum, nil))
 		interrupted = interrupted || e.Ended.Result == record.ResultInterrupted
 	}
 	return o.end(rec, conlog, sweepjob.End{Interrupted: interrupted})

@@ -88,12 +88,12 @@ func Status(ctx context.Context, o StatusOptions) error {
 		}
 		return job.Unreachable(inv)
 	}
-	return o.watch(ctx, show, from)
+	return o.watch(ctx, "tfhive status", show, from)
 }
 
-// watch shows the status every --watch, in place on a terminal, until
-// ctx ends.
-func (o StatusOptions) watch(ctx context.Context, show func(io.Writer) (inventory.Inventory, error), from string) error {
+// watch shows the status every --watch, in place on a terminal (title
+// in its header), until ctx ends.
+func (o StatusOptions) watch(ctx context.Context, title string, show func(io.Writer) (inventory.Inventory, error), from string) error {
 	tty := isTerminal(o.Stdout)
 	if tty {
 		// The screen ends without a newline (view.Screen): the shell's
@@ -120,7 +120,7 @@ func (o StatusOptions) watch(ctx context.Context, show func(io.Writer) (inventor
 			// line cut to its width, the rows that do not fit its height
 			// counted on the last line; a screen that scrolled would
 			// lose its header and leave old rows above it.
-			header := fmt.Sprintf("Every %s: tfhive status    %s", o.Watch, time.Now().Format("15:04:05"))
+			header := fmt.Sprintf("Every %s: %s    %s", o.Watch, title, time.Now().Format("15:04:05"))
 			if from != "" { // the screen is cleared: in the header
 				header += "    " + from
 			}

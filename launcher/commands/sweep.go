@@ -336,7 +336,8 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, trialGPUs int,
 	r := o.Run
 	spec := sweepjob.Spec{Record: rec, TrialGPUs: trialGPUs, MaxParallel: o.MaxParallel, MaxFailures: o.MaxFailures,
 		AdoptOnly: adoptOnly, Hosts: hosts, Probe: opts, Signals: r.Signals, Say: r.Stderr, Console: true,
-		Adopt: launcher.Options{Grace: r.Grace, Reconnect: r.Reconnect, Sample: r.Sample, Parallel: r.Hosts.Parallel, Started: keeper.Started}}
+		Adopt: launcher.Options{Grace: r.Grace, Reconnect: r.Reconnect, Sample: r.Sample, Parallel: r.Hosts.Parallel, Started: keeper.Started,
+			Hang: launcher.Hang{After: r.HangAfter, Stop: r.OnHang == OnHangStop, Native: r.HangNative}}}
 	if keeper.Mode() {
 		// A keeper's stdout is the console.log, keeper.log is for its
 		// errors.
@@ -407,7 +408,8 @@ func (o *SweepOptions) end(rec record.Sweep, console io.Writer, e sweepjob.End) 
 
 // adoptSweep is tfhive attach SWEEP -H …: the sweep's tfhive is gone;
 // this one adopts its trials still under way on the hosts and follows
-// them to their ends, and records those that ended unwatched, in the
+// them to their ends (--hang-after watching each, as attach RUN -H's),
+// and records those that ended unwatched, in the
 // foreground, then prints the sweep's table. It starts no trial: the
 // sweep's own command does (it has the trials' flags). Ctrl-C only
 // detaches: the trials go on, kept, as after the keeper's end.
@@ -421,6 +423,11 @@ func adoptSweep(ctx context.Context, o FollowOptions, rec record.Sweep) error {
 	so.Run.Grace, so.Run.Reconnect = o.Grace, o.Reconnect
 	so.Run.Capture, so.Run.CaptureFrom = o.Capture, o.CaptureFrom
 	if _, err := captures(o.Capture, o.CaptureFrom, nil); err != nil {
+		return err
+	}
+	// Each trial adopted is watched as attach RUN -H watches its run.
+	so.Run.HangAfter, so.Run.OnHang, so.Run.HangNative = o.HangAfter, o.OnHang, o.HangNative
+	if err := so.Run.checkHangFlags(); err != nil {
 		return err
 	}
 	return so.run(ctx, rec, 0, nil, true)

@@ -14,7 +14,8 @@ import (
 
 // TestBenchQueue is the queue's benchmark (testdata/bench/run.sh runs it
 // after TestBench, under TFHIVE_BENCH; TFHIVE_BENCH_ONLY without "queue"
-// skips it): 8 runs queued with --wait on a 4-host fleet (2 GPUs each,
+// skips it): 8 runs (TFHIVE_BENCH_QUEUE_RUNS; the smoke run's 3) queued
+// with --wait on a 4-host fleet (2 GPUs each,
 // the proxy's RTT), each asking all 8 GPUs, behind a long run that holds
 // them. Each run's tasks stamp, on the one clock of this machine, when
 // they start and when they end; the measure is the time from one run's
@@ -30,6 +31,10 @@ func TestBenchQueue(t *testing.T) {
 	}
 	benchBinary()
 	rtt := envDuration(t, "TFHIVE_BENCH_RTT", 50*time.Millisecond)
+	queued := envInts(t, "TFHIVE_BENCH_QUEUE_RUNS", []int{8})[0]
+	if queued < 2 {
+		t.Fatalf("TFHIVE_BENCH_QUEUE_RUNS=%d: at least 2 (a run's place is kept behind another's)", queued)
+	}
 	var ps []sshtest.Profile
 	for i := range 4 {
 		ps = append(ps, sshtest.Profile{Name: fmt.Sprintf("q%d", i), GPU: "idle-2gpu.xml", RTT: rtt})
@@ -75,12 +80,12 @@ func TestBenchQueue(t *testing.T) {
 	names := []string{"long"}
 	runs := []*running{start("long", false)}
 	read("long", "start")
-	for i := 1; i <= 8; i++ {
+	for i := 1; i <= queued; i++ {
 		names = append(names, fmt.Sprintf("q%d", i))
 		runs = append(runs, start(names[i], true))
 	}
 	var gaps []time.Duration
-	for i := range 8 {
+	for i := range queued {
 		os.WriteFile(stamp(names[i], "done"), nil, 0o644)
 		end, next := read(names[i], "end"), read(names[i+1], "start")
 		gaps = append(gaps, next.Sub(end))
@@ -93,11 +98,11 @@ func TestBenchQueue(t *testing.T) {
 			}
 		}
 	}
-	os.WriteFile(stamp(names[8], "done"), nil, 0o644)
-	runs[8].Wait()
+	os.WriteFile(stamp(names[queued], "done"), nil, 0o644)
+	runs[queued].Wait()
 
-	fmt.Printf("\n## queue\n\n8 runs queued with --wait on 4 hosts (2 GPUs each, RTT %s), each asking all 8 GPUs: "+
-		"from one run's tasks ending to the next run's first task starting.\n\n| handover | time |\n|---|---|\n", rtt)
+	fmt.Printf("\n## queue\n\n%d runs queued with --wait on 4 hosts (2 GPUs each, RTT %s), each asking all 8 GPUs: "+
+		"from one run's tasks ending to the next run's first task starting.\n\n| handover | time |\n|---|---|\n", queued, rtt)
 	worst := time.Duration(0)
 	for i, g := range gaps {
 		fmt.Printf("| %s → %s | %s |\n", names[i], names[i+1], ms(g))

@@ -14,16 +14,19 @@ import (
 )
 
 // One fleet for doctor and run --check: hosts a and b run the machine's
-// own python3, odd a fake one claiming another version. Sessions get the
-// host's own empty HOME, so the test user's rc files (a pyenv on the PATH)
-// stay out of them.
+// own python3, odd the same claiming another version, all three without
+// the machine's site packages (PythonBare: nothing here needs PyTorch,
+// whose import cost 1.3 s of CPU a host and check; TestTFDoctorAndCheck
+// imports the real TensorFlow and PyTorch). Sessions get the host's own
+// empty HOME, so the test user's rc files (a pyenv on the PATH) stay out
+// of them.
 func doctorFleet(t *testing.T) *sshtest.Fleet {
 	return doctorFleetOn(t, sshtest.DefaultBed(t))
 }
 
 func doctorFleetOn(t *testing.T, bed sshtest.Bed) *sshtest.Fleet {
 	p := func(name, python string) sshtest.Profile {
-		return sshtest.Profile{Name: name, GPU: "idle-2gpu.xml", AliveInterval: 1, Python: python}
+		return sshtest.Profile{Name: name, GPU: "idle-2gpu.xml", AliveInterval: 1, Python: python, PythonBare: true}
 	}
 	return sshtest.StartOn(t, bed, p("a", ""), p("b", ""), p("odd", "3.99.0"))
 }

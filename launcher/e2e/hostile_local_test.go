@@ -192,7 +192,16 @@ func TestHostileRunLock(t *testing.T) {
 		t.Errorf("her flock: %v: %s", err, out)
 	}
 
-	// An older tfhive's lock, 0644: she opened it in time and holds it.
+	// The log dir is 0700 (rundir.DirMode): she cannot even reach it.
+	for _, d := range []string{filepath.Dir(lock), filepath.Dir(filepath.Dir(lock))} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v, mode %v; want 0700", d, err, fi.Mode().Perm())
+		}
+	}
+	// An older tfhive's lock, 0644 in a 0755 log dir: she opened it in
+	// time and holds it.
+	os.Chmod(filepath.Dir(filepath.Dir(lock)), 0o755)
+	os.Chmod(filepath.Dir(lock), 0o755)
 	os.Chmod(lock, 0o644)
 	holdAs(t, mallory, `exec flock -x `+lock+` sh -c 'echo ready; exec sleep 300'`)
 	for _, args := range [][]string{{"wait", "v1"}, {"attach", "v1"}, {"logs", "-f", "v1"}} {
@@ -220,6 +229,7 @@ func TestHostileRunLock(t *testing.T) {
 	first := tfhive(t, env, scratch, args...)
 	wantCode(t, first, 1)
 	swLock := filepath.Join(scratch, "tfhive-runs", "sw1", "keeper.lock")
+	os.Chmod(filepath.Dir(swLock), 0o755)
 	os.Chmod(swLock, 0o644)
 	holdAs(t, mallory, `exec flock -s `+swLock+` sh -c 'echo ready; exec sleep 300'`)
 	os.WriteFile(ok, nil, 0o644)

@@ -148,7 +148,8 @@ func fleetArgsAs(t *testing.T, f *sshtest.Fleet, hosts string, args ...string) (
 // and only within the host's rules (over them, or overlapping Alice's made
 // before, it grants nothing and says so, naming her); a link named as a
 // reservation grants nothing; Alice's file cannot be renamed or removed
-// by her; a flood of names fails the host closed.
+// by her; a flood of names fails the host closed for plans (ps still
+// reaches it).
 func TestReserveForgedFilesFailClosed(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	s := newSharedHost(t)
@@ -200,6 +201,23 @@ func TestReserveForgedFilesFailClosed(t *testing.T) {
 	wantCode(t, r, 0)
 	wantContains(t, "status", r.stdout, " reserved ", "reserved by "+s.alice.Name+" until ")
 
+	// Mallory's files named with Alice's id, one not in the format, one
+	// that is: Alice's unreserve removes hers, leaves Mallory's and
+	// succeeds.
+	s.mallorySh(t, "touch "+filepath.Join(s.h.ClaimsPath(), inventory.BookingPrefix+rs[0].ID+".x")+" "+name(rs[0].ID, 0, time.Hour, 1))
+	r = tfhive(t, s.f.Env(), s.f.Dir, s.as("unreserve", rs[0].ID)...)
+	wantCode(t, r, 0)
+	wantContains(t, "unreserve", r.stdout, "tfhive: removed reservation "+rs[0].ID+" on ")
+	wantContains(t, "unreserve", r.stderr, "reservation "+rs[0].ID+" is "+s.mallory.Name+"'s too, left alone")
+	if _, err := os.Lstat(filepath.Join(s.h.ClaimsDir(), filepath.Base(alices))); !os.IsNotExist(err) {
+		t.Errorf("alice's reservation file after unreserve: %v", err)
+	}
+	for _, b := range reservationsOf(t, s.f, s.aliceHosts) {
+		if b.User == s.alice.Name || b.ID == rs[0].ID && b.User != s.mallory.Name {
+			t.Errorf("after alice's unreserve: %+v", b)
+		}
+	}
+
 	// More names than a probe lists: the host's reservations are
 	// unknown, and none of its GPUs is used.
 	var flood strings.Builder
@@ -207,6 +225,11 @@ func TestReserveForgedFilesFailClosed(t *testing.T) {
 	s.mallorySh(t, flood.String())
 	r = tfhive(t, s.f.Env(), s.f.Dir, fleetArgs(s.f, "status")...)
 	wantContains(t, "status", r.stdout+r.stderr, "more than 1024 tfhive-reservation files: its reservations are unknown")
+	// It plans nothing of ps, which still reaches the host (and says the
+	// reservations are unknown).
+	r = tfhive(t, s.f.Env(), s.f.Dir, s.as("ps")...)
+	wantCode(t, r, 0)
+	wantContains(t, "ps", r.stderr, "more than 1024 tfhive-reservation files: its reservations are unknown")
 }
 
 // findBooking is the path of reservation id's file in dir.

@@ -64,6 +64,40 @@ while :; do sleep 0.1; done`
 	noLeftovers(t, f, 5*time.Second)
 }
 
+// A run whose tasks live and die with their sessions (--reconnect 0) has
+// no run directory on the host: each task's deadline file is in a fresh
+// directory of the user's own under ~/.tfhive, never in /tmp or $TMPDIR
+// (another user's to prepare), and it is gone once the run has ended.
+func TestStopDeadlineSessionTask(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	f := sshtest.Start(t, sshtest.Profile{Name: "h1", AliveInterval: 1})
+	task := `trap 'echo "got-int home $HOME file $TFHIVE_STOP_DEADLINE deadline $(cat "$TFHIVE_STOP_DEADLINE")"; exit 0' INT
+echo ready
+while :; do sleep 0.1; done`
+	args, logDir := runArgs(t, f, "--reconnect", "0", "--workers", "1", "--gpus-per-worker", "0", "--stop-signal", "SIGINT", "--grace", "3s", "--timeout", "2s", "--", "bash", "-c", task)
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 124)
+	log := readFile(t, filepath.Join(logDir, "worker-0.log"))
+	var home, file string
+	var deadline int64
+	_, line, _ := strings.Cut(log, "got-int home ")
+	if _, err := fmt.Sscanf(line, "%s file %s deadline %d", &home, &file, &deadline); err != nil {
+		t.Fatalf("the task did not say where its deadline was (%v):\n%s", err, log)
+	}
+	dir := filepath.Dir(file)
+	if filepath.Dir(dir) != filepath.Join(home, ".tfhive") || !strings.HasPrefix(filepath.Base(dir), "stop.") || filepath.Base(file) != "deadline" {
+		t.Errorf("TFHIVE_STOP_DEADLINE %s, want $HOME/.tfhive/stop.*/deadline (HOME %s)", file, home)
+	}
+	if now := time.Now().Unix(); deadline < now-10 || deadline > now+10 {
+		t.Errorf("deadline %d, want about now (%d)", deadline, now)
+	}
+	noLeftovers(t, f, 5*time.Second)
+	// Looked at on the host (its mounts: a private home is its own).
+	if out, err := f.Hosts[0].Command(nil, "sh", "-c", `if [ -e "$1" ]; then echo left; else echo gone; fi`, "sh", dir).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "gone" {
+		t.Errorf("%s: %s (%v), want it removed with its supervisor", dir, out, err)
+	}
+}
+
 // --requeue-on: a task that saved its work exits 85, and the run goes back
 // to the queue and starts again as the same run, its task told to resume
 // (TFHIVE_RESUME=1, TFHIVE_ATTEMPT=1); the summary lists both attempts,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/launcher/record"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -300,4 +301,37 @@ func TestSweepResumeAfterForegroundKilled(t *testing.T) {
 	if n := startsIn(t, events); n != 4 {
 		t.Errorf("%d starts, want 2 + 2", n)
 	}
+}
+
+// tfhive attach SWEEP -H --hang-after watches each trial it adopts as
+// attach RUN -H watches its run: a trial that prints nothing for 1s has
+// its stacks taken into its log dir and, --on-hang stop, ends hung (the
+// sweep then exits 1: a trial did not succeed).
+func TestSweepAttachHangAfter(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	f := sweepFleet(t)
+	args := sweepArgs(f, "--name", "hsw", "--detach", "--gpus-per-worker", "0", "--param", "x=1", "--", "sh", "-c", "echo ready; exec sleep 300")
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	trialDir := filepath.Join(f.Dir, "tfhive-runs", "hsw-001")
+	waitFor(t, 30*time.Second, "the trial's first line", func() bool {
+		return strings.Contains(readFile(t, filepath.Join(trialDir, "worker-0.log")), "ready")
+	})
+	keeper := keeperOf(t, filepath.Join("tfhive-runs", "hsw"))
+	if err := syscall.Kill(keeper, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the keeper's end", func() bool { return gone(keeper) })
+	// Bounded: an attach that does not watch follows the trial's 300 s.
+	a, ended := tfhiveWithin(t, 60*time.Second, f.Env(), f.Dir, fleetArgs(f, "attach", "--grace", "1s", "--hang-after", "1s", "--on-hang", "stop", "hsw")...)
+	if !ended {
+		t.Fatalf("attach SWEEP -H --hang-after 1s --on-hang stop still followed the silent trial after 60 s:\n%s%s", a.stdout, a.stderr)
+	}
+	wantCode(t, a, 1)
+	wantContains(t, "attach -H", a.stdout+a.stderr, "tfhive: trial hsw-001 still runs on its hosts: adopted", "no task printed anything for 1s")
+	if s := summaryOf(t, trialDir); s.Result != record.ResultHung {
+		t.Errorf("hsw-001's summary: %s, want hung", s.Result)
+	}
+	wantContains(t, "hsw-001's stacks/worker-0.txt", readFile(t, filepath.Join(trialDir, "stacks", "worker-0.txt")), "task worker:0 on ", "sleep 300")
+	noLeftovers(t, f, 10*time.Second)
 }

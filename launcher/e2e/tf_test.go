@@ -21,19 +21,27 @@ const tfVenvEnv = "TFHIVE_TEST_TF_VENV"
 // line saying how to get it, when it holds no TensorFlow.
 func tfVenv(t *testing.T) string {
 	t.Helper()
-	v := os.Getenv(tfVenvEnv)
-	if v == "" {
-		v = "/opt/tfhive-ci/venv"
-	}
-	found, _ := filepath.Glob(filepath.Join(v, "lib", "python3*", "site-packages", "tensorflow", "__init__.py"))
-	if _, err := os.Stat(filepath.Join(v, "bin", "activate")); err != nil || len(found) == 0 {
-		why := fmt.Sprintf("no TensorFlow in %s (%s): bash .ci/run makes it (python3 -m venv %s && %s/bin/pip install tensorflow-cpu==2.21.0 keras==3.15.1)", v, tfVenvEnv, v, v)
+	v, why := findTFVenv()
+	if why != "" {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(why)
 		}
 		t.Skip(why)
 	}
 	return v
+}
+
+// findTFVenv is that environment, or why there is none.
+func findTFVenv() (venv, why string) {
+	v := os.Getenv(tfVenvEnv)
+	if v == "" {
+		v = "/opt/tfhive-ci/venv"
+	}
+	found, _ := filepath.Glob(filepath.Join(v, "lib", "python3*", "site-packages", "tensorflow", "__init__.py"))
+	if _, err := os.Stat(filepath.Join(v, "bin", "activate")); err != nil || len(found) == 0 {
+		return v, fmt.Sprintf("no TensorFlow in %s (%s): bash .ci/run makes it (python3 -m venv %s && %s/bin/pip install tensorflow-cpu==2.21.0 keras==3.15.1)", v, tfVenvEnv, v, v)
+	}
+	return v, ""
 }
 
 // examplesDir is the user-facing TensorFlow examples, which the tests
@@ -241,7 +249,7 @@ func TestTFMultiWorkerMirroredRestart(t *testing.T) {
 	logDir := filepath.Join(t.TempDir(), "logs")
 	run := startTfhive(t, b.f, readStdout, b.args("run", "--log-dir", logDir, "--grace", "5s", "--sync", examplesDir(),
 		"--workers", "3", "--gpus-per-worker", "0", "--strategy", "spread", "--restarts", "1", "--restart-backoff", "0s",
-		"--", "python3", "multi_worker_mirrored.py", "--model_dir="+model, "--epoch_seconds=2")...)
+		"--", "python3", "multi_worker_mirrored.py", "--model_dir="+model, "--epochs=5", "--epoch_seconds=2")...)
 	if !run.readUntil(func(l string) bool {
 		return strings.HasPrefix(l, "[worker:1 ") && strings.HasSuffix(l, "epoch 3 start")
 	}) {

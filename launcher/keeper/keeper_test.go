@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tfhive/tfhive/launcher/notify"
 )
 
 // The test binary is its own keeper: Spawn starts it again, with the
@@ -66,5 +68,15 @@ func TestSpawnHandsNotifyOverOffTheCommandLine(t *testing.T) {
 	}
 	if !slices.Equal(seen["args"], args) {
 		t.Errorf("the keeper's Args: %q, want the first tfhive's %q", seen["args"], args)
+	}
+}
+
+// What the first tfhive sets in its keeper's environment is tfhive's own:
+// a --notify command the keeper runs never sees it (notify.Internal).
+func TestKeeperEnvIsInternal(t *testing.T) {
+	for _, name := range []string{Env, RunEnv, LogDirEnv, HandEnv} {
+		if !notify.Internal(name) {
+			t.Errorf("%s: a --notify command would see it", name)
+		}
 	}
 }

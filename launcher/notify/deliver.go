@@ -78,10 +78,11 @@ func bare(err error, timeout time.Duration) error {
 
 // runCommand runs text by sh -c, the event in its environment and as
 // JSON on its stdin, in a process group of its own so that the timeout
-// stops whatever it started.
+// stops whatever it started. The rest of its environment is the user's:
+// this tfhive's, less what tfhive set there for itself (Internal).
 func runCommand(ctx context.Context, text string, e Event, body []byte, timeout time.Duration) error {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", text)
-	cmd.Env = append(os.Environ(), e.env()...)
+	cmd.Env = append(userEnv(os.Environ()), e.env()...)
 	cmd.Stdin = bytes.NewReader(append(body, '\n'))
 	var out limited
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -101,6 +102,36 @@ func runCommand(ctx context.Context, text string, e Event, body []byte, timeout 
 		return errors.New(msg)
 	}
 	return err
+}
+
+// internalPrefixes are the names of what tfhive puts in the environment
+// of a tfhive it starts, for that one alone: a detached run's keeper's
+// (launcher/keeper: TFHIVE_KEEPER, TFHIVE_KEEPER_RUN_ID, …) and a
+// detached TensorBoard's keeper's (TFHIVE_TENSORBOARD_KEEPER). Their
+// tests check that each name they set is Internal.
+var internalPrefixes = []string{"TFHIVE_KEEPER", "TFHIVE_TENSORBOARD_KEEPER"}
+
+// Internal says whether the variable name is one tfhive sets for itself:
+// a notification command never sees it.
+func Internal(name string) bool {
+	for _, p := range internalPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// userEnv is environ (NAME=VALUE) less tfhive's own variables (Internal).
+func userEnv(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !Internal(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // limited keeps the first maxAnswer bytes written to it.

@@ -232,6 +232,41 @@ func TestCommandSeesTheEvent(t *testing.T) {
 	}
 }
 
+// A command sees the event's variables and the user's environment, never
+// what tfhive set in its own for itself (a keeper's TFHIVE_KEEPER…, a
+// detached TensorBoard's keeper's mark).
+func TestCommandLacksTfhivesOwnEnvironment(t *testing.T) {
+	for _, kv := range [][2]string{{"TFHIVE_KEEPER", "3"}, {"TFHIVE_KEEPER_RUN_ID", "r6"}, {"TFHIVE_KEEPER_LOG_DIR", "/logs/r6"},
+		{"TFHIVE_KEEPER_HAND", "4"}, {"TFHIVE_TENSORBOARD_KEEPER", "3"}, {"TFHIVE_HOSTS", "/my/hosts.yaml"}, {"MY_TOKEN", "mine"}} {
+		t.Setenv(kv[0], kv[1])
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "got")
+	var warn warnings
+	n := &Notifier{Targets: []Target{target(t, "env >"+out)}, Warn: warn.add, Base: Event{Run: "r6"}}
+	n.End(context.Background(), "succeeded", 0, "")
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err, warn.lines)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			got[k] = v
+		}
+	}
+	for k := range got {
+		if strings.HasPrefix(k, "TFHIVE_KEEPER") || k == "TFHIVE_TENSORBOARD_KEEPER" {
+			t.Errorf("the command sees tfhive's own %s=%s", k, got[k])
+		}
+	}
+	for k, v := range map[string]string{"TFHIVE_HOSTS": "/my/hosts.yaml", "MY_TOKEN": "mine", "TFHIVE_EVENT": "succeeded", "TFHIVE_RUN": "r6"} {
+		if got[k] != v {
+			t.Errorf("%s=%q, want %q (the user's, or the event's)", k, got[k], v)
+		}
+	}
+}
+
 func TestFailingAndStuckCommands(t *testing.T) {
 	var warn warnings
 	n := &Notifier{Targets: []Target{target(t, "echo broke >&2; exit 3"), target(t, "sleep 60")},

@@ -28,13 +28,25 @@ import (
 //     link there is followed only if you or root made it;
 //   - the log dir itself must be one of the run's own;
 //   - what is missing is created by the run, one directory at a time,
-//     0755 (less under your umask), and the whole chain is walked again
-//     after: a directory someone else made first is refused then;
+//     0700 (DirMode), and the whole chain is walked again after: a
+//     directory someone else made first is refused then;
 //   - files are opened with O_NOFOLLOW, the ones that must be new with
-//     O_EXCL.
+//     O_EXCL, and made 0600 (FileMode).
+//
+// The modes are the user's alone: a run's records hold what --env gave
+// its tasks, its plan the command line, its logs what the tasks printed,
+// and nothing of tfhive's needs another user to read them (a colleague
+// sees a run through the hosts: ps, top, status).
 //
 // A relative path stops at the current directory: the kernel holds it by
 // its inode, whatever its name now leads to.
+
+// DirMode and FileMode are what the run's directories and files are
+// made with: yours alone.
+const (
+	DirMode  = 0o700
+	FileMode = 0o600
+)
 
 // Check says why dir may not be the run's log dir as far as
 // its owners and links go, or nil. It creates nothing.
@@ -51,7 +63,7 @@ func Make(dir string) error {
 		return err
 	}
 	for i := len(missing) - 1; i >= 0; i-- {
-		if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := os.Mkdir(missing[i], DirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 	}
@@ -66,7 +78,7 @@ func Make(dir string) error {
 // O_EXCL. The log dir is one of the run's own (Make), so nobody
 // else can have put anything in it; O_NOFOLLOW makes sure.
 func OpenFile(path string, flag int) (*os.File, error) {
-	return os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+	return os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, FileMode)
 }
 
 // chain walks dir's path up from dir itself (see above) and

@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,7 +106,7 @@ func TestLogDirChain(t *testing.T) {
 				if err := Make(dir); err == nil {
 					t.Error("Make accepted it")
 				}
-				if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && localfile.Owner(fi) == 0 && fi.Mode().Perm() == 0o755 {
+				if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && localfile.Owner(fi) == 0 && fi.Mode().Perm() == 0o700 {
 					t.Errorf("Make created %s", dir)
 				}
 			}
@@ -113,7 +114,7 @@ func TestLogDirChain(t *testing.T) {
 	}
 }
 
-// Make creates what is missing, 0755 and yours; a directory of the
+// Make creates what is missing, 0700 and yours; a directory of the
 // chain that another user made meanwhile is refused after the fact.
 func TestMake(t *testing.T) {
 	other, otherName := someoneElse(t)
@@ -124,7 +125,7 @@ func TestMake(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{dir, filepath.Dir(dir)} {
-		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 || localfile.Owner(fi) != os.Geteuid() {
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || localfile.Owner(fi) != os.Geteuid() {
 			t.Errorf("%s: %v %v", p, fi.Mode(), err)
 		}
 	}
@@ -169,5 +170,41 @@ func TestOpenFileNoFollow(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(target); string(data) != "keep" {
 		t.Errorf("target: %q", data)
+	}
+}
+
+// A run's files are yours alone, 0600, whatever the umask lets through
+// (a record holds what --env gave the tasks): WriteFile's and WriteJSON's
+// (a fresh file renamed over the old one) and OpenFile's.
+func TestFilesAreTheUsers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tfhive-runs", "r1")
+	if err := Make(dir); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(plan, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(plan, 0o644) // an older tfhive's
+	if err := WriteJSON(plan, map[string]string{"SECRET": "s3cret"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(filepath.Join(dir, "metrics.json"), func(w io.Writer) error { _, err := io.WriteString(w, "{}"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFile(filepath.Join(dir, "worker-0.log"), os.O_CREATE|os.O_WRONLY|os.O_EXCL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, name := range []string{"plan.json", "metrics.json", "worker-0.log"} {
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want 0600", name, fi.Mode(), err)
+		}
+	}
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if fi, err := os.Lstat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v, want 0700", d, fi.Mode(), err)
+		}
 	}
 }

@@ -79,8 +79,10 @@ func TestRunLockOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("holding the lock as another user needs root")
 	}
-	for d := filepath.Dir(dir); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		os.Chmod(d, 0o755) // t.TempDir's are 0700
+	// An older tfhive's log dir, 0755 (Make's are 0700: she could not
+	// even open the lock), under t.TempDir's, which are 0700.
+	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
 	}
 	os.Chmod(lock, 0o644) // an older tfhive's
 	const nobody = 65534

@@ -90,6 +90,20 @@ func ParseArray(out []byte, job string) map[int]Accounting {
 	return recs
 }
 
+// CancelledTasks reads follow.sh's "cancelled|ID_K" lines, the tasks of
+// job array job that had not ended when tfhive kill cancelled it
+// (cancel.sh's marker): their indices.
+func CancelledTasks(out []byte, job string) map[int]bool {
+	ks := map[int]bool{}
+	for line := range strings.Lines(string(out)) {
+		id, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "cancelled|"+job+"_")
+		if k, err := strconv.Atoi(id); ok && err == nil && k >= 0 {
+			ks[k] = true
+		}
+	}
+	return ks
+}
+
 func accounting(id, state, exit string) Accounting {
 	a := Accounting{JobID: id, ExitCode: exit}
 	if f := strings.Fields(state); len(f) > 0 {

@@ -157,6 +157,11 @@ func WatchArray(ctx context.Context, ex remote.Executor, f Follow, trials []Tria
 
 var headerRE = regexp.MustCompile(`^==> (.*) <==$`)
 
+// maxAccounting bounds the job's record as follow.sh prints it: a job
+// array of 10000 trials, five sacct lines each (the array task, its
+// batch, extern and two steps), is about 2 MiB.
+const maxAccounting = 16 << 20
+
 func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([]TrialEnd, error) {
 	mark := "tfhive-slurm-end-" + token()
 	poll := f.Poll
@@ -179,7 +184,7 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 	split := &lines{fn: func(l []byte) {
 		switch {
 		case after:
-			if acct.Len() < 64<<10 {
+			if acct.Len() < maxAccounting {
 				acct.Write(l)
 				acct.WriteByte('\n')
 			}
@@ -250,8 +255,10 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 	cancelled := bytes.HasPrefix(acct.Bytes(), []byte("cancelled\n"))
 	ends := make([]TrialEnd, len(trials))
 	var recs map[int]Accounting
+	var alive map[int]bool
 	if array {
 		recs = ParseArray(acct.Bytes(), f.Job.JobID)
+		alive = CancelledTasks(acct.Bytes(), f.Job.JobID)
 	}
 	for k := range trials {
 		var a Accounting
@@ -261,8 +268,15 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 		} else {
 			a, found = ParseAccounting(acct.Bytes(), f.Job.JobID)
 		}
-		a.Cancelled = cancelled
-		end := Outcome(a, found, interrupt)
+		// A sweep's trial that had ended before tfhive kill or Ctrl-C
+		// keeps its own end; where cancel.sh could not tell which had not
+		// (squeue failed), each is cancelled.
+		stop := interrupt
+		a.Cancelled = cancelled && (!array || len(alive) == 0 || alive[k])
+		if array && cancelled && !a.Cancelled {
+			stop = 0
+		}
+		end := Outcome(a, found, stop)
 		ends[k] = TrialEnd{Tasks: sinks[k].results(end.ExitCode != 0), Ended: end, Acct: a}
 	}
 	return ends, nil

@@ -195,3 +195,59 @@ func TestWatchArray(t *testing.T) {
 		t.Errorf("s-002's worker-0.log: %q", log)
 	}
 }
+
+// tfhive kill's marker names the array tasks that had not ended
+// (cancel.sh): those of this array only.
+func TestCancelledTasks(t *testing.T) {
+	out := []byte("cancelled\ncancelled|12_1\ncancelled|12_2\ncancelled|13_4\ncancelled|12\ncancelled|12_x\nsacct|12_0|COMPLETED|0:0\n")
+	got := CancelledTasks(out, "12")
+	if len(got) != 2 || !got[1] || !got[2] {
+		t.Errorf("got %v, want 1 and 2", got)
+	}
+	if got := CancelledTasks([]byte("cancelled\n"), "12"); len(got) != 0 {
+		t.Errorf("no list: got %v", got)
+	}
+}
+
+// A sweep's array cancelled (tfhive kill: the marker; Ctrl-C: the marker
+// and the interrupt): the trial that had ended before keeps its end, the
+// one cancel.sh found running is cancelled (interrupted after Ctrl-C).
+func TestWatchArrayCancelled(t *testing.T) {
+	for _, ctrlC := range []bool{false, true} {
+		fake := &remotetest.Fake{}
+		stopped := make(chan struct{})
+		fake.Handle(remotetest.Exact("sh -s"), func(p *remotetest.Proc) int {
+			script, _ := io.ReadAll(p.Stdin)
+			if strings.Contains(string(script), "scancel") && !strings.Contains(string(script), "tfhive_mark=") {
+				close(stopped) // cancel.sh
+				return 0
+			}
+			if ctrlC {
+				<-stopped
+			}
+			mark := regexp.MustCompile(`(?m)^tfhive_mark=(\S+)$`).FindStringSubmatch(string(script))
+			io.WriteString(p.Stdout, "==> /h/d/job-9_0.out <==\n[worker:0 node1] tfhive: exited 0\n"+mark[1]+"\ncancelled\ncancelled|9_1\n"+
+				"scontrol|JobId=10 ArrayJobId=9 ArrayTaskId=0 JobState=COMPLETED ExitCode=0:0\n"+
+				"scontrol|JobId=9 ArrayJobId=9 ArrayTaskId=1 JobState=COMPLETED ExitCode=0:0\n")
+			return 0
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		if ctrlC {
+			cancel()
+		}
+		ends, err := WatchArray(ctx, fake, Follow{Job: record.SlurmJob{JobID: "9", Dir: "/h/d", Array: 2, Login: "login"},
+			Tasks: []emit.SlurmTask{{ID: "worker:0", Role: "worker"}}, Console: io.Discard, Stderr: io.Discard,
+			Interrupt: func() int { return 130 }}, []Trial{{ID: "s-001", LogDir: t.TempDir()}, {ID: "s-002", LogDir: t.TempDir()}})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := record.ResultCancelled
+		if ctrlC {
+			want = record.ResultInterrupted
+		}
+		if ends[0].Ended.Result != record.ResultSucceeded || ends[1].Ended.Result != want {
+			t.Errorf("Ctrl-C %v: ends %s, %s; want succeeded, %s", ctrlC, ends[0].Ended.Result, ends[1].Ended.Result, want)
+		}
+	}
+}

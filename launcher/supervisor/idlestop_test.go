@@ -78,6 +78,8 @@ func TestIdleStopSendsTheStopSignalAndKeepsTheGrace(t *testing.T) {
 // A supervisor killed outright leaves no deadline directory behind
 // either: its watcher, which stops the task, removes it.
 func TestSupervisorKilledLeavesNoDeadlineDir(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
 	s := supervise(t, Task{Argv: []string{"sh", "-c", `echo "$TFHIVE_STOP_DEADLINE"; exec sleep 60`}, HeartbeatTimeout: 30 * time.Second})
 	if got := s.line(t); got != ClaimOK {
 		t.Fatalf("%q (stderr %s)", got, s.errb.String())
@@ -85,8 +87,8 @@ func TestSupervisorKilledLeavesNoDeadlineDir(t *testing.T) {
 	s.send(t, CtlGo)
 	dl := s.line(t)
 	dir := filepath.Dir(dl)
-	if !strings.HasPrefix(filepath.Base(dir), "tfhive-stop.") {
-		t.Fatalf("TFHIVE_STOP_DEADLINE %q, want a file in a tfhive-stop.* directory", dl)
+	if filepath.Dir(dir) != filepath.Join(home, ".tfhive") || !strings.HasPrefix(filepath.Base(dir), "stop.") {
+		t.Fatalf("TFHIVE_STOP_DEADLINE %q, want a file in a ~/.tfhive/stop.* directory", dl)
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("the deadline's directory: %v", err)
@@ -106,4 +108,76 @@ func TestSupervisorKilledLeavesNoDeadlineDir(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.wait(t, 15*time.Second)
+}
+
+// A task that is not kept (--reconnect 0) has its deadline file in a
+// fresh directory of the user's own under ~/.tfhive (0700), never in
+// /tmp or $TMPDIR, where another user could rename the directory away
+// and put their own in its place. A ~/.tfhive that is not a real
+// directory of the user's own with mode 0700 gives no variable at all
+// (fail closed), and nothing is made through it.
+func TestStopDeadlineDirIsTheUsers(t *testing.T) {
+	const task = `echo "dl=${TFHIVE_STOP_DEADLINE-unset}"`
+	for _, c := range []struct {
+		name    string
+		prepare func(t *testing.T, home, elsewhere string)
+		refused bool
+	}{
+		{name: "made when missing"},
+		{name: "taken when there", prepare: func(t *testing.T, home, _ string) {
+			mkdirs(t, filepath.Join(home, ".tfhive"))
+		}},
+		{name: "a symbolic link", prepare: func(t *testing.T, home, elsewhere string) {
+			symlink(t, elsewhere, filepath.Join(home, ".tfhive"))
+		}, refused: true},
+		{name: "mode 0755", prepare: func(t *testing.T, home, _ string) {
+			mkdirs(t, filepath.Join(home, ".tfhive"))
+			os.Chmod(filepath.Join(home, ".tfhive"), 0o755)
+		}, refused: true},
+		{name: "a file", prepare: func(t *testing.T, home, _ string) {
+			os.WriteFile(filepath.Join(home, ".tfhive"), nil, 0o600)
+		}, refused: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home, elsewhere, tmp := t.TempDir(), t.TempDir(), t.TempDir()
+			// A TMPDIR anyone may write in, sticky bit or not.
+			if err := os.Chmod(tmp, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("HOME", home)
+			t.Setenv("TMPDIR", tmp)
+			if c.prepare != nil {
+				c.prepare(t, home, elsewhere)
+			}
+			s := supervise(t, Task{Argv: []string{"sh", "-c", task}, HeartbeatTimeout: 30 * time.Second})
+			if got := s.line(t); got != ClaimOK {
+				t.Fatalf("%q (stderr %s)", got, s.errb.String())
+			}
+			s.send(t, CtlGo)
+			got := strings.TrimPrefix(s.line(t), "dl=")
+			s.wait(t, 15*time.Second)
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("something was made in $TMPDIR: %v", left)
+			}
+			if left, _ := os.ReadDir(elsewhere); len(left) != 0 {
+				t.Errorf("something was made through the link: %v", left)
+			}
+			if c.refused {
+				if got != "unset" {
+					t.Errorf("TFHIVE_STOP_DEADLINE %q, want none: ~/.tfhive is not the user's own", got)
+				}
+				return
+			}
+			dir := filepath.Dir(got)
+			if filepath.Dir(dir) != filepath.Join(home, ".tfhive") || !strings.HasPrefix(filepath.Base(dir), "stop.") || filepath.Base(got) != "deadline" {
+				t.Fatalf("TFHIVE_STOP_DEADLINE %q, want HOME/.tfhive/stop.*/deadline", got)
+			}
+			if fi, err := os.Lstat(filepath.Join(home, ".tfhive")); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+				t.Errorf("~/.tfhive: %v %v, want a directory, 0700", fi.Mode(), err)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("the deadline's directory %s is left behind (%v)", dir, err)
+			}
+		})
+	}
 }

@@ -249,7 +249,7 @@ func (r *sweepRun) adoptTrial(ctx context.Context, t record.SweepTrial, found []
 	if a.Sample > 0 {
 		lo.Sample = a.Sample
 	}
-	lo.Started = a.Started
+	lo.Started, lo.Hang = a.Started, a.Hang
 	lo.Console = launcher.NewColorConsole(w, false, false)
 	_, err = sigs.Start(ctx, lo, nil)
 	if cerr := lo.Console.Close(); err == nil {

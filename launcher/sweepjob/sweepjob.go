@@ -39,7 +39,8 @@ type Spec struct {
 	Probe probe.Options
 	// Adopt is the engine's options an adopted trial gets besides what
 	// its hosts say (its plan, restarts, attempts): --grace,
-	// --reconnect, --sample, --parallel, and Started.
+	// --reconnect, --sample, --parallel, --hang-after (Hang), and
+	// Started.
 	Adopt launcher.Options
 	// Signals are the sweep's: while trials run, each one stops them all.
 	// Nil: none come.

@@ -23,7 +23,6 @@
 package hosttest
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -166,7 +165,11 @@ func newHost(dir string, p Profile) (*Host, error) {
 		if err := os.WriteFile(filepath.Join(dir, "gpu", "python-version"), []byte(p.Python+"\n"), 0o644); err != nil {
 			return nil, err
 		}
-		if err := installPython(filepath.Join(dir, "bin")); err != nil {
+		// Bare (-S): the machine's site packages stay out.
+		if err := os.WriteFile(filepath.Join(dir, "gpu", "python-bare"), nil, 0o644); err != nil {
+			return nil, err
+		}
+		if err := install("python3", filepath.Join(dir, "bin")); err != nil {
 			return nil, err
 		}
 	}
@@ -204,20 +207,6 @@ func install(name, bin string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(bin, name), data, 0o755)
-}
-
-// installPython installs testdata/fake/python3, made to run this
-// machine's python3 with -S.
-func installPython(bin string) error {
-	data, err := os.ReadFile(filepath.Join(RepoRoot(), "testdata", "fake", "python3"))
-	if err != nil {
-		return err
-	}
-	const exec, noSite = `exec "$real" -c`, `exec "$real" -S -c`
-	if !bytes.Contains(data, []byte(exec)) {
-		return fmt.Errorf("testdata/fake/python3 has no %q to add -S to", exec)
-	}
-	return os.WriteFile(filepath.Join(bin, "python3"), bytes.Replace(data, []byte(exec), []byte(noSite), 1), 0o755)
 }
 
 // RepoRoot is the repository's root, where testdata is.

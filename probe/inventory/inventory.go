@@ -70,6 +70,12 @@ type HostInventory struct {
 	// ended ones too, in the order they were made; one not honoured says
 	// why (Booking.Ignored).
 	Bookings []Booking `json:"reservations,omitempty"`
+	// BookingsUnknown, when set, says why the host's reservations are
+	// not all known (more files than a probe lists): Bookings is then a
+	// part of them. Only a claims-only probe (ps, kill, unreserve) sets
+	// it; a probe that plans fails the host instead (Err), so that none
+	// of its GPUs is taken as unreserved.
+	BookingsUnknown string `json:"reservations_unknown,omitempty"`
 	// Me is who we are on the host: whose reservations let our runs in.
 	Me string `json:"-"`
 	// Probed is when the probe answered, by this machine's clock: the

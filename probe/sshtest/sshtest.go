@@ -67,6 +67,10 @@ type Profile struct {
 	// Python, when set, puts a fake python3 on the host's PATH
 	// (testdata/fake/python3): the machine's own, claiming this version.
 	Python string
+	// PythonBare puts the same fake python3 there, run without the
+	// machine's site packages (python3 -S): the stdlib only, so that a
+	// test's doctor imports no PyTorch (1.3 s of CPU each time here).
+	PythonBare bool
 
 	// Client-side trouble.
 	NotKnown     bool // absent from known_hosts
@@ -879,14 +883,21 @@ func (h *Host) writeGPU() error {
 	return os.WriteFile(filepath.Join(h.Dir, "bin", "nvidia-smi"), fake, 0o755)
 }
 
-// writePython installs the fake python3 with the version it claims, for
-// a host whose Profile asks for one.
+// writePython installs the fake python3 with the version it claims, or
+// bare, for a host whose Profile asks for one.
 func (h *Host) writePython() error {
-	if h.Python == "" {
+	if h.Python == "" && !h.PythonBare {
 		return nil
 	}
-	if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "python-version"), []byte(h.Python+"\n"), 0o644); err != nil {
-		return err
+	if h.Python != "" {
+		if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "python-version"), []byte(h.Python+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	if h.PythonBare {
+		if err := os.WriteFile(filepath.Join(h.Dir, "gpu", "python-bare"), nil, 0o644); err != nil {
+			return err
+		}
 	}
 	fake, err := os.ReadFile(filepath.Join(RepoRoot(), "testdata", "fake", "python3"))
 	if err != nil {

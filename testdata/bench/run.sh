@@ -9,8 +9,8 @@
 #   testdata/bench/run.sh            # the full run: 1, 8, 32, 64 sshd hosts, slow logins on 8 and 32,
 #                                    # answering hosts 1 to 1024, RTT 50 ms, 5 runs each (~30 min)
 #   testdata/bench/run.sh --smoke    # CI's quick check that the harness works: 4 hosts, 2 slow-login
-#                                    # hosts, 8 answering hosts, a sweep of 12 trials on 8 GPUs,
-#                                    # no delay, 1 run
+#                                    # hosts, 8 answering hosts, 3 queued runs, a sweep of 12
+#                                    # trials on 8 GPUs, no delay, 1 run
 #   TFHIVE_BENCH_HOSTS=1,8 TFHIVE_BENCH_ONLY=probe testdata/bench/run.sh   # a part of it
 #
 # Needs: apt-get install openssh-server openssh-client pdsh pssh (nothing is
@@ -21,6 +21,7 @@
 #   TFHIVE_BENCH_SLOW_HOSTS=8,32  TFHIVE_BENCH_SLOW_TASKS=1,8   (hosts whose ~/.bashrc costs 200 ms)
 #   TFHIVE_BENCH_ANSWER_HOSTS=1,32,256,1024  TFHIVE_BENCH_ANSWER_PEERS=256   (answering hosts;
 #                                 pdsh and parallel-ssh up to that many)
+#   TFHIVE_BENCH_QUEUE_RUNS=8     (runs queued behind one another, the queue's handovers)
 #   TFHIVE_BENCH_SWEEP_HOSTS=8  TFHIVE_BENCH_SWEEP_GPUS=8 (or 4)  TFHIVE_BENCH_SWEEP_TASK=2s
 #   TFHIVE_BENCH_SWEEP_TRIALS=128 (2 a GPU: each GPU hands over; 64 trials on 64 GPUs would all
 #                                 start at once; TFHIVE_BENCH_SWEEP_HOSTS=4 with TRIALS=64 is the
@@ -38,7 +39,7 @@ if [ "${1-}" = --smoke ]; then
 		TFHIVE_BENCH_STREAM_MB=5 TFHIVE_BENCH_TASKS_PER_HOST=2 TFHIVE_BENCH_SYNC_MB=5 \
 		TFHIVE_BENCH_SLOW_HOSTS=2 TFHIVE_BENCH_SLOW_TASKS=1,2 TFHIVE_BENCH_ANSWER_HOSTS=1,8 \
 		TFHIVE_BENCH_SWEEP_HOSTS=1 TFHIVE_BENCH_SWEEP_GPUS=8 \
-		TFHIVE_BENCH_SWEEP_TRIALS=12 TFHIVE_BENCH_SWEEP_TASK=1s
+		TFHIVE_BENCH_SWEEP_TRIALS=12 TFHIVE_BENCH_SWEEP_TASK=1s TFHIVE_BENCH_QUEUE_RUNS=3
 	timeout=10m
 	shift
 elif [ $# -gt 0 ]; then

@@ -8,9 +8,15 @@
 # is left (Slurm's own SIGTERM, then SIGKILL after the cluster's
 # KillWait). First it leaves tfhive_marker (a file of the run's
 # directory there): a job whose tasks stopped in time ends COMPLETED, and
-# the marker says it was cancelled all the same (follow.sh reads it).
+# the marker says it was cancelled all the same (follow.sh reads it). In
+# it, one a line, the jobs (a job array's tasks, ID_K) not yet ended: a
+# sweep's trials that had ended before keep their own end. A job array's
+# pending tasks are cancelled first: none starts during the grace.
 set -u
-: >"$tfhive_marker" 2>/dev/null
+squeue --noheader --array --jobs="$tfhive_job" --states=all --format='%i %T' 2>/dev/null |
+	awk '$2 !~ /^(COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY|SPECIAL_EXIT|REVOKED)$/ { print $1 }' \
+		2>/dev/null >"$tfhive_marker"
+scancel --state=PENDING "$tfhive_job" 2>/dev/null
 tfhive_state() {
 	squeue --noheader --jobs="$tfhive_job" --states=all --format=%T 2>/dev/null
 }

@@ -4,7 +4,8 @@
 # follow.sh, on the login node: prints the job's output file from its
 # first byte (tfhive_from) as the job writes it, until the job has ended
 # and its last bytes are out; then tfhive_mark on a line of its own,
-# "cancelled" where cancel.sh left tfhive_marker, and the job's
+# "cancelled" where cancel.sh left tfhive_marker (then its lines, each
+# behind "cancelled|"), and the job's
 # accounting record. Parameters: tfhive_job (its id), tfhive_out (its
 # output file), tfhive_array (of a job array, its number of tasks, whose
 # files are tfhive_dir/job-ID_K.out, each behind tail's "==> FILE <=="
@@ -59,6 +60,8 @@ printf '%s\n' "$tfhive_mark"
 
 if [ -e "$tfhive_marker" ]; then
 	echo cancelled
+	# The jobs not yet ended at the cancel (cancel.sh), ID or ID_K.
+	sed 's/^/cancelled|/' "$tfhive_marker"
 fi
 # The record: sacct, which reads the accounting database; where the
 # cluster keeps none, scontrol, which knows a job (each array task) for

@@ -35,14 +35,25 @@ tfhive_runsdir() {
 tfhive_rundir() {
 	tfhive_runsdir
 	tfhive_rd=$tfhive_runs/$1
-	tfhive_ds=("$HOME/.tfhive" "$tfhive_runs" "$tfhive_rd")
+	tfhive_owndirs "$2" "run $1" "$HOME/.tfhive" "$tfhive_runs" "$tfhive_rd"
+}
+
+# tfhive_owndirs CREATE WHAT DIR... takes the DIRs (each one inside the
+# one before) only when each is a real directory (not a symlink) of this
+# user's own with mode 0700; what is missing is made so when CREATE is 1,
+# and otherwise fails with "no trace of WHAT in DIR". On refusal it sets
+# tfhive_why and fails.
+tfhive_owndirs() {
+	tfhive_oc=$1 tfhive_ow=$2
+	shift 2
+	tfhive_ds=("$@")
 	tfhive_why=
 	for tfhive_d in "${tfhive_ds[@]}"; do
 		# A symlink is refused before anything is made below it.
 		[ ! -L "$tfhive_d" ] || { tfhive_why="$tfhive_d is a symbolic link"; break; }
 		[ ! -e "$tfhive_d" ] || continue
-		if [ "$2" != 1 ]; then
-			tfhive_why="no trace of run $1 in $tfhive_d"
+		if [ "$tfhive_oc" != 1 ]; then
+			tfhive_why="no trace of $tfhive_ow in $tfhive_d"
 			return 1
 		fi
 		# Another task of the run may make it first: only what is there
@@ -50,7 +61,7 @@ tfhive_rundir() {
 		tfhive_e=$(mkdir -m 700 "$tfhive_d" 2>&1) || [ -e "$tfhive_d" ] || { tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_why="cannot create $tfhive_d${tfhive_e:+: ${tfhive_e,}}"; return 1; }
 	done
 	if [ -z "$tfhive_why" ]; then
-		# One stat for the three (it does not follow symlinks: %F says so).
+		# One stat for them all (it does not follow symlinks: %F says so).
 		tfhive_i=0
 		while read -r tfhive_uid tfhive_mode tfhive_owner tfhive_type; do
 			tfhive_d=${tfhive_ds[tfhive_i]}
@@ -66,7 +77,7 @@ tfhive_rundir() {
 			fi
 			break
 		done <<<"$(stat -c '%u %a %U %F' -- "${tfhive_ds[@]}" 2>/dev/null)"
-		[ -n "$tfhive_why" ] || [ "$tfhive_i" = 3 ] || tfhive_why="${tfhive_ds[tfhive_i]} cannot be read"
+		[ -n "$tfhive_why" ] || [ "$tfhive_i" = "${#tfhive_ds[@]}" ] || tfhive_why="${tfhive_ds[tfhive_i]} cannot be read"
 	fi
 	if [ -n "$tfhive_why" ]; then
 		tfhive_why="$tfhive_why: tfhive keeps a run's files only in real directories of your own with mode 0700"

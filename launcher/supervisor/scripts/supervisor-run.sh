@@ -180,17 +180,23 @@ tfhive_kill() {
 # TFHIVE_STOP_DEADLINE names a file that says, once a stop has begun,
 # when SIGKILL comes (Unix seconds): a task that traps the stop signal
 # reads how long it has to save itself. It is never in a directory
-# another user could have made: kept, it is NAME.deadline in the run's
-# directory (the user's own, mode 700), which goes with the directory;
-# otherwise in a directory of its own (mktemp -d: a fresh name, mode
-# 700), tfhive_dl, removed as the supervisor ends, by the watcher below
-# when the supervisor is killed. No directory, no variable (the task
-# still has TFHIVE_STOP_GRACE).
+# another user could have made or could change: kept, it is
+# NAME.deadline in the run's directory (the user's own, mode 700), which
+# goes with the directory; otherwise in a directory of its own, tfhive_dl
+# (mktemp -d: a fresh name, mode 700), made in ~/.tfhive once that is a
+# real directory of the user's own with mode 700 (tfhive_owndirs, made so
+# when missing), never in /tmp or $TMPDIR (shared: a directory there
+# could be renamed away and replaced, and what the supervisor writes
+# then would go through it), removed as the supervisor ends, by the
+# watcher below when the supervisor is killed. No such directory, no
+# variable (the task still has TFHIVE_STOP_GRACE).
 tfhive_dl=''
 if [ "$tfhive_keep" != 0 ]; then
 	export TFHIVE_STOP_DEADLINE="$tfhive_f.deadline"
-elif tfhive_dl=$(mktemp -d "${TMPDIR:-/tmp}/tfhive-stop.XXXXXXXXXX" 2>/dev/null); then
+elif tfhive_owndirs 1 '' "$HOME/.tfhive" && tfhive_dl=$(mktemp -d "$HOME/.tfhive/stop.XXXXXXXXXX" 2>/dev/null); then
 	export TFHIVE_STOP_DEADLINE="$tfhive_dl/deadline"
+else
+	tfhive_dl=''
 fi
 # tfhive_stopping writes the deadline, then sends the stop signal.
 tfhive_stopping() {
