@@ -1,8 +1,8 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"strconv"
 	"strings"
 
@@ -32,8 +32,11 @@ func ClaimEndNotice(ctx context.Context, execs map[string]remote.Executor, hosts
 		if x == nil {
 			continue
 		}
-		var out, errb bytes.Buffer
-		rc, err := x.Run(ctx, supervisor.Command, strings.NewReader(input), &out, &errb)
+		// A host may print without end: what is kept of its answer is
+		// bounded (the word comes first; one lost in a flood is no
+		// answer), and its stderr is not kept.
+		out := &cappedBuffer{max: noticeAnswerMax}
+		rc, err := x.Run(ctx, supervisor.Command, strings.NewReader(input), out, io.Discard)
 		if err != nil || rc != 0 {
 			continue
 		}
@@ -58,3 +61,23 @@ func noticeAnswer(out string) string {
 	}
 	return ""
 }
+
+// noticeAnswerMax bounds what is kept of a host's answer to
+// end-notice.sh: one line, after what the host's login may print.
+const noticeAnswerMax = 64 << 10
+
+// cappedBuffer keeps the first max bytes written to it and drops the
+// rest, as the host-output buffers elsewhere do (doctor, stacks, usage).
+type cappedBuffer struct {
+	buf []byte
+	max int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if room := c.max - len(c.buf); room > 0 {
+		c.buf = append(c.buf, p[:min(len(p), room)]...)
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) String() string { return string(c.buf) }

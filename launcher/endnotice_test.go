@@ -2,8 +2,10 @@ package launcher
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -75,5 +77,32 @@ func TestClaimEndNotice(t *testing.T) {
 		if got := ClaimEndNotice(context.Background(), execs, append([]string{"missing"}, hosts...), "r1"); got != c.want {
 			t.Errorf("%d hosts: %v, want %v", len(hosts), got, c.want)
 		}
+	}
+}
+
+// A host that prints without end is not kept in memory: what is kept of
+// its answer is bounded, and an answer after a flood is no answer (the
+// end is told rather than never).
+func TestClaimEndNoticeBoundsOutput(t *testing.T) {
+	const flood = 256 << 20
+	chunk := make([]byte, 64<<10)
+	f := &remotetest.Fake{}
+	f.Handle(remotetest.Any, func(p *remotetest.Proc) int {
+		for n := 0; n < flood; n += len(chunk) {
+			p.Stdout.Write(chunk)
+			p.Stderr.Write(chunk)
+		}
+		io.WriteString(p.Stdout, "\n@@tfhive-notice told\n")
+		return 0
+	})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := ClaimEndNotice(context.Background(), map[string]remote.Executor{"a": f}, []string{"a"}, "r1")
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+		t.Errorf("a host's %d MiB of output took %d MiB", 2*flood>>20, alloc>>20)
+	}
+	if !got {
+		t.Errorf("an answer after %d MiB of output was believed", flood>>20)
 	}
 }

@@ -137,6 +137,12 @@ func TestParsePolicyIdle(t *testing.T) {
 		"idle:\n  below: 5%\n":                         "f:1: idle: needs warn or stop",
 		"idle:\n  below: 5%\n  warn: 2h\n  stop: 1h\n": "f:4: idle: warn must be shorter than stop",
 		"idle:\n  stop: 1h\n  after: 2h\n":             "f:3: field after not found",
+		// A rule under a second reads 0 tenths on the host: it never acts.
+		"idle:\n  below: 5%\n  stop: 1ns\n":              "f:3:",
+		"idle:\n  below: 5%\n  warn: 50ms\n  stop: 1h\n": "f:3:",
+		"idle:\n  below: nan\n  stop: 1h\n":              "f:2:",
+		"idle:\n  below: .inf\n  stop: 1h\n":             "f:2:",
+		"idle:\n  below: inf\n  stop: 1h\n":              "f:2:",
 	} {
 		_, err := ParsePolicy("f", []byte(in))
 		if err == nil || !strings.HasPrefix(err.Error(), want) {

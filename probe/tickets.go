@@ -19,10 +19,18 @@ const TicketMarker = "tfhive-ticket"
 // waits since its holder started, as the kernel dates it (its age, now
 // being when the probe answered), whatever its label says: the label is
 // anyone's to write, and one saying 1970 went ahead of every waiter.
+//
+// A ticket whose user also holds its state's lock (TicketStateMarker)
+// is parked, its run running: no waiter, whose holder lives on so that
+// the run, requeued, waits again at its first place (scripts/ticket.sh).
+// A state holder is its user's word about her own ticket only: it can
+// take that ticket out of the queue or say how often its run was
+// requeued, never date it.
 func parseTickets(s claimsSection, now time.Time) []inventory.Ticket {
 	holders := s.holderMap()
 	var out []inventory.Ticket
 	seen := map[int]bool{}
+	states := map[string]string{} // by user and ticket name
 	for line := range strings.Lines(string(s.locks)) {
 		f := strings.Fields(line)
 		if len(f) != 2 {
@@ -34,13 +42,52 @@ func parseTickets(s claimsSection, now time.Time) []inventory.Ticket {
 			continue
 		}
 		seen[pid] = true
+		if name, state, ok := parseTicketState(h.args, s.dir); ok {
+			k := h.user + "\x00" + name
+			if states[k] != TicketParked {
+				states[k] = state
+			}
+			continue
+		}
 		if t, ok := ParseTicketLabel(h.args, s.dir); ok {
 			t.User, t.PID = h.user, pid
 			t.Since = now.Add(-h.age).Truncate(time.Millisecond).UTC()
 			out = append(out, t)
 		}
 	}
-	return out
+	kept := out[:0]
+	for _, t := range out {
+		switch st := states[t.User+"\x00"+t.Name]; {
+		case st == TicketParked:
+			continue
+		case strings.HasPrefix(st, "requeued="):
+			t.Requeued = max(t.Requeued, claim.RequeuedCount(claim.RequeuedWord+strings.TrimPrefix(st, "requeued=")))
+		}
+		kept = append(kept, t)
+	}
+	return kept
+}
+
+// TicketStateMarker is the word before a ticket's state holder's label
+// (scripts/ticket.sh): "tfhive-ticket-state DIR NAME STATE", STATE
+// TicketParked or requeued=N.
+const TicketStateMarker = "tfhive-ticket-state"
+
+// TicketParked is the state of a ticket whose run runs.
+const TicketParked = "parked"
+
+// parseTicketState reads a ticket's state holder's command line.
+func parseTicketState(args, dir string) (name, state string, ok bool) {
+	f := strings.Fields(args)
+	n := len(f)
+	if n < 5 || f[n-4] != TicketStateMarker || !strings.HasSuffix(f[0], "flock") || f[n-3] != dir {
+		return "", "", false
+	}
+	name, state = f[n-2], f[n-1]
+	if state != TicketParked && !strings.HasPrefix(state, "requeued=") {
+		return "", "", false
+	}
+	return name, state, true
 }
 
 // ParseTicketLabel reads a ticket holder's command line. Its Since is

@@ -66,3 +66,37 @@ func TestTicketRequeued(t *testing.T) {
 		}
 	}
 }
+
+// A parked ticket (its run runs) is no waiter, and a requeued one's state
+// says how often it was requeued, both only from a state holder of the
+// ticket's own user: another user's state holder naming bob's ticket
+// hides nothing, and no state dates a ticket.
+func TestTicketState(t *testing.T) {
+	dir := "/tmp/c"
+	ticket := func(pid, user, name, run string) string {
+		return "  " + pid + " 1001 " + user + " 30 flock -n -o -s -E 75 " + dir + "/tfhive-ticket." + name + ".lock bash --norc -c x tfhive-ticket " + dir + " " + name + " " + run + " normal 5000 1\n"
+	}
+	state := func(pid, user, name, st string) string {
+		return "  " + pid + " 1001 " + user + " 1 flock -n -s -o " + dir + "/tfhive-ticket." + name + ".lock bash --norc -c exec cat >/dev/null tfhive-ticket-state " + dir + " " + name + " " + st + "\n"
+	}
+	holders := ticket("101", "alice", "1.5000.a", "a") + state("201", "alice", "1.5000.a", "parked") +
+		ticket("102", "bob", "1.5000.b", "b") + state("202", "mallory", "1.5000.b", "parked") +
+		ticket("103", "carol", "1.5000.c", "c") + state("203", "carol", "1.5000.c", "requeued=2") +
+		state("204", "dave", "1.5000.d", "parked")
+	locks := "0:2a:1 101\n0:2a:1 201\n0:2a:2 102\n0:2a:2 202\n0:2a:3 103\n0:2a:3 203\n0:2a:4 204\n"
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	ts := parseTickets(claimsSection{dir: dir, locks: []byte(locks), holders: []byte(holders)}, now)
+	got := map[string]int{}
+	for _, tk := range ts {
+		got[tk.RunID] = tk.Requeued
+		if !tk.Since.Equal(now.Add(-30 * time.Second)) {
+			t.Errorf("%s since %v, want its holder's start", tk.RunID, tk.Since)
+		}
+	}
+	if len(got) != 2 || got["c"] != 2 {
+		t.Errorf("tickets %v, want b (mallory's state names nothing of hers) and c requeued 2; a parked", got)
+	}
+	if _, ok := got["b"]; !ok {
+		t.Errorf("bob's ticket hidden by mallory's state holder: %v", got)
+	}
+}

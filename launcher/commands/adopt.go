@@ -45,7 +45,7 @@ func adopt(ctx context.Context, o FollowOptions) error {
 	if err != nil {
 		return err
 	}
-	targets, err := notifyTargets(o.Notify, o.Hosts)
+	targets, err := notifyTargets(o.Notify, o.Hosts, o.Stderr)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,13 @@ import (
 // notifyTargets are a run's --notify targets, checked before anything
 // touches a host; with none given, the hosts file's notify:, checked
 // with its line. --notify none: none at all.
-func notifyTargets(flags []string, h HostOptions) ([]notify.Target, error) {
+//
+// A hosts file that someone other than the user or root may have written
+// (a lab's shared one, named with --hosts or $TFHIVE_HOSTS) gives no
+// command: it would run as the user, here. Each is skipped with a
+// warning on stderr; its webhooks stand (they tell a run's events, which
+// whoever may write the file and choose its hosts sees anyway).
+func notifyTargets(flags []string, h HostOptions, stderr io.Writer) ([]notify.Target, error) {
 	if len(flags) > 0 {
 		t, err := notify.ParseTargets(flags)
 		if err != nil {
@@ -35,7 +41,22 @@ func notifyTargets(flags []string, h HostOptions) ([]notify.Target, error) {
 		// The fleet says what is wrong with the hosts file.
 		return nil, nil
 	}
-	t, err := notify.ParseTargets(origin.Notify)
+	list := origin.Notify
+	if origin.NotifyShared != "" {
+		list = nil
+		for _, s := range origin.Notify {
+			if shown, ok := notify.IsCommand(s); ok {
+				fmt.Fprintf(stderr, "tfhive: warning: %s: notify: command %s not run: the hosts file may be written by others (%s), and it would run as you; give it with --notify, or keep the file yours and writable by you only\n",
+					origin.NotifyFrom, shown, origin.NotifyShared)
+				continue
+			}
+			list = append(list, s)
+		}
+		if len(list) == 0 {
+			return nil, nil
+		}
+	}
+	t, err := notify.ParseTargets(list)
 	if err != nil {
 		return nil, &UsageError{Msg: origin.NotifyFrom + ": notify: " + strings.TrimPrefix(err.Error(), "--notify ")}
 	}

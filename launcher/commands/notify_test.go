@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ func TestTimelineRowsNotify(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	targets, err := notifyTargets([]string{srv.URL + "/hooks/x"}, HostOptions{})
+	targets, err := notifyTargets([]string{srv.URL + "/hooks/x"}, HostOptions{}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +58,54 @@ func TestTimelineRowsNotify(t *testing.T) {
 	}
 	if stderr.Len() != 0 {
 		t.Errorf("warnings: %s", stderr.String())
+	}
+}
+
+// A hosts file named with --hosts (or $TFHIVE_HOSTS) that someone other
+// than the user or root may have written gives no notify command, which
+// would run as the user here: it is skipped with a warning naming the
+// file and line, and its webhook stands. The user's own file, writable by
+// her only, gives both.
+func TestSharedHostsFileNotifyCommand(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hosts.yaml")
+	if err := os.WriteFile(file, []byte("notify: [\"true --token s3cret\", \"https://hooks.example/x\"]\nhosts: [gpu01]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load := func() ([]notify.Target, string) {
+		t.Helper()
+		var stderr bytes.Buffer
+		ts, err := notifyTargets(nil, HostOptions{File: file}, &stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts, stderr.String()
+	}
+	if ts, warn := load(); len(ts) != 2 || warn != "" {
+		t.Errorf("own file: targets %v, warnings %q; want both, none", ts, warn)
+	}
+	shared := func(why string) {
+		t.Helper()
+		ts, warn := load()
+		if len(ts) != 1 || !ts[0].Webhook() {
+			t.Errorf("%s: targets %v, want the webhook only", why, ts)
+		}
+		if !strings.HasPrefix(warn, "tfhive: warning: "+file+":1: notify: command true … not run: ") || strings.Contains(warn, "s3cret") || strings.Count(warn, "\n") != 1 {
+			t.Errorf("%s: warning %q", why, warn)
+		}
+	}
+	if err := os.Chmod(file, 0o664); err != nil {
+		t.Fatal(err)
+	}
+	shared("group-writable")
+	if os.Geteuid() == 0 {
+		if err := os.Chmod(file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(file, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		shared("another user's")
 	}
 }
 

@@ -140,7 +140,7 @@ func (o *RunOptions) input(as runAs) (runInput, error) {
 		return in, err
 	}
 	if as.trial == nil {
-		if in.notify, err = notifyTargets(o.Notify, o.Hosts); err != nil {
+		if in.notify, err = notifyTargets(o.Notify, o.Hosts, o.Stderr); err != nil {
 			return in, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tfhive/tfhive/launcher"
 	"github.com/tfhive/tfhive/launcher/job"
+	"github.com/tfhive/tfhive/probe/inventory"
 )
 
 // DefaultReconnect is --reconnect's default.
@@ -137,6 +138,9 @@ func (o *RunOptions) checkTimesAndImports() ([]string, error) {
 		if d.v < 0 {
 			return nil, usagef("--%s must not be negative", d.flag)
 		}
+	}
+	if o.IdleStop > 0 && o.IdleStop < inventory.MinIdle {
+		return nil, usagef("--idle-stop %s: want %s or more (an idle rule under a second never acts)", o.IdleStop, inventory.MinIdle)
 	}
 	if len(o.Imports) > 0 && !o.Check {
 		return nil, &UsageError{Msg: "--import is for --check", Fix: "add --check, or see tfhive doctor --import"}

@@ -13,6 +13,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -329,6 +330,10 @@ func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, di
 			return fmt.Errorf("%s: %s", host, w.Err)
 		}
 		port = w.Port
+	case <-time.After(tensorBoardStartWithin):
+		// The script says the port once TensorBoard listens on it.
+		end()
+		return fmt.Errorf("%s: TensorBoard did not listen within %s:\n%s", host, tensorBoardStartWithin, lastLines())
 	case <-ctx.Done():
 		end()
 		return tbInterrupted(ctx.Err())
@@ -343,27 +348,39 @@ func serveTensorBoard(ctx context.Context, o TensorBoardOptions, host string, di
 		}
 		exited <- errors.New("the connection to TensorBoard ended")
 	}()
-	err = serveUntil(ctx, o, host, secret, ln, func(ctx context.Context) (net.Conn, error) { return dial(ctx, port) }, exited, lastLines, ready)
+	// The script said the port once TensorBoard listened there: nil.
+	err = serveUntil(ctx, o, host, secret, ln, func(ctx context.Context) (net.Conn, error) { return dial(ctx, port) }, nil, exited, lastLines, ready)
 	end()
 	return err
 }
 
 // serveUntil waits for TensorBoard (at where, under /secret/) to answer through up, then
 // calls ready and forwards ln's connections to it until ctx ends (nil) or
-// exited says it ended (an error, with its last lines).
+// exited says it ended (an error, with its last lines). listening, when
+// not nil, says before each request whether TensorBoard's own socket
+// listens yet (an error: another's does, and nothing is sent there).
 func serveUntil(ctx context.Context, o TensorBoardOptions, where, secret string, ln net.Listener, up func(context.Context) (net.Conn, error),
-	exited <-chan error, lastLines func() string, ready func(string)) error {
+	listening func() (bool, error), exited <-chan error, lastLines func() string, ready func(string)) error {
 	// TensorBoard answers once it has imported TensorFlow and bound its
 	// port: asked through the forward itself, every half second.
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return up(ctx) }, DisableKeepAlives: true}}
 	deadline := time.Now().Add(tensorBoardStartWithin)
 	for {
-		resp, err := client.Get("http://localhost/" + secret + "/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
+		ask := true
+		if listening != nil {
+			var err error
+			if ask, err = listening(); err != nil {
+				return err
+			}
+		}
+		if ask {
+			resp, err := client.Get("http://localhost/" + secret + "/")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
 			}
 		}
 		select {
@@ -631,7 +648,25 @@ func serveHere(ctx context.Context, o TensorBoardOptions, bin string, dirs []ten
 	up := func(ctx context.Context) (net.Conn, error) {
 		return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	}
-	return serveUntil(ctx, o, "this machine", secret, ln, up, exited, tail.last, ready)
+	// The port is anyone's until TensorBoard binds it: nothing is asked
+	// of it before the socket listening there is TensorBoard's (Linux's
+	// /proc says; elsewhere the launch machine is taken to be the user's
+	// own).
+	var listening func() (bool, error)
+	if runtime.GOOS == "linux" {
+		pgid := cmd.Process.Pid
+		listening = func() (bool, error) {
+			there, ours, uid, err := tensorboard.Listener(port, pgid)
+			switch {
+			case err != nil:
+				return false, fmt.Errorf("this machine: cannot tell whose port %d is: %v", port, err)
+			case there && !ours:
+				return false, fmt.Errorf("this machine: port %d of 127.0.0.1 is held by another process (uid %d), not the TensorBoard started: not served (run tfhive tensorboard again)", port, uid)
+			}
+			return there, nil
+		}
+	}
+	return serveUntil(ctx, o, "this machine", secret, ln, up, listening, exited, tail.last, ready)
 }
 
 // tailBuffer keeps the last 64 KiB written to it, for the last lines of

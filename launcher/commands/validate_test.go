@@ -55,6 +55,8 @@ func TestOptionsRefusedBeforeAnyHost(t *testing.T) {
 			run(func(o *RunOptions) { o.Env = []string{"TFHIVE_NO_SUCH_VAR"} })},
 		{"negative wait", "--wait must not be negative", "", run(func(o *RunOptions) { o.Wait = -time.Second })},
 		{"negative restarts", "--restarts must not be negative", "", run(func(o *RunOptions) { o.Restarts = -1 })},
+		{"idle-stop under a second", "--idle-stop 50ms: want 1s or more (an idle rule under a second never acts)", "",
+			run(func(o *RunOptions) { o.IdleStop = 50 * time.Millisecond })},
 		{"negative restart backoff", "--restart-backoff must not be negative", "",
 			run(func(o *RunOptions) { o.Restarts, o.RestartBackoff = 1, -time.Second })},
 		{"restart-on alone", "--restart-on is for --restarts", "add --restarts N", run(func(o *RunOptions) { o.RestartOn = "1-127" })},

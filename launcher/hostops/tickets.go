@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,9 +26,13 @@ var ticketSh = shscript.Load(scripts, "scripts/ticket.sh")
 // each a session whose flock holder keeps the ticket for as long as the
 // session's input stays open.
 type Tickets struct {
-	procs []holder
+	tickets []holder // one per host, its host named
+	// requests are the preemptions asked (Preempt): they go when the run
+	// starts (Park), or gives up.
+	requests []holder
 	// asked are the victims asked to be preempted, by host, user and run.
-	asked map[string]bool
+	asked  map[string]bool
+	parked bool
 }
 
 // HoldTickets takes a ticket on every host of execs that answers, in
@@ -38,8 +43,16 @@ type Tickets struct {
 // go): each time, wake gets a value if it has room, so that the waiting
 // run probes again at once (Retry.Wake). nil: nobody listens. requeued
 // is how often the run went back to the queue once preempted (`tfhive
-// queue` says so; 0: never).
-func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Request, requeued int, wake chan<- struct{}) *Tickets {
+// queue` says so; 0: never). parked: the tickets are held parked (Park)
+// from the start, for a run that may be requeued and started without
+// waiting: its place is then when it started.
+func HoldTickets(ctx context.Context, execs map[string]remote.Executor, req schedule.Request, requeued int, wake chan<- struct{}, parked bool) *Tickets {
+	t := &Tickets{parked: parked}
+	t.tickets = holdTickets(ctx, execs, req, requeued, wake, parked)
+	return t
+}
+
+func holdTickets(ctx context.Context, execs map[string]remote.Executor, req schedule.Request, requeued int, wake chan<- struct{}, parked bool) []holder {
 	prio := req.Priority
 	if prio == "" {
 		prio = schedule.PriorityNormal
@@ -51,11 +64,75 @@ func HoldTickets(ctx context.Context, execs []remote.Executor, req schedule.Requ
 		words[i] = strconv.Itoa(g)
 	}
 	name := probe.TicketName(schedule.PriorityRank(prio), ms, req.RunID)
+	state := ""
+	if parked {
+		state = probe.TicketParked
+	}
 	script := ticketSh.With(shscript.Set("tfhive_kind", "ticket"), shscript.Set("tfhive_name", name),
 		shscript.Set("tfhive_label", strings.Join([]string{req.RunID, prio, strconv.FormatInt(ms, 10), strings.Join(words, ",")}, " ")),
-		shscript.Set("tfhive_requeued", strconv.Itoa(max(requeued, 0))))
-	procs, _ := holdLocks(ctx, execs, script, wake)
-	return &Tickets{procs: procs}
+		shscript.Set("tfhive_requeued", strconv.Itoa(max(requeued, 0))), shscript.Set("tfhive_state", state))
+	hosts := make([]string, 0, len(execs))
+	for h := range execs {
+		hosts = append(hosts, h)
+	}
+	slices.Sort(hosts)
+	list := make([]remote.Executor, len(hosts))
+	for i, h := range hosts {
+		list[i] = execs[h]
+	}
+	procs, _ := holdLocks(ctx, list, hosts, script, wake)
+	return procs
+}
+
+// Park takes the tickets out of the queue while their run runs, holding
+// them still (scripts/ticket.sh): their holders, dated by each host's
+// kernel when the run began to wait, are its place should it be
+// requeued (Resume). The preemptions it asked go.
+func (t *Tickets) Park() {
+	if t == nil {
+		return
+	}
+	for _, h := range t.tickets {
+		io.WriteString(h.proc.Stdin(), "park\n")
+	}
+	release(t.requests)
+	t.requests, t.asked, t.parked = nil, nil, true
+}
+
+// Parked says whether the tickets are parked (Park, or held so).
+func (t *Tickets) Parked() bool { return t != nil && t.parked }
+
+// Resume puts parked tickets back in the queue, requeued times requeued:
+// each host whose holder lived on keeps the run's first place there; a
+// host that holds none (its connection was lost, it was not in the fleet
+// then) gets a new ticket, dated now.
+func (t *Tickets) Resume(ctx context.Context, execs map[string]remote.Executor, req schedule.Request, requeued int, wake chan<- struct{}) {
+	live := map[string]bool{}
+	var kept []holder
+	for _, h := range t.tickets {
+		select {
+		case <-h.ended:
+			h.proc.Close()
+			continue
+		default:
+		}
+		if _, err := io.WriteString(h.proc.Stdin(), "wait "+strconv.Itoa(max(requeued, 0))+"\n"); err != nil {
+			release([]holder{h})
+			continue
+		}
+		live[h.host] = true
+		kept = append(kept, h)
+	}
+	rest := map[string]remote.Executor{}
+	for h, ex := range execs {
+		if !live[h] && ex != nil {
+			rest[h] = ex
+		}
+	}
+	if len(rest) > 0 {
+		kept = append(kept, holdTickets(ctx, rest, req, requeued, wake, false)...)
+	}
+	t.tickets, t.parked = kept, false
 }
 
 // Preempt asks each victim's hosts to preempt it for run high (the lock
@@ -89,9 +166,10 @@ func (t *Tickets) Preempt(ctx context.Context, execs map[string]remote.Executor,
 		}
 		v.Hosts = names
 		now = append(now, v)
-		procs, taken := holdLocks(ctx, hosts, preemptScript(high+"."+v.RunID, high, v.RunID), nil)
-		t.procs = append(t.procs, procs...)
+		procs, taken := holdLocks(ctx, hosts, names, preemptScript(high+"."+v.RunID, high, v.RunID), nil)
+		t.requests = append(t.requests, procs...)
 		var again []remote.Executor
+		var againNames []string
 		for i, owner := range taken {
 			if owner == "" {
 				continue
@@ -100,10 +178,11 @@ func (t *Tickets) Preempt(ctx context.Context, execs map[string]remote.Executor,
 				warn(fmt.Sprintf("%s: tfhive-preempt.%s.%s.lock was made by %s, not by this run: asking run %s to stop under another name", names[i], high, v.RunID, owner, v.RunID))
 			}
 			again = append(again, hosts[i])
+			againNames = append(againNames, names[i])
 		}
 		if len(again) > 0 {
-			procs, _ := holdLocks(ctx, again, preemptScript(high+"."+randomWord()+"."+v.RunID, high, v.RunID), nil)
-			t.procs = append(t.procs, procs...)
+			procs, _ := holdLocks(ctx, again, againNames, preemptScript(high+"."+randomWord()+"."+v.RunID, high, v.RunID), nil)
+			t.requests = append(t.requests, procs...)
 		}
 	}
 	return now
@@ -128,7 +207,7 @@ func randomWord() string {
 // refused (a host that refuses, or is lost, is simply one where the run
 // holds no place), and, by executor, the owner of the file where the
 // name was taken already ("" elsewhere; "-" when the host could not say).
-func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake chan<- struct{}) ([]holder, []string) {
+func holdLocks(ctx context.Context, execs []remote.Executor, hosts []string, script string, wake chan<- struct{}) ([]holder, []string) {
 	input := strconv.Itoa(len(script)) + "\n" + script
 	var procs []holder
 	taken := make([]string, len(execs))
@@ -156,7 +235,7 @@ func holdLocks(ctx context.Context, execs []remote.Executor, script string, wake
 			select {
 			case <-held:
 				mu.Lock()
-				procs = append(procs, holder{proc, ended})
+				procs = append(procs, holder{proc, ended, hosts[i]})
 				mu.Unlock()
 			case <-ended:
 				taken[i] = w.takenBy()
@@ -175,11 +254,16 @@ func (t *Tickets) Release() {
 	if t == nil {
 		return
 	}
-	for _, h := range t.procs {
+	release(t.tickets)
+	release(t.requests)
+	t.tickets, t.requests = nil, nil
+}
+
+func release(hs []holder) {
+	for _, h := range hs {
 		h.proc.Stdin().Close()
 		go func() { <-h.ended; h.proc.Close() }()
 	}
-	t.procs = nil
 }
 
 // holder is a held ticket's session, and when it ended: holdLocks waits
@@ -188,6 +272,7 @@ func (t *Tickets) Release() {
 type holder struct {
 	proc  remote.Started
 	ended <-chan struct{}
+	host  string
 }
 
 // ticketLines closes held at the holder's "@@tfhive-ticket held" line,

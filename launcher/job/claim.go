@@ -12,9 +12,10 @@ import (
 // claimAndStart is the attempt's last step: before the run's first
 // claims, Hooks.Claim (the run lock, its record); then the engine claims
 // and starts the plan's tasks over the probe's connections and follows
-// them to the summary. The tickets are given up once every task holds its
-// claims: a claim lost to a run ahead (that took other GPUs than the
-// queue kept for it) keeps this run's place while it plans again.
+// them to the summary. The tickets are given up (or parked, for a run
+// that may be requeued: parkTickets) once every task holds its claims: a
+// claim lost to a run ahead (that took other GPUs than the queue kept for
+// it) keeps this run's place while it plans again.
 func (r *run) claimAndStart(ctx context.Context, plan *schedule.Plan, inv inventory.Inventory) (*record.Summary, error) {
 	if !r.claimed && r.hooks.Claim != nil {
 		if err := r.hooks.Claim(plan, inv, r.checked); err != nil {
@@ -24,7 +25,7 @@ func (r *run) claimAndStart(ctx context.Context, plan *schedule.Plan, inv invent
 	r.claimed, r.started = true, true
 	lo := r.lo
 	lo.Started = func() {
-		r.tickets.Release()
+		r.parkTickets(ctx)
 		if r.hooks.Started != nil {
 			r.hooks.Started()
 		}

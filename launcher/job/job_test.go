@@ -83,7 +83,7 @@ func TestWaitWithTicketsAndWake(t *testing.T) {
 	// Another run's ticket changes the host's locks: the pause ends.
 	other := j.spec.Request
 	other.RunID = "other"
-	ot := hostops.HoldTickets(ctx, execList(f), other, 0, nil)
+	ot := hostops.HoldTickets(ctx, f.Executors(), other, 0, nil, false)
 	eventually(t, "the waiting run is woken", func() bool { return len(r.wake) == 1 })
 	ot.Release()
 	mu.Lock()
@@ -274,3 +274,76 @@ func lostRun(host string, attempt int) *record.Summary {
 }
 
 const time10m = 10 * time.Minute
+
+// A low run that may be requeued parks its ticket once it started (the
+// host shows no waiter), and, back in the queue, waits under the same
+// holder (its pid), the host's date of its first wait; a normal run gives
+// its ticket up. A low run that started without waiting holds a parked
+// ticket from then.
+func TestRequeueableRunParksItsTicket(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, priority string
+		waitFirst      bool
+	}{{"low-waited", schedule.PriorityLow, true}, {"low-at-once", schedule.PriorityLow, false}, {"normal", schedule.PriorityNormal, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newTestFleet(t, hosttest.Profile{Name: "a", GPUs: 1})
+			j := newTestJob(t, f, "r-"+c.name, 1)
+			j.spec.Request.Priority, j.spec.Wait = c.priority, time10m
+			j.spec.Requeue = lifecycle.Requeue{Preempted: true}
+			var mu sync.Mutex
+			fits := !c.waitFirst
+			s := &starts{answers: []func(launcher.Options) (*record.Summary, error){succeeded}}
+			r := newRun(j.spec, Hooks{Start: s.start, Plan: func(inv inventory.Inventory, req schedule.Request) (*schedule.Plan, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if !fits {
+					return nil, &schedule.CapacityError{Msg: "not enough free GPUs", Asked: 1}
+				}
+				return schedule.Make(inv, req)
+			}})
+			defer r.close()
+			tickets := func() []inventory.Ticket {
+				inv, _ := f.Probe(ctx)
+				return inv.Hosts[0].Tickets
+			}
+			setFits := func(v bool) { mu.Lock(); fits = v; mu.Unlock() }
+			pid := 0
+			if c.waitFirst {
+				if _, err := r.attempt(ctx); !errors.As(err, new(*schedule.CapacityError)) {
+					t.Fatalf("first attempt: %v, want not enough GPUs", err)
+				}
+				ts := tickets()
+				if len(ts) != 1 {
+					t.Fatalf("tickets while it waits: %+v", ts)
+				}
+				pid = ts[0].PID
+				setFits(true)
+			}
+			if sum, err := r.attempt(ctx); err != nil || sum.Result != record.ResultSucceeded {
+				t.Fatalf("start: %+v, %v", sum, err)
+			}
+			eventually(t, "no waiter once started", func() bool { return len(tickets()) == 0 })
+			r.joinParking()
+			if c.priority != schedule.PriorityLow {
+				if r.tickets.Parked() {
+					t.Errorf("a normal run, never preempted, parked its tickets")
+				}
+				return
+			}
+			if !r.tickets.Parked() {
+				t.Fatalf("a low run's tickets are not parked")
+			}
+			// Back in the queue: the same holder waits again.
+			setFits(false)
+			if _, err := r.attempt(ctx); !errors.As(err, new(*schedule.CapacityError)) {
+				t.Fatalf("attempt after the requeue: %v, want not enough GPUs", err)
+			}
+			var ts []inventory.Ticket
+			eventually(t, "the ticket waits again", func() bool { ts = tickets(); return len(ts) == 1 })
+			if pid != 0 && ts[0].PID != pid {
+				t.Errorf("requeued under holder %d, want the first wait's %d", ts[0].PID, pid)
+			}
+		})
+	}
+}

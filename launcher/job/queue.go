@@ -9,7 +9,6 @@ import (
 
 	"github.com/tfhive/tfhive/launcher/hostops"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/probe/remote"
 	"github.com/tfhive/tfhive/probe/wording"
 	"github.com/tfhive/tfhive/schedule"
 )
@@ -22,14 +21,70 @@ func (r *run) queue(ctx context.Context, inv inventory.Inventory, err error) {
 	if !r.queued() || !errors.As(err, new(*schedule.CapacityError)) {
 		return
 	}
-	if r.tickets == nil {
-		requeued := 0
-		if r.lo.Relaunch != nil {
-			requeued = r.lo.Relaunch.Requeues
-		}
-		r.tickets = hostops.HoldTickets(ctx, execList(r.spec.Fleet), r.req, requeued, r.wake)
+	r.joinParking()
+	switch {
+	case r.tickets == nil:
+		r.tickets = hostops.HoldTickets(ctx, r.spec.Fleet.Executors(), r.req, r.requeues(), r.wake, false)
+	case r.tickets.Parked():
+		// Requeued: back in the queue at its first place, its holders
+		// there since (parkTickets).
+		r.tickets.Resume(ctx, r.spec.Fleet.Executors(), r.req, r.requeues(), r.wake)
 	}
 	r.preempt(ctx, inv)
+}
+
+// requeues is how often the run went back to the queue.
+func (r *run) requeues() int {
+	if r.lo.Relaunch != nil {
+		return r.lo.Relaunch.Requeues
+	}
+	return 0
+}
+
+// parkTickets is what a run's tickets become once it started: a run
+// that may be requeued parks them (hostops.Tickets.Park), so that, back
+// in the queue, it waits at its first place, which its tickets' holders
+// keep, as the hosts' kernels dated them; one that started without
+// waiting holds them parked now (in the background: the run goes on),
+// its place when it started. Any other run gives them up.
+func (r *run) parkTickets(ctx context.Context) {
+	switch {
+	case !r.mayRequeue():
+		r.tickets.Release()
+	case r.tickets != nil:
+		r.tickets.Park()
+	case r.parking == nil:
+		done := make(chan struct{})
+		r.parking = done
+		execs, req, requeued, wake := r.spec.Fleet.Executors(), r.req, r.requeues(), r.wake
+		go func() {
+			defer close(done)
+			r.parked = hostops.HoldTickets(ctx, execs, req, requeued, wake, true)
+		}()
+	}
+}
+
+// mayRequeue: the run may go back to the queue once started: a task may
+// ask for it (--requeue-on), or it is a low run, which a high one may
+// preempt (normal and high runs never are), requeued then.
+func (r *run) mayRequeue() bool {
+	return len(r.spec.Requeue.On) > 0 || r.spec.Requeue.Preempted && r.req.Priority == schedule.PriorityLow
+}
+
+// joinParking waits for the tickets parkTickets holds in the background:
+// they are the run's from then on.
+func (r *run) joinParking() {
+	if r.parking == nil {
+		return
+	}
+	<-r.parking
+	r.parking = nil
+	if r.tickets == nil {
+		r.tickets = r.parked
+	} else {
+		r.parked.Release()
+	}
+	r.parked = nil
 }
 
 // queued: the run waits its turn for GPUs (--wait, or a sweep's trial).
@@ -117,13 +172,4 @@ func (r *run) noteEnding(inv inventory.Inventory) {
 		}
 	}
 	r.held, r.unlabelled = now, unlabelled
-}
-
-// execList is the fleet's open connections, in no order.
-func execList(f Fleet) []remote.Executor {
-	var execs []remote.Executor
-	for _, e := range f.Executors() {
-		execs = append(execs, e)
-	}
-	return execs
 }

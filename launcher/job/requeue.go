@@ -13,9 +13,9 @@ import (
 )
 
 // requeue puts a run that ended as sum back in the queue when
-// lifecycle.Requeueable says so: at its old place (the request keeps
-// the QueueSince of the run's first wait, so its new tickets sort where
-// its first ones did), waiting for GPUs as long as --wait allows again,
+// lifecycle.Requeueable says so: at its old place (its tickets, parked
+// while it ran, are held by the holders that the hosts dated when it
+// first waited: parkTickets), waiting for GPUs as long as --wait allows again,
 // or without end when the run did not wait at first (Slurm's requeued
 // job pends until it runs). It starts again as a relaunch does, every
 // task's attempts carried over and its tasks told to resume. again is
@@ -44,10 +44,10 @@ func (r *run) requeue(ctx context.Context, sum *record.Summary) (*record.Summary
 	summaryFile := filepath.Join(r.lo.LogDir, rundir.Summary)
 	os.Remove(summaryFile)
 	r.lo.Relaunch = r.lo.Relaunch.CarryRequeue(sum, why)
-	// A fresh wait: new tickets at the old place, the runs seen ending
-	// forgotten.
-	r.tickets.Release()
-	r.tickets, r.held, r.ending, r.unlabelled, r.settling = nil, nil, nil, nil, nil
+	// A fresh wait, the runs seen ending forgotten: its parked tickets,
+	// whose holders date its first place, wait again once it does not
+	// fit (queue.go).
+	r.held, r.ending, r.unlabelled, r.settling = nil, nil, nil, nil
 	if r.spec.Wait == 0 {
 		r.spec.WaitForever = true
 	}

@@ -34,6 +34,10 @@ type run struct {
 	// sharing"); their hosts say on wake when their locks change, which
 	// ends the pause between probes at once.
 	tickets *hostops.Tickets
+	// parking is closed once the tickets parkTickets holds in the
+	// background are held, as parked (joinParking).
+	parking chan struct{}
+	parked  *hostops.Tickets
 	wake    chan struct{}
 	// lastInv is the last probe's, whose tickets give the run's place in
 	// the queue.
@@ -69,7 +73,10 @@ func newRun(s Spec, h Hooks) *run {
 }
 
 // close gives up the tickets.
-func (r *run) close() { r.tickets.Release() }
+func (r *run) close() {
+	r.joinParking()
+	r.tickets.Release()
+}
 
 func (r *run) waited() {
 	if r.hooks.Waited != nil {

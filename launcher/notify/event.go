@@ -49,7 +49,8 @@ func EndKind(result string) string {
 	return result
 }
 
-// text is e's line: "tfhive: run R failed (exit 7): worker:1 on h1 exited 7".
+// text is e's line: "tfhive: run R failed, exit 9: worker:1 on h1 exited 9"
+// (a task's own 7, tfhive's hung, would read "exit 1").
 func (e Event) text() string {
 	var b strings.Builder
 	b.WriteString("tfhive: run " + e.Run + " ")

@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tfhive/tfhive/launcher/help"
+	"github.com/tfhive/tfhive/launcher/record"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -288,5 +292,30 @@ func TestSteppedDownSendsNothing(t *testing.T) {
 	n.End(context.Background(), "stepped-down", 0, "")
 	if got := h.got(); len(got) != 0 {
 		t.Errorf("a keeper that stepped down sent %v", got)
+	}
+}
+
+// The guide's example of what is sent is what such an end sends: its
+// text is the event's line, and its exit code tfhive's for the task's
+// code in its detail (a task's own 7 is tfhive's hung: it reads as 1).
+func TestGuideExampleEvent(t *testing.T) {
+	g, _ := help.Guide("notifications")
+	_, body, ok := strings.Cut(g, "```json\n")
+	body, _, _ = strings.Cut(body, "```")
+	var e Event
+	if err := json.Unmarshal([]byte(body), &e); !ok || err != nil || e.ExitCode == nil {
+		t.Fatalf("the guide's example: %v\n%s", err, body)
+	}
+	var code int
+	if _, err := fmt.Sscanf(e.Detail[strings.LastIndex(e.Detail, "exited "):], "exited %d", &code); err != nil {
+		t.Fatalf("detail %q: %v", e.Detail, err)
+	}
+	if want := record.TaskExitCode(code); *e.ExitCode != want {
+		t.Errorf("the example's exit_code is %d; a task that exited %d gives %d", *e.ExitCode, code, want)
+	}
+	shown := e.Text
+	e.Text = ""
+	if got := e.text(); got != shown {
+		t.Errorf("the example's text %q; the event says %q", shown, got)
 	}
 }

@@ -15,6 +15,17 @@ type Target struct {
 	command string
 }
 
+// IsCommand says whether TARGET s, as written, is a command to run (not
+// a webhook, nor none), and how it may be shown: its first word (see
+// Target.String).
+func IsCommand(s string) (shown string, ok bool) {
+	t := strings.TrimSpace(s)
+	if scheme, _, hasScheme := strings.Cut(t, "://"); t == "" || t == "none" || hasScheme && !strings.ContainsAny(scheme, " \t/") {
+		return "", false
+	}
+	return commandShown(t), true
+}
+
 // ParseTarget checks one TARGET as the user wrote it: an http(s) URL
 // with a host, or a command whose first word is on $PATH (or a path to
 // an executable). The error is one line that never holds the URL whole.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -78,9 +80,18 @@ func TestWordsAndSpec(t *testing.T) {
 	}
 }
 
+// listen, in a fake tensorboard, listens on its --port of 127.0.0.1 as
+// TensorBoard does, until killed.
+const listen = `port=; prev=; for a in "$@"; do [ "$prev" = --port ] && port=$a; prev=$a; done
+exec python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+time.sleep(300)' "$port"`
+
 // The script as the host runs it, under Command, with a tensorboard of
-// the test's own on the PATH (a shell that sleeps): it says the port it
-// chose and the pid; stdin's end stops the fake TensorBoard's whole
+// the test's own on the PATH (a shell that listens on its port): it says
+// the port it chose and the pid once TensorBoard listens there; stdin's end stops the fake TensorBoard's whole
 // process group, and the script says its exit. A missing tensorboard and
 // a failing setup are said.
 func TestScriptStopsTensorBoardOnStdinEnd(t *testing.T) {
@@ -90,7 +101,7 @@ func TestScriptStopsTensorBoardOnStdinEnd(t *testing.T) {
 	bin := t.TempDir()
 	// It says its arguments, then its flagfile's text and the modes of
 	// the file and its dir.
-	fake := "#!/bin/sh\necho \"fake tensorboard $* | $(cat \"$2\") $(stat -c %a \"$2\" \"${2%/*}\" | tr '\\n' ' ')\" >&2\nsleep 300 &\nwait\n"
+	fake := "#!/bin/sh\necho \"fake tensorboard $* | $(cat \"$2\") $(stat -c %a \"$2\" \"${2%/*}\" | tr '\\n' ' ')\" >&2\nsleep 300 &\n" + listen + "\n"
 	if err := writeExec(bin+"/tensorboard", fake); err != nil {
 		t.Fatal(err)
 	}
@@ -236,5 +247,88 @@ func TestFlagFile(t *testing.T) {
 	remove()
 	if _, err := os.Stat(filepath.Dir(path)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("left: %v", err)
+	}
+}
+
+// The port the script chose is free a moment before TensorBoard binds
+// it: a process of another (here, one outside TensorBoard's process
+// group) that listens there first would get the secret path and the
+// user's browser. The script says no port then, but an error naming the
+// port and who holds it, and stops TensorBoard; one that ends before it
+// listens is said too.
+func TestScriptRefusesSquattedPort(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	bin := t.TempDir()
+	squatter := filepath.Join(bin, "squatter.pid")
+	// The fake starts a listener on its port in a session of its own (a
+	// colleague's process, as far as the group goes), then waits.
+	fake := "#!/bin/sh\n" + strings.Replace(listen, "exec python3", "setsid python3", 1) + " </dev/null >/dev/null 2>&1 &\necho $! >" + squatter + "\nsleep 300\n"
+	if err := writeExec(bin+"/tensorboard", fake); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(squatter); err == nil {
+			var pid int
+			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	// run is what the script says, its stdin (tfhive's session) open
+	// until its first word.
+	run := func() string {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", Command)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		cmd.WaitDelay = 20 * time.Second
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Wait()
+		defer in.Close()
+		io.WriteString(in, Input([]Dir{{"r1", "/m"}}, "", "export PATH="+bin+":$PATH", nil, NewSecret()))
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		return line
+	}
+	got := run()
+	if !regexp.MustCompile(`@@tfhive-tensorboard error port \d+ of 127\.0\.0\.1 is held by another process \(uid \d+\), not the TensorBoard started`).MatchString(got) || strings.Contains(got, "port=") {
+		t.Errorf("a squatted port: the script said %q", got)
+	}
+	if err := writeExec(bin+"/tensorboard", "#!/bin/sh\nexit 3\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(); !regexp.MustCompile(`@@tfhive-tensorboard error TensorBoard ended \(exit 3\) before it listened on 127\.0\.0\.1:\d+`).MatchString(got) || strings.Contains(got, "port=") {
+		t.Errorf("a TensorBoard that ended at once: the script said %q", got)
+	}
+}
+
+// Listener tells TensorBoard's own listening socket from another's: a
+// socket listening on the port that a process of the group holds, or
+// that none does.
+func TestListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp")
+	}
+	there, ours, uid, err := Listener(port, syscall.Getpgrp())
+	if err != nil || !there || !ours || uid != os.Geteuid() {
+		t.Errorf("this test's own listener, its group: %t %t %d %v", there, ours, uid, err)
+	}
+	// pid 1's group is not this test's.
+	if there, ours, _, err := Listener(port, 1); err != nil || !there || ours {
+		t.Errorf("another group: %t %t %v, want listening, not ours", there, ours, err)
+	}
+	ln.Close()
+	if there, _, _, err := Listener(port, syscall.Getpgrp()); err != nil || there {
+		t.Errorf("closed: %t %v", there, err)
 	}
 }

@@ -85,6 +85,11 @@ type Origin struct {
 	// --hostfile), and NotifyFrom "FILE:LINE" where it is written.
 	Notify     []string
 	NotifyFrom string
+	// NotifyShared says why someone other than the user or root may have
+	// written the file that gave Notify ("" when nobody may): its
+	// commands, which would run as the user, are then not run
+	// (notify's targets: tfhive help notifications).
+	NotifyShared string
 }
 
 // CommandLine is true when the hosts and all their settings were named
@@ -224,8 +229,10 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	// host it does not list gets its `defaults:` and `ssh_config:`.
 	var lent *hostsFile
 	var lentHosts map[string]hostEntry
+	var lentShared, fileShared string
 	if origin.Lent != "" {
-		data, err := readHostsFile(Origin{Kind: origin.LentKind, File: origin.Lent}, o.Home)
+		data, shared, err := readHostsFile(Origin{Kind: origin.LentKind, File: origin.Lent}, o.Home)
+		lentShared = shared
 		if err != nil {
 			return nil, origin, err
 		}
@@ -236,7 +243,8 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	}
 	var hf *hostsFile
 	if origin.File != "" {
-		data, err := readHostsFile(origin, o.Home)
+		data, shared, err := readHostsFile(origin, o.Home)
+		fileShared = shared
 		if err != nil {
 			return nil, origin, err
 		}
@@ -251,12 +259,13 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 	}
 	// --ssh-config wins over the file's, as a flag over a config; the
 	// hostfile names no ssh config: the lent file's counts.
-	cfgFile, cfgFrom, cfgKind := hf, origin.File, origin.Kind
+	cfgFile, cfgFrom, cfgKind, cfgShared := hf, origin.File, origin.Kind, fileShared
 	if lent != nil {
-		cfgFile, cfgFrom, cfgKind = lent, origin.Lent, origin.LentKind
+		cfgFile, cfgFrom, cfgKind, cfgShared = lent, origin.Lent, origin.LentKind, lentShared
 	}
 	if cfgFile != nil && len(cfgFile.Notify) > 0 {
 		origin.Notify, origin.NotifyFrom = cfgFile.Notify, fmt.Sprintf("%s:%d", cfgFrom, cfgFile.NotifyLine)
+		origin.NotifyShared = cfgShared
 	}
 	if cfgFile != nil && cfgFile.SSHConfig != "" && o.SSHConfig == "" {
 		origin.SSHConfig = filePath(cfgFile.SSHConfig, cfgFrom, o.Home)
@@ -352,20 +361,23 @@ func LoadOrigin(o Options) ([]inventory.Host, Origin, error) {
 // (localfile.ReadOwned): in a lab's shared /scratch, another user's
 // hosts.yaml would otherwise choose the hosts, their `setup:` and where
 // --env goes. --hosts, --hostfile and $TFHIVE_HOSTS are the user's own
-// choice, read as they are.
-func readHostsFile(origin Origin, home string) ([]byte, error) {
+// choice, read as they are; shared says why another user may have
+// written such a file ("" when nobody but the user or root may): a lab's
+// shared hosts file still gives the hosts, but not a command to run as
+// the user on this machine (its `notify:` commands: Origin.NotifyShared).
+func readHostsFile(origin Origin, home string) (data []byte, shared string, err error) {
 	what := "hosts file"
 	if origin.Kind == FromHostfile {
 		what = "hostfile"
 	}
 	if !found(origin.Kind) {
-		data, err := localfile.Read(origin.File, maxHostsFileSize)
+		data, shared, err := localfile.ReadSaying(origin.File, maxHostsFileSize)
 		if err != nil {
-			return nil, configErrorf("%s: %v", what, localfile.Describe(err))
+			return nil, "", configErrorf("%s: %v", what, localfile.Describe(err))
 		}
-		return data, nil
+		return data, shared, nil
 	}
-	data, err := localfile.ReadOwned(origin.File, maxHostsFileSize)
+	data, err = localfile.ReadOwned(origin.File, maxHostsFileSize)
 	var no *localfile.NotOwnedError
 	switch {
 	case errors.As(err, &no):
@@ -374,12 +386,12 @@ func readHostsFile(origin Origin, home string) ([]byte, error) {
 		if origin.Kind == FromDefault {
 			elsewhere = " (or launch from a directory of your own)"
 		}
-		return nil, configErrorf("hosts file %s refused: %s", name, no.Why).
+		return nil, "", configErrorf("hosts file %s refused: %s", name, no.Why).
 			withHint("a hosts file found by itself must be yours or root's, in a directory nobody else can write to; --hosts %s reads it anyway, if you trust it%s", name, elsewhere)
 	case err != nil:
-		return nil, configErrorf("hosts file: %v", localfile.Describe(err))
+		return nil, "", configErrorf("hosts file: %v", localfile.Describe(err))
 	}
-	return data, nil
+	return data, "", nil
 }
 
 // found says whether tfhive found the hosts file by itself rather than

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -38,18 +39,27 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 func (p *Percent) UnmarshalYAML(n *yaml.Node) error {
 	s := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(n.Value), "%"))
 	f, err := strconv.ParseFloat(s, 64)
-	if n.Kind != yaml.ScalarNode || err != nil || f < 0 || f > 100 {
+	if n.Kind != yaml.ScalarNode || err != nil || math.IsNaN(f) || f < 0 || f > 100 {
 		return fmt.Errorf("line %d: idle: below %q: want a percentage from 0%% to 100%%", n.Line, n.Value)
 	}
 	*p = Percent(f)
 	return nil
 }
 
-// UnmarshalYAML reads a Go duration ("30m", "2h"), more than 0.
+// MinIdle is the shortest idle warning or stop a rule may give, in the
+// policy or --idle-stop: the hosts' idle watches count in tenths of a
+// second and sample at most once every 100 ms, and a rule under a second
+// would read 0, a rule that never acts, while tfhive said it would.
+const MinIdle = time.Second
+
+// UnmarshalYAML reads a Go duration ("30m", "2h") of MinIdle at least.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
 	if n.Kind != yaml.ScalarNode || err != nil || v <= 0 {
 		return fmt.Errorf("line %d: %q: want a duration such as 30m or 2h", n.Line, n.Value)
+	}
+	if v < MinIdle {
+		return fmt.Errorf("line %d: %q: want %s or more (an idle rule under a second never acts)", n.Line, n.Value, MinIdle)
 	}
 	*d = Duration(v)
 	return nil

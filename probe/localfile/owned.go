@@ -50,15 +50,7 @@ func ReadOwned(name string, max int64) ([]byte, error) {
 	refuse := func(format string, a ...any) ([]byte, error) {
 		return nil, &NotOwnedError{Path: name, Why: fmt.Sprintf(format, a...)}
 	}
-	file := func(fi fs.FileInfo) string {
-		switch o := Owner(fi); {
-		case o != uid && o != 0:
-			return fmt.Sprintf("it is owned by %s, not by you or root", UserName(o))
-		case fi.Mode()&0o022 != 0:
-			return "it is writable by " + Writers(fi)
-		}
-		return ""
-	}
+	file := func(fi fs.FileInfo) string { return othersMayWrite(fi, uid) }
 	li, err := os.Lstat(name)
 	if err != nil {
 		return Read(name, max) // its error, as Read says it
@@ -104,6 +96,33 @@ func ReadOwned(name string, max int64) ([]byte, error) {
 		return refuse("%s", why)
 	}
 	return data, nil
+}
+
+// othersMayWrite says why someone other than uid or root may have
+// written the file fi describes ("" when nobody may): its owner, or its
+// group's or others' write bit.
+func othersMayWrite(fi fs.FileInfo, uid int) string {
+	switch o := Owner(fi); {
+	case o != uid && o != 0:
+		return fmt.Sprintf("it is owned by %s, not by you or root", UserName(o))
+	case fi.Mode()&0o022 != 0:
+		return "it is writable by " + Writers(fi)
+	}
+	return ""
+}
+
+// ReadSaying is Read for a file the user named, also saying, of the file
+// opened (its descriptor's fstat), why someone other than the user or
+// root may have written it ("" when nobody may; os.DevNull: ""). The
+// file is read either way: what it may decide is the caller's to limit
+// (a shared hosts file's `notify:` commands, which would run as the
+// user, are skipped).
+func ReadSaying(name string, max int64) (data []byte, others string, err error) {
+	data, fi, err := read(name, max)
+	if err != nil || fi == nil {
+		return data, "", err
+	}
+	return data, othersMayWrite(fi, os.Geteuid()), nil
 }
 
 // Owner is the uid of the file fi describes, -1 where the system does

@@ -27,10 +27,31 @@
 #                 just before the label, whose words the readers count
 #                 from the end (probe/tickets.go, preempt-watch.sh), so
 #                 they read the label as before.
+#   tfhive_state  parked: the ticket is held parked from the start (a run
+#                 that may be requeued, started without waiting); "" (the
+#                 default): waiting.
+#
+# A ticket is parked while its run runs, so that a requeued run keeps its
+# place (fair-sharing.md): its holder, dated by the kernel when the run
+# began to wait, lives on, and a second flock holder, the state's,
+# labelled "tfhive-ticket-state DIR NAME parked", takes a shared lock on
+# the ticket's own file (the holder's is shared too), for as long as its
+# input stays open: the probe (probe/tickets.go) counts a ticket whose
+# user holds that label as no waiter. tfhive says, on the ticket's input,
+# "park" when its run starts and "wait N" when it is back in the queue,
+# requeued N times (the state's label is then "requeued=N", which `tfhive
+# queue` shows); EOF ends both holders. A state holder only ever hides or
+# describes its own user's ticket: its date stays its holder's.
 : "${tfhive_kind?}" "${tfhive_name?}" "${tfhive_label?}"
 tfhive_requeued=${tfhive_requeued:-0}
+tfhive_state=${tfhive_state:-}
 case $tfhive_kind in ticket | preempt) ;; *) exit 2 ;; esac
 case $tfhive_requeued in '' | *[!0-9]*) exit 2 ;; esac
+case $tfhive_state in '' | parked) ;; *) exit 2 ;; esac
+# A ticket's lock is shared, so that its state's holder can lock the same
+# file; nobody else can take it exclusively while it is held.
+tfhive_mode=-x
+[ "$tfhive_kind" != ticket ] || tfhive_mode=-s
 tfhive_dir=${TFHIVE_CLAIMS_DIR:-/tmp}
 case $tfhive_dir in /*[[:space:]]* | [!/]*) echo '@@tfhive-ticket refused claims dir'; exit 76 ;; esac
 command -v flock >/dev/null 2>&1 || { echo '@@tfhive-ticket refused no flock'; exit 127; }
@@ -50,15 +71,44 @@ fi
 # the wait is the read of its stdin, which ends it at EOF. What it
 # compares with is read before it says the ticket is held: a lock taken
 # after that line is a change.
+# Inside, mark STATE makes the ticket's state holder say STATE ("": none);
+# a parked ticket only waits for its next word, without a timeout.
 # shellcheck disable=SC2086,SC2016 # the label's words, split on purpose; $0, $1 and $2 are the inner shell's
-exec flock -n -o -E 75 "$tfhive_f" bash --norc -c '
-p=
-[ "$0" != tfhive-ticket ] || read -r -d "" p </proc/locks
+exec flock -n -o "$tfhive_mode" -E 75 "$tfhive_f" bash --norc -c '
+p= m= b= w= s='"$tfhive_state"'
+d=$1 k=$2 f=$1/$0.$2.lock
+mark() {
+	if [ -n "$m" ]; then exec {m}>&-; m=; fi
+	[ -n "$1" ] || return 0
+	exec {m}> >(exec flock -n -s -o "$f" bash --norc -c "exec cat >/dev/null" tfhive-ticket-state "$d" "$k" "$1" >/dev/null 2>&1)
+}
+if [ "$0" = tfhive-ticket ]; then
+	read -r -d "" p </proc/locks
+	[ "$s" != parked ] || { mark parked; w=parked; }
+fi
 echo @@tfhive-ticket held
 while :; do
-	read -r -t 0.1 _
-	[ $? -gt 128 ] || break
-	[ "$0" = tfhive-ticket ] || continue
+	c=
+	if [ -n "$w" ]; then read -r c; else read -r -t 0.1 c; fi
+	r=$?
+	if [ $r -le 128 ]; then
+		[ $r -eq 0 ] || break
+		c=$b$c b=
+		[ "$0" = tfhive-ticket ] || continue
+		case $c in
+		park) mark parked; w=parked ;;
+		"wait "*)
+			n=${c#wait }
+			case $n in "" | *[!0-9]*) n=0 ;; esac
+			if [ "$n" -gt 0 ]; then mark "requeued=$n"; else mark ""; fi
+			w=
+			read -r -d "" p </proc/locks
+			;;
+		esac
+		continue
+	fi
+	b=$b$c
+	[ "$0" = tfhive-ticket ] && [ -z "$w" ] || continue
 	l=
 	read -r -d "" l </proc/locks
 	if [ "$l" != "$p" ]; then
@@ -66,4 +116,5 @@ while :; do
 		p=$l
 	fi
 done
-rm -f "$1/$0.$2.lock" #tfhive-requeued='"$tfhive_requeued" "tfhive-$tfhive_kind" "$tfhive_dir" "$tfhive_name" $tfhive_label
+mark ""
+rm -f "$f" #tfhive-requeued='"$tfhive_requeued" "tfhive-$tfhive_kind" "$tfhive_dir" "$tfhive_name" $tfhive_label

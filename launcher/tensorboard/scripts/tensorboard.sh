@@ -8,8 +8,15 @@
 # task goes (the workdir, after the setup snippet, with the hosts file's
 # environment), so that the tensorboard on a task's PATH is the one run.
 # It says, one line each on stdout:
-#   @@tfhive-tensorboard port=PORT pid=PID   TensorBoard was started
-#   @@tfhive-tensorboard error WHY           it could not be
+#   @@tfhive-tensorboard port=PORT pid=PID   TensorBoard listens on PORT
+#   @@tfhive-tensorboard error WHY           it could not be started, or
+#                                            another process holds PORT
+# The port is free when chosen, and only TensorBoard's a moment later:
+# a colleague who binds it first would be sent the secret path (tfhive's
+# first request) and your browser. So PORT is said only once the socket
+# listening on 127.0.0.1:PORT (/proc/net/tcp, its inode) is one of the
+# descriptors of TensorBoard's own process group (/proc/PID/fd); one
+# that is not is an error, and TensorBoard is stopped.
 # TensorBoard's own lines go to stderr. This script was read from stdin
 # behind its length, and stdin stays tfhive's: when it ends (tfhive
 # closed the session, or its connection dropped), TensorBoard's process
@@ -51,7 +58,6 @@ tfhive_flags=$(mktemp -d 2>/dev/null) || { tfhive_say "error could not make a te
 # data server TensorBoard may start goes with it.
 setsid tensorboard --flagfile "$tfhive_flags/flags" --logdir_spec "$tfhive_spec" --host 127.0.0.1 --port "$tfhive_port" </dev/null >&2 &
 tfhive_pid=$!
-tfhive_say "port=$tfhive_port pid=$tfhive_pid"
 # Until stdin ends; then TERM, and KILL after 5 s if it is still there.
 # stdin through descriptor 3: an asynchronous list's own stdin is
 # /dev/null. Its output is nobody's, so that the session ends with
@@ -68,6 +74,60 @@ exec 3<&0
 	kill -KILL -- "-$tfhive_pid" 2>/dev/null
 ) >/dev/null 2>&1 &
 exec 3<&-
+# tfhive_listener: the inode and uid of the socket listening on
+# 127.0.0.1:PORT, if any ("sl local remote st ... uid timeout inode").
+tfhive_hex=$(printf '%04X' "$tfhive_port")
+tfhive_listener() {
+	local _sl l _r st _q _t _x u _o ino _rest
+	while read -r _sl l _r st _q _t _x u _o ino _rest; do
+		if [ "$l" = "0100007F:$tfhive_hex" ] && [ "$st" = 0A ]; then
+			printf '%s %s\n' "$ino" "$u"
+			return 0
+		fi
+	done </proc/net/tcp
+	return 1
+}
+# tfhive_ours INODE: a process of TensorBoard's group (its pgid is its
+# pid: setsid) holds socket INODE.
+tfhive_ours() {
+	local p s f i=$1
+	for p in /proc/[0-9]*; do
+		s=
+		read -r s 2>/dev/null <"$p/stat" || continue
+		s=${s##*) }
+		# shellcheck disable=SC2086 # the fields, split on purpose
+		set -- $s
+		[ "${3-}" = "$tfhive_pid" ] || continue
+		for f in "$p"/fd/*; do
+			[ "$(readlink "$f" 2>/dev/null)" != "socket:[$i]" ] || return 0
+		done
+	done 2>/dev/null
+	return 1
+}
+tfhive_l=
+while :; do
+	if tfhive_l=$(tfhive_listener); then
+		read -r tfhive_ino tfhive_uid <<<"$tfhive_l"
+		# A socket's descriptor is there from its making, before it
+		# listens: one that is not TensorBoard's now never will be.
+		if tfhive_ours "$tfhive_ino"; then
+			break
+		fi
+		tfhive_say "error port $tfhive_port of 127.0.0.1 is held by another process (uid $tfhive_uid), not the TensorBoard started: not served (run tfhive tensorboard again)"
+		kill -TERM -- "-$tfhive_pid" 2>/dev/null || kill -TERM "$tfhive_pid" 2>/dev/null
+		rm -rf "$tfhive_flags"
+		exit 0
+	fi
+	if ! kill -0 "$tfhive_pid" 2>/dev/null; then
+		wait "$tfhive_pid"
+		tfhive_rc=$?
+		rm -rf "$tfhive_flags"
+		tfhive_say "error TensorBoard ended (exit $tfhive_rc) before it listened on 127.0.0.1:$tfhive_port"
+		exit 0
+	fi
+	sleep 0.2
+done
+tfhive_say "port=$tfhive_port pid=$tfhive_pid"
 wait "$tfhive_pid"
 tfhive_rc=$?
 rm -rf "$tfhive_flags"
