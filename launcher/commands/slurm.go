@@ -118,7 +118,7 @@ func runOnSlurm(ctx context.Context, o RunOptions) error {
 	}
 	// --notify, or the hosts file's notify:, is told the run's end as for
 	// a run on hosts (the keeper's, under --detach).
-	targets, err := notifyTargets(o.Notify, o.Hosts)
+	targets, err := notifyTargets(o.Notify, o.Hosts, o.Stderr)
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func adoptSlurm(ctx context.Context, o FollowOptions) (handled bool, err error) 
 	if rundir.GoesOn(dir) {
 		return true, &UsageError{Msg: fmt.Sprintf("run %s has its tfhive still", o.RunID), Fix: "tfhive attach " + o.RunID + " (without -H) follows it"}
 	}
-	targets, err := notifyTargets(o.Notify, o.Hosts)
+	targets, err := notifyTargets(o.Notify, o.Hosts, o.Stderr)
 	if err != nil {
 		return true, err
 	}
