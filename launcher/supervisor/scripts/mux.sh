@@ -267,10 +267,9 @@ tfhive_pump() {
 			tfhive_any=1
 			# The open files themselves (/dev/fd): the sizes are those of
 			# what head reads. Without them (stat failed), a byte read is
-			# a frame of its own. exec: the substitution's shell is the
-			# stat (bash forks twice for a redirected command otherwise).
+			# a frame of its own.
 			# shellcheck disable=SC2207 # sizes: digits only
-			tfhive_sz=($(exec stat -L -c %s -- "${tfhive_dev[@]}" 2>/dev/null))
+			tfhive_sz=($(stat -L -c %s -- "${tfhive_dev[@]}" 2>/dev/null))
 			[ "${#tfhive_sz[@]}" = "${#tfhive_got[@]}" ] || tfhive_sz=()
 			for tfhive_j in "${!tfhive_got[@]}"; do
 				tfhive_i=${tfhive_got[tfhive_j]}
