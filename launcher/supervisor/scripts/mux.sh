@@ -219,30 +219,21 @@ tfhive_end() {
 # directory) on stdout, every byte of each once, in order, until this
 # multiplexer has ended; then one last look, as tail --pid did.
 #
-# A look reads one byte from each file, where its last frame ended (a
-# read builtin: no process): a file that has not grown gives none, so a
-# look at files that did not change costs no process at all. Only when a
-# byte came does the look cost one stat, for the files that gave one
-# (their sizes now), and one head per such file: a process per file and
-# look, never per line (a task that prints 10,000 lines in 50 ms costs
-# one head). A frame's length is known before its first byte is sent,
-# whatever the task writes meanwhile (the file only grows): the byte read
-# and then exactly the rest of that size, copied by head from the
-# descriptor that stays where the last frame ended. The byte is read with
-# NUL as the delimiter and in the C locale: one byte, any of the 256 (an
-# empty one is a NUL). (bash's "read -t 0" cannot say that a file grew:
-# bash asks select, which calls a regular file ready at its end too.)
-# The wait between looks is a read with a timeout on a FIFO nobody
-# writes: no sleep process. 50 ms while the files grow, 200 ms after a
-# second with nothing new (the first bytes after a pause come within
-# that).
+# Each look costs one stat for all the files, and one head per file that
+# grew: a process per file and look, never per line (a task that prints
+# 10,000 lines in 50 ms costs one head). The sizes come first and head
+# copies exactly that many bytes from a descriptor that stays where the
+# last frame ended: a frame's length is known before its first byte is
+# sent, whatever the task writes meanwhile (the file only grows). The
+# wait between looks is a read with a timeout on a FIFO nobody writes: no
+# sleep process. 50 ms while the files grow, 200 ms after a second with
+# nothing new (the first bytes after a pause come within that).
 #
 # A file it cannot open (removed meanwhile, or a home whose file system
 # takes no hard link) is said at once, as a frame "failed" with the
 # reason, and ends the multiplexer: tfhive reports it then, never as a
 # silence that ends in "no answer from the host".
 tfhive_pump() {
-	local LC_ALL=C
 	tfhive_pin=() tfhive_pat=() tfhive_pnm=() tfhive_pdev=()
 	for tfhive_x in "$@"; do
 		exec {tfhive_y}<"$tfhive_x" || tfhive_pumpfail "cannot open $tfhive_rd/$tfhive_x"
@@ -255,33 +246,19 @@ tfhive_pump() {
 	tfhive_last=0 tfhive_idle=0
 	while :; do
 		kill -0 "$tfhive_mux" 2>/dev/null || tfhive_last=1
-		tfhive_got=() tfhive_b=() tfhive_dev=()
-		for tfhive_i in "${!tfhive_pin[@]}"; do
-			IFS= read -r -d '' -n 1 -u "${tfhive_pin[tfhive_i]}" tfhive_c || continue
-			tfhive_got+=("$tfhive_i")
-			tfhive_b+=("$tfhive_c")
-			tfhive_dev+=("${tfhive_pdev[tfhive_i]}")
-		done
+		# The open files themselves (/dev/fd): the sizes are those of what
+		# head reads.
+		# shellcheck disable=SC2207 # sizes: digits only
+		tfhive_sz=($(stat -L -c %s -- "${tfhive_pdev[@]}" 2>/dev/null))
 		tfhive_any=
-		if [ "${#tfhive_got[@]}" != 0 ]; then
-			tfhive_any=1
-			# The open files themselves (/dev/fd): the sizes are those of
-			# what head reads. Without them (stat failed), a byte read is
-			# a frame of its own.
-			# shellcheck disable=SC2207 # sizes: digits only
-			tfhive_sz=($(stat -L -c %s -- "${tfhive_dev[@]}" 2>/dev/null))
-			[ "${#tfhive_sz[@]}" = "${#tfhive_got[@]}" ] || tfhive_sz=()
-			for tfhive_j in "${!tfhive_got[@]}"; do
-				tfhive_i=${tfhive_got[tfhive_j]}
-				tfhive_l=$((${tfhive_sz[tfhive_j]:-0} - tfhive_pat[tfhive_i]))
-				[ "$tfhive_l" -gt 1 ] || tfhive_l=1
-				if [ -n "${tfhive_b[tfhive_j]}" ]; then
-					printf '%s %s\n%s' "${tfhive_pnm[tfhive_i]}" "$tfhive_l" "${tfhive_b[tfhive_j]}"
-				else
-					printf '%s %s\n\0' "${tfhive_pnm[tfhive_i]}" "$tfhive_l"
-				fi
-				[ "$tfhive_l" = 1 ] || head -c "$((tfhive_l - 1))" <&"${tfhive_pin[tfhive_i]}" || exit 1
-				tfhive_pat[tfhive_i]=$((tfhive_pat[tfhive_i] + tfhive_l))
+		if [ "${#tfhive_sz[@]}" = "${#tfhive_pin[@]}" ]; then
+			for tfhive_i in "${!tfhive_sz[@]}"; do
+				tfhive_l=$((tfhive_sz[tfhive_i] - tfhive_pat[tfhive_i]))
+				[ "$tfhive_l" -gt 0 ] || continue
+				printf '%s %s\n' "${tfhive_pnm[tfhive_i]}" "$tfhive_l"
+				head -c "$tfhive_l" <&"${tfhive_pin[tfhive_i]}" || exit 1
+				tfhive_pat[tfhive_i]=${tfhive_sz[tfhive_i]}
+				tfhive_any=1
 			done
 		fi
 		[ "$tfhive_last" = 0 ] || exit 0
