@@ -115,8 +115,12 @@ func TestDoctor(t *testing.T) {
 			*h.Driver != "535.129.03" || h.DiskFreeBytes == nil || h.Modules["json"] == nil || h.Code != nil {
 			t.Errorf("--json host %s: %+v", h.Host, h)
 		}
-		if _, ok := h.Modules["torch"]; !ok {
+		if torch, ok := h.Modules["torch"]; !ok {
 			t.Errorf("--json host %s has no torch entry (null when not installed): %v", h.Host, h.Modules)
+		} else if torch != nil {
+			// This machine has PyTorch (python3-torch): the bare python3
+			// must not see it, or each check pays its import.
+			t.Errorf("--json host %s: torch %s imported: its python3 is not bare (sshtest PythonBare)", h.Host, *torch)
 		}
 	}
 
