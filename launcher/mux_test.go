@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -294,5 +295,64 @@ func TestMuxCannotCreate(t *testing.T) {
 	why := m.refused.Load()
 	if want := "cannot create " + filepath.Join(rd, ".mux-T3STMARK") + ": file exists"; why == nil || *why != want {
 		t.Errorf("refused %v, want %q", why, want)
+	}
+}
+
+// An idle pump forks next to nothing: a task that prints a line, sleeps 2
+// s and prints another costs a few stat, where a look every 50 ms (then
+// 200 ms) cost one each, some 25; its lines still all come.
+func TestMuxIdlePumpForksLittle(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	shims := t.TempDir()
+	log := filepath.Join(shims, "stat.log")
+	real, err := exec.LookPath("stat")
+	if err != nil {
+		t.Skip("no stat here")
+	}
+	shim := "#!/bin/sh\necho x >>" + log + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shims, "stat"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", shims+":"+os.Getenv("PATH"))
+	m := newHostMux("T3STMARK")
+	out := &lockedBuf{}
+	claimed := make(chan string, 1)
+	var trunc atomic.Bool
+	gate := &supervisor.ClaimGate{Next: &lockedBuf{}, Report: func(l string) { claimed <- l }}
+	p := m.add("worker:0", gate, &lockedBuf{}, out, &lockedBuf{}, &trunc)
+	const run = "20260101-000000-idle"
+	if err := m.open(context.Background(), remote.Local{}, run, true); err != nil {
+		t.Fatal(err)
+	}
+	defer m.proc.Close()
+	tk := supervisor.Task{Argv: []string{"sh", "-c", "echo first; sleep 2; echo last"},
+		HeartbeatTimeout: 10 * time.Second, Keep: time.Minute, RunID: run, ID: "worker:0", Mux: true, Mark: "T3STMARK"}
+	if err := m.start(p, supervisor.Input(tk)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.follow(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-claimed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no claim line")
+	}
+	p.Stdin().Write([]byte(supervisor.CtlGo))
+	done := make(chan struct{})
+	go func() { p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the task never ended")
+	}
+	if got := out.String(); got != "first\nlast\n" {
+		t.Errorf("stdout %q", got)
+	}
+	b, _ := os.ReadFile(log)
+	n := bytes.Count(b, []byte("x\n"))
+	t.Logf("stat ran %d times", n)
+	if n > 10 {
+		t.Errorf("the pump ran stat %d times over a 2 s task, want at most 10", n)
 	}
 }

@@ -97,7 +97,7 @@ tfhive_md=$tfhive_rd/$tfhive_m
 # gets its first bytes ("s;", which tfhive passes over), before any task
 # can have filled the disk: a disk full later still takes the events
 # (the file's first block is there), and could not take a new file.
-tfhive_e=$({ mkdir -m 700 "$tfhive_md" && printf 's;\n' >"$tfhive_md/events" && mkfifo -m 600 "$tfhive_md/tick"; } 2>&1) ||
+tfhive_e=$({ mkdir -m 700 "$tfhive_md" && printf 's;\n' >"$tfhive_md/events" && : >"$tfhive_md/seen" && mkfifo -m 600 "$tfhive_md/tick"; } 2>&1) ||
 	{ tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_say "failed cannot create $tfhive_md${tfhive_e:+: ${tfhive_e,}}"; exit 126; }
 tfhive_mux=$$
 declare -A tfhive_fds tfhive_pids
@@ -129,6 +129,8 @@ tfhive_wrap() {
 	case " $tfhive_trunc " in *' truncated '*) tfhive_t=1 ;; esac
 	tfhive_sizes=$(stat -c %s -- "$tfhive_md/$1.so" "$tfhive_md/$1.se" "$tfhive_rd/$1.out" "$tfhive_rd/$1.err")
 	printf 'x %s %s %s %s;\n' "$1" "$tfhive_rc" "$tfhive_t" "${tfhive_sizes//$'\n'/ }" >>"$tfhive_md/events"
+	# The pump's wait ends at once (read-write: opening never blocks).
+	printf '\n' 1<>"$tfhive_md/tick"
 	tfhive_ended
 	cat >/dev/null
 }
@@ -219,15 +221,26 @@ tfhive_end() {
 # directory) on stdout, every byte of each once, in order, until this
 # multiplexer has ended; then one last look, as tail --pid did.
 #
-# Each look costs one stat for all the files, and one head per file that
+# A look costs one stat for all the files, and one head per file that
 # grew: a process per file and look, never per line (a task that prints
 # 10,000 lines in 50 ms costs one head). The sizes come first and head
 # copies exactly that many bytes from a descriptor that stays where the
 # last frame ended: a frame's length is known before its first byte is
 # sent, whatever the task writes meanwhile (the file only grows). The
-# wait between looks is a read with a timeout on a FIFO nobody writes: no
-# sleep process. 50 ms while the files grow, 200 ms after a second with
-# nothing new (the first bytes after a pause come within that).
+# wait between looks is a read with a timeout on a FIFO nobody writes
+# but a wrapper whose supervisor has ended (its end is in the events
+# file then: seen at once): no sleep process. 50 ms while the files
+# grow, 200 ms after a second with nothing new (the first bytes after a
+# pause come within that).
+#
+# A look is skipped, at no process's cost, while every file is older
+# than the file "seen", whose time is set just before each look's stat
+# (bash's test -ot, a stat call of its own: nothing forked). A file
+# written since, even within the clock's tick that set "seen", is not
+# older, so its bytes are never left unlooked-for; at worst a look finds
+# nothing new. An idle pump of a 2 s trial forked some 30 stat before,
+# a few now. Every tenth look is made anyway, so that a file whose time
+# was set back (touch -d) waits at most 2 s.
 #
 # A file it cannot open (removed meanwhile, or a home whose file system
 # takes no hard link) is said at once, as a frame "failed" with the
@@ -243,23 +256,28 @@ tfhive_pump() {
 		tfhive_pdev+=("/dev/fd/$tfhive_y")
 	done
 	exec {tfhive_z}<>"$tfhive_md/tick" || tfhive_pumpfail "cannot open $tfhive_md/tick"
-	tfhive_last=0 tfhive_idle=0
+	tfhive_last=0 tfhive_idle=0 tfhive_skip=0
 	while :; do
 		kill -0 "$tfhive_mux" 2>/dev/null || tfhive_last=1
-		# The open files themselves (/dev/fd): the sizes are those of what
-		# head reads.
-		# shellcheck disable=SC2207 # sizes: digits only
-		tfhive_sz=($(stat -L -c %s -- "${tfhive_pdev[@]}" 2>/dev/null))
-		tfhive_any=
-		if [ "${#tfhive_sz[@]}" = "${#tfhive_pin[@]}" ]; then
-			for tfhive_i in "${!tfhive_sz[@]}"; do
-				tfhive_l=$((tfhive_sz[tfhive_i] - tfhive_pat[tfhive_i]))
-				[ "$tfhive_l" -gt 0 ] || continue
-				printf '%s %s\n' "${tfhive_pnm[tfhive_i]}" "$tfhive_l"
-				head -c "$tfhive_l" <&"${tfhive_pin[tfhive_i]}" || exit 1
-				tfhive_pat[tfhive_i]=${tfhive_sz[tfhive_i]}
-				tfhive_any=1
-			done
+		if [ "$tfhive_last" = 0 ] && [ "$tfhive_skip" -lt 9 ] && tfhive_unchanged; then
+			tfhive_skip=$((tfhive_skip + 1)) tfhive_any=
+		else
+			tfhive_skip=0 tfhive_any=
+			: >"$tfhive_md/seen" 2>/dev/null
+			# The open files themselves (/dev/fd): the sizes are those of
+			# what head reads.
+			# shellcheck disable=SC2207 # sizes: digits only
+			tfhive_sz=($(stat -L -c %s -- "${tfhive_pdev[@]}" 2>/dev/null))
+			if [ "${#tfhive_sz[@]}" = "${#tfhive_pin[@]}" ]; then
+				for tfhive_i in "${!tfhive_sz[@]}"; do
+					tfhive_l=$((tfhive_sz[tfhive_i] - tfhive_pat[tfhive_i]))
+					[ "$tfhive_l" -gt 0 ] || continue
+					printf '%s %s\n' "${tfhive_pnm[tfhive_i]}" "$tfhive_l"
+					head -c "$tfhive_l" <&"${tfhive_pin[tfhive_i]}" || exit 1
+					tfhive_pat[tfhive_i]=${tfhive_sz[tfhive_i]}
+					tfhive_any=1
+				done
+			fi
 		fi
 		[ "$tfhive_last" = 0 ] || exit 0
 		if [ -n "$tfhive_any" ]; then tfhive_idle=0; else tfhive_idle=$((tfhive_idle + 1)); fi
@@ -268,6 +286,13 @@ tfhive_pump() {
 		else
 			read -r -t 0.2 -u "$tfhive_z" _
 		fi
+	done
+}
+# tfhive_unchanged: every file the pump follows is older than "seen" (no
+# file missing either: -ot is false then).
+tfhive_unchanged() {
+	for tfhive_x in "${tfhive_pdev[@]}"; do
+		[ "$tfhive_x" -ot "$tfhive_md/seen" ] || return 1
 	done
 }
 # tfhive_pumpfail WHY says WHY as the pump's last frame (its length in
