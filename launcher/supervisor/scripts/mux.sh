@@ -265,9 +265,11 @@ tfhive_pump() {
 			tfhive_skip=0 tfhive_any=
 			: >"$tfhive_md/seen" 2>/dev/null
 			# The open files themselves (/dev/fd): the sizes are those of
-			# what head reads.
+			# what head reads. exec: a command substitution's command
+			# with a redirection is otherwise forked again from its
+			# subshell (bash 5.2), two processes for one.
 			# shellcheck disable=SC2207 # sizes: digits only
-			tfhive_sz=($(stat -L -c %s -- "${tfhive_pdev[@]}" 2>/dev/null))
+			tfhive_sz=($(exec stat -L -c %s -- "${tfhive_pdev[@]}" 2>/dev/null))
 			if [ "${#tfhive_sz[@]}" = "${#tfhive_pin[@]}" ]; then
 				for tfhive_i in "${!tfhive_sz[@]}"; do
 					tfhive_l=$((tfhive_sz[tfhive_i] - tfhive_pat[tfhive_i]))
