@@ -54,6 +54,10 @@ type runAs struct {
 	rerunOf string
 	tree    *codesync.Tree
 	trial   *trialHooks
+	// launched is where the run was started and its git state, when the
+	// caller learned it already: a sweep, once for all its trials (nil:
+	// run learns it).
+	launched *launchState
 }
 
 // run is Run, which also returns the summary (nil when nothing ran).

@@ -54,7 +54,10 @@ func (o *RunOptions) newJob(fleet *probe.Fleet, in runInput, as runAs) (*runJob,
 			return nil, err
 		}
 	}
-	launched := startLaunchState()
+	launched := as.launched
+	if launched == nil {
+		launched = startLaunchState()
+	}
 	req, err := o.Job.request(fleet.Hosts, "run", tree)
 	if err != nil {
 		return nil, err

@@ -366,6 +366,9 @@ func (o *SweepOptions) run(ctx context.Context, rec record.Sweep, trialGPUs int,
 // dir, over the sweep's shared connections, sharing its probes, placed by
 // the sweep's book; its summary is returned, not read back.
 func (o *SweepOptions) trial(tree *codesync.Tree) func(context.Context, sweepjob.Trial) (*record.Summary, error) {
+	// One git state for all trials: they share the launch dir, and a git
+	// per trial is a process each (hundreds in a large sweep).
+	launched := startLaunchState()
 	return func(ctx context.Context, t sweepjob.Trial) (*record.Summary, error) {
 		r := o.Run
 		r.Streams = Streams{Stdout: t.Console, Stderr: t.Console, Color: "never"}
@@ -374,7 +377,7 @@ func (o *SweepOptions) trial(tree *codesync.Tree) func(context.Context, sweepjob
 		r.Env = append(slices.Clone(o.Run.Env), t.Env...)
 		r.Detach, r.JSON, r.Quiet = false, false, false
 		r.Signals = t.Signals
-		return run(ctx, r, runAs{tree: tree, trial: &trialHooks{started: t.Started, book: t.Book}})
+		return run(ctx, r, runAs{tree: tree, launched: launched, trial: &trialHooks{started: t.Started, book: t.Book}})
 	}
 }
 
