@@ -80,7 +80,8 @@ tfhive_idle_watch() {
 			tfhive_tenths
 		done
 		next=$((tfhive_now + every))
-		q=$(nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits -i "$tfhive_idle_ids" 2>/dev/null)
+		# exec: no second fork (rundir.sh's tfhive_runsdir says why).
+		q=$(exec nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits -i "$tfhive_idle_ids" 2>/dev/null)
 		n=0 busy=0
 		while IFS=', ' read -r _ _ u _; do
 			if [[ $u =~ ^[0-9]+$ ]] && [ "$u" -le "$below" ]; then n=$((n + 1)); else busy=1; fi

@@ -50,7 +50,8 @@ tfhive_ledger() {
 	printf -v m '%(%Y-%m)T' "$6"
 	l=$1/tfhive-usage.$UID f=$l/$m.csv
 	[ -e "$l" ] || [ -L "$l" ] || mkdir -m 755 -- "$l" 2>/dev/null
-	read -r u p t <<<"$(stat -c '%u %a %F' -- "$l" 2>/dev/null)"
+	# exec: no second fork (rundir.sh's tfhive_runsdir says why).
+	read -r u p t <<<"$(exec stat -c '%u %a %F' -- "$l" 2>/dev/null)"
 	if [ "$t" != directory ]; then
 		why="$l is not a directory${t:+ (${t})}"
 	elif [ "$u" != "$EUID" ]; then
@@ -58,7 +59,7 @@ tfhive_ledger() {
 	elif (((8#$p & 8#022) != 0)); then
 		why="$l has mode 0$p: others may write it"
 	else
-		read -r s t <<<"$(stat -c '%s %F' -- "$f" 2>/dev/null)"
+		read -r s t <<<"$(exec stat -c '%s %F' -- "$f" 2>/dev/null)"
 		if [ -n "$t" ] && [ "$t" != "regular file" ] && [ "$t" != "regular empty file" ]; then
 			why="$f is not a regular file ($t)"
 		elif printf -v line '1 %s %s %s %s %s %s\n' "$5" "$6" "$n" "$(($7 * n / 10))" "$2" "$3" && [ $((${s:-0} + ${#line})) -gt 1048576 ]; then

@@ -37,7 +37,7 @@ tfhive_may_preempt() {
 		case $w in
 		'*' | "u:$1") return 0 ;;
 		g:*)
-			for g in $(id -nG -- "$1" 2>/dev/null); do [ "g:$g" != "$w" ] || return 0; done
+			for g in $(exec id -nG -- "$1" 2>/dev/null); do [ "g:$g" != "$w" ] || return 0; done
 			;;
 		esac
 	done
@@ -132,7 +132,7 @@ tfhive_preempt_by() {
 			free=$((total - ${#used[@]}))
 			[ "$need" -gt "$free" ] || continue
 		fi
-		who=$(id -nu -- "${k%% *}" 2>/dev/null) || continue
+		who=$(exec id -nu -- "${k%% *}" 2>/dev/null) || continue
 		if tfhive_may_preempt "$who"; then
 			printf '%s %s\n' "$w" "$who"
 			return 0

@@ -25,7 +25,9 @@ tfhive_runsdir() {
 	'' | *[!0-9a-f]*) tfhive_key=host-${HOSTNAME//[!A-Za-z0-9._-]/_} ;;
 	esac
 	read -r tfhive_boot 2>/dev/null </proc/sys/kernel/random/boot_id
-	tfhive_ns=$(readlink /proc/self/ns/pid 2>/dev/null)
+	# exec: a command substitution whose command has a redirection costs
+	# bash a second fork (a shell that runs it) unless told to exec it.
+	tfhive_ns=$(exec readlink /proc/self/ns/pid 2>/dev/null)
 	tfhive_ns=${tfhive_ns#pid:\[}
 	tfhive_runs=$HOME/.tfhive/runs-$tfhive_key-${tfhive_boot%%-*}-${tfhive_ns%]}
 }
@@ -58,7 +60,7 @@ tfhive_owndirs() {
 		fi
 		# Another task of the run may make it first: only what is there
 		# then counts.
-		tfhive_e=$(mkdir -m 700 "$tfhive_d" 2>&1) || [ -e "$tfhive_d" ] || { tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_why="cannot create $tfhive_d${tfhive_e:+: ${tfhive_e,}}"; return 1; }
+		tfhive_e=$(exec mkdir -m 700 "$tfhive_d" 2>&1) || [ -e "$tfhive_d" ] || { tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_why="cannot create $tfhive_d${tfhive_e:+: ${tfhive_e,}}"; return 1; }
 	done
 	if [ -z "$tfhive_why" ]; then
 		# One stat for them all (it does not follow symlinks: %F says so).
@@ -76,7 +78,7 @@ tfhive_owndirs() {
 				continue
 			fi
 			break
-		done <<<"$(stat -c '%u %a %U %F' -- "${tfhive_ds[@]}" 2>/dev/null)"
+		done <<<"$(exec stat -c '%u %a %U %F' -- "${tfhive_ds[@]}" 2>/dev/null)"
 		[ -n "$tfhive_why" ] || [ "$tfhive_i" = "${#tfhive_ds[@]}" ] || tfhive_why="${tfhive_ds[tfhive_i]} cannot be read"
 	fi
 	if [ -n "$tfhive_why" ]; then
@@ -133,7 +135,7 @@ tfhive_supervisor() {
 	read -r tfhive_pid tfhive_lo tfhive_le _ 2>/dev/null <"$1"
 	case $tfhive_pid in '' | *[!0-9]*) return ;; esac
 	[ -O "/proc/$tfhive_pid" ] || return
-	tfhive_args=$(tr '\0' ' ' 2>/dev/null <"/proc/$tfhive_pid/cmdline")
+	tfhive_args=$(exec tr '\0' ' ' 2>/dev/null <"/proc/$tfhive_pid/cmdline")
 	case $tfhive_args in *" tfhive-sup "*" $2 $3 "*) tfhive_alive=1 ;; esac
 }
 
@@ -170,7 +172,7 @@ tfhive_records() {
 			tfhive_rt=${tfhive_rt##*) }
 			[ "${tfhive_rt%% *}" = Z ] || tfhive_ra=1
 		fi
-		tfhive_rs=$(stat -c %s -- "$1.out" 2>/dev/null) || tfhive_rs=
+		tfhive_rs=$(exec stat -c %s -- "$1.out" 2>/dev/null) || tfhive_rs=
 		tfhive_ri=0
 		if [ -f "$1.att" ] && [ ! -L "$1.att" ]; then
 			# A line still being written has no newline yet: read fails on

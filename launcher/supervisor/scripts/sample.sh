@@ -53,7 +53,7 @@ tfhive_intruders() {
 		if ! [[ $pid =~ ^[0-9]+$ ]] || [ -z "$g" ] || [ -z "${idx[$g]-}" ] || tfhive_ours "$pid"; then continue; fi
 		# A process gone meanwhile (nvidia-smi lists the dead a while) is
 		# nobody's: only one ps still sees is reported.
-		tfhive_who=$(ps -ww -o user:32= -o args= -p "$pid" 2>/dev/null)
+		tfhive_who=$(exec ps -ww -o user:32= -o args= -p "$pid" 2>/dev/null)
 		if [ -z "$tfhive_who" ]; then continue; fi
 		printf '%s@@tfhive-intruder %s %s %s\n' "$tfhive_tag" "${idx[$g]}" "$pid" "$tfhive_who"
 	done < <(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null | head -n 1024)

@@ -67,11 +67,11 @@ tfhive_open() {
 		[ -e "$tfhive_f" ] || [ -L "$tfhive_f" ] || (set -C; : >"$tfhive_f") 2>/dev/null
 		# Never opened unless a regular file: a FIFO's open would block.
 		if [ -L "$tfhive_f" ] || { [ -e "$tfhive_f" ] && [ ! -f "$tfhive_f" ]; }; then
-			tfhive_blocked "$tfhive_f is not a regular file (owned by $(stat -c %U "$tfhive_f" 2>/dev/null))"
+			tfhive_blocked "$tfhive_f is not a regular file (owned by $(exec stat -c %U "$tfhive_f" 2>/dev/null))"
 		fi
 		eval "exec $1<\"\$tfhive_f\"" 2>/dev/null && return
 	done
-	tfhive_blocked "$tfhive_f is owned by $(stat -c %U "$tfhive_f" 2>/dev/null) and not readable"
+	tfhive_blocked "$tfhive_f is owned by $(exec stat -c %U "$tfhive_f" 2>/dev/null) and not readable"
 }
 # Descriptor 3 is taken by the supervisor's copy of stdin: the lock
 # files are on 4, 5, …

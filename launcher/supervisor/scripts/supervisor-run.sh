@@ -193,7 +193,7 @@ tfhive_kill() {
 tfhive_dl=''
 if [ "$tfhive_keep" != 0 ]; then
 	export TFHIVE_STOP_DEADLINE="$tfhive_f.deadline"
-elif tfhive_owndirs 1 '' "$HOME/.tfhive" && tfhive_dl=$(mktemp -d "$HOME/.tfhive/stop.XXXXXXXXXX" 2>/dev/null); then
+elif tfhive_owndirs 1 '' "$HOME/.tfhive" && tfhive_dl=$(exec mktemp -d "$HOME/.tfhive/stop.XXXXXXXXXX" 2>/dev/null); then
 	export TFHIVE_STOP_DEADLINE="$tfhive_dl/deadline"
 else
 	tfhive_dl=''
@@ -522,7 +522,7 @@ while :; do
 		# prints counts as an attempt line; a task's process that writes
 		# NAME.att itself (it runs as the same user) is not kept from it.
 		tfhive_drain
-		tfhive_size=$(stat -c %s -- "$tfhive_f.out" 2>/dev/null)
+		tfhive_size=$(exec stat -c %s -- "$tfhive_f.out" 2>/dev/null)
 		[ "$tfhive_mux" = 0 ] || printf '%s %s %s %s %s\n' '@@tfhive-attempt' "$tfhive_mark" "$tfhive_attempt" "$tfhive_rc" "${tfhive_size:--}"
 		[ -z "$tfhive_size" ] || printf '%s %s %s\n' "$tfhive_attempt" "$tfhive_rc" "$tfhive_size" >>"$tfhive_f.att"
 		printf '%s %s %s %s\n' '@@tfhive-attempt' "$tfhive_mark" "$tfhive_attempt" "$tfhive_rc" >>"$tfhive_f.out"
