@@ -6,8 +6,12 @@
 # heartbeats and stop requests) reaches the supervisor. A dd without
 # fullblock (an old busybox) falls back to bs=1: exact too, but a read and
 # a write per byte, milliseconds of CPU per task. EOF before the length
-# line ends it quietly: a spare session that was not needed.
+# line ends it quietly: a spare session that was not needed. Each dd is
+# exec'd by its command substitution: one process, where "$(dd … || dd
+# …)" cost bash a shell around the first dd (a fork per stage, three per
+# task).
 #
 # It travels as one line: the argument of sh -c or bash -c.
 IFS= read -r tfhive_n || exit 75;
-eval "$(dd bs="$tfhive_n" count=1 iflag=fullblock 2>/dev/null || dd bs=1 count="$tfhive_n" 2>/dev/null)"
+tfhive_stage=$(exec dd bs="$tfhive_n" count=1 iflag=fullblock 2>/dev/null) || tfhive_stage=$(exec dd bs=1 count="$tfhive_n" 2>/dev/null);
+eval "$tfhive_stage"
