@@ -12,11 +12,13 @@ import (
 
 // A kept run starts all of a host's tasks through its multiplexer, in the
 // probe's session: 8 tasks on a host cost that host one login, and each
-// task's output comes back whole, stdout and stderr apart.
+// task's output comes back whole, stdout and stderr apart. No variable of
+// the scripts' own (tfhive_…, as the one the multiplexer passes its
+// supervisors) reaches a task's environment.
 func TestRunMuxOneLoginPerHost(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := sshtest.Start(t, sshtest.Profile{Name: "solo", GPU: "idle-2gpu.xml", AliveInterval: 1})
-	script := `echo "out of $TF_CONFIG_TASK"; i=0; while [ $i -lt 300 ]; do echo "line $i"; i=$((i+1)); done; printf 'err\n' >&2; printf 'no newline'`
+	script := `echo "out of $TF_CONFIG_TASK"; echo "scripts' variables: $(env | grep -c '^tfhive_')"; i=0; while [ $i -lt 300 ]; do echo "line $i"; i=$((i+1)); done; printf 'err\n' >&2; printf 'no newline'`
 	args, logDir := runArgs(t, f, "--workers", "8", "--gpus-per-worker", "0", "--sample", "0", "--", "sh", "-c", script)
 	r := tfhive(t, f.Env(), f.Dir, args...)
 	wantCode(t, r, 0)
@@ -34,6 +36,9 @@ func TestRunMuxOneLoginPerHost(t *testing.T) {
 				t.Errorf("%s: line %d missing from its log:\n%s", tr.ID, i, log)
 				break
 			}
+		}
+		if !strings.Contains(log, "scripts' variables: 0\n") {
+			t.Errorf("%s: a variable of the scripts' own reached the task:\n%.300s", tr.ID, log)
 		}
 		if !strings.Contains(log, "err") || !strings.Contains(log, "no newline") {
 			t.Errorf("%s: its log lacks stderr or its last bytes:\n%.300s", tr.ID, log)

@@ -108,13 +108,16 @@ tfhive_closeall() {
 	for tfhive_x in "${tfhive_fds[@]}"; do exec {tfhive_x}>&-; done
 }
 # tfhive_wrap NAME runs NAME's supervisor on this stdin and says when it
-# ended.
+# ended. The supervisor is told this machine's directory of runs
+# (tfhive_runs, rundir.sh) in its environment, which it takes out of the
+# task's: it need not look for itself (a readlink, two processes).
 tfhive_wrap() {
 	tfhive_closeall
 	exec 4<&0 >/dev/null 2>&1
 	tfhive_sp=
 	trap '[ -z "$tfhive_sp" ] || kill -KILL "$tfhive_sp"' TERM
-	bash --norc -c "$tfhive_read" tfhive-mux-sup <&4 >"$tfhive_md/$1.so" 2>"$tfhive_md/$1.se" 4<&- &
+	# shellcheck disable=SC2154 # tfhive_runs: tfhive_rundir's (rundir.sh)
+	tfhive_mux_runs=$tfhive_runs bash --norc -c "$tfhive_read" tfhive-mux-sup <&4 >"$tfhive_md/$1.so" 2>"$tfhive_md/$1.se" 4<&- &
 	tfhive_sp=$!
 	exec 4<&-
 	tfhive_rc=

@@ -138,8 +138,15 @@ if [ "$tfhive_keep" != 0 ]; then
 	if [ "$tfhive_mux" != 0 ]; then
 		# The multiplexer that started this shell checked the directory
 		# (mux.sh) a moment ago, as this user: nobody else can have
-		# changed it since. Its stat is a process per task spared.
-		tfhive_runsdir
+		# changed it since. Its stat is a process per task spared, and
+		# so is the machine's directory of runs, which it passes in the
+		# environment (tfhive_mux_runs: not the task's).
+		if [ -n "${tfhive_mux_runs-}" ]; then
+			tfhive_runs=$tfhive_mux_runs
+		else
+			tfhive_runsdir
+		fi
+		unset tfhive_mux_runs
 		# shellcheck disable=SC2154 # tfhive_runs: tfhive_runsdir's
 		tfhive_rd=$tfhive_runs/$2
 	else
