@@ -288,3 +288,28 @@ func TestKilledSupervisorReleasesClaims(t *testing.T) {
 		t.Errorf("files left in /tmp: %v", hb)
 	}
 }
+
+// The lock files a run makes in the claims directory are readable by all
+// (others' runs open them to lock them too), whatever the user's umask,
+// and the task keeps that umask.
+func TestLockFilesReadableWhateverTheUmask(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	f := sshtest.Start(t, sshtest.Profile{Name: "u1", GPU: "idle-2gpu.xml"})
+	h := f.Host("u1")
+	if err := os.WriteFile(filepath.Join(h.Home(), ".bashrc"), []byte("umask 077\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args, logDir := runArgs(t, f, "--workers", "1", "--gpus-per-worker", "1", "--sample", "0", "--", "sh", "-c", `echo "task umask $(umask)"`)
+	r := tfhive(t, f.Env(), f.Dir, args...)
+	wantCode(t, r, 0)
+	wantContains(t, "the task's log", readFile(t, summaryOf(t, logDir).Tasks[0].Log), "task umask 0077\n")
+	locks, _ := filepath.Glob(filepath.Join(h.ClaimsDir(), "tfhive-claim.gpu-*.lock"))
+	if len(locks) == 0 {
+		t.Fatalf("no GPU lock file in %s", h.ClaimsDir())
+	}
+	for _, l := range locks {
+		if fi, err := os.Stat(l); err != nil || fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: %v, %v: want mode 0644 under umask 077", l, fi.Mode(), err)
+		}
+	}
+}

@@ -54,17 +54,17 @@ if [ -n "${TFHIVE_CLAIMS_DIR-}" ]; then
 		tfhive_blocked "claims dir $tfhive_dir (TFHIVE_CLAIMS_DIR) is writable by others and not sticky"
 	fi
 fi
-tfhive_umask=$(umask)
-umask 022
 # tfhive_open FD NAME opens the lock file NAME on descriptor FD. A file
 # that is gone between the test and the open (its owner unlinked it, and
 # may have made it again) is tried again, a few times: only a file that
 # stays unreadable blocks the claim (CI: TestHostileSwappedLockFiles saw
-# a run end on mallory's swap instead of claiming the new file).
+# a run end on mallory's swap instead of claiming the new file). A file it
+# makes is readable by all (umask 022, in the subshell that makes it: the
+# task keeps the user's umask, and no process is spent saving it).
 tfhive_open() {
 	tfhive_f=$tfhive_dir/$2
 	for _ in 1 2 3; do
-		[ -e "$tfhive_f" ] || [ -L "$tfhive_f" ] || (set -C; : >"$tfhive_f") 2>/dev/null
+		[ -e "$tfhive_f" ] || [ -L "$tfhive_f" ] || (set -C; umask 022; : >"$tfhive_f") 2>/dev/null
 		# Never opened unless a regular file: a FIFO's open would block.
 		if [ -L "$tfhive_f" ] || { [ -e "$tfhive_f" ] && [ ! -f "$tfhive_f" ]; }; then
 			tfhive_blocked "$tfhive_f is not a regular file (owned by $(exec stat -c %U "$tfhive_f" 2>/dev/null))"
@@ -88,5 +88,4 @@ for tfhive_lock; do
 	esac
 	tfhive_fd=$((tfhive_fd + 1))
 done
-umask "$tfhive_umask"
 exec "${tfhive_chain[@]}" bash --norc -c "$tfhive_read" tfhive-sup "$tfhive_dir" "$tfhive_run" "$tfhive_task" "$tfhive_labels" ${tfhive_prio:+"$tfhive_prio"}
