@@ -146,8 +146,9 @@ tfhive_preempt_by() {
 tfhive_preempt_watch() {
 	: "${tfhive_pid?}"
 	local by n f
-	# A pipe nobody writes: read -t on it is a sleep without a process.
-	exec 9<> <(:)
+	# A pipe nobody writes: read -t on it is a sleep without a process
+	# (pipe.sh).
+	tfhive_pipe 9
 	while kill -0 "$tfhive_pid" 2>/dev/null; do
 		read -r -t 1 -u 9 _
 		f=("$1"/tfhive-preempt.*."$2".lock)

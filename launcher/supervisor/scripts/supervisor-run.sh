@@ -246,10 +246,10 @@ tfhive_signalled() {
 	fi
 	if [ "$1" = TERM ]; then tfhive_stopping; else tfhive_signal "$1"; fi
 }
-# Descriptor 10 is a pipe this shell holds both ends of (a process
-# substitution's, opened again read-write through /dev/fd): reading it
-# never blocks on EOF, and read -t 0 says whether a word is there.
-exec 10<> <(:)
+# Descriptor 10 is a pipe this shell holds both ends of (pipe.sh):
+# reading it never blocks on EOF, and read -t 0 says whether a word is
+# there.
+tfhive_pipe 10
 tfhive_stops=0 tfhive_sig=
 # The first SIGTERM (tfhive kill) stops the task as the run's --grace
 # says: the stop signal, and SIGKILL once the grace is over (a timer in
@@ -414,7 +414,7 @@ fi
 # the watcher from ever seeing EOF when this supervisor was killed (CI:
 # TestKilledSupervisorReleasesClaims found the task still running).
 tfhive_iw='' tfhive_idled='' tfhive_t0=0 tfhive_now=0
-exec 12<> <(:)
+tfhive_pipe 12
 tfhive_idle_start() {
 	tfhive_tenths
 	tfhive_t0=$tfhive_now
