@@ -147,9 +147,18 @@ tfhive_ended() {
 	tfhive_want=
 	read -r tfhive_want 2>/dev/null <"$tfhive_md/n"
 	[ -n "$tfhive_want" ] || return 0
-	# grep counts the ends, not a shell loop over every line.
-	tfhive_k=$(grep -c '^x ' "$tfhive_md/events")
-	[ "${tfhive_k:-0}" -lt "$tfhive_want" ] || kill -TERM "$tfhive_mux" 2>/dev/null
+	# The ends are counted in the file's whole text, read at once: each is
+	# a line "x …" (after the first line, "s;"), so the count is what
+	# removing every newline-x-space takes off, over 3. No process (grep
+	# -c was one, twice per task) and no shell loop over the lines: 60 µs
+	# for a few tasks, 2 ms for 1000 here, less than a grep up to some
+	# 2000 tasks a host. Bytes, not characters (LC_ALL=C): the length of
+	# a reason in another language counts as what it removes.
+	local LC_ALL=C tfhive_ev='' tfhive_rest
+	IFS= read -r -d '' tfhive_ev 2>/dev/null <"$tfhive_md/events"
+	tfhive_rest=${tfhive_ev//$'\nx '/}
+	tfhive_k=$(((${#tfhive_ev} - ${#tfhive_rest}) / 3))
+	[ "$tfhive_k" -lt "$tfhive_want" ] || kill -TERM "$tfhive_mux" 2>/dev/null
 }
 # tfhive_sampler runs the sampler on this stdin, its stdout this shell's
 # stderr, then reads what still comes (as a wrapper does, for the same
