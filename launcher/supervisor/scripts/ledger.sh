@@ -42,7 +42,7 @@
 tfhive_ledger() {
 	[ "$1" != - ] && [ -d "$1" ] || return 0
 	local -a c
-	local g n=0 l f m u p t s line why='' TZ=UTC0
+	local g n=0 l f m u p t s ft line why='' TZ=UTC0
 	IFS=, read -r -a c <<<"$4"
 	for g in "${c[@]}"; do [[ $g != gpu:* ]] || n=$((n + 1)); done
 	# A task on CPUs holds no GPU-hours.
@@ -50,26 +50,33 @@ tfhive_ledger() {
 	printf -v m '%(%Y-%m)T' "$6"
 	l=$1/tfhive-usage.$UID f=$l/$m.csv
 	[ -e "$l" ] || [ -L "$l" ] || mkdir -m 755 -- "$l" 2>/dev/null
-	# exec: no second fork (rundir.sh's tfhive_runsdir says why).
-	read -r u p t <<<"$(exec stat -c '%u %a %F' -- "$l" 2>/dev/null)"
+	# One stat for the directory and the file, neither followed (exec: no
+	# second fork, rundir.sh's tfhive_runsdir says why). The directory's
+	# line comes first; the file's follows only when the file is there
+	# (stat prints nothing for one it cannot find). A path whose directory
+	# stat cannot find has no file either; and the first line, whoever's,
+	# passes only as a directory of this user's that nobody else may
+	# write, which nobody else can have made.
+	{
+		read -r u p _ t
+		read -r _ _ s ft
+	} <<<"$(exec stat -c '%u %a %s %F' -- "$l" "$f" 2>/dev/null)"
 	if [ "$t" != directory ]; then
 		why="$l is not a directory${t:+ (${t})}"
 	elif [ "$u" != "$EUID" ]; then
 		why="$l is owned by uid $u, not by you"
 	elif (((8#$p & 8#022) != 0)); then
 		why="$l has mode 0$p: others may write it"
-	else
-		read -r s t <<<"$(exec stat -c '%s %F' -- "$f" 2>/dev/null)"
-		if [ -n "$t" ] && [ "$t" != "regular file" ] && [ "$t" != "regular empty file" ]; then
-			why="$f is not a regular file ($t)"
-		elif printf -v line '1 %s %s %s %s %s %s\n' "$5" "$6" "$n" "$(($7 * n / 10))" "$2" "$3" && [ $((${s:-0} + ${#line})) -gt 1048576 ]; then
-			# A reader refuses a ledger past 1 MiB whole: the line that
-			# would take it past is not written.
-			why="$f is full (1 MiB)"
-		elif ! printf '%s' "$line" 2>/dev/null |
-			(umask 022 && exec dd of="$f" oflag=append,nofollow,nonblock conv=notrunc status=none) 2>/dev/null; then
-			why="cannot append to $f"
-		fi
+	elif [ -n "$ft" ] && [ "$ft" != "regular file" ] && [ "$ft" != "regular empty file" ]; then
+		why="$f is not a regular file ($ft)"
+	elif printf -v line '1 %s %s %s %s %s %s\n' "$5" "$6" "$n" "$(($7 * n / 10))" "$2" "$3" && [ $((${s:-0} + ${#line})) -gt 1048576 ]; then
+		# A reader refuses a ledger past 1 MiB whole: the line that
+		# would take it past is not written.
+		why="$f is full (1 MiB)"
+	# dd reads the line as a here-string, the line less its newline,
+	# which bash puts back: no printf in a pipe, a fork fewer.
+	elif ! (umask 022 && exec dd of="$f" oflag=append,nofollow,nonblock conv=notrunc status=none) 2>/dev/null <<<"${line%$'\n'}"; then
+		why="cannot append to $f"
 	fi
 	# A session gone (a kept run's) must not end this shell: SIGPIPE is
 	# the subshell's.
