@@ -97,8 +97,19 @@ tfhive_md=$tfhive_rd/$tfhive_m
 # gets its first bytes ("s;", which tfhive passes over), before any task
 # can have filled the disk: a disk full later still takes the events
 # (the file's first block is there), and could not take a new file.
-tfhive_e=$({ mkdir -m 700 "$tfhive_md" && printf 's;\n' >"$tfhive_md/events" && : >"$tfhive_md/seen" && mkfifo -m 600 "$tfhive_md/tick"; } 2>&1) ||
-	{ tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_say "failed cannot create $tfhive_md${tfhive_e:+: ${tfhive_e,}}"; exit 126; }
+# Each step is tried quietly, and only one that failed is tried again in
+# a command substitution, for the system's words (a process only then:
+# the words were a fork for every multiplexer); what succeeded is not
+# done again.
+tfhive_mdfail() {
+	tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }
+	tfhive_say "failed cannot create $tfhive_md${tfhive_e:+: ${tfhive_e,}}"
+	exit 126
+}
+mkdir -m 700 "$tfhive_md" 2>/dev/null || tfhive_e=$(exec mkdir -m 700 "$tfhive_md" 2>&1) || tfhive_mdfail
+{ printf 's;\n' >"$tfhive_md/events"; } 2>/dev/null || tfhive_e=$({ printf 's;\n' >"$tfhive_md/events"; } 2>&1) || tfhive_mdfail
+{ : >"$tfhive_md/seen"; } 2>/dev/null || tfhive_e=$({ : >"$tfhive_md/seen"; } 2>&1) || tfhive_mdfail
+mkfifo -m 600 "$tfhive_md/tick" 2>/dev/null || tfhive_e=$(exec mkfifo -m 600 "$tfhive_md/tick" 2>&1) || tfhive_mdfail
 tfhive_mux=$$
 declare -A tfhive_fds tfhive_pids
 tfhive_names=()
