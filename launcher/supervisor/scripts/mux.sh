@@ -127,8 +127,13 @@ tfhive_wrap() {
 	exec 4<&0 >/dev/null 2>&1
 	tfhive_sp=
 	trap '[ -z "$tfhive_sp" ] || kill -KILL "$tfhive_sp"' TERM
+	# A subshell that execs the supervisor: bash started in the background
+	# as a plain command would have SIGINT and SIGQUIT ignored, and the
+	# supervisor would have to give them back to its task (env
+	# --default-signal, supervisor-run.sh: a process per task); a
+	# subshell's exec puts back the signals bash set for it.
 	# shellcheck disable=SC2154 # tfhive_runs: tfhive_rundir's (rundir.sh)
-	tfhive_mux_runs=$tfhive_runs bash --norc -c "$tfhive_read" tfhive-mux-sup <&4 >"$tfhive_md/$1.so" 2>"$tfhive_md/$1.se" 4<&- &
+	(tfhive_mux_runs=$tfhive_runs exec bash --norc -c "$tfhive_read" tfhive-mux-sup) <&4 >"$tfhive_md/$1.so" 2>"$tfhive_md/$1.se" 4<&- &
 	tfhive_sp=$!
 	exec 4<&-
 	tfhive_rc=

@@ -304,12 +304,14 @@ exec 7> >(
 )
 tfhive_watch=$!
 exec 3<&0
-# A shell started in the background (the multiplexer's supervisors are)
-# has SIGINT and SIGQUIT ignored, which its children inherit and a
-# non-interactive shell cannot trap: the task would never hear
-# --stop-signal SIGINT, nor Python raise KeyboardInterrupt. env
-# --default-signal (coreutils 8.31) gives them back, exec'd in place; it
-# is tried only when they are ignored (/proc, no process otherwise).
+# A shell started in the background as a plain command has SIGINT and
+# SIGQUIT ignored, which its children inherit and a non-interactive
+# shell cannot trap: the task would never hear --stop-signal SIGINT, nor
+# Python raise KeyboardInterrupt. env --default-signal (coreutils 8.31)
+# gives them back, exec'd in place; it is tried only when they are
+# ignored (/proc, no process otherwise). The multiplexer's supervisors
+# are started through a subshell's exec, which keeps them (mux.sh's
+# tfhive_wrap): neither the try nor env is needed there.
 tfhive_dfl=()
 while read -r tfhive_k tfhive_v; do
 	[ "$tfhive_k" = SigIgn: ] || continue
