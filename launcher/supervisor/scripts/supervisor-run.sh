@@ -304,23 +304,10 @@ exec 7> >(
 )
 tfhive_watch=$!
 exec 3<&0
-# A shell started in the background as a plain command has SIGINT and
-# SIGQUIT ignored, which its children inherit and a non-interactive
-# shell cannot trap: the task would never hear --stop-signal SIGINT, nor
-# Python raise KeyboardInterrupt. env --default-signal (coreutils 8.31)
-# gives them back, exec'd in place; it is tried only when they are
-# ignored (/proc, no process otherwise). The multiplexer's supervisors
-# are started through a subshell's exec, which keeps them (mux.sh's
-# tfhive_wrap): neither the try nor env is needed there.
-tfhive_dfl=()
-while read -r tfhive_k tfhive_v; do
-	[ "$tfhive_k" = SigIgn: ] || continue
-	if [[ $tfhive_v =~ ^[0-9a-f]+$ ]] && ((16#$tfhive_v & 6)) && env --default-signal=INT,QUIT true 2>/dev/null; then
-		tfhive_dfl=(env '--default-signal=INT,QUIT')
-	fi
-	break
-done 2>/dev/null <"/proc/$$/status"
+# SIGINT and SIGQUIT as the task must have them (signals.sh).
+tfhive_sigdfl
 # tfhive_spawn starts an attempt of the task.
+# shellcheck disable=SC2154 # tfhive_dfl: tfhive_sigdfl's (signals.sh)
 tfhive_spawn() {
 	if [ "$tfhive_keep" = 0 ]; then
 		(
