@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 )
@@ -111,6 +112,45 @@ func TestReservationPolicyParsed(t *testing.T) {
 	} {
 		if _, err := ParsePolicy("policy.yaml", []byte(text)); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}
+
+// One find and one awk list both the reservations and the lock files: each
+// list is cut at its own cap and says so, whatever the other does, and
+// the lock files' overflow mark stays the section's last line.
+func TestBookingsAndClaimsCutApart(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 3 {
+		os.WriteFile(filepath.Join(dir, "tfhive-reservation.0000000"+strconv.Itoa(i)+".1.2.0."), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, claim.FilePrefix+"port-"+strconv.Itoa(30000+i)+claim.FileSuffix), nil, 0o644)
+	}
+	for _, c := range []struct {
+		rmax, cmax       string
+		bookings, files  int
+		bookCut, lockCut bool
+	}{
+		{"3", "3", 3, 3, false, false},
+		{"2", "3", 2, 3, true, false},
+		{"3", "2", 3, 2, false, true},
+		{"1", "1", 1, 1, true, true},
+	} {
+		script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0"), shscript.Set("use", "1"), shscript.Set("t", "5"),
+			shscript.Set("cmax", c.cmax), shscript.Set("rmax", c.rmax)))
+		script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
+		raw, err := script.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		po, err := splitProbeOutput([]byte(markSMI + " 0\n" + markPS + "\n" + markTCP + "\n" + markNIC + "\n" + string(raw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := parseBookings(po.claims.files, dir)
+		files := strings.Count("\n"+string(po.claims.files), "\nF ")
+		if b.overflow != c.bookCut || len(b.bookings) != c.bookings || po.claims.overflow != c.lockCut || files != c.files {
+			t.Errorf("rmax %s, cmax %s: %d bookings (cut %v), %d lock files (cut %v); want %d (%v), %d (%v)\n%s",
+				c.rmax, c.cmax, len(b.bookings), b.overflow, files, po.claims.overflow, c.bookings, c.bookCut, c.files, c.lockCut, po.claims.files)
 		}
 	}
 }
