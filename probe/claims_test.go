@@ -26,7 +26,14 @@ func runClaimsScript(t *testing.T, dir string) claimsSection {
 // runClaimsScriptMax is runClaimsScript listing at most max lock files.
 func runClaimsScriptMax(t *testing.T, dir string, max int) claimsSection {
 	t.Helper()
-	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0"), shscript.Set("use", "1"), shscript.Set("t", "5"), shscript.Set("cmax", strconv.Itoa(max)), shscript.Set("rmax", strconv.Itoa(MaxBookingFiles))))
+	return runClaimsScriptCaps(t, dir, strconv.Itoa(max), strconv.Itoa(MaxBookingFiles))
+}
+
+// runClaimsScriptCaps runs claims.sh on dir with at most cmax lock files
+// and rmax reservation files listed.
+func runClaimsScriptCaps(t *testing.T, dir, cmax, rmax string) claimsSection {
+	t.Helper()
+	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0"), shscript.Set("use", "1"), shscript.Set("t", "5"), shscript.Set("cmax", cmax), shscript.Set("rmax", rmax)))
 	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
 	raw, err := script.Output()
 	if err != nil {

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/tfhive/tfhive/probe/claim"
 	"github.com/tfhive/tfhive/probe/inventory"
-	"github.com/tfhive/tfhive/probe/remote/shscript"
 )
 
 // TestBookingsFromClaimsDir: the claims script lists the reservation
@@ -78,18 +76,8 @@ func TestBookingsOverflow(t *testing.T) {
 	for i := range 3 {
 		os.WriteFile(filepath.Join(dir, "tfhive-reservation.0000000"+strconv.Itoa(i)+".1.2.0."), nil, 0o644)
 	}
-	script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0"), shscript.Set("use", "1"), shscript.Set("t", "5"),
-		shscript.Set("cmax", "10"), shscript.Set("rmax", "2")))
-	script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
-	raw, err := script.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	po, err := splitProbeOutput([]byte(markSMI + " 0\n" + markPS + "\n" + markTCP + "\n" + markNIC + "\n" + string(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := parseBookings(po.claims.files, dir); !s.overflow || len(s.bookings) != 2 {
+	cl := runClaimsScriptCaps(t, dir, "10", "2")
+	if s := parseBookings(cl.files, dir); !s.overflow || len(s.bookings) != 2 {
 		t.Errorf("overflow %v with %d bookings, want true with 2", s.overflow, len(s.bookings))
 	}
 }
@@ -135,22 +123,12 @@ func TestBookingsAndClaimsCutApart(t *testing.T) {
 		{"3", "2", 3, 2, false, true},
 		{"1", "1", 1, 1, true, true},
 	} {
-		script := exec.Command("sh", "-c", shscript.LoadOneLine(scripts, "scripts/claims.sh", "scripts/runs.sh").With(shscript.Set("runs", "0"), shscript.Set("use", "1"), shscript.Set("t", "5"),
-			shscript.Set("cmax", c.cmax), shscript.Set("rmax", c.rmax)))
-		script.Env = append(os.Environ(), "TFHIVE_CLAIMS_DIR="+dir)
-		raw, err := script.Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		po, err := splitProbeOutput([]byte(markSMI + " 0\n" + markPS + "\n" + markTCP + "\n" + markNIC + "\n" + string(raw)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := parseBookings(po.claims.files, dir)
-		files := strings.Count("\n"+string(po.claims.files), "\nF ")
-		if b.overflow != c.bookCut || len(b.bookings) != c.bookings || po.claims.overflow != c.lockCut || files != c.files {
+		cl := runClaimsScriptCaps(t, dir, c.cmax, c.rmax)
+		b := parseBookings(cl.files, dir)
+		files := strings.Count("\n"+string(cl.files), "\nF ")
+		if b.overflow != c.bookCut || len(b.bookings) != c.bookings || cl.overflow != c.lockCut || files != c.files {
 			t.Errorf("rmax %s, cmax %s: %d bookings (cut %v), %d lock files (cut %v); want %d (%v), %d (%v)\n%s",
-				c.rmax, c.cmax, len(b.bookings), b.overflow, files, po.claims.overflow, c.bookings, c.bookCut, c.files, c.lockCut, po.claims.files)
+				c.rmax, c.cmax, len(b.bookings), b.overflow, files, cl.overflow, c.bookings, c.bookCut, c.files, c.lockCut, cl.files)
 		}
 	}
 }
