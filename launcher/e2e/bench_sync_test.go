@@ -61,8 +61,11 @@ func (b *bench) sync() {
 		return m
 	}
 	sshOpts := strings.Join(b.sshArgs(), " ")
+	// Each host's copy in a directory of its own: on a bed whose hosts
+	// share one home (NFS, the default as root), tars extracting into one
+	// directory at once collide ("Cannot open: File exists").
 	script := `pids=; for h in ` + strings.Join(names, " ") + `; do
-	tar c -C "$1" . | ssh ` + sshOpts + ` "$h" 'mkdir -p "$HOME/tar-x" && tar x -C "$HOME/tar-x"' & pids="$pids $!"
+	tar c -C "$1" . | ssh ` + sshOpts + ` "$h" "mkdir -p \"\$HOME/tar-x/$h\" && tar x -C \"\$HOME/tar-x/$h\"" & pids="$pids $!"
 done
 rc=0; for p in $pids; do wait "$p" || rc=1; done; exit $rc`
 	b.printf("\n## sync: %d MB of code (%d files) to %d hosts\n\n", size/1000/1000, b.syncFiles(tree), n)
@@ -76,8 +79,8 @@ rc=0; for p in $pids; do wait "$p" || rc=1; done; exit $rc`
 		}},
 		contender{"tar | ssh", func() measured {
 			m := b.execute("tar | ssh", nil, false, "sh", "-c", script, "sh", tree)
-			for _, home := range homes {
-				if _, err := os.Stat(filepath.Join(home, "tar-x", "rev.txt")); err != nil {
+			for i, home := range homes {
+				if _, err := os.Stat(filepath.Join(home, "tar-x", names[i], "rev.txt")); err != nil {
 					b.t.Fatalf("tar | ssh: %v", err)
 				}
 			}
