@@ -42,14 +42,15 @@ echo @@tfhive-claims "${m:--}" "$i" "$d";
 # walk of the directory and one awk for both lists (each had its own, two
 # processes more per probe). The awk keeps each list's first lines and
 # says at the end which was cut ("XV", then "X": X is the section's last
-# line, probe/script.go's cutOverflow).
+# line, probe/script.go's cutOverflow); once both are cut it reads no
+# more, and find ends on its closed pipe, as each list's did.
 u=$(id -un 2>/dev/null); echo "R ${u:--}";
 # A file find found unusable is looked at again, by opening it: only a
 # symlink or an open refused for permission blocks its GPU or port; one
 # that went since (its owner may unlink and make it again, as fast as she
 # likes) must not.
 find -H "$d" -mindepth 1 -maxdepth 1 -regextype posix-extended \( -regex '.*/tfhive-reservation[.][A-Za-z0-9.,_-]{1,255}' -printf 'V %u %y %n %C@ %f\n' \) -o \( -regex '.*/tfhive-claim[.](gpu|port)-[A-Za-z0-9-]{1,80}[.]lock' -printf 'F %D %i %u %y %f\n' \( -type l -o ! -readable \) -printf 'U %f\n' \) 2>/dev/null |
-  awk -v r="$rmax" -v n="$cmax" '/^V / { if (++v > r) xv = 1; if (xv) next } /^[FU] / { if (/^F / && ++c > n) xf = 1; if (xf) next } { print } END { if (xv) print "XV"; if (xf) print "X" }' |
+  awk -v r="$rmax" -v n="$cmax" 'xv && xf { exit } /^V / { if (++v > r) xv = 1; if (xv) next } /^[FU] / { if (/^F / && ++c > n) xf = 1; if (xf) next } { print } END { if (xv) print "XV"; if (xf) print "X" }' |
   while IFS= read -r x; do case $x in "U "*) f=$d/${x#U }; e=; if [ ! -L "$f" ]; then e=$( (LC_ALL=C; : <"$f") 2>&1 ); fi; case $e in *ermission*) printf '%s\n' "$x" ;; *) if [ -L "$f" ]; then printf '%s\n' "$x"; fi ;; esac ;; *) printf '%s\n' "$x" ;; esac; done;
 echo @@tfhive-locks;
 l=$(awk '$2 == "FLOCK" && $5 > 0 { print $6, $5 }' /proc/locks 2>/dev/null);
