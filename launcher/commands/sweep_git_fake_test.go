@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -32,14 +31,7 @@ func TestSweepReadsGitOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", shims+":"+os.Getenv("PATH"))
-	var o out
-	j := fakeJob("gitonce", 1, `echo "n={N}"`)
-	j.GPUsPerWorker = 1
-	ro := b.runOptions(o.streams(), j)
-	ro.LogDir, ro.JSON = "", true
-	if err := Sweep(context.Background(), SweepOptions{Run: ro, Params: []string{"N=1,2,3,4,5,6"}}); err != nil {
-		t.Fatalf("sweep: %v\n%s", err, o.stderr.String())
-	}
+	sweepSix(t, b, "gitonce")
 	calls, _ := os.ReadFile(log)
 	if n := strings.Count(string(calls), "rev-parse"); n != 1 {
 		t.Errorf("git rev-parse ran %d times for 6 trials, want 1", n)
