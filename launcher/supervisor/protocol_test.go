@@ -403,13 +403,41 @@ func TestSupervisorStopsWhenAHolderDies(t *testing.T) {
 	}
 }
 
+// A SIGTERM (tfhive kill) at any moment after the claim line is a stop
+// of the task, never the supervisor's own death: the task is stopped
+// (or never runs), and the supervisor says the run was cancelled. Sent
+// right after go, it came while the task was being started, before
+// the supervisor's handler, and killed the supervisor outright (CI:
+// TestKillCancelsDetachedRun's worker:1 ended "exited", code 143).
+func TestSupervisorTermedRightAfterGo(t *testing.T) {
+	marker := fmt.Sprintf("tfhive-termed-%d", os.Getpid())
+	for i := 0; i < 20; i++ {
+		s := supervise(t, Task{Argv: []string{"bash", "-c", "sleep 60 & wait", marker}, HeartbeatTimeout: 30 * time.Second})
+		if got := s.line(t); got != ClaimOK {
+			t.Fatalf("%q (stderr %s)", got, s.errb.String())
+		}
+		s.send(t, CtlGo)
+		if i%2 == 1 {
+			waitForChild(t, s.p.(interface{ Pid() int }).Pid())
+		}
+		syscall.Kill(s.p.(interface{ Pid() int }).Pid(), syscall.SIGTERM)
+		rc := s.wait(t, 15*time.Second)
+		if !strings.Contains(s.errb.String(), "@@tfhive-cancelled ") || rc != 128+15 {
+			t.Fatalf("try %d: exit %d, stderr %q, want the cancelled line and 143", i, rc, s.errb.String())
+		}
+	}
+	if out, err := exec.Command("pgrep", "-f", marker).Output(); err == nil {
+		t.Errorf("tasks left running: %s", out)
+	}
+}
+
 // A supervisor killed at any moment after go, even before its task has
 // started, leaves no task behind: the watcher exists before the task and
 // learns its pid from the task's own shell.
 func TestSupervisorKilledRightAfterGo(t *testing.T) {
 	marker := fmt.Sprintf("tfhive-orphan-%d", os.Getpid())
 	for i := 0; i < 20; i++ {
-		s := supervise(t, Task{Argv: []string{"sleep", "60", marker}, HeartbeatTimeout: 30 * time.Second})
+		s := supervise(t, Task{Argv: []string{"bash", "-c", "sleep 60 & wait", marker}, HeartbeatTimeout: 30 * time.Second})
 		if got := s.line(t); got != ClaimOK {
 			t.Fatalf("%q (stderr %s)", got, s.errb.String())
 		}

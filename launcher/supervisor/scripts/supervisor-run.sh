@@ -114,6 +114,16 @@
 # and, from the holders' command line, $1 the claims dir, $2 the run id,
 # $3 the task's and $4 its claims.
 : "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}" "${tfhive_mux?}" "${tfhive_stopsig?}" "${tfhive_grace?}"
+# From here on a SIGTERM (tfhive kill, which finds this shell by the
+# label on its command line) is a stop owed to the task: counted, and
+# sent once the task has started (tfhive_spawn). Until the trap, it
+# would kill this shell outright, and a task already started would end
+# as if it had failed (CI: TestKillCancelsDetachedRun found worker:1
+# "exited", killed by signal 15). The full handler (tfhive_stop) comes
+# once what it calls is defined. A read gives way to the trap and goes
+# on reading.
+tfhive_stops=0 tfhive_owed='' tfhive_pid=''
+trap 'tfhive_stops=$((tfhive_stops + 1)) tfhive_owed=1' TERM
 # Another live holder's label names one of our claims (claim-check.sh):
 # the claim is taken, whatever file we locked.
 tfhive_check_claims "$1" "$4" "$tfhive_nclaims" || exit 75
@@ -250,17 +260,23 @@ tfhive_signalled() {
 # reading it never blocks on EOF, and read -t 0 says whether a word is
 # there.
 tfhive_pipe 10
-tfhive_stops=0 tfhive_sig=
+tfhive_sig=
 # The first SIGTERM (tfhive kill) stops the task as the run's --grace
 # says: the stop signal, and SIGKILL once the grace is over (a timer in
 # the background, whose wait ends as soon as the task is gone), or at
-# kill's second SIGTERM if that comes first (kill's own --grace).
+# kill's second SIGTERM if that comes first (kill's own --grace). With
+# no task under way (not started yet, or its attempt over: its pid may
+# be another process's by now), the stop is owed: tfhive_spawn sends it
+# to the next attempt, if one starts.
 # shellcheck disable=SC2317 # called by the TERM trap below
 tfhive_stop() {
 	tfhive_stops=$((tfhive_stops + 1))
 	if [ -n "${tfhive_asking-}" ]; then
 		kill "$tfhive_reader" 2>/dev/null
-	elif [ "$tfhive_stops" = 1 ]; then
+	elif [ -z "$tfhive_pid" ]; then
+		tfhive_owed=1
+	elif [ "$tfhive_stops" = 1 ] || [ -n "$tfhive_owed" ]; then
+		tfhive_owed=''
 		tfhive_stopping
 		{
 			tfhive_n=0
@@ -272,6 +288,7 @@ tfhive_stop() {
 		} </dev/null >/dev/null 2>&1 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&- &
 	else tfhive_kill; fi
 }
+trap tfhive_stop TERM
 # The claim holders are this shell's flock ancestors: one of them killed
 # has released its claim, so the task must not go on.
 tfhive_holders=
@@ -321,6 +338,11 @@ tfhive_spawn() {
 		) &
 	fi
 	tfhive_pid=$!
+	# A stop that came while there was no task (tfhive_stop) is sent now.
+	if [ -n "$tfhive_owed" ]; then
+		tfhive_stops=$((tfhive_stops - 1))
+		tfhive_stop
+	fi
 }
 if [ "$tfhive_restarts" != 0 ]; then
 	tfhive_attempt=$tfhive_attempt0
@@ -464,7 +486,6 @@ tfhive_listen() {
 tfhive_listen
 # Between attempts, this shell reads the control lines itself.
 if [ "$tfhive_restarts" = 0 ] || [ "$tfhive_keep" != 0 ]; then exec 3<&-; fi
-trap tfhive_stop TERM
 while :; do
 	tfhive_rc=
 	while [ -z "$tfhive_rc" ]; do
@@ -483,6 +504,8 @@ while :; do
 		fi
 		tfhive_rc=$tfhive_st
 	done
+	# The attempt is over and reaped: its pid is nobody's to signal now.
+	tfhive_pid=''
 	tfhive_idle_end "$1" "$2" "$3" "$4"
 	# Whether tfhive's stop reached this attempt (tfhive_signalled): the
 	# words are taken out, so that the next attempt starts with none.
