@@ -17,8 +17,9 @@
 #     tfhive_hb_timeout seconds (the link went silent: read -t, no file,
 #     no polling) stops the group: the stop signal, then KILL the grace
 #     later (tfhive_grace);
-#   - SIGTERM to the supervisor (tfhive kill) stops the task the same way,
-#     a second one kills it, and the session says "@@tfhive-cancelled MARK
+#   - SIGTERM to the supervisor (tfhive kill) stops the task the same way
+#     (one that comes before the task has started, from the claim line
+#     on, once it has), a second one kills it, and the session says "@@tfhive-cancelled MARK
 #     kill" after the task's last byte, as for a preemption (kept:
 #     "cancelled" in the status file too): tfhive's own stops are control
 #     lines, so a SIGTERM is someone cancelling the run;
