@@ -294,11 +294,15 @@ func TestTFMultiWorkerMirroredRestart(t *testing.T) {
 // TF1 between-graph replication with --tf-flags: the flags tfhive
 // appends build each task's tf.compat.v1.train.Server; the
 // replica_device_setter puts the variable on a ps, both workers update
-// it, and the ps tasks are stopped once both workers are done.
+// it, and the ps tasks are stopped once both workers are done. worker:1
+// starts 3 s late, as a loaded host's can: the chief alone would make
+// all 200 steps before it (CI saw updates_by_worker=[200, 0]); the
+// example's workers wait for each other after their first step.
 func TestTFBetweenGraphFlags(t *testing.T) {
 	b := newTFBed(t, sshtest.DefaultBed(t), "g1", "g2", "g3")
+	late := `case $TFHIVE_TASK in worker:1) sleep 3;; esac; exec python3 tf1_between_graph.py "$@"`
 	r, logDir := b.run(t, "--ps", "2", "--workers", "2", "--gpus-per-worker", "0", "--tf-flags",
-		"--", "python3", "tf1_between_graph.py", "--train_steps=200")
+		"--", "sh", "-c", late, "sh", "--train_steps=200")
 	wantCode(t, r, 0)
 	for _, w := range []string{"worker:0", "worker:1"} {
 		log := taskLog(t, logDir, w)

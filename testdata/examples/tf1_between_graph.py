@@ -15,6 +15,11 @@ to each task's command; every task builds a tf.compat.v1.train.Server from them.
       worker:1 done: local_steps=97 global_step=200 updates_by_worker=[103, 97] loss=0.0001
   (the last worker to end sees the final counts: one entry per worker, the
   sum is the global step). Every 50 local steps: "worker:0 global_step 120 loss=0.0012".
+- After its first step each worker waits until every worker has made one
+  (they count in updates_by_worker): the steps are tiny, and the workers'
+  starts are seconds apart (TensorFlow's import, the chief's initialisation
+  first), so a chief left alone can make all --train_steps before the last
+  worker has begun; with the wait, every worker trains the shared variables.
 - Worker 0 is the chief: it initialises the variables (and checkpoints to
   --model_dir when given: MonitoredTrainingSession); the other workers wait
   until it has. The run succeeds when every worker exits 0.
@@ -25,6 +30,7 @@ tf.compat.v1.train.replica_device_setter, tf.compat.v1.train.MonitoredTrainingSe
 and tf.compat.v1.train.WorkerSessionCreator; runs on TensorFlow 1.15 and 2.x.
 """
 import argparse
+import time
 
 import tensorflow as tf
 
@@ -54,6 +60,24 @@ class WorkerSessionCreator(v1.train.WorkerSessionCreator):
                 ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
                 graph=v1.get_default_graph(), recovery_wait_secs=1)
         return self._session_manager
+
+
+def wait_for_workers(target, config, updates, name, timeout=300):
+    """Returns once every worker has counted a step in updates (on a ps),
+    or after timeout seconds (a worker that never starts fails its run in
+    tfhive anyway; this one goes on alone). A plain session: a
+    MonitoredSession's run would run the hooks too."""
+    deadline = time.monotonic() + timeout
+    with v1.Session(target, config=config) as sess:
+        while True:
+            counts = sess.run(updates)
+            if all(c > 0 for c in counts):
+                return
+            if time.monotonic() > deadline:
+                print("%s: gave up waiting for every worker after %d s: updates_by_worker=[%s]"
+                      % (name, timeout, ", ".join(str(c) for c in counts)), flush=True)
+                return
+            time.sleep(0.05)
 
 
 def main():
@@ -121,6 +145,8 @@ def main():
         while not sess.should_stop():
             _, step, value = sess.run([train_op, global_step, loss])
             local_steps += 1
+            if local_steps == 1:
+                wait_for_workers(server.target, config, updates, name)
             if local_steps % 50 == 0:
                 print("%s global_step %d loss=%.4f" % (name, step, value), flush=True)
     # The shared variables as they are now (the other workers may still add a step).
