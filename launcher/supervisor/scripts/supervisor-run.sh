@@ -460,12 +460,28 @@ tfhive_idle_end() {
 	tfhive_ledger "$1" "$2" "$3" "$4" "$((tfhive_t0 / 10))" "$((tfhive_now / 10))" "$idle" "$fd"
 }
 tfhive_idle_start
-# The preemption watch (preempt-watch.sh) reports on descriptor 9.
+# The preemption watch (preempt-watch.sh) of each attempt reports on
+# descriptor 9. It follows the attempt's pid (tfhive_pid as it is at its
+# fork): one watch an attempt, started once the attempt has its pid and
+# ended once it is reaped, so that a restarted task is watched too and a
+# pid of an attempt that is over is never signalled.
 tfhive_pw='' tfhive_by=''
-if [ -n "$tfhive_preempt" ] && [ "$1" != - ]; then
-	exec 9< <(exec </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 8>&-; tfhive_preempt_watch "$1" "$2")
-	tfhive_pw=$!
-fi
+tfhive_preempt_start() {
+	if [ -n "$tfhive_preempt" ] && [ "$1" != - ]; then
+		exec 9< <(exec </dev/null 3<&- 4>&- 5>&- 6<&- 7>&- 8>&-; tfhive_preempt_watch "$1" "$2")
+		tfhive_pw=$!
+	fi
+}
+# tfhive_preempt_end: whether the attempt was preempted (the watch says
+# who before it signals the task), and the watch ended.
+tfhive_preempt_end() {
+	[ -n "$tfhive_pw" ] || return 0
+	read -r -t 0.05 -u 9 tfhive_by || tfhive_by=
+	kill "$tfhive_pw" 2>/dev/null
+	exec 9<&-
+	tfhive_pw=''
+}
+tfhive_preempt_start "$1" "$2"
 # tfhive_listen starts the reader of the control lines for an attempt.
 # It tells the watcher its pid itself, as the task's shell does: a
 # supervisor killed right after the fork still has its reader stopped.
@@ -507,6 +523,7 @@ while :; do
 	done
 	# The attempt is over and reaped: its pid is nobody's to signal now.
 	tfhive_pid=''
+	tfhive_preempt_end
 	tfhive_idle_end "$1" "$2" "$3" "$4"
 	# Whether tfhive's stop reached this attempt (tfhive_signalled): the
 	# words are taken out, so that the next attempt starts with none.
@@ -519,7 +536,7 @@ while :; do
 	if [ "$tfhive_restarts" = 0 ] || [ "$tfhive_stops" != 0 ]; then break; fi
 	# A preempted attempt is not started again: its GPUs are the high
 	# run's now.
-	if [ -n "$tfhive_pw" ] && read -r -t 0.05 -u 9 tfhive_by; then break; fi
+	[ -z "$tfhive_by" ] || break
 	# Nor one stopped as idle: the rule would stop the next one too.
 	[ -z "$tfhive_idled" ] || break
 	kill "$tfhive_reader" 2>/dev/null
@@ -582,15 +599,10 @@ while :; do
 	fi
 	tfhive_spawn
 	tfhive_idle_start
+	tfhive_preempt_start "$1" "$2"
 	tfhive_listen
 done
 [ "$tfhive_restarts" = 0 ] || exec 3<&- 4>&- 5>&-
-# The watch says who preempted the task before it signals it.
-if [ -n "$tfhive_pw" ]; then
-	[ -n "$tfhive_by" ] || read -r -t 0.05 -u 9 tfhive_by || tfhive_by=
-	kill "$tfhive_pw" 2>/dev/null
-	exec 9<&-
-fi
 # SIGTERM (tfhive kill) stopped it, not a preemption: cancelled.
 tfhive_cancel=
 [ "$tfhive_stops" = 0 ] || [ -n "$tfhive_by" ] || tfhive_cancel='kill'
