@@ -15,7 +15,11 @@ func checkSameMachine(inv inventory.Inventory) error {
 	// process table and claims directory, as the message words it. The
 	// UUIDs are keys as they are, not words: a plan makes this check on
 	// every GPU of the fleet, and only a refusal needs the words.
-	gpus, machines := map[string]string{}, map[string]string{}
+	n := 0
+	for i := range inv.Hosts {
+		n += len(inv.Hosts[i].GPUs)
+	}
+	gpus, machines := make(map[string]string, n), map[string]string{}
 	for i := range inv.Hosts {
 		h := &inv.Hosts[i]
 		if !h.Reachable() {
