@@ -44,3 +44,24 @@ func TestClaimedGPUsAndPortsAreTaken(t *testing.T) {
 		t.Errorf("claimed GPUs free up by waiting; hint %q", ce.Hint())
 	}
 }
+
+// A claim's reason in each of its forms: what is known of its holder, in
+// parentheses when anything is.
+func TestClaimReasonWords(t *testing.T) {
+	since := time.Date(2026, 11, 22, 15, 4, 0, 0, time.FixedZone("CET", 3600))
+	for _, tc := range []struct {
+		c    inventory.Claim
+		want string
+	}{
+		{inventory.Claim{RunID: "r1", User: "alice", Task: "worker:0", Since: since}, "run r1 (alice, worker:0, since 2026-11-22 14:04 UTC)"},
+		{inventory.Claim{RunID: "r1", Task: "planned by this sweep"}, "run r1 (planned by this sweep)"},
+		{inventory.Claim{RunID: "r1", Since: since}, "run r1 (since 2026-11-22 14:04 UTC)"},
+		{inventory.Claim{RunID: "r1"}, "run r1"},
+		{inventory.Claim{User: "bob"}, "a holder with no tfhive label (bob)"},
+		{inventory.Claim{}, "a holder with no tfhive label"},
+	} {
+		if got := claimReason(&tc.c); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}

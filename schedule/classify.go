@@ -163,6 +163,7 @@ func shapeHosts(inv inventory.Inventory, st [][]GPUStatus, ranks, gpus int) {
 
 func classifyGPU(h *inventory.HostInventory, g *inventory.GPU, a Availability) GPUStatus {
 	s := GPUStatus{Index: g.Index, State: Excluded}
+	c := claimOf(h, "gpu", g.Index)
 	switch {
 	case g.MIG:
 		// A GPU in MIG mode is used through its instances' UUIDs (mig.go):
@@ -179,10 +180,10 @@ func classifyGPU(h *inventory.HostInventory, g *inventory.GPU, a Availability) G
 		s.Reason = fmt.Sprintf("nvidia-smi gives GPU %d the same UUID (%s): a claim could not tell them apart", sameUUID(h, g), g.UUID)
 	case a.Exclude.Has(h.Name, g.Index) || g.MIGInstance != nil && a.Exclude.Has(h.Name, g.MIGInstance.Parent):
 		s.Reason = ReasonExcluded
-	case claimOf(h, "gpu", g.Index) != nil && claimOf(h, "gpu", g.Index).Blocked != "":
-		s.State, s.Reason = Blocked, claimOf(h, "gpu", g.Index).Blocked+"; ask its owner or root to remove it"
-	case claimOf(h, "gpu", g.Index) != nil:
-		s.State, s.Reason = Claimed, claimReason(claimOf(h, "gpu", g.Index))
+	case c != nil && c.Blocked != "":
+		s.State, s.Reason = Blocked, c.Blocked+"; ask its owner or root to remove it"
+	case c != nil:
+		s.State, s.Reason = Claimed, claimReason(c)
 		var in []inventory.Process
 		for _, p := range g.Processes {
 			if p.Intruder {
@@ -265,23 +266,35 @@ func claimOf(h *inventory.HostInventory, kind string, id int) *inventory.Claim {
 
 // claimReason says whose run holds it: "run r1 (alice, worker:0, since
 // 2026-11-22 15:04 UTC)". The time is absolute: schedule has no clock.
+// It is written into one buffer: a plan words every claimed GPU of the
+// fleet.
 func claimReason(c *inventory.Claim) string {
-	who := []string{}
-	for _, x := range []string{c.User, c.Task} {
+	var b strings.Builder
+	b.Grow(len(c.RunID) + len(c.User) + len(c.Task) + 64)
+	if c.RunID == "" {
+		// The kernel says someone holds it; its label could not be read.
+		b.WriteString("a holder with no tfhive label")
+	} else {
+		b.WriteString("run ")
+		b.WriteString(c.RunID)
+	}
+	sep := " ("
+	for _, x := range [...]string{c.User, c.Task} {
 		if x != "" {
-			who = append(who, x)
+			b.WriteString(sep)
+			b.WriteString(x)
+			sep = ", "
 		}
 	}
 	if !c.Since.IsZero() {
-		who = append(who, "since "+c.Since.UTC().Format("2006-01-02 15:04 UTC"))
+		var t [32]byte
+		b.WriteString(sep)
+		b.WriteString("since ")
+		b.Write(c.Since.UTC().AppendFormat(t[:0], "2006-01-02 15:04 UTC"))
+		sep = ", "
 	}
-	r := "run " + c.RunID
-	if c.RunID == "" {
-		// The kernel says someone holds it; its label could not be read.
-		r = "a holder with no tfhive label"
+	if sep == ", " {
+		b.WriteByte(')')
 	}
-	if len(who) > 0 {
-		r += " (" + strings.Join(who, ", ") + ")"
-	}
-	return r
+	return b.String()
 }

@@ -11,30 +11,41 @@ import "github.com/tfhive/tfhive/probe/inventory"
 // (VMs cloned without a new id, containers), separate machines; hosts that
 // keep claims apart share nothing tfhive books.
 func checkSameMachine(inv inventory.Inventory) error {
-	seen := map[string]string{}
-	for _, h := range inv.Hosts {
+	// The host that reported each: by GPU UUID, and by machine id,
+	// process table and claims directory, as the message words it. The
+	// UUIDs are keys as they are, not words: a plan makes this check on
+	// every GPU of the fleet, and only a refusal needs the words.
+	n := 0
+	for i := range inv.Hosts {
+		n += len(inv.Hosts[i].GPUs)
+	}
+	gpus, machines := make(map[string]string, n), map[string]string{}
+	for i := range inv.Hosts {
+		h := &inv.Hosts[i]
 		if !h.Reachable() {
 			continue
 		}
-		// Each key says what the two names share, for the message.
-		var keys []string
 		for _, g := range h.GPUs {
-			if g.UUID != "" {
-				keys = append(keys, "GPU "+g.UUID)
+			if g.UUID == "" {
+				continue
 			}
+			if other, ok := gpus[g.UUID]; ok && other != h.Name {
+				return sameMachine(other, h.Name, "GPU "+g.UUID)
+			}
+			gpus[g.UUID] = h.Name
 		}
 		if h.MachineID != "" && h.MachineID != "-" {
-			keys = append(keys, "machine id "+h.MachineID+", process table "+h.ProcessTable+" and claims in "+h.ClaimsDir)
-		}
-		for _, k := range keys {
-			if other, ok := seen[k]; ok && other != h.Name {
-				return usageErr("list each machine once: drop one of the two names from the hosts",
-					"%s and %s are the same machine (both report %s)", other, h.Name, k)
+			k := "machine id " + h.MachineID + ", process table " + h.ProcessTable + " and claims in " + h.ClaimsDir
+			if other, ok := machines[k]; ok && other != h.Name {
+				return sameMachine(other, h.Name, k)
 			}
-		}
-		for _, k := range keys {
-			seen[k] = h.Name
+			machines[k] = h.Name
 		}
 	}
 	return nil
+}
+
+func sameMachine(one, other, what string) error {
+	return usageErr("list each machine once: drop one of the two names from the hosts",
+		"%s and %s are the same machine (both report %s)", one, other, what)
 }

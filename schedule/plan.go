@@ -346,16 +346,20 @@ func checkExclusions(inv inventory.Inventory, ex Exclusions) error {
 // matrix is the host × GPU view: every host, every GPU, who holds it. A
 // host --nic chose an interface for shows that and its address.
 func matrix(inv inventory.Inventory, st [][]GPUStatus, tasks []Task, nics map[int]nicChoice) []MatrixHost {
-	holder := map[string]string{} // "host\x00index" → task id
+	type hostGPU struct {
+		host string
+		gpu  int
+	}
+	holder := map[hostGPU]string{} // → task id
 	for _, t := range tasks {
 		for _, g := range t.GPUs {
-			holder[t.Host+"\x00"+strconv.Itoa(g)] = t.ID
+			holder[hostGPU{t.Host, g}] = t.ID
 		}
 	}
 	out := make([]MatrixHost, len(inv.Hosts))
 	for i := range inv.Hosts {
 		h := &inv.Hosts[i]
-		m := MatrixHost{Host: h.Name, Address: clusterAddress(h), Reachable: h.Reachable(), Note: hostNote(h), GPUs: []MatrixGPU{}}
+		m := MatrixHost{Host: h.Name, Address: clusterAddress(h), Reachable: h.Reachable(), Note: hostNote(h), GPUs: make([]MatrixGPU, 0, len(st[i]))}
 		if c, ok := nics[i]; ok {
 			m.Address, m.Interface = c.addr, c.iface
 		}
@@ -366,7 +370,7 @@ func matrix(inv inventory.Inventory, st [][]GPUStatus, tasks []Task, nics map[in
 			}
 			m.GPUs = append(m.GPUs, MatrixGPU{
 				Index: s.Index, UUID: h.GPUs[j].UUID, State: s.State, Reason: s.Reason,
-				Task: holder[h.Name+"\x00"+strconv.Itoa(s.Index)],
+				Task: holder[hostGPU{h.Name, s.Index}],
 			})
 		}
 		out[i] = m

@@ -85,8 +85,8 @@ type portSpace struct {
 // blocks it. Messages say which, as the kernel and the file system told
 // the probe, so that a port nothing listens on is never said to listen.
 type portUse struct {
-	kind string // "listening", "claimed", "blocked"
-	why  string // for claimed and blocked: whose, and what
+	kind  string           // "listening", "claimed", "blocked"
+	claim *inventory.Claim // for claimed and blocked: whose (why)
 }
 
 // portSpaces groups the planned hosts by address. Ports are unique per
@@ -107,14 +107,15 @@ func portSpaces(inv inventory.Inventory, spots []spot, addrs []string, lo int) m
 				ps.used[p] = portUse{kind: "listening"}
 			}
 			// A claimed port may not listen yet (its task is starting).
-			for _, c := range h.Claims {
+			for j := range h.Claims {
+				c := &h.Claims[j]
 				if c.Kind != "port" {
 					continue
 				}
 				if _, listens := ps.used[c.ID]; listens {
 					continue
 				}
-				ps.used[c.ID] = claimUse(h.Name, c)
+				ps.used[c.ID] = claimUse(c)
 			}
 		}
 	}
@@ -145,21 +146,32 @@ func (ps *portSpace) exhausted(what, addr string, lo, hi int) error {
 	}
 }
 
-// claimUse describes a port claim as the probe saw it: a run's, a lock
-// held by something that is not a tfhive task (its holder's user), or a
-// lock file that blocks the port.
-func claimUse(host string, c inventory.Claim) portUse {
+// claimUse is a port claim as the probe saw it: a run's or a lock held
+// by something that is not a tfhive task, or a lock file that blocks the
+// port.
+func claimUse(c *inventory.Claim) portUse {
+	if c.Blocked != "" {
+		return portUse{kind: "blocked", claim: c}
+	}
+	return portUse{kind: "claimed", claim: c}
+}
+
+// why says whose a claimed or blocked port is: a run's, a lock's
+// holder's (its user), or what the lock file that blocks it is. Only a
+// port error words it.
+func (u portUse) why() string {
+	c := u.claim
 	who := c.User
 	if who == "" {
 		who = "an unknown user"
 	}
 	switch {
 	case c.Blocked != "":
-		return portUse{kind: "blocked", why: c.Blocked}
+		return c.Blocked
 	case c.RunID != "":
-		return portUse{kind: "claimed", why: fmt.Sprintf("run %s of %s", c.RunID, who)}
+		return fmt.Sprintf("run %s of %s", c.RunID, who)
 	default:
-		return portUse{kind: "claimed", why: fmt.Sprintf("its lock is held by %s, not by a tfhive run", who)}
+		return fmt.Sprintf("its lock is held by %s, not by a tfhive run", who)
 	}
 }
 
@@ -196,7 +208,7 @@ func (ps *portSpace) lines(addr string, lo, hi int) []string {
 			out = append(out, "…")
 			break
 		}
-		out = append(out, fmt.Sprintf("%s: port %d %s: %s", addr, p, u.kind, u.why))
+		out = append(out, fmt.Sprintf("%s: port %d %s: %s", addr, p, u.kind, u.why()))
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"maps"
 	"slices"
 	"sync"
 
@@ -39,10 +38,13 @@ func NewBook() *Book { return &Book{held: map[string]Places{}} }
 // first: a trial holds one plan at a time. A plan that fails holds
 // nothing.
 func (b *Book) Place(id string, inv inventory.Inventory, plan func(inventory.Inventory) (Places, error)) error {
+	// What of the view is the probe's alone is made before the lock: a
+	// wave of trials plans one at a time behind it.
+	v := newView(inv)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.held, id)
-	places, err := plan(Seen(inv, b.held, id))
+	places, err := plan(v.see(b.held, id))
 	if err != nil {
 		return err
 	}
@@ -68,37 +70,94 @@ func (b *Book) Drop(id string) {
 // take: trials waiting for GPUs that free up go for them only as many as
 // fit, in the queue's order. inv is not changed.
 func Seen(inv inventory.Inventory, held map[string]Places, id string) inventory.Inventory {
-	out := inv
-	out.Hosts = slices.Clone(inv.Hosts)
-	for i := range out.Hosts {
-		h := &out.Hosts[i]
-		var claims []inventory.Claim
-		for _, other := range slices.Sorted(maps.Keys(held)) {
-			if other == id {
-				continue
-			}
-			for _, p := range held[other][h.Name] {
-				if slices.ContainsFunc(h.Claims, func(c inventory.Claim) bool { return c.Kind == p.Kind && c.ID == p.ID }) {
-					// Claimed already (by the trial, once started): once
-					// only, or a policy's limits would count it twice.
-					continue
-				}
-				c := inventory.Claim{Kind: p.Kind, ID: p.ID, UUID: p.UUID, RunID: other, Task: "planned by this sweep"}
-				if h.PolicyContext != nil {
-					// The sweep's user, whose GPUs a policy's limits count.
-					c.User = h.PolicyContext.User
-				}
-				claims = append(claims, c)
+	return newView(inv).see(held, id)
+}
+
+// view is what Seen makes of a probe before it reads the book: a copy of
+// its hosts to change, and the claims it saw.
+type view struct {
+	inv inventory.Inventory
+	// claimed is the claims the probe saw, a set a host.
+	claimed []map[claimKey]bool
+}
+
+// claimKey is a claim as places are kept apart: by kind and id.
+type claimKey struct {
+	kind string
+	id   int
+}
+
+func newView(inv inventory.Inventory) view {
+	v := view{inv: inv, claimed: make([]map[claimKey]bool, len(inv.Hosts))}
+	v.inv.Hosts = slices.Clone(inv.Hosts)
+	for i := range inv.Hosts {
+		cs := inv.Hosts[i].Claims
+		if len(cs) == 0 {
+			continue
+		}
+		v.claimed[i] = make(map[claimKey]bool, len(cs))
+		for _, c := range cs {
+			v.claimed[i][claimKey{c.Kind, c.ID}] = true
+		}
+	}
+	return v
+}
+
+// heldPlace is a place that trial holds.
+type heldPlace struct {
+	trial string
+	*inventory.Claim
+}
+
+// see is the view with held's places and tickets as Seen says: it
+// changes the view's hosts, so it is called once a view.
+func (v view) see(held map[string]Places, id string) inventory.Inventory {
+	// The other trials' places by host, each host's in the trials'
+	// order (by id), so that the view is the same whatever the map's
+	// order: one pass over the book, not one a host.
+	trials := make([]string, 0, len(held))
+	for other := range held {
+		if other != id {
+			trials = append(trials, other)
+		}
+	}
+	slices.Sort(trials)
+	byHost := map[string][]heldPlace{}
+	for _, other := range trials {
+		for host, cs := range held[other] {
+			for j := range cs {
+				byHost[host] = append(byHost[host], heldPlace{other, &cs[j]})
 			}
 		}
-		if len(claims) > 0 {
-			h.Claims = append(slices.Clone(h.Claims), claims...)
+	}
+	for i := range v.inv.Hosts {
+		h := &v.inv.Hosts[i]
+		var claims []inventory.Claim // the probe's and the new; nil while none is new
+		for _, p := range byHost[h.Name] {
+			if v.claimed[i][claimKey{p.Kind, p.ID}] {
+				// Claimed already (by the trial, once started): once
+				// only, or a policy's limits would count it twice.
+				continue
+			}
+			c := inventory.Claim{Kind: p.Kind, ID: p.ID, UUID: p.UUID, RunID: p.trial, Task: "planned by this sweep"}
+			if h.PolicyContext != nil {
+				// The sweep's user, whose GPUs a policy's limits count.
+				c.User = h.PolicyContext.User
+			}
+			if claims == nil {
+				// A copy: the probe's claims stay as they are.
+				claims = append(make([]inventory.Claim, 0, len(h.Claims)+len(byHost[h.Name])), h.Claims...)
+			}
+			claims = append(claims, c)
+		}
+		if claims != nil {
+			h.Claims = claims
 		}
 		if slices.ContainsFunc(h.Tickets, func(t inventory.Ticket) bool { return placed(held, t.RunID, id) }) {
 			h.Tickets = slices.DeleteFunc(slices.Clone(h.Tickets), func(t inventory.Ticket) bool { return placed(held, t.RunID, id) })
 		}
 	}
-	return out
+	return v.inv
 }
 
 // placed: run is a trial other than id that holds a place.
