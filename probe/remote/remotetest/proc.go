@@ -64,6 +64,28 @@ func (p *Proc) Killed() bool {
 	return p.ending == endKilled
 }
 
+// Flood writes to w (p.Stdout or p.Stderr) without end, as a broken or
+// hostile host does, until the caller gives the command up or upTo bytes
+// are written (a test of a caller that does not give it up still ends);
+// it returns how many bytes it wrote.
+func (p *Proc) Flood(w io.Writer, upTo int64) int64 {
+	chunk := make([]byte, 32<<10)
+	for i := range chunk {
+		chunk[i] = "flood\n"[i%6]
+	}
+	var n int64
+	for n < upTo {
+		select {
+		case <-p.stopped:
+			return n
+		default:
+		}
+		w.Write(chunk)
+		n += int64(len(chunk))
+	}
+	return n
+}
+
 // Done is closed once the handler has returned.
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
