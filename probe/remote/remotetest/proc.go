@@ -3,6 +3,7 @@ package remotetest
 import (
 	"io"
 	"sync"
+	"time"
 )
 
 // Proc is one command a handler plays.
@@ -65,9 +66,11 @@ func (p *Proc) Killed() bool {
 }
 
 // Flood writes to w (p.Stdout or p.Stderr) without end, as a broken or
-// hostile host does, until the caller gives the command up or upTo bytes
-// are written (a test of a caller that does not give it up still ends);
-// it returns how many bytes it wrote.
+// hostile host does, until the caller gives the command up; it returns
+// how many bytes it wrote. A caller that has not given it up once upTo
+// bytes are written gets a few seconds more (the writes past a bound go
+// faster than the caller's stop is scheduled); without it, Flood returns
+// -1, so that a test of a caller that never stops ends.
 func (p *Proc) Flood(w io.Writer, upTo int64) int64 {
 	chunk := make([]byte, 32<<10)
 	for i := range chunk {
@@ -83,7 +86,12 @@ func (p *Proc) Flood(w io.Writer, upTo int64) int64 {
 		w.Write(chunk)
 		n += int64(len(chunk))
 	}
-	return n
+	select {
+	case <-p.stopped:
+		return n
+	case <-time.After(5 * time.Second):
+		return -1
+	}
 }
 
 // Done is closed once the handler has returned.
