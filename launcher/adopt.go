@@ -114,6 +114,16 @@ type FoundRun struct {
 	Err      error // the host could not be asked
 }
 
+// The bounds of a host's answer to the scripts that report on a run's
+// directory (find-run.sh, set-aside.sh): a run.json line (parseFoundRun
+// takes lines of up to 2 MiB) and a line per task, after what the login
+// prints; its stderr is read for its first line. An answer past its bound
+// is not read at all: what the host holds is unknown.
+const (
+	maxRunAnswer = 4 << 20
+	maxRunStderr = 64 << 10
+)
+
 // FindRun asks every host, in parallel and bounded, what it holds of run
 // id (scripts/find-run.sh): one round trip each, over its connection.
 func FindRun(ctx context.Context, execs map[string]remote.Executor, id string, parallel int) []FoundRun {
@@ -130,13 +140,17 @@ func FindRun(ctx context.Context, execs map[string]remote.Executor, id string, p
 	var mu sync.Mutex
 	for i, h := range names {
 		g.Go(func() error {
-			var out, errb bytes.Buffer
-			rc, err := execs[h].Run(ctx, supervisor.Command, strings.NewReader(findRunInput(id)), &out, &errb)
-			f := parseFoundRun(h, out.Bytes())
-			if err == nil && rc != 0 {
-				err = fmt.Errorf("exit %d: %s", rc, wording.FirstLine(errb.String()))
+			rc, out, errb, err := remote.RunBounded(ctx, execs[h], supervisor.Command, strings.NewReader(findRunInput(id)), maxRunAnswer, maxRunStderr)
+			f := parseFoundRun(h, out)
+			switch {
+			case errors.Is(err, remote.ErrTooMuchOutput):
+				f = FoundRun{Host: h, Err: fmt.Errorf("%w: what it holds of the run is unknown", err)}
+			case err == nil && rc != 0:
+				err = fmt.Errorf("exit %d: %s", rc, wording.FirstLine(string(errb)))
 			}
-			f.Err = err
+			if f.Err == nil {
+				f.Err = err
+			}
 			mu.Lock()
 			found[i] = f
 			mu.Unlock()
@@ -226,13 +240,16 @@ func AdoptedPlan(id string, found []FoundRun) (*schedule.Plan, int, error) {
 			where[t] = f.Host
 		}
 	}
+	// A host that could not be asked may hold what is missing: the
+	// errors below say which, and why.
+	note := Unasked(found)
 	if info == nil && len(bad) > 0 {
 		// The run's files are there, its description is not what tfhive
 		// wrote: say so, not that there is no such run.
-		return nil, 0, fmt.Errorf("run %s: no host holds a description of it that tfhive can read: %s", id, strings.Join(bad, "; "))
+		return nil, 0, fmt.Errorf("run %s: no host holds a description of it that tfhive can read: %s%s", id, strings.Join(bad, "; "), note)
 	}
 	if info == nil {
-		return nil, 0, fmt.Errorf("no host holds run %s: %w", id, ErrNoSuchRun)
+		return nil, 0, fmt.Errorf("no host holds run %s: %w%s", id, ErrNoSuchRun, note)
 	}
 	p := &schedule.Plan{Version: schedule.PlanVersion, RunID: id, Framework: info.Framework}
 	if info.Chief {
@@ -241,13 +258,29 @@ func AdoptedPlan(id string, found []FoundRun) (*schedule.Plan, int, error) {
 	for _, t := range info.Tasks {
 		host, ok := where[t.ID]
 		if !ok {
-			return nil, 0, fmt.Errorf("run %s: no host holds task %s", id, t.ID)
+			return nil, 0, fmt.Errorf("run %s: no host holds task %s%s", id, t.ID, note)
 		}
 		role, idx, _ := strings.Cut(t.ID, ":")
 		n, _ := strconv.Atoi(idx)
 		p.Tasks = append(p.Tasks, schedule.Task{ID: t.ID, Role: role, Index: n, Host: host, GPUs: t.GPUs})
 	}
 	return p, gen, nil
+}
+
+// Unasked names the hosts of found that could not be asked, and why, for
+// a message that says the run is not (wholly) there: " (h2 could not be
+// asked: its answer passed 4 MiB: …)"; "" when every host answered.
+func Unasked(found []FoundRun) string {
+	var why []string
+	for _, f := range found {
+		if f.Err != nil {
+			why = append(why, f.Host+" could not be asked: "+wording.FirstLine(f.Err.Error()))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(why, "; ") + ")"
 }
 
 // AdoptedRestart is the adopted run's restart policy, its attempt lines'

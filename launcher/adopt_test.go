@@ -145,17 +145,68 @@ func TestFindRunAndAdoptedPlan(t *testing.T) {
 		found []FoundRun
 		want  string
 	}{
-		{"nobody holds it", found[2:], "no host holds run r1: no such run"},
+		{"nobody holds it", found[2:3], "no host holds run r1: no such run"},
+		{"nobody that answered holds it", found[2:4], "no host holds run r1: no such run (h4 could not be asked: exit 127: bash: find: command not found)"},
 		{"only another run's description", []FoundRun{{Host: "h1", Info: &record.RunInfo{RunID: "r2"}, Tasks: map[string]string{"worker:0": "alive"}}},
 			`run r1: no host holds a description of it that tfhive can read: h1: its run.json describes run "r2"`},
 		{"a garbled description", []FoundRun{parseFoundRun("h1", []byte("@@tfhive-run {\"run_id\": \"r1\", garbled\n@@tfhive-gen 1\n@@tfhive-task worker:0 alive 0\n"))},
 			"run r1: no host holds a description of it that tfhive can read: h1: its run.json is not a run's description (invalid character 'g' looking for beginning of object key string)"},
 		{"a task nowhere", found[:1], "run r1: no host holds task worker:1"},
-		{"a task only on a host that failed", append(found[:1:1], FoundRun{Host: "h2", Err: errors.New("x"), Tasks: map[string]string{"worker:1": "alive"}}), "run r1: no host holds task worker:1"},
+		{"a task only on a host that failed", append(found[:1:1], FoundRun{Host: "h2", Err: errors.New("x"), Tasks: map[string]string{"worker:1": "alive"}}), "run r1: no host holds task worker:1 (h2 could not be asked: x)"},
 	} {
 		if _, _, err := AdoptedPlan("r1", c.found); err == nil || err.Error() != c.want {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// A host whose answer to find-run.sh passes its bound is stopped there,
+// and nothing of what it said is believed: the run is not adopted
+// without it, and the message names it and why.
+func TestFindRunAnswerPastItsBound(t *testing.T) {
+	info := runInfoOf(adoptPlan(), lifecycle.Restart{}, "")
+	flood := stagetest.Host(t, func(s *stagetest.Session) int {
+		// The run's lines first: a cut answer would look whole.
+		s.Out("@@tfhive-run " + info + "\n@@tfhive-task worker:1 alive\n")
+		if s.P.Flood(s.P.Stdout, 64<<20) < 0 {
+			t.Error("the flooding host was not stopped")
+		}
+		return 0
+	})
+	execs := findRunHosts(t, info)
+	execs = map[string]remote.Executor{"h1": execs["h1"], "h2": flood}
+	found := FindRun(context.Background(), execs, "r1", 2)
+	h2 := found[1]
+	if h2.Err == nil || h2.Err.Error() != "its answer passed 4 MiB: what it holds of the run is unknown" || len(h2.Tasks) != 0 || h2.Info != nil {
+		t.Fatalf("h2: %+v", h2)
+	}
+	_, _, err := AdoptedPlan("r1", found)
+	if want := "run r1: no host holds task worker:1 (h2 could not be asked: its answer passed 4 MiB: what it holds of the run is unknown)"; err == nil || err.Error() != want {
+		t.Errorf("plan: %v, want %q", err, want)
+	}
+}
+
+// SetAside: a host whose answer passes its bound is stopped there, and
+// its answer is not read: it says that whether the directory moved is
+// unknown.
+func TestSetAsidePastItsBound(t *testing.T) {
+	flood := stagetest.Host(t, func(s *stagetest.Session) int {
+		s.Out("@@tfhive-aside moved r1.2\n")
+		if s.P.Flood(s.P.Stdout, 64<<20) < 0 {
+			t.Error("the flooding host was not stopped")
+		}
+		return 0
+	})
+	ok := stagetest.Host(t, func(s *stagetest.Session) int {
+		s.Out("@@tfhive-aside moved r1.3\n")
+		return 0
+	})
+	got := SetAside(context.Background(), map[string]remote.Executor{"h1": ok, "h2": flood}, "r1", 2)
+	if got[0].Err != nil || got[0].Moved != "r1.3" {
+		t.Errorf("h1: %+v", got[0])
+	}
+	if a := got[1]; a.Err == nil || a.Err.Error() != "its answer passed 4 MiB: whether its directory moved aside is unknown" || a.Moved != "" {
+		t.Errorf("h2: %+v", a)
 	}
 }
 

@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"context"
-	"io"
 	"strconv"
 	"strings"
 
@@ -32,15 +31,14 @@ func ClaimEndNotice(ctx context.Context, execs map[string]remote.Executor, hosts
 		if x == nil {
 			continue
 		}
-		// A host may print without end: what is kept of its answer is
-		// bounded (the word comes first; one lost in a flood is no
-		// answer), and its stderr is not kept.
-		out := &cappedBuffer{max: noticeAnswerMax}
-		rc, err := x.Run(ctx, supervisor.Command, strings.NewReader(input), out, io.Discard)
+		// A host may print without end: it is stopped at the bound (the
+		// word comes first; one lost in a flood is no answer), and its
+		// stderr is not kept.
+		rc, out, _, err := remote.RunBounded(ctx, x, supervisor.Command, strings.NewReader(input), noticeAnswerMax, 0)
 		if err != nil || rc != 0 {
 			continue
 		}
-		switch noticeAnswer(out.String()) {
+		switch noticeAnswer(string(out)) {
 		case "first":
 			return true
 		case "told":
@@ -65,19 +63,3 @@ func noticeAnswer(out string) string {
 // noticeAnswerMax bounds what is kept of a host's answer to
 // end-notice.sh: one line, after what the host's login may print.
 const noticeAnswerMax = 64 << 10
-
-// cappedBuffer keeps the first max bytes written to it and drops the
-// rest, as the host-output buffers elsewhere do (doctor, stacks, usage).
-type cappedBuffer struct {
-	buf []byte
-	max int
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	if room := c.max - len(c.buf); room > 0 {
-		c.buf = append(c.buf, p[:min(len(p), room)]...)
-	}
-	return len(p), nil
-}
-
-func (c *cappedBuffer) String() string { return string(c.buf) }

@@ -1,8 +1,8 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -57,11 +57,14 @@ func SetAside(ctx context.Context, execs map[string]remote.Executor, id string, 
 	var mu sync.Mutex
 	for i, h := range names {
 		g.Go(func() error {
-			var stdout, stderr bytes.Buffer
-			rc, err := execs[h].Run(ctx, supervisor.Command, strings.NewReader(input), &stdout, &stderr)
-			a := parseAside(h, stdout.String())
-			if err == nil && rc != 0 {
-				err = fmt.Errorf("exit %d: %s", rc, wording.FirstLine(stderr.String()))
+			rc, stdout, stderr, err := remote.RunBounded(ctx, execs[h], supervisor.Command, strings.NewReader(input), maxRunAnswer, maxRunStderr)
+			a := parseAside(h, string(stdout))
+			switch {
+			case errors.Is(err, remote.ErrTooMuchOutput):
+				a = Aside{Host: h}
+				err = fmt.Errorf("%w: whether its directory moved aside is unknown", err)
+			case err == nil && rc != 0:
+				err = fmt.Errorf("exit %d: %s", rc, wording.FirstLine(string(stderr)))
 			}
 			if err != nil {
 				a.Err = err

@@ -5,7 +5,6 @@
 package probe
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -339,15 +338,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	if f.opts.Then == "" {
 		// Bounded as RunKeeping's: a host printing without end (200 MB
 		// of nvidia-smi, a 3M-line ss) is stopped at the bound.
-		rctx, stop := context.WithCancel(cctx)
-		o := &boundedBuffer{max: remote.MaxHeld, over: stop}
-		e2 := &boundedBuffer{max: 64 << 10}
-		rc, err = e.Run(rctx, cmd, nil, o, e2)
-		stop()
-		if o.overflowed() {
-			err = remote.ErrTooMuchOutput
-		}
-		stdout, stderr = o.bytes(), e2.bytes()
+		rc, stdout, stderr, err = remote.RunBounded(cctx, e, cmd, nil, remote.MaxHeld, 64<<10)
 	} else {
 		rc, stdout, stderr, err = f.spares.RunKeeping(cctx, i, e, cmd, markEnd, f.opts.Then)
 	}
@@ -442,44 +433,4 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 		hi.GPUUse = use
 	}
 	return hi
-}
-
-// boundedBuffer keeps what is written up to max bytes. Past it, it keeps
-// nothing more and calls over (when set) once; it never fails a write,
-// so that the stream is still read.
-type boundedBuffer struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	max  int
-	over func()
-	past bool
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.past {
-		return len(p), nil
-	}
-	if b.buf.Len()+len(p) > b.max {
-		b.past = true
-		if b.over != nil {
-			b.over()
-		}
-		return len(p), nil
-	}
-	b.buf.Write(p)
-	return len(p), nil
-}
-
-func (b *boundedBuffer) overflowed() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.past
-}
-
-func (b *boundedBuffer) bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Bytes()
 }

@@ -1,8 +1,8 @@
 package codesync
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -54,6 +54,12 @@ func (r GCReport) Freed() int64 {
 	return n
 }
 
+// maxGCListing bounds gc.sh's answer: a line and a size for each
+// directory of the cache, thousands of trees in a megabyte. One past it is
+// not read: a tree left out of a listing cut short would not be known to
+// be in use.
+const maxGCListing = 4 << 20
+
 // GC removes, on one host, the trees no process uses that were last used
 // more than keep ago (at least MinKeep), and the directories of
 // transfers that ended unfinished; dry removes nothing and reports the
@@ -70,21 +76,25 @@ func GC(ctx context.Context, ex remote.Executor, keep time.Duration, dry bool, o
 		o = strings.Join(only, " ")
 	}
 	cmd := "exec sh -c " + shellescape.Quote(gcSh.With(shscript.Set("mins", strconv.Itoa(mins)), shscript.Set("dry", d), shscript.Set("only", o)))
-	var out, errb bytes.Buffer
-	rc, err := ex.Run(ctx, cmd, nil, &out, &errb)
-	rep := parseGC(out.String())
-	if err != nil {
+	rc, out, errb, err := remote.RunBounded(ctx, ex, cmd, nil, maxGCListing, maxStderr)
+	rep := parseGC(string(out))
+	switch {
+	case errors.Is(err, remote.ErrTooMuchOutput) && dry:
+		return rep, fmt.Errorf("%w: what its cache holds is unknown, so nothing is removed there", err)
+	case errors.Is(err, remote.ErrTooMuchOutput):
+		return rep, fmt.Errorf("%w: which trees it removed is unknown", err)
+	case err != nil:
 		return rep, err
 	}
 	if rc != 0 {
-		msg := hostError(errb.String())
+		msg := hostError(string(errb))
 		if msg == "" {
 			msg = fmt.Sprintf("exit %d", rc)
 		}
 		return rep, fmt.Errorf("gc failed: %s", msg)
 	}
 	if rep.Dir == "" {
-		return rep, fmt.Errorf("gc: unexpected answer %q", firstLine(out.String()))
+		return rep, fmt.Errorf("gc: unexpected answer %q", firstLine(string(out)))
 	}
 	return rep, nil
 }

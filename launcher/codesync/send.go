@@ -44,6 +44,14 @@ const (
 	syncPresent = "@@tfhive-sync present"
 )
 
+// What is kept of a host's answer to sync.sh (a few lines of its own,
+// the last of which says how it ended) and to gc.sh's stderr, read for
+// one line: a host printing without end must not grow tfhive's memory.
+const (
+	maxAnswer = 64 << 10
+	maxStderr = 64 << 10
+)
+
 // Target is a host to send the tree to, over its open connection.
 type Target struct {
 	Host string
@@ -129,8 +137,10 @@ type sink struct {
 	res  *Result
 	proc remote.Started
 	q    chan []byte
-	out  bytes.Buffer
-	errb bytes.Buffer
+	// out and errb: sync.sh's last line ("present", "sent") and its
+	// message, within bounds (maxAnswer, maxStderr).
+	out  remote.Bounded
+	errb remote.Bounded
 	werr error       // drain's first failed write: the rest is dropped
 	dead atomic.Bool // nothing more need be queued for it
 	// abort, set before q is closed, is why the archive must not be
@@ -144,7 +154,8 @@ func (t *Tree) sendRound(ctx context.Context, targets []Target, results []Result
 	sinks := make([]*sink, len(targets))
 	var started sync.WaitGroup
 	for i, tg := range targets {
-		s := &sink{res: &results[i], q: make(chan []byte, queued), start: time.Now()}
+		s := &sink{res: &results[i], q: make(chan []byte, queued), start: time.Now(),
+			out: remote.Bounded{Max: maxAnswer}, errb: remote.Bounded{Max: maxStderr}}
 		sinks[i] = s
 		started.Add(1)
 		go func() {
@@ -276,6 +287,9 @@ func (s *sink) drain(ctx context.Context, sent *atomic.Int64) {
 	switch {
 	case r.err != nil:
 		s.res.Err = r.err
+	case s.out.Passed():
+		// Its last line is unknown: not taken as present, nor as sent.
+		s.res.Err = fmt.Errorf("receiving the tree failed: %w", &remote.TooMuchOutputError{Max: maxAnswer})
 	case r.rc == 0 && last == syncPresent:
 		s.res.Present = true
 	case s.abort != nil:

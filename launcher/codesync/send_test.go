@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/remote/remotetest"
 )
 
 // cacheExec is this machine as a host whose cache is its own: the
@@ -356,4 +357,42 @@ func mapsEqual(a, b map[string]byte) bool {
 		}
 	}
 	return true
+}
+
+// A host whose gc.sh listing passes its bound is stopped there and its
+// listing is not read: a tree left out of a cut listing would not be
+// known to be in use, so nothing is removed on its word.
+func TestGCListingPastItsBound(t *testing.T) {
+	f := &remotetest.Fake{}
+	f.Handle(remotetest.Prefix("exec sh -c "), func(p *remotetest.Proc) int {
+		io.WriteString(p.Stdout, "@@tfhive-gc /home/u/.cache/tfhive/code\n")
+		if p.Flood(p.Stdout, 64<<20) < 0 {
+			t.Error("the flooding gc.sh was not stopped")
+		}
+		return 0
+	})
+	_, err := GC(context.Background(), f, 0, true, nil)
+	if want := "its answer passed 4 MiB: what its cache holds is unknown, so nothing is removed there"; err == nil || err.Error() != want {
+		t.Errorf("dry: %v, want %q", err, want)
+	}
+	_, err = GC(context.Background(), f, 0, false, []string{strings.Repeat("a", 64)})
+	if want := "its answer passed 4 MiB: which trees it removed is unknown"; err == nil || err.Error() != want {
+		t.Errorf("removing: %v, want %q", err, want)
+	}
+}
+
+// A host that says more than maxAnswer in answer to the tree is not taken
+// at its last line: the transfer failed.
+func TestSendAnswerPastItsBound(t *testing.T) {
+	tr, _ := prepared(t, map[string]string{"a.py": "a\n"})
+	f := &remotetest.Fake{}
+	f.Handle(remotetest.Prefix("exec sh -c "), func(p *remotetest.Proc) int {
+		io.Copy(io.Discard, p.Stdin)
+		io.WriteString(p.Stdout, strings.Repeat("noise\n", 1<<20/6)+syncSent+"\n")
+		return 0
+	})
+	res := tr.Send(context.Background(), []Target{{Host: "h1", Exec: f}}, 1, nil)
+	if want := "receiving the tree failed: its answer passed 64 KiB"; res[0].Err == nil || res[0].Err.Error() != want {
+		t.Errorf("%+v, want %q", res[0], want)
+	}
 }

@@ -129,7 +129,7 @@ func findKept(ctx context.Context, fleet *probe.Fleet, o FollowOptions, caps *la
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, launcher.ErrNoSuchRun) {
-			msg = fmt.Sprintf("no run %s on %s", o.RunID, strings.Join(searched, ", "))
+			msg = fmt.Sprintf("no run %s on %s", o.RunID, strings.Join(searched, ", ")) + launcher.Unasked(found)
 		}
 		if uerr := job.Unreachable(inv); uerr != nil {
 			msg += " (" + uerr.Error() + ")"

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -164,24 +165,22 @@ func Usage(ctx context.Context, o UsageOptions) error {
 
 // readUsage runs usage.sh on one host: what its ledgers say, or why the
 // host's answer is not believed (its script failed, or it said more than
-// usage.HostLimit).
+// usage.HostLimit: it is stopped there).
 func readUsage(ctx context.Context, ex remote.Executor, host string, from time.Time, ngpus int) (usage.Host, error) {
 	secret := usage.NewSecret()
 	s := usage.Script(from, secret)
-	out := &usage.Capped{Max: usage.HostLimit}
-	errb := &usage.Capped{Max: 4096}
-	rc, err := ex.Run(ctx, supervisor.Command, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), out, errb)
+	rc, out, errb, err := remote.RunBounded(ctx, ex, supervisor.Command, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), usage.HostLimit, 4096)
 	switch {
+	case errors.Is(err, remote.ErrTooMuchOutput):
+		return usage.Host{}, fmt.Errorf("%w: its usage ledgers are not read, its use is left out", err)
 	case err != nil:
 		return usage.Host{}, err
-	case out.Over:
-		return usage.Host{}, fmt.Errorf("its usage ledgers said more than %d MiB: not read, its use is left out", usage.HostLimit>>20)
-	case rc != 0 || !strings.HasPrefix(out.B.String(), usage.Marker(secret)+"now "):
-		msg := wording.FirstLine(strings.TrimSpace(errb.B.String()))
+	case rc != 0 || !strings.HasPrefix(string(out), usage.Marker(secret)+"now "):
+		msg := wording.FirstLine(strings.TrimSpace(string(errb)))
 		if msg == "" {
 			msg = fmt.Sprintf("exit %d", rc)
 		}
 		return usage.Host{}, fmt.Errorf("reading its usage ledgers failed: %s", msg)
 	}
-	return usage.Parse(host, out.B.String(), secret, ngpus), nil
+	return usage.Parse(host, string(out), secret, ngpus), nil
 }

@@ -114,3 +114,28 @@ func TestUsageOnFakeHostsEscapesWhatAHostSays(t *testing.T) {
 		t.Errorf("raw escapes on stderr: %q", s)
 	}
 }
+
+// A host whose answer passes usage.HostLimit (here its stage prints
+// without end) is stopped there and its ledgers are not read: usage
+// names it, with why, and sums the others'.
+func TestUsageOnFakeHostsStopsAFlood(t *testing.T) {
+	b := twoHosts(t)
+	for _, h := range b.fleet.Hosts {
+		fakeLedger(t, h, "on-"+h.Name)
+	}
+	// The read stage evaluates what dd gives it: here a stage that
+	// prints without end.
+	dd := "#!/bin/sh\necho 'exec yes flood'\n"
+	if err := os.WriteFile(filepath.Join(b.fleet.Hosts[1].Dir, "bin", "dd"), []byte(dd), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var o out
+	if err := Usage(context.Background(), UsageOptions{Streams: o.streams(), Hosts: b.hosts, Since: "1d", By: "host"}); err != nil {
+		t.Fatalf("usage: %v\n%s", err, o.stderr.String())
+	}
+	contains(t, "usage", o.stderr.String(), "tfhive: warning: b: its answer passed 64 MiB: its usage ledgers are not read, its use is left out\n")
+	contains(t, "usage", o.stdout.String(), "\na ")
+	if strings.Contains(o.stdout.String(), "\nb ") {
+		t.Errorf("the flooding host has a row:\n%s", o.stdout.String())
+	}
+}

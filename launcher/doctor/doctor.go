@@ -226,11 +226,18 @@ func checkHost(ctx context.Context, hi inventory.HostInventory, ex remote.Execut
 	limit := o.Timeout + 5*time.Second
 	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	stdout, stderr := &capped{max: maxDoctorOut}, &capped{max: maxDoctorErr, keepLast: true}
+	// A report past its bound stops the check and is not read: a cut
+	// one would say less than the host has, as if it were all.
+	rctx, stop := context.WithCancel(cctx)
+	defer stop()
+	stdout, stderr := &remote.Bounded{Max: maxDoctorOut, Over: stop}, &tail{max: maxDoctorErr}
 	// remote.Run, not ex.Run: an executor holding a spare session takes
 	// it in its Start, which an embedded Run would not call.
-	rc, err := remote.Run(cctx, ex, supervisor.Command, strings.NewReader(doctorInput(hi.Host, o)), stdout, stderr)
+	rc, err := remote.Run(rctx, ex, supervisor.Command, strings.NewReader(doctorInput(hi.Host, o)), stdout, stderr)
 	switch {
+	case stdout.Passed():
+		d.Error = (&remote.TooMuchOutputError{Max: maxDoctorOut}).Error() + ": its report is not read"
+		return d
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		d.Error = fmt.Sprintf("check timed out after %s", limit)
 		return d
@@ -359,26 +366,19 @@ func lastLine(s string) string {
 
 func ptr[T any](v T) *T { return &v }
 
-// capped keeps the first max bytes written, or with keepLast the last
-// ones, and drops the rest: a host may print without end.
-type capped struct {
-	buf      []byte
-	max      int
-	keepLast bool
+// tail keeps the last max bytes written and drops the rest: a host may
+// print without end, and the check's own message comes last.
+type tail struct {
+	buf []byte
+	max int
 }
 
-func (c *capped) Write(p []byte) (int, error) {
-	switch {
-	case c.keepLast:
-		c.buf = append(c.buf, p...)
-		if len(c.buf) > c.max {
-			c.buf = c.buf[len(c.buf)-c.max:]
-		}
-	case len(c.buf) < c.max:
-		c.buf = append(c.buf, p[:min(len(p), c.max-len(c.buf))]...)
+func (c *tail) Write(p []byte) (int, error) {
+	c.buf = append(c.buf, p...)
+	if len(c.buf) > c.max {
+		c.buf = c.buf[len(c.buf)-c.max:]
 	}
 	return len(p), nil
 }
 
-func (c *capped) Bytes() []byte  { return c.buf }
-func (c *capped) String() string { return string(c.buf) }
+func (c *tail) String() string { return string(c.buf) }

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tfhive/tfhive/probe/inventory"
 	"github.com/tfhive/tfhive/probe/remote"
+	"github.com/tfhive/tfhive/probe/remote/remotetest"
 )
 
 // fakePackages writes Python packages that stand in for TensorFlow and
@@ -203,5 +205,23 @@ func TestValidModule(t *testing.T) {
 		if got := ValidModule(name); got != want {
 			t.Errorf("ValidModule(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// A host whose check says more than maxDoctorOut is stopped there, and
+// its report is not read: the host's check says why.
+func TestDoctorReportPastItsBound(t *testing.T) {
+	f := &remotetest.Fake{}
+	f.Handle(remotetest.Any, func(p *remotetest.Proc) int {
+		io.WriteString(p.Stdout, "@@tfhive-doctor\npython /usr/bin/python3\n")
+		if p.Flood(p.Stdout, 64<<20) < 0 {
+			t.Error("the flooding check was not stopped")
+		}
+		return 0
+	})
+	his := []inventory.HostInventory{{Host: inventory.Host{Name: "h1"}, Name: "h1"}}
+	d := Check(context.Background(), his, map[string]remote.Executor{"h1": f}, Options{Timeout: 20 * time.Second, Parallel: 1})[0]
+	if want := "its answer passed 64 KiB: its report is not read"; d.Error != want || d.Python.Executable != nil {
+		t.Errorf("error %q, python %v; want %q, none", d.Error, d.Python.Executable, want)
 	}
 }

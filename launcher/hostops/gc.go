@@ -1,8 +1,8 @@
 package hostops
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -138,14 +138,16 @@ func GCRuns(ctx context.Context, ex remote.Executor, keep time.Duration, dry boo
 		shscript.Set("tfhive_mins", strconv.Itoa(max(int((keep+time.Minute-1)/time.Minute), 0))),
 		shscript.Set("tfhive_dry", d),
 	)
-	var out, errb bytes.Buffer
-	rc, err := ex.Run(ctx, supervisorCommand, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), &out, &errb)
-	rep := parseRunsGC(out.String())
+	rc, out, errb, err := remote.RunBounded(ctx, ex, supervisorCommand, strings.NewReader(strconv.Itoa(len(s))+"\n"+s), maxListing, maxStderr)
+	rep := parseRunsGC(string(out))
+	if errors.Is(err, remote.ErrTooMuchOutput) {
+		return rep, fmt.Errorf("%w: which ended runs' files it removed is unknown", err)
+	}
 	if err != nil {
 		return rep, err
 	}
 	if rc != 0 || rep.Dir == "" {
-		msg := wording.FirstLine(strings.TrimSpace(errb.String()))
+		msg := wording.FirstLine(strings.TrimSpace(string(errb)))
 		if msg == "" {
 			msg = fmt.Sprintf("exit %d", rc)
 		}

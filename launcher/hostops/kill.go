@@ -2,6 +2,7 @@ package hostops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -46,17 +47,18 @@ func Kill(ctx context.Context, runs []view.RunOnHost, execs map[string]remote.Ex
 				results[i].Err = fmt.Errorf("its tasks are still starting; try again in a moment")
 				return nil
 			}
-			var out, errb strings.Builder
-			rc, err := ex.Run(ctx, "sh -s", strings.NewReader(killScript(r.RunID, r.Holders, grace)), &out, &errb)
-			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(lastLine(out.String()), "stopped ")))
+			rc, out, errb, err := remote.RunBounded(ctx, ex, "sh -s", strings.NewReader(killScript(r.RunID, r.Holders, grace)), maxLines, maxStderr)
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(lastLine(string(out)), "stopped ")))
 			results[i].Tasks = n
 			switch {
+			case errors.Is(err, remote.ErrTooMuchOutput):
+				results[i].Err = fmt.Errorf("%w: which of its tasks stopped is unknown", err)
 			case err != nil:
 				results[i].Err = err
 			case rc == 3:
 				results[i].Err = fmt.Errorf("its tasks are still starting or already gone; try again in a moment")
 			case rc != 0:
-				results[i].Err = fmt.Errorf("%s", strings.TrimSpace(strings.TrimPrefix(errb.String(), "tfhive: ")))
+				results[i].Err = fmt.Errorf("%s", strings.TrimSpace(strings.TrimPrefix(string(errb), "tfhive: ")))
 			}
 			return nil
 		})

@@ -66,3 +66,43 @@ func TestKill(t *testing.T) {
 		t.Errorf("results\n %q\nwant\n %q", got, want)
 	}
 }
+
+// A host whose answer passes its bound is stopped there, and nothing of
+// it is believed: kill does not count its tasks as stopped, gc does not
+// say what it removed there; reserve reads its stderr within a bound.
+func TestHostAnswerPastItsBound(t *testing.T) {
+	flood := func(on func(p *remotetest.Proc) io.Writer) *remotetest.Fake {
+		f := &remotetest.Fake{}
+		f.Handle(remotetest.Any, func(p *remotetest.Proc) int {
+			io.WriteString(p.Stdout, "stopped 2\n")
+			if p.Flood(on(p), 64<<20) < 0 {
+				t.Error("the flooding host was not stopped")
+			}
+			return 0
+		})
+		return f
+	}
+	stdout := func(p *remotetest.Proc) io.Writer { return p.Stdout }
+	res := Kill(context.Background(), []view.RunOnHost{{RunID: "r1", Host: "h1", Holders: []int{10}}},
+		map[string]remote.Executor{"h1": flood(stdout)}, time.Second, 1)
+	if want := "its answer passed 64 KiB: which of its tasks stopped is unknown"; res[0].Err == nil || res[0].Err.Error() != want || res[0].Tasks != 0 {
+		t.Errorf("kill: %d, %v; want 0, %q", res[0].Tasks, res[0].Err, want)
+	}
+
+	_, err := GCRuns(context.Background(), flood(stdout), time.Hour, false)
+	if want := "its answer passed 4 MiB: which ended runs' files it removed is unknown"; err == nil || err.Error() != want {
+		t.Errorf("gc: %v, want %q", err, want)
+	}
+
+	noisy := &remotetest.Fake{}
+	noisy.Handle(remotetest.Any, func(p *remotetest.Proc) int {
+		io.ReadAll(p.Stdin)
+		io.WriteString(p.Stdout, strings.Repeat("x", 1<<20))
+		io.WriteString(p.Stderr, "tfhive: cannot make it\n"+strings.Repeat("e", 1<<20))
+		return 1
+	})
+	err = Reserve(context.Background(), noisy, "tfhive-reservation.x", nil)
+	if err == nil || len(err.Error()) > maxStderr {
+		t.Errorf("reserve: %.100v", err)
+	}
+}

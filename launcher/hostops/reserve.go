@@ -3,6 +3,7 @@ package hostops
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/tfhive/tfhive/probe/remote"
@@ -25,8 +26,10 @@ func Reserve(ctx context.Context, ex remote.Executor, name string, remove []stri
 		}
 	}
 	script := reserveSh.With(shscript.Set("tfhive_make", name), shscript.Set("tfhive_remove", strings.Join(remove, " ")))
-	var out, errb strings.Builder
-	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), &out, &errb)
+	// reserve.sh says nothing on stdout; its stderr is read for its last
+	// line (its own, after what the shell may say), within a bound.
+	errb := &remote.Bounded{Max: maxStderr}
+	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), io.Discard, errb)
 	switch {
 	case err != nil:
 		return err

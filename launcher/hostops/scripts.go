@@ -23,3 +23,14 @@ var (
 	supervisorCommand = supervisor.Command
 	writeChunked      = supervisor.WriteChunked
 )
+
+// The bounds of what is read of a host's answer: a listing (gc-runs.sh's
+// runs and their sizes, a line each), a script's few lines of its own
+// (kill.sh's count), and stderr, read for one line. An answer past its
+// bound stops the script and is not read at all: what the host did is
+// unknown, and said to be (remote.RunBounded).
+const (
+	maxListing = 4 << 20
+	maxLines   = 64 << 10
+	maxStderr  = 64 << 10
+)

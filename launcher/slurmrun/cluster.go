@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -56,23 +57,27 @@ func Queue(ctx context.Context, ex remote.Executor, login, partition string) ([]
 }
 
 // maxListing bounds what sinfo and squeue may print: a cluster of ten
-// thousand nodes is a megabyte.
+// thousand nodes is a megabyte. A listing past it is not read at all: one
+// cut short would leave out nodes, or jobs ahead in the queue, without
+// saying so.
 const maxListing = 16 << 20
 
 func runScript(ctx context.Context, ex remote.Executor, login, what, script string) ([]byte, error) {
-	var out, errb bytes.Buffer
-	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), &limitedWriter{w: &out, left: maxListing}, limit(&errb))
+	rc, out, errb, err := remote.RunBounded(ctx, ex, "sh -s", strings.NewReader(script), maxListing, maxOwn)
+	if errors.Is(err, remote.ErrTooMuchOutput) {
+		return nil, fmt.Errorf("%s: %s: %w: not read", login, what, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", login, what, err)
 	}
 	if rc != 0 {
-		msg := strings.TrimSpace(errb.String())
+		msg := strings.TrimSpace(string(errb))
 		if msg == "" {
 			msg = fmt.Sprintf("exit %d", rc)
 		}
 		return nil, fmt.Errorf("%s: %s: %s", login, what, strings.TrimPrefix(msg, "tfhive: error: "))
 	}
-	return out.Bytes(), nil
+	return out, nil
 }
 
 // ParseNodes reads status.sh's lines ("sinfo|NODE|PARTITION|STATE|GRES|

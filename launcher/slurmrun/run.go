@@ -48,8 +48,10 @@ func Submit(ctx context.Context, ex remote.Executor, s Submission) (record.Slurm
 		shscript.Set("tfhive_dir", s.Dir), shscript.Set("tfhive_batch", s.Script), shscript.Set("tfhive_workdir", s.Workdir),
 		shscript.Set("tfhive_partition", s.Partition), shscript.Set("tfhive_account", s.Account), shscript.Set("tfhive_time", s.Time),
 		shscript.Set("tfhive_array", arrayWord(s.Array)))
-	var out, errb bytes.Buffer
-	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), limit(&out), limit(&errb))
+	// Only cut, not failed past the bound: sbatch may have queued the
+	// job, whose id comes first.
+	out, errb := limited(), limited()
+	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), out, errb)
 	if err != nil {
 		return record.SlurmJob{}, fmt.Errorf("%s: submitting the job: %w", s.Login, err)
 	}
@@ -90,24 +92,11 @@ func parseSubmitted(out string) (id, dir string, ok bool) {
 	return "", "", false
 }
 
-// limitedWriter keeps at most its cap: what a script prints of its own
-// is bounded here.
-type limitedWriter struct {
-	w    io.Writer
-	left int
-}
+// maxOwn bounds what is kept of what a script prints of its own (a job
+// id line, a message); the rest is dropped.
+const maxOwn = 64 << 10
 
-func limit(w io.Writer) io.Writer { return &limitedWriter{w: w, left: 64 << 10} }
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	if len(p) > l.left {
-		p = p[:l.left]
-	}
-	l.left -= len(p)
-	l.w.Write(p)
-	return n, nil
-}
+func limited() *remote.Bounded { return &remote.Bounded{Max: maxOwn} }
 
 // Follow is what Watch needs: the job, its tasks and where its output
 // goes.
@@ -243,10 +232,10 @@ func watch(ctx context.Context, ex remote.Executor, f Follow, trials []Trial) ([
 		shscript.Set("tfhive_rundir", RemoteDir(f.RunID)), shscript.Set("tfhive_token", tok),
 		shscript.Set("tfhive_tasks", strings.Join(ids, " ")),
 		shscript.Set("tfhive_from", "1"), shscript.Set("tfhive_poll", pollWord(poll)), shscript.Set("tfhive_mark", mark))
-	var errb bytes.Buffer
+	errb := limited()
 	// The job's output is read to its end whatever ctx does: a stop
 	// cancels the job, and the run ends when Slurm says so.
-	p, err := ex.Start(context.WithoutCancel(ctx), "sh -s", split, limit(&errb))
+	p, err := ex.Start(context.WithoutCancel(ctx), "sh -s", split, errb)
 	if err != nil {
 		return nil, fmt.Errorf("%s: following job %s: %w", f.Job.Login, f.Job.JobID, err)
 	}
@@ -335,8 +324,8 @@ func Cancel(ctx context.Context, ex remote.Executor, runID, jobID string, grace 
 	}
 	script := cancelSh.With(shscript.Set("tfhive_job", jobID), shscript.Set("tfhive_rundir", RemoteDir(runID)),
 		shscript.Set("tfhive_grace", strconv.Itoa(int(math.Ceil(grace.Seconds())))))
-	var errb bytes.Buffer
-	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), io.Discard, limit(&errb))
+	errb := limited()
+	rc, err := ex.Run(ctx, "sh -s", strings.NewReader(script), io.Discard, errb)
 	if err == nil && rc != 0 {
 		err = fmt.Errorf("exit %d: %s", rc, strings.TrimSpace(errb.String()))
 	}

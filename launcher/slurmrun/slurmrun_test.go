@@ -456,3 +456,32 @@ func TestWatchArrayCancelled(t *testing.T) {
 		}
 	}
 }
+
+// A login node whose sinfo prints without end is stopped at maxListing,
+// and its listing is not read at all (one cut short would leave nodes out
+// without saying so); a long stderr is only cut.
+func TestListingPastItsBound(t *testing.T) {
+	fake := &remotetest.Fake{}
+	fake.Handle(remotetest.Exact("sh -s"), func(p *remotetest.Proc) int {
+		io.ReadAll(p.Stdin)
+		if p.Flood(p.Stdout, 64<<20) < 0 {
+			t.Error("the flooding sinfo was not stopped")
+		}
+		return 0
+	})
+	nodes, err := Nodes(context.Background(), fake, "login1", "")
+	if want := "login1: sinfo: its answer passed 16 MiB: not read"; err == nil || err.Error() != want || nodes != nil {
+		t.Errorf("Nodes: %d nodes, %v; want none, %q", len(nodes), err, want)
+	}
+
+	noisy := &remotetest.Fake{}
+	noisy.Handle(remotetest.Exact("sh -s"), func(p *remotetest.Proc) int {
+		io.ReadAll(p.Stdin)
+		io.WriteString(p.Stderr, "tfhive: error: squeue failed\n"+strings.Repeat("x", 1<<20))
+		return 1
+	})
+	_, err = Queue(context.Background(), noisy, "login1", "")
+	if err == nil || !strings.HasPrefix(err.Error(), "login1: squeue: squeue failed\n") || len(err.Error()) > maxOwn+100 {
+		t.Errorf("Queue: %.200v (%d bytes)", err, len(err.Error()))
+	}
+}

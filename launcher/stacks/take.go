@@ -1,7 +1,6 @@
 package stacks
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"embed"
@@ -103,16 +102,16 @@ func takeOn(ctx context.Context, ex remote.Executor, host, run string, native bo
 	}
 	secret := rand.Text()
 	script := Script(run, secret, native)
-	out := &capped{max: hostLimit}
-	var errb capped
-	errb.max = 4096
-	rc, err := ex.Run(ctx, "bash -s", strings.NewReader(script), out, &errb)
-	st := Parse(out.b.String(), host, secret)
+	// Cut, not failed, past hostLimit: only whole tasks' texts are read
+	// (Parse), and the stacks of those are the host's.
+	out, errb := &remote.Bounded{Max: hostLimit}, &remote.Bounded{Max: 4096}
+	rc, err := ex.Run(ctx, "bash -s", strings.NewReader(script), out, errb)
+	st := Parse(out.String(), host, secret)
 	if err != nil {
 		return st, err
 	}
 	if rc != 0 && len(st) == 0 {
-		msg := strings.TrimSpace(errb.b.String())
+		msg := strings.TrimSpace(errb.String())
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
 			msg = msg[i+1:]
 		}
@@ -255,17 +254,4 @@ func pythonFrame(frame string) bool {
 	file, line, ok := strings.Cut(frame[open+1:len(frame)-1], ":")
 	_, err := strconv.Atoi(line)
 	return ok && err == nil && file != ""
-}
-
-// capped keeps the first max bytes written to it and drops the rest.
-type capped struct {
-	b   bytes.Buffer
-	max int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.b.Len(); room > 0 {
-		c.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }

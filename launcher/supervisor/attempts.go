@@ -251,13 +251,21 @@ type AttemptRecords struct {
 	prefix string // AttemptMarker, the mark, " "
 	f      *AttemptFilter
 	buf    []byte
+	long   bool // in a line longer than MaxGateLine
 }
 
 func (r *AttemptRecords) Write(p []byte) (int, error) {
+	n := len(p)
+	if r.long {
+		if p, r.long = passLong(r.next, p); r.long || len(p) == 0 {
+			return n, nil
+		}
+	}
 	r.buf = append(r.buf, p...)
 	for {
 		i := bytes.IndexByte(r.buf, '\n')
 		if i < 0 {
+			r.buf, r.long = holdLine(r.next, r.buf)
 			break
 		}
 		line := r.buf[:i+1]
@@ -274,7 +282,7 @@ func (r *AttemptRecords) Write(p []byte) (int, error) {
 		}
 		r.next.Write(line)
 	}
-	return len(p), nil
+	return n, nil
 }
 
 // Flush passes on what was held: the stream has ended.

@@ -37,18 +37,26 @@ type StreamGate struct {
 	// the host's multiplexer).
 	Passed bool
 	seen   []byte // the last bytes passed, for a marker split across writes
+	long   bool   // in a line longer than MaxGateLine, before the marker
 }
 
 func (g *StreamGate) Write(p []byte) (int, error) {
+	n := len(p)
 	if g.Passed {
 		g.take(p)
-		return len(p), nil
+		return n, nil
+	}
+	if g.long {
+		if p, g.long = passLong(g.Noise, p); g.long || len(p) == 0 {
+			return n, nil
+		}
 	}
 	g.buf = append(g.buf, p...)
 	for {
 		i := bytes.IndexByte(g.buf, '\n')
 		if i < 0 {
-			return len(p), nil
+			g.buf, g.long = holdLine(g.Noise, g.buf)
+			return n, nil
 		}
 		line := g.buf[:i]
 		if string(line) == StreamMarker {
@@ -61,13 +69,47 @@ func (g *StreamGate) Write(p []byte) (int, error) {
 			if len(rest) > 0 {
 				g.take(rest)
 			}
-			return len(p), nil
+			return n, nil
 		}
 		if g.Noise != nil {
 			g.Noise.Write(g.buf[:i+1])
 		}
 		g.buf = g.buf[i+1:]
 	}
+}
+
+// MaxGateLine bounds the unfinished line a gate holds until it can tell
+// whether it is one of tfhive's (a marker, a claim or record line, all
+// far shorter): a host printing without a newline must not grow tfhive's
+// memory. A longer line is none of them, and is passed on as it comes.
+const MaxGateLine = 64 << 10
+
+// holdLine is a gate's unfinished line, held whole while it is at most
+// MaxGateLine; past that it goes to w (nil: nowhere) and long says the
+// rest of the line goes there too (passLong).
+func holdLine(w io.Writer, buf []byte) (held []byte, long bool) {
+	if len(buf) <= MaxGateLine {
+		return buf, false
+	}
+	if w != nil {
+		w.Write(buf)
+	}
+	return nil, true
+}
+
+// passLong sends to w (nil: nowhere) the rest of a line too long to be
+// tfhive's: up to its newline. rest is what follows it in p; long, that
+// the line goes on.
+func passLong(w io.Writer, p []byte) (rest []byte, long bool) {
+	i := bytes.IndexByte(p, '\n')
+	if i < 0 {
+		i = len(p) - 1
+		long = true
+	}
+	if w != nil {
+		w.Write(p[:i+1])
+	}
+	return p[i+1:], long
 }
 
 // take passes p on, but for the truncation line and what may be its start.
@@ -140,17 +182,25 @@ type ClaimGate struct {
 	Report func(string)
 	buf    []byte
 	passed bool
+	long   bool // in a line longer than MaxGateLine, before the claim line
 }
 
 func (g *ClaimGate) Write(p []byte) (int, error) {
+	n := len(p)
 	if g.passed {
 		return g.Next.Write(p)
+	}
+	if g.long {
+		if p, g.long = passLong(g.Next, p); g.long || len(p) == 0 {
+			return n, nil
+		}
 	}
 	g.buf = append(g.buf, p...)
 	for {
 		i := bytes.IndexByte(g.buf, '\n')
 		if i < 0 {
-			return len(p), nil
+			g.buf, g.long = holdLine(g.Next, g.buf)
+			return n, nil
 		}
 		line := string(g.buf[:i])
 		if strings.HasPrefix(line, ClaimMarker) {
@@ -161,7 +211,7 @@ func (g *ClaimGate) Write(p []byte) (int, error) {
 			if len(rest) > 0 {
 				g.Next.Write(rest)
 			}
-			return len(p), nil
+			return n, nil
 		}
 		g.Next.Write(g.buf[:i+1])
 		g.buf = g.buf[i+1:]

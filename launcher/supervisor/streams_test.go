@@ -66,3 +66,50 @@ func TestStreamGateHoldsBackOnlyAStart(t *testing.T) {
 		t.Fatalf("passed %q, counted %d", out.String(), n)
 	}
 }
+
+// A line without end before a gate's marker (a host printing without a
+// newline) is not held past MaxGateLine: it is passed on as it comes, to
+// its newline, and the marker after it still opens the gate; a marker
+// inside it is not a line of its own and opens nothing.
+func TestGatesDoNotHoldALineWithoutEnd(t *testing.T) {
+	chunk := bytes.Repeat([]byte("x"), 32<<10)
+	flood := func(w interface{ Write([]byte) (int, error) }, held func() int) {
+		for range 64 { // 2 MiB in one line
+			if n, err := w.Write(chunk); n != len(chunk) || err != nil {
+				t.Fatalf("Write: %d, %v", n, err)
+			}
+			if h := held(); h > MaxGateLine+len(chunk) {
+				t.Fatalf("a gate holds %d bytes of one line", h)
+			}
+		}
+	}
+
+	var noise, next bytes.Buffer
+	var n int64
+	g := &StreamGate{Next: &next, Noise: &noise, N: &n}
+	flood(g, func() int { return len(g.buf) })
+	g.Write([]byte(StreamMarker + "\nstill the long line\n" + StreamMarker + "\ntask\n"))
+	if next.String() != "task\n" || n != 5 || noise.Len() != 64*len(chunk)+len(StreamMarker)+len("\nstill the long line\n") {
+		t.Errorf("stream gate: passed %q (%d), noise %d bytes", next.String(), n, noise.Len())
+	}
+
+	next.Reset()
+	var claim string
+	c := &ClaimGate{Next: &next, Report: func(l string) { claim = l }}
+	flood(c, func() int { return len(c.buf) })
+	c.Write([]byte("\n" + ClaimOK + "\ntask\n"))
+	if claim != ClaimOK || next.Len() != 64*len(chunk)+1+len("task\n") || !strings.HasSuffix(next.String(), "x\ntask\n") {
+		t.Errorf("claim gate: claim %q, passed %d bytes", claim, next.Len())
+	}
+
+	next.Reset()
+	var out bytes.Buffer
+	f := NewAttemptFilter(&out, "MK", func(int, int) {})
+	r := NewAttemptRecords(&next, "MK", f)
+	flood(r, func() int { return len(r.buf) })
+	r.Write([]byte(" " + AttemptMarker + "MK 1 0 5\n" + AttemptMarker + "MK 2 0 7\n"))
+	// The record after the long line is taken; the one inside it is not.
+	if next.Len() != 64*len(chunk)+len(" "+AttemptMarker+"MK 1 0 5\n") {
+		t.Errorf("attempt records: passed %d bytes", next.Len())
+	}
+}

@@ -42,6 +42,12 @@ const (
 	HostBytes = 48 << 20
 )
 
+// HostLimit bounds one host's answer. usage.sh keeps its own under it
+// (HostBytes of lines, Owners owners), saying what it left out; an
+// answer past it anyway is stopped there and not believed at all (a cut
+// answer would under-count without saying so): remote.RunBounded.
+const HostLimit = 64 << 20
+
 // limits are the script's bounds (tests make them small).
 type limits struct{ names, user, owners, host int }
 

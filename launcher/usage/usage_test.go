@@ -291,17 +291,6 @@ func TestScriptSpendsEachUsersBytes(t *testing.T) {
 	}
 }
 
-func TestCappedSaysItCut(t *testing.T) {
-	c := &Capped{Max: 4}
-	c.Write([]byte("abc"))
-	if c.Over {
-		t.Error("over at 3 of 4")
-	}
-	if n, err := c.Write([]byte("de")); n != 2 || err != nil || !c.Over || c.B.String() != "abcd" {
-		t.Errorf("%d %v %v %q", n, err, c.Over, c.B.String())
-	}
-}
-
 func TestFormatSince(t *testing.T) {
 	for d, want := range map[time.Duration]string{7 * 24 * time.Hour: "7d", 36 * time.Hour: "36h", 90 * time.Minute: "1h30m", 45 * time.Second: "45s", 2 * time.Hour: "2h"} {
 		if got := FormatSince(d); got != want {

@@ -17,14 +17,25 @@ type ReplayWriter struct {
 // NewReplayWriter returns a ReplayWriter to w.
 func NewReplayWriter(w io.Writer) *ReplayWriter { return &ReplayWriter{w: w} }
 
+// maxReplayLine bounds the unfinished line a ReplayWriter holds: a log
+// that is one line without end (a progress bar's carriage returns, a host
+// printing without a newline) must not grow tfhive's memory. Past it, the
+// line is shown as far as it came, and goes on from there.
+const maxReplayLine = 64 << 10
+
 func (r *ReplayWriter) Write(p []byte) (int, error) {
 	r.buf = append(r.buf, p...)
-	i := bytes.LastIndexByte(r.buf, '\n')
-	if i < 0 {
-		return len(p), nil
+	var err error
+	if i := bytes.LastIndexByte(r.buf, '\n'); i >= 0 {
+		err = r.flush(r.buf[:i+1])
+		r.buf = append(r.buf[:0], r.buf[i+1:]...)
 	}
-	err := r.flush(r.buf[:i+1])
-	r.buf = append(r.buf[:0], r.buf[i+1:]...)
+	if len(r.buf) > maxReplayLine {
+		if ferr := r.flush(r.buf); err == nil {
+			err = ferr
+		}
+		r.buf = r.buf[:0]
+	}
 	return len(p), err
 }
 

@@ -55,3 +55,22 @@ func TestReplayWriterError(t *testing.T) {
 type failingWriter struct{ err error }
 
 func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// A line without end is not held past maxReplayLine: it is shown as far
+// as it came, and goes on from there.
+func TestReplayWriterLineWithoutEnd(t *testing.T) {
+	var out strings.Builder
+	r := NewReplayWriter(&out)
+	chunk := strings.Repeat("\r50%", 8<<10)
+	for range 64 { // 2 MiB, no newline
+		r.Write([]byte(chunk))
+		if len(r.buf) > maxReplayLine {
+			t.Fatalf("holds %d bytes of one line", len(r.buf))
+		}
+	}
+	r.Write([]byte("\ndone\n"))
+	r.Close()
+	if !strings.HasSuffix(out.String(), "\ndone\n") || !strings.Contains(out.String(), "50%") {
+		t.Errorf("%d bytes, ending %q", out.Len(), out.String()[max(out.Len()-20, 0):])
+	}
+}

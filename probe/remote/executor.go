@@ -1,9 +1,11 @@
 // Package remote runs commands on the fleet's hosts: the Executor
 // interface, its SSH implementation (sessions over the host's one
 // connection, more connections only when sshd refuses another session),
-// the local one for the no-hosts default, and the pool of spare sessions
-// a probe leaves running for the launcher to take (Spares). remotetest
-// holds a scripted Executor for other packages' tests.
+// the local one for the no-hosts default, the pool of spare sessions
+// a probe leaves running for the launcher to take (Spares), and the
+// bounded writer every caller that holds a host's answer whole reads it
+// with (Bounded, RunBounded). remotetest holds a scripted Executor for
+// other packages' tests.
 //
 // It knows nothing of what the commands are, nor of how connections are
 // opened (the transport hands them in): it must not import the probe, the

@@ -3,6 +3,7 @@ package remotetest
 import (
 	"io"
 	"sync"
+	"time"
 )
 
 // Proc is one command a handler plays.
@@ -62,6 +63,35 @@ func (p *Proc) Killed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.ending == endKilled
+}
+
+// Flood writes to w (p.Stdout or p.Stderr) without end, as a broken or
+// hostile host does, until the caller gives the command up; it returns
+// how many bytes it wrote. A caller that has not given it up once upTo
+// bytes are written gets a few seconds more (the writes past a bound go
+// faster than the caller's stop is scheduled); without it, Flood returns
+// -1, so that a test of a caller that never stops ends.
+func (p *Proc) Flood(w io.Writer, upTo int64) int64 {
+	chunk := make([]byte, 32<<10)
+	for i := range chunk {
+		chunk[i] = "flood\n"[i%6]
+	}
+	var n int64
+	for n < upTo {
+		select {
+		case <-p.stopped:
+			return n
+		default:
+		}
+		w.Write(chunk)
+		n += int64(len(chunk))
+	}
+	select {
+	case <-p.stopped:
+		return n
+	case <-time.After(5 * time.Second):
+		return -1
+	}
 }
 
 // Done is closed once the handler has returned.
