@@ -412,7 +412,10 @@ func TestSupervisorStopsWhenAHolderDies(t *testing.T) {
 func TestSupervisorTermedRightAfterGo(t *testing.T) {
 	marker := fmt.Sprintf("tfhive-termed-%d", os.Getpid())
 	for i := 0; i < 20; i++ {
-		s := supervise(t, Task{Argv: []string{"bash", "-c", "sleep 60 & wait", marker}, HeartbeatTimeout: 30 * time.Second})
+		// A grace, so that the task ends by the SIGTERM (143): at 0 the
+		// SIGKILL follows at once, and a task not yet scheduled ends by
+		// that (137).
+		s := supervise(t, Task{Argv: []string{"bash", "-c", "sleep 60 & wait", marker}, HeartbeatTimeout: 30 * time.Second, Grace: 10 * time.Second})
 		if got := s.line(t); got != ClaimOK {
 			t.Fatalf("%q (stderr %s)", got, s.errb.String())
 		}

@@ -279,14 +279,19 @@ tfhive_stop() {
 	elif [ "$tfhive_stops" = 1 ] || [ -n "$tfhive_owed" ]; then
 		tfhive_owed=''
 		tfhive_stopping
-		{
+		# The grace's timer, started from a subshell: this handler can run
+		# between a "cmd &" of the main shell and its "x=$!", and a job of
+		# its own would be the $! that line reads (a reader's pid taken
+		# for the timer's: the reader never ended and held the session
+		# until its timeout; TestSupervisorTermedRightAfterGo).
+		( {
 			tfhive_n=0
 			while kill -0 -"$tfhive_pid" 2>/dev/null && [ "$tfhive_n" -lt "$tfhive_grace" ]; do
 				sleep 0.1
 				tfhive_n=$((tfhive_n + 1))
 			done
 			tfhive_kill
-		} </dev/null >/dev/null 2>&1 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&- &
+		} </dev/null >/dev/null 2>&1 3<&- 4>&- 5>&- 6<&- 7>&- 8>&- 9<&- 10<&- & )
 	else tfhive_kill; fi
 }
 trap tfhive_stop TERM
