@@ -267,8 +267,9 @@ tfhive_end() {
 # written since, even within the clock's tick that set "seen", is not
 # older, so its bytes are never left unlooked-for; at worst a look finds
 # nothing new. An idle pump of a 2 s trial forked some 30 stat before,
-# a few now. Every tenth look is made anyway, so that a file whose time
-# was set back (touch -d) waits at most 2 s.
+# a few now. A look is made anyway once 2 s have passed since the last
+# one (bash's EPOCHREALTIME: no process), so that a file whose time was
+# set back (touch -d) waits at most that.
 #
 # A file it cannot open (removed meanwhile, or a home whose file system
 # takes no hard link) is said at once, as a frame "failed" with the
@@ -284,13 +285,14 @@ tfhive_pump() {
 		tfhive_pdev+=("/dev/fd/$tfhive_y")
 	done
 	exec {tfhive_z}<>"$tfhive_md/tick" || tfhive_pumpfail "cannot open $tfhive_md/tick"
-	tfhive_last=0 tfhive_idle=0 tfhive_skip=0
+	tfhive_last=0 tfhive_idle=0 tfhive_looked=0
 	while :; do
 		kill -0 "$tfhive_mux" 2>/dev/null || tfhive_last=1
-		if [ "$tfhive_last" = 0 ] && [ "$tfhive_skip" -lt 9 ] && tfhive_unchanged; then
-			tfhive_skip=$((tfhive_skip + 1)) tfhive_any=
+		tfhive_usec
+		if [ "$tfhive_last" = 0 ] && [ $((tfhive_now - tfhive_looked)) -lt 2000000 ] && tfhive_unchanged; then
+			tfhive_any=
 		else
-			tfhive_skip=0 tfhive_any=
+			tfhive_looked=$tfhive_now tfhive_any=
 			: >"$tfhive_md/seen" 2>/dev/null
 			# The open files themselves (/dev/fd): the sizes are those of
 			# what head reads. exec: a command substitution's command
@@ -317,6 +319,18 @@ tfhive_pump() {
 			read -r -t 0.2 -u "$tfhive_z" _
 		fi
 	done
+}
+# tfhive_usec sets tfhive_now to the time in microseconds (bash 5's
+# EPOCHREALTIME, whatever the locale's decimal point; whole seconds from
+# printf's clock before it): no process.
+tfhive_usec() {
+	if [ -n "${EPOCHREALTIME-}" ]; then
+		tfhive_now=${EPOCHREALTIME//[!0-9]/}
+		tfhive_now=$((10#$tfhive_now))
+	else
+		printf -v tfhive_now '%(%s)T' -1
+		tfhive_now=$((tfhive_now * 1000000))
+	fi
 }
 # tfhive_unchanged: every file the pump follows is older than "seen" (no
 # file missing either: -ot is false then).
