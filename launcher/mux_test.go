@@ -225,6 +225,7 @@ func TestMuxPumpFailureSaid(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	const run = "20260101-000000-muxfail"
+	waitRunGone(t, run)
 	m := newHostMux("F4ILMARK")
 	so := &lockedBuf{}
 	var trunc atomic.Bool
@@ -359,4 +360,21 @@ func TestMuxIdlePumpForksLittle(t *testing.T) {
 	if n > 6 {
 		t.Errorf("stat ran %d times over a 2 s task, want at most 6", n)
 	}
+}
+
+// waitRunGone has the test's end wait (10 s at most) until no process
+// of run is left on this machine: the multiplexer ends with the pump's
+// failure, and the kept task's supervisor writes its files after that;
+// the home's TempDir, removed after this cleanup, would find them coming
+// ("directory not empty").
+func waitRunGone(t *testing.T, run string) {
+	t.Cleanup(func() {
+		for range 1000 {
+			if exec.Command("pgrep", "-f", "--", run).Run() != nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Errorf("processes of run %s still running 10 s after the test", run)
+	})
 }
