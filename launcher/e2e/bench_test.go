@@ -610,9 +610,13 @@ func (b *bench) start() {
 			v = "**missed**"
 		}
 		allowance := 3*b.rtt + max(0, cs-cst)/time.Duration(runtime.NumCPU())
-		r := ratio(max(0, beyond), allowance)
-		b.startFloor[n] = r
-		b.printf("| %d | %s | %s | %s | %s | %s | %s / %s | %.2f× of %s |\n", n, ms(sn), ms(st), ms(beyond), rtts, v, ms(cs), ms(cst), r, ms(allowance))
+		floorV := "not judged at RTT 0"
+		if b.rtt > 0 {
+			r := ratio(max(0, beyond), allowance)
+			b.startFloor[n] = r
+			floorV = fmt.Sprintf("%.2f× of %s", r, ms(allowance))
+		}
+		b.printf("| %d | %s | %s | %s | %s | %s | %s / %s | %s |\n", n, ms(sn), ms(st), ms(beyond), rtts, v, ms(cs), ms(cst), floorV)
 	}
 }
 
