@@ -63,7 +63,7 @@ func TestRead(t *testing.T) {
 func TestSizeString(t *testing.T) {
 	for n, want := range map[int64]string{
 		812: "812 bytes", 4 << 10: "4 KiB", 1536: "1.5 KiB", 4 << 20: "4 MiB",
-		64 << 20: "64 MiB", 60<<20 + 100<<10: "60.1 MiB",
+		64 << 20: "64 MiB", 60<<20 + 100<<10: "60.1 MiB", 3 << 19: "1.5 MiB", 64 << 10: "64 KiB", 100: "100 bytes",
 	} {
 		if got := localfile.SizeString(n); got != want {
 			t.Errorf("localfile.SizeString(%d) = %q, want %q", n, got, want)

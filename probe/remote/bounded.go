@@ -3,9 +3,10 @@ package remote
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"sync"
+
+	"github.com/tfhive/tfhive/probe/localfile"
 )
 
 // Bounded is a writer for a host's output that tfhive holds whole (a
@@ -80,26 +81,12 @@ func (b *Bounded) String() string {
 // its text follows the host's name ("h1: its answer passed 4 MiB").
 type TooMuchOutputError struct{ Max int }
 
-func (e *TooMuchOutputError) Error() string { return "its answer passed " + SizeWords(e.Max) }
+func (e *TooMuchOutputError) Error() string {
+	return "its answer passed " + localfile.SizeString(int64(e.Max))
+}
 
 // Is makes errors.Is(err, ErrTooMuchOutput) hold.
 func (e *TooMuchOutputError) Is(target error) bool { return target == ErrTooMuchOutput }
-
-// SizeWords says a bound as the messages write it: "4 MiB", "64 KiB",
-// "100 bytes".
-func SizeWords(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
 
 // RunBounded runs cmd on e with e.Run (an executor's own Run: one that
 // holds a spare session keeps it) and returns what it printed, held to

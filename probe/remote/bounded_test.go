@@ -109,11 +109,3 @@ func TestRunBounded(t *testing.T) {
 		t.Errorf("noisy: %d, %q, %d bytes of stderr, %v", rc, out, len(errb), err)
 	}
 }
-
-func TestSizeWords(t *testing.T) {
-	for n, want := range map[int]string{4 << 20: "4 MiB", 3 << 19: "1.5 MiB", 64 << 10: "64 KiB", 1536: "1.5 KiB", 100: "100 bytes"} {
-		if got := remote.SizeWords(n); got != want {
-			t.Errorf("SizeWords(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
