@@ -6,7 +6,7 @@ import (
 	"github.com/tfhive/tfhive/probe/remote/shscript"
 )
 
-var muxSh = shscript.Load(Scripts, "scripts/rundir.sh", "scripts/mux.sh")
+var muxSh = shscript.Load(Scripts, "scripts/rundir.sh", "scripts/clock.sh", "scripts/mux.sh")
 
 // MuxMarker starts the multiplexer's first line: "@@tfhive-mux MARK ok",
 // or "… failed WHY".

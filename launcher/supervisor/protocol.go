@@ -115,7 +115,7 @@ var (
 	readStage      = shscript.LoadOneLine(Scripts, "scripts/read-stage.sh")
 	supervisorLine = shscript.LoadOneLine(Scripts, "scripts/supervisor-command.sh")
 	claimSh        = shscript.Load(Scripts, "scripts/supervisor-claim.sh")
-	runSh          = shscript.Load(Scripts, "scripts/claim-check.sh", "scripts/rundir.sh", "scripts/pipe.sh", "scripts/signals.sh", "scripts/preempt-watch.sh", "scripts/idle-watch.sh", "scripts/ledger.sh", "scripts/supervisor-run.sh")
+	runSh          = shscript.Load(Scripts, "scripts/claim-check.sh", "scripts/rundir.sh", "scripts/pipe.sh", "scripts/signals.sh", "scripts/preempt-watch.sh", "scripts/clock.sh", "scripts/idle-watch.sh", "scripts/ledger.sh", "scripts/supervisor-run.sh")
 	attachSh       = shscript.Load(Scripts, "scripts/rundir.sh", "scripts/attach.sh")
 	taskSh         = shscript.Load(Scripts, "scripts/task.sh")
 )

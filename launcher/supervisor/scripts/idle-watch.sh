@@ -35,17 +35,6 @@
 #                    only when all of them are
 : "${tfhive_idle?}" "${tfhive_idle_ids?}"
 
-# tfhive_tenths sets tfhive_now to the time in tenths of a second (bash 5's
-# EPOCHREALTIME; whole seconds from printf's clock before it): no process.
-tfhive_tenths() {
-	if [ -n "${EPOCHREALTIME-}" ]; then
-		tfhive_now=${EPOCHREALTIME//[!0-9]/}
-		tfhive_now=$((10#$tfhive_now / 100000))
-	else
-		printf -v tfhive_now '%(%s)T' -1
-		tfhive_now=$((tfhive_now * 10))
-	fi
-}
 
 # tfhive_idle_watch FD FILE watches while the task ($tfhive_pid, set by
 # supervisor-run.sh before it starts this) lives; FD is the session's
@@ -53,6 +42,7 @@ tfhive_tenths() {
 # 12 is a pipe the supervisor holds both ends of: its reader writes "b"
 # there for tfhive's "b" (GPUs of the run elsewhere are busy: hold the
 # stop), and a read on it with a time limit is the wait between samples.
+# shellcheck disable=SC2154 # tfhive_now: tfhive_tenths's (clock.sh)
 tfhive_idle_watch() {
 	: "${tfhive_pid?}" "${tfhive_mark?}" "${tfhive_grace?}" "${tfhive_hb_timeout?}"
 	local below warn stop every q u n busy since=0 warned='' total=0 last=0 d held=-100000 next=0 left w

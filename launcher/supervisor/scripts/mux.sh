@@ -275,6 +275,7 @@ tfhive_end() {
 # takes no hard link) is said at once, as a frame "failed" with the
 # reason, and ends the multiplexer: tfhive reports it then, never as a
 # silence that ends in "no answer from the host".
+# shellcheck disable=SC2154 # tfhive_now: tfhive_tenths's (clock.sh)
 tfhive_pump() {
 	tfhive_pin=() tfhive_pat=() tfhive_pnm=() tfhive_pdev=()
 	for tfhive_x in "$@"; do
@@ -288,8 +289,8 @@ tfhive_pump() {
 	tfhive_last=0 tfhive_idle=0 tfhive_looked=0
 	while :; do
 		kill -0 "$tfhive_mux" 2>/dev/null || tfhive_last=1
-		tfhive_usec
-		if [ "$tfhive_last" = 0 ] && [ $((tfhive_now - tfhive_looked)) -lt 2000000 ] && tfhive_unchanged; then
+		tfhive_tenths
+		if [ "$tfhive_last" = 0 ] && [ $((tfhive_now - tfhive_looked)) -lt 20 ] && tfhive_unchanged; then
 			tfhive_any=
 		else
 			tfhive_looked=$tfhive_now tfhive_any=
@@ -319,18 +320,6 @@ tfhive_pump() {
 			read -r -t 0.2 -u "$tfhive_z" _
 		fi
 	done
-}
-# tfhive_usec sets tfhive_now to the time in microseconds (bash 5's
-# EPOCHREALTIME, whatever the locale's decimal point; whole seconds from
-# printf's clock before it): no process.
-tfhive_usec() {
-	if [ -n "${EPOCHREALTIME-}" ]; then
-		tfhive_now=${EPOCHREALTIME//[!0-9]/}
-		tfhive_now=$((10#$tfhive_now))
-	else
-		printf -v tfhive_now '%(%s)T' -1
-		tfhive_now=$((tfhive_now * 1000000))
-	fi
 }
 # tfhive_unchanged: every file the pump follows is older than "seen" (no
 # file missing either: -ot is false then).
