@@ -147,6 +147,7 @@ func (f *Fake) Start(ctx context.Context, cmd string, stdout, stderr io.Writer) 
 		rc := run(p)
 		p.mu.Lock()
 		p.rc = rc
+		p.exited = p.ending == running
 		p.mu.Unlock()
 		close(p.done)
 	}()

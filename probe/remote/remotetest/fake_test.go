@@ -128,6 +128,22 @@ func TestFakeLose(t *testing.T) {
 	}
 }
 
+// A command lost is lost even once its handler has returned: Wait says
+// so however late it is asked (it once said exit 0 when both had come).
+func TestFakeLoseThenHandlerReturns(t *testing.T) {
+	var f remotetest.Fake
+	f.Handle(remotetest.Any, func(p *remotetest.Proc) int { <-p.Stopped(); return 0 })
+	p, err := f.Start(context.Background(), "sleep", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Lose()
+	<-f.Procs()[0].Done()
+	if rc, err := p.Wait(); !errors.Is(err, remotetest.ErrLost) {
+		t.Errorf("Wait after Lose and the handler's return: %d, %v, want ErrLost", rc, err)
+	}
+}
+
 // Run gives a command up when its context ends.
 func TestFakeRunHonoursContext(t *testing.T) {
 	var f remotetest.Fake

@@ -23,6 +23,7 @@ type Proc struct {
 
 	mu     sync.Mutex // guards the rest, and the caller's writers
 	rc     int
+	exited bool // the handler returned while the command still ran
 	ending ending
 	out    io.Writer
 	errw   io.Writer
@@ -134,26 +135,25 @@ func (s started) Close() error          { s.p.end(endClosed); return nil }
 func (s started) Kill()                 { s.p.end(endKilled) }
 
 // Wait returns the handler's status once it has returned, or an error at
-// once when the command was given up before.
+// once when the command was given up before. Which came first is what
+// the handler saw as it returned (exited), not which of the two channels
+// a select found ready: once both are, it picks either, and a command
+// lost before its handler returned was once said to have exited 0.
 func (s started) Wait() (int, error) {
 	p := s.p
 	select {
 	case <-p.done:
 	case <-p.stopped:
-		select {
-		case <-p.done:
-		default:
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			if p.ending == endLost {
-				return -1, ErrLost
-			}
-			return -1, errAbandoned
-		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.rc, nil
+	switch {
+	case p.exited:
+		return p.rc, nil
+	case p.ending == endLost:
+		return -1, ErrLost
+	}
+	return -1, errAbandoned
 }
 
 // stdinPipe is a command's stdin: writes never block (sshd's window is
