@@ -111,36 +111,27 @@ func TestFakeKillAbandons(t *testing.T) {
 	}
 }
 
-// A lost host ends what runs with ErrLost and refuses new commands.
+// A lost host ends what runs with ErrLost and refuses new commands;
+// a command lost is lost even once its handler has returned, however
+// late Wait is asked (it once said exit 0 when both had come).
 func TestFakeLose(t *testing.T) {
-	var f remotetest.Fake
-	f.Handle(remotetest.Any, func(p *remotetest.Proc) int { <-p.Stopped(); return 0 })
-	p, err := f.Start(context.Background(), "sleep", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Lose()
-	if _, err := p.Wait(); !errors.Is(err, remotetest.ErrLost) {
-		t.Errorf("Wait after Lose: %v, want ErrLost", err)
-	}
-	if _, err := f.Start(context.Background(), "sleep", nil, nil); !errors.Is(err, remotetest.ErrLost) {
-		t.Errorf("Start after Lose: %v, want ErrLost", err)
-	}
-}
-
-// A command lost is lost even once its handler has returned: Wait says
-// so however late it is asked (it once said exit 0 when both had come).
-func TestFakeLoseThenHandlerReturns(t *testing.T) {
-	var f remotetest.Fake
-	f.Handle(remotetest.Any, func(p *remotetest.Proc) int { <-p.Stopped(); return 0 })
-	p, err := f.Start(context.Background(), "sleep", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Lose()
-	<-f.Procs()[0].Done()
-	if rc, err := p.Wait(); !errors.Is(err, remotetest.ErrLost) {
-		t.Errorf("Wait after Lose and the handler's return: %d, %v, want ErrLost", rc, err)
+	for _, late := range []bool{false, true} {
+		var f remotetest.Fake
+		f.Handle(remotetest.Any, func(p *remotetest.Proc) int { <-p.Stopped(); return 0 })
+		p, err := f.Start(context.Background(), "sleep", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Lose()
+		if late {
+			<-f.Procs()[0].Done()
+		}
+		if rc, err := p.Wait(); !errors.Is(err, remotetest.ErrLost) {
+			t.Errorf("Wait after Lose (handler returned first: %v): %d, %v, want ErrLost", late, rc, err)
+		}
+		if _, err := f.Start(context.Background(), "sleep", nil, nil); !errors.Is(err, remotetest.ErrLost) {
+			t.Errorf("Start after Lose: %v, want ErrLost", err)
+		}
 	}
 }
 
