@@ -22,6 +22,14 @@ func (e *ReproFormatError) Error() string {
 // current one: a *ReproFormatError for another format, a JSON error for
 // a document that is not a record.
 func ReadRepro(data []byte) (*Repro, error) {
+	// A record as this tfhive writes it is decoded once (every run's
+	// report reads one as the run ends). Whatever else, or a decoding
+	// that fails, is read as before: its format first, then as that
+	// format says (what it returns then is what the one decoding could
+	// not tell apart).
+	if r := (&Repro{}); json.Unmarshal(data, r) == nil && r.Format == ReproFormat {
+		return r, nil
+	}
 	var head struct {
 		Format int `json:"format"`
 	}

@@ -26,38 +26,42 @@ const (
 var errNotRegular = errors.New("not a regular file")
 
 // openBounded opens a file of the log dir for reading: a regular file,
-// never a FIFO or device, read up to max bytes; cut: it holds more.
-func openBounded(path string, max int64) (r io.Reader, closeFile func() error, cut bool, err error) {
+// never a FIFO or device, read up to max bytes; cut: it holds more. size
+// is what it held at the open, at most max: a buffer's size, not a bound
+// (a run going on appends to its files).
+func openBounded(path string, max int64) (r io.Reader, closeFile func() error, size int64, cut bool, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, false, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, nil, false, &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
+		return nil, nil, 0, false, &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
 	}
 	// O_NONBLOCK: a FIFO swapped in since the stat must not hang the
 	// open; the fstat refuses it.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, false, err
 	}
 	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, false, &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
+		return nil, nil, 0, false, &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
 	}
-	return io.LimitReader(f, max), f.Close, st.Size() > max, nil
+	return io.LimitReader(f, max), f.Close, min(st.Size(), max), st.Size() > max, nil
 }
 
 // readCSV calls row with each line's fields after the header, which must
 // be header. It returns a note when the file was cut or lines were
 // passed over, and an error when it could not be read at all.
 func readCSV(path, header string, width int, row func([]string)) (note string, err error) {
-	r, closeFile, cut, err := openBounded(path, csvMaxBytes)
+	r, closeFile, size, cut, err := openBounded(path, csvMaxBytes)
 	if err != nil {
 		return "", err
 	}
 	defer closeFile()
-	br := bufio.NewReaderSize(r, 64<<10)
+	// 64 KiB at most, the file's size when smaller: a trial's events.csv
+	// is a few lines, and every run's report reads it.
+	br := bufio.NewReaderSize(r, int(min(64<<10, size+1)))
 	bad := 0
 	first := true
 	fields := make([]string, 0, width)

@@ -1,10 +1,10 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -122,15 +122,7 @@ func (r *Run) note(format string, args ...any) {
 
 // readJSON decodes a JSON file of at most jsonMax bytes.
 func readJSON(path string, v any) error {
-	f, closeFile, cut, err := openBounded(path, jsonMax)
-	if err != nil {
-		return err
-	}
-	defer closeFile()
-	if cut {
-		return fmt.Errorf("larger than %d MiB", jsonMax>>20)
-	}
-	data, err := io.ReadAll(f)
+	data, err := readJSONFile(path)
 	if err != nil {
 		return err
 	}
@@ -140,14 +132,36 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-// readRepro reads a repro.json of any format tfhive reads
-// (record.ReadRepro).
-func readRepro(path string) (*record.Repro, error) {
-	var raw json.RawMessage
-	if err := readJSON(path, &raw); err != nil {
+// readJSONFile reads a file of at most jsonMax bytes, whole.
+func readJSONFile(path string) ([]byte, error) {
+	f, closeFile, size, cut, err := openBounded(path, jsonMax)
+	if err != nil {
 		return nil, err
 	}
-	rp, err := record.ReadRepro(raw)
+	defer closeFile()
+	if cut {
+		return nil, fmt.Errorf("larger than %d MiB", jsonMax>>20)
+	}
+	// Room for the file as it was at the open, and for ReadFrom to see
+	// its end without growing: io.ReadAll would start at 512 bytes and
+	// copy as it grows (a plan is 14 KiB on 64 GPUs).
+	var b bytes.Buffer
+	b.Grow(int(size) + bytes.MinRead)
+	if _, err := b.ReadFrom(f); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// readRepro reads a repro.json of any format tfhive reads
+// (record.ReadRepro): not decoded once as a json.RawMessage first, which
+// would scan it twice more.
+func readRepro(path string) (*record.Repro, error) {
+	data, err := readJSONFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rp, err := record.ReadRepro(data)
 	var fe *record.ReproFormatError
 	if err != nil && !errors.As(err, &fe) {
 		err = errors.New("not a record tfhive writes")
