@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -195,14 +194,31 @@ func CommandLine(argv []string) string {
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		words[i] = a
-		if !safeWord.MatchString(a) {
+		if !safeWord(a) {
 			words[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
 	}
 	return strings.Join(words, " ")
 }
 
-var safeWord = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+// safeWord: a is a word of [A-Za-z0-9_@%+=:,./-] alone, not empty. A
+// byte at a time, not a regexp: every run's report quotes its commands,
+// and a sweep trial's tfhive command holds the sweep's whole grid.
+func safeWord(a string) bool {
+	for i := 0; i < len(a); i++ {
+		if !safeByte[a[i]] {
+			return false
+		}
+	}
+	return a != ""
+}
+
+var safeByte = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") {
+		t[c] = true
+	}
+	return t
+}()
 
 // runsCellMax is the most of a captured value the table shows (runes),
 // on a terminal or not: the column's cap, so that one long value does not

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,5 +170,20 @@ her-run  mallory  2026-11-20 10:00:00  -         succeeded  0     -
 	}
 	if _, ok := doc.Runs[0]["owner"]; ok || doc.Runs[1]["owner"] != "mallory" {
 		t.Errorf("JSON owners: %v, %v", doc.Runs[0]["owner"], doc.Runs[1]["owner"])
+	}
+}
+
+// safeWord says what the regexp it replaced said, of every byte alone,
+// of words of them and of non-ASCII and invalid UTF-8.
+func TestSafeWordAsTheRegexp(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+	words := []string{"", "a", "a b", "i=0,1,2", "--env=K=V", "é", "\xff", "a\n", "\na", "~", "a'b", "/x/y.z", "50%", "1+2", "x\x00"}
+	for c := range 256 {
+		words = append(words, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"b")
+	}
+	for _, w := range words {
+		if got, want := safeWord(w), re.MatchString(w); got != want {
+			t.Errorf("safeWord(%q) = %v, the regexp %v", w, got, want)
+		}
 	}
 }
