@@ -59,3 +59,18 @@ func BenchmarkWriteTrial(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoadWriteRun is the same for testdata/run: GPU samples,
+// metrics with steps, restarts, two tasks.
+func BenchmarkLoadWriteRun(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := Load("testdata/run", "fixture")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := Write(io.Discard, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
