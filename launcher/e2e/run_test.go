@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/launcher/record"
+	"github.com/tfhive/tfhive/launcher/rundir"
 	"github.com/tfhive/tfhive/probe/sshtest"
 )
 
@@ -27,10 +28,34 @@ func runFleet(t *testing.T, names ...string) *sshtest.Fleet {
 	return sshtest.Start(t, ps...)
 }
 
-// runArgs is `run` on the fleet with a log dir of the test's own.
+// runArgs is `run` on the fleet with a log dir of the test's own. A
+// test that fails shows what its run said of itself (logDirTails).
 func runArgs(t *testing.T, f *sshtest.Fleet, args ...string) ([]string, string) {
 	logDir := filepath.Join(t.TempDir(), "logs")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logDirTails(logDir))
+		}
+	})
 	return fleetArgs(f, append([]string{"run", "--log-dir", logDir, "--grace", "2s"}, args...)...), logDir
+}
+
+// logDirTails is the last 4 KiB of each of a run's own records in
+// logDir (a detached run's keeper and console, its timeline): a failure
+// seen once in CI is found by them, or not at all.
+func logDirTails(logDir string) string {
+	var b strings.Builder
+	for _, name := range []string{rundir.KeeperLog, rundir.Console, rundir.Events} {
+		data, err := os.ReadFile(filepath.Join(logDir, name))
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\n--- %s (%d bytes), its end:\n%s", name, len(data), data[max(0, len(data)-4096):])
+	}
+	if b.Len() == 0 {
+		return "the run's log dir holds none of its records"
+	}
+	return "the run's log dir:" + b.String()
 }
 
 // summaryOf reads the summary `run` wrote into its log dir.
