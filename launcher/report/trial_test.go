@@ -31,8 +31,8 @@ func TestTrialReport(t *testing.T) {
 
 // BenchmarkLoadWriteTrial is what writeRunReport costs a trial: its log
 // dir read, its report written. Count it (-benchmem's allocs/op and
-// B/op, perf stat -e instructions) rather than time it on a shared
-// machine.
+// B/op; instructions with callgrind, or perf stat where the machine
+// lets it) rather than time it on a shared machine.
 func BenchmarkLoadWriteTrial(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
