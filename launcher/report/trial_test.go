@@ -33,10 +33,13 @@ func TestTrialReport(t *testing.T) {
 // dir read, its report written. Count it (-benchmem's allocs/op and
 // B/op; instructions with callgrind, or perf stat where the machine
 // lets it) rather than time it on a shared machine.
-func BenchmarkLoadWriteTrial(b *testing.B) {
+func BenchmarkLoadWriteTrial(b *testing.B) { benchLoadWrite(b, "testdata/trial", "bench-038") }
+
+// benchLoadWrite loads the run id in dir and writes its report, b.N times.
+func benchLoadWrite(b *testing.B, dir, id string) {
 	b.ReportAllocs()
 	for b.Loop() {
-		r, err := Load("testdata/trial", "bench-038")
+		r, err := Load(dir, id)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -62,15 +65,4 @@ func BenchmarkWriteTrial(b *testing.B) {
 
 // BenchmarkLoadWriteRun is the same for testdata/run: GPU samples,
 // metrics with steps, restarts, two tasks.
-func BenchmarkLoadWriteRun(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		r, err := Load("testdata/run", "fixture")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := Write(io.Discard, r); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkLoadWriteRun(b *testing.B) { benchLoadWrite(b, "testdata/run", "fixture") }
