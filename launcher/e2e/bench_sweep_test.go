@@ -208,11 +208,26 @@ func TestBenchSweep(t *testing.T) {
 	}
 	slices.SortFunc(all, func(a, b span) int { return int(a.start - b.start) })
 	firstStart, lastEnd := all[0].start, slices.MaxFunc(all, func(a, b span) int { return int(a.end - b.end) }).end
-	var unavoidable time.Duration
+	// The rest is split by when the CPUs sat idle: before the first task
+	// (tfhive's start: logins, the first probe), while a trial waited for
+	// a GPU, after the last task (tfhive's end).
+	var unavoidable, idleBefore, idleWaiting, idleAfter time.Duration
 	for i := 1; i < len(trace.at); i++ {
 		mid := trace.at[i-1].Add(trace.at[i].Sub(trace.at[i-1]) / 2).UnixNano()
-		if mid < firstStart || mid > lastEnd {
-			continue // before the first task, after the last: tfhive's start and end
+		// Signed, not capped at 0: /proc/stat counts in 10 ms ticks, so a
+		// busy 20 ms step can read above the CPUs' capacity and the next
+		// below it; capped, their errors would add up to idle time that
+		// was not. Summed, they cancel: the parts add up to the wall less
+		// CPU ÷ CPUs.
+		dt := trace.at[i].Sub(trace.at[i-1])
+		idle := dt - (trace.cpu[i]-trace.cpu[i-1])/time.Duration(runtime.NumCPU())
+		if mid < firstStart {
+			idleBefore += idle
+			continue
+		}
+		if mid > lastEnd {
+			idleAfter += idle
+			continue
 		}
 		started, busy := 0, 0
 		for _, sp := range all {
@@ -224,16 +239,17 @@ func TestBenchSweep(t *testing.T) {
 			}
 		}
 		if started < trials && busy < gpus {
-			continue // a trial waits for a free GPU
+			idleWaiting += idle
+			continue
 		}
-		dt := trace.at[i].Sub(trace.at[i-1])
-		used := min(1, float64(trace.cpu[i]-trace.cpu[i-1])/float64(dt*time.Duration(runtime.NumCPU())))
-		unavoidable += time.Duration(float64(dt) * (1 - used))
+		unavoidable += idle
 	}
 	wallFloor := floor + unavoidable
 	wallRatio := float64(r.elapsed) / float64(wallFloor)
 	fmt.Printf("| CPUs idle while no trial waited for a GPU (all GPUs running, or none left); wall's floor = CPU ÷ CPUs + that | %s; %s |\n"+
-		"| wall ÷ its floor (the rest: CPUs idle while a trial waited, or tfhive started or ended) | %.2f× |\n", ms(unavoidable), ms(wallFloor), wallRatio)
+		"| wall ÷ its floor (the rest: CPUs idle while a trial waited, or tfhive started or ended) | %.2f× |\n"+
+		"| the rest, CPUs idle: before the first task (tfhive's start), while a trial waited, after the last task (its end) | %s; %s; %s |\n",
+		ms(unavoidable), ms(wallFloor), wallRatio, ms(idleBefore), ms(idleWaiting), ms(idleAfter))
 	fmt.Printf("\n## targets (sweep)\n\n| target | measured | |\n|---|---|---|\n"+
 		"| a trial's end → the next trial's first task on its GPU ≤ 1 s + 3 RTT (%s) | worst %s, p95 %s, median %s | %s |\n"+
 		"| every GPU runs trials (more trials than GPUs) | %d of %d GPUs | %s |\n"+
