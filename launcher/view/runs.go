@@ -201,24 +201,14 @@ func CommandLine(argv []string) string {
 	return strings.Join(words, " ")
 }
 
-// safeWord: a is a word of [A-Za-z0-9_@%+=:,./-] alone, not empty. A
-// byte at a time, not a regexp: every run's report quotes its commands,
-// and a sweep trial's tfhive command holds the sweep's whole grid.
+// safeWord: a is a word of [A-Za-z0-9_@%+=:,./-] alone, not empty. Not a
+// regexp: every run's report quotes its commands, and a sweep trial's
+// tfhive command holds the sweep's whole grid.
 func safeWord(a string) bool {
-	for i := 0; i < len(a); i++ {
-		if !safeByte[a[i]] {
-			return false
-		}
-	}
-	return a != ""
+	return a != "" && strings.TrimLeft(a, safeBytes) == ""
 }
 
-var safeByte = func() (t [256]bool) {
-	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") {
-		t[c] = true
-	}
-	return t
-}()
+const safeBytes = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-"
 
 // runsCellMax is the most of a captured value the table shows (runes),
 // on a terminal or not: the column's cap, so that one long value does not
