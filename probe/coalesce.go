@@ -24,6 +24,10 @@ import (
 // and probe options), dialling with NewDial's Dial, else as the first
 // fleet that asked does: the fleets sharing a Coalescer should share
 // their connections (Shared).
+//
+// One probe may be older than its request: a seed (Seed), a probe the
+// caller made itself just before, which each fleet's first probe takes
+// instead of waiting out one or two more, until Unseed.
 type Coalescer struct {
 	// NewDial, when set, gives each of the Coalescer's own fleets a Dial
 	// of its own (Shared.Dialer) instead of the first asking fleet's: a
@@ -34,6 +38,39 @@ type Coalescer struct {
 	mu     sync.Mutex
 	lines  map[string]*probeLine
 	fleets map[string]*Fleet
+	seed   *seeded
+}
+
+// seeded is the inventory a Seed offers the first probes of the fleets
+// whose probes are key's.
+type seeded struct {
+	key string
+	inv inventory.Inventory
+}
+
+// Seed offers inv, what fleet f's own Probe has just answered, to the
+// first probe of every fleet that probes f's hosts as f does, until
+// Unseed: such a probe returns inv at once, where it would have waited
+// for a probe begun after it asked (two, when it came while one was in
+// flight). A sweep seeds its first trials' plans with the probe that
+// sized it (launcher/sweepjob): nothing of the sweep has run since, its
+// placement book keeps the trials off each other's GPUs, and a claim
+// someone took meanwhile is seen by the supervisor's claim check as
+// always. A fleet's later probes, and every probe once unseeded, are
+// coalesced as before: the seed never answers a run that waits.
+func (c *Coalescer) Seed(f *Fleet, inv inventory.Inventory) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seed = &seeded{key: probeKey(f), inv: inv}
+}
+
+// Unseed ends the Seed: from now on every probe is one begun after it
+// asked. A sweep unseeds once a trial has ended: a GPU that one frees is
+// seen only by a new probe.
+func (c *Coalescer) Unseed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seed = nil
 }
 
 // probeLine is one key's probes: the one in flight, and the next one,
@@ -70,7 +107,12 @@ func (c *Coalescer) Close() {
 // the same way. Its result is shared read-only: f adopts a copy.
 func (c *Coalescer) probe(ctx context.Context, f *Fleet) (inventory.Inventory, error) {
 	key := probeKey(f)
+	first := !f.coalesced.Swap(true)
 	c.mu.Lock()
+	if s := c.seed; s != nil && first && s.key == key {
+		c.mu.Unlock()
+		return s.inv, nil
+	}
 	pf := c.fleets[key]
 	if pf == nil {
 		o := f.opts

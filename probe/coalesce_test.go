@@ -224,3 +224,55 @@ func TestFleetsCoalesce(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A seed answers the first probe of each fleet that probes its way, at
+// once and as a copy of its own; that fleet's next probe, a fleet that
+// probes otherwise, and every probe after Unseed probe the hosts.
+func TestCoalescerSeed(t *testing.T) {
+	hosts := hosttest.Start(t, hosttest.Profile{Name: "a", GPUs: 2})
+	shared := NewShared(Options{Dial: hosts.Dial})
+	defer shared.Close()
+	c := NewCoalescer()
+	defer c.Close()
+	hs := []inventory.Host{{Name: "a", Address: "a"}}
+	fleet := func(o Options) *Fleet {
+		o.Dial, o.Coalesce = shared.Dialer(), c
+		if o.CommandTimeout == 0 {
+			o.CommandTimeout = 10 * time.Second
+		}
+		f := NewFleet(hs, o)
+		t.Cleanup(f.Close)
+		return f
+	}
+	own := NewFleet(hs, Options{Dial: shared.Dialer(), CommandTimeout: 10 * time.Second})
+	t.Cleanup(own.Close)
+	seed := own.Probe(context.Background())
+	if h := seed.Hosts[0]; h.Err != nil || len(h.GPUs) != 2 {
+		t.Fatalf("the seed's probe: %+v, %d GPUs", h.Err, len(h.GPUs))
+	}
+	c.Seed(own, seed)
+	calls := func(want int, what string) {
+		t.Helper()
+		if n := hosts.Host("a").SMICalls(); n != want {
+			t.Errorf("%s: %d nvidia-smi calls in all, want %d", what, n, want)
+		}
+	}
+	f1, f2 := fleet(Options{}), fleet(Options{Then: "cat"}) // Then is the fleet's own
+	inv := f1.Probe(context.Background())
+	calls(1, "a fleet's first probe, seeded")
+	if h := inv.Hosts[0]; h.Err != nil || len(h.GPUs) != 2 || f1.Executor(0) == nil {
+		t.Fatalf("seeded: %+v, %d GPUs, executor %v", h.Err, len(h.GPUs), f1.Executor(0))
+	}
+	inv.Hosts[0].GPUs[0].Name = "changed"
+	if inv := f2.Probe(context.Background()); inv.Hosts[0].GPUs[0].Name == "changed" {
+		t.Error("a seeded probe shares its GPUs with another fleet's")
+	}
+	calls(1, "another fleet's first probe, seeded")
+	f1.Probe(context.Background())
+	calls(2, "a seeded fleet's second probe")
+	fleet(Options{CommandTimeout: 9 * time.Second}).Probe(context.Background())
+	calls(3, "the first probe of a fleet that probes otherwise")
+	c.Unseed()
+	fleet(Options{}).Probe(context.Background())
+	calls(4, "a fleet's first probe after Unseed")
+}

@@ -80,6 +80,9 @@ type Fleet struct {
 	opts   Options
 	dialer *transport.Dialer
 	spares *remote.Spares
+	// coalesced: a probe of this fleet was asked of Options.Coalesce
+	// (only its first may take a seed, Coalescer.Seed).
+	coalesced atomic.Bool
 
 	mu    sync.Mutex
 	execs []remote.Executor

@@ -27,12 +27,45 @@ func TestSweepDialsEachHostOnce(t *testing.T) {
 // 6 one-GPU trials on its 4 GPUs, 4 starting together and 2 handing over.
 func sweepSix(t *testing.T, b *bed, name string) {
 	t.Helper()
+	sweepN(t, b, name, "N=1,2,3,4,5,6")
+}
+
+// sweepN runs sweep name of one-GPU trials, one a value of param (N=…),
+// on b's hosts from b's dir.
+func sweepN(t *testing.T, b *bed, name, param string) {
+	t.Helper()
 	var o out
 	j := fakeJob(name, 1, `echo "n={N}"`)
 	j.GPUsPerWorker = 1
 	ro := b.runOptions(o.streams(), j)
 	ro.LogDir, ro.JSON = "", true
-	if err := Sweep(context.Background(), SweepOptions{Run: ro, Params: []string{"N=1,2,3,4,5,6"}}); err != nil {
+	if err := Sweep(context.Background(), SweepOptions{Run: ro, Params: []string{param}}); err != nil {
 		t.Fatalf("sweep: %v\n%s", err, o.stderr.String())
+	}
+}
+
+// A sweep's first trials plan on the probe that sized it: as many trials
+// as GPUs start on one probe of each host, where each waited for a probe
+// begun after it asked (one more, and a second for those that asked
+// while it ran). Once a trial has ended the next one probes again: what
+// it freed is seen only by a probe begun after it ended.
+func TestSweepFirstTrialsPlanOnItsProbe(t *testing.T) {
+	b := twoHosts(t)
+	t.Chdir(b.dir)
+	sweepN(t, b, "seeded", "N=1,2,3,4")
+	for _, h := range b.fleet.Hosts {
+		if n := h.SMICalls(); n != 1 {
+			t.Errorf("host %s probed %d times for 4 trials on its 4 GPUs, want 1 (the sweep's own probe)", h.Name, n)
+		}
+	}
+	b = twoHosts(t)
+	t.Chdir(b.dir)
+	sweepN(t, b, "handed", "N=1,2,3,4,5,6")
+	n := 0
+	for _, h := range b.fleet.Hosts {
+		n += h.SMICalls()
+	}
+	if n < 4 {
+		t.Errorf("the hosts were probed %d times for 6 trials on 4 GPUs, want at least 4: the sweep's probe of each host, and a new one of each for the trials that came after an end", n)
 	}
 }

@@ -77,6 +77,7 @@ func TestBenchSweep(t *testing.T) {
 		env = append(env, "TFHIVE_PROFILE="+dir)
 	}
 	trace := sampleCPU(20 * time.Millisecond)
+	began := time.Now()
 	r := tfhive(t, env, f.Dir, args...)
 	trace.stop()
 	// The machine's CPU over the sweep (hosts, sshd, tfhive, and whatever
@@ -163,13 +164,16 @@ func TestBenchSweep(t *testing.T) {
 		"| hand-over, GPU free → next trial's task: median, p95, worst | %s, %s, %s |\n"+
 		"| hand-overs over the target (%s) | %d of %d |\n"+
 		"| trials a GPU ran, fewest–most | %d–%d |\n| first task on the first GPU → on the last GPU | %s |\n"+
+		"| sweep started → its first task; → every GPU's first task | %s; %s |\n"+
 		"| sweep's wall time (tfhive sweep) | %s |\n| ideal: sum of trials' durations / GPUs | %s |\n| wall / ideal | %.2f× |\n"+
 		"| SSH sessions the hosts' sshd started, per trial | %.2f (%d) |\n"+
 		"| SSH connections the hosts' sshd accepted | %d (%d hosts) |\n"+
 		"| the tasks' own ideal: %s × ⌈trials / GPUs⌉ | %s; wall / it %.2f× |\n"+
 		"| machine CPU over the sweep (%d CPUs): floor = CPU / CPUs | %s; floor %s; wall / max(floor, tasks' ideal) %.2f× |\n",
 		trials, "sleep "+task.String(), hosts, perHost, rtt, len(gaps), len(spans), gpus, ms(med), ms(p95), ms(worst),
-		ms(limit), over, len(gaps), fewest, most, ms(time.Duration(slices.Max(firstOn)-slices.Min(firstOn))), ms(r.elapsed), ms(ideal), float64(r.elapsed)/float64(ideal),
+		ms(limit), over, len(gaps), fewest, most, ms(time.Duration(slices.Max(firstOn)-slices.Min(firstOn))),
+		ms(time.Duration(slices.Min(firstOn)-began.UnixNano())), ms(time.Duration(slices.Max(firstOn)-began.UnixNano())),
+		ms(r.elapsed), ms(ideal), float64(r.elapsed)/float64(ideal),
 		float64(sessions)/float64(trials), sessions, conns, hosts,
 		task, ms(taskIdeal), float64(r.elapsed)/float64(taskIdeal),
 		runtime.NumCPU(), ms(cpu), ms(floor), float64(r.elapsed)/float64(max(floor, taskIdeal)))

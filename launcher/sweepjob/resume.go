@@ -56,7 +56,9 @@ type resumeTrials struct {
 // probeFleet counts the fleet's GPUs, once, when the sweep runs as many
 // trials as fit, and asks the hosts about the trials of a resumed sweep
 // over the same probe: which still run, to adopt, and which are to run.
-// closeFleet closes that probe's fleet at the sweep's end.
+// The first trials plan on that probe too (probe.Coalescer.Seed), where
+// each would wait for a probe begun after it asked, and some for the one
+// after that. closeFleet closes that probe's fleet at the sweep's end.
 func (r *sweepRun) probeFleet(ctx context.Context, todo []int) (resumed resumeTrials, fleetGPUs int, closeFleet func(), err error) {
 	s, rec := r.spec, r.rec
 	resumed, closeFleet = resumeTrials{todo: todo}, func() {}
@@ -69,6 +71,9 @@ func (r *sweepRun) probeFleet(ctx context.Context, todo []int) (resumed resumeTr
 	if err != nil {
 		return resumed, 0, closeFleet, err
 	}
+	// The first trials plan on this probe instead of one or two more
+	// (Coalescer.Seed), until one of them ends (sweepRun.ended).
+	r.probes.Seed(f, inv)
 	execs := map[string]remote.Executor{}
 	for i, h := range inv.Hosts {
 		fleetGPUs += len(h.GPUs)

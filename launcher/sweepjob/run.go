@@ -226,6 +226,8 @@ func (r *sweepRun) askedToStop() {
 // ended hears a trial's end and says it.
 func (r *sweepRun) ended(e trialEnd) {
 	r.setSignals(e.i, nil)
+	// What the trial freed is seen only by a probe begun from now on.
+	r.probes.Unseed()
 	ok := e.sum != nil && e.sum.Result == record.ResultSucceeded
 	r.q.Done(ok)
 	line := r.hooks.EndLine(e.sum, e.err)
