@@ -104,31 +104,43 @@ func (c *Coalescer) Close() {
 }
 
 // probe is fleet f's probe, shared with the fleets probing the same hosts
-// the same way. Its result is shared read-only: f adopts a copy.
-func (c *Coalescer) probe(ctx context.Context, f *Fleet) (inventory.Inventory, error) {
+// the same way, and the fleet that made it (nil for a seed). Its result
+// is shared read-only: f adopts a copy.
+//
+// Each host's session of the Coalescer's own probes goes on as the
+// first asking fleet's Then, a spare any fleet that adopts the probes may
+// take (Fleet.Executor): a sweep's trial that starts on a host where the
+// probe it planned on, or a later one, left a session starts its
+// multiplexer there, without a session of its own (sshd's fork, a login
+// shell, two round trips). A host keeps one such spare at most, the
+// newest: the next probe's replaces the one not taken once it is there
+// (while that probe runs, a trial planned on the last one may take it).
+func (c *Coalescer) probe(ctx context.Context, f *Fleet) (inventory.Inventory, *Fleet, error) {
 	key := probeKey(f)
 	first := !f.coalesced.Swap(true)
 	c.mu.Lock()
 	if s := c.seed; s != nil && first && s.key == key {
 		c.mu.Unlock()
-		return s.inv, nil
+		return s.inv, nil, nil
 	}
 	pf := c.fleets[key]
 	if pf == nil {
 		o := f.opts
-		// Its own probes keep no session, show no progress, and warn
-		// through the fleets that adopt them (each says it once).
-		o.Then, o.Progress, o.Coalesce, o.SSH.Warn = "", nil, nil, nil
+		// Its own probes show no progress, and warn through the fleets
+		// that adopt them (each says it once).
+		o.Progress, o.Coalesce, o.SSH.Warn = nil, nil, nil
 		if c.NewDial != nil {
 			o.Dial = c.NewDial()
 		}
 		pf = NewFleet(f.Hosts, o)
+		pf.lends = true
 		c.fleets[key] = pf
 	}
 	c.mu.Unlock()
-	return c.do(ctx, key, func(ctx context.Context) (inventory.Inventory, error) {
+	inv, err := c.do(ctx, key, func(ctx context.Context) (inventory.Inventory, error) {
 		return pf.Probe(ctx), nil
 	})
+	return inv, pf, err
 }
 
 // probeKey tells apart the fleets whose probes differ: other hosts, or

@@ -1,8 +1,13 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -275,4 +280,86 @@ func TestCoalescerSeed(t *testing.T) {
 	c.Unseed()
 	fleet(Options{}).Probe(context.Background())
 	calls(4, "a fleet's first probe after Unseed")
+}
+
+// Fleets that keep sessions (Then) take the Coalescer's: each host's
+// session of a coalesced probe goes on as a spare, which the first Start
+// of Then on that host, from any fleet that adopted the probe, gets; the
+// next opens a session of its own; the next probe's spare replaces the
+// one not taken.
+func TestCoalescedProbesLendTheirSessions(t *testing.T) {
+	hosts := hosttest.Start(t, hosttest.Profile{Name: "a", GPUs: 1}, hosttest.Profile{Name: "b", GPUs: 1})
+	shared := NewShared(Options{Dial: hosts.Dial})
+	defer shared.Close()
+	c := NewCoalescer()
+	defer c.Close()
+	hs := []inventory.Host{{Name: "a", Address: "a"}, {Name: "b", Address: "b"}}
+	eof := filepath.Join(t.TempDir(), "eof")
+	then := `IFS= read -r x || { echo "$$" >> ` + eof + `; exit 3; }; echo "$$ got $x"`
+	fleet := func() *Fleet {
+		f := NewFleet(hs, Options{Dial: shared.Dialer(), Coalesce: c, CommandTimeout: 10 * time.Second})
+		f.KeepSessions(then)
+		t.Cleanup(f.Close)
+		return f
+	}
+	ctx := context.Background()
+	f1, f2 := fleet(), fleet()
+	for _, f := range []*Fleet{f1, f2} {
+		if inv := f.Probe(ctx); inv.Hosts[0].Err != nil || inv.Hosts[1].Err != nil {
+			t.Fatalf("probe: %+v %+v", inv.Hosts[0].Err, inv.Hosts[1].Err)
+		}
+	}
+	start := func(f *Fleet, i int) (pid string, spare bool) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		p, err := f.Executor(i).Start(ctx, then, &out, &errb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, ok := p.(interface{ LoggedIn() bool })
+		spare = ok && l.LoggedIn()
+		io.WriteString(p.Stdin(), "hello\n")
+		if rc, err := p.Wait(); rc != 0 || err != nil {
+			t.Fatalf("rc %d, err %v, stderr %q", rc, err, errb.String())
+		}
+		pid, rest, _ := strings.Cut(out.String(), " ")
+		if rest != "got hello\n" {
+			t.Fatalf("output %q: the probe's output leaked, or stdin did not arrive", out.String())
+		}
+		return pid, spare
+	}
+	// Host a: fleet 2 takes the session of the last probe (its own; the
+	// one before, fleet 1's, was ended by it), fleet 1 then opens its own.
+	if _, spare := start(f2, 0); !spare {
+		t.Error("host a: the first Start did not take the coalesced probe's session")
+	}
+	if _, spare := start(f1, 0); spare {
+		t.Error("host a: the second Start took a spare too")
+	}
+	ended := func(want int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			data, _ := os.ReadFile(eof)
+			n := strings.Count(string(data), "\n")
+			if n == want {
+				return
+			}
+			if n > want || time.Now().After(deadline) {
+				t.Fatalf("%d spares saw EOF, want %d: %s", n, want, what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	ended(2, "the first probe's two, ended by the second probe")
+	// Host b's spare is still there for either fleet; the next probe ends it.
+	fleet().Probe(ctx)
+	ended(3, "host b's, not taken, ended by the third probe")
+	if _, spare := start(f1, 1); !spare {
+		t.Error("host b: the Start after the next probe did not take its session")
+	}
+	// Closed, the Coalescer ends host a's, whose shell then writes into
+	// the test's TempDir: it is waited for before that goes.
+	c.Close()
+	ended(4, "host a's last, ended by Close")
 }

@@ -83,9 +83,17 @@ type Fleet struct {
 	// coalesced: a probe of this fleet was asked of Options.Coalesce
 	// (only its first may take a seed, Coalescer.Seed).
 	coalesced atomic.Bool
+	// lends: the fleet is a Coalescer's own, whose spares other fleets
+	// take: a Probe keeps each host's spare until the new one replaces
+	// it (Spares.RunKeeping), where a fleet's own Probe ends them first.
+	lends bool
 
 	mu    sync.Mutex
 	execs []remote.Executor
+	// lender is the Coalescer's fleet whose probe this one adopted last:
+	// its spares are this fleet's to take too, by host index (the same
+	// hosts, in the same order: probeKey); nil for a seed's.
+	lender *Fleet
 	// left are the hosts taken out of later probes (Leave), with why.
 	left   map[int]string
 	warned map[string]bool
@@ -162,7 +170,11 @@ func (f *Fleet) Executor(i int) remote.Executor {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.execs[i] != nil && f.opts.Then != "" {
-		return f.spares.Executor(i, f.execs[i])
+		e := f.execs[i]
+		if l := f.lender; l != nil && l.opts.Then == f.opts.Then {
+			e = l.spares.Executor(i, e)
+		}
+		return f.spares.Executor(i, e)
 	}
 	return f.execs[i]
 }
@@ -221,13 +233,18 @@ func (f *Fleet) Close() {
 // failed carries its error, and the others are not held up by it.
 func (f *Fleet) Probe(ctx context.Context) inventory.Inventory {
 	if c := f.opts.Coalesce; c != nil {
-		shared, err := c.probe(ctx, f)
+		shared, lender, err := c.probe(ctx, f)
+		f.mu.Lock()
+		f.lender = lender
+		f.mu.Unlock()
 		inv := f.adopt(ctx, shared, err)
 		f.warnClones(inv)
 		return inv
 	}
 	inv := inventory.Inventory{Hosts: make([]inventory.HostInventory, len(f.Hosts))}
-	f.spares.DropAll()
+	if !f.lends {
+		f.spares.DropAll()
+	}
 	var g errgroup.Group
 	g.SetLimit(f.opts.Parallel)
 	var done atomic.Int32
@@ -320,6 +337,7 @@ func (f *Fleet) probeHost(ctx context.Context, i int) inventory.HostInventory {
 	}
 	e, herr := f.connect(ctx, i)
 	if herr != nil {
+		f.spares.Drop(i)
 		hi.Err = herr
 		return hi
 	}

@@ -73,6 +73,20 @@ func TestFleetKeepsTheProbeSession(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The last probe's spare, ended by Close, writes into the test's
+	// TempDir too: it is waited for before the TempDir goes ("directory
+	// not empty" once, 1 run in 5 under -race).
+	f.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		data, _ := os.ReadFile(eof)
+		if strings.Count(string(data), "\n") == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Close did not end the last spare: %q", data)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // A host left out (a host lost during a run) is not probed again: the

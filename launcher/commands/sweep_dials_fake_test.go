@@ -3,6 +3,8 @@ package commands
 import (
 	"context"
 	"testing"
+
+	"github.com/tfhive/tfhive/probe/hosttest"
 )
 
 // A sweep's trials share one connection per host: however many trials
@@ -67,5 +69,20 @@ func TestSweepFirstTrialsPlanOnItsProbe(t *testing.T) {
 	}
 	if n < 4 {
 		t.Errorf("the hosts were probed %d times for 6 trials on 4 GPUs, want at least 4: the sweep's probe of each host, and a new one of each for the trials that came after an end", n)
+	}
+}
+
+// A trial after a hand-over starts its multiplexer in the session of the
+// probe it planned on (that probe's spare, probe.Coalescer): 2 trials
+// one after the other on one GPU cost the host the sweep's probe, the
+// first trial's multiplexer and the second one's probe, which goes on as
+// its multiplexer: 3 sessions, not 4.
+func TestSweepHandOverTakesTheProbeSession(t *testing.T) {
+	b := newBed(t, hosttest.Profile{Name: "a", GPUs: 1})
+	t.Chdir(b.dir)
+	sweepN(t, b, "lent", "N=1,2")
+	h := b.fleet.Hosts[0]
+	if n := h.Sessions(); n != 3 {
+		t.Errorf("the host had %d sessions for 2 trials on its one GPU, want 3", n)
 	}
 }

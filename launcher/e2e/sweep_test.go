@@ -258,3 +258,24 @@ func TestSweepSync(t *testing.T) {
 		wantContains(t, "trial's log", readFile(t, filepath.Join(dir, "worker-0.log")), "ident=v1 x="+x)
 	}
 }
+
+// A trial after a hand-over starts in the session of the probe it planned
+// on (probe.Coalescer lends its probes' sessions): 2 trials one after the
+// other on a host's GPUs cost sshd 3 sessions, the sweep's probe, the
+// first trial's multiplexer and the second one's probe, which goes on as
+// its multiplexer. The first plans on the sweep's own probe (Seed).
+func TestSweepHandOverInTheProbeSession(t *testing.T) {
+	t.Parallel() // beside others, on a fleet of its own (testing.md)
+	f := runFleet(t, "h1")
+	events := filepath.Join(t.TempDir(), "events")
+	r := tfhive(t, f.Env(), f.Dir, sweepArgs(f, "--name", "lent", "--param", "x=1,2", "--gpus-per-worker", "2",
+		"--", "sh", "-c", `echo "start $TFHIVE_TRIAL {x} $(hostname) $CUDA_VISIBLE_DEVICES $(date +%s.%N)" >> `+events+
+			`; echo "end $TFHIVE_TRIAL {x} $(hostname) $CUDA_VISIBLE_DEVICES $(date +%s.%N)" >> `+events)...)
+	wantCode(t, r, 0)
+	if evs := sweepEvents(t, events); len(evs) != 4 || mostAtOnce(evs) != 1 {
+		t.Fatalf("events %v, want the 2 trials one after the other", evs)
+	}
+	if n := f.Host("h1").Sessions(); n != 3 {
+		t.Errorf("the host's sshd started %d sessions for 2 trials one after the other, want 3", n)
+	}
+}

@@ -72,7 +72,9 @@ type Host struct {
 
 	mu    sync.Mutex
 	dials int
-	down  bool
+	// sessions counts the commands started on the host (Start, Run).
+	sessions int
+	down     bool
 }
 
 var _ remote.Executor = (*Host)(nil)
@@ -314,7 +316,18 @@ func (h *Host) Run(ctx context.Context, cmd string, stdin io.Reader, stdout, std
 
 // Start starts cmd on the host (remote.Executor).
 func (h *Host) Start(ctx context.Context, cmd string, stdout, stderr io.Writer) (remote.Started, error) {
+	h.mu.Lock()
+	h.sessions++
+	h.mu.Unlock()
 	return remote.Local{}.Start(ctx, h.wrap(cmd), stdout, stderr)
+}
+
+// Sessions counts the commands started on the host: each a session an
+// SSH host would have opened (a spare taken is none).
+func (h *Host) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions
 }
 
 // Close does nothing: the host's commands go on, as a local host's.

@@ -137,9 +137,17 @@ func (h *handoff) handTo(w io.Writer, keep bool) {
 // once its own output is complete, then goes on as next. From then the
 // session is host i's spare for next, and RunKeeping returns the output up
 // to and including mark with status 0; a session that ends before mark is
-// a plain Run's result. A spare host i held is dropped first.
+// a plain Run's result. A spare host i held is replaced (ended) once the
+// new one is there, or dropped when none comes: it stays to be taken
+// while cmd runs (a sweep's trial planned on the last probe starts in its
+// session while the next probe runs, probe.Coalescer).
 func (s *Spares) RunKeeping(ctx context.Context, i int, e Executor, cmd, mark, next string) (rc int, stdout, stderr []byte, err error) {
-	s.Drop(i)
+	kept := false
+	defer func() {
+		if !kept {
+			s.Drop(i)
+		}
+	}()
 	out, errw := newHandoff(mark), newHandoff("")
 	p, err := e.Start(ctx, cmd, out, errw)
 	if err != nil {
@@ -149,8 +157,10 @@ func (s *Spares) RunKeeping(ctx context.Context, i int, e Executor, cmd, mark, n
 	select {
 	case <-out.ended:
 		s.mu.Lock()
+		s.drop(i)
 		s.spares[i] = &spare{cmd: next, p: w, out: out, err: errw}
 		s.mu.Unlock()
+		kept = true
 		return 0, out.output(), nil, nil
 	case <-w.done:
 		select {
