@@ -1,10 +1,8 @@
 package probe
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,12 +180,7 @@ func TestCoalescerCancel(t *testing.T) {
 // each gets its own copy, with its own connections and the hosts it left
 // taken out.
 func TestFleetsCoalesce(t *testing.T) {
-	hosts := hosttest.Start(t, hosttest.Profile{Name: "a", GPUs: 2}, hosttest.Profile{Name: "b", GPUs: 1})
-	shared := NewShared(Options{Dial: hosts.Dial})
-	defer shared.Close()
-	c := NewCoalescer()
-	defer c.Close()
-	hs := []inventory.Host{{Name: "a", Address: "a"}, {Name: "b", Address: "b"}}
+	hosts, shared, c, hs := coalescedHosts(t, hosttest.Profile{Name: "a", GPUs: 2}, hosttest.Profile{Name: "b", GPUs: 1})
 	fleet := func() *Fleet {
 		f := NewFleet(hs, Options{Dial: shared.Dialer(), Coalesce: c, CommandTimeout: 10 * time.Second})
 		t.Cleanup(f.Close)
@@ -234,12 +227,7 @@ func TestFleetsCoalesce(t *testing.T) {
 // once and as a copy of its own; that fleet's next probe, a fleet that
 // probes otherwise, and every probe after Unseed probe the hosts.
 func TestCoalescerSeed(t *testing.T) {
-	hosts := hosttest.Start(t, hosttest.Profile{Name: "a", GPUs: 2})
-	shared := NewShared(Options{Dial: hosts.Dial})
-	defer shared.Close()
-	c := NewCoalescer()
-	defer c.Close()
-	hs := []inventory.Host{{Name: "a", Address: "a"}}
+	hosts, shared, c, hs := coalescedHosts(t, hosttest.Profile{Name: "a", GPUs: 2})
 	fleet := func(o Options) *Fleet {
 		o.Dial, o.Coalesce = shared.Dialer(), c
 		if o.CommandTimeout == 0 {
@@ -288,12 +276,7 @@ func TestCoalescerSeed(t *testing.T) {
 // next opens a session of its own; the next probe's spare replaces the
 // one not taken.
 func TestCoalescedProbesLendTheirSessions(t *testing.T) {
-	hosts := hosttest.Start(t, hosttest.Profile{Name: "a", GPUs: 1}, hosttest.Profile{Name: "b", GPUs: 1})
-	shared := NewShared(Options{Dial: hosts.Dial})
-	defer shared.Close()
-	c := NewCoalescer()
-	defer c.Close()
-	hs := []inventory.Host{{Name: "a", Address: "a"}, {Name: "b", Address: "b"}}
+	_, shared, c, hs := coalescedHosts(t, hosttest.Profile{Name: "a", GPUs: 1}, hosttest.Profile{Name: "b", GPUs: 1})
 	eof := filepath.Join(t.TempDir(), "eof")
 	then := `IFS= read -r x || { echo "$$" >> ` + eof + `; exit 3; }; echo "$$ got $x"`
 	fleet := func() *Fleet {
@@ -311,22 +294,7 @@ func TestCoalescedProbesLendTheirSessions(t *testing.T) {
 	}
 	start := func(f *Fleet, i int) (pid string, spare bool) {
 		t.Helper()
-		var out, errb bytes.Buffer
-		p, err := f.Executor(i).Start(ctx, then, &out, &errb)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, ok := p.(interface{ LoggedIn() bool })
-		spare = ok && l.LoggedIn()
-		io.WriteString(p.Stdin(), "hello\n")
-		if rc, err := p.Wait(); rc != 0 || err != nil {
-			t.Fatalf("rc %d, err %v, stderr %q", rc, err, errb.String())
-		}
-		pid, rest, _ := strings.Cut(out.String(), " ")
-		if rest != "got hello\n" {
-			t.Fatalf("output %q: the probe's output leaked, or stdin did not arrive", out.String())
-		}
-		return pid, spare
+		return startThen(t, f.Executor(i), then)
 	}
 	// Host a: fleet 2 takes the session of the last probe (its own; the
 	// one before, fleet 1's, was ended by it), fleet 1 then opens its own.
@@ -362,4 +330,19 @@ func TestCoalescedProbesLendTheirSessions(t *testing.T) {
 	// the test's TempDir: it is waited for before that goes.
 	c.Close()
 	ended(4, "host a's last, ended by Close")
+}
+
+// coalescedHosts are fake hosts (their inventory.Hosts, in order) behind
+// one Shared, and a Coalescer, both closed when the test ends.
+func coalescedHosts(t *testing.T, ps ...hosttest.Profile) (*hosttest.Fleet, *Shared, *Coalescer, []inventory.Host) {
+	hosts := hosttest.Start(t, ps...)
+	shared := NewShared(Options{Dial: hosts.Dial})
+	t.Cleanup(shared.Close)
+	c := NewCoalescer()
+	t.Cleanup(c.Close)
+	var hs []inventory.Host
+	for _, p := range ps {
+		hs = append(hs, inventory.Host{Name: p.Name, Address: p.Name})
+	}
+	return hosts, shared, c, hs
 }

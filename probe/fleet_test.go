@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/probe/remote"
 )
 
 // With Then, the probe session goes on as a spare that the first Start of
@@ -30,21 +31,9 @@ func TestFleetKeepsTheProbeSession(t *testing.T) {
 	if !f.spares.Held(0) {
 		t.Fatal("no spare after the probe")
 	}
-	start := func() (pid string) {
+	start := func() string {
 		t.Helper()
-		var out, errb bytes.Buffer
-		p, err := f.Executor(0).Start(ctx, then, &out, &errb)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(p.Stdin(), "hello\n")
-		if rc, err := p.Wait(); rc != 0 || err != nil {
-			t.Fatalf("rc %d, err %v, stderr %q", rc, err, errb.String())
-		}
-		pid, rest, _ := strings.Cut(out.String(), " ")
-		if rest != "got hello\n" {
-			t.Fatalf("output %q: the probe's output leaked, or stdin did not arrive", out.String())
-		}
+		pid, _ := startThen(t, f.Executor(0), then)
 		return pid
 	}
 	first, second := start(), start()
@@ -114,4 +103,27 @@ func TestFleetLeave(t *testing.T) {
 	if e := inv.Hosts[1].Err; e != nil || f.Executor(1) == nil {
 		t.Errorf("the other host: %+v", e)
 	}
+}
+
+// startThen starts then (a command that echoes its pid and the line it
+// reads) on ex, feeds it "hello" and returns its pid and whether the
+// session was a spare (it ran a probe before: LoggedIn).
+func startThen(t *testing.T, ex remote.Executor, then string) (pid string, spare bool) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	p, err := ex.Start(context.Background(), then, &out, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := p.(interface{ LoggedIn() bool })
+	spare = ok && l.LoggedIn()
+	io.WriteString(p.Stdin(), "hello\n")
+	if rc, err := p.Wait(); rc != 0 || err != nil {
+		t.Fatalf("rc %d, err %v, stderr %q", rc, err, errb.String())
+	}
+	pid, rest, _ := strings.Cut(out.String(), " ")
+	if rest != "got hello\n" {
+		t.Fatalf("output %q: the probe's output leaked, or stdin did not arrive", out.String())
+	}
+	return pid, spare
 }
