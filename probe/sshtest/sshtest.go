@@ -799,7 +799,9 @@ func (h *Host) runSSHD(cfgFile string, addrs int) error {
 		sc := bufio.NewScanner(pr)
 		signalled := false
 		listening := 0
-		var last string
+		// Its last lines, for why it exited: mount says what failed on
+		// one line and points to dmesg on the next.
+		var last []string
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(logFile, line)
@@ -814,10 +816,10 @@ func (h *Host) runSSHD(cfgFile string, addrs int) error {
 					signalled = true
 				}
 			}
-			last = line
+			last = append(last[max(len(last)-2, 0):], line)
 		}
 		if !signalled {
-			ready <- fmt.Errorf("sshd exited: %s", last)
+			ready <- fmt.Errorf("sshd exited: %s", strings.Join(last, " / "))
 		}
 		logFile.Close()
 	}()
