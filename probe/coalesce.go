@@ -133,7 +133,6 @@ func (c *Coalescer) probe(ctx context.Context, f *Fleet) (inventory.Inventory, *
 			o.Dial = c.NewDial()
 		}
 		pf = NewFleet(f.Hosts, o)
-		pf.lends = true
 		c.fleets[key] = pf
 	}
 	c.mu.Unlock()

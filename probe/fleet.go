@@ -42,8 +42,8 @@ type Options struct {
 	// on with once the probe is done, typically waiting on its stdin. The
 	// session is kept as a spare (remote.Spares): the first
 	// Executor.Start of this same command on the host gets it, already
-	// running, instead of a new session. A later Probe or Close ends the
-	// spares not taken.
+	// running, instead of a new session. A later Probe (as each host's
+	// new spare replaces its old one) or Close ends the spares not taken.
 	Then string
 	// Code, when set, is the content hash of a --sync tree: the probe
 	// also says whether each host has it, and where (CodeDir).
@@ -83,10 +83,6 @@ type Fleet struct {
 	// coalesced: a probe of this fleet was asked of Options.Coalesce
 	// (only its first may take a seed, Coalescer.Seed).
 	coalesced atomic.Bool
-	// lends: the fleet is a Coalescer's own, whose spares other fleets
-	// take: a Probe keeps each host's spare until the new one replaces
-	// it (Spares.RunKeeping), where a fleet's own Probe ends them first.
-	lends bool
 
 	mu    sync.Mutex
 	execs []remote.Executor
@@ -241,10 +237,11 @@ func (f *Fleet) Probe(ctx context.Context) inventory.Inventory {
 		f.warnClones(inv)
 		return inv
 	}
+	// Each host's spare stays until its probe's new one replaces it, or
+	// the probe fails (Spares.RunKeeping; a host left out lost its own
+	// with Leave): a Coalescer's, lent to other fleets, may be taken while
+	// the next probe runs.
 	inv := inventory.Inventory{Hosts: make([]inventory.HostInventory, len(f.Hosts))}
-	if !f.lends {
-		f.spares.DropAll()
-	}
 	var g errgroup.Group
 	g.SetLimit(f.opts.Parallel)
 	var done atomic.Int32
