@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -217,6 +218,81 @@ func TestMuxSampleLocal(t *testing.T) {
 	}
 }
 
+// shellBetween is a shim's first lines: they append "shell-between" to
+// log when the shim's parent is a forked copy of a shell whose command
+// line holds word, told by the grandparent's holding it too (a
+// subshell has its shell's command line).
+func shellBetween(word, log string) string {
+	return "(read -r s </proc/$PPID/stat; s=${s##*) }; set -- $s\n" +
+		"case $(tr '\\0' ' ' </proc/$2/cmdline) in *" + word + "*) echo shell-between >>" + log + ";; esac)\n"
+}
+
+// The sampler's queries are its own children, with no shell between and
+// no head after them: a sample is two processes (both nvidia-smi), where
+// a command substitution around "nvidia-smi | head" and a process
+// substitution around another were six. Its rows and an intruder still
+// come. The shim tells a shell between by its grandparent: a forked
+// subshell of the sampler has the sampler's command line, and the
+// sampler's own parent is the multiplexer's wrapper.
+func TestMuxSamplerForksLittle(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	// A long-lived process of nobody's run, on GPU 1: an intruder.
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	smi := "#!/bin/sh\n" + shellBetween("tfhive-mux-sample", calls) +
+		"case \"$*\" in\n" +
+		"*--query-gpu*) echo gpu >>" + calls + "; echo '0, GPU-a, 42, 100'; echo '1, GPU-b, 7, 200';;\n" +
+		"*--query-compute-apps*) echo apps >>" + calls + "; echo '" + strconv.Itoa(other.Process.Pid) + ", GPU-b';;\n" +
+		"esac\n"
+	head := "#!/bin/sh\necho head >>" + calls + "\nexec /usr/bin/head \"$@\"\n"
+	for name, text := range map[string]string{"nvidia-smi": smi, "head": head} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	b := newUsageBook(filepath.Join(t.TempDir(), rundir.GPUUsage), 0, nil)
+	b.addTask(0, "worker:0", "local", []int{1})
+	m := newHostMux("T3STMARK")
+	const run = "20260101-000000-smpfork"
+	if err := m.open(context.Background(), remote.Local{}, run, true); err != nil {
+		t.Fatal(err)
+	}
+	defer m.proc.Close()
+	if err := m.sample(&sampleLines{host: "local", book: b}, supervisor.SampleInput([]int{1}, 50*time.Millisecond, run, m.sampleTag())); err != nil {
+		t.Fatal(err)
+	}
+	count := func(what string) int { c, _ := os.ReadFile(calls); return strings.Count(string(c), what+"\n") }
+	deadline := time.Now().Add(20 * time.Second)
+	for count("apps") < 3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	m.stopSample()
+	m.close()
+	<-m.sampled
+	b.close()
+	if n := count("apps"); n < 3 {
+		t.Fatalf("%d samples; noise %q", n, m.noise.String())
+	}
+	if n := count("shell-between"); n != 0 {
+		t.Errorf("a shell between the sampler and nvidia-smi in %d of %d queries", n, count("gpu")+count("apps"))
+	}
+	if n := count("head"); n != 0 {
+		t.Errorf("head ran %d times", n)
+	}
+	if u := b.usage(0); u == nil || u.Samples < 3 || u.UtilMean != 7 || u.MemPeak != 200 {
+		t.Errorf("usage %+v, want GPU 1's rows", u)
+	}
+	if in := b.intrudersOf(0); len(in) != 1 || in[0].PID != other.Process.Pid || in[0].GPU != 1 {
+		t.Errorf("intruders %+v, want pid %d on GPU 1", in, other.Process.Pid)
+	}
+}
+
 // A multiplexer whose pump cannot open a task's files (here removed
 // between the start and the follow, as a clone's multiplexer sharing
 // the directory once did) says why at once, and the task's session ends
@@ -305,7 +381,9 @@ func TestMuxCannotCreate(t *testing.T) {
 // the run directory's check, the wrapper's sizes, and four looks of the
 // pump (the claim line, each of the task's lines, the end), none of them
 // forced while the task sleeps (a look is forced 2 s after the last one;
-// every tenth look was, two or three more).
+// every tenth look was, two or three more). The supervisor's FIFOs are
+// made by one mkfifo of its own, not from a command substitution's
+// subshell (which was a fork a task).
 func TestMuxIdlePumpForksLittle(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	shims := t.TempDir()
@@ -316,6 +394,16 @@ func TestMuxIdlePumpForksLittle(t *testing.T) {
 	}
 	shim := "#!/bin/sh\necho \"$*\" >>" + log + "\nexec " + real + " \"$@\"\n"
 	if err := os.WriteFile(filepath.Join(shims, "stat"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The supervisor makes its FIFOs itself, not from a subshell.
+	fifos := filepath.Join(shims, "mkfifo.log")
+	realFifo, err := exec.LookPath("mkfifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim = "#!/bin/sh\n" + shellBetween("tfhive-sup", fifos) + "echo mkfifo >>" + fifos + "\nexec " + realFifo + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shims, "mkfifo"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", shims+":"+os.Getenv("PATH"))
@@ -359,6 +447,9 @@ func TestMuxIdlePumpForksLittle(t *testing.T) {
 	t.Logf("stat ran %d times:\n%s", n, b)
 	if n > 6 {
 		t.Errorf("stat ran %d times over a 2 s task, want at most 6", n)
+	}
+	if b, _ := os.ReadFile(fifos); string(b) != "mkfifo\nmkfifo\n" {
+		t.Errorf("mkfifo: %q, want the multiplexer's and the supervisor's, neither from a subshell", b)
 	}
 }
 

@@ -40,29 +40,39 @@ tfhive_ours() {
 	return 1
 }
 # tfhive_intruders: "@@tfhive-intruder GPU PID USER COMMAND" for each
-# compute process on the GPUs sampled ($tfhive_q's rows give their UUIDs)
-# that is not the run's. ps runs only for an intruder.
+# compute process on the GPUs sampled (tfhive_l's rows give their UUIDs)
+# that is not the run's, of nvidia-smi's first 1024 lines. ps runs only
+# for an intruder.
 tfhive_intruders() {
 	local -A idx
-	local i u pid g tfhive_who
+	local i u pid g tfhive_who tfhive_q n=0
+	printf -v tfhive_q '%s\n' "${tfhive_l[@]}"
 	while IFS=', ' read -r i u _; do
 		[[ $i =~ ^[0-9]+$ ]] && [ -n "$u" ] && idx[$u]=$i
 	done <<<"$tfhive_q"
 	[ "${#idx[@]}" -gt 0 ] || return 0
-	while IFS=', ' read -r pid g; do
+	while [ "$((n += 1))" -le 1024 ] && IFS=', ' read -r pid g; do
 		if ! [[ $pid =~ ^[0-9]+$ ]] || [ -z "$g" ] || [ -z "${idx[$g]-}" ] || tfhive_ours "$pid"; then continue; fi
 		# A process gone meanwhile (nvidia-smi lists the dead a while) is
 		# nobody's: only one ps still sees is reported.
 		tfhive_who=$(exec ps -ww -o user:32= -o args= -p "$pid" 2>/dev/null)
 		if [ -z "$tfhive_who" ]; then continue; fi
 		printf '%s@@tfhive-intruder %s %s %s\n' "$tfhive_tag" "${idx[$g]}" "$pid" "$tfhive_who"
-	done < <(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null | head -n 1024)
+	done < <(exec nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null)
 }
 while :; do
 	printf '%s%s\n' "$tfhive_tag" '@@tfhive-sample'
-	tfhive_q=$(nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits -i "$tfhive_ids" 2>&1 | head -n 256)
+	# nvidia-smi's first 256 lines, read from a process substitution whose
+	# subshell execs it: one process, where a command substitution around
+	# "nvidia-smi | head" was three (a subshell, nvidia-smi, head), and the
+	# intruders' query below three more. Once mapfile has its lines, a
+	# query that goes on meets a closed pipe and ends. As the command
+	# substitution did, trailing empty lines are dropped, and no output at
+	# all is one empty row.
+	mapfile -t -n 256 tfhive_l < <(exec nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits -i "$tfhive_ids" 2>&1)
+	while [ "${#tfhive_l[@]}" -gt 0 ] && [ -z "${tfhive_l[-1]}" ]; do unset 'tfhive_l[-1]'; done
+	[ "${#tfhive_l[@]}" -gt 0 ] || tfhive_l=('')
 	# One printf: the sample's rows in one write, each line tagged.
-	mapfile -t tfhive_l <<<"$tfhive_q"
 	printf '%s\n' "${tfhive_l[@]/#/"$tfhive_tag"}"
 	tfhive_intruders
 	read -r -t "$tfhive_every" _

@@ -171,12 +171,24 @@ if [ "$tfhive_keep" != 0 ]; then
 	# The status slot is written now, while the disk may have room, and
 	# overwritten in place at the end. What fails says why, as the system
 	# says it ("no space left on device"): its last words, of its first
-	# line. ($$ in the subshell is still the supervisor's.)
-	tfhive_e=$({ mkfifo -m 600 "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" && : >"$tfhive_f.out" && : >"$tfhive_f.err" &&
-		printf '%47s\n' '' >"$tfhive_f.rc" && printf '%-47s\n' "$$" >"$tfhive_f.pid" &&
-		{ [ -f "$tfhive_rd/keeper.gen" ] || printf '1\n' >"$tfhive_rd/keeper.gen"; } &&
-		{ [ -z "$tfhive_runinfo" ] || printf '%s\n' "$tfhive_runinfo" >"$tfhive_rd/run.json"; }; } 2>&1) ||
-		{ tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_cannot "cannot create the task's files in $tfhive_rd${tfhive_e:+: ${tfhive_e,}}"; }
+	# line. The files are made quietly first, and only when that failed
+	# again, the FIFOs it made removed, in a command substitution for the
+	# system's words (a process only then: the words were a fork for every
+	# task, as mux.sh's were). ($$ in the subshell is still the
+	# supervisor's.)
+	tfhive_files() {
+		mkfifo -m 600 "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" && : >"$tfhive_f.out" && : >"$tfhive_f.err" &&
+			printf '%47s\n' '' >"$tfhive_f.rc" && printf '%-47s\n' "$$" >"$tfhive_f.pid" &&
+			{ [ -f "$tfhive_rd/keeper.gen" ] || printf '1\n' >"$tfhive_rd/keeper.gen"; } &&
+			{ [ -z "$tfhive_runinfo" ] || printf '%s\n' "$tfhive_runinfo" >"$tfhive_rd/run.json"; }
+	}
+	if ! tfhive_files 2>/dev/null; then
+		tfhive_e=$(
+			rm -f -- "$tfhive_f.ctl" "$tfhive_f.opipe" "$tfhive_f.epipe" 2>/dev/null
+			tfhive_files 2>&1
+		) ||
+			{ tfhive_e=${tfhive_e%%$'\n'*} tfhive_e=${tfhive_e##*: }; tfhive_cannot "cannot create the task's files in $tfhive_rd${tfhive_e:+: ${tfhive_e,}}"; }
+	fi
 fi
 printf '%s\n' '@@tfhive-claim ok'
 # Nothing starts until every task of the run holds its claims.
