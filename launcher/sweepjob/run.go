@@ -226,7 +226,11 @@ func (r *sweepRun) askedToStop() {
 // ended hears a trial's end and says it.
 func (r *sweepRun) ended(e trialEnd) {
 	r.setSignals(e.i, nil)
-	// What the trial freed is seen only by a probe begun from now on.
+	// What the trial freed is seen only by a probe begun from now on,
+	// and so is a colleague who queued for it meanwhile: a trial that
+	// planned on an older probe, with the book taking the ended trial's
+	// claims out of it, took the GPU from the colleague waiting ahead
+	// (tried: TestSweepDoesNotStarveColleague, TestSweepFairToColleague).
 	r.probes.Unseed()
 	ok := e.sum != nil && e.sum.Result == record.ResultSucceeded
 	r.q.Done(ok)
