@@ -47,6 +47,15 @@ type Task struct {
 	// Mux: kept, and started by its host's multiplexer (launcher/mux.go), which
 	// follows its output files itself.
 	Mux bool
+	// Seeded: the task's start was planned on an older probe than its
+	// own (a sweep's trial on the newest coalesced probe:
+	// probe.Coalescer); SeenTickets are the pids of the holders of the
+	// waiting tickets that probe saw on the task's host. Its claim check
+	// then ends it as a claim taken when a run began to wait there since
+	// (scripts/claim-check.sh), so that the run plans again on a probe
+	// that sees the queue.
+	Seeded      bool
+	SeenTickets []int
 	// Requeued is how often the run went back to the queue (preempted,
 	// or --requeue-on): its holders' command line says so, in the word
 	// before their label (RequeuedWord), for `tfhive ps` and `top`.
@@ -168,6 +177,7 @@ func runStage(t Task) string {
 	timeout := max(int(t.HeartbeatTimeout/time.Second), 2)
 	vars := []shscript.Var{
 		shscript.Set("tfhive_nclaims", strconv.Itoa(len(t.Claims))),
+		shscript.Set("tfhive_seen", seenWords(t)),
 		shscript.Set("tfhive_hb_timeout", strconv.Itoa(timeout)),
 		shscript.Set("tfhive_keep", strconv.Itoa(keepSeconds(t.Keep))),
 		shscript.Set("tfhive_runinfo", t.RunInfo),
@@ -186,6 +196,21 @@ func runStage(t Task) string {
 	}
 	vars = append(vars, shscript.Set("tfhive_cmd", taskShell(t)))
 	return runSh.With(vars...)
+}
+
+// seenWords is tfhive_seen: "-" for a start planned on a probe of its
+// own, else the seen tickets' holders as " PID … ".
+func seenWords(t Task) string {
+	if !t.Seeded {
+		return "-"
+	}
+	var b strings.Builder
+	b.WriteByte(' ')
+	for _, pid := range t.SeenTickets {
+		b.WriteString(strconv.Itoa(pid))
+		b.WriteByte(' ')
+	}
+	return b.String()
 }
 
 func boolDigit(b bool) string {

@@ -17,12 +17,26 @@
 # taken, and plans again. Our own holders are the flock processes above
 # this shell, one per lock, each the parent of the next.
 #
-# tfhive_check_claims DIR CLAIMS N (the holders' label's claims dir and
-# claim list, "-" for none, and how many holders are ours) returns 1 when
-# another holder claims one of CLAIMS.
+# A start planned on an older probe than its own (a sweep's trial on the
+# newest coalesced probe, probe.Coalescer's seed) also honours the hosts'
+# queue: a run that began to wait here since that probe is seen only by a
+# probe begun after, and would lose its turn to this one. So such a start
+# is given the holders of the waiting tickets its probe saw (SEEN), and
+# ends as a claim taken when another holder of a waiting ticket of DIR is
+# here now (scripts/ticket.sh: "tfhive-ticket DIR NAME …" on its command
+# line; one whose user also holds that ticket's parked state, a run that
+# runs, is no waiter, as probe/tickets.go reads them): the run plans
+# again on a new probe, which sees the queue. Only ever more cautious than
+# a new probe: a forged label costs a re-plan, never a turn.
+#
+# tfhive_check_claims DIR CLAIMS N SEEN (the holders' label's claims dir
+# and claim list, "-" for none, how many holders are ours, and the pids
+# of the waiting tickets' holders the plan's probe saw, " PID … ", or "-"
+# for a start planned on a probe of its own) returns 1 when another holder
+# claims one of CLAIMS, 2 when a run queued here since the plan's probe.
 tfhive_check_claims() {
 	[ "$2" != - ] || return 0
-	local own=' ' p=$PPID st n mine=',' c kind pid args w tfhive_key
+	local own=' ' p=$PPID st n mine=',' c kind pid args w tfhive_key seen=${4:--} waiting=() parked=' ' u
 	for ((n = 0; n < $3; n++)); do
 		own+="$p "
 		read -r st 2>/dev/null <"/proc/$p/stat" || break
@@ -49,6 +63,24 @@ tfhive_check_claims() {
 		args=()
 		{ while IFS= read -r -d '' c; do args+=("$c"); done <"/proc/$pid/cmdline"; } 2>/dev/null || continue
 		n=${#args[@]}
+		# The queue's waiters, for a start on an older probe: tickets
+		# ("… tfhive-ticket DIR NAME RUN PRIORITY SINCE SHAPE") and their
+		# states ("… tfhive-ticket-state DIR NAME STATE").
+		if [ "$seen" != - ]; then
+			case ${args[0]} in *flock) ;; *) continue ;; esac
+			if [ "$n" -ge 8 ] && [ "${args[n - 7]}" = tfhive-ticket ]; then
+				if [ "${args[n - 6]}" = "$1" ]; then
+					case $seen in *" $pid "*) ;; *) tfhive_uid_of "$pid" && waiting+=("$u/${args[n - 5]}") ;; esac
+				fi
+				continue
+			fi
+			if [ "$n" -ge 5 ] && [ "${args[n - 4]}" = tfhive-ticket-state ]; then
+				if [ "${args[n - 3]}" = "$1" ] && [ "${args[n - 1]}" = parked ]; then
+					tfhive_uid_of "$pid" && parked+="$u/${args[n - 2]} "
+				fi
+				continue
+			fi
+		fi
 		[ "$n" -ge 6 ] || continue
 		case ${args[n - 1]} in low | high) n=$((n - 1)) ;; esac
 		{ [ "$n" -ge 6 ] && [ "${args[n - 5]}" = tfhive-sup ] && [ "${args[n - 4]}" = "$1" ]; } || continue
@@ -59,7 +91,25 @@ tfhive_check_claims() {
 			case $mine in *",$tfhive_key,"*) return 1 ;; esac
 		done
 	done </proc/locks
+	for c in "${waiting[@]}"; do
+		case $parked in *" $c "*) ;; *) return 2 ;; esac
+	done
 	return 0
+}
+
+# tfhive_uid_of PID sets u to the process's real uid; it fails when the
+# process is gone. No subshell.
+tfhive_uid_of() {
+	local l
+	u=
+	{ while read -r l; do
+		case $l in Uid:*)
+			read -r _ u _ <<<"$l"
+			return 0
+			;;
+		esac
+	done <"/proc/$1/status"; } 2>/dev/null
+	return 1
 }
 
 # tfhive_claim_key CLAIM sets tfhive_key to what a label's claim

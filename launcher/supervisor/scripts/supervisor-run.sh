@@ -105,6 +105,10 @@
 #                      every stop sends the task first ("t", SIGTERM to
 #                      the supervisor, a preemption, the link's loss),
 #                      SIGKILL following tfhive_grace later
+#   tfhive_seen        "-": planned on a probe of its own; otherwise
+#                      planned on an older one (a sweep's trial on the
+#                      newest coalesced probe), whose waiting tickets'
+#                      holders these are, " PID … " (claim-check.sh)
 #   tfhive_mux         1: kept, and started by the host's multiplexer
 #                      (mux.sh), which made the task's output files and
 #                      follows them itself, with this supervisor's own
@@ -114,7 +118,7 @@
 #                      once; 0: otherwise
 # and, from the holders' command line, $1 the claims dir, $2 the run id,
 # $3 the task's and $4 its claims.
-: "${tfhive_nclaims?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}" "${tfhive_mux?}" "${tfhive_stopsig?}" "${tfhive_grace?}"
+: "${tfhive_nclaims?}" "${tfhive_seen?}" "${tfhive_hb_timeout?}" "${tfhive_cmd?}" "${tfhive_keep?}" "${tfhive_runinfo?}" "${tfhive_mark?}" "${tfhive_restarts?}" "${tfhive_attempt0?}" "${tfhive_mux?}" "${tfhive_stopsig?}" "${tfhive_grace?}"
 # From here on a SIGTERM (tfhive kill, which finds this shell by the
 # label on its command line) is a stop owed to the task: counted, and
 # sent once the task has started (tfhive_spawn). Until the trap, it
@@ -126,8 +130,9 @@
 tfhive_stops=0 tfhive_owed='' tfhive_pid=''
 trap 'tfhive_stops=$((tfhive_stops + 1)) tfhive_owed=1' TERM
 # Another live holder's label names one of our claims (claim-check.sh):
-# the claim is taken, whatever file we locked.
-tfhive_check_claims "$1" "$4" "$tfhive_nclaims" || exit 75
+# the claim is taken, whatever file we locked; so is a turn that a run
+# queued since the plan's probe is owed (tfhive_seen).
+tfhive_check_claims "$1" "$4" "$tfhive_nclaims" "$tfhive_seen" || exit 75
 # The lock files' descriptors, opened by the first stage for the holders
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
