@@ -68,6 +68,7 @@ func exitCode(err error) int {
 		request     *schedule.UsageError
 		capacity    *schedule.CapacityError
 		conflict    *lifecycle.ClaimConflictError
+		queued      *lifecycle.QueuedSinceError
 		blocked     *lifecycle.ClaimBlockedError
 		unreachable *commands.UnreachableError
 		differ      *commands.DifferError
@@ -94,7 +95,7 @@ func exitCode(err error) int {
 		return runFailed.Summary.ExitCode
 	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &request), errors.As(err, &check):
 		return exitUsage
-	case errors.As(err, &capacity), errors.As(err, &conflict), errors.As(err, &blocked):
+	case errors.As(err, &capacity), errors.As(err, &conflict), errors.As(err, &queued), errors.As(err, &blocked):
 		return exitNoGPUs
 	case errors.As(err, &unreachable):
 		return exitUnreachable

@@ -279,6 +279,7 @@ func TestExitCodes(t *testing.T) {
 		{fmt.Errorf("hosts: %w", &hosts.ConfigError{Msg: "wrapped"}), exitUsage},
 		{&schedule.CapacityError{Msg: "not enough free GPUs"}, exitNoGPUs},
 		{&lifecycle.ClaimConflictError{Conflicts: []string{"a"}}, exitNoGPUs},
+		{&lifecycle.QueuedSinceError{Hosts: []string{"a"}}, exitNoGPUs},
 		{&lifecycle.ClaimBlockedError{Blocked: []string{"a"}}, exitNoGPUs},
 		{&commands.UnreachableError{Bad: 1, Total: 2}, exitUnreachable},
 		{&commands.DifferError{Problems: []doctor.Problem{{Host: "a", Item: "torch", Text: "a: torch 2.1"}}}, exitFailure},

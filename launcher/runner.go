@@ -112,6 +112,12 @@ type Options struct {
 	Relaunch *lifecycle.Relaunch
 	// Hang is --hang-after and --on-hang (hang.go); After 0: never.
 	Hang Hang
+	// SeenTickets, for a plan made on an older probe (inventory.Inventory's
+	// Seeded), are by host the pids of the holders of the waiting tickets
+	// that probe saw: a supervisor ends as a claim taken when a run began
+	// to wait on its host since (supervisor.Task.Seeded). Nil: the plan's
+	// probe was its own, no check.
+	SeenTickets map[string][]int
 	// Priority is --priority, which the tasks' claim holders carry.
 	// Preemptible, for a low run, gives by host who may preempt it there
 	// (its policy allows preempt_low: preempt.go); absent: nobody.
@@ -188,7 +194,8 @@ func (rt *runTask) reportClaim(line string) {
 const claimTaken = "taken"
 
 // claimAnswer names a supervisor's claim line for the policy: supervisor.ClaimOK,
-// supervisor.ClaimBlocked+why, supervisor.ClaimFailed+why (not started), claimTaken (it ended
+// supervisor.ClaimBlocked+why, supervisor.ClaimFailed+why (not started), supervisor.ClaimQueued
+// (a run queued since the plan's older probe), claimTaken (it ended
 // with supervisor.ExitClaimBusy first), or anything else (it ended otherwise first).
 func claimAnswer(line string) (lifecycle.ClaimAnswer, string) {
 	switch {
@@ -196,6 +203,8 @@ func claimAnswer(line string) (lifecycle.ClaimAnswer, string) {
 		return lifecycle.ClaimHeld, ""
 	case line == claimTaken:
 		return lifecycle.ClaimTaken, ""
+	case line == supervisor.ClaimQueued:
+		return lifecycle.ClaimQueued, ""
 	case strings.HasPrefix(line, supervisor.ClaimBlocked):
 		return lifecycle.ClaimBlocked, strings.TrimPrefix(line, supervisor.ClaimBlocked)
 	case strings.HasPrefix(line, supervisor.ClaimFailed):
@@ -778,6 +787,9 @@ func (r *runner) taskFor(t schedule.Task) supervisor.Task {
 		Claims: lifecycle.Claims(t), RunID: r.o.Plan.RunID, ID: t.ID, Restarts: r.o.Restart.Max > 0,
 		Priority: r.o.Priority, Preempt: r.o.Preemptible[t.Host], Grace: r.o.Grace, StopSignal: r.o.StopSignal}
 	r.idleTask(&tk, t)
+	if r.o.SeenTickets != nil {
+		tk.Seeded, tk.SeenTickets = true, r.o.SeenTickets[t.Host]
+	}
 	if rl := r.o.Relaunch; rl != nil {
 		tk.Requeued = rl.Requeues // ps and top: "resumed (attempt 2)"
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tfhive/tfhive/probe/inventory"
 )
@@ -25,52 +26,93 @@ import (
 // fleet that asked does: the fleets sharing a Coalescer should share
 // their connections (Shared).
 //
-// One probe may be older than its request: a seed (Seed), a probe the
-// caller made itself just before, which each fleet's first probe takes
-// instead of waiting out one or two more, until Unseed.
+// One probe may be older than its request: a seed, the newest probe of
+// the same hosts while it is under MaxSeedAge (the caller's own, Seed, or
+// the Coalescer's last), which each fleet's first probe takes at once
+// instead of waiting out one or two more. Such an inventory is Seeded: a
+// start planned on it honours the hosts' queue in the supervisor's claim
+// check, since a run that queued meanwhile is seen only by a probe begun
+// after (launcher/supervisor, Task.Seeded).
 type Coalescer struct {
 	// NewDial, when set, gives each of the Coalescer's own fleets a Dial
 	// of its own (Shared.Dialer) instead of the first asking fleet's: a
 	// Shared's Dialer belongs to one fleet, and that fleet's own first
 	// dial after the Coalescer's would count as a redial.
 	NewDial func() Dialer
+	// Now stands in for the clock that ages the seeds; nil: time.Now.
+	Now func() time.Time
 
 	mu     sync.Mutex
 	lines  map[string]*probeLine
 	fleets map[string]*Fleet
-	seed   *seeded
+	seeds  map[string]*seeded // by probeKey
 }
 
-// seeded is the inventory a Seed offers the first probes of the fleets
-// whose probes are key's.
+// MaxSeedAge is how old a probe may be and still answer a fleet's first
+// probe (counted from its first host's answer): a sweep's trial starting
+// on a GPU another has just freed plans on it, the sweep's placement book
+// taking out of it what the ended trial held there (launcher/sweep).
+// What such a probe cannot show is what changed on the hosts meanwhile:
+// a claim taken (the claim check sees it), a run queued (so does the
+// claim check of a start planned on a seed), a process started by hand on
+// a free GPU or a port bound, as likely as between any probe and its
+// claims, over a longer while. Long enough to carry a sweep's first wave
+// of trials to its second (their first plans are on the sweep's own
+// probe, often 4 to 6 s old when the first of them ends).
+const MaxSeedAge = 10 * time.Second
+
+// seeded is a probe that may answer a fleet's first probe: its inventory,
+// when its first host answered, and the fleet whose sessions the fleets
+// planning on it may take (nil: the caller's own, Seed).
 type seeded struct {
-	key string
-	inv inventory.Inventory
+	inv  inventory.Inventory
+	at   time.Time
+	from *Fleet
 }
 
 // Seed offers inv, what fleet f's own Probe has just answered, to the
-// first probe of every fleet that probes f's hosts as f does, until
-// Unseed: such a probe returns inv at once, where it would have waited
-// for a probe begun after it asked (two, when it came while one was in
-// flight). A sweep seeds its first trials' plans with the probe that
-// sized it (launcher/sweepjob): nothing of the sweep has run since, its
-// placement book keeps the trials off each other's GPUs, and a claim
-// someone took meanwhile is seen by the supervisor's claim check as
-// always. A fleet's later probes, and every probe once unseeded, are
-// coalesced as before: the seed never answers a run that waits.
+// first probe of every fleet that probes f's hosts as f does, as long as
+// it is the newest of their probes and under MaxSeedAge: such a probe
+// returns inv at once, Seeded, where it would have waited for a probe
+// begun after it asked (two, when it came while one was in flight). A
+// sweep seeds its first trials' plans with the probe that sized it
+// (launcher/sweepjob); each coalesced probe is the seed after it. A
+// fleet's later probes are coalesced as always: a run that waits plans
+// on a probe begun after it asked.
 func (c *Coalescer) Seed(f *Fleet, inv inventory.Inventory) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.seed = &seeded{key: probeKey(f), inv: inv}
+	c.offer(probeKey(f), inv, nil)
 }
 
-// Unseed ends the Seed: from now on every probe is one begun after it
-// asked. A sweep unseeds once a trial has ended: a GPU that one frees is
-// seen only by a new probe.
-func (c *Coalescer) Unseed() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seed = nil
+// offer makes inv key's seed when it is newer than the one there; c.mu
+// is held. A probe none of whose hosts answered is none.
+func (c *Coalescer) offer(key string, inv inventory.Inventory, from *Fleet) {
+	var at time.Time
+	for _, h := range inv.Hosts {
+		if !h.Probed.IsZero() && (at.IsZero() || h.Probed.Before(at)) {
+			at = h.Probed
+		}
+	}
+	if at.IsZero() {
+		return
+	}
+	if s := c.seeds[key]; s == nil || s.at.Before(at) {
+		c.seeds[key] = &seeded{inv: inv, at: at, from: from}
+	}
+}
+
+// fresh is key's seed while under MaxSeedAge; c.mu is held.
+func (c *Coalescer) fresh(key string) *seeded {
+	s := c.seeds[key]
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	if s == nil || now().Sub(s.at) >= MaxSeedAge {
+		return nil
+	}
+	return s
 }
 
 // probeLine is one key's probes: the one in flight, and the next one,
@@ -90,7 +132,7 @@ type flight struct {
 
 // NewCoalescer has no probe in flight.
 func NewCoalescer() *Coalescer {
-	return &Coalescer{lines: map[string]*probeLine{}, fleets: map[string]*Fleet{}}
+	return &Coalescer{lines: map[string]*probeLine{}, fleets: map[string]*Fleet{}, seeds: map[string]*seeded{}}
 }
 
 // Close closes the connections of the Coalescer's own fleets.
@@ -104,8 +146,9 @@ func (c *Coalescer) Close() {
 }
 
 // probe is fleet f's probe, shared with the fleets probing the same hosts
-// the same way, and the fleet that made it (nil for a seed). Its result
-// is shared read-only: f adopts a copy.
+// the same way, and the fleet that made it (nil for the caller's own
+// seed). Its result is shared read-only: f adopts a copy. A fleet's first
+// probe is the seed while there is a fresh one (Seeded).
 //
 // Each host's session of the Coalescer's own probes goes on as the
 // first asking fleet's Then, a spare any fleet that adopts the probes may
@@ -119,9 +162,11 @@ func (c *Coalescer) probe(ctx context.Context, f *Fleet) (inventory.Inventory, *
 	key := probeKey(f)
 	first := !f.coalesced.Swap(true)
 	c.mu.Lock()
-	if s := c.seed; s != nil && first && s.key == key {
+	if s := c.fresh(key); s != nil && first {
 		c.mu.Unlock()
-		return s.inv, nil, nil
+		inv := s.inv
+		inv.Seeded = true
+		return inv, s.from, nil
 	}
 	pf := c.fleets[key]
 	if pf == nil {
@@ -137,7 +182,13 @@ func (c *Coalescer) probe(ctx context.Context, f *Fleet) (inventory.Inventory, *
 	}
 	c.mu.Unlock()
 	inv, err := c.do(ctx, key, func(ctx context.Context) (inventory.Inventory, error) {
-		return pf.Probe(ctx), nil
+		inv := pf.Probe(ctx)
+		if ctx.Err() == nil {
+			c.mu.Lock()
+			c.offer(key, inv, pf)
+			c.mu.Unlock()
+		}
+		return inv, nil
 	})
 	return inv, pf, err
 }
@@ -220,7 +271,7 @@ func (c *Coalescer) start(l *probeLine, f *flight) {
 // answered (over the same shared connection, with no round trip).
 func (f *Fleet) adopt(ctx context.Context, shared inventory.Inventory, err error) inventory.Inventory {
 	f.spares.DropAll()
-	inv := inventory.Inventory{Hosts: make([]inventory.HostInventory, len(f.Hosts))}
+	inv := inventory.Inventory{Hosts: make([]inventory.HostInventory, len(f.Hosts)), Seeded: err == nil && shared.Seeded}
 	for i, h := range f.Hosts {
 		hi := inventory.HostInventory{Host: h, Name: h.Name, ClusterAddress: h.ClusterAddress, GPUs: []inventory.GPU{}, ListeningPorts: []int{}, Claims: []inventory.Claim{}}
 		if err == nil && i < len(shared.Hosts) {

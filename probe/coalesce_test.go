@@ -181,6 +181,7 @@ func TestCoalescerCancel(t *testing.T) {
 // taken out.
 func TestFleetsCoalesce(t *testing.T) {
 	hosts, shared, c, hs := coalescedHosts(t, hosttest.Profile{Name: "a", GPUs: 2}, hosttest.Profile{Name: "b", GPUs: 1})
+	noSeeds(c)
 	fleet := func() *Fleet {
 		f := NewFleet(hs, Options{Dial: shared.Dialer(), Coalesce: c, CommandTimeout: 10 * time.Second})
 		t.Cleanup(f.Close)
@@ -224,8 +225,9 @@ func TestFleetsCoalesce(t *testing.T) {
 }
 
 // A seed answers the first probe of each fleet that probes its way, at
-// once and as a copy of its own; that fleet's next probe, a fleet that
-// probes otherwise, and every probe after Unseed probe the hosts.
+// once, Seeded and as a copy of its own; that fleet's next probe, and a
+// fleet that probes otherwise, probe the hosts; the coalesced probe is
+// the seed after it, lending its sessions, until it is MaxSeedAge old.
 func TestCoalescerSeed(t *testing.T) {
 	hosts, shared, c, hs := coalescedHosts(t, hosttest.Profile{Name: "a", GPUs: 2})
 	fleet := func(o Options) *Fleet {
@@ -253,21 +255,30 @@ func TestCoalescerSeed(t *testing.T) {
 	f1, f2 := fleet(Options{}), fleet(Options{Then: "cat"}) // Then is the fleet's own
 	inv := f1.Probe(context.Background())
 	calls(1, "a fleet's first probe, seeded")
-	if h := inv.Hosts[0]; h.Err != nil || len(h.GPUs) != 2 || f1.Executor(0) == nil {
-		t.Fatalf("seeded: %+v, %d GPUs, executor %v", h.Err, len(h.GPUs), f1.Executor(0))
+	if h := inv.Hosts[0]; h.Err != nil || len(h.GPUs) != 2 || f1.Executor(0) == nil || !inv.Seeded {
+		t.Fatalf("seeded: %+v, %d GPUs, executor %v, Seeded %t", h.Err, len(h.GPUs), f1.Executor(0), inv.Seeded)
 	}
 	inv.Hosts[0].GPUs[0].Name = "changed"
 	if inv := f2.Probe(context.Background()); inv.Hosts[0].GPUs[0].Name == "changed" {
 		t.Error("a seeded probe shares its GPUs with another fleet's")
 	}
 	calls(1, "another fleet's first probe, seeded")
-	f1.Probe(context.Background())
+	if inv := f1.Probe(context.Background()); inv.Seeded {
+		t.Error("a fleet's second probe is Seeded")
+	}
 	calls(2, "a seeded fleet's second probe")
+	f3 := fleet(Options{})
+	if inv := f3.Probe(context.Background()); !inv.Seeded || f3.lender == nil {
+		t.Errorf("a fleet's first probe after a coalesced one: Seeded %t, lender %v", inv.Seeded, f3.lender)
+	}
+	calls(2, "a fleet's first probe after a coalesced one, on it")
 	fleet(Options{CommandTimeout: 9 * time.Second}).Probe(context.Background())
 	calls(3, "the first probe of a fleet that probes otherwise")
-	c.Unseed()
-	fleet(Options{}).Probe(context.Background())
-	calls(4, "a fleet's first probe after Unseed")
+	noSeeds(c)
+	if inv := fleet(Options{}).Probe(context.Background()); inv.Seeded {
+		t.Error("a probe on a seed MaxSeedAge old")
+	}
+	calls(4, "a fleet's first probe once the seed is MaxSeedAge old")
 }
 
 // Fleets that keep sessions (Then) take the Coalescer's: each host's
@@ -277,6 +288,7 @@ func TestCoalescerSeed(t *testing.T) {
 // one not taken.
 func TestCoalescedProbesLendTheirSessions(t *testing.T) {
 	_, shared, c, hs := coalescedHosts(t, hosttest.Profile{Name: "a", GPUs: 1}, hosttest.Profile{Name: "b", GPUs: 1})
+	noSeeds(c)
 	eof := filepath.Join(t.TempDir(), "eof")
 	then := `IFS= read -r x || { echo "$$" >> ` + eof + `; exit 3; }; echo "$$ got $x"`
 	fleet := func() *Fleet {
@@ -331,6 +343,10 @@ func TestCoalescedProbesLendTheirSessions(t *testing.T) {
 	c.Close()
 	ended(4, "host a's last, ended by Close")
 }
+
+// noSeeds ages every probe past MaxSeedAge at once: each fleet's first
+// probe is then one begun after it asked, as its later ones are.
+func noSeeds(c *Coalescer) { c.Now = func() time.Time { return time.Now().Add(MaxSeedAge) } }
 
 // coalescedHosts are fake hosts (their inventory.Hosts, in order) behind
 // one Shared, and a Coalescer, both closed when the test ends.

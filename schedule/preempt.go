@@ -90,22 +90,28 @@ func Preemptions(inv inventory.Inventory, req Request) []Victim {
 }
 
 // without is inv as it would be once the victims' tasks ended on the
-// hosts where they are preempted: their claims gone, and their GPUs'
-// processes (but intruders) and load with them.
+// hosts where they are preempted (Without).
 func without(inv inventory.Inventory, vs []Victim) inventory.Inventory {
+	return Without(inv, func(h *inventory.HostInventory, c inventory.Claim) bool {
+		return slices.ContainsFunc(vs, func(v Victim) bool {
+			return v.RunID == c.RunID && v.User == c.User && slices.Contains(v.Hosts, h.Name)
+		})
+	})
+}
+
+// Without is inv as it would be once the runs whose claims gone says are
+// gone ended: those claims taken out, and on their GPUs the processes
+// (but intruders, which are no run's) and the load with them. inv is not
+// changed.
+func Without(inv inventory.Inventory, gone func(h *inventory.HostInventory, c inventory.Claim) bool) inventory.Inventory {
 	out := inv
 	out.Hosts = slices.Clone(inv.Hosts)
 	for i := range out.Hosts {
 		h := &out.Hosts[i]
-		gone := func(c inventory.Claim) bool {
-			return slices.ContainsFunc(vs, func(v Victim) bool {
-				return v.RunID == c.RunID && v.User == c.User && slices.Contains(v.Hosts, h.Name)
-			})
-		}
 		var freed []int
 		var claims []inventory.Claim
 		for _, c := range h.Claims {
-			if gone(c) {
+			if gone(h, c) {
 				if c.Kind == "gpu" {
 					freed = append(freed, c.ID)
 				}
@@ -114,6 +120,9 @@ func without(inv inventory.Inventory, vs []Victim) inventory.Inventory {
 			claims = append(claims, c)
 		}
 		if len(freed) == 0 {
+			if len(claims) < len(h.Claims) {
+				h.Claims = claims
+			}
 			continue
 		}
 		h.Claims = claims

@@ -49,40 +49,39 @@ func sweepN(t *testing.T, b *bed, name, param string) {
 // A sweep's first trials plan on the probe that sized it: as many trials
 // as GPUs start on one probe of each host, where each waited for a probe
 // begun after it asked (one more, and a second for those that asked
-// while it ran). Once a trial has ended the next one probes again: what
-// it freed is seen only by a probe begun after it ended.
+// while it ran). The trials after an end plan on it too, while it is the
+// newest and under probe.MaxSeedAge, the book taking out of it what the
+// ended trials held (sweep.Book.End).
 func TestSweepFirstTrialsPlanOnItsProbe(t *testing.T) {
-	b := twoHosts(t)
-	t.Chdir(b.dir)
-	sweepN(t, b, "seeded", "N=1,2,3,4")
-	for _, h := range b.fleet.Hosts {
-		if n := h.SMICalls(); n != 1 {
-			t.Errorf("host %s probed %d times for 4 trials on its 4 GPUs, want 1 (the sweep's own probe)", h.Name, n)
+	for _, c := range []struct{ name, trials, what string }{
+		{"seeded", "N=1,2,3,4", "4 trials on its 4 GPUs"},
+		{"handed", "N=1,2,3,4,5,6", "6 trials on its 4 GPUs, 2 after an end"},
+	} {
+		b := twoHosts(t)
+		t.Chdir(b.dir)
+		sweepN(t, b, c.name, c.trials)
+		for _, h := range b.fleet.Hosts {
+			if n := h.SMICalls(); n != 1 {
+				t.Errorf("%s: host %s probed %d times, want 1 (the sweep's own probe)", c.what, h.Name, n)
+			}
 		}
-	}
-	b = twoHosts(t)
-	t.Chdir(b.dir)
-	sweepN(t, b, "handed", "N=1,2,3,4,5,6")
-	n := 0
-	for _, h := range b.fleet.Hosts {
-		n += h.SMICalls()
-	}
-	if n < 4 {
-		t.Errorf("the hosts were probed %d times for 6 trials on 4 GPUs, want at least 4: the sweep's probe of each host, and a new one of each for the trials that came after an end", n)
 	}
 }
 
-// A trial after a hand-over starts its multiplexer in the session of the
-// probe it planned on (that probe's spare, probe.Coalescer): 2 trials
-// one after the other on one GPU cost the host the sweep's probe, the
-// first trial's multiplexer and the second one's probe, which goes on as
-// its multiplexer: 3 sessions, not 4.
-func TestSweepHandOverTakesTheProbeSession(t *testing.T) {
+// A trial after a hand-over costs its host no probe: 2 trials one after
+// the other on one GPU cost the host the sweep's probe and the two
+// trials' multiplexers, 3 sessions, and one nvidia-smi. (Before the
+// hand-over planned on the newest probe, the second trial's probe went
+// on as its multiplexer: 3 sessions, 2 probes.)
+func TestSweepHandOverCostsNoProbe(t *testing.T) {
 	b := newBed(t, hosttest.Profile{Name: "a", GPUs: 1})
 	t.Chdir(b.dir)
 	sweepN(t, b, "lent", "N=1,2")
 	h := b.fleet.Hosts[0]
 	if n := h.Sessions(); n != 3 {
 		t.Errorf("the host had %d sessions for 2 trials on its one GPU, want 3", n)
+	}
+	if n := h.SMICalls(); n != 1 {
+		t.Errorf("the host was probed %d times for 2 trials on its one GPU, want 1", n)
 	}
 }

@@ -259,12 +259,12 @@ func TestSweepSync(t *testing.T) {
 	}
 }
 
-// A trial after a hand-over starts in the session of the probe it planned
-// on (probe.Coalescer lends its probes' sessions): 2 trials one after the
-// other on a host's GPUs cost sshd 3 sessions, the sweep's probe, the
-// first trial's multiplexer and the second one's probe, which goes on as
-// its multiplexer. The first plans on the sweep's own probe (Seed).
-func TestSweepHandOverInTheProbeSession(t *testing.T) {
+// A trial after a hand-over costs its host no probe: it plans on the
+// newest probe (probe.Coalescer's seed, here the sweep's own), the book
+// taking out what the ended trial held there. 2 trials one after the
+// other on a host's GPUs cost sshd 3 sessions (the sweep's probe and the
+// trials' multiplexers) and nvidia-smi one query of the probe's.
+func TestSweepHandOverWithoutAProbe(t *testing.T) {
 	t.Parallel() // beside others, on a fleet of its own (testing.md)
 	f := runFleet(t, "h1")
 	events := filepath.Join(t.TempDir(), "events")
@@ -277,5 +277,8 @@ func TestSweepHandOverInTheProbeSession(t *testing.T) {
 	}
 	if n := f.Host("h1").Sessions(); n != 3 {
 		t.Errorf("the host's sshd started %d sessions for 2 trials one after the other, want 3", n)
+	}
+	if n := f.Host("h1").SMICallsWith("-q -x"); n != 1 {
+		t.Errorf("the host was probed %d times for 2 trials one after the other, want once", n)
 	}
 }

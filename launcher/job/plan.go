@@ -41,7 +41,27 @@ func (r *run) plan(ctx context.Context) (*schedule.Plan, inventory.Inventory, er
 	planPorts(plan, r.used)
 	r.lo.Priority, r.lo.Preemptible = r.req.Priority, schedule.PreemptibleBy(inv, r.req.Priority)
 	r.lo.Idle = schedule.IdleRules(inv, r.lo.IdleStop)
+	r.lo.SeenTickets = seenTickets(inv)
 	return plan, inv, nil
+}
+
+// seenTickets is, for a plan on an older probe (Seeded), the holders of
+// the waiting tickets it saw, by host: the supervisors' claim check ends
+// a start that a run queued since is owed (launcher.Options.SeenTickets).
+// Nil for a probe of the run's own.
+func seenTickets(inv inventory.Inventory) map[string][]int {
+	if !inv.Seeded {
+		return nil
+	}
+	seen := make(map[string][]int, len(inv.Hosts))
+	for _, h := range inv.Hosts {
+		pids := []int{}
+		for _, t := range h.Tickets {
+			pids = append(pids, t.PID)
+		}
+		seen[h.Name] = pids
+	}
+	return seen
 }
 
 // ProbeAndPlan is the shared first half of plan and run: probe every host

@@ -90,6 +90,6 @@ func BenchmarkSeenBurst(b *testing.B) {
 	_, held, inv, req := burst()
 	b.ReportAllocs()
 	for b.Loop() {
-		sweep.Seen(inv, held, req.RunID)
+		sweep.Seen(inv, held, nil, req.RunID)
 	}
 }

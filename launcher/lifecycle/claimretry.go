@@ -17,11 +17,17 @@ const MaxClaimRetries = 8
 func NextRetry(err error, n int, left time.Duration, random func(n int64) int64) (time.Duration, bool) {
 	var conflict *ClaimConflictError
 	var capacity *schedule.CapacityError
+	var queued *QueuedSinceError
 	switch {
+	case errors.As(err, &queued) && n <= MaxClaimRetries:
+		// The next plan is on a probe begun after (a fleet's later
+		// probes are never a seed): no run raced this one, nothing to
+		// spread out.
+		return 0, true
 	case errors.As(err, &conflict) && n <= MaxClaimRetries:
 		ceiling := min(100*time.Millisecond<<n, 3*time.Second)
 		return time.Duration(random(int64(ceiling))), true
-	case errors.As(err, &conflict), errors.As(err, &capacity):
+	case errors.As(err, &conflict), errors.As(err, &capacity), errors.As(err, &queued):
 		if left <= 0 {
 			return 0, false
 		}

@@ -41,6 +41,10 @@ func TestRetryNext(t *testing.T) {
 		{"conflict 9 under --wait: backoff", errConflict, MaxClaimRetries + 1, time.Hour, true, time.Second},
 		{"conflict 9, little --wait left", errConflict, MaxClaimRetries + 1, 300 * time.Millisecond, true, 300 * time.Millisecond},
 
+		{"queued since the plan's probe: at once", &QueuedSinceError{Hosts: []string{"a"}}, 1, 0, true, 0},
+		{"queued since, 8th: at once", &QueuedSinceError{Hosts: []string{"a"}}, MaxClaimRetries, 0, true, 0},
+		{"queued since, 9th, waiting: backoff", &QueuedSinceError{Hosts: []string{"a"}}, MaxClaimRetries + 1, time.Hour, true, time.Second},
+
 		{"capacity without --wait", errCapacity, 1, 0, false, 0},
 		{"capacity, --wait over", errCapacity, 3, -time.Second, false, 0},
 		{"capacity 1", errCapacity, 1, time.Hour, true, 250 * time.Millisecond},

@@ -18,6 +18,17 @@ func (e *ClaimConflictError) Error() string {
 	return "claimed by another run while starting: " + strings.Join(e.Conflicts, "; ")
 }
 
+// QueuedSinceError: the plan was made on an older probe than the run's
+// own (a sweep's trial on the newest coalesced probe), and a run began to
+// wait on these hosts since: its turn may be ahead of this one's, which
+// only a new probe can tell. Nothing was started; the run plans again at
+// once, on a probe begun after.
+type QueuedSinceError struct{ Hosts []string }
+
+func (e *QueuedSinceError) Error() string {
+	return "a run queued on " + strings.Join(e.Hosts, ", ") + " since the probe this start was planned on: planning again"
+}
+
 // ClaimBlockedError: a lock file on a host is not one tfhive can use (not
 // a regular file, or not readable), put there by someone else. Trying
 // again cannot help; its owner or root must remove it.

@@ -73,6 +73,7 @@ const (
 	ClaimBlocked             // a lock file cannot be used (err: why)
 	ClaimFailed              // a kept task cannot have its files on the host (err: why): not started
 	ClaimTaken               // it ended on a claim someone else holds
+	ClaimQueued              // planned on an older probe, it met a run queued since
 )
 
 // Signal is what stopped the run from outside (EvInterrupt): the runner
@@ -226,8 +227,9 @@ func (p *Policy) State(i int) TaskState { return p.state[i] }
 // started again after a lost host (Relaunch).
 func (p *Policy) SetAttempt(i, n int) { p.state[i].Attempt = n }
 
-// Conflict is why nothing ran when a claim was taken or blocked
-// (ClaimConflictError, ClaimBlockedError); nil otherwise.
+// Conflict is why nothing ran when a claim was taken or blocked, or a
+// run queued since the plan's probe (ClaimConflictError,
+// ClaimBlockedError, QueuedSinceError); nil otherwise.
 func (p *Policy) Conflict() error { return p.conflict }
 
 // aloneOf says which tasks restart by themselves: with TensorFlow, an
@@ -366,7 +368,7 @@ func (p *Policy) claimIn(i int, claim ClaimAnswer, why string, d *Decision) {
 	if p.waiting--; p.waiting > 0 {
 		return
 	}
-	var conflicts, blocked []string
+	var conflicts, blocked, queued []string
 	for i, s := range p.state {
 		t := p.tasks[i]
 		switch {
@@ -375,6 +377,8 @@ func (p *Policy) claimIn(i int, claim ClaimAnswer, why string, d *Decision) {
 			conflicts = append(conflicts, fmt.Sprintf("%s %s", t.Host, describeClaims(Claims(t))))
 		case s.claim == ClaimBlocked:
 			blocked = append(blocked, t.Host+": "+s.why)
+		case s.claim == ClaimQueued && !slices.Contains(queued, t.Host):
+			queued = append(queued, t.Host)
 		}
 	}
 	for i, s := range p.state {
@@ -391,6 +395,9 @@ func (p *Policy) claimIn(i int, claim ClaimAnswer, why string, d *Decision) {
 		p.abort(d)
 	case len(conflicts) > 0:
 		p.conflict = &ClaimConflictError{Conflicts: conflicts}
+		p.abort(d)
+	case len(queued) > 0:
+		p.conflict = &QueuedSinceError{Hosts: queued}
 		p.abort(d)
 	default:
 		d.Send, d.To = CtlGo, p.Live()

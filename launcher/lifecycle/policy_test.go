@@ -533,6 +533,40 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
+// A start planned on an older probe that met a run queued since, on any
+// host: every supervisor is told to give up, nothing runs, and the run
+// plans again (QueuedSinceError, each host named once); a claim taken
+// elsewhere is the conflict said, the one a retry waits out.
+func TestPolicyQueuedSince(t *testing.T) {
+	plan := scheduletest.TF("ps:0@h1", "worker:0@h1", "worker:1@h2")
+	queued := answer{claim: ClaimQueued}
+	for _, c := range []struct {
+		name  string
+		lines []answer
+		want  string
+	}{
+		{"queued", []answer{queued, queued, held}, "a run queued on h1 since the probe this start was planned on: planning again"},
+		{"taken wins", []answer{queued, held, taken}, "claimed by another run while starting: h2 (one of gpu 1, port 2224)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := New(plan, Restart{})
+			for i := range plan.Tasks {
+				p.Apply(started(i))
+			}
+			var last Decision
+			for i, line := range c.lines {
+				last = p.Apply(claimLine(i, line))
+			}
+			if got := render(p, last); got != "a ps:0,worker:0,worker:1" {
+				t.Errorf("decision %q, want abort to all", got)
+			}
+			if p.conflict == nil || p.conflict.Error() != c.want {
+				t.Fatalf("conflict %v, want %q", p.conflict, c.want)
+			}
+		})
+	}
+}
+
 // A claim taken or blocked on any host: every supervisor is told to give
 // up, nothing runs, and the run is no result but an error.
 func TestPolicyClaimConflicts(t *testing.T) {

@@ -107,6 +107,10 @@ const (
 	// ClaimFailed: a kept task cannot have its files on the host (its run
 	// directory refused, say); the task could not start.
 	ClaimFailed = ClaimMarker + "failed "
+	// ClaimQueued: a start planned on an older probe (Task.Seeded) met a
+	// run that began to wait on the host since; the supervisor then ends
+	// with ExitClaimBusy, its claims given back.
+	ClaimQueued = ClaimMarker + "queued"
 	// ExitClaimBusy is the supervisor's status when a claim was taken or
 	// tfhive aborted the start.
 	ExitClaimBusy = 75

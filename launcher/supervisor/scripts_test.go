@@ -36,7 +36,7 @@ func TestScriptsFormats(t *testing.T) {
 		want []string
 	}{
 		{claimSh, []string{"'" + ClaimBlocked + "'", "-E " + busy + " ", " " + claim.HolderMarker + " "}},
-		{runSh, []string{"'" + ClaimOK + "'", "exit " + busy + "\n", "'" + StreamMarker + "'", "'" + ClaimFailed + "'",
+		{runSh, []string{"'" + ClaimOK + "'", "'" + ClaimQueued + "'", "exit " + busy + "\n", "'" + StreamMarker + "'", "'" + ClaimFailed + "'",
 			"printf '%s %s\\n' '" + strings.TrimSpace(TruncatedMarker) + "' \"$tfhive_mark\""}},
 		{attachSh, []string{"'" + StreamMarker + "'", "printf '%s %s\\n' '" + strings.TrimSpace(TruncatedMarker) + "' \"$tfhive_mark\""}},
 		{readStage, []string{"exit " + busy + ";"}},

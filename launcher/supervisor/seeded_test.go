@@ -20,8 +20,8 @@ import (
 
 // A start planned on an older probe (Task.Seeded) honours the hosts'
 // queue: with the tickets that probe saw, it claims; once a run began to
-// wait since, it ends as a claim taken (75) before it says anything, its
-// GPU untaken; a ticket parked since (a run that runs) is no waiter; a
+// wait since, it says so (ClaimQueued) and ends as a claim taken (75),
+// its GPU given back; a ticket parked since (a run that runs) is no waiter; a
 // start on a probe of its own is not held back. Real tickets (hostops'
 // ticket.sh) and the probe's reading of them, on this machine.
 func TestSupervisorSeededStartMeetsNewTicket(t *testing.T) {
@@ -50,6 +50,11 @@ func TestSupervisorSeededStartMeetsNewTicket(t *testing.T) {
 		return pids
 	}
 	gpu := []inventory.Claim{{Kind: "gpu", ID: 0, UUID: "GPU-a"}}
+	heldGPU := func() bool {
+		f := probe.NewFleet([]inventory.Host{hosts.Local()}, probe.Options{ClaimsOnly: true})
+		defer f.Close()
+		return len(f.Probe(ctx).Hosts[0].Claims) > 0
+	}
 	start := func(seeded bool, seen []int) (string, int) {
 		t.Helper()
 		tk := supervisor.Task{Argv: []string{"true"}, Claims: gpu, RunID: "trial-1", ID: "worker:0", HeartbeatTimeout: 10 * time.Second,
@@ -90,11 +95,14 @@ func TestSupervisorSeededStartMeetsNewTicket(t *testing.T) {
 	}
 
 	ticket("colleague-2", false)
-	if line, rc := start(true, seen); line != "" || rc != supervisor.ExitClaimBusy {
-		t.Errorf("seeded start after colleague-2 queued: line %q exit %d, want none and %d", line, rc, supervisor.ExitClaimBusy)
+	if line, rc := start(true, seen); line != supervisor.ClaimQueued || rc != supervisor.ExitClaimBusy {
+		t.Errorf("seeded start after colleague-2 queued: line %q exit %d, want %q and %d", line, rc, supervisor.ClaimQueued, supervisor.ExitClaimBusy)
 	}
-	if line, _ := start(true, nil); line != "" {
-		t.Errorf("seeded start that saw no ticket: %q, want none", line)
+	if held := heldGPU(); held {
+		t.Error("the GPU is still claimed after the start was refused")
+	}
+	if line, _ := start(true, nil); line != supervisor.ClaimQueued {
+		t.Errorf("seeded start that saw no ticket: %q, want %q", line, supervisor.ClaimQueued)
 	}
 	if line, _ := start(false, nil); line != supervisor.ClaimOK {
 		t.Errorf("a start on a probe of its own: %q, want %q", line, supervisor.ClaimOK)
@@ -105,8 +113,8 @@ func TestSupervisorSeededStartMeetsNewTicket(t *testing.T) {
 
 	// A run that runs, its ticket parked from its start: no waiter.
 	ticket("running-1", true)
-	if line, _ := start(true, seen[:1]); line != "" {
-		t.Errorf("seeded start with colleague-2 still waiting: %q, want none", line)
+	if line, _ := start(true, seen[:1]); line != supervisor.ClaimQueued {
+		t.Errorf("seeded start with colleague-2 still waiting: %q, want %q", line, supervisor.ClaimQueued)
 	}
 	both := waiting()
 	if len(both) != 2 {

@@ -1,10 +1,12 @@
 package sweep
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
 	"github.com/tfhive/tfhive/probe/inventory"
+	"github.com/tfhive/tfhive/schedule"
 )
 
 // Book keeps a sweep's trials apart: the GPUs and ports each trial has
@@ -20,9 +22,14 @@ import (
 //
 // The book only keeps siblings apart: a colleague's run and its place in
 // the hosts' queue are what the probe shows, as for any run.
+//
+// It also knows which trials ended (End): a trial may plan on a probe
+// older than its siblings' ends (probe.Coalescer's seed), which still
+// shows what an ended trial held; the view takes that out.
 type Book struct {
-	mu   sync.Mutex
-	held map[string]Places // by trial id
+	mu    sync.Mutex
+	held  map[string]Places // by trial id
+	ended map[string]bool
 }
 
 // Places are a trial's claims to be, by host: kind and id (a GPU's index,
@@ -30,7 +37,7 @@ type Book struct {
 type Places map[string][]inventory.Claim
 
 // NewBook is an empty book.
-func NewBook() *Book { return &Book{held: map[string]Places{}} }
+func NewBook() *Book { return &Book{held: map[string]Places{}, ended: map[string]bool{}} }
 
 // Place plans trial id with the book locked: plan gets inv as the book
 // shows it to that trial (Seen) and returns the claims its plan will
@@ -39,11 +46,18 @@ func NewBook() *Book { return &Book{held: map[string]Places{}} }
 // nothing.
 func (b *Book) Place(id string, inv inventory.Inventory, plan func(inventory.Inventory) (Places, error)) error {
 	// What of the view is the probe's alone is made before the lock: a
-	// wave of trials plans one at a time behind it.
-	v := newView(inv)
+	// wave of trials plans one at a time behind it. A trial that ends
+	// meanwhile is still what the probe shows, claimed.
+	b.mu.Lock()
+	ended := maps.Clone(b.ended)
+	b.mu.Unlock()
+	delete(ended, id)
+	v := newView(inv, ended)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.held, id)
+	// Planning again (a trial run again under its id) it runs.
+	delete(b.ended, id)
 	places, err := plan(v.see(b.held, id))
 	if err != nil {
 		return err
@@ -61,16 +75,33 @@ func (b *Book) Drop(id string) {
 	delete(b.held, id)
 }
 
+// End gives back trial id's places and says it ended: its tasks are gone
+// from its hosts, and a probe that still shows its claims shows GPUs
+// it freed (Seen).
+func (b *Book) End(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.held, id)
+	b.ended[id] = true
+}
+
 // Seen is inv as trial id must plan on it, given held, the places of a
-// sweep's trials: each GPU and port that another trial holds there is
-// claimed by that trial, as it will be once the trial starts; and a trial that holds a place no longer waits in the hosts'
-// queue (its tickets go once its claims are held), so its tickets are not
-// ahead of anyone. A trial's GPUs held by the sweep's user count under a
-// host policy's limits as its claims will. The GPUs free after that are the only ones id may
-// take: trials waiting for GPUs that free up go for them only as many as
-// fit, in the queue's order. inv is not changed.
-func Seen(inv inventory.Inventory, held map[string]Places, id string) inventory.Inventory {
-	return newView(inv).see(held, id)
+// sweep's trials, and ended, the trials that ended: each GPU and port
+// that another trial holds there is claimed by that trial, as it will be
+// once the trial starts; and a trial that holds a place no longer waits
+// in the hosts' queue (its tickets go once its claims are held), so its
+// tickets are not ahead of anyone. A trial's GPUs held by the sweep's
+// user count under a host policy's limits as its claims will. The GPUs
+// free after that are the only ones id may take: trials waiting for GPUs
+// that free up go for them only as many as fit, in the queue's order.
+//
+// An ended trial's claims that inv still shows (the sweep's user's, by
+// the kernel's word: a label naming the trial says nothing alone) are
+// gone, and its processes on their GPUs with their load (schedule.Without:
+// an intruder stays, and keeps its GPU busy); its tickets stay, the run
+// ahead of a sibling in the queue as inv saw it. inv is not changed.
+func Seen(inv inventory.Inventory, held map[string]Places, ended map[string]bool, id string) inventory.Inventory {
+	return newView(inv, ended).see(held, id)
 }
 
 // view is what Seen makes of a probe before it reads the book: a copy of
@@ -87,7 +118,12 @@ type claimKey struct {
 	id   int
 }
 
-func newView(inv inventory.Inventory) view {
+func newView(inv inventory.Inventory, ended map[string]bool) view {
+	if len(ended) > 0 {
+		inv = schedule.Without(inv, func(h *inventory.HostInventory, c inventory.Claim) bool {
+			return ended[c.RunID] && c.User != "" && c.User == h.Me && c.Blocked == ""
+		})
+	}
 	v := view{inv: inv, claimed: make([]map[claimKey]bool, len(inv.Hosts))}
 	v.inv.Hosts = slices.Clone(inv.Hosts)
 	for i := range inv.Hosts {

@@ -102,7 +102,7 @@ func TestBookPlaceAgainAndFailure(t *testing.T) {
 	if len(seenA.Hosts[0].Claims) != 0 {
 		t.Fatalf("a trial sees its own place as a sibling's: %+v", seenA.Hosts[0].Claims)
 	}
-	g, err := firstFree(Seen(inv, b.held, "b"))
+	g, err := firstFree(Seen(inv, b.held, nil, "b"))
 	if err != nil || gpuAt(g) != "w0:0" {
 		t.Fatalf("after a's failed plan b gets %v %v, want w0:0", g, err)
 	}
@@ -121,7 +121,7 @@ func TestSeenClaimsAndTickets(t *testing.T) {
 		"s-001": {"w0": {{Kind: "gpu", ID: 1, UUID: "w0-uuid1"}, {Kind: "port", ID: 2222}}},
 		"s-003": {"w1": {{Kind: "gpu", ID: 0}}},
 	}
-	seen := Seen(inv, held, "s-002")
+	seen := Seen(inv, held, nil, "s-002")
 	if want := []inventory.Claim{
 		{Kind: "gpu", ID: 1, UUID: "w0-uuid1", RunID: "s-001", Task: "planned by this sweep", User: "alice"},
 		{Kind: "port", ID: 2222, RunID: "s-001", Task: "planned by this sweep", User: "alice"},
@@ -145,12 +145,12 @@ func TestSeenClaimsAndTickets(t *testing.T) {
 	}
 	// A place its trial has claimed already shows once, as the probe saw it.
 	inv.Hosts[1].Claims = []inventory.Claim{{Kind: "gpu", ID: 0, RunID: "s-003", User: "alice", PID: 42}}
-	if c := Seen(inv, held, "s-002").Hosts[1].Claims; len(c) != 1 || c[0].PID != 42 {
+	if c := Seen(inv, held, nil, "s-002").Hosts[1].Claims; len(c) != 1 || c[0].PID != 42 {
 		t.Fatalf("w1's claims %+v, want s-003's own claim once", c)
 	}
 	inv.Hosts[1].Claims = nil
 	// Trial s-001 itself still sees its own tickets and no claim of its own.
-	own := Seen(inv, held, "s-001")
+	own := Seen(inv, held, nil, "s-001")
 	if len(own.Hosts[0].Claims) != 0 || len(own.Hosts[0].Tickets) != 3 {
 		t.Fatalf("s-001 sees %+v / %+v", own.Hosts[0].Claims, own.Hosts[0].Tickets)
 	}

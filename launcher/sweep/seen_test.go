@@ -95,7 +95,7 @@ func TestSeenAsReference(t *testing.T) {
 	for seed := range uint64(1000) {
 		inv, held, id := randomBook(seed)
 		want := seenReference(inv, held, id)
-		if got := Seen(inv, held, id); !reflect.DeepEqual(got, want) {
+		if got := Seen(inv, held, nil, id); !reflect.DeepEqual(got, want) {
 			t.Fatalf("seed %d: Seen\n%+v\nwant\n%+v", seed, got, want)
 		}
 		if pristine, _, _ := randomBook(seed); !reflect.DeepEqual(inv, pristine) {

@@ -226,12 +226,14 @@ func (r *sweepRun) askedToStop() {
 // ended hears a trial's end and says it.
 func (r *sweepRun) ended(e trialEnd) {
 	r.setSignals(e.i, nil)
-	// What the trial freed is seen only by a probe begun from now on,
-	// and so is a colleague who queued for it meanwhile: a trial that
-	// planned on an older probe, with the book taking the ended trial's
-	// claims out of it, took the GPU from the colleague waiting ahead
-	// (tried: TestSweepDoesNotStarveColleague, TestSweepFairToColleague).
-	r.probes.Unseed()
+	// The next trial may plan on a probe made before this end (the
+	// newest, probe.Coalescer's seed): the book takes out of it what
+	// this trial held. A colleague who queued for the GPU meanwhile is
+	// seen only by a probe begun after: the start's claim check sees
+	// the queue then, and the trial plans again (supervisor.Task.Seeded;
+	// without it the trial took the GPU from the colleague waiting
+	// ahead: TestSweepDoesNotStarveColleague, TestSweepFairToColleague).
+	r.book.End(r.rec.Trials[e.i].ID)
 	ok := e.sum != nil && e.sum.Result == record.ResultSucceeded
 	r.q.Done(ok)
 	line := r.hooks.EndLine(e.sum, e.err)

@@ -11,6 +11,11 @@ import "time"
 // and its JSON form is the documented `tfhive status --json` document.
 type Inventory struct {
 	Hosts []HostInventory `json:"hosts"`
+	// Seeded: an older probe than the one asked for, answered at once
+	// (a sweep's trial on the newest coalesced probe: probe.Coalescer).
+	// A start planned on it honours the hosts' queue in the supervisor's
+	// claim check (launcher.Options.SeenTickets).
+	Seeded bool `json:"-"`
 }
 
 // HostInventory is one host's answer, or the reason there was none.

@@ -598,6 +598,19 @@ func (h *Host) SMICalls() int {
 	return strings.Count(string(data), "\n")
 }
 
+// SMICallsWith counts the fake nvidia-smi's invocations with exactly
+// these arguments ("-q -x": the probe's query) on this host.
+func (h *Host) SMICallsWith(args string) int {
+	data, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "calls"))
+	n := 0
+	for l := range strings.Lines(string(data)) {
+		if strings.TrimSuffix(l, "\n") == args {
+			n++
+		}
+	}
+	return n
+}
+
 func (h *Host) start(t testing.TB, authorized string) error {
 	if err := os.MkdirAll(filepath.Join(h.Dir, "gpu"), 0o755); err != nil {
 		return err

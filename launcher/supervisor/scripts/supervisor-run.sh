@@ -132,7 +132,15 @@ trap 'tfhive_stops=$((tfhive_stops + 1)) tfhive_owed=1' TERM
 # Another live holder's label names one of our claims (claim-check.sh):
 # the claim is taken, whatever file we locked; so is a turn that a run
 # queued since the plan's probe is owed (tfhive_seen).
-tfhive_check_claims "$1" "$4" "$tfhive_nclaims" "$tfhive_seen" || exit 75
+tfhive_check_claims "$1" "$4" "$tfhive_nclaims" "$tfhive_seen"
+case $? in
+0) ;;
+2)
+	echo '@@tfhive-claim queued'
+	exit 75
+	;;
+*) exit 75 ;;
+esac
 # The lock files' descriptors, opened by the first stage for the holders
 # (4, 5, …): the task must not inherit them.
 tfhive_fd=4
