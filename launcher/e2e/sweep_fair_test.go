@@ -116,6 +116,17 @@ func TestSweepFairToColleague(t *testing.T) {
 	if now := b.startedNow(); len(now) != 5 || !strings.HasPrefix(q[0], "sf-") || slices.Contains(now, q[0]) {
 		t.Fatalf("started: %v, queue %v; want the 4 first trials, less %s, the colleague's run, and a trial queued", now, q, first[0])
 	}
+	// Planned on the sweep's probe, which did not see the colleague queue
+	// (while it is under probe.MaxSeedAge), the trial's start met the
+	// colleague's ticket on the host and planned again: said as that,
+	// not as a claim taken, and with no place in a queue it did not see.
+	console := readFile(t, filepath.Join(f.Dir, "tfhive-runs", q[0], "console.log"))
+	for l := range strings.Lines(console) {
+		if strings.Contains(l, "claimed by another run") || strings.Contains(l, "since the probe") && strings.Contains(l, "in the queue") {
+			t.Errorf("%s's console: %q", q[0], l)
+		}
+	}
+	t.Logf("%s's console:\n%s", q[0], console)
 	b.finish(first[1])
 	b.waitStarted(q[0], 1)
 

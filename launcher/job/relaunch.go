@@ -94,6 +94,10 @@ func (r *run) retry() Retry {
 				return
 			}
 			w := Waiting{Err: err, Ahead: schedule.Ahead(r.lastInv, r.req), Queued: r.queued(), Left: left, Wait: r.spec.Wait}
+			if errors.As(err, new(*lifecycle.QueuedSinceError)) {
+				// Its probe did not see the queue: no place in it to say.
+				w.Ahead, w.Queued = nil, false
+			}
 			if r.spec.WaitForever {
 				// Until the sweep ends: no time left to say.
 				w.Left = 0
