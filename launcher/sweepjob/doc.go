@@ -8,9 +8,10 @@
 // places in it than it can use, and a colleague who queued first starts
 // first. All trials share one connection per host (probe.Shared), their
 // probes (probe.Coalescer) and one placement book (sweep.Book): a trial
-// plans on its own probe, keeping off the GPUs its siblings have
-// planned, so trials started together do not all race for the same
-// first free GPU. Each trial's console (its tasks' output, its summary)
+// plans first on the newest probe, then on probes begun after it asked,
+// keeping off the GPUs its siblings have planned and seeing those that
+// ended trials freed, so trials started together do not all race for
+// the same first free GPU. Each trial's console (its tasks' output, its summary)
 // goes to console.log in its log dir, where `tfhive logs TRIAL` reads
 // it; the sweep says when each trial starts and ends.
 //

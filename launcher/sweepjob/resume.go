@@ -72,7 +72,7 @@ func (r *sweepRun) probeFleet(ctx context.Context, todo []int) (resumed resumeTr
 		return resumed, 0, closeFleet, err
 	}
 	// The first trials plan on this probe instead of one or two more
-	// (Coalescer.Seed), until one of them ends (sweepRun.ended).
+	// (Coalescer.Seed), while it is the newest under probe.MaxSeedAge.
 	r.probes.Seed(f, inv)
 	execs := map[string]remote.Executor{}
 	for i, h := range inv.Hosts {
