@@ -94,8 +94,9 @@ func (r *run) retry() Retry {
 				return
 			}
 			w := Waiting{Err: err, Ahead: schedule.Ahead(r.lastInv, r.req), Queued: r.queued(), Left: left, Wait: r.spec.Wait}
-			if errors.As(err, new(*lifecycle.QueuedSinceError)) {
-				// Its probe did not see the queue: no place in it to say.
+			if r.lastInv.Seeded {
+				// Its probe was older than the run's own and may not have
+				// seen the queue as it is: no place in it to say.
 				w.Ahead, w.Queued = nil, false
 			}
 			if r.spec.WaitForever {
