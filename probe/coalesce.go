@@ -56,7 +56,8 @@ type Coalescer struct {
 // a claim taken (the claim check sees it), a run queued (so does the
 // claim check of a start planned on a seed), a process started by hand on
 // a free GPU or a port bound, as likely as between any probe and its
-// claims, over a longer while. Long enough to carry a sweep's first wave
+// claims, over a longer while; the claims a policy's limits count are
+// never left to a seed (offer). Long enough to carry a sweep's first wave
 // of trials to its second (their first plans are on the sweep's own
 // probe, often 4 to 6 s old when the first of them ends).
 const MaxSeedAge = 10 * time.Second
@@ -86,10 +87,18 @@ func (c *Coalescer) Seed(f *Fleet, inv inventory.Inventory) {
 }
 
 // offer makes inv key's seed when it is newer than the one there; c.mu
-// is held. A probe none of whose hosts answered is none.
+// is held. A probe none of whose hosts answered is none. Nor is one where
+// a host's policy caps the GPUs a user or a group holds (limits): the
+// claims that count are everyone's of that user or group, taken since
+// by runs no claim check of ours sees, so a plan there is made on a
+// probe begun after it asked; the older seed goes too.
 func (c *Coalescer) offer(key string, inv inventory.Inventory, from *Fleet) {
 	var at time.Time
 	for _, h := range inv.Hosts {
+		if p := h.Policy; p != nil && (len(p.Limits.Users) > 0 || len(p.Limits.Groups) > 0) {
+			delete(c.seeds, key)
+			return
+		}
 		if !h.Probed.IsZero() && (at.IsZero() || h.Probed.Before(at)) {
 			at = h.Probed
 		}

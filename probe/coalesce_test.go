@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -279,6 +280,30 @@ func TestCoalescerSeed(t *testing.T) {
 		t.Error("a probe on a seed MaxSeedAge old")
 	}
 	calls(4, "a fleet's first probe once the seed is MaxSeedAge old")
+}
+
+// A probe that shows a host whose policy caps the GPUs users or groups
+// hold is no seed, and ends the one before: the claims those limits
+// count are anyone's of the user or group, taken since by runs no claim
+// check of ours sees.
+func TestCoalescerNoSeedUnderLimits(t *testing.T) {
+	hosts, shared, c, hs := coalescedHosts(t, hosttest.Profile{Name: "a", GPUs: 2})
+	own := NewFleet(hs, Options{Dial: shared.Dialer(), CommandTimeout: 10 * time.Second})
+	t.Cleanup(own.Close)
+	seed := own.Probe(context.Background())
+	c.Seed(own, seed)
+	limited := seed
+	limited.Hosts = slices.Clone(seed.Hosts)
+	limited.Hosts[0].Policy = &inventory.Policy{Limits: inventory.PolicyLimits{Groups: map[string]int{"lab": 4}}}
+	c.Seed(own, limited)
+	f := NewFleet(hs, Options{Dial: shared.Dialer(), Coalesce: c, CommandTimeout: 10 * time.Second})
+	t.Cleanup(f.Close)
+	if inv := f.Probe(context.Background()); inv.Seeded {
+		t.Error("a probe under a policy's limits answered as a seed")
+	}
+	if n := hosts.Host("a").SMICalls(); n != 2 {
+		t.Errorf("%d nvidia-smi calls, want 2: the fleet's first probe probed the host", n)
+	}
 }
 
 // Fleets that keep sessions (Then) take the Coalescer's: each host's
