@@ -300,6 +300,10 @@ func TestMuxSamplerForksLittle(t *testing.T) {
 func TestMuxPumpFailureSaid(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
+	// The supervisor's wrapper outlives the multiplexer the pump ended,
+	// and writes its end record there (else, at times, the TempDir went
+	// first: "unlinkat …/.mux-F4ILMARK: directory not empty").
+	waitHomeUnused(t, home)
 	const run = "20260101-000000-muxfail"
 	waitRunGone(t, run)
 	m := newHostMux("F4ILMARK")
@@ -458,6 +462,32 @@ func TestMuxIdlePumpForksLittle(t *testing.T) {
 // failure, and the kept task's supervisor writes its files after that;
 // the home's TempDir, removed after this cleanup, would find them coming
 // ("directory not empty").
+// waitHomeUnused waits, once the test is over and before its TempDir
+// goes, until no process but this one has home as its HOME: every
+// process a local multiplexer starts inherits it, whatever its command
+// line says (a wrapper's is its multiplexer's).
+func waitHomeUnused(t *testing.T, home string) {
+	mark := []byte("\x00HOME=" + home + "\x00")
+	t.Cleanup(func() {
+		for range 1000 {
+			left := ""
+			pids, _ := filepath.Glob("/proc/[0-9]*/environ")
+			for _, p := range pids {
+				env, err := os.ReadFile(p)
+				if err == nil && p != fmt.Sprintf("/proc/%d/environ", os.Getpid()) && bytes.Contains(append([]byte{0}, env...), mark) {
+					left = p
+					break
+				}
+			}
+			if left == "" {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Errorf("processes with HOME=%s still running 10 s after the test", home)
+	})
+}
+
 func waitRunGone(t *testing.T, run string) {
 	t.Cleanup(func() {
 		for range 1000 {
