@@ -114,9 +114,10 @@ type Options struct {
 	Hang Hang
 	// SeenTickets, for a plan made on an older probe (inventory.Inventory's
 	// Seeded), are by host the pids of the holders of the waiting tickets
-	// that probe saw: a supervisor ends as a claim taken when a run began
-	// to wait on its host since (supervisor.Task.Seeded). Nil: the plan's
-	// probe was its own, no check.
+	// that probe saw: a supervisor ends, its claims given back and saying
+	// so (supervisor.ClaimQueued), when a run began to wait on its host
+	// since (supervisor.Task.Seeded). Nil: the plan's probe was its own,
+	// no check.
 	SeenTickets map[string][]int
 	// Priority is --priority, which the tasks' claim holders carry.
 	// Preemptible, for a low run, gives by host who may preempt it there

@@ -47,7 +47,8 @@ func (r *run) plan(ctx context.Context) (*schedule.Plan, inventory.Inventory, er
 
 // seenTickets is, for a plan on an older probe (Seeded), the holders of
 // the waiting tickets it saw, by host: the supervisors' claim check ends
-// a start that a run queued since is owed (launcher.Options.SeenTickets).
+// a start whose turn a run queued since may be owed
+// (launcher.Options.SeenTickets).
 // Nil for a probe of the run's own.
 func seenTickets(inv inventory.Inventory) map[string][]int {
 	if !inv.Seeded {

@@ -51,9 +51,9 @@ type Task struct {
 	// own (a sweep's trial on the newest coalesced probe:
 	// probe.Coalescer); SeenTickets are the pids of the holders of the
 	// waiting tickets that probe saw on the task's host. Its claim check
-	// then ends it as a claim taken when a run began to wait there since
-	// (scripts/claim-check.sh), so that the run plans again on a probe
-	// that sees the queue.
+	// then ends it, saying ClaimQueued, when a run began to wait there
+	// since (scripts/claim-check.sh), so that the run plans again on a
+	// probe that sees the queue.
 	Seeded      bool
 	SeenTickets []int
 	// Requeued is how often the run went back to the queue (preempted,

@@ -22,11 +22,12 @@
 # queue: a run that began to wait here since that probe is seen only by a
 # probe begun after, and would lose its turn to this one. So such a start
 # is given the holders of the waiting tickets its probe saw (SEEN), and
-# ends as a claim taken when another holder of a waiting ticket of DIR is
-# here now (scripts/ticket.sh: "tfhive-ticket DIR NAME …" on its command
-# line; one whose user also holds that ticket's parked state, a run that
-# runs, is no waiter, as probe/tickets.go reads them): the run plans
-# again on a new probe, which sees the queue. Only ever more cautious than
+# ends (the supervisor says "@@tfhive-claim queued", its claims given
+# back) when another holder of a waiting ticket of DIR is here now
+# (scripts/ticket.sh: "tfhive-ticket DIR NAME …" on its command line;
+# one whose user also holds that ticket's parked state, a run that runs,
+# is no waiter, as probe/tickets.go reads them): the run plans again on
+# a new probe, which sees the queue. Only ever more cautious than
 # a new probe: a forged label costs a re-plan, never a turn.
 #
 # tfhive_check_claims DIR CLAIMS N SEEN (the holders' label's claims dir
