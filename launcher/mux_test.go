@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -468,18 +469,17 @@ func TestMuxIdlePumpForksLittle(t *testing.T) {
 // line says (a wrapper's is its multiplexer's).
 func waitHomeUnused(t *testing.T, home string) {
 	mark := []byte("\x00HOME=" + home + "\x00")
+	self := fmt.Sprintf("/proc/%d/environ", os.Getpid())
+	inUse := func() bool {
+		envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+		return slices.ContainsFunc(envs, func(p string) bool {
+			env, err := os.ReadFile(p)
+			return err == nil && p != self && bytes.Contains(append([]byte{0}, env...), mark)
+		})
+	}
 	t.Cleanup(func() {
 		for range 1000 {
-			left := ""
-			pids, _ := filepath.Glob("/proc/[0-9]*/environ")
-			for _, p := range pids {
-				env, err := os.ReadFile(p)
-				if err == nil && p != fmt.Sprintf("/proc/%d/environ", os.Getpid()) && bytes.Contains(append([]byte{0}, env...), mark) {
-					left = p
-					break
-				}
-			}
-			if left == "" {
+			if !inUse() {
 				return
 			}
 			time.Sleep(10 * time.Millisecond)

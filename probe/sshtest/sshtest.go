@@ -590,25 +590,31 @@ func (f *Fleet) share(authorized string) error {
 }
 
 // SMICalls counts the fake nvidia-smi's invocations on this host.
-func (h *Host) SMICalls() int {
-	data, err := os.ReadFile(filepath.Join(h.Dir, "gpu", "calls"))
-	if err != nil {
-		return 0
-	}
-	return strings.Count(string(data), "\n")
-}
+func (h *Host) SMICalls() int { return len(h.smiCalls()) }
 
 // SMICallsWith counts the fake nvidia-smi's invocations with exactly
 // these arguments ("-q -x": the probe's query) on this host.
 func (h *Host) SMICallsWith(args string) int {
-	data, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "calls"))
 	n := 0
-	for l := range strings.Lines(string(data)) {
-		if strings.TrimSuffix(l, "\n") == args {
+	for _, l := range h.smiCalls() {
+		if l == args {
 			n++
 		}
 	}
 	return n
+}
+
+// smiCalls are the fake nvidia-smi's invocations on this host, each its
+// arguments: its log's whole lines, a line a call.
+func (h *Host) smiCalls() []string {
+	data, _ := os.ReadFile(filepath.Join(h.Dir, "gpu", "calls"))
+	var calls []string
+	for l := range strings.Lines(string(data)) {
+		if args, whole := strings.CutSuffix(l, "\n"); whole {
+			calls = append(calls, args)
+		}
+	}
+	return calls
 }
 
 func (h *Host) start(t testing.TB, authorized string) error {
